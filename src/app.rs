@@ -1,0 +1,243 @@
+//! The commands behind the CLI, taking plain config structs (no clap types) and writers.
+//!
+//! `main` parses the command line into these structs and prints what [`run`] returns; tests call
+//! [`run`] directly with in-memory writers.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use crate::event::plan::{self, Host, RecordOptions};
+use crate::event::resolve::{HARDWARE_EVENTS, SOFTWARE_EVENTS};
+use crate::pmu::{PmuError, Pmus};
+
+/// Where hrec reads the machine's description from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Env {
+    /// Stands in for `/sys` (`HREC_SYSFS_ROOT` or `--sysfs-root`).
+    pub sysfs_root: PathBuf,
+    /// Stands in for `/proc` (`HREC_PROCFS_ROOT` or `--procfs-root`).
+    pub procfs_root: PathBuf,
+    /// `-v` count.
+    pub verbose: u8,
+}
+
+impl Default for Env {
+    fn default() -> Self {
+        Env {
+            sysfs_root: PathBuf::from("/sys"),
+            procfs_root: PathBuf::from("/proc"),
+            verbose: 0,
+        }
+    }
+}
+
+/// `hrec record`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordConfig {
+    /// Planning options.
+    pub options: RecordOptions,
+    /// `-o`.
+    pub output: PathBuf,
+    /// `-m`: data pages per ring buffer (a power of two).
+    pub mmap_pages: Option<u64>,
+    /// `--dry-run`: print the plan, open nothing.
+    pub dry_run: bool,
+    /// `--json` with `--dry-run`.
+    pub json: bool,
+    /// The workload command, when forking one.
+    pub command: Vec<String>,
+}
+
+/// `hrec list`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ListConfig {
+    /// `--json`.
+    pub json: bool,
+}
+
+/// One command to run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    /// `hrec record`
+    Record(RecordConfig),
+    /// `hrec list`
+    List(ListConfig),
+    /// A command that a later milestone implements (`report`, `script`, ...).
+    Pending {
+        /// Its name.
+        name: &'static str,
+        /// What it will do.
+        what: &'static str,
+    },
+}
+
+/// Errors of the commands, each with enough context for one line.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AppError {
+    /// Reading the sysfs snapshot failed.
+    #[error("cannot discover PMUs")]
+    Pmu(#[from] PmuError),
+    /// The plan could not be made.
+    #[error(transparent)]
+    Plan(#[from] plan::PlanError),
+    /// Command not built yet.
+    #[error("'hrec {name}' is not implemented yet ({what})")]
+    NotImplemented {
+        /// Command.
+        name: &'static str,
+        /// What it will do.
+        what: &'static str,
+    },
+    /// A usage problem found after parsing.
+    #[error("{0}")]
+    Usage(String),
+    /// Writing output failed.
+    #[error("cannot write output")]
+    Io(#[from] io::Error),
+}
+
+/// Reads what planning needs from procfs; missing files mean "unknown".
+pub fn read_host(procfs_root: &Path) -> Host {
+    let rate = std::fs::read_to_string(procfs_root.join("sys/kernel/perf_event_max_sample_rate"))
+        .ok()
+        .and_then(|s| s.trim().parse().ok());
+    Host {
+        max_sample_rate: rate,
+        ..Host::default()
+    }
+}
+
+/// Runs one command. Returns the process exit status.
+pub fn run(
+    env: &Env,
+    cmd: &Command,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8, AppError> {
+    match cmd {
+        Command::Record(cfg) => record(env, cfg, out, err),
+        Command::List(cfg) => list(env, cfg, out),
+        Command::Pending { name, what } => Err(AppError::NotImplemented { name, what }),
+    }
+}
+
+fn record(
+    env: &Env,
+    cfg: &RecordConfig,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8, AppError> {
+    if let Some(m) = cfg.mmap_pages
+        && (m == 0 || !m.is_power_of_two())
+    {
+        return Err(AppError::Usage(format!(
+            "-m {m}: the number of mmap data pages must be a power of two (e.g. 128)"
+        )));
+    }
+    if cfg.options.target == plan::Target::Workload && cfg.command.is_empty() {
+        return Err(AppError::Usage(
+            "nothing to record: give a command after --, or -a, -C, -p or -t".into(),
+        ));
+    }
+    let pmus = Pmus::read(&env.sysfs_root)?;
+    let host = read_host(&env.procfs_root);
+    let plan = plan::plan_record(&pmus, &host, &cfg.options)?;
+    for n in &plan.notices {
+        writeln!(err, "hrec: {n}")?;
+    }
+    if cfg.dry_run {
+        if cfg.json {
+            serde_json::to_writer_pretty(&mut *out, &plan).map_err(io::Error::from)?;
+            writeln!(out)?;
+        } else {
+            write!(out, "{}", plan.dump())?;
+        }
+        return Ok(0);
+    }
+    Err(AppError::NotImplemented {
+        name: "record",
+        what: "opening the plan and draining ring buffers comes with the recorder; use --dry-run to see the plan",
+    })
+}
+
+fn list(env: &Env, cfg: &ListConfig, out: &mut dyn Write) -> Result<u8, AppError> {
+    let pmus = Pmus::read(&env.sysfs_root)?;
+    if cfg.json {
+        serde_json::to_writer_pretty(&mut *out, &pmus).map_err(io::Error::from)?;
+        writeln!(out)?;
+        return Ok(0);
+    }
+    writeln!(
+        out,
+        "PMUs in {}/bus/event_source/devices (online CPUs {}):",
+        pmus.root.display(),
+        pmus.online
+    )?;
+    writeln!(
+        out,
+        "  {:<24} {:>5}  {:<10} {:<5} {:<7} pmu_name",
+        "name", "type", "cpus", "core", "topdown"
+    )?;
+    for p in &pmus.pmus {
+        let cpus = p
+            .cpus
+            .as_ref()
+            .or(p.cpumask.as_ref())
+            .map_or("all".to_string(), |c| c.to_string());
+        let td = match p.topdown {
+            crate::pmu::TopDown::None => "-",
+            crate::pmu::TopDown::L1 => "L1",
+            crate::pmu::TopDown::L2 => "L2",
+        };
+        writeln!(
+            out,
+            "  {:<24} {:>5}  {:<10} {:<5} {:<7} {}",
+            p.name,
+            p.type_,
+            cpus,
+            if p.is_core() { "yes" } else { "no" },
+            td,
+            p.pmu_name().unwrap_or("-")
+        )?;
+    }
+    let core = pmus.core_pmus();
+    writeln!(out)?;
+    if core.is_empty() {
+        writeln!(out, "Hardware events: none (no core PMU on this machine)")?;
+    } else {
+        let on: Vec<&str> = core.iter().map(|p| p.name.as_str()).collect();
+        writeln!(out, "Hardware events (on {}):", on.join(", "))?;
+        for (name, id) in HARDWARE_EVENTS {
+            writeln!(out, "  {name:<40} [hardware event {id}]")?;
+        }
+        writeln!(
+            out,
+            "  {:<40} [hardware cache event]",
+            "<cache>-<op>-<result>, e.g. L1-dcache-load-misses"
+        )?;
+    }
+    writeln!(out)?;
+    writeln!(out, "Software events:")?;
+    for (name, id) in SOFTWARE_EVENTS {
+        writeln!(out, "  {name:<40} [software event {id}]")?;
+    }
+    for p in &pmus.pmus {
+        if p.aliases.is_empty() {
+            continue;
+        }
+        writeln!(out)?;
+        writeln!(out, "{} events (use as {}/NAME/ or NAME):", p.name, p.name)?;
+        for a in p.aliases.values() {
+            let mut extra = String::new();
+            if let Some(s) = a.scale {
+                extra.push_str(&format!(" scale={s}"));
+            }
+            if let Some(u) = &a.unit {
+                extra.push_str(&format!(" unit={u}"));
+            }
+            writeln!(out, "  {:<40} [{}]{extra}", a.name, a.text)?;
+        }
+    }
+    Ok(0)
+}

@@ -1,0 +1,377 @@
+//! Command-line definitions (clap derive) and their conversion into `hrec::app` config structs.
+//!
+//! Flag names follow perf where perf has one. Nothing past [`Cli::into_command`] sees clap types.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+use hrec::app::{Command, Env, ListConfig, RecordConfig};
+use hrec::event::plan::{CallGraph, DEFAULT_DWARF_STACK, Freq, RecordOptions, Target};
+use hrec::pmu::CpuList;
+
+/// hrec: sampling profiler for modern Intel PMUs (hybrid, TopDown, retire latency).
+#[derive(Debug, Parser)]
+#[command(name = "hrec", version, about, propagate_version = true)]
+#[command(after_help = "EXAMPLES:
+  hrec record -W -- ./prog            sample cycles (+TopDown group, retire latency)
+  hrec record --dry-run -- true       print the perf_event_attr plan, open nothing
+  hrec list                           PMUs, their TopDown level and events")]
+pub struct Cli {
+    /// Be more verbose (repeat for more).
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+    /// Read PMUs from this directory instead of /sys (also HREC_SYSFS_ROOT).
+    #[arg(long, global = true, hide = true, env = "HREC_SYSFS_ROOT")]
+    pub sysfs_root: Option<PathBuf>,
+    /// Read kernel limits from this directory instead of /proc (also HREC_PROCFS_ROOT).
+    #[arg(long, global = true, hide = true, env = "HREC_PROCFS_ROOT")]
+    pub procfs_root: Option<PathBuf>,
+    /// The command.
+    #[command(subcommand)]
+    pub command: Cmd,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Cmd {
+    /// Sample a command (or CPUs, or processes) into a file.
+    Record(RecordArgs),
+    /// Show where samples landed, with TopDown and retire latency per symbol.
+    Report(InputArgs),
+    /// Print every sample, perf script style.
+    Script(InputArgs),
+    /// Draw a flame graph SVG.
+    Flamegraph(FlamegraphArgs),
+    /// Count events (TopDown, TMA metrics) for a command.
+    Stat(StatArgs),
+    /// List PMUs, TopDown levels and events.
+    List(ListArgs),
+    /// Show a recording's header: host, events, counts.
+    Info(InputArgs),
+}
+
+/// `hrec record` flags.
+#[derive(Debug, Args)]
+pub struct RecordArgs {
+    /// Event(s) to sample, perf syntax (repeatable, comma lists, {groups}:S).
+    #[arg(short = 'e', long = "event", value_name = "EVENT")]
+    pub events: Vec<String>,
+    /// Sampling frequency in Hz, or "max".
+    #[arg(short = 'F', long = "freq", value_name = "HZ|max", value_parser = parse_freq)]
+    pub freq: Option<Freq>,
+    /// Sample every N events (fixed period).
+    #[arg(short = 'c', long = "count", value_name = "N")]
+    pub count: Option<u64>,
+    /// Record sample weights (WEIGHT_STRUCT on x86: retire latency in bits 63:48).
+    #[arg(short = 'W', long = "weight")]
+    pub weight: bool,
+    /// Record call chains (frame pointers).
+    #[arg(short = 'g')]
+    pub g: bool,
+    /// Call chain mode: fp, or dwarf[,STACK_BYTES].
+    #[arg(long = "call-graph", value_name = "fp|dwarf[,SIZE]", value_parser = parse_call_graph)]
+    pub call_graph: Option<CallGraph>,
+    /// Record every CPU.
+    #[arg(short = 'a', long = "all-cpus")]
+    pub all_cpus: bool,
+    /// Record these CPUs (e.g. 0-3,8).
+    #[arg(short = 'C', long = "cpu", value_name = "CPUS")]
+    pub cpu: Option<CpuList>,
+    /// Attach to these processes.
+    #[arg(
+        short = 'p',
+        long = "pid",
+        value_name = "PID[,PID]",
+        value_delimiter = ','
+    )]
+    pub pid: Vec<u32>,
+    /// Attach to these threads.
+    #[arg(
+        short = 't',
+        long = "tid",
+        value_name = "TID[,TID]",
+        value_delimiter = ','
+    )]
+    pub tid: Vec<u32>,
+    /// One event per thread on any CPU instead of one per CPU.
+    #[arg(long = "per-thread")]
+    pub per_thread: bool,
+    /// Do not follow child processes and threads.
+    #[arg(short = 'i', long = "no-inherit")]
+    pub no_inherit: bool,
+    /// Output file.
+    #[arg(short = 'o', long = "output", default_value = "hrec.data")]
+    pub output: PathBuf,
+    /// Data pages per ring buffer (power of two).
+    #[arg(short = 'm', long = "mmap-pages", value_name = "PAGES")]
+    pub mmap_pages: Option<u64>,
+    /// Print the plan (perf_event_attr per event, perf -vv layout) and open nothing.
+    #[arg(long = "dry-run")]
+    pub dry_run: bool,
+    /// With --dry-run: print the plan as JSON.
+    #[arg(long, requires = "dry_run")]
+    pub json: bool,
+    /// The command to record, after --.
+    #[arg(trailing_var_arg = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+/// Commands that read a recording.
+#[derive(Debug, Args)]
+pub struct InputArgs {
+    /// Input file.
+    #[arg(short = 'i', long = "input", default_value = "hrec.data")]
+    pub input: PathBuf,
+}
+
+/// `hrec flamegraph` flags.
+#[derive(Debug, Args)]
+pub struct FlamegraphArgs {
+    /// Input file.
+    #[arg(short = 'i', long = "input", default_value = "hrec.data")]
+    pub input: PathBuf,
+    /// Output SVG.
+    #[arg(short = 'o', long = "output", default_value = "flamegraph.svg")]
+    pub output: PathBuf,
+}
+
+/// `hrec stat` flags.
+#[derive(Debug, Args)]
+pub struct StatArgs {
+    /// Event(s) to count.
+    #[arg(short = 'e', long = "event", value_name = "EVENT")]
+    pub events: Vec<String>,
+    /// Metrics or metric groups.
+    #[arg(short = 'M', long = "metrics", value_name = "METRICS")]
+    pub metrics: Vec<String>,
+    /// TopDown breakdown.
+    #[arg(long)]
+    pub topdown: bool,
+    /// Count every CPU.
+    #[arg(short = 'a', long = "all-cpus")]
+    pub all_cpus: bool,
+    /// Count these CPUs.
+    #[arg(short = 'C', long = "cpu", value_name = "CPUS")]
+    pub cpu: Option<CpuList>,
+    /// Attach to these processes.
+    #[arg(short = 'p', long = "pid", value_delimiter = ',')]
+    pub pid: Vec<u32>,
+    /// The command to count, after --.
+    #[arg(trailing_var_arg = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+/// `hrec list` flags.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// JSON output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_freq(s: &str) -> Result<Freq, String> {
+    if s == "max" {
+        return Ok(Freq::Max);
+    }
+    s.parse::<u64>()
+        .map(Freq::Hz)
+        .map_err(|_| format!("expected a frequency in Hz or 'max', found {s:?}"))
+}
+
+fn parse_call_graph(s: &str) -> Result<CallGraph, String> {
+    let (mode, size) = match s.split_once(',') {
+        Some((m, sz)) => (m, Some(sz)),
+        None => (s, None),
+    };
+    match (mode, size) {
+        ("fp", None) => Ok(CallGraph::Fp),
+        ("dwarf", None) => Ok(CallGraph::Dwarf {
+            stack_size: DEFAULT_DWARF_STACK,
+        }),
+        ("dwarf", Some(sz)) => {
+            let n: u32 = sz
+                .parse()
+                .map_err(|_| format!("bad dwarf stack size {sz:?}"))?;
+            if n == 0 || !n.is_multiple_of(8) || n > 65528 {
+                return Err(format!(
+                    "dwarf stack size must be a multiple of 8 in 8-65528, found {n}"
+                ));
+            }
+            Ok(CallGraph::Dwarf { stack_size: n })
+        }
+        ("lbr", _) => Err("--call-graph lbr is not supported yet; use fp or dwarf".to_string()),
+        _ => Err(format!("expected fp or dwarf[,SIZE], found {s:?}")),
+    }
+}
+
+impl Cli {
+    /// Splits into the environment and the command; `Err` is a usage error (exit 2).
+    pub fn into_command(self) -> Result<(Env, Command), String> {
+        let mut env = Env {
+            verbose: self.verbose,
+            ..Env::default()
+        };
+        if let Some(r) = self.sysfs_root {
+            env.sysfs_root = r;
+        }
+        if let Some(r) = self.procfs_root {
+            env.procfs_root = r;
+        }
+        let cmd = match self.command {
+            Cmd::Record(a) => Command::Record(a.into_config()?),
+            Cmd::List(a) => Command::List(ListConfig { json: a.json }),
+            Cmd::Report(_) => Command::Pending {
+                name: "report",
+                what: "symbolized reports come with the reporter",
+            },
+            Cmd::Script(_) => Command::Pending {
+                name: "script",
+                what: "perf-script output comes with perf.data interop",
+            },
+            Cmd::Flamegraph(_) => Command::Pending {
+                name: "flamegraph",
+                what: "SVG flame graphs come after the reporter",
+            },
+            Cmd::Stat(_) => Command::Pending {
+                name: "stat",
+                what: "counting mode comes with hrec stat",
+            },
+            Cmd::Info(_) => Command::Pending {
+                name: "info",
+                what: "file headers come with the recorder's file format",
+            },
+        };
+        Ok((env, cmd))
+    }
+}
+
+impl RecordArgs {
+    fn into_config(self) -> Result<RecordConfig, String> {
+        let given = [
+            self.all_cpus,
+            self.cpu.is_some(),
+            !self.pid.is_empty(),
+            !self.tid.is_empty(),
+        ];
+        if given.iter().filter(|g| **g).count() > 1 {
+            return Err("-a, -C, -p and -t pick different targets: use one of them".into());
+        }
+        let target = if let Some(c) = self.cpu {
+            if c.is_empty() {
+                return Err("-C needs at least one CPU".into());
+            }
+            Target::Cpus(c)
+        } else if self.all_cpus {
+            Target::SystemWide
+        } else if !self.pid.is_empty() {
+            Target::Pids(self.pid)
+        } else if !self.tid.is_empty() {
+            Target::Tids(self.tid)
+        } else {
+            Target::Workload
+        };
+        if matches!(target, Target::Pids(_) | Target::Tids(_)) && !self.command.is_empty() {
+            return Err("a command cannot be combined with -p or -t".into());
+        }
+        if self.g && self.call_graph.is_some_and(|c| c != CallGraph::Fp) {
+            return Err("-g means --call-graph fp; give only one of them".into());
+        }
+        let call_graph = self.call_graph.or(self.g.then_some(CallGraph::Fp));
+        Ok(RecordConfig {
+            options: RecordOptions {
+                events: self.events,
+                freq: self.freq,
+                count: self.count,
+                weight: self.weight,
+                call_graph,
+                target,
+                per_thread: self.per_thread,
+                no_inherit: self.no_inherit,
+            },
+            output: self.output,
+            mmap_pages: self.mmap_pages,
+            dry_run: self.dry_run,
+            json: self.json,
+            command: self.command,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(args: &[&str]) -> Result<RecordConfig, String> {
+        let mut v = vec!["hrec", "record"];
+        v.extend_from_slice(args);
+        let cli = Cli::try_parse_from(v).map_err(|e| e.to_string())?;
+        match cli.into_command()?.1 {
+            Command::Record(r) => Ok(r),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn perf_flag_names() {
+        let r = record(&[
+            "-e",
+            "cycles",
+            "-e",
+            "instructions",
+            "-F",
+            "999",
+            "-W",
+            "-g",
+            "-i",
+            "-m",
+            "64",
+            "-o",
+            "x.data",
+            "--",
+            "ls",
+            "-l",
+        ])
+        .unwrap();
+        assert_eq!(r.options.events, ["cycles", "instructions"]);
+        assert_eq!(r.options.freq, Some(Freq::Hz(999)));
+        assert!(r.options.weight && r.options.no_inherit);
+        assert_eq!(r.options.call_graph, Some(CallGraph::Fp));
+        assert_eq!(r.mmap_pages, Some(64));
+        assert_eq!(r.command, ["ls", "-l"]);
+        assert_eq!(r.output, PathBuf::from("x.data"));
+        let r = record(&["-C", "0-3", "--call-graph", "dwarf,4096"]).unwrap();
+        assert_eq!(r.options.target, Target::Cpus("0-3".parse().unwrap()));
+        assert_eq!(
+            r.options.call_graph,
+            Some(CallGraph::Dwarf { stack_size: 4096 })
+        );
+        let r = record(&["-p", "12,34", "--per-thread"]).unwrap();
+        assert_eq!(r.options.target, Target::Pids(vec![12, 34]));
+        assert_eq!(
+            record(&["-F", "max", "-a"]).unwrap().options.freq,
+            Some(Freq::Max)
+        );
+    }
+
+    #[test]
+    fn usage_errors() {
+        assert!(
+            record(&["-a", "-p", "1"])
+                .unwrap_err()
+                .contains("different targets")
+        );
+        assert!(
+            record(&["-p", "1", "--", "ls"])
+                .unwrap_err()
+                .contains("cannot be combined")
+        );
+        assert!(record(&["-F", "fast"]).is_err());
+        assert!(
+            record(&["--call-graph", "lbr"])
+                .unwrap_err()
+                .contains("not supported yet")
+        );
+        assert!(record(&["--call-graph", "dwarf,7"]).is_err());
+        assert!(record(&["--json", "--", "true"]).is_err());
+    }
+}

@@ -1,0 +1,759 @@
+//! Record planning: from (PMUs, options) to the exact attrs hrec will open.
+//!
+//! The plan follows `perf record` (perf-abi.md section 10) with these rules:
+//!
+//! * **Default event.** `cycles:P` on every core PMU, 4000 Hz. On a PMU with TopDown, cycles
+//!   becomes the sampling member of `{slots, cycles:P, topdown-*}:S`: `slots` must lead a group
+//!   with metric events and must not sample, metric events must not sample either, so the first
+//!   non-leader member (cycles) samples and every sample carries the group's counts in slot
+//!   units. Without any core PMU the plan samples `cpu-clock` and says so in one line.
+//! * **Sampling.** Frequency mode adds `PERIOD`; `-c` gives a fixed period without it. In a
+//!   sampling-read (`:S`) group only the read sampler samples; the others get period 0, and all
+//!   members share the union of the sample types plus `READ`, with `read_format`
+//!   `ID|GROUP|LOST`. `inherit` stays on together with `TID` (kernel 6.12 rule; the opener falls
+//!   back to no-inherit on older kernels).
+//! * **Identity.** With more than one event the records in a shared per-CPU buffer are told apart
+//!   by `ID`, or by `IDENTIFIER` when the sample types differ (the id then sits at a fixed
+//!   place in every record).
+//! * **Tracking.** Exactly one event carries `mmap`, `mmap2`, `comm`, `comm_exec`, `task` and
+//!   `ksymbol`. It is the first event when that one is opened on every target CPU; on hybrid
+//!   parts and for `-a`/`-C` it is a `dummy:u` event on all CPUs, as perf does, so no mapping is
+//!   missed while the task runs on a CPU the first event does not cover.
+//! * **Placement.** Per CPU of the event's own PMU (`cpus` on hybrid), intersected with `-C`; or
+//!   `cpu = -1` per thread with `--per-thread` (where inherit is off: the kernel cannot mmap an
+//!   inherited per-thread event).
+
+use serde::Serialize;
+
+use super::attr::{Attr, flag, read, sample, types};
+use super::parse::EventError;
+use super::resolve::{self, Group, Resolved, TopDownRole};
+use crate::pmu::{CpuList, Pmu, Pmus, TOPDOWN_METRICS, TopDown};
+
+/// Default sampling frequency (perf's `record.opts.freq`).
+pub const DEFAULT_FREQ: u64 = 4000;
+
+/// Default user stack copy for `--call-graph dwarf` (perf's 8192 bytes).
+pub const DEFAULT_DWARF_STACK: u32 = 8192;
+
+/// x86-64 user registers perf samples for DWARF unwinding (all but DS, ES, FS, GS).
+pub const X86_64_REGS_MASK: u64 = 0xff_0fff;
+
+/// What to record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "ids")]
+pub enum Target {
+    /// Fork and exec a command (events use `enable_on_exec`).
+    Workload,
+    /// `-p`: existing processes.
+    Pids(Vec<u32>),
+    /// `-t`: existing threads.
+    Tids(Vec<u32>),
+    /// `-a`: every CPU.
+    SystemWide,
+    /// `-C`: these CPUs.
+    Cpus(CpuList),
+}
+
+impl Target {
+    /// True for targets that record whole CPUs.
+    pub fn is_cpu_wide(&self) -> bool {
+        matches!(self, Target::SystemWide | Target::Cpus(_))
+    }
+}
+
+/// `-F`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Freq {
+    /// `-F N`
+    Hz(u64),
+    /// `-F max`: `/proc/sys/kernel/perf_event_max_sample_rate`.
+    Max,
+}
+
+/// `-g` / `--call-graph`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CallGraph {
+    /// Frame pointers (`PERF_SAMPLE_CALLCHAIN`), perf's default for `-g`.
+    Fp,
+    /// DWARF: copy user registers and this many bytes of user stack.
+    Dwarf {
+        /// Bytes of user stack per sample.
+        stack_size: u32,
+    },
+}
+
+/// Record options after the command line was validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordOptions {
+    /// `-e` strings, in order; empty means the default event.
+    pub events: Vec<String>,
+    /// `-F`.
+    pub freq: Option<Freq>,
+    /// `-c`.
+    pub count: Option<u64>,
+    /// `-W`.
+    pub weight: bool,
+    /// `-g` / `--call-graph`.
+    pub call_graph: Option<CallGraph>,
+    /// What to record.
+    pub target: Target,
+    /// `--per-thread`.
+    pub per_thread: bool,
+    /// `-i` / `--no-inherit`.
+    pub no_inherit: bool,
+}
+
+impl Default for RecordOptions {
+    fn default() -> Self {
+        RecordOptions {
+            events: Vec::new(),
+            freq: None,
+            count: None,
+            weight: false,
+            call_graph: None,
+            target: Target::Workload,
+            per_thread: false,
+            no_inherit: false,
+        }
+    }
+}
+
+/// Facts about the running kernel that planning needs besides the PMUs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Host {
+    /// `/proc/sys/kernel/perf_event_max_sample_rate`, when known.
+    pub max_sample_rate: Option<u64>,
+    /// x86: `-W` means `WEIGHT_STRUCT` (else plain `WEIGHT`).
+    pub x86: bool,
+}
+
+impl Default for Host {
+    fn default() -> Self {
+        Host {
+            max_sample_rate: None,
+            x86: cfg!(any(target_arch = "x86_64", target_arch = "x86")),
+        }
+    }
+}
+
+/// What an event does in the recording.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Produces samples.
+    Sampler,
+    /// Member of a sampling-read group: counted, read into the sampler's samples.
+    Counted,
+    /// `dummy` event carrying the side-band records only.
+    Tracking,
+}
+
+/// Where an event is opened.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Placement {
+    /// One fd per listed CPU.
+    Cpus(CpuList),
+    /// `cpu = -1`: follows the thread to any CPU (`--per-thread`).
+    AnyCpu,
+}
+
+/// One event of the plan.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PlannedEvent {
+    /// Position in the plan (open order).
+    pub index: usize,
+    /// Display name, perf style.
+    pub name: String,
+    /// PMU name (`cpu_core`, `software`); `None` only for a legacy event with no core PMU.
+    pub pmu: Option<String>,
+    /// The attr to open.
+    pub attr: Attr,
+    /// Index of the group leader (its own index when it leads or stands alone).
+    pub leader: usize,
+    /// What it does.
+    pub role: Role,
+    /// Carries the side-band (mmap, comm, task) records.
+    pub tracking: bool,
+    /// TopDown role.
+    pub topdown: TopDownRole,
+    /// Where it is opened.
+    pub placement: Placement,
+}
+
+/// Everything the recorder will open, in order, and the messages to show before recording.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Plan {
+    /// What is recorded.
+    pub target: Target,
+    /// Events in open order; group leaders come before their members.
+    pub events: Vec<PlannedEvent>,
+    /// One-line messages (fallbacks, lowered frequencies, regrouping).
+    pub notices: Vec<String>,
+}
+
+/// Why a plan cannot be made.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PlanError {
+    /// A bad event string.
+    #[error(transparent)]
+    Event(#[from] EventError),
+    /// A hardware event on a machine without a hardware PMU.
+    #[error(
+        "event {event:?} needs a hardware PMU, and this machine has none (no cpu PMU in {root}/bus/event_source/devices); use a software event such as cpu-clock"
+    )]
+    NoHardware {
+        /// Event name.
+        event: String,
+        /// The sysfs root.
+        root: String,
+    },
+    /// An event that the kernel refuses to sample.
+    #[error("{event} cannot sample: {reason}")]
+    CannotSample {
+        /// Event name.
+        event: String,
+        /// Why, and what to write instead.
+        reason: String,
+    },
+    /// A `-C` CPU that is not online.
+    #[error("CPU {cpu} in -C {list} is not online (online CPUs: {online})")]
+    CpuOffline {
+        /// The CPU.
+        cpu: u32,
+        /// The user's list.
+        list: String,
+        /// Online CPUs.
+        online: String,
+    },
+    /// No event is left after `-C` filtering.
+    #[error("no event can be opened on CPUs {0}: none of their PMUs covers them")]
+    NothingOnCpus(String),
+    /// Option combination that cannot work.
+    #[error("{0}")]
+    Options(String),
+}
+
+/// The default `-e` strings perf would use: `cycles:P` per core PMU, as a slots-led sampling-read
+/// group on TopDown PMUs. Empty when there is no core PMU.
+pub fn default_events(pmus: &Pmus) -> Vec<String> {
+    let core = pmus.core_pmus();
+    let hybrid = core.len() > 1;
+    core.iter()
+        .map(|p| {
+            let q = |ev: &str, mods: &str| {
+                if hybrid {
+                    format!("{}/{ev}/{mods}", p.name)
+                } else if mods.is_empty() {
+                    ev.to_string()
+                } else {
+                    format!("{ev}:{mods}")
+                }
+            };
+            let metrics = resolve::topdown_metric_names(p);
+            if metrics.is_empty() {
+                q("cycles", "P")
+            } else {
+                let mut members = vec![q("slots", ""), q("cycles", "P")];
+                members.extend(metrics.iter().map(|(n, _)| q(n, "")));
+                format!("{{{}}}:S", members.join(","))
+            }
+        })
+        .collect()
+}
+
+/// Builds the record plan. Pure: reads nothing but its arguments.
+pub fn plan_record(pmus: &Pmus, host: &Host, opts: &RecordOptions) -> Result<Plan, PlanError> {
+    let mut notices = Vec::new();
+    let root = pmus.root.display().to_string();
+    if opts.freq.is_some() && opts.count.is_some() {
+        return Err(PlanError::Options(
+            "-F and -c cannot be used together: pick a frequency or a period".into(),
+        ));
+    }
+    if opts.per_thread && opts.target.is_cpu_wide() {
+        return Err(PlanError::Options(
+            "--per-thread cannot be combined with -a or -C".into(),
+        ));
+    }
+
+    let event_strings = if opts.events.is_empty() {
+        let d = default_events(pmus);
+        if d.is_empty() {
+            notices.push(format!(
+                "no hardware PMU (no cpu PMU in {root}/bus/event_source/devices): sampling cpu-clock instead of cycles"
+            ));
+            vec!["cpu-clock".to_string()]
+        } else {
+            d
+        }
+    } else {
+        opts.events.clone()
+    };
+    let mut res = resolve::resolve(pmus, &event_strings)?;
+    notices.append(&mut res.warnings);
+
+    // No core PMU: cycles falls back to cpu-clock (perf's evsel__fallback); other hardware
+    // events cannot be counted at all.
+    for g in &mut res.groups {
+        for r in &mut g.events {
+            if r.pmu.is_some() {
+                continue;
+            }
+            if r.is_cycles {
+                notices.push(format!(
+                    "{} is not supported without a hardware PMU: sampling cpu-clock instead",
+                    r.name
+                ));
+                r.name = "cpu-clock".to_string();
+                r.pmu = Some("software".to_string());
+                let flags = r.attr.flags;
+                r.attr = Attr::new(types::SOFTWARE, 0);
+                r.attr.flags = flags;
+                r.attr.set_precise_ip(0);
+                r.modifiers.precise_max = false;
+                r.is_cycles = false;
+            } else {
+                return Err(PlanError::NoHardware {
+                    event: r.name.clone(),
+                    root,
+                });
+            }
+        }
+    }
+
+    // Where each group goes, before building attrs, so -C can drop groups.
+    let target_cpus = match &opts.target {
+        Target::Cpus(list) => {
+            if let Some(cpu) = list.cpus().iter().find(|c| !pmus.online.contains(**c)) {
+                return Err(PlanError::CpuOffline {
+                    cpu: *cpu,
+                    list: list.to_string(),
+                    online: pmus.online.to_string(),
+                });
+            }
+            list.clone()
+        }
+        _ => pmus.online.clone(),
+    };
+    let mut placed: Vec<(Group, Placement)> = Vec::new();
+    for g in res.groups {
+        if opts.per_thread {
+            placed.push((g, Placement::AnyCpu));
+            continue;
+        }
+        let leader = &g.events[0];
+        let pmu_cpus = leader.pmu_cpus.clone().map(|c| c.intersect(&pmus.online));
+        let cpus = match &pmu_cpus {
+            Some(c) => c.intersect(&target_cpus),
+            None => target_cpus.clone(),
+        };
+        if let (Target::Cpus(list), Some(pc)) = (&opts.target, &pmu_cpus) {
+            let pmu = leader.pmu.as_deref().unwrap_or("?");
+            if cpus.is_empty() {
+                notices.push(format!(
+                    "WARNING: {list} isn't a '{pmu}', please use a CPU list in the '{pmu}' range ({pc}); not opening {}",
+                    leader.name
+                ));
+                continue;
+            }
+            if cpus.len() < list.len() {
+                notices.push(format!(
+                    "WARNING: use {cpus} in '{list}' for '{pmu}', skip other cpus in list."
+                ));
+            }
+        }
+        placed.push((g, Placement::Cpus(cpus)));
+    }
+    if placed.is_empty() {
+        return Err(PlanError::NothingOnCpus(target_cpus.to_string()));
+    }
+
+    let freq = sampling_frequency(host, opts, &mut notices)?;
+    let mut events: Vec<PlannedEvent> = Vec::new();
+    for (g, placement) in placed {
+        plan_group(
+            pmus,
+            host,
+            opts,
+            &g,
+            placement,
+            freq,
+            &mut events,
+            &mut notices,
+        )?;
+    }
+
+    // Tracking: the first event if it is opened everywhere the workload can run, else a dummy.
+    let all_cpus = Placement::Cpus(target_cpus.clone());
+    let first_covers = events[0].placement == all_cpus || events[0].placement == Placement::AnyCpu;
+    if first_covers && !opts.target.is_cpu_wide() {
+        let a = &mut events[0].attr;
+        set_tracking(a, opts);
+        events[0].tracking = true;
+    } else {
+        let mut a = Attr::new(types::SOFTWARE, 9);
+        a.sample_period_or_freq = 1;
+        a.sample_type = base_sample_type(opts);
+        a.read_format = read::ID | read::LOST;
+        a.set(flag::EXCLUDE_KERNEL | flag::EXCLUDE_HV, true);
+        a.set(flag::SAMPLE_ID_ALL, true);
+        a.set(flag::INHERIT, inherit(opts));
+        if opts.target == Target::Workload {
+            a.set(flag::DISABLED | flag::ENABLE_ON_EXEC, true);
+        }
+        set_tracking(&mut a, opts);
+        let index = events.len();
+        events.push(PlannedEvent {
+            index,
+            name: "dummy:u".to_string(),
+            pmu: Some("software".to_string()),
+            attr: a,
+            leader: index,
+            role: Role::Tracking,
+            tracking: true,
+            topdown: TopDownRole::None,
+            placement: if opts.per_thread {
+                Placement::AnyCpu
+            } else {
+                all_cpus
+            },
+        });
+    }
+
+    // ID or IDENTIFIER once there is more than one event (perf's evlist__config).
+    if events.len() > 1 {
+        let first = events[0].attr.sample_type;
+        let same = events.iter().all(|e| e.attr.sample_type == first);
+        let bit = if same { sample::ID } else { sample::IDENTIFIER };
+        for e in &mut events {
+            e.attr.sample_type |= bit;
+            e.attr.read_format |= read::ID;
+        }
+    }
+    Ok(Plan {
+        target: opts.target.clone(),
+        events,
+        notices,
+    })
+}
+
+fn set_tracking(a: &mut Attr, opts: &RecordOptions) {
+    a.set(
+        flag::MMAP | flag::MMAP2 | flag::COMM | flag::COMM_EXEC | flag::TASK | flag::KSYMBOL,
+        true,
+    );
+    if matches!(opts.call_graph, Some(CallGraph::Dwarf { .. })) {
+        a.set(flag::MMAP_DATA, true);
+    }
+}
+
+fn inherit(opts: &RecordOptions) -> bool {
+    !(opts.no_inherit || opts.per_thread || opts.target.is_cpu_wide())
+}
+
+fn base_sample_type(opts: &RecordOptions) -> u64 {
+    let mut st = sample::IP | sample::TID | sample::TIME;
+    if opts.target.is_cpu_wide() {
+        st |= sample::CPU;
+    }
+    st
+}
+
+/// The frequency samplers use when nothing more specific is given, after the kernel's limit.
+fn sampling_frequency(
+    host: &Host,
+    opts: &RecordOptions,
+    notices: &mut Vec<String>,
+) -> Result<u64, PlanError> {
+    let max = host.max_sample_rate;
+    match opts.freq {
+        Some(Freq::Max) => max.ok_or_else(|| {
+            PlanError::Options(
+                "-F max needs /proc/sys/kernel/perf_event_max_sample_rate, which could not be read"
+                    .into(),
+            )
+        }),
+        Some(Freq::Hz(0)) => Err(PlanError::Options(
+            "-F 0 is not a frequency; use -F 1 or more".into(),
+        )),
+        Some(Freq::Hz(f)) => Ok(limit_freq(f, max, false, notices)),
+        None => Ok(limit_freq(DEFAULT_FREQ, max, true, notices)),
+    }
+}
+
+fn limit_freq(f: u64, max: Option<u64>, default: bool, notices: &mut Vec<String>) -> u64 {
+    match max {
+        Some(m) if f > m => {
+            if default {
+                notices.push(format!("Lowering default frequency rate from {f} to {m}."));
+            } else {
+                notices.push(format!(
+                    "Maximum frequency rate ({} Hz) exceeded, throttling from {} Hz to {} Hz. The limit can be raised via /proc/sys/kernel/perf_event_max_sample_rate.",
+                    thousands(m),
+                    thousands(f),
+                    thousands(m)
+                ));
+            }
+            m
+        }
+        _ => f,
+    }
+}
+
+fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn precise_for(pmus: &Pmus, r: &Resolved) -> u8 {
+    if r.modifiers.precise_max {
+        // caps/max_precise is what the PMU supports; perf probes 3, 2, 1, 0 instead.
+        r.pmu
+            .as_deref()
+            .and_then(|n| pmus.get(n))
+            .and_then(Pmu::max_precise)
+            .unwrap_or(3)
+            .min(3)
+    } else {
+        r.attr.precise_ip()
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn plan_group(
+    pmus: &Pmus,
+    host: &Host,
+    opts: &RecordOptions,
+    g: &Group,
+    placement: Placement,
+    freq: u64,
+    events: &mut Vec<PlannedEvent>,
+    notices: &mut Vec<String>,
+) -> Result<(), PlanError> {
+    let leader_index = events.len();
+    let td_led = g.events[0].topdown == TopDownRole::Slots
+        && g.events.iter().any(|r| r.topdown == TopDownRole::Metric);
+    // Which members sample.
+    let sampler: Option<usize> = if g.sample_read {
+        if td_led {
+            // perf takes the first non-leader member; hrec skips metric members so that
+            // `{slots,topdown-retiring,cycles}:S` works too.
+            let s = g
+                .events
+                .iter()
+                .skip(1)
+                .position(|r| r.topdown == TopDownRole::None);
+            match s {
+                Some(i) => Some(i + 1),
+                None => {
+                    return Err(PlanError::CannotSample {
+                        event: format!("{{{}}}:S", names(&g.events)),
+                        reason: "slots and TopDown metric events cannot sample, and the group has no other event; add one that can, e.g. -e '{slots,cycles,topdown-retiring}:S'".into(),
+                    });
+                }
+            }
+        } else {
+            Some(0)
+        }
+    } else {
+        None
+    };
+    if !g.sample_read
+        && let Some(r) = g.events.iter().find(|r| r.topdown == TopDownRole::Metric)
+    {
+        return Err(PlanError::CannotSample {
+            event: r.name.clone(),
+            reason: format!(
+                "the kernel refuses to sample TopDown metric events and their slots leader; record them as counts in a sampling-read group, e.g. -e '{{slots,cycles:P,{}}}:S'",
+                strip_pmu(&r.name)
+            ),
+        });
+    }
+    let samples = |i: usize, r: &Resolved| match sampler {
+        Some(s) => i == s || r.period.is_some() || r.freq.is_some(),
+        None => true,
+    };
+
+    let mut built: Vec<Attr> = Vec::new();
+    for (i, r) in g.events.iter().enumerate() {
+        let mut a = r.attr;
+        a.size = super::attr::ATTR_SIZE_VER8;
+        a.set_precise_ip(precise_for(pmus, r));
+        a.sample_type = base_sample_type(opts);
+        a.read_format = read::ID | read::LOST;
+        a.set(flag::SAMPLE_ID_ALL, true);
+        a.set(flag::INHERIT, inherit(opts));
+        if i == 0 {
+            a.set(flag::DISABLED, true);
+            if opts.target == Target::Workload {
+                a.set(flag::ENABLE_ON_EXEC, true);
+            }
+        }
+        if samples(i, r) {
+            if let Some(p) = r.period {
+                a.sample_period_or_freq = p;
+            } else if let Some(f) = r.freq {
+                a.sample_period_or_freq = limit_freq(f, host.max_sample_rate, false, notices);
+                a.set(flag::FREQ, true);
+            } else if let Some(c) = opts.count {
+                a.sample_period_or_freq = c;
+            } else {
+                a.sample_period_or_freq = freq;
+                a.set(flag::FREQ, true);
+            }
+            if a.freq() {
+                a.sample_type |= sample::PERIOD;
+            }
+            if opts.weight || r.modifiers.retire_latency {
+                a.sample_type |= if host.x86 {
+                    sample::WEIGHT_STRUCT
+                } else {
+                    sample::WEIGHT
+                };
+            }
+            match opts.call_graph {
+                Some(CallGraph::Fp) => a.sample_type |= sample::CALLCHAIN,
+                Some(CallGraph::Dwarf { stack_size }) => {
+                    // perf: DWARF unwinding also records data addresses (sample_address).
+                    a.sample_type |= sample::CALLCHAIN
+                        | sample::REGS_USER
+                        | sample::STACK_USER
+                        | sample::ADDR
+                        | sample::DATA_SRC;
+                    a.sample_regs_user = X86_64_REGS_MASK;
+                    a.sample_stack_user = stack_size;
+                    a.set(flag::EXCLUDE_CALLCHAIN_USER, true);
+                }
+                None => {}
+            }
+        }
+        built.push(a);
+    }
+    if g.sample_read {
+        // Every member carries the sampler's and the leader's sample bits plus READ.
+        let s = sampler.unwrap_or(0);
+        let union = built[s].sample_type | built[0].sample_type | sample::READ;
+        let rf = if g.events.len() > 1 { read::GROUP } else { 0 };
+        for a in &mut built {
+            a.sample_type |= union;
+            a.read_format |= rf | read::ID;
+        }
+    }
+    for (i, (r, a)) in g.events.iter().zip(built).enumerate() {
+        let index = events.len();
+        events.push(PlannedEvent {
+            index,
+            name: r.name.clone(),
+            pmu: r.pmu.clone(),
+            attr: a,
+            leader: leader_index,
+            role: if samples(i, r) {
+                Role::Sampler
+            } else {
+                Role::Counted
+            },
+            tracking: false,
+            topdown: r.topdown,
+            placement: placement.clone(),
+        });
+    }
+    Ok(())
+}
+
+fn names(events: &[Resolved]) -> String {
+    events
+        .iter()
+        .map(|r| r.name.as_str())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn strip_pmu(name: &str) -> &str {
+    let inner = name.split('/').nth(1).filter(|s| !s.is_empty());
+    inner.unwrap_or(name.split(':').next().unwrap_or(name))
+}
+
+/// The TopDown metric names of a level, for display.
+pub fn topdown_names(level: TopDown) -> Vec<&'static str> {
+    let n = match level {
+        TopDown::None => 0,
+        TopDown::L1 => 4,
+        TopDown::L2 => 8,
+    };
+    TOPDOWN_METRICS[..n].iter().map(|(name, _)| *name).collect()
+}
+
+impl Plan {
+    /// The plan in `perf record -vv` layout: for each event its attr block, then where it opens.
+    pub fn dump(&self) -> String {
+        use std::fmt::Write as _;
+        let mut out = String::new();
+        let dashes = "-".repeat(60);
+        for e in &self.events {
+            let _ = writeln!(out, "{dashes}");
+            let _ = writeln!(out, "perf_event_attr:");
+            let _ = write!(out, "{}", e.attr);
+            let _ = writeln!(out, "{dashes}");
+            let pid = match &self.target {
+                Target::Workload => "workload".to_string(),
+                Target::Pids(p) | Target::Tids(p) => {
+                    p.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+                }
+                Target::SystemWide | Target::Cpus(_) => "-1".to_string(),
+            };
+            let cpus = match &e.placement {
+                Placement::Cpus(c) => c.to_string(),
+                Placement::AnyCpu => "-1".to_string(),
+            };
+            let leader = if e.leader == e.index {
+                "none (leader)".to_string()
+            } else {
+                format!("#{} {}", e.leader, self.events[e.leader].name)
+            };
+            let role = match e.role {
+                Role::Sampler => "samples",
+                Role::Counted => "counts (read into the group's samples)",
+                Role::Tracking => "side-band only",
+            };
+            let _ = writeln!(
+                out,
+                "event #{} {}: pmu {}, pid {pid}, cpus {cpus}, group leader {leader}, {role}{}",
+                e.index,
+                e.name,
+                e.pmu.as_deref().unwrap_or("-"),
+                if e.tracking { ", tracking" } else { "" }
+            );
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thousands_separators() {
+        assert_eq!(thousands(100000), "100,000");
+        assert_eq!(thousands(4000), "4,000");
+        assert_eq!(thousands(999), "999");
+    }
+
+    #[test]
+    fn strip_pmu_names() {
+        assert_eq!(strip_pmu("cpu_core/topdown-retiring/"), "topdown-retiring");
+        assert_eq!(strip_pmu("topdown-retiring"), "topdown-retiring");
+        assert_eq!(strip_pmu("topdown-retiring:u"), "topdown-retiring");
+    }
+}

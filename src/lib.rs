@@ -1,0 +1,14 @@
+//! hrec: a Linux sampling profiler for modern Intel PMUs.
+//!
+//! The record half is a pipeline of plain values:
+//!
+//! ```text
+//! sysfs ──► pmu (Pmus) ──► event (parse → resolve → Plan) ──► kernel ──► record ──► data
+//! ```
+//!
+//! Everything up to the [`event::Plan`] is a pure function of a sysfs snapshot and the options,
+//! so it runs and is tested on machines without a hardware PMU. See `docs/architecture.md`.
+
+pub mod app;
+pub mod event;
+pub mod pmu;

@@ -1,0 +1,167 @@
+//! CPU lists as sysfs prints them (`0-15`, `0,56`, `0-3,8-11`).
+//!
+//! The kernel writes them with `cpumap_print_to_pagebuf(true, ...)`: ascending,
+//! comma-separated, runs collapsed into `a-b`. An empty file means no CPUs.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::Serialize;
+
+/// A sorted, de-duplicated set of CPU numbers.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct CpuList(Vec<u32>);
+
+/// Why a CPU list could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid CPU list {text:?}: {reason}")]
+pub struct CpuListError {
+    text: String,
+    reason: &'static str,
+}
+
+impl CpuList {
+    /// The list holding exactly these CPUs.
+    pub fn from_cpus(cpus: impl IntoIterator<Item = u32>) -> Self {
+        let mut v: Vec<u32> = cpus.into_iter().collect();
+        v.sort_unstable();
+        v.dedup();
+        CpuList(v)
+    }
+
+    /// CPUs in ascending order.
+    pub fn cpus(&self) -> &[u32] {
+        &self.0
+    }
+
+    /// Number of CPUs.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// True when the list holds no CPU.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// True when `cpu` is in the list.
+    pub fn contains(&self, cpu: u32) -> bool {
+        self.0.binary_search(&cpu).is_ok()
+    }
+
+    /// CPUs present in both lists.
+    pub fn intersect(&self, other: &CpuList) -> CpuList {
+        CpuList(
+            self.0
+                .iter()
+                .copied()
+                .filter(|c| other.contains(*c))
+                .collect(),
+        )
+    }
+
+    /// True when every CPU of `other` is in `self`.
+    pub fn is_superset(&self, other: &CpuList) -> bool {
+        other.0.iter().all(|c| self.contains(*c))
+    }
+}
+
+impl FromStr for CpuList {
+    type Err = CpuListError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let err = |reason| CpuListError {
+            text: text.to_string(),
+            reason,
+        };
+        let trimmed = text.trim();
+        let mut cpus = Vec::new();
+        if trimmed.is_empty() {
+            return Ok(CpuList(cpus));
+        }
+        for part in trimmed.split(',') {
+            let part = part.trim();
+            let (lo, hi) = match part.split_once('-') {
+                Some((a, b)) => (a, b),
+                None => (part, part),
+            };
+            let lo: u32 = lo
+                .parse()
+                .map_err(|_| err("expected CPU numbers like 0-3,8"))?;
+            let hi: u32 = hi
+                .parse()
+                .map_err(|_| err("expected CPU numbers like 0-3,8"))?;
+            if hi < lo {
+                return Err(err("range end is below its start"));
+            }
+            if hi - lo > 1 << 16 {
+                return Err(err("range is implausibly large"));
+            }
+            cpus.extend(lo..=hi);
+        }
+        Ok(CpuList::from_cpus(cpus))
+    }
+}
+
+impl fmt::Display for CpuList {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut i = 0;
+        let mut first = true;
+        while i < self.0.len() {
+            let start = self.0[i];
+            let mut end = start;
+            while i + 1 < self.0.len() && self.0[i + 1] == end + 1 {
+                i += 1;
+                end = self.0[i];
+            }
+            if !first {
+                f.write_str(",")?;
+            }
+            first = false;
+            if start == end {
+                write!(f, "{start}")?;
+            } else {
+                write!(f, "{start}-{end}")?;
+            }
+            i += 1;
+        }
+        Ok(())
+    }
+}
+
+impl Serialize for CpuList {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_prints_runs() {
+        let l: CpuList = "0-3,8,10-11\n".parse().unwrap();
+        assert_eq!(l.cpus(), &[0, 1, 2, 3, 8, 10, 11]);
+        assert_eq!(l.to_string(), "0-3,8,10-11");
+        assert_eq!("".parse::<CpuList>().unwrap().len(), 0);
+        assert_eq!("5".parse::<CpuList>().unwrap().to_string(), "5");
+    }
+
+    #[test]
+    fn rejects_garbage() {
+        assert!("0-".parse::<CpuList>().is_err());
+        assert!("3-1".parse::<CpuList>().is_err());
+        assert!("a".parse::<CpuList>().is_err());
+        assert!("0-99999999".parse::<CpuList>().is_err());
+    }
+
+    #[test]
+    fn set_operations() {
+        let a: CpuList = "0-15".parse().unwrap();
+        let b: CpuList = "8-20".parse().unwrap();
+        assert_eq!(a.intersect(&b).to_string(), "8-15");
+        assert!(a.is_superset(&"2-3".parse().unwrap()));
+        assert!(!a.is_superset(&b));
+    }
+}
