@@ -453,7 +453,11 @@ impl<'a> Parser<'a> {
     fn pmu_event(&mut self, start: usize, pmu: &str) -> Result<EventAst, EventError> {
         let mut terms = Vec::new();
         loop {
-            if self.eat('/') {
+            if self.peek() == Some('/') {
+                if !terms.is_empty() {
+                    return Err(self.err(self.pos, self.pos + 1, "expected a term after ','"));
+                }
+                self.pos += 1;
                 break;
             }
             let tstart = self.pos;
@@ -501,7 +505,10 @@ impl<'a> Parser<'a> {
                 continue;
             }
             match self.peek() {
-                Some('/') => {}
+                Some('/') => {
+                    self.pos += 1;
+                    break;
+                }
                 None => {
                     return Err(self.err(start, self.s.len(), "unclosed '/': expected pmu/terms/"));
                 }

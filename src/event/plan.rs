@@ -395,9 +395,18 @@ pub fn plan_record(pmus: &Pmus, host: &Host, opts: &RecordOptions) -> Result<Pla
         set_tracking(a, opts);
         events[0].tracking = true;
     } else {
+        // perf configures the dummy like the other events (system-wide-dummy attr test:
+        // freq=1, sample_freq=4000, PERIOD); it never overflows, so it never samples.
         let mut a = Attr::new(types::SOFTWARE, 9);
-        a.sample_period_or_freq = 1;
         a.sample_type = base_sample_type(opts);
+        match opts.count {
+            Some(c) => a.sample_period_or_freq = c,
+            None => {
+                a.sample_period_or_freq = freq;
+                a.set(flag::FREQ, true);
+                a.sample_type |= sample::PERIOD;
+            }
+        }
         a.read_format = read::ID | read::LOST;
         a.set(flag::EXCLUDE_KERNEL | flag::EXCLUDE_HV, true);
         a.set(flag::SAMPLE_ID_ALL, true);

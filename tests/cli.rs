@@ -1,0 +1,172 @@
+//! The binary: dry-run plans per model (golden files), list, exit codes and error lines.
+
+mod support;
+
+use support::{golden, hrec, text};
+
+fn dry_run(model: &str, extra: &[&str]) -> String {
+    let mut args = vec!["record", "--dry-run"];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--", "true"]);
+    let o = hrec(Some(model), &args);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{model} {extra:?}: {err}");
+    format!("{err}{out}")
+}
+
+#[test]
+fn dry_run_plans_match_golden_files() {
+    for model in support::MODELS {
+        golden(&format!("dry-run-{model}.txt"), &dry_run(model, &[]));
+        golden(&format!("dry-run-W-{model}.txt"), &dry_run(model, &["-W"]));
+    }
+}
+
+#[test]
+fn dry_run_shows_the_done_means_facts() {
+    let adl = dry_run("alderlake", &[]);
+    assert!(adl.contains("  config                           0x400000000\n"));
+    assert!(adl.contains("  config                           0x800000000\n"));
+    assert!(adl.contains("event #1 cpu_core/cycles/P: pmu cpu_core, pid workload, cpus 0-15, group leader #0 cpu_core/slots/, samples"));
+    assert!(adl.contains("event #10 cpu_atom/cycles/P: pmu cpu_atom, pid workload, cpus 16-23, group leader none (leader), samples"));
+    let vm = dry_run("vm", &["-W"]);
+    assert!(vm.starts_with("hrec: no hardware PMU"), "{vm}");
+    assert!(vm.contains("IP|TID|TIME|PERIOD|WEIGHT_STRUCT"));
+    let spr = dry_run("sapphirerapids", &["-W"]);
+    assert_eq!(
+        spr.matches("WEIGHT_STRUCT").count(),
+        10,
+        "every member of the sampling-read group"
+    );
+}
+
+#[test]
+fn dry_run_json() {
+    let o = hrec(
+        Some("alderlake"),
+        &["record", "--dry-run", "--json", "-W", "--", "true"],
+    );
+    assert!(o.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("valid JSON");
+    let events = v["events"].as_array().unwrap();
+    assert_eq!(events.len(), 12);
+    assert_eq!(events[1]["name"], "cpu_core/cycles/P");
+    assert_eq!(events[1]["attr"]["config"], 0x4_0000_0000u64);
+    assert_eq!(events[1]["attr"]["sample_freq"], 4000);
+    assert_eq!(events[1]["placement"]["cpus"], "0-15");
+    assert_eq!(events[1]["role"], "sampler");
+    assert_eq!(events[10]["attr"]["config"], 0x8_0000_0000u64);
+    assert!(events[1]["attr"]["sample_type"].as_u64().unwrap() & (1 << 24) != 0);
+}
+
+#[test]
+fn real_sys_dry_run_and_list() {
+    let o = hrec(None, &["record", "--dry-run", "--", "true"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(out.contains("perf_event_attr:"), "{out}");
+    if !std::path::Path::new("/sys/bus/event_source/devices/cpu").exists()
+        && !std::path::Path::new("/sys/bus/event_source/devices/cpu_core").exists()
+    {
+        // This VM: cpu-clock with the one-line notice.
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.contains("sampling cpu-clock instead of cycles"),
+            "{err}"
+        );
+    }
+    let o = hrec(None, &["list"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        out.contains("software") && out.contains("cpu-clock"),
+        "{out}"
+    );
+    let o = hrec(None, &["list", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("valid JSON");
+    assert!(
+        v["pmus"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["name"] == "software")
+    );
+}
+
+#[test]
+fn list_shows_topdown_and_hybrid() {
+    let o = hrec(Some("alderlake"), &["list"]);
+    let (out, _) = text(&o);
+    let line = |name: &str| {
+        out.lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .unwrap()
+            .to_string()
+    };
+    let core = line("cpu_core");
+    assert!(
+        core.contains(" 4 ")
+            && core.contains("0-15")
+            && core.contains("yes")
+            && core.contains("L2"),
+        "{core}"
+    );
+    let atom = line("cpu_atom");
+    assert!(
+        atom.contains(" 8 ") && atom.contains("16-23") && atom.contains(" - "),
+        "{atom}"
+    );
+    assert!(out.contains("Hardware events (on cpu_core, cpu_atom):"));
+    assert!(out.contains("topdown-retiring"));
+}
+
+#[test]
+fn errors_are_one_line_with_exit_codes() {
+    // Bad event: exit 1, one line, position given.
+    let o = hrec(
+        Some("sapphirerapids"),
+        &["record", "--dry-run", "-e", "cycles:x", "--", "true"],
+    );
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        err,
+        "hrec: error: bad event \"cycles:x\" at column 8 (\"x\"): unknown modifier 'x' (valid: ukhGHIpPSDWeR)\n"
+    );
+    // Usage errors: exit 2.
+    assert_eq!(
+        hrec(None, &["record", "--no-such-flag"]).status.code(),
+        Some(2)
+    );
+    assert_eq!(
+        hrec(None, &["record", "-a", "-p", "1", "--dry-run"])
+            .status
+            .code(),
+        Some(2)
+    );
+    let o = hrec(None, &["record", "--dry-run"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("nothing to record"));
+    let o = hrec(None, &["record", "-m", "3", "--dry-run", "--", "true"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("power of two"));
+    // Not yet implemented subcommands say so.
+    for sub in ["report", "script", "flamegraph", "stat", "info"] {
+        let o = hrec(None, &[sub]);
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(1), "{sub}");
+        assert!(
+            err.starts_with(&format!("hrec: error: 'hrec {sub}' is not implemented yet")),
+            "{err}"
+        );
+    }
+    // A sysfs root that is not one: the error names the directory and its cause.
+    let o = hrec(None, &["--sysfs-root", "/nonexistent", "list"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("/nonexistent/bus/event_source/devices") && err.contains("No such file"),
+        "{err}"
+    );
+}

@@ -1,0 +1,498 @@
+//! Record plans against perf's own attr-test expectations (perf-abi.md 15.1) and the default
+//! plans per CPU model.
+
+mod support;
+
+use hrec::event::attr::{flag, read, sample};
+use hrec::event::plan::{self, CallGraph, Freq, Placement, RecordOptions, Role, Target};
+use hrec::event::resolve::TopDownRole;
+use support::{host, opts, plan, pmus};
+
+const BASE: u64 = sample::IP | sample::TID | sample::TIME; // 7
+const TRACKING: u64 =
+    flag::MMAP | flag::MMAP2 | flag::COMM | flag::COMM_EXEC | flag::TASK | flag::KSYMBOL;
+
+/// base-record: `perf record ./prog` on non-hybrid x86.
+#[test]
+fn base_record() {
+    let p = plan("zen4", &opts(&["cycles"]));
+    assert_eq!(p.events.len(), 1);
+    let a = p.events[0].attr;
+    assert_eq!((a.type_, a.config), (0, 0));
+    assert_eq!(a.sample_type, 263, "IP|TID|TIME|PERIOD");
+    assert_eq!(a.read_format, read::ID | read::LOST); // 20
+    assert!(a.freq() && a.sample_period_or_freq == 4000);
+    for f in [
+        flag::DISABLED,
+        flag::INHERIT,
+        flag::ENABLE_ON_EXEC,
+        flag::SAMPLE_ID_ALL,
+        TRACKING,
+    ] {
+        assert!(a.has(f), "{f:#x}");
+    }
+    for f in [
+        flag::PINNED,
+        flag::EXCLUDE_USER,
+        flag::EXCLUDE_KERNEL,
+        flag::WATERMARK,
+        flag::MMAP_DATA,
+    ] {
+        assert!(!a.has(f), "{f:#x}");
+    }
+    assert_eq!(
+        (
+            a.config1,
+            a.config2,
+            a.branch_sample_type,
+            a.sample_regs_user
+        ),
+        (0, 0, 0, 0)
+    );
+    assert_eq!(a.size, 136, "PERF_ATTR_SIZE_VER8");
+    assert!(p.events[0].tracking);
+}
+
+/// test-record-count: `-c 123`: fixed period, no PERIOD bit.
+#[test]
+fn record_count() {
+    let p = plan(
+        "zen4",
+        &RecordOptions {
+            count: Some(123),
+            ..opts(&["cycles"])
+        },
+    );
+    let a = p.events[0].attr;
+    assert_eq!(
+        (a.sample_period_or_freq, a.sample_type, a.freq()),
+        (123, 7, false)
+    );
+}
+
+/// test-record-freq: `-F 100`.
+#[test]
+fn record_freq() {
+    let p = plan(
+        "zen4",
+        &RecordOptions {
+            freq: Some(Freq::Hz(100)),
+            ..opts(&["cycles"])
+        },
+    );
+    let a = p.events[0].attr;
+    assert_eq!((a.sample_period_or_freq, a.sample_type), (100, 263));
+    assert!(a.freq());
+}
+
+/// `-F` above perf_event_max_sample_rate is lowered with perf's warning; `-F max` uses it.
+#[test]
+fn record_freq_limit() {
+    let p = plan(
+        "zen4",
+        &RecordOptions {
+            freq: Some(Freq::Hz(250_000)),
+            ..opts(&["cycles"])
+        },
+    );
+    assert_eq!(p.events[0].attr.sample_period_or_freq, 100_000);
+    assert_eq!(
+        p.notices,
+        [
+            "Maximum frequency rate (100,000 Hz) exceeded, throttling from 250,000 Hz to 100,000 Hz. The limit can be raised via /proc/sys/kernel/perf_event_max_sample_rate."
+        ]
+    );
+    let p = plan(
+        "zen4",
+        &RecordOptions {
+            freq: Some(Freq::Max),
+            ..opts(&["cycles"])
+        },
+    );
+    assert_eq!(p.events[0].attr.sample_period_or_freq, 100_000);
+    let low = hrec::event::Host {
+        max_sample_rate: Some(2500),
+        x86: true,
+    };
+    let p = plan::plan_record(&pmus("zen4"), &low, &opts(&["cycles"])).unwrap();
+    assert_eq!(p.events[0].attr.sample_period_or_freq, 2500);
+    assert_eq!(
+        p.notices,
+        ["Lowering default frequency rate from 4000 to 2500."]
+    );
+}
+
+/// test-record-no-inherit: `-i`.
+#[test]
+fn record_no_inherit() {
+    let p = plan(
+        "zen4",
+        &RecordOptions {
+            no_inherit: true,
+            ..opts(&["cycles"])
+        },
+    );
+    let a = p.events[0].attr;
+    assert_eq!(a.sample_type, 263);
+    assert!(!a.has(flag::INHERIT));
+}
+
+/// test-record-C0: `-C 0`: CPU bit, ID (the dummy shares the sample type), no enable_on_exec,
+/// tracking moved to the system-wide dummy.
+#[test]
+fn record_cpu0() {
+    let o = RecordOptions {
+        target: Target::Cpus("0".parse().unwrap()),
+        ..opts(&["cycles"])
+    };
+    let p = plan("zen4", &o);
+    assert_eq!(p.events.len(), 2);
+    let (cyc, dummy) = (&p.events[0], &p.events[1]);
+    assert_eq!(cyc.attr.sample_type, 455, "IP|TID|TIME|ID|CPU|PERIOD");
+    assert!(!cyc.attr.has(flag::ENABLE_ON_EXEC));
+    assert!(!cyc.attr.has(flag::MMAP) && !cyc.attr.has(flag::COMM) && !cyc.attr.has(flag::TASK));
+    assert_eq!(cyc.placement, Placement::Cpus("0".parse().unwrap()));
+    // system-wide-dummy: type=1 config=9 sample_freq=4000 sample_type=455 read_format=ID|LOST,
+    // disabled=0, tracking bits, enable_on_exec=0.
+    assert_eq!((dummy.attr.type_, dummy.attr.config), (1, 9));
+    assert_eq!((dummy.attr.sample_type, dummy.attr.read_format), (455, 20));
+    assert_eq!(dummy.attr.sample_period_or_freq, 4000);
+    assert!(
+        dummy.attr.has(TRACKING)
+            && !dummy.attr.has(flag::DISABLED)
+            && !dummy.attr.has(flag::ENABLE_ON_EXEC)
+    );
+    assert_eq!(dummy.role, Role::Tracking);
+    // hrec follows current perf here: no inherit for CPU targets (6.1 kept inherit=1).
+    assert!(!cyc.attr.has(flag::INHERIT));
+}
+
+/// test-record-group / group1: `{cycles,instructions}`.
+#[test]
+fn record_group() {
+    let p = plan("zen4", &opts(&["{cycles,instructions}"]));
+    let (l, m) = (p.events[0].attr, p.events[1].attr);
+    assert_eq!(l.sample_type, 327, "IP|TID|TIME|ID|PERIOD");
+    assert_eq!(m.sample_type, 327);
+    assert_eq!((l.read_format, m.read_format), (20, 20));
+    assert_eq!((m.type_, m.config), (0, 1));
+    assert_eq!(p.events[1].leader, 0);
+    assert!(!m.has(flag::DISABLED) && !m.has(flag::ENABLE_ON_EXEC) && !m.has(flag::MMAP));
+    assert!(l.has(flag::DISABLED) && l.has(flag::ENABLE_ON_EXEC) && l.has(flag::MMAP));
+}
+
+/// test-record-group2: `{cycles/period=1234000/,instructions/period=6789000/}:S`.
+#[test]
+fn record_group_sampling_with_periods() {
+    let p = plan(
+        "zen4",
+        &opts(&["{cpu/cycles,period=1234000/,cpu/instructions,period=6789000/}:S"]),
+    );
+    let (l, m) = (p.events[0].attr, p.events[1].attr);
+    assert_eq!(
+        (l.sample_type, m.sample_type),
+        (87, 87),
+        "IP|TID|TIME|READ|ID"
+    );
+    assert_eq!((l.read_format, m.read_format), (28, 28), "ID|GROUP|LOST");
+    assert_eq!(
+        (l.sample_period_or_freq, m.sample_period_or_freq),
+        (1_234_000, 6_789_000)
+    );
+    assert!(!l.freq() && !m.freq());
+}
+
+/// test-record-group-sampling(1): `{cycles,cache-misses}:S` with the kernel 6.12 rule: inherit
+/// kept (TID is always there), member period 0.
+#[test]
+fn record_group_sampling() {
+    let p = plan("zen4", &opts(&["{cycles,cache-misses}:S"]));
+    let (l, m) = (p.events[0].attr, p.events[1].attr);
+    assert_eq!(
+        (l.sample_type, m.sample_type),
+        (343, 343),
+        "IP|TID|TIME|READ|ID|PERIOD"
+    );
+    assert_eq!((l.read_format, m.read_format), (28, 28));
+    assert_eq!((m.type_, m.config), (0, 3));
+    assert_eq!(m.sample_period_or_freq, 0);
+    assert!(!m.freq() && !m.has(flag::DISABLED));
+    assert!(l.has(flag::INHERIT) && m.has(flag::INHERIT));
+    assert_eq!(
+        (p.events[0].role, p.events[1].role),
+        (Role::Sampler, Role::Counted)
+    );
+}
+
+/// test-record-graph-default / -fp and -graph-dwarf.
+#[test]
+fn record_call_graphs() {
+    let p = plan(
+        "zen4",
+        &RecordOptions {
+            call_graph: Some(CallGraph::Fp),
+            ..opts(&["cycles"])
+        },
+    );
+    assert_eq!(p.events[0].attr.sample_type, 295, "+CALLCHAIN");
+    let p = plan(
+        "zen4",
+        &RecordOptions {
+            call_graph: Some(CallGraph::Dwarf { stack_size: 8192 }),
+            ..opts(&["cycles"])
+        },
+    );
+    let a = p.events[0].attr;
+    assert_eq!(a.sample_type, 45359);
+    assert_eq!(a.sample_stack_user, 8192);
+    assert!(a.has(flag::EXCLUDE_CALLCHAIN_USER) && a.has(flag::MMAP_DATA));
+    assert_ne!(a.sample_regs_user, 0);
+}
+
+/// Done-means: Alder Lake default = TopDown group on cpu_core (slots leads, cycles samples with
+/// config 0x400000000 on CPUs 0-15) + cpu_atom cycles (0x800000000 on 16-23) + dummy tracking.
+#[test]
+fn alderlake_default() {
+    let p = plan("alderlake", &RecordOptions::default());
+    let names: Vec<&str> = p.events.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "cpu_core/slots/",
+            "cpu_core/cycles/P",
+            "cpu_core/topdown-retiring/",
+            "cpu_core/topdown-bad-spec/",
+            "cpu_core/topdown-fe-bound/",
+            "cpu_core/topdown-be-bound/",
+            "cpu_core/topdown-heavy-ops/",
+            "cpu_core/topdown-br-mispredict/",
+            "cpu_core/topdown-fetch-lat/",
+            "cpu_core/topdown-mem-bound/",
+            "cpu_atom/cycles/P",
+            "dummy:u",
+        ]
+    );
+    let core: Placement = Placement::Cpus("0-15".parse().unwrap());
+    let atom: Placement = Placement::Cpus("16-23".parse().unwrap());
+    let slots = &p.events[0];
+    assert_eq!(
+        (
+            slots.attr.type_,
+            slots.attr.config,
+            slots.attr.sample_period_or_freq
+        ),
+        (4, 0x400, 0)
+    );
+    assert_eq!(slots.role, Role::Counted);
+    let cyc = &p.events[1];
+    assert_eq!((cyc.attr.type_, cyc.attr.config), (0, 0x4_0000_0000));
+    assert_eq!(
+        (cyc.role, cyc.leader, cyc.attr.precise_ip()),
+        (Role::Sampler, 0, 3)
+    );
+    assert!(cyc.attr.freq() && cyc.attr.sample_period_or_freq == 4000);
+    for e in &p.events[..10] {
+        assert_eq!(e.placement, core, "{}", e.name);
+        assert_eq!(e.leader, 0);
+        assert_eq!(e.attr.read_format, read::ID | read::GROUP | read::LOST);
+        assert_eq!(
+            e.attr.sample_type,
+            BASE | sample::READ | sample::PERIOD | sample::IDENTIFIER,
+            "{}",
+            e.name
+        );
+        assert!(e.attr.has(flag::INHERIT));
+    }
+    for e in &p.events[2..10] {
+        assert_eq!(
+            (e.topdown, e.role, e.attr.sample_period_or_freq),
+            (TopDownRole::Metric, Role::Counted, 0)
+        );
+    }
+    let atom_cyc = &p.events[10];
+    assert_eq!(
+        (atom_cyc.attr.type_, atom_cyc.attr.config, atom_cyc.leader),
+        (0, 0x8_0000_0000, 10)
+    );
+    assert_eq!(atom_cyc.placement, atom);
+    assert_eq!(
+        atom_cyc.attr.sample_type,
+        BASE | sample::PERIOD | sample::IDENTIFIER
+    );
+    let dummy = &p.events[11];
+    assert_eq!(dummy.placement, Placement::Cpus("0-23".parse().unwrap()));
+    assert!(dummy.tracking && p.events.iter().filter(|e| e.tracking).count() == 1);
+    assert!(p.notices.is_empty(), "{:?}", p.notices);
+}
+
+fn topdown_default(model: &str, metrics: usize) {
+    let p = plan(
+        model,
+        &RecordOptions {
+            weight: true,
+            ..RecordOptions::default()
+        },
+    );
+    assert_eq!(p.events.len(), 2 + metrics, "{model}");
+    assert_eq!(
+        (p.events[0].attr.config, p.events[0].role),
+        (0x400, Role::Counted)
+    );
+    assert_eq!(p.events[1].name, "cycles:P");
+    assert_eq!((p.events[1].attr.type_, p.events[1].attr.config), (0, 0));
+    assert!(
+        p.events[0].tracking,
+        "one group on every CPU: the leader tracks"
+    );
+    for e in &p.events {
+        assert_eq!(
+            e.attr.sample_type,
+            BASE | sample::READ | sample::ID | sample::PERIOD | sample::WEIGHT_STRUCT
+        );
+        assert_eq!(e.leader, 0);
+    }
+    assert_eq!(
+        p.events.iter().filter(|e| e.role == Role::Sampler).count(),
+        1
+    );
+}
+
+#[test]
+fn sapphire_and_granite_rapids_default_group_with_eight_metrics() {
+    topdown_default("sapphirerapids", 8);
+    topdown_default("graniterapids", 8);
+}
+
+#[test]
+fn icelake_default_group_with_four_metrics() {
+    topdown_default("icelake", 4);
+}
+
+#[test]
+fn zen4_default_is_plain_cycles_with_amd_precise() {
+    let p = plan(
+        "zen4",
+        &RecordOptions {
+            weight: true,
+            ..RecordOptions::default()
+        },
+    );
+    assert_eq!(p.events.len(), 1);
+    let a = p.events[0].attr;
+    assert_eq!(
+        (a.type_, a.config, a.sample_type),
+        (0, 0, 263 | sample::WEIGHT_STRUCT)
+    );
+    assert_eq!(
+        a.precise_ip(),
+        0,
+        "caps/max_precise is 0 on AMD (precise goes through IBS)"
+    );
+}
+
+#[test]
+fn vm_default_is_cpu_clock_with_notice() {
+    let p = plan(
+        "vm",
+        &RecordOptions {
+            weight: true,
+            ..RecordOptions::default()
+        },
+    );
+    assert_eq!(p.events.len(), 1);
+    let a = p.events[0].attr;
+    assert_eq!((a.type_, a.config, a.precise_ip()), (1, 0, 0));
+    assert_eq!(a.sample_type, 263 | sample::WEIGHT_STRUCT);
+    assert_eq!(p.notices.len(), 1);
+    assert!(p.notices[0].contains("no hardware PMU") && p.notices[0].contains("cpu-clock"));
+    // An explicit cycles falls back the same way; other hardware events are an error.
+    let p = plan("vm", &opts(&["cycles:u"]));
+    assert_eq!((p.events[0].attr.type_, p.events[0].attr.config), (1, 0));
+    assert!(p.events[0].attr.has(flag::EXCLUDE_KERNEL));
+    let e = plan::plan_record(&pmus("vm"), &host(), &opts(&["instructions"])).unwrap_err();
+    assert!(e.to_string().contains("needs a hardware PMU"), "{e}");
+}
+
+#[test]
+fn metric_events_never_sample() {
+    for (s, frag) in [
+        (
+            "topdown-retiring",
+            "refuses to sample TopDown metric events",
+        ),
+        ("{slots,topdown-retiring}:S", "has no other event"),
+        ("{slots,topdown-retiring}", "refuses to sample"),
+    ] {
+        let e = plan::plan_record(&pmus("sapphirerapids"), &host(), &opts(&[s])).unwrap_err();
+        assert!(e.to_string().contains(frag), "{s}: {e}");
+    }
+    // perf's own test: {instructions,slots,topdown-retiring}:S works after reordering.
+    let p = plan(
+        "sapphirerapids",
+        &opts(&["{instructions,slots,topdown-retiring}:S"]),
+    );
+    let names: Vec<(&str, Role)> = p.events.iter().map(|e| (e.name.as_str(), e.role)).collect();
+    assert_eq!(
+        names,
+        [
+            ("slots", Role::Counted),
+            ("instructions", Role::Sampler),
+            ("topdown-retiring", Role::Counted)
+        ]
+    );
+}
+
+#[test]
+fn hybrid_cpu_lists() {
+    let o = RecordOptions {
+        target: Target::Cpus("0-3,16".parse().unwrap()),
+        ..opts(&["cycles"])
+    };
+    let p = plan("alderlake", &o);
+    assert_eq!(
+        p.events[0].placement,
+        Placement::Cpus("0-3".parse().unwrap())
+    );
+    assert_eq!(
+        p.events[1].placement,
+        Placement::Cpus("16".parse().unwrap())
+    );
+    assert!(
+        p.notices
+            .iter()
+            .any(|n| n == "WARNING: use 0-3 in '0-3,16' for 'cpu_core', skip other cpus in list."),
+        "{:?}",
+        p.notices
+    );
+    let o = RecordOptions {
+        target: Target::Cpus("16-17".parse().unwrap()),
+        ..opts(&["cycles"])
+    };
+    let p = plan("alderlake", &o);
+    assert_eq!(
+        p.events.iter().filter(|e| e.role == Role::Sampler).count(),
+        1
+    );
+    assert!(
+        p.notices.iter().any(|n| n.contains("isn't a 'cpu_core'")),
+        "{:?}",
+        p.notices
+    );
+    let o = RecordOptions {
+        target: Target::Cpus("99".parse().unwrap()),
+        ..opts(&["cycles"])
+    };
+    let e = plan::plan_record(&pmus("alderlake"), &host(), &o).unwrap_err();
+    assert!(e.to_string().contains("CPU 99"), "{e}");
+}
+
+#[test]
+fn per_thread_opens_on_any_cpu_without_inherit() {
+    let o = RecordOptions {
+        per_thread: true,
+        ..opts(&["cycles"])
+    };
+    let p = plan("sapphirerapids", &o);
+    assert_eq!(p.events[0].placement, Placement::AnyCpu);
+    assert!(!p.events[0].attr.has(flag::INHERIT));
+}

@@ -1,0 +1,101 @@
+//! Shared helpers for the integration tests: fixture paths, fixture PMU snapshots, running the
+//! `hrec` binary with a fixture sysfs tree, and golden-file comparison (`HREC_BLESS=1` rewrites).
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use hrec::event::plan::{self, Host, Plan, RecordOptions};
+use hrec::pmu::Pmus;
+
+/// The fixture models under `tests/fixtures/sysfs/`.
+pub const MODELS: [&str; 6] = [
+    "alderlake",
+    "sapphirerapids",
+    "graniterapids",
+    "icelake",
+    "zen4",
+    "vm",
+];
+
+/// `tests/fixtures/sysfs/<model>`.
+pub fn sysfs(model: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/sysfs")
+        .join(model)
+}
+
+/// `tests/fixtures/procfs` (perf_event_max_sample_rate = 100000).
+pub fn procfs() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/procfs")
+}
+
+/// The PMU snapshot of a fixture model.
+pub fn pmus(model: &str) -> Pmus {
+    Pmus::read(&sysfs(model)).unwrap_or_else(|e| panic!("fixture {model}: {e}"))
+}
+
+/// The host facts the fixture procfs gives, on x86.
+pub fn host() -> Host {
+    Host {
+        max_sample_rate: Some(100_000),
+        x86: true,
+    }
+}
+
+/// Record options for a workload with these `-e` strings.
+pub fn opts(events: &[&str]) -> RecordOptions {
+    RecordOptions {
+        events: events.iter().map(|s| s.to_string()).collect(),
+        ..Default::default()
+    }
+}
+
+/// Plans a record on a fixture model.
+pub fn plan(model: &str, o: &RecordOptions) -> Plan {
+    plan::plan_record(&pmus(model), &host(), o).unwrap_or_else(|e| panic!("{model}: {e}"))
+}
+
+/// Runs the hrec binary against a fixture model (or the real /sys with `None`).
+pub fn hrec(model: Option<&str>, args: &[&str]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_hrec"));
+    c.args(args)
+        .env_remove("HREC_SYSFS_ROOT")
+        .env_remove("HREC_PROCFS_ROOT");
+    if let Some(m) = model {
+        c.env("HREC_SYSFS_ROOT", sysfs(m))
+            .env("HREC_PROCFS_ROOT", procfs());
+    }
+    c.output().expect("run hrec")
+}
+
+/// stdout and stderr as text.
+pub fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// Compares `actual` with `tests/golden/<name>`; `HREC_BLESS=1` writes it instead.
+pub fn golden(name: &str, actual: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name);
+    if std::env::var_os("HREC_BLESS").is_some() {
+        std::fs::write(&path, actual).expect("write golden");
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|_| {
+        panic!(
+            "missing golden file {}; run with HREC_BLESS=1 to create it",
+            path.display()
+        )
+    });
+    assert!(
+        expected == actual,
+        "{} differs from the output (HREC_BLESS=1 regenerates it after review)\n--- expected\n{expected}\n--- actual\n{actual}",
+        path.display()
+    );
+}
