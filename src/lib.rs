@@ -11,4 +11,5 @@
 
 pub mod app;
 pub mod event;
+pub mod kernel;
 pub mod pmu;

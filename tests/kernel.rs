@@ -1,0 +1,193 @@
+//! The kernel layer on the real kernel with software events: open, ioctls, SET_OUTPUT,
+//! sampling-read groups, WEIGHT_STRUCT, and draining a small ring buffer that wraps many times.
+
+use std::time::{Duration, Instant};
+
+use hrec::event::Attr;
+use hrec::event::attr::{flag, read, sample, types};
+use hrec::kernel::{self, EventFd, RingBuffer};
+
+const SAMPLE: u32 = 9;
+const LOST: u32 = 2;
+
+fn u64_at(b: &[u8], off: usize) -> u64 {
+    u64::from_le_bytes(b[off..off + 8].try_into().unwrap())
+}
+
+/// Splits a byte stream of records into (type, record bytes).
+fn records(bytes: &[u8]) -> Vec<(u32, &[u8])> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        let ty = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
+        let size = usize::from(u16::from_le_bytes(
+            bytes[at + 6..at + 8].try_into().unwrap(),
+        ));
+        assert!(
+            size >= 8 && at + size <= bytes.len(),
+            "record at {at} size {size}"
+        );
+        out.push((ty, &bytes[at..at + size]));
+        at += size;
+    }
+    out
+}
+
+fn spin(d: Duration, mut each: impl FnMut()) {
+    let end = Instant::now() + d;
+    let mut x = 1u64;
+    while Instant::now() < end {
+        for _ in 0..10_000 {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        }
+        each();
+    }
+}
+
+fn clock(config: u64, period: u64, st: u64, rf: u64) -> Attr {
+    let mut a = Attr::new(types::SOFTWARE, config);
+    a.sample_period_or_freq = period;
+    a.sample_type = st;
+    a.read_format = rf;
+    a.set(flag::DISABLED | flag::SAMPLE_ID_ALL, true);
+    a
+}
+
+fn open_self(a: &Attr, group: Option<&EventFd>) -> EventFd {
+    kernel::open(a, 0, -1, group)
+        .unwrap_or_else(|e| panic!("perf_event_open (perf_event_paranoid?): {e}"))
+}
+
+#[test]
+fn cpu_clock_samples_with_weight_struct() {
+    let st = sample::IP | sample::TID | sample::TIME | sample::PERIOD | sample::WEIGHT_STRUCT;
+    let fd = open_self(&clock(0, 100_000, st, read::ID | read::LOST), None);
+    let mut rb = RingBuffer::new(&fd, 64).unwrap();
+    fd.enable(false).unwrap();
+    spin(Duration::from_millis(150), || {});
+    fd.disable(false).unwrap();
+    let mut bytes = Vec::new();
+    let d = rb.drain(&mut bytes).unwrap();
+    assert_eq!(d.bytes, bytes.len());
+    let tid = kernel::gettid();
+    let samples: Vec<&[u8]> = records(&bytes)
+        .into_iter()
+        .filter(|(t, _)| *t == SAMPLE)
+        .map(|(_, r)| r)
+        .collect();
+    assert!(
+        samples.len() >= 50,
+        "only {} samples in 150 ms at 10 kHz",
+        samples.len()
+    );
+    for s in &samples {
+        // header, ip, pid/tid, time, period, weight
+        assert_eq!(s.len(), 48);
+        assert_eq!(u64_at(s, 16) >> 32, u64::from(tid), "tid");
+        assert_eq!(u64_at(s, 32), 100_000, "period");
+        assert_eq!(u64_at(s, 40), 0, "software events write a zero weight");
+    }
+    let times: Vec<u64> = samples.iter().map(|s| u64_at(s, 24)).collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "time goes forward");
+    assert_eq!(rb.pending(), 0);
+}
+
+#[test]
+fn small_ring_wraps_and_every_record_survives() {
+    let st = sample::IP | sample::TID | sample::TIME | sample::PERIOD;
+    let fd = open_self(&clock(0, 20_000, st, read::ID | read::LOST), None);
+    let mut rb = RingBuffer::new(&fd, 1).unwrap();
+    let ring = kernel::page_size();
+    let mut bytes = Vec::new();
+    let mut drains = 0;
+    fd.enable(false).unwrap();
+    spin(Duration::from_millis(300), || {
+        rb.drain(&mut bytes).expect("no corruption");
+        drains += 1;
+    });
+    fd.disable(false).unwrap();
+    rb.drain(&mut bytes).unwrap();
+    assert!(
+        bytes.len() > 4 * ring,
+        "only {} bytes through a {ring}-byte ring",
+        bytes.len()
+    );
+    let tid = u64::from(kernel::gettid());
+    let recs = records(&bytes);
+    let mut n = 0;
+    for (ty, r) in &recs {
+        match *ty {
+            SAMPLE => {
+                assert_eq!(r.len(), 40);
+                assert_eq!(u64_at(r, 16) >> 32, tid);
+                n += 1;
+            }
+            LOST => {}
+            other => assert!(other < 32, "unexpected record type {other}"),
+        }
+    }
+    assert!(n > 100 && drains > 10, "{n} samples over {drains} drains");
+}
+
+#[test]
+fn sampling_read_group_carries_leader_first() {
+    // Leader task-clock counts only; member cpu-clock samples and reads the group.
+    let rf = read::ID | read::GROUP | read::LOST;
+    let st = sample::IP | sample::TID | sample::TIME | sample::READ | sample::ID;
+    let leader = open_self(&clock(1, 0, st, rf), None);
+    let mut m = clock(0, 200_000, st, rf);
+    m.set(flag::DISABLED, false);
+    let member = open_self(&m, Some(&leader));
+    let mut rb = RingBuffer::new(&member, 16).unwrap();
+    leader
+        .set_output(&member)
+        .expect("SET_OUTPUT into the member's buffer");
+    let (lid, mid) = (leader.id().unwrap(), member.id().unwrap());
+    assert_ne!(lid, mid);
+    leader.enable(true).unwrap();
+    spin(Duration::from_millis(100), || {});
+    leader.disable(true).unwrap();
+    let mut bytes = Vec::new();
+    rb.drain(&mut bytes).unwrap();
+    let samples: Vec<&[u8]> = records(&bytes)
+        .into_iter()
+        .filter(|(t, _)| *t == SAMPLE)
+        .map(|(_, r)| r)
+        .collect();
+    assert!(samples.len() >= 20, "{} samples", samples.len());
+    let mut last_leader = 0;
+    for s in &samples {
+        // header 8, ip 8, tid 8, time 8, id 8, then nr + 2 x {value, id, lost}
+        assert_eq!(s.len(), 8 + 8 * 4 + 8 + 2 * 24);
+        assert_eq!(u64_at(s, 32), mid, "the member samples");
+        assert_eq!(u64_at(s, 40), 2, "nr");
+        assert_eq!(
+            (u64_at(s, 56), u64_at(s, 80)),
+            (lid, mid),
+            "leader first, then member"
+        );
+        let leader_value = u64_at(s, 48);
+        assert!(leader_value >= last_leader, "cumulative task-clock");
+        last_leader = leader_value;
+    }
+    assert!(last_leader > 10_000_000, "task-clock ran {last_leader} ns");
+}
+
+#[test]
+fn hardware_cycles_without_pmu_is_enoent() {
+    if std::path::Path::new("/sys/bus/event_source/devices/cpu").exists()
+        || std::path::Path::new("/sys/bus/event_source/devices/cpu_core").exists()
+    {
+        eprintln!("skipped: this machine has a core PMU, cycles opens");
+        return;
+    }
+    let mut a = Attr::new(types::HARDWARE, 0);
+    a.sample_period_or_freq = 4000;
+    a.set(flag::DISABLED | flag::FREQ, true);
+    let e = kernel::open(&a, 0, -1, None).unwrap_err();
+    assert_eq!(e.errno(), libc_enoent(), "{e}");
+}
+
+fn libc_enoent() -> i32 {
+    2
+}
