@@ -283,3 +283,24 @@ fn bad_strings_point_at_the_problem() {
         );
     }
 }
+
+/// Resolution of every prefix and suffix of long strings on every model: errors, never panics.
+#[test]
+fn resolution_never_panics() {
+    let strings = [
+        "{cpu_core/topdown-retiring/,slots,cycles:P,topdown-be-bound}:S,cpu_atom/event=0xc0,period=10/u",
+        "uncore_cha_0/hrec_fixture_tor_inserts_tid,filter_tid=3/,L1-dcache-load-misses:é,msr/tsc/",
+    ];
+    for model in support::MODELS {
+        let p = pmus(model);
+        for s in strings {
+            for (i, _) in s.char_indices() {
+                for piece in [&s[..i], &s[i..]] {
+                    if let Err(e) = resolve(&p, &[piece.to_string()]) {
+                        assert!(!e.to_string().contains('\n'));
+                    }
+                }
+            }
+        }
+    }
+}

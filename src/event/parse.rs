@@ -51,7 +51,8 @@ impl fmt::Display for EventError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let start = self.span.start.min(self.input.len());
         let end = self.span.end.clamp(start, self.input.len());
-        let frag = &self.input[start..end];
+        // Spans always come from char boundaries, but a wrong one must not panic here.
+        let frag = self.input.get(start..end).unwrap_or("");
         write!(f, "bad event {:?} at column {}", self.input, start + 1)?;
         if !frag.is_empty() {
             write!(f, " ({frag:?})")?;
@@ -407,7 +408,7 @@ impl<'a> Parser<'a> {
                         && text
                             .chars()
                             .any(|c| c == '_' || c.is_ascii_digit() || c == '-')
-                        && !in_group_mod_only(text);
+                        && !only_modifier_letters(text);
                     if looks_like_tracepoint {
                         kind = EventKind::Tracepoint {
                             system: name.to_string(),
@@ -556,7 +557,7 @@ impl<'a> Parser<'a> {
 }
 
 /// Modifier-looking text that only fails on a count (e.g. `pppp`) is not a tracepoint.
-fn in_group_mod_only(text: &str) -> bool {
+fn only_modifier_letters(text: &str) -> bool {
     text.chars().all(|c| MODIFIER_LETTERS.contains(c))
 }
 
@@ -637,6 +638,32 @@ mod tests {
         assert!(modifiers.sample_read);
         assert!(events[1].modifiers.precise_max);
         assert!(matches!(&items[1], Item::Event(_)));
+    }
+
+    #[test]
+    fn never_panics_on_mangled_input() {
+        let base =
+            "{cpu_core/event=0x3c,umask=0x1,name='x y'/ppu,slots:S}:W,r1a8:k,sched:sched_switch";
+        let extras = [
+            "é", "}", "{", "/", ":", ",", "=", "'", "0x", " ", "\u{0}", "ß:",
+        ];
+        let mut n = 0;
+        for cut in 0..=base.len() {
+            for extra in extras {
+                for s in [
+                    format!("{}{extra}", &base[..cut]),
+                    format!("{extra}{}", &base[cut..]),
+                ] {
+                    let r = parse(&s);
+                    if let Err(e) = r {
+                        let line = e.to_string();
+                        assert!(!line.contains('\n') && !line.is_empty());
+                    }
+                    n += 1;
+                }
+            }
+        }
+        assert!(n > 1000);
     }
 
     #[test]

@@ -28,7 +28,7 @@ use serde::Serialize;
 use super::attr::{Attr, flag, read, sample, types};
 use super::parse::EventError;
 use super::resolve::{self, Group, Resolved, TopDownRole};
-use crate::pmu::{CpuList, Pmu, Pmus, TOPDOWN_METRICS, TopDown};
+use crate::pmu::{CpuList, Pmu, Pmus};
 
 /// Default sampling frequency (perf's `record.opts.freq`).
 pub const DEFAULT_FREQ: u64 = 4000;
@@ -691,16 +691,6 @@ fn names(events: &[Resolved]) -> String {
 fn strip_pmu(name: &str) -> &str {
     let inner = name.split('/').nth(1).filter(|s| !s.is_empty());
     inner.unwrap_or(name.split(':').next().unwrap_or(name))
-}
-
-/// The TopDown metric names of a level, for display.
-pub fn topdown_names(level: TopDown) -> Vec<&'static str> {
-    let n = match level {
-        TopDown::None => 0,
-        TopDown::L1 => 4,
-        TopDown::L2 => 8,
-    };
-    TOPDOWN_METRICS[..n].iter().map(|(name, _)| *name).collect()
 }
 
 impl Plan {

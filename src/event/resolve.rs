@@ -803,9 +803,7 @@ fn fix_topdown(pmus: &Pmus, res: &mut Resolution) {
     let mut i = 0;
     while i < res.groups.len() {
         let g = &res.groups[i];
-        let standalone_td = !g.braced
-            && g.events.len() <= 2
-            && g.events.iter().any(|r| r.topdown == TopDownRole::Metric);
+        let standalone_td = !g.braced && g.events.iter().any(|r| r.topdown == TopDownRole::Metric);
         if !standalone_td {
             i += 1;
             continue;
