@@ -49,7 +49,11 @@ fn clock(config: u64, period: u64, st: u64, rf: u64) -> Attr {
     a.sample_period_or_freq = period;
     a.sample_type = st;
     a.read_format = rf;
-    a.set(flag::DISABLED | flag::SAMPLE_ID_ALL, true);
+    // User space only: works under perf_event_paranoid=2 without root as well.
+    a.set(
+        flag::DISABLED | flag::SAMPLE_ID_ALL | flag::EXCLUDE_KERNEL | flag::EXCLUDE_HV,
+        true,
+    );
     a
 }
 
