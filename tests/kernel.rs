@@ -187,7 +187,10 @@ fn hardware_cycles_without_pmu_is_enoent() {
     }
     let mut a = Attr::new(types::HARDWARE, 0);
     a.sample_period_or_freq = 4000;
-    a.set(flag::DISABLED | flag::FREQ, true);
+    a.set(
+        flag::DISABLED | flag::FREQ | flag::EXCLUDE_KERNEL | flag::EXCLUDE_HV,
+        true,
+    );
     let e = kernel::open(&a, 0, -1, None).unwrap_err();
     assert_eq!(e.errno(), libc_enoent(), "{e}");
 }
