@@ -27,7 +27,7 @@ use serde::Serialize;
 
 use super::attr::{Attr, flag, read, sample, types};
 use super::parse::EventError;
-use super::resolve::{self, Group, Resolved, TopDownRole};
+use super::resolve::{self, Group, Resolved, TopDownRole, names};
 use crate::pmu::{CpuList, Pmu, Pmus};
 
 /// Default sampling frequency (perf's `record.opts.freq`).
@@ -40,10 +40,11 @@ pub const DEFAULT_DWARF_STACK: u32 = 8192;
 pub const X86_64_REGS_MASK: u64 = 0xff_0fff;
 
 /// What to record.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "snake_case", tag = "kind", content = "ids")]
 pub enum Target {
     /// Fork and exec a command (events use `enable_on_exec`).
+    #[default]
     Workload,
     /// `-p`: existing processes.
     Pids(Vec<u32>),
@@ -85,7 +86,7 @@ pub enum CallGraph {
 }
 
 /// Record options after the command line was validated.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct RecordOptions {
     /// `-e` strings, in order; empty means the default event.
     pub events: Vec<String>,
@@ -103,21 +104,6 @@ pub struct RecordOptions {
     pub per_thread: bool,
     /// `-i` / `--no-inherit`.
     pub no_inherit: bool,
-}
-
-impl Default for RecordOptions {
-    fn default() -> Self {
-        RecordOptions {
-            events: Vec::new(),
-            freq: None,
-            count: None,
-            weight: false,
-            call_graph: None,
-            target: Target::Workload,
-            per_thread: false,
-            no_inherit: false,
-        }
-    }
 }
 
 /// Facts about the running kernel that planning needs besides the PMUs.
@@ -303,7 +289,7 @@ pub fn plan_record(pmus: &Pmus, host: &Host, opts: &RecordOptions) -> Result<Pla
             if r.pmu.is_some() {
                 continue;
             }
-            if r.is_cycles {
+            if r.is_cycles() {
                 notices.push(format!(
                     "{} is not supported without a hardware PMU: sampling cpu-clock instead",
                     r.name
@@ -315,7 +301,6 @@ pub fn plan_record(pmus: &Pmus, host: &Host, opts: &RecordOptions) -> Result<Pla
                 r.attr.flags = flags;
                 r.attr.set_precise_ip(0);
                 r.modifiers.precise_max = false;
-                r.is_cycles = false;
             } else {
                 return Err(PlanError::NoHardware {
                     event: r.name.clone(),
@@ -678,14 +663,6 @@ fn plan_group(
         });
     }
     Ok(())
-}
-
-fn names(events: &[Resolved]) -> String {
-    events
-        .iter()
-        .map(|r| r.name.as_str())
-        .collect::<Vec<_>>()
-        .join(",")
 }
 
 fn strip_pmu(name: &str) -> &str {

@@ -54,10 +54,16 @@ pub struct Resolved {
     pub pmu_cpus: Option<CpuList>,
     /// TopDown role.
     pub topdown: TopDownRole,
-    /// Legacy hardware `cpu-cycles`/`cycles` (the event the no-PMU fallback may replace).
-    pub is_cycles: bool,
     /// Where the user wrote it.
     pub span: Span,
+}
+
+impl Resolved {
+    /// Legacy hardware cycles (`cycles`, `cpu-cycles`, on any core PMU): the event that perf's
+    /// no-PMU fallback replaces with cpu-clock.
+    pub fn is_cycles(&self) -> bool {
+        self.attr.type_ == types::HARDWARE && self.attr.config & 0xffff_ffff == 0
+    }
 }
 
 /// A group of resolved events (a standalone event is a group of one).
@@ -188,9 +194,24 @@ pub fn cache_config(name: &str) -> Option<u64> {
     Some(cache | (op << 8) | (result << 16))
 }
 
-/// Where a legacy event can go: core PMUs (with their types), or nowhere.
-fn legacy_targets(pmus: &Pmus) -> Vec<&Pmu> {
-    pmus.core_pmus()
+/// `name` or `name:mods`, as perf names an event written without a PMU.
+fn with_mods(name: &str, mods: &str) -> String {
+    if mods.is_empty() {
+        name.to_string()
+    } else {
+        format!("{name}:{mods}")
+    }
+}
+
+/// A legacy hardware/cache config for `pmu`: on hybrid parts the PMU type goes into
+/// `config[63:32]` (a plain type-0 event would count on `cpu_core` only); on a single core PMU
+/// the upper half stays 0, as perf's attr tests expect.
+fn legacy_config(config: u64, pmu: &Pmu, hybrid: bool) -> u64 {
+    if hybrid {
+        config | (u64::from(pmu.type_) << 32)
+    } else {
+        config
+    }
 }
 
 struct Ctx<'a> {
@@ -222,7 +243,6 @@ impl<'a> Ctx<'a> {
             freq: None,
             pmu_cpus: pmu.and_then(|p| p.cpus.clone().or_else(|| p.cpumask.clone())),
             topdown,
-            is_cycles: false,
             span: ev.span,
         }
     }
@@ -233,36 +253,22 @@ impl<'a> Ctx<'a> {
 
     /// Legacy hardware/cache event on every core PMU (or none).
     fn legacy(&self, ev: &EventAst, name: &str, type_: u32, config: u64) -> Vec<Resolved> {
-        let targets = legacy_targets(self.pmus);
+        let targets = self.pmus.core_pmus();
         let hybrid = targets.len() > 1;
         let suffix = self.mod_suffix(ev);
-        let is_cycles = type_ == types::HARDWARE && config == 0;
         if targets.is_empty() {
-            let shown = if suffix.is_empty() {
-                name.to_string()
-            } else {
-                format!("{name}:{suffix}")
-            };
-            let mut r = self.base(shown, None, Attr::new(type_, config), ev);
-            r.is_cycles = is_cycles;
-            return vec![r];
+            return vec![self.base(with_mods(name, suffix), None, Attr::new(type_, config), ev)];
         }
         targets
             .into_iter()
             .map(|p| {
-                let (cfg, shown) = if hybrid {
-                    (
-                        config | (u64::from(p.type_) << 32),
-                        format!("{}/{name}/{suffix}", p.name),
-                    )
-                } else if suffix.is_empty() {
-                    (config, name.to_string())
+                let shown = if hybrid {
+                    format!("{}/{name}/{suffix}", p.name)
                 } else {
-                    (config, format!("{name}:{suffix}"))
+                    with_mods(name, suffix)
                 };
-                let mut r = self.base(shown, Some(p), Attr::new(type_, cfg), ev);
-                r.is_cycles = is_cycles;
-                r
+                let attr = Attr::new(type_, legacy_config(config, p, hybrid));
+                self.base(shown, Some(p), attr, ev)
             })
             .collect()
     }
@@ -272,13 +278,7 @@ impl<'a> Ctx<'a> {
             return Ok(self.legacy(ev, name, types::HARDWARE, id));
         }
         let suffix = self.mod_suffix(ev);
-        let shown = || {
-            if suffix.is_empty() {
-                name.to_string()
-            } else {
-                format!("{name}:{suffix}")
-            }
-        };
+        let shown = || with_mods(name, suffix);
         if let Some(id) = lookup(SOFTWARE_EVENTS, name) {
             let sw = self.pmus.pmus.iter().find(|p| p.kind == PmuKind::Software);
             return Ok(vec![self.base(
@@ -325,7 +325,7 @@ impl<'a> Ctx<'a> {
     }
 
     fn raw(&self, ev: &EventAst, config: u64) -> Result<Vec<Resolved>, EventError> {
-        let targets = legacy_targets(self.pmus);
+        let targets = self.pmus.core_pmus();
         if targets.is_empty() {
             return Err(self.err(
                 ev.span,
@@ -562,7 +562,6 @@ impl<'a> Ctx<'a> {
                 ));
             }
         }
-        let mut is_cycles = false;
         if let Some((type_, cfg)) = legacy {
             if !set_fields.is_empty() || attr.config != 0 {
                 return Err(self.err(
@@ -570,20 +569,13 @@ impl<'a> Ctx<'a> {
                     "a legacy event name cannot be combined with format terms",
                 ));
             }
-            let hybrid = self.pmus.is_hybrid();
             attr.type_ = type_;
-            attr.config = if hybrid {
-                cfg | (u64::from(pmu.type_) << 32)
-            } else {
-                cfg
-            };
-            is_cycles = type_ == types::HARDWARE && cfg == 0;
+            attr.config = legacy_config(cfg, pmu, self.pmus.is_hybrid());
         }
         let shown = explicit_name.unwrap_or(name);
         let mut r = self.base(shown, Some(pmu), attr, ev);
         r.period = period;
         r.freq = freq;
-        r.is_cycles = is_cycles;
         Ok(r)
     }
 
@@ -735,15 +727,9 @@ fn split_by_core_pmu(
     }
     // A group made only of legacy/raw events written without a PMU is the same group on every
     // core PMU: duplicating it is what the user meant, so no warning.
-    let uniform = {
-        let spans: Vec<Span> = members.iter().map(|r| r.span).collect();
-        let mut ok = true;
-        for s in &spans {
-            let n = members.iter().filter(|r| r.span == *s).count();
-            ok &= n == order.len();
-        }
-        ok
-    };
+    let uniform = members
+        .iter()
+        .all(|r| members.iter().filter(|o| o.span == r.span).count() == order.len());
     if !uniform {
         warnings.push(format!(
             "WARNING: events were regrouped to match PMUs: the group {:?} has events of {} (a group can only hold one core PMU's events)",
@@ -858,7 +844,8 @@ fn fix_topdown(pmus: &Pmus, res: &mut Resolution) {
     }
 }
 
-fn names(events: &[Resolved]) -> String {
+/// `a,b,c` for messages.
+pub(crate) fn names(events: &[Resolved]) -> String {
     events
         .iter()
         .map(|r| r.name.as_str())
@@ -888,7 +875,6 @@ fn slots_event(pmu: &Pmu, hybrid: bool, like: &Resolved) -> Resolved {
         freq: None,
         pmu_cpus: pmu.cpus.clone(),
         topdown: TopDownRole::Slots,
-        is_cycles: false,
         span: like.span,
     }
 }

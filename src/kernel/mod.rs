@@ -182,17 +182,23 @@ pub fn copy_records(
     out: &mut Vec<u8>,
 ) -> Result<usize, Corrupt> {
     let len = ring.len() as u64;
+    // The one or two slices of the ring that hold `n` bytes from stream offset `at`.
+    let parts = |at: u64, n: usize| {
+        let start = (at % len) as usize;
+        let first = n.min(ring.len() - start);
+        (&ring[start..start + first], &ring[..n - first])
+    };
+    if len < 8 || !len.is_multiple_of(8) || !tail.is_multiple_of(8) {
+        return Err(Corrupt {
+            offset: tail,
+            size: 0,
+            head,
+            dropped: head.saturating_sub(tail),
+        });
+    }
     let mut pos = tail;
     let mut count = 0;
-    let read_at = |at: u64, dst: &mut [u8]| {
-        let start = (at % len) as usize;
-        let first = dst.len().min(ring.len() - start);
-        dst[..first].copy_from_slice(&ring[start..start + first]);
-        let rest = dst.len() - first;
-        dst[first..].copy_from_slice(&ring[..rest]);
-    };
     while pos < head {
-        let mut hdr = [0u8; 8];
         let corrupt = |size| Corrupt {
             offset: pos,
             size,
@@ -202,14 +208,21 @@ pub fn copy_records(
         if head - pos < 8 {
             return Err(corrupt(0));
         }
-        read_at(pos, &mut hdr);
-        let size = u16::from_le_bytes([hdr[6], hdr[7]]);
-        if size < 8 || size % 8 != 0 || u64::from(size) > head - pos || u64::from(size) > len {
+        // Records are 8-byte aligned and the ring is a power of two >= 8 bytes, so a header
+        // never straddles the end.
+        let at = (pos % len) as usize;
+        let size = u16::from_le_bytes([ring[at + 6], ring[at + 7]]);
+        if size < 8
+            || !size.is_multiple_of(8)
+            || u64::from(size) > head - pos
+            || u64::from(size) > len
+        {
             return Err(corrupt(size));
         }
-        let at = out.len();
-        out.resize(at + usize::from(size), 0);
-        read_at(pos, &mut out[at..]);
+        // Copy straight out of the ring: no zero-fill, at most two slices for a wrapped record.
+        let (a, b) = parts(pos, usize::from(size));
+        out.extend_from_slice(a);
+        out.extend_from_slice(b);
         pos += u64::from(size);
         count += 1;
     }
@@ -387,8 +400,10 @@ mod tests {
             assert_eq!((e.offset, e.size, e.dropped), (16, bad, 32), "size {bad}");
             assert_eq!(out.len(), 16, "the good record before it is kept");
         }
-        // A head that ends inside a header.
+        // A head that ends inside a header, a misaligned tail, a ring too small for a header.
         let ring = vec![0u8; 64];
         assert!(copy_records(&ring, 0, 4, &mut Vec::new()).is_err());
+        assert!(copy_records(&ring, 4, 20, &mut Vec::new()).is_err());
+        assert!(copy_records(&[0u8; 4], 0, 8, &mut Vec::new()).is_err());
     }
 }

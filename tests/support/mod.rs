@@ -36,6 +36,11 @@ pub fn pmus(model: &str) -> Pmus {
     Pmus::read(&sysfs(model)).unwrap_or_else(|e| panic!("fixture {model}: {e}"))
 }
 
+/// True when this machine's real /sys has a core PMU (a hardware PMU), by hrec's own discovery.
+pub fn host_has_core_pmu() -> bool {
+    Pmus::read(Path::new("/sys")).is_ok_and(|p| !p.core_pmus().is_empty())
+}
+
 /// The host facts the fixture procfs gives, on x86.
 pub fn host() -> Host {
     Host {
