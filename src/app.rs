@@ -97,6 +97,16 @@ pub enum AppError {
     Io(#[from] io::Error),
 }
 
+impl AppError {
+    /// True for errors in how hrec was invoked (exit status 2), as opposed to failures (1).
+    pub fn is_usage(&self) -> bool {
+        matches!(
+            self,
+            AppError::Usage(_) | AppError::Plan(plan::PlanError::Options(_))
+        )
+    }
+}
+
 /// Reads what planning needs from procfs; missing files mean "unknown".
 pub fn read_host(procfs_root: &Path) -> Host {
     let rate = std::fs::read_to_string(procfs_root.join("sys/kernel/perf_event_max_sample_rate"))

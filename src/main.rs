@@ -29,7 +29,7 @@ fn main() -> ExitCode {
             if is_broken_pipe(&e) {
                 return ExitCode::SUCCESS;
             }
-            let usage = matches!(e, hrec::app::AppError::Usage(_));
+            let usage = e.is_usage();
             eprintln!("hrec: error: {:#}", anyhow::Error::from(e));
             ExitCode::from(if usage { 2 } else { 1 })
         }

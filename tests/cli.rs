@@ -149,6 +149,13 @@ fn errors_are_one_line_with_exit_codes() {
     let o = hrec(None, &["record", "-m", "3", "--dry-run", "--", "true"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).1.contains("power of two"));
+    // Conflicting options found while planning are usage errors too.
+    for args in [&["-F", "0"][..], &["-F", "max", "-c", "5"][..]] {
+        let mut v = vec!["record", "--dry-run"];
+        v.extend_from_slice(args);
+        v.extend_from_slice(&["--", "true"]);
+        assert_eq!(hrec(Some("zen4"), &v).status.code(), Some(2), "{args:?}");
+    }
     // Not yet implemented subcommands say so.
     for sub in ["report", "script", "flamegraph", "stat", "info"] {
         let o = hrec(None, &[sub]);
