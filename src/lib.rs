@@ -10,6 +10,9 @@
 //! so it runs and is tested on machines without a hardware PMU. See `docs/architecture.md`.
 
 pub mod app;
+pub mod data;
+pub mod decode;
 pub mod event;
 pub mod kernel;
 pub mod pmu;
+pub mod record;

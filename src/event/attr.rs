@@ -270,6 +270,69 @@ impl Attr {
         self.has(flag::FREQ)
     }
 
+    /// The attr in the kernel's byte layout (`struct perf_event_attr`, VER8, little-endian), as
+    /// perf.data and hrec's file store it. `size` is written as it is.
+    pub fn to_bytes(&self) -> [u8; ATTR_SIZE_VER8 as usize] {
+        let mut b = [0u8; ATTR_SIZE_VER8 as usize];
+        let mut put = |off: usize, v: &[u8]| b[off..off + v.len()].copy_from_slice(v);
+        put(0, &self.type_.to_le_bytes());
+        put(4, &self.size.to_le_bytes());
+        put(8, &self.config.to_le_bytes());
+        put(16, &self.sample_period_or_freq.to_le_bytes());
+        put(24, &self.sample_type.to_le_bytes());
+        put(32, &self.read_format.to_le_bytes());
+        put(40, &self.flags.to_le_bytes());
+        put(48, &self.wakeup.to_le_bytes());
+        put(52, &self.bp_type.to_le_bytes());
+        put(56, &self.config1.to_le_bytes());
+        put(64, &self.config2.to_le_bytes());
+        put(72, &self.branch_sample_type.to_le_bytes());
+        put(80, &self.sample_regs_user.to_le_bytes());
+        put(88, &self.sample_stack_user.to_le_bytes());
+        put(92, &self.clockid.to_le_bytes());
+        put(96, &self.sample_regs_intr.to_le_bytes());
+        put(104, &self.aux_watermark.to_le_bytes());
+        put(108, &self.sample_max_stack.to_le_bytes());
+        put(112, &self.aux_sample_size.to_le_bytes());
+        put(120, &self.sig_data.to_le_bytes());
+        put(128, &self.config3.to_le_bytes());
+        b
+    }
+
+    /// Reads an attr in the kernel's byte layout. Shorter inputs (older struct versions, e.g.
+    /// perf.data from a VER7 perf) leave the missing tail zero; bytes past VER8 are ignored.
+    pub fn from_bytes(bytes: &[u8]) -> Attr {
+        let mut b = [0u8; ATTR_SIZE_VER8 as usize];
+        let n = bytes.len().min(b.len());
+        b[..n].copy_from_slice(&bytes[..n]);
+        let u16_at = |o: usize| u16::from_le_bytes([b[o], b[o + 1]]);
+        let u32_at = |o: usize| u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
+        let u64_at = |o: usize| u64::from(u32_at(o)) | (u64::from(u32_at(o + 4)) << 32);
+        Attr {
+            type_: u32_at(0),
+            size: u32_at(4),
+            config: u64_at(8),
+            sample_period_or_freq: u64_at(16),
+            sample_type: u64_at(24),
+            read_format: u64_at(32),
+            flags: u64_at(40),
+            wakeup: u32_at(48),
+            bp_type: u32_at(52),
+            config1: u64_at(56),
+            config2: u64_at(64),
+            branch_sample_type: u64_at(72),
+            sample_regs_user: u64_at(80),
+            sample_stack_user: u32_at(88),
+            clockid: u32_at(92) as i32,
+            sample_regs_intr: u64_at(96),
+            aux_watermark: u32_at(104),
+            sample_max_stack: u16_at(108),
+            aux_sample_size: u32_at(112),
+            sig_data: u64_at(120),
+            config3: u64_at(128),
+        }
+    }
+
     /// Every non-zero field as (perf's name, perf's formatting), in perf's print order.
     pub fn fields(&self) -> Vec<(&'static str, String)> {
         let mut out: Vec<(&'static str, String)> = vec![("type", self.type_.to_string())];
@@ -440,6 +503,41 @@ impl Serialize for Attr {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bytes_round_trip_every_field() {
+        let a = Attr {
+            type_: 8,
+            size: ATTR_SIZE_VER8,
+            config: 0x0000_0008_0000_0400,
+            sample_period_or_freq: 4000,
+            sample_type: sample::IP | sample::READ | sample::WEIGHT_STRUCT,
+            read_format: read::GROUP | read::ID | read::LOST,
+            flags: flag::DISABLED | flag::FREQ | (2 << flag::PRECISE_SHIFT),
+            wakeup: 7,
+            bp_type: 3,
+            config1: 0x11,
+            config2: 0x22,
+            branch_sample_type: 0x33,
+            sample_regs_user: 0x44,
+            sample_stack_user: 8192,
+            clockid: -1,
+            sample_regs_intr: 0x55,
+            aux_watermark: 9,
+            sample_max_stack: 127,
+            aux_sample_size: 10,
+            sig_data: 0x66,
+            config3: 0x77,
+        };
+        let b = a.to_bytes();
+        assert_eq!(&b[0..4], &8u32.to_le_bytes());
+        assert_eq!(&b[92..96], &(-1i32).to_le_bytes());
+        assert_eq!(Attr::from_bytes(&b), a);
+        // A VER7 (128-byte) attr has no config3.
+        let short = Attr::from_bytes(&b[..128]);
+        assert_eq!(short.config3, 0);
+        assert_eq!(short.sig_data, 0x66);
+    }
 
     #[test]
     fn dump_matches_perf_layout() {

@@ -357,6 +357,30 @@ pub fn gettid() -> u32 {
 mod tests {
     use super::*;
 
+    #[test]
+    fn to_sys_matches_the_attr_byte_layout() {
+        let mut a = Attr::new(8, 0x0000_0008_0000_0400);
+        a.sample_period_or_freq = 4000;
+        a.sample_type = 0x0100_01ff;
+        a.read_format = 0x1c;
+        a.flags = 0x0000_0000_0184_1563;
+        a.wakeup = 5;
+        a.config1 = 1;
+        a.config2 = 2;
+        a.clockid = -1;
+        a.sample_max_stack = 127;
+        a.config3 = 3;
+        let s = to_sys(&a);
+        let mut raw = [0u8; crate::event::attr::ATTR_SIZE_VER8 as usize];
+        assert_eq!(std::mem::size_of::<perf_event_attr>(), raw.len());
+        // SAFETY: `perf_event_attr` is a plain-old-data `repr(C)` struct of exactly
+        // `raw.len()` bytes (asserted above); copying its bytes out reads initialised memory.
+        unsafe {
+            std::ptr::copy_nonoverlapping((&raw const s).cast::<u8>(), raw.as_mut_ptr(), raw.len());
+        }
+        assert_eq!(raw, a.to_bytes());
+    }
+
     fn rec(ty: u32, size: u16, fill: u8) -> Vec<u8> {
         let mut v = Vec::new();
         v.extend_from_slice(&ty.to_le_bytes());

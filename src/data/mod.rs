@@ -1,0 +1,1 @@
+//! The hrec file format (placeholder until the data module lands).

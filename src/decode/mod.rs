@@ -1,0 +1,1 @@
+//! Record decoder (placeholder until the decode module lands).

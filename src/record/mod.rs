@@ -1,0 +1,1 @@
+//! The recorder (placeholder until the record module lands).
