@@ -515,20 +515,29 @@ mod tests {
     #[test]
     fn samples_become_small_columns() {
         let mut raw = Vec::new();
+        let mut rng = 1u64;
         for i in 0..100u64 {
+            rng = rng
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             let t = 1_000_000 + i * 250_000 + (i * 7919) % 300;
-            raw.extend(record(
-                9,
-                2,
-                &[0x40_1000 + (i % 3) * 8, 77 | 77 << 32, t, 250_000],
-            ));
+            let ip = [0x40_1000, 0x40_5a30, 0x40_c2f8][(rng >> 33) as usize % 3];
+            raw.extend(record(9, 2, &[ip, 77 | 77 << 32, t, 250_000]));
         }
         let enc = encode(&raw).expect("well-formed");
-        // 100 records: ~1 byte of shape index, <=1 byte ip, 1 tid, ~2 time, 1 period.
-        assert!(enc.len() < 100 * 7, "{} bytes", enc.len());
+        assert!(enc.len() < 100 * 6, "{} of 4000 bytes", enc.len());
         assert_eq!(decode(&enc, raw.len()).unwrap(), raw);
-        // The time column chose delta of delta: its jitter is smaller than its step.
         assert_eq!(count_records(&raw), 100);
+        // N, S, the shape, the index planes (width 0: one shape), then the four columns.
+        assert_eq!(&enc[..2], &[100, 1]);
+        let mut at = 2 + 8 + 1;
+        assert_eq!(enc[at], MODE_DICT, "ip: three distinct values");
+        // mode, k, t0, two 3-byte varint gaps, width 1, 100 indices
+        at += 1 + 1 + 8 + 3 + 3 + 1 + 100;
+        assert_eq!(enc[at], MODE_DELTA, "pid/tid is constant");
+        assert_eq!(enc[at + 9], 0, "a constant column has width 0");
+        at += 10;
+        assert_eq!(enc[at], MODE_STRIDE, "time: period plus jitter");
     }
 
     #[test]

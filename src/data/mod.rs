@@ -29,9 +29,10 @@
 //!   repeats, the period is constant, the time advances by almost the same step, the ip moves
 //!   around a few hot spots. Interleaved, these patterns hide from a general compressor. The
 //!   `Records` codec ([`codec`]) groups records by *shape* (their 8-byte header: type, misc,
-//!   size), stores each word position of a shape as a column of zigzag varint deltas (or
-//!   deltas of deltas, whichever is shorter for that column in that block), and only then runs
-//!   zstd. That turns ~6 bytes per sample (zstd of the raw records) into under 3.
+//!   size) and stores each word position of a shape as a column, per block in the cheapest of
+//!   delta, delta-of-delta, stride (delta minus the block's median delta), dictionary or raw
+//!   mode, with residuals as byte planes; only then runs zstd. That turns ~6 bytes per sample
+//!   (zstd of the raw records) into under 3.
 
 pub mod codec;
 mod format;
