@@ -1,0 +1,218 @@
+//! The JSON parts of the file: [`Meta`] in the header and [`Trailer`] at the end.
+//!
+//! Every struct is `#[serde(default)]`, so a reader accepts files from later versions that add
+//! fields (they are ignored) and from earlier ones that lack some (they read as default).
+
+use serde::{Deserialize, Serialize};
+
+use super::BlockInfo;
+use crate::event::Attr;
+
+/// What was recorded, where and how: written once, before any block.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct Meta {
+    /// The hrec version that wrote the file.
+    pub hrec_version: String,
+    /// hrec's own command line.
+    pub command_line: Vec<String>,
+    /// `uname -n`.
+    pub hostname: String,
+    /// `uname -r`.
+    pub kernel_release: String,
+    /// `uname -m`.
+    pub arch: String,
+    /// The CPU's model name.
+    pub cpu_model: String,
+    /// Online CPUs as a cpulist ("0-7,16").
+    pub cpus_online: String,
+    /// Number of CPUs configured.
+    pub nr_cpus: u32,
+    /// Page size in bytes.
+    pub page_size: u64,
+    /// Wall-clock time the recording started, ns since the epoch.
+    pub start_time_unix_ns: u64,
+    /// The perf clock at the same moment, so sample times map to wall time.
+    pub clock_start_ns: u64,
+    /// `attr.clockid` when `use_clockid` was set.
+    pub clockid: Option<i32>,
+    /// "workload", "pid 123", "system-wide", ...
+    pub target: String,
+    /// The pid of the workload hrec started, if any.
+    pub workload_pid: Option<u32>,
+    /// The PMUs the events use.
+    pub pmus: Vec<PmuMeta>,
+    /// Every opened event, in plan order.
+    pub events: Vec<EventMeta>,
+    /// Planner notices shown to the user at record time.
+    pub notices: Vec<String>,
+    /// Ring-buffer data pages per buffer.
+    pub mmap_pages: u64,
+}
+
+/// A PMU by name and its `perf_event_attr.type`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct PmuMeta {
+    /// sysfs name ("cpu_core").
+    pub name: String,
+    /// `perf_event_attr.type`.
+    #[serde(rename = "type")]
+    pub type_: u32,
+}
+
+/// One event as opened.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct EventMeta {
+    /// The name the user gave (or the planner chose).
+    pub name: String,
+    /// The PMU it runs on.
+    pub pmu: Option<String>,
+    /// The attr as passed to the kernel, stored as hex of its kernel byte layout.
+    #[serde(with = "attr_hex")]
+    pub attr: Attr,
+    /// Index of the group leader in `Meta::events` (itself for a leader).
+    pub leader: usize,
+    /// "sampler", "counted" or "tracking".
+    pub role: String,
+    /// The kernel ids of its file descriptors.
+    pub ids: Vec<EventId>,
+}
+
+/// The id of one file descriptor of an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct EventId {
+    /// `PERF_EVENT_IOC_ID`.
+    pub id: u64,
+    /// The CPU (-1 for any).
+    pub cpu: i32,
+    /// The thread (-1 for any).
+    pub tid: i32,
+}
+
+/// Statistics known only at the end, plus the block index: the last block of a finished file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct Trailer {
+    /// Wall-clock time the recording ended, ns since the epoch.
+    pub end_time_unix_ns: u64,
+    /// Duration of the recording.
+    pub duration_ns: u64,
+    /// Kernel records written.
+    pub records: u64,
+    /// Raw bytes of those records.
+    pub record_bytes: u64,
+    /// SAMPLE records.
+    pub samples: u64,
+    /// Samples per event (index = event index).
+    pub samples_per_event: Vec<u64>,
+    /// Kernel LOST records.
+    pub lost_records: u64,
+    /// Sum of the `lost` values of the LOST records.
+    pub lost_samples: u64,
+    /// Sum of the `read_format` LOST values read at the end.
+    pub lost_samples_read: u64,
+    /// THROTTLE records.
+    pub throttles: u64,
+    /// UNTHROTTLE records.
+    pub unthrottles: u64,
+    /// Final counter values.
+    pub counts: Vec<FinalCount>,
+    /// The workload's wait status.
+    pub workload_status: Option<i32>,
+    /// Every block before the trailer, in file order (the writer fills this in).
+    pub blocks: Vec<BlockInfo>,
+}
+
+/// The final value of one event fd.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct FinalCount {
+    /// Index into `Meta::events`.
+    pub event: usize,
+    /// The fd's kernel id.
+    pub id: u64,
+    /// The CPU (-1 for any).
+    pub cpu: i32,
+    /// The count.
+    pub value: u64,
+    /// `time_enabled`.
+    pub time_enabled: u64,
+    /// `time_running`.
+    pub time_running: u64,
+}
+
+/// `Attr` as lowercase hex of [`Attr::to_bytes`], so the file keeps the exact kernel layout
+/// (including fields a later hrec may name differently).
+mod attr_hex {
+    use serde::de::Error as _;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use crate::event::Attr;
+
+    pub fn serialize<S: Serializer>(attr: &Attr, s: S) -> Result<S::Ok, S::Error> {
+        let mut hex = String::with_capacity(272);
+        for b in attr.to_bytes() {
+            hex.push(char::from(b"0123456789abcdef"[usize::from(b >> 4)]));
+            hex.push(char::from(b"0123456789abcdef"[usize::from(b & 15)]));
+        }
+        s.serialize_str(&hex)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Attr, D::Error> {
+        let hex = String::deserialize(d)?;
+        if hex.len() % 2 != 0 || hex.len() > 2 * 4096 {
+            return Err(D::Error::custom(format!(
+                "attr hex of {} characters",
+                hex.len()
+            )));
+        }
+        let digit = |c: u8| match c {
+            b'0'..=b'9' => Ok(c - b'0'),
+            b'a'..=b'f' => Ok(c - b'a' + 10),
+            b'A'..=b'F' => Ok(c - b'A' + 10),
+            _ => Err(D::Error::custom(format!(
+                "attr hex has {:?}",
+                char::from(c)
+            ))),
+        };
+        let bytes = hex
+            .as_bytes()
+            .chunks(2)
+            .map(|p| Ok(digit(p[0])? << 4 | digit(p[1])?))
+            .collect::<Result<Vec<u8>, D::Error>>()?;
+        Ok(Attr::from_bytes(&bytes))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::attr::{flag, sample, types};
+
+    #[test]
+    fn attr_survives_json_as_hex() {
+        let mut attr = Attr::new(types::SOFTWARE, 0);
+        attr.sample_type = sample::IP | sample::TID;
+        attr.set(flag::FREQ | flag::SAMPLE_ID_ALL, true);
+        attr.sample_period_or_freq = 4000;
+        let e = EventMeta {
+            name: "cpu-clock".into(),
+            attr,
+            role: "sampler".into(),
+            ..EventMeta::default()
+        };
+        let json = serde_json::to_string(&e).unwrap();
+        assert!(json.contains("\"attr\":\"01000000880000000000"), "{json}");
+        let back: EventMeta = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, e);
+        // Unknown fields are ignored, missing ones default.
+        let m: Meta = serde_json::from_str(r#"{"hostname":"h","future":[1,2]}"#).unwrap();
+        assert_eq!(m.hostname, "h");
+        assert_eq!(m.nr_cpus, 0);
+        assert!(serde_json::from_str::<EventMeta>(r#"{"attr":"0g"}"#).is_err());
+        assert!(serde_json::from_str::<EventMeta>(r#"{"attr":"012"}"#).is_err());
+    }
+}
