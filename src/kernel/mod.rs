@@ -21,6 +21,8 @@ use sys::bindings::{__BindgenBitfieldUnit, perf_event_attr, perf_event_mmap_page
 
 use crate::event::Attr;
 
+pub mod process;
+
 /// `PERF_FLAG_FD_CLOEXEC`: perf always passes it.
 const FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
 /// `PERF_IOC_FLAG_GROUP`.
