@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use hrec::data::{
-    BlockKind, Codec, DataError, EventId, EventMeta, FinalCount, Meta, PmuMeta, Reader, Trailer,
-    Writer,
+    BlockKind, Codec, DataError, EventId, EventMeta, FinalCount, Meta, PmuMeta, Reader,
+    ThreadCount, Trailer, Writer,
 };
 use hrec::event::Attr;
 use hrec::event::attr::{flag, sample, types};
@@ -65,6 +65,7 @@ fn meta() -> Meta {
         clockid: Some(1),
         target: "workload".into(),
         workload_pid: Some(4242),
+        recorder_pid: 4241,
         pmus: vec![PmuMeta {
             name: "software".into(),
             type_: 1,
@@ -94,6 +95,12 @@ fn trailer() -> Trailer {
         record_bytes: 12_000,
         samples: 300,
         samples_per_event: vec![300],
+        threads: vec![ThreadCount {
+            pid: 4242,
+            tid: 4243,
+            samples: 300,
+        }],
+        self_samples: 0,
         lost_records: 1,
         lost_samples: 5,
         lost_samples_read: 5,

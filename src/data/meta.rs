@@ -40,6 +40,8 @@ pub struct Meta {
     pub target: String,
     /// The pid of the workload hrec started, if any.
     pub workload_pid: Option<u32>,
+    /// hrec's own pid while recording (its samples in `-a` mode are its own overhead).
+    pub recorder_pid: u32,
     /// The PMUs the events use.
     pub pmus: Vec<PmuMeta>,
     /// Every opened event, in plan order.
@@ -108,6 +110,10 @@ pub struct Trailer {
     pub samples: u64,
     /// Samples per event (index = event index).
     pub samples_per_event: Vec<u64>,
+    /// Samples per thread, sorted by (pid, tid).
+    pub threads: Vec<ThreadCount>,
+    /// Samples of hrec's own process (`Meta::recorder_pid`).
+    pub self_samples: u64,
     /// Kernel LOST records.
     pub lost_records: u64,
     /// Sum of the `lost` values of the LOST records.
@@ -120,10 +126,22 @@ pub struct Trailer {
     pub unthrottles: u64,
     /// Final counter values.
     pub counts: Vec<FinalCount>,
-    /// The workload's wait status.
+    /// The workload's exit status in the shell's convention (the code, or 128 + signal).
     pub workload_status: Option<i32>,
     /// Every block before the trailer, in file order (the writer fills this in).
     pub blocks: Vec<BlockInfo>,
+}
+
+/// Samples of one thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct ThreadCount {
+    /// Process id.
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// Samples.
+    pub samples: u64,
 }
 
 /// The final value of one event fd.

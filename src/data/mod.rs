@@ -44,7 +44,7 @@ use std::io;
 use std::path::PathBuf;
 
 pub use format::{BlockInfo, BlockKind, Codec};
-pub use meta::{EventId, EventMeta, FinalCount, Meta, PmuMeta, Trailer};
+pub use meta::{EventId, EventMeta, FinalCount, Meta, PmuMeta, ThreadCount, Trailer};
 pub use reader::Reader;
 pub use writer::{Writer, ZSTD_LEVEL};
 
@@ -68,7 +68,7 @@ pub const DEFAULT_FILE: &str = "hrec.data";
 #[non_exhaustive]
 pub enum DataError {
     /// A system call on the file failed (create, rename, write, read, fsync).
-    #[error("cannot {action} {}: {source}", path.display())]
+    #[error("cannot {action} {}", path.display())]
     Io {
         /// What hrec was doing ("create", "write to", ...).
         action: &'static str,
@@ -123,7 +123,7 @@ pub enum DataError {
         reason: String,
     },
     /// The JSON in the header or the trailer does not parse.
-    #[error("{}: the {what} is not valid JSON: {source}", path.display())]
+    #[error("{}: the {what} is not valid JSON", path.display())]
     BadJson {
         /// The file.
         path: PathBuf,
@@ -159,7 +159,7 @@ pub enum DataError {
         max: u64,
     },
     /// zstd failed to compress (out of memory).
-    #[error("cannot compress a block for {}: {source}", path.display())]
+    #[error("cannot compress a block for {}", path.display())]
     Compress {
         /// The file.
         path: PathBuf,
