@@ -8,7 +8,10 @@ use std::path::{Path, PathBuf};
 
 use crate::event::plan::{self, Host, RecordOptions};
 use crate::event::resolve::{HARDWARE_EVENTS, SOFTWARE_EVENTS};
+use crate::output;
 use crate::pmu::{PmuError, Pmus};
+use crate::record;
+use crate::recording::{Recording, RecordingError};
 
 /// Where hrec reads the machine's description from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,6 +49,8 @@ pub struct RecordConfig {
     pub json: bool,
     /// The workload command, when forking one.
     pub command: Vec<String>,
+    /// hrec's own command line, stored in the file header.
+    pub command_line: Vec<String>,
 }
 
 /// `hrec list`.
@@ -55,6 +60,13 @@ pub struct ListConfig {
     pub json: bool,
 }
 
+/// `hrec script` / `hrec info`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputConfig {
+    /// `-i`.
+    pub input: PathBuf,
+}
+
 /// One command to run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
@@ -62,6 +74,10 @@ pub enum Command {
     Record(RecordConfig),
     /// `hrec list`
     List(ListConfig),
+    /// `hrec script`
+    Script(InputConfig),
+    /// `hrec info`
+    Info(InputConfig),
     /// A command that a later milestone implements (`report`, `script`, ...).
     Pending {
         /// Its name.
@@ -92,6 +108,12 @@ pub enum AppError {
     /// A usage problem found after parsing.
     #[error("{0}")]
     Usage(String),
+    /// A recording could not be read.
+    #[error(transparent)]
+    Recording(#[from] RecordingError),
+    /// The recording failed.
+    #[error(transparent)]
+    Record(#[from] record::RecordError),
     /// Writing output failed.
     #[error("cannot write output")]
     Io(#[from] io::Error),
@@ -128,6 +150,8 @@ pub fn run(
     match cmd {
         Command::Record(cfg) => record(env, cfg, out, err),
         Command::List(cfg) => list(env, cfg, out),
+        Command::Script(cfg) => script(cfg, out, err),
+        Command::Info(cfg) => info(cfg, out, err),
         Command::Pending { name, what } => Err(AppError::NotImplemented { name, what }),
     }
 }
@@ -165,10 +189,54 @@ fn record(
         }
         return Ok(0);
     }
-    Err(AppError::NotImplemented {
-        name: "record",
-        what: "opening the plan and draining ring buffers comes with the recorder; use --dry-run to see the plan",
-    })
+    let session = record::Session {
+        plan: &plan,
+        pmus: &pmus,
+        output: cfg.output.clone(),
+        mmap_pages: cfg.mmap_pages.map(|m| m as usize),
+        command: cfg.command.clone(),
+        command_line: cfg.command_line.clone(),
+        procfs_root: env.procfs_root.clone(),
+        verbose: env.verbose,
+    };
+    let outcome = record::record(&session, err)?;
+    writeln!(err, "{}", outcome.summary)?;
+    for w in &outcome.warnings {
+        writeln!(err, "hrec: {w}")?;
+    }
+    Ok(u8::try_from(outcome.exit_code).unwrap_or(1))
+}
+
+fn open_recording(cfg: &InputConfig, err: &mut dyn Write) -> Result<Recording, AppError> {
+    let rec = Recording::open(&cfg.input)?;
+    if let Some(why) = rec.reader.truncated() {
+        writeln!(
+            err,
+            "hrec: warning: {} is truncated ({why}): reading the {} complete blocks",
+            cfg.input.display(),
+            rec.reader.blocks().len()
+        )?;
+    }
+    for e in &rec.errors {
+        writeln!(err, "hrec: warning: {e}")?;
+    }
+    Ok(rec)
+}
+
+fn script(cfg: &InputConfig, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, AppError> {
+    let rec = open_recording(cfg, err)?;
+    let mut errors = Vec::new();
+    output::script(&rec, out, &mut errors)?;
+    for e in &errors {
+        writeln!(err, "hrec: warning: skipped a record: {e}")?;
+    }
+    Ok(0)
+}
+
+fn info(cfg: &InputConfig, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, AppError> {
+    let rec = open_recording(cfg, err)?;
+    output::info(&rec, out)?;
+    Ok(0)
 }
 
 fn list(env: &Env, cfg: &ListConfig, out: &mut dyn Write) -> Result<u8, AppError> {

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
-use hrec::app::{Command, Env, ListConfig, RecordConfig};
+use hrec::app::{Command, Env, InputConfig, ListConfig, RecordConfig};
 use hrec::event::plan::{CallGraph, DEFAULT_DWARF_STACK, Freq, RecordOptions, Target};
 use hrec::pmu::CpuList;
 
@@ -224,10 +224,7 @@ impl Cli {
                 name: "report",
                 what: "symbolized reports come with the reporter",
             },
-            Cmd::Script(_) => Command::Pending {
-                name: "script",
-                what: "perf-script output comes with perf.data interop",
-            },
+            Cmd::Script(a) => Command::Script(InputConfig { input: a.input }),
             Cmd::Flamegraph(_) => Command::Pending {
                 name: "flamegraph",
                 what: "SVG flame graphs come after the reporter",
@@ -236,10 +233,7 @@ impl Cli {
                 name: "stat",
                 what: "counting mode comes with hrec stat",
             },
-            Cmd::Info(_) => Command::Pending {
-                name: "info",
-                what: "file headers come with the recorder's file format",
-            },
+            Cmd::Info(a) => Command::Info(InputConfig { input: a.input }),
         };
         Ok((env, cmd))
     }
@@ -293,6 +287,7 @@ impl RecordArgs {
             dry_run: self.dry_run,
             json: self.json,
             command: self.command,
+            command_line: std::env::args().collect(),
         })
     }
 }

@@ -14,5 +14,7 @@ pub mod data;
 pub mod decode;
 pub mod event;
 pub mod kernel;
+pub mod output;
 pub mod pmu;
 pub mod record;
+pub mod recording;

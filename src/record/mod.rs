@@ -1,1 +1,731 @@
-//! The recorder (placeholder until the record module lands).
+//! The recorder: launch gate, opening the plan, the drain loop and the file.
+//!
+//! Order of a recording, and why:
+//! 1. Fork the workload and hold it before `exec` ([`crate::kernel::process::Workload`]).
+//! 2. Open every planned event on it with `enable_on_exec` and map one buffer per CPU
+//!    ([`open`]). Nothing counts yet, so hrec's own set-up is never sampled.
+//! 3. Release the child and learn whether `exec` worked. Only then is the output file created:
+//!    a command that cannot run leaves no file (and no renamed `.old`) behind.
+//! 4. Drain: epoll on the buffers (the kernel wakes us when a buffer is half full, its default
+//!    watermark) and on a signal pipe, plus a 100 ms tick; each pass moves every complete
+//!    record out with one head load and one tail store per buffer, counts what it needs
+//!    ([`account`]), and hands batches to a writer thread that compresses and writes them, so
+//!    the drain never waits on the disk.
+//! 5. When the workload exits (or SIGINT/SIGTERM, which are forwarded to it), drain once more,
+//!    read every fd for its final count and `read_format LOST`, write the build-ids, the
+//!    trailer, and print one summary line.
+
+pub mod account;
+pub mod open;
+pub mod side;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crate::data::{self, EventId, EventMeta, FinalCount, Meta, PmuMeta, Trailer, Writer};
+use crate::event::attr::read;
+use crate::event::plan::{Plan, Role, Target};
+use crate::kernel::process::{self, Epoll, ExitStatus, Signals, SpawnError, Workload};
+use crate::pmu::Pmus;
+
+use account::Accounting;
+use open::{OpenParams, Opened, Ring};
+
+/// Why a recording failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RecordError {
+    /// The workload could not be started.
+    #[error(transparent)]
+    Spawn(#[from] SpawnError),
+    /// `-p`/`-t` named a task that does not exist.
+    #[error("{0} does not exist (check the id with ps)")]
+    NoTask(String),
+    /// The target task exited while opening.
+    #[error("the target task exited before its events could be opened")]
+    NoSuchTask,
+    /// The kernel refuses an event.
+    #[error("event {event} on PMU {pmu} is not supported by this kernel or CPU")]
+    Unsupported {
+        /// Event name.
+        event: String,
+        /// PMU name.
+        pmu: String,
+        /// The errno.
+        #[source]
+        source: std::io::Error,
+    },
+    /// perf_event_paranoid.
+    #[error("{0}")]
+    Paranoid(String),
+    /// EMFILE.
+    #[error(
+        "too many open files: the plan needs one fd per event and CPU, and the limit is {limit}; raise it with ulimit -n (e.g. ulimit -n 65536) or record fewer events or CPUs (-C)"
+    )]
+    TooManyFiles {
+        /// The soft limit.
+        limit: String,
+    },
+    /// An ioctl failed.
+    #[error("{what} failed for {event}")]
+    Ioctl {
+        /// Which ioctl.
+        what: &'static str,
+        /// Event name.
+        event: String,
+        /// The errno.
+        #[source]
+        source: std::io::Error,
+    },
+    /// mmap failed.
+    #[error(
+        "cannot map a {pages}-page ring buffer; use fewer pages (-m {half}) or raise kernel.perf_event_mlock_kb",
+        half = (pages / 2).max(1)
+    )]
+    Mmap {
+        /// Data pages asked for.
+        pages: usize,
+        /// The errno.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The output file.
+    #[error(transparent)]
+    Data(#[from] data::DataError),
+    /// epoll or signal set-up.
+    #[error("{0}")]
+    Os(String, #[source] std::io::Error),
+    /// A broken invariant (a bug in hrec).
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+/// What to record and where.
+#[derive(Debug, Clone)]
+pub struct Session<'a> {
+    /// The plan.
+    pub plan: &'a Plan,
+    /// The PMUs it was made from (names and types go into the file).
+    pub pmus: &'a Pmus,
+    /// `-o`.
+    pub output: PathBuf,
+    /// `-m`: data pages per buffer; `None` for 512 KiB.
+    pub mmap_pages: Option<usize>,
+    /// The workload command (for [`Target::Workload`]).
+    pub command: Vec<String>,
+    /// hrec's own command line, for the file header.
+    pub command_line: Vec<String>,
+    /// `/proc`.
+    pub procfs_root: PathBuf,
+    /// `-v`.
+    pub verbose: u8,
+}
+
+/// How a recording went.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The workload's exit status (shell convention), or 0 without a workload.
+    pub exit_code: i32,
+    /// The one summary line (without the `hrec:` prefix).
+    pub summary: String,
+    /// Warnings to print after it (losses).
+    pub warnings: Vec<String>,
+    /// The trailer written.
+    pub trailer: Trailer,
+}
+
+enum Msg {
+    Records(u32, Vec<u8>),
+    Side(&'static str, Vec<u8>),
+}
+
+/// A batch is handed to the writer at this size (bigger blocks compress better).
+const BATCH_BYTES: usize = 1 << 20;
+/// ... or when it is this old, so a crash loses little.
+const BATCH_AGE: Duration = Duration::from_millis(500);
+/// A second SIGINT/SIGTERM, or this long after the first, ends the recording even if the
+/// workload is still running.
+const STOP_GRACE: Duration = Duration::from_secs(2);
+
+/// Records `session`. Notices (fallbacks) go to `err` as they happen.
+pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordError> {
+    let plan = s.plan;
+    // With -a/-C a command only sets how long to record (perf's `perf record -a -- sleep 1`).
+    let workload = if plan.target == Target::Workload || !s.command.is_empty() {
+        Some(Workload::spawn(&s.command)?)
+    } else {
+        None
+    };
+    let tasks = match open::tasks(
+        &plan.target,
+        workload.as_ref().map(Workload::pid),
+        &s.procfs_root,
+    ) {
+        Ok(t) => t,
+        Err(e) => {
+            if let Some(w) = workload {
+                w.abort();
+            }
+            return Err(e);
+        }
+    };
+    let data_pages = s.mmap_pages.unwrap_or_else(open::default_data_pages);
+    let params = OpenParams {
+        tasks: tasks.clone(),
+        data_pages,
+        procfs_root: &s.procfs_root,
+        verbose: s.verbose,
+    };
+    let mut log = Vec::new();
+    let opened = open::open_plan(plan, &params, &mut log);
+    for l in &log {
+        let _ = writeln!(err, "hrec: {l}");
+    }
+    let opened = match opened {
+        Ok(o) => o,
+        Err(e) => {
+            if let Some(w) = workload {
+                w.abort();
+            }
+            return Err(e);
+        }
+    };
+    for n in &opened.notices {
+        let _ = writeln!(err, "hrec: {n}");
+    }
+    let signals = Signals::catch(&[libc::SIGINT, libc::SIGTERM, libc::SIGCHLD])
+        .map_err(|e| RecordError::Os("cannot install signal handlers".into(), e));
+    let signals = match signals {
+        Ok(sg) => sg,
+        Err(e) => {
+            if let Some(w) = workload {
+                w.abort();
+            }
+            return Err(e);
+        }
+    };
+
+    let start_unix = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let clock_start = process::monotonic_ns();
+    // Without enable_on_exec (-p, -t, -a, -C) the events start now.
+    if plan.target != Target::Workload {
+        for f in &opened.fds {
+            if plan.events[f.event].leader == f.event
+                && let Err(source) = f.fd.enable(true)
+            {
+                if let Some(w) = workload {
+                    w.abort();
+                }
+                return Err(RecordError::Ioctl {
+                    what: "PERF_EVENT_IOC_ENABLE",
+                    event: opened.names[f.event].clone(),
+                    source,
+                });
+            }
+        }
+    }
+    let child = match workload {
+        Some(w) => Some(w.start()?),
+        None => None,
+    };
+
+    let meta = build_meta(s, &opened, data_pages, start_unix, clock_start, child);
+    let writer = match Writer::create(&s.output, &meta) {
+        Ok(w) => w,
+        Err(e) => {
+            if let Some(pid) = child {
+                process::kill(pid, libc::SIGTERM);
+                let _ = process::wait(pid, false);
+            }
+            return Err(e.into());
+        }
+    };
+
+    let (tx, rx) = mpsc::sync_channel::<Msg>(64);
+    let procfs = s.procfs_root.clone();
+    let writer_thread = std::thread::Builder::new()
+        .name("hrec-writer".into())
+        .spawn(move || writer_loop(writer, rx, &procfs))
+        .map_err(|e| RecordError::Os("cannot start the writer thread".into(), e))?;
+
+    // -p/-t: the kernel will not tell us about mappings made before now.
+    if matches!(plan.target, Target::Pids(_) | Target::Tids(_))
+        && let Some(t) = plan.events.iter().position(|e| e.tracking)
+        && let Some(f) = opened.fds.iter().find(|f| f.event == t)
+    {
+        let synth = side::Synth::new(&opened.attrs[t], f.id);
+        let bytes = side::synthesize_tasks(&s.procfs_root, &tasks, &synth);
+        let _ = tx.send(Msg::Records(u32::MAX, bytes));
+    }
+    let ids = opened.fds.iter().map(|f| (f.id, f.event));
+    let mut acc = Accounting::new(&opened.attrs, ids, process::getpid());
+    let mut opened = opened;
+    let run = drain_loop(
+        &plan.target,
+        &mut opened.rings,
+        &opened.fds,
+        &signals,
+        child,
+        &tx,
+        &mut acc,
+    )?;
+    drop(signals);
+
+    let (counts, lost_read) = final_counts(plan, &opened);
+    let files: Vec<&[u8]> = acc.mapped_files.iter().map(Vec::as_slice).collect();
+    let build_ids = side::build_ids(files);
+    let _ = tx.send(Msg::Side("build-ids", build_ids.into_bytes()));
+    if !acc.kernel_addrs.is_empty() {
+        let all = std::fs::read_to_string(s.procfs_root.join("kallsyms")).unwrap_or_default();
+        let subset = side::kallsyms_subset(&all, &acc.kernel_addrs);
+        let _ = tx.send(Msg::Side("kallsyms", subset.into_bytes()));
+    }
+    drop(tx);
+    let (writer, write_error) = writer_thread
+        .join()
+        .map_err(|_| RecordError::Internal("the writer thread panicked".into()))?;
+
+    let end_unix = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let mut threads: Vec<data::ThreadCount> = acc
+        .per_thread
+        .iter()
+        .map(|(&(pid, tid), &samples)| data::ThreadCount { pid, tid, samples })
+        .collect();
+    threads.sort_by_key(|t| (t.pid, t.tid));
+    let trailer = Trailer {
+        end_time_unix_ns: end_unix,
+        duration_ns: end_unix.saturating_sub(start_unix),
+        records: acc.records,
+        record_bytes: acc.bytes,
+        samples: acc.samples(),
+        samples_per_event: acc.samples_per_event.clone(),
+        threads,
+        self_samples: acc.self_samples,
+        lost_records: acc.lost_records,
+        lost_samples: acc.lost_samples,
+        lost_samples_read: lost_read,
+        throttles: acc.throttles,
+        unthrottles: acc.unthrottles,
+        counts,
+        workload_status: run.status.map(ExitStatus::shell_code),
+        ..Trailer::default()
+    };
+    let (size, write_error) = match write_error {
+        Some(e) => (writer.bytes_written(), Some(e)),
+        None => match writer.finish(trailer.clone()) {
+            Ok(n) => (n, None),
+            Err(e) => (0, Some(e)),
+        },
+    };
+    if let Some(e) = write_error {
+        // What is on disk up to the failing block stays readable.
+        return Err(e.into());
+    }
+
+    let exit_code = match (run.status, child) {
+        (Some(st), _) => st.shell_code(),
+        (None, Some(_)) => 128 + run.stop_signal.unwrap_or(libc::SIGINT),
+        (None, None) => 0,
+    };
+    let (summary, mut warnings) = summarize(s, &opened, &acc, lost_read, size, run.woken);
+    if run.corrupt > 0 {
+        warnings.push(format!(
+            "warning: {} batches held a corrupt record size and were cut short (see hrec info)",
+            run.corrupt
+        ));
+    }
+    Ok(Outcome {
+        exit_code,
+        summary,
+        warnings,
+        trailer,
+    })
+}
+
+fn build_meta(
+    s: &Session<'_>,
+    o: &Opened,
+    data_pages: usize,
+    start_unix: u64,
+    clock_start: u64,
+    child: Option<i32>,
+) -> Meta {
+    let host = side::host_info(&s.procfs_root);
+    let events = s
+        .plan
+        .events
+        .iter()
+        .map(|e| EventMeta {
+            name: o.names[e.index].clone(),
+            pmu: e.pmu.clone(),
+            attr: o.attrs[e.index],
+            leader: e.leader,
+            role: match e.role {
+                Role::Sampler => "sampler",
+                Role::Counted => "counted",
+                Role::Tracking => "tracking",
+            }
+            .to_string(),
+            ids: o
+                .fds
+                .iter()
+                .filter(|f| f.event == e.index)
+                .map(|f| EventId {
+                    id: f.id,
+                    cpu: f.slot.cpu,
+                    tid: f.slot.pid,
+                })
+                .collect(),
+        })
+        .collect();
+    let target = match &s.plan.target {
+        Target::Workload => "workload".to_string(),
+        Target::Pids(p) => format!("pid {}", join(p)),
+        Target::Tids(t) => format!("tid {}", join(t)),
+        Target::SystemWide => "system-wide".to_string(),
+        Target::Cpus(c) => format!("cpus {c}"),
+    };
+    let mut notices = s.plan.notices.clone();
+    notices.extend(o.notices.iter().cloned());
+    Meta {
+        hrec_version: env!("CARGO_PKG_VERSION").to_string(),
+        command_line: s.command_line.clone(),
+        hostname: host.hostname,
+        kernel_release: host.kernel_release,
+        arch: std::env::consts::ARCH.to_string(),
+        cpu_model: host.cpu_model,
+        cpus_online: s.pmus.online.to_string(),
+        nr_cpus: s.pmus.online.len() as u32,
+        page_size: crate::kernel::page_size() as u64,
+        start_time_unix_ns: start_unix,
+        clock_start_ns: clock_start,
+        clockid: None,
+        target,
+        workload_pid: child.map(|p| p as u32),
+        recorder_pid: process::getpid(),
+        pmus: s
+            .pmus
+            .pmus
+            .iter()
+            .map(|p| PmuMeta {
+                name: p.name.clone(),
+                type_: p.type_,
+            })
+            .collect(),
+        events,
+        notices,
+        mmap_pages: data_pages as u64,
+    }
+}
+
+fn join(v: &[u32]) -> String {
+    v.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+}
+
+/// Runs on the writer thread: side blocks first, then every batch, in arrival order. After a
+/// write error it keeps receiving (so the drain never blocks on a full channel) but drops data.
+fn writer_loop(
+    mut w: Writer,
+    rx: mpsc::Receiver<Msg>,
+    procfs_root: &Path,
+) -> (Writer, Option<data::DataError>) {
+    let mut failed = None;
+    let side = |w: &mut Writer, name: &str, path: &Path, failed: &mut Option<data::DataError>| {
+        if failed.is_some() {
+            return;
+        }
+        if let Ok(bytes) = std::fs::read(path)
+            && let Err(e) = w.write_side(name, &bytes).map(|_| ())
+        {
+            *failed = Some(e);
+        }
+    };
+    side(&mut w, "modules", &procfs_root.join("modules"), &mut failed);
+    for msg in rx {
+        if failed.is_some() {
+            continue;
+        }
+        let r = match msg {
+            Msg::Records(source, bytes) => w.write_records(&bytes, source).map(|_| ()),
+            Msg::Side(name, bytes) => w.write_side(name, &bytes).map(|_| ()),
+        };
+        if let Err(e) = r {
+            failed = Some(e);
+        }
+    }
+    (w, failed)
+}
+
+struct RunEnd {
+    status: Option<ExitStatus>,
+    stop_signal: Option<i32>,
+    woken: u64,
+    /// Batches cut short by a corrupt record size.
+    corrupt: u64,
+}
+
+/// The drain loop. Returns when the workload has exited, or on SIGINT/SIGTERM.
+fn drain_loop(
+    target: &Target,
+    rings: &mut [Ring],
+    fds: &[open::OpenFd],
+    signals: &Signals,
+    child: Option<i32>,
+    tx: &mpsc::SyncSender<Msg>,
+    acc: &mut Accounting,
+) -> Result<RunEnd, RecordError> {
+    let epoll = Epoll::new().map_err(|e| RecordError::Os("epoll_create1 failed".into(), e))?;
+    const SIGNAL_TOKEN: u64 = u64::MAX;
+    epoll
+        .add(signals.fd(), SIGNAL_TOKEN)
+        .map_err(|e| RecordError::Os("epoll_ctl failed".into(), e))?;
+    for (i, r) in rings.iter().enumerate() {
+        use std::os::fd::AsRawFd;
+        epoll
+            .add(fds[r.fd].fd.as_raw_fd(), i as u64)
+            .map_err(|e| RecordError::Os("epoll_ctl failed".into(), e))?;
+    }
+    let mut batches: Vec<(Vec<u8>, Instant)> =
+        rings.iter().map(|_| (Vec::new(), Instant::now())).collect();
+    let mut ready = Vec::new();
+    let mut status = None;
+    let mut stop_signal = None;
+    let mut stop_at: Option<Instant> = None;
+    let mut woken = 0u64;
+    let mut corrupt = 0u64;
+    let mut hung = vec![false; rings.len()];
+    let attached = matches!(target, Target::Pids(_) | Target::Tids(_));
+    loop {
+        epoll
+            .wait(100, &mut ready)
+            .map_err(|e| RecordError::Os("epoll_wait failed".into(), e))?;
+        let mut data_ready = false;
+        for &(token, hup) in &ready {
+            if token == SIGNAL_TOKEN {
+                continue;
+            }
+            if hup {
+                // Its tasks are gone; what is left in the buffer is drained below.
+                use std::os::fd::AsRawFd;
+                if let Some(r) = rings.get(token as usize) {
+                    let _ = epoll.delete(fds[r.fd].fd.as_raw_fd());
+                    hung[token as usize] = true;
+                }
+            } else {
+                data_ready = true;
+            }
+        }
+        if data_ready {
+            woken += 1;
+        }
+        let sigs = signals.take();
+        for sig in [libc::SIGINT, libc::SIGTERM] {
+            if sigs & (1 << sig) != 0 {
+                if stop_at.is_some() {
+                    // Second signal: stop now.
+                    stop_at = Some(Instant::now());
+                } else {
+                    stop_at = Some(Instant::now() + STOP_GRACE);
+                    stop_signal = Some(sig);
+                    if let Some(pid) = child {
+                        process::kill(pid, sig);
+                    }
+                }
+            }
+        }
+        let last = match child {
+            Some(pid) => {
+                if let Ok(Some(st)) = process::wait(pid, true) {
+                    status = Some(st);
+                    true
+                } else {
+                    stop_at.is_some_and(|t| Instant::now() >= t)
+                }
+            }
+            // -p/-t end when every task they follow has exited, as in perf.
+            None => stop_at.is_some() || (attached && hung.iter().all(|h| *h)),
+        };
+        drain_all(rings, &mut batches, tx, acc, last, &mut corrupt);
+        if last {
+            break;
+        }
+    }
+    Ok(RunEnd {
+        status,
+        stop_signal,
+        woken,
+        corrupt,
+    })
+}
+
+fn drain_all(
+    rings: &mut [Ring],
+    batches: &mut [(Vec<u8>, Instant)],
+    tx: &mpsc::SyncSender<Msg>,
+    acc: &mut Accounting,
+    flush: bool,
+    corrupt: &mut u64,
+) {
+    for (r, (batch, since)) in rings.iter_mut().zip(batches.iter_mut()) {
+        let before = batch.len();
+        let res = r.buffer.drain(batch);
+        if res.is_err() {
+            *corrupt += 1;
+        }
+        acc.account(&batch[before..]);
+        if before == 0 && !batch.is_empty() {
+            *since = Instant::now();
+        }
+        if !batch.is_empty()
+            && (flush || batch.len() >= BATCH_BYTES || since.elapsed() >= BATCH_AGE)
+        {
+            let source = if r.cpu >= 0 {
+                r.cpu as u32
+            } else {
+                r.tid as u32
+            };
+            let bytes = std::mem::take(batch);
+            let _ = tx.send(Msg::Records(source, bytes));
+        }
+    }
+}
+
+/// Reads every fd once more: final counts, and the samples the kernel dropped
+/// (`read_format LOST`) even when no LOST record reached the buffer.
+fn final_counts(plan: &Plan, o: &Opened) -> (Vec<FinalCount>, u64) {
+    let mut counts = Vec::new();
+    let mut lost = 0u64;
+    let mut buf = vec![0u8; 64 * 1024];
+    for f in &o.fds {
+        let a = &o.attrs[f.event];
+        let rf = a.read_format;
+        let group = rf & read::GROUP != 0;
+        if group && plan.events[f.event].leader != f.event {
+            continue; // the leader's read covers the whole group
+        }
+        let Ok(n) = f.fd.read_raw(&mut buf) else {
+            continue;
+        };
+        let words: Vec<u64> = buf[..n]
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+            .collect();
+        let mut it = words.into_iter();
+        let mut next = || it.next().unwrap_or(0);
+        let has = |b: u64| rf & b != 0;
+        let entry = |value: u64, id: u64, te: u64, tr: u64| {
+            let event = o
+                .fds
+                .iter()
+                .find(|x| x.id == id)
+                .map_or(f.event, |x| x.event);
+            FinalCount {
+                event,
+                id,
+                cpu: f.slot.cpu,
+                value,
+                time_enabled: te,
+                time_running: tr,
+            }
+        };
+        if group {
+            let nr = next();
+            let te = if has(read::TOTAL_TIME_ENABLED) {
+                next()
+            } else {
+                0
+            };
+            let tr = if has(read::TOTAL_TIME_RUNNING) {
+                next()
+            } else {
+                0
+            };
+            for _ in 0..nr.min(64) {
+                let v = next();
+                let id = if has(read::ID) { next() } else { f.id };
+                if has(read::LOST) {
+                    lost += next();
+                }
+                counts.push(entry(v, id, te, tr));
+            }
+        } else {
+            let v = next();
+            let te = if has(read::TOTAL_TIME_ENABLED) {
+                next()
+            } else {
+                0
+            };
+            let tr = if has(read::TOTAL_TIME_RUNNING) {
+                next()
+            } else {
+                0
+            };
+            let id = if has(read::ID) { next() } else { f.id };
+            if has(read::LOST) {
+                lost += next();
+            }
+            counts.push(entry(v, id, te, tr));
+        }
+    }
+    (counts, lost)
+}
+
+fn summarize(
+    s: &Session<'_>,
+    o: &Opened,
+    acc: &Accounting,
+    lost_read: u64,
+    size: u64,
+    woken: u64,
+) -> (String, Vec<String>) {
+    let samples = acc.samples();
+    let per_event: Vec<String> = s
+        .plan
+        .events
+        .iter()
+        .filter(|e| e.role == Role::Sampler)
+        .map(|e| format!("{} {}", o.names[e.index], acc.samples_per_event[e.index]))
+        .collect();
+    let lost = acc.lost_samples.max(lost_read);
+    let bps = if samples > 0 {
+        format!(", {:.1} bytes/sample", size as f64 / samples as f64)
+    } else {
+        String::new()
+    };
+    let summary = format!(
+        "[ hrec record: woken up {woken} times; wrote {:.3} MB to {} ({samples} samples: {}; {} threads; {lost} lost{bps}) ]",
+        size as f64 / 1e6,
+        s.output.display(),
+        per_event.join(", "),
+        acc.per_thread.len(),
+    );
+    let mut warnings = Vec::new();
+    let total = samples + lost;
+    if total > 0 && lost * 1000 > total {
+        warnings.push(format!(
+            "warning: {lost} of {total} samples ({:.2}%) were lost: the ring buffers filled faster than hrec drained them; use bigger buffers (-m {}) or a lower frequency (-F)",
+            lost as f64 * 100.0 / total as f64,
+            (s.mmap_pages.unwrap_or_else(open::default_data_pages) * 4).min(1 << 16)
+        ));
+    }
+    if acc.throttles > 0 {
+        warnings.push(format!(
+            "warning: the kernel throttled sampling {} times (kernel.perf_event_max_sample_rate); lower the frequency (-F) for even coverage",
+            acc.throttles
+        ));
+    }
+    if acc.self_samples > 0 {
+        warnings.push(format!(
+            "{} samples are of hrec itself (pid {}); report can hide them with --pid filters",
+            acc.self_samples,
+            process::getpid()
+        ));
+    }
+    (summary, warnings)
+}

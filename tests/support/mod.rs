@@ -105,3 +105,30 @@ pub fn golden(name: &str, actual: &str) {
         path.display()
     );
 }
+
+/// The path of an example built by `cargo test` (`target/<profile>/examples/<name>`).
+pub fn example(name: &str) -> PathBuf {
+    let bin = Path::new(env!("CARGO_BIN_EXE_hrec"));
+    let p = bin
+        .parent()
+        .expect("target dir")
+        .join("examples")
+        .join(name);
+    assert!(
+        p.exists(),
+        "{} is missing: cargo test builds the examples; run cargo build --examples",
+        p.display()
+    );
+    p
+}
+
+/// Runs the hrec binary on the real machine in `dir`.
+pub fn hrec_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_hrec"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("HREC_SYSFS_ROOT")
+        .env_remove("HREC_PROCFS_ROOT")
+        .output()
+        .expect("run hrec")
+}

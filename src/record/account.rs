@@ -1,0 +1,334 @@
+//! What the drain loop learns from the records it moves, without decoding samples fully.
+//!
+//! The recorder copies raw kernel records to the file and decodes them later; on the hot path it
+//! only walks record headers and reads three fixed places of a SAMPLE: the event id, the
+//! pid/tid and the time. Their offsets follow from the common `sample_type` (the planner
+//! uses `IDENTIFIER`, the first u64 after the header, whenever the events' sample types differ,
+//! and `ID` at a fixed place otherwise). From that it counts samples per event and per thread,
+//! the kernel's LOST and THROTTLE records, samples of hrec itself, and the file names of MMAP2
+//! records (for build-ids at the end).
+
+use std::collections::{BTreeSet, HashMap};
+
+use crate::decode::{self, Layout, Record, context};
+use crate::event::Attr;
+use crate::event::attr::sample;
+
+/// Record types the accounting looks at (perf-abi.md 5.2).
+pub mod kind {
+    /// `PERF_RECORD_MMAP`
+    pub const MMAP: u32 = 1;
+    /// `PERF_RECORD_LOST`
+    pub const LOST: u32 = 2;
+    /// `PERF_RECORD_THROTTLE`
+    pub const THROTTLE: u32 = 5;
+    /// `PERF_RECORD_UNTHROTTLE`
+    pub const UNTHROTTLE: u32 = 6;
+    /// `PERF_RECORD_SAMPLE`
+    pub const SAMPLE: u32 = 9;
+    /// `PERF_RECORD_MMAP2`
+    pub const MMAP2: u32 = 10;
+}
+
+/// Fixed offsets inside a SAMPLE for one `sample_type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SampleOffsets {
+    /// Offset of the event id, if the samples carry one.
+    pub id: Option<usize>,
+    /// Offset of `pid, tid`.
+    pub tid: Option<usize>,
+    /// Offset of `time`.
+    pub time: Option<usize>,
+}
+
+impl SampleOffsets {
+    /// Offsets for a sample type (record header included).
+    pub fn new(st: u64) -> SampleOffsets {
+        let has = |b: u64| st & b != 0;
+        let mut at = 8;
+        let mut id = None;
+        if has(sample::IDENTIFIER) {
+            id = Some(at);
+            at += 8;
+        }
+        if has(sample::IP) {
+            at += 8;
+        }
+        let tid = has(sample::TID).then_some(at);
+        if has(sample::TID) {
+            at += 8;
+        }
+        let time = has(sample::TIME).then_some(at);
+        if has(sample::TIME) {
+            at += 8;
+        }
+        if has(sample::ADDR) {
+            at += 8;
+        }
+        if id.is_none() && has(sample::ID) {
+            id = Some(at);
+        }
+        SampleOffsets { id, tid, time }
+    }
+}
+
+/// Counters kept while draining.
+#[derive(Debug, Clone, Default)]
+pub struct Accounting {
+    id_to_event: HashMap<u64, usize>,
+    offsets: Option<SampleOffsets>,
+    self_pid: u32,
+    /// Samples per plan event.
+    pub samples_per_event: Vec<u64>,
+    /// Samples whose id matched no event.
+    pub unknown_samples: u64,
+    /// Samples per (pid, tid).
+    pub per_thread: HashMap<(u32, u32), u64>,
+    /// Samples of the recorder's own process (`-a`).
+    pub self_samples: u64,
+    /// Kernel LOST records.
+    pub lost_records: u64,
+    /// Samples those LOST records say were dropped.
+    pub lost_samples: u64,
+    /// THROTTLE records.
+    pub throttles: u64,
+    /// UNTHROTTLE records.
+    pub unthrottles: u64,
+    /// All records.
+    pub records: u64,
+    /// All record bytes.
+    pub bytes: u64,
+    /// Earliest and latest sample time.
+    pub time_range: Option<(u64, u64)>,
+    /// File names seen in MMAP/MMAP2 records.
+    pub mapped_files: BTreeSet<Vec<u8>>,
+    /// Kernel addresses seen in samples (IPs of kernel-mode samples and the kernel part of
+    /// their callchains): the kallsyms snapshot keeps the symbols around these only.
+    pub kernel_addrs: BTreeSet<u64>,
+    layouts: Vec<Layout>,
+}
+
+fn u32_at(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
+}
+
+fn u64_at(b: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?))
+}
+
+impl Accounting {
+    /// Accounting for events with these attrs and ids. `self_pid` is hrec's own pid.
+    pub fn new(attrs: &[Attr], ids: impl IntoIterator<Item = (u64, usize)>, self_pid: u32) -> Self {
+        // Samples come only from sampling events; with ID they all share one sample_type,
+        // with IDENTIFIER the id is first whatever the rest is.
+        let st = attrs
+            .iter()
+            .find(|a| a.sample_period_or_freq != 0)
+            .or(attrs.first())
+            .map_or(0, |a| a.sample_type);
+        Accounting {
+            layouts: attrs.iter().map(Layout::from_attr).collect(),
+            id_to_event: ids.into_iter().collect(),
+            offsets: Some(SampleOffsets::new(st)),
+            self_pid,
+            samples_per_event: vec![0; attrs.len()],
+            ..Accounting::default()
+        }
+    }
+
+    /// Total samples.
+    pub fn samples(&self) -> u64 {
+        self.samples_per_event.iter().sum::<u64>() + self.unknown_samples
+    }
+
+    /// Walks a batch of whole records (as the ring buffer hands them out).
+    pub fn account(&mut self, bytes: &[u8]) {
+        let mut at = 0usize;
+        while at + 8 <= bytes.len() {
+            let ty = u32_at(bytes, at).unwrap_or(0);
+            let size = usize::from(u16::from_le_bytes([bytes[at + 6], bytes[at + 7]]));
+            if size < 8 || at + size > bytes.len() {
+                break;
+            }
+            let r = &bytes[at..at + size];
+            self.records += 1;
+            self.bytes += size as u64;
+            match ty {
+                kind::SAMPLE => self.sample(r),
+                kind::LOST => {
+                    self.lost_records += 1;
+                    self.lost_samples += u64_at(r, 16).unwrap_or(0);
+                }
+                kind::THROTTLE => self.throttles += 1,
+                kind::UNTHROTTLE => self.unthrottles += 1,
+                kind::MMAP2 => self.mapped(r, 72),
+                kind::MMAP => self.mapped(r, 40),
+                _ => {}
+            }
+            at += size;
+        }
+    }
+
+    fn sample(&mut self, r: &[u8]) {
+        let off = self.offsets.unwrap_or(SampleOffsets {
+            id: None,
+            tid: None,
+            time: None,
+        });
+        let event = match off.id {
+            Some(o) => u64_at(r, o).and_then(|id| self.id_to_event.get(&id).copied()),
+            None => (!self.samples_per_event.is_empty()).then_some(0),
+        };
+        match event {
+            Some(e) => self.samples_per_event[e] += 1,
+            None => self.unknown_samples += 1,
+        }
+        if let Some(o) = off.tid
+            && let (Some(pid), Some(tid)) = (u32_at(r, o), u32_at(r, o + 4))
+        {
+            *self.per_thread.entry((pid, tid)).or_default() += 1;
+            if pid == self.self_pid {
+                self.self_samples += 1;
+            }
+        }
+        // PERF_RECORD_MISC_KERNEL: the sample interrupted the kernel.
+        if u16::from_le_bytes([r[4], r[5]]) & 7 == 1 {
+            self.kernel_sample(r, event.unwrap_or(0));
+        }
+        if let Some(t) = off.time.and_then(|o| u64_at(r, o)) {
+            self.time_range = Some(match self.time_range {
+                Some((a, b)) => (a.min(t), b.max(t)),
+                None => (t, t),
+            });
+        }
+    }
+
+    fn kernel_sample(&mut self, r: &[u8], event: usize) {
+        let Some(layout) = self.layouts.get(event) else {
+            return;
+        };
+        let Ok(raw) = decode::RawRecord::new(r, 0) else {
+            return;
+        };
+        let Ok(Record::Sample(s)) = Record::parse(&raw, layout) else {
+            return;
+        };
+        if let Some(ip) = s.ip {
+            self.kernel_addrs.insert(ip);
+        }
+        if let Some(cc) = s.callchain {
+            let mut in_kernel = false;
+            for a in cc.iter() {
+                if context::is_marker(a) {
+                    in_kernel = a == context::KERNEL;
+                } else if in_kernel {
+                    self.kernel_addrs.insert(a);
+                }
+            }
+        }
+    }
+
+    fn mapped(&mut self, r: &[u8], name_at: usize) {
+        let Some(name) = r.get(name_at..) else {
+            return;
+        };
+        let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+        let name = &name[..end];
+        // Only real files have build-ids: skip [vdso], [heap], //anon, memfd: and the like.
+        if name.first() == Some(&b'/') && !self.mapped_files.contains(name) {
+            self.mapped_files.insert(name.to_vec());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(ty: u32, body: &[u64]) -> Vec<u8> {
+        let mut v = Vec::new();
+        v.extend_from_slice(&ty.to_le_bytes());
+        v.extend_from_slice(&0u16.to_le_bytes());
+        v.extend_from_slice(&((8 + 8 * body.len()) as u16).to_le_bytes());
+        for w in body {
+            v.extend_from_slice(&w.to_le_bytes());
+        }
+        v
+    }
+
+    #[test]
+    fn offsets_follow_the_sample_layout() {
+        let o = SampleOffsets::new(sample::IP | sample::TID | sample::TIME | sample::ID);
+        assert_eq!(
+            o,
+            SampleOffsets {
+                id: Some(32),
+                tid: Some(16),
+                time: Some(24)
+            }
+        );
+        let o = SampleOffsets::new(
+            sample::IDENTIFIER | sample::IP | sample::TID | sample::ADDR | sample::ID,
+        );
+        assert_eq!(
+            o,
+            SampleOffsets {
+                id: Some(8),
+                tid: Some(24),
+                time: None
+            }
+        );
+    }
+
+    #[test]
+    fn counts_samples_per_event_thread_and_losses() {
+        let mut a = Attr::new(1, 0);
+        a.sample_period_or_freq = 4000;
+        a.sample_type = sample::IP | sample::TID | sample::TIME | sample::ID;
+        let mut acc = Accounting::new(&[a, a], [(10, 0), (11, 1)], 99);
+        let tid = |pid: u64, tid: u64| pid | (tid << 32);
+        let mut b = Vec::new();
+        b.extend(rec(kind::SAMPLE, &[0x1000, tid(5, 6), 100, 10]));
+        b.extend(rec(kind::SAMPLE, &[0x1000, tid(5, 7), 90, 11]));
+        b.extend(rec(kind::SAMPLE, &[0x1000, tid(99, 99), 300, 11]));
+        b.extend(rec(kind::SAMPLE, &[0x1000, tid(5, 7), 200, 12]));
+        b.extend(rec(kind::LOST, &[10, 42]));
+        b.extend(rec(kind::THROTTLE, &[0, 10, 10]));
+        acc.account(&b);
+        assert_eq!(acc.samples_per_event, vec![1, 2]);
+        assert_eq!(acc.unknown_samples, 1);
+        assert_eq!(acc.per_thread[&(5, 7)], 2);
+        assert_eq!(acc.self_samples, 1);
+        assert_eq!(
+            (acc.lost_records, acc.lost_samples, acc.throttles),
+            (1, 42, 1)
+        );
+        assert_eq!(acc.time_range, Some((90, 300)));
+        assert_eq!(acc.records, 6);
+    }
+
+    #[test]
+    fn a_cut_batch_stops_without_panicking() {
+        let mut acc = Accounting::new(&[], [], 1);
+        let mut b = rec(kind::SAMPLE, &[1, 2, 3]);
+        b.truncate(20);
+        acc.account(&b);
+        acc.account(&[1, 2, 3]);
+        assert_eq!(acc.records, 0);
+    }
+
+    #[test]
+    fn mmap2_file_names_are_collected() {
+        let mut acc = Accounting::new(&[], [], 1);
+        let mut body = vec![0u64; 8];
+        let name = b"/usr/lib/libc.so.6\0\0\0\0\0\0";
+        for (i, c) in name.chunks(8).enumerate() {
+            let mut w = [0u8; 8];
+            w[..c.len()].copy_from_slice(c);
+            body.push(u64::from_le_bytes(w));
+            let _ = i;
+        }
+        acc.account(&rec(kind::MMAP2, &body));
+        assert!(acc.mapped_files.contains(b"/usr/lib/libc.so.6".as_slice()));
+    }
+}

@@ -1,0 +1,395 @@
+//! Opening a [`Plan`] on the kernel, with perf's fallbacks, and mapping one ring buffer per CPU.
+//!
+//! Where each fd goes:
+//! - a workload (default): `pid` = the held child, one fd per CPU of the event's PMU
+//!   (per-task, per-CPU, `inherit`), so the child's threads and children are followed on every
+//!   CPU and each CPU has its own buffer;
+//! - `-p`/`-t`: the same per existing thread (inherit follows threads created later);
+//! - `--per-thread`: `cpu = -1` per thread, one buffer per thread (the kernel refuses to map an
+//!   inherited `cpu = -1` event, so the planner turns inherit off there);
+//! - `-a`/`-C`: `pid = -1` per CPU.
+//!
+//! **One ring buffer per CPU.** The first fd opened on a CPU is mapped; every later fd on that
+//! CPU is redirected into it with `PERF_EVENT_IOC_SET_OUTPUT`, which the kernel allows only
+//! within one CPU (or between `cpu = -1` events of one task). Records of different CPUs are
+//! therefore ordered only by their `time` field.
+//!
+//! **Fallbacks** (perf's `evsel__fallback` and friends), each said in one line and applied to
+//! every later fd of the same event so that all fds of an event share one attr:
+//! `precise_ip` 3→2→1→0 on EINVAL/EOPNOTSUPP/ENOENT; `inherit` with `PERF_SAMPLE_READ` refused
+//! (kernels before 6.12) → no inherit for the whole group; `cycles` without a PMU → `cpu-clock`;
+//! EACCES/EPERM → exclude the kernel (naming `kernel.perf_event_paranoid`); EMFILE → raise the
+//! soft open-file limit once, then name `ulimit -n`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::event::Attr;
+use crate::event::attr::{flag, sample, types};
+use crate::event::plan::{Placement, Plan, PlannedEvent, Role, Target};
+use crate::kernel::{self, EventFd, OpenError, RingBuffer, process};
+
+use super::RecordError;
+
+/// Where one fd points.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Slot {
+    /// The task (`-1` for whole CPUs).
+    pub pid: i32,
+    /// The CPU (`-1` for any CPU).
+    pub cpu: i32,
+}
+
+/// One open fd.
+#[derive(Debug)]
+pub struct OpenFd {
+    /// Index into the plan's events.
+    pub event: usize,
+    /// Where it is opened.
+    pub slot: Slot,
+    /// Its id (`PERF_EVENT_IOC_ID`).
+    pub id: u64,
+    /// The fd.
+    pub fd: EventFd,
+}
+
+/// A mapped ring buffer and the CPU (or thread) it serves.
+#[derive(Debug)]
+pub struct Ring {
+    /// CPU, or `-1` for a per-thread buffer.
+    pub cpu: i32,
+    /// Thread for a per-thread buffer.
+    pub tid: i32,
+    /// Index into [`Opened::fds`] of the mapped fd.
+    pub fd: usize,
+    /// The buffer.
+    pub buffer: RingBuffer,
+}
+
+/// The plan, open.
+#[derive(Debug)]
+pub struct Opened {
+    /// Every fd, in open order.
+    pub fds: Vec<OpenFd>,
+    /// One buffer per CPU (or per thread with `--per-thread`).
+    pub rings: Vec<Ring>,
+    /// The attrs actually opened, per plan event (after fallbacks).
+    pub attrs: Vec<Attr>,
+    /// The event names actually opened (a `cycles` fallen back to `cpu-clock` is renamed).
+    pub names: Vec<String>,
+    /// One line per fallback taken.
+    pub notices: Vec<String>,
+}
+
+/// What opening needs besides the plan.
+#[derive(Debug, Clone)]
+pub struct OpenParams<'a> {
+    /// The tasks to attach to (`[-1]` for whole CPUs).
+    pub tasks: Vec<i32>,
+    /// Data pages per ring buffer (a power of two).
+    pub data_pages: usize,
+    /// `/proc` (for the paranoid sysctl in messages).
+    pub procfs_root: &'a Path,
+    /// `-v`: print each retry.
+    pub verbose: u8,
+}
+
+/// Default data pages: 512 KiB per buffer, as perf (129 pages of 4 KiB with the control page).
+pub fn default_data_pages() -> usize {
+    (512 * 1024 / kernel::page_size())
+        .max(1)
+        .next_power_of_two()
+}
+
+fn paranoid(procfs_root: &Path) -> Option<i32> {
+    std::fs::read_to_string(procfs_root.join("sys/kernel/perf_event_paranoid"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// `cycles` as a legacy hardware event, with or without a PMU type in `config[63:32]`.
+fn is_cycles(a: &Attr) -> bool {
+    a.type_ == types::HARDWARE && (a.config & 0xffff_ffff) == 0
+}
+
+/// Opens every event of `plan` on every slot and maps the buffers.
+pub fn open_plan(
+    plan: &Plan,
+    p: &OpenParams<'_>,
+    log: &mut Vec<String>,
+) -> Result<Opened, RecordError> {
+    let mut attrs: Vec<Attr> = plan.events.iter().map(|e| e.attr).collect();
+    let mut names: Vec<String> = plan.events.iter().map(|e| e.name.clone()).collect();
+    let mut notices = Vec::new();
+    let mut fds: Vec<OpenFd> = Vec::new();
+    let mut raised_nofile = false;
+    let cpu_wide = plan.target.is_cpu_wide();
+
+    for &pid in &p.tasks {
+        for ev in &plan.events {
+            let cpus: Vec<i32> = match &ev.placement {
+                Placement::Cpus(list) => list.cpus().iter().map(|&c| c as i32).collect(),
+                Placement::AnyCpu => vec![-1],
+            };
+            for cpu in cpus {
+                let slot = Slot { pid, cpu };
+                let group = if ev.leader == ev.index {
+                    None
+                } else {
+                    let at = fds
+                        .iter()
+                        .position(|f| f.event == ev.leader && f.slot == slot)
+                        .ok_or_else(|| {
+                            RecordError::Internal(format!(
+                                "group leader of {} is not open on cpu {cpu}",
+                                ev.name
+                            ))
+                        })?;
+                    Some(at)
+                };
+                let fd = loop {
+                    let attempt =
+                        kernel::open(&attrs[ev.index], pid, cpu, group.map(|g| &fds[g].fd));
+                    let e = match attempt {
+                        Ok(fd) => break fd,
+                        Err(e) => e,
+                    };
+                    if p.verbose > 0 {
+                        log.push(format!(
+                            "opening {} on pid {pid} cpu {cpu}: {}",
+                            names[ev.index], e.source
+                        ));
+                    }
+                    match fallback(
+                        plan,
+                        ev,
+                        &mut attrs,
+                        &mut names,
+                        &e,
+                        cpu_wide,
+                        &mut raised_nofile,
+                        p,
+                    )? {
+                        Some(msg) => {
+                            if !notices.contains(&msg) {
+                                notices.push(msg);
+                            }
+                        }
+                        None => continue,
+                    }
+                };
+                let id = fd.id().map_err(|source| RecordError::Ioctl {
+                    what: "PERF_EVENT_IOC_ID",
+                    event: names[ev.index].clone(),
+                    source,
+                })?;
+                fds.push(OpenFd {
+                    event: ev.index,
+                    slot,
+                    id,
+                    fd,
+                });
+            }
+        }
+    }
+
+    let rings = map_rings(&fds, p.data_pages, &names)?;
+    Ok(Opened {
+        fds,
+        rings,
+        attrs,
+        names,
+        notices,
+    })
+}
+
+/// Decides how to retry after a refused open. `Ok(Some(msg))`: retry, and say `msg` once;
+/// `Ok(None)`: retry silently; `Err`: give up with a message naming the event and PMU.
+#[allow(clippy::too_many_arguments)]
+fn fallback(
+    plan: &Plan,
+    ev: &PlannedEvent,
+    attrs: &mut [Attr],
+    names: &mut [String],
+    e: &OpenError,
+    cpu_wide: bool,
+    raised_nofile: &mut bool,
+    p: &OpenParams<'_>,
+) -> Result<Option<String>, RecordError> {
+    let errno = e.errno();
+    let a = attrs[ev.index];
+    let name = names[ev.index].clone();
+    let pmu = ev.pmu.clone().unwrap_or_else(|| "?".into());
+    match errno {
+        libc::EMFILE | libc::ENFILE => {
+            if !*raised_nofile && process::raise_nofile_limit() {
+                *raised_nofile = true;
+                return Ok(None);
+            }
+            let limit = process::nofile_limit().map_or("?".into(), |(c, _)| c.to_string());
+            Err(RecordError::TooManyFiles { limit })
+        }
+        libc::EACCES | libc::EPERM => {
+            let level = paranoid(p.procfs_root);
+            let lv = level.map_or("?".to_string(), |l| l.to_string());
+            if cpu_wide {
+                return Err(RecordError::Paranoid(format!(
+                    "kernel.perf_event_paranoid={lv} does not allow recording whole CPUs (-a/-C); run as root, or set it to 0 or lower: sysctl -w kernel.perf_event_paranoid=0"
+                )));
+            }
+            if !a.has(flag::EXCLUDE_KERNEL) {
+                for x in group_of(plan, ev.leader) {
+                    attrs[x].set(flag::EXCLUDE_KERNEL | flag::EXCLUDE_HV, true);
+                }
+                return Ok(Some(format!(
+                    "kernel.perf_event_paranoid={lv} does not allow kernel profiling: recording user space only (run as root, or sysctl -w kernel.perf_event_paranoid=1, to include the kernel)"
+                )));
+            }
+            Err(RecordError::Paranoid(format!(
+                "kernel.perf_event_paranoid={lv} refuses {name} even for user space only; run as root or set it to 2 or lower: sysctl -w kernel.perf_event_paranoid=2"
+            )))
+        }
+        libc::ESRCH => Err(RecordError::NoSuchTask),
+        libc::EINVAL | libc::EOPNOTSUPP | libc::ENOENT | libc::ENODEV => {
+            if a.precise_ip() > 0 {
+                let to = a.precise_ip() - 1;
+                attrs[ev.index].set_precise_ip(to);
+                return Ok(if p.verbose > 0 {
+                    Some(format!(
+                        "{name}: precise_ip {} refused, trying {to}",
+                        to + 1
+                    ))
+                } else {
+                    None
+                });
+            }
+            if errno == libc::EINVAL && a.has(flag::INHERIT) && a.sample_type & sample::READ != 0 {
+                for x in group_of(plan, ev.leader) {
+                    attrs[x].set(flag::INHERIT, false);
+                }
+                return Ok(Some(format!(
+                    "this kernel refuses inherit with sample-read (it needs Linux 6.12): recording {name}'s group without inherit, so child processes and threads created later are not followed"
+                )));
+            }
+            if errno != libc::EINVAL && is_cycles(&a) && ev.role != Role::Tracking {
+                let mut c = Attr::new(types::SOFTWARE, 0);
+                c.flags = a.flags;
+                c.sample_period_or_freq = a.sample_period_or_freq;
+                c.sample_type = a.sample_type;
+                c.read_format = a.read_format;
+                c.set_precise_ip(0);
+                attrs[ev.index] = c;
+                names[ev.index] = "cpu-clock".into();
+                return Ok(Some(format!(
+                    "{name} is not supported by this kernel (no hardware PMU): sampling cpu-clock instead"
+                )));
+            }
+            Err(RecordError::Unsupported {
+                event: name,
+                pmu,
+                source: e.source.raw_os_error().map_or_else(
+                    || std::io::Error::other("unknown error"),
+                    std::io::Error::from_raw_os_error,
+                ),
+            })
+        }
+        _ => Err(RecordError::Unsupported {
+            event: name,
+            pmu,
+            source: e.source.raw_os_error().map_or_else(
+                || std::io::Error::other("unknown error"),
+                std::io::Error::from_raw_os_error,
+            ),
+        }),
+    }
+}
+
+fn group_of(plan: &Plan, leader: usize) -> Vec<usize> {
+    plan.events
+        .iter()
+        .filter(|e| e.leader == leader)
+        .map(|e| e.index)
+        .collect()
+}
+
+/// Maps the first fd of each CPU (or each per-thread slot) and redirects the rest into it.
+fn map_rings(
+    fds: &[OpenFd],
+    data_pages: usize,
+    names: &[String],
+) -> Result<Vec<Ring>, RecordError> {
+    // Key: the CPU, or (-1, tid) for cpu = -1 fds.
+    let mut owners: BTreeMap<(i32, i32), usize> = BTreeMap::new();
+    let mut rings = Vec::new();
+    for (i, f) in fds.iter().enumerate() {
+        let key = if f.slot.cpu >= 0 {
+            (f.slot.cpu, -1)
+        } else {
+            (-1, f.slot.pid)
+        };
+        match owners.get(&key) {
+            Some(&owner) => {
+                f.fd.set_output(&fds[owner].fd)
+                    .map_err(|source| RecordError::Ioctl {
+                        what: "PERF_EVENT_IOC_SET_OUTPUT",
+                        event: names[f.event].clone(),
+                        source,
+                    })?;
+            }
+            None => {
+                let buffer =
+                    RingBuffer::new(&f.fd, data_pages).map_err(|source| RecordError::Mmap {
+                        pages: data_pages,
+                        source,
+                    })?;
+                owners.insert(key, i);
+                rings.push(Ring {
+                    cpu: key.0,
+                    tid: key.1,
+                    fd: i,
+                    buffer,
+                });
+            }
+        }
+    }
+    Ok(rings)
+}
+
+/// The tasks to open on for a target: the workload's pid, every thread of `-p` processes,
+/// the `-t` threads, or `-1` for whole CPUs.
+pub fn tasks(
+    target: &Target,
+    workload: Option<i32>,
+    procfs_root: &Path,
+) -> Result<Vec<i32>, RecordError> {
+    Ok(match target {
+        Target::Workload => {
+            vec![workload.ok_or_else(|| RecordError::Internal("no workload pid".into()))?]
+        }
+        Target::SystemWide | Target::Cpus(_) => vec![-1],
+        Target::Tids(t) => {
+            for &tid in t {
+                if !procfs_root.join(tid.to_string()).exists() {
+                    return Err(RecordError::NoTask(format!("thread {tid}")));
+                }
+            }
+            t.iter().map(|&x| x as i32).collect()
+        }
+        Target::Pids(pids) => {
+            let mut out = Vec::new();
+            for &pid in pids {
+                let dir = procfs_root.join(pid.to_string()).join("task");
+                let rd = std::fs::read_dir(&dir)
+                    .map_err(|_| RecordError::NoTask(format!("process {pid}")))?;
+                let mut tids: Vec<i32> = rd
+                    .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                    .collect();
+                tids.sort_unstable();
+                out.extend(tids);
+            }
+            out
+        }
+    })
+}

@@ -1,0 +1,211 @@
+//! An opened recording: the file reader, a decoder for its events, and its records in time
+//! order — what `script`, `info` and (later) `report` start from.
+//!
+//! **Why records are sorted.** The recorder writes one block per ring buffer batch, and each
+//! CPU has its own buffer, so the file holds records in CPU-major order; only the `time` field
+//! orders them across CPUs (perf's ordered-events queue does the same job). Records without a
+//! time (synthesized ones, taken before recording started) sort first, keeping their file
+//! order, so a task's COMM and MMAP2 records are applied before its samples.
+//!
+//! **Why ids map to events.** Every fd of an event (one per CPU, one per thread) has its own
+//! id; samples of inherited children carry the parent fd's id. The header lists every id of
+//! every event, so an id found in a record names the plan event, its PMU and its CPU.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use crate::data::{self, DataError, Meta, Reader};
+use crate::decode::{self, DecodeError, Decoder, RawRecord, Record};
+
+/// A recording opened for reading.
+#[derive(Debug)]
+pub struct Recording {
+    /// The file.
+    pub reader: Reader,
+    /// Decoder built from the header's attrs and ids.
+    pub decoder: Decoder,
+    id_event: HashMap<u64, usize>,
+    blocks: Vec<Vec<u8>>,
+    /// Problems met while reading blocks (a corrupt block stops reading there).
+    pub errors: Vec<String>,
+}
+
+/// Where a record lives: block index and byte offset in the decompressed block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct At {
+    time: u64,
+    block: u32,
+    offset: u32,
+    size: u16,
+}
+
+/// Why a recording cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordingError {
+    /// The file.
+    #[error(transparent)]
+    Data(#[from] DataError),
+}
+
+impl Recording {
+    /// Opens `path` and decompresses its record blocks.
+    pub fn open(path: &Path) -> Result<Recording, RecordingError> {
+        let reader = Reader::open(path)?;
+        let meta = reader.meta();
+        let pairs = meta
+            .events
+            .iter()
+            .flat_map(|e| e.ids.iter().map(move |i| (i.id, e.attr)));
+        let decoder = Decoder::new(pairs);
+        let id_event = meta
+            .events
+            .iter()
+            .enumerate()
+            .flat_map(|(n, e)| e.ids.iter().map(move |i| (i.id, n)))
+            .collect();
+        let mut blocks = Vec::new();
+        let mut errors = Vec::new();
+        for b in reader.records() {
+            match b {
+                Ok((_, bytes)) => blocks.push(bytes),
+                Err(e) => {
+                    errors.push(e.to_string());
+                    break;
+                }
+            }
+        }
+        Ok(Recording {
+            reader,
+            decoder,
+            id_event,
+            blocks,
+            errors,
+        })
+    }
+
+    /// The header.
+    pub fn meta(&self) -> &Meta {
+        self.reader.meta()
+    }
+
+    /// The plan event an id belongs to.
+    pub fn event_of(&self, id: u64) -> Option<usize> {
+        self.id_event.get(&id).copied()
+    }
+
+    /// The event a record belongs to: by its id, or the only event when there is one.
+    pub fn event_of_record(&self, r: &Record<'_>) -> Option<usize> {
+        let id = match r {
+            Record::Sample(s) => s.event_id(),
+            other => other.sample_id().and_then(|s| s.event_id()),
+        };
+        match id {
+            Some(id) => self.event_of(id),
+            None => (self.meta().events.len() == 1).then_some(0),
+        }
+    }
+
+    /// Calls `f` for every record in time order. Records that do not decode are passed as
+    /// errors (with their offset) and skipped; the walk goes on with the next one.
+    pub fn for_each<'s>(&'s self, mut f: impl FnMut(Result<Record<'s>, DecodeError>)) {
+        let mut order: Vec<At> = Vec::new();
+        for (bi, bytes) in self.blocks.iter().enumerate() {
+            let mut it = decode::records(bytes);
+            let mut off = 0usize;
+            while let Some(raw) = it.next() {
+                match raw {
+                    Ok(raw) => {
+                        let time = record_time(&self.decoder, &raw).unwrap_or(0);
+                        order.push(At {
+                            time,
+                            block: bi as u32,
+                            offset: off as u32,
+                            size: raw.header.size,
+                        });
+                        off = it.offset();
+                    }
+                    Err(e) => {
+                        f(Err(e));
+                        break;
+                    }
+                }
+            }
+        }
+        order.sort();
+        for at in order {
+            let (start, end) = (
+                at.offset as usize,
+                at.offset as usize + usize::from(at.size),
+            );
+            let bytes = &self.blocks[at.block as usize][start..end];
+            let raw = match RawRecord::new(bytes, start) {
+                Ok(r) => r,
+                Err(e) => {
+                    f(Err(e));
+                    continue;
+                }
+            };
+            f(self.decoder.decode(&raw));
+        }
+    }
+}
+
+fn record_time(d: &Decoder, raw: &RawRecord<'_>) -> Option<u64> {
+    match d.decode(raw).ok()? {
+        Record::Sample(s) => s.time,
+        Record::Exit(t) | Record::Fork(t) => Some(t.time),
+        other => other.sample_id().and_then(|s| s.time),
+    }
+}
+
+/// Thread names as the records set them: COMM sets a thread's name, FORK gives the child its
+/// parent's name (perf's rule), so a thread that never called exec still has a name.
+#[derive(Debug, Clone, Default)]
+pub struct Comms(HashMap<u32, String>);
+
+impl Comms {
+    /// Applies a side-band record.
+    pub fn apply(&mut self, r: &Record<'_>) {
+        match r {
+            Record::Comm(c) => {
+                self.0
+                    .insert(c.tid, String::from_utf8_lossy(c.comm).into_owned());
+            }
+            Record::Fork(t) => {
+                if let Some(name) = self.0.get(&t.ptid).or_else(|| self.0.get(&t.ppid)).cloned() {
+                    self.0.entry(t.tid).or_insert(name);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The name of a thread (`:TID` when unknown, as perf prints it).
+    pub fn name(&self, tid: u32) -> String {
+        self.0
+            .get(&tid)
+            .cloned()
+            .unwrap_or_else(|| format!(":{tid}"))
+    }
+}
+
+/// The statistics of a file whose recording did not finish (no trailer): counted from its
+/// records.
+pub fn count_samples(rec: &Recording) -> (u64, Vec<u64>) {
+    let mut per_event = vec![0u64; rec.meta().events.len()];
+    let mut total = 0;
+    rec.for_each(|r| {
+        if let Ok(r @ Record::Sample(_)) = r {
+            total += 1;
+            if let Some(e) = rec.event_of_record(&r)
+                && let Some(c) = per_event.get_mut(e)
+            {
+                *c += 1;
+            }
+        }
+    });
+    (total, per_event)
+}
+
+/// Re-exported for callers that only need the block list.
+pub use data::BlockInfo;
