@@ -157,7 +157,7 @@ fn errors_are_one_line_with_exit_codes() {
         assert_eq!(hrec(Some("zen4"), &v).status.code(), Some(2), "{args:?}");
     }
     // Not yet implemented subcommands say so.
-    for sub in ["report", "script", "flamegraph", "stat", "info"] {
+    for sub in ["report", "flamegraph", "stat"] {
         let o = hrec(None, &[sub]);
         let (_, err) = text(&o);
         assert_eq!(o.status.code(), Some(1), "{sub}");
@@ -165,6 +165,22 @@ fn errors_are_one_line_with_exit_codes() {
             err.starts_with(&format!("hrec: error: 'hrec {sub}' is not implemented yet")),
             "{err}"
         );
+    }
+    // Reading a file that is missing or not a recording: one line naming it.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("junk"), b"not a recording at all").unwrap();
+    for (sub, file, want) in [
+        ("info", "missing.hrec", "cannot open"),
+        ("script", "missing.hrec", "No such file"),
+        ("info", "junk", "is not an hrec file"),
+        ("script", "junk", "is not an hrec file"),
+    ] {
+        let path = dir.path().join(file);
+        let o = hrec(None, &[sub, "-i", path.to_str().unwrap()]);
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(1), "{sub} {file}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.starts_with("hrec: error: ") && err.contains(want), "{err}");
     }
     // A sysfs root that is not one: the error names the directory and its cause.
     let o = hrec(None, &["--sysfs-root", "/nonexistent", "list"]);

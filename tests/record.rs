@@ -1,0 +1,311 @@
+//! `hrec record` end to end on the real kernel (software events), read back with `hrec info`
+//! and `hrec script`: threads and child processes followed, counts that agree, sampling-read
+//! groups with weights, exit statuses, signals and crash safety.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use support::{example, hrec_in, text};
+
+/// `(samples, threads, lost)` from the summary line.
+fn summary(stderr: &str) -> (u64, u64, u64) {
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with("[ hrec record:"))
+        .unwrap_or_else(|| panic!("no summary line in:\n{stderr}"));
+    let num_before = |key: &str| -> u64 {
+        let at = line.find(key).unwrap_or_else(|| panic!("{key} in {line}"));
+        line[..at]
+            .trim_end()
+            .rsplit(|c: char| !c.is_ascii_digit())
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("number before {key} in {line}"))
+    };
+    (
+        num_before(" samples:"),
+        num_before(" threads;"),
+        num_before(" lost"),
+    )
+}
+
+/// Sample lines of `hrec script` (callchain lines start with a tab).
+fn sample_lines(script: &str) -> Vec<&str> {
+    script
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('\t'))
+        .collect()
+}
+
+/// `pid/tid` -> samples, from script lines.
+fn per_thread(lines: &[&str]) -> BTreeMap<String, u64> {
+    let mut m = BTreeMap::new();
+    for l in lines {
+        let pt = l
+            .split_whitespace()
+            .find(|w| w.contains('/') && w.split('/').all(|x| x.parse::<u32>().is_ok()))
+            .unwrap_or_else(|| panic!("no pid/tid in {l}"));
+        *m.entry(pt.to_string()).or_default() += 1;
+    }
+    m
+}
+
+/// `pid/tid` -> samples, from `hrec info`'s thread list.
+fn info_threads(info: &str) -> BTreeMap<String, u64> {
+    info.lines()
+        .filter_map(|l| l.strip_prefix("#   "))
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            let pt = w.next()?.to_string();
+            let n = w.next()?.parse().ok()?;
+            Some((pt, n))
+        })
+        .collect()
+}
+
+#[test]
+fn workload_threads_and_children_are_recorded_and_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let threads = example("threads");
+    let o = hrec_in(
+        dir.path(),
+        &[
+            "record",
+            "-o",
+            "t.hrec",
+            "--",
+            threads.to_str().unwrap(),
+            "0.4",
+        ],
+    );
+    let (_, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let (samples, nthreads, lost) = summary(&err);
+    assert_eq!(lost, 0, "{err}");
+    // main + 3 workers + the child process (and its pre-exec thread) all sampled.
+    assert!(nthreads >= 5, "{err}");
+    assert!(samples > 500, "{err}");
+
+    let info = hrec_in(dir.path(), &["info", "-i", "t.hrec"]);
+    let (info_out, info_err) = text(&info);
+    assert!(info.status.success(), "{info_err}");
+    assert!(info_out.contains("# complete"), "{info_out}");
+    assert!(info_out.contains("name = cpu-clock"), "{info_out}");
+    assert!(
+        info_out.contains(&format!("# samples : {samples} ")),
+        "{info_out}"
+    );
+
+    let script = hrec_in(dir.path(), &["script", "-i", "t.hrec"]);
+    let (out, serr) = text(&script);
+    assert!(script.status.success(), "{serr}");
+    let lines = sample_lines(&out);
+    assert_eq!(lines.len() as u64, samples, "script vs summary");
+    let by_thread = per_thread(&lines);
+    assert_eq!(by_thread.len() as u64, nthreads);
+    assert_eq!(
+        by_thread,
+        info_threads(&info_out),
+        "script vs recorded per-thread counts"
+    );
+    // Thread names come from COMM (exec) and FORK (inherited) records.
+    for name in ["worker-0", "worker-1", "worker-2", "threads"] {
+        assert!(
+            lines.iter().any(|l| l.trim_start().starts_with(name)),
+            "{name}:\n{out}"
+        );
+    }
+    // Times are in order.
+    let times: Vec<f64> = lines
+        .iter()
+        .filter_map(|l| {
+            l.split_whitespace()
+                .find(|w| w.ends_with(':') && w.contains('.'))
+        })
+        .filter_map(|w| w.trim_end_matches(':').parse().ok())
+        .collect();
+    assert_eq!(times.len(), lines.len());
+    assert!(times.windows(2).all(|w| w[0] <= w[1]));
+}
+
+#[test]
+fn sampling_read_group_with_weight_and_callchain() {
+    let dir = tempfile::tempdir().unwrap();
+    let threads = example("threads");
+    let o = hrec_in(
+        dir.path(),
+        &[
+            "record",
+            "-e",
+            "{cpu-clock,task-clock,page-faults}:S",
+            "-W",
+            "-g",
+            "-o",
+            "g.hrec",
+            "--",
+            threads.to_str().unwrap(),
+            "0.2",
+        ],
+    );
+    let (_, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let (samples, _, _) = summary(&err);
+    assert!(samples > 100, "{err}");
+    let script = hrec_in(dir.path(), &["script", "-i", "g.hrec"]);
+    let (out, serr) = text(&script);
+    assert!(script.status.success(), "{serr}");
+    let lines = sample_lines(&out);
+    assert_eq!(lines.len() as u64, samples);
+    for l in &lines {
+        assert!(l.contains("weight 0 ins_lat 0 retire_lat 0"), "{l}");
+        assert!(l.contains("{cpu-clock "), "{l}");
+        assert!(l.contains(" task-clock "), "{l}");
+        assert!(l.contains(" page-faults "), "{l}");
+    }
+    // The group values are cumulative counts of the sampled thread: task-clock grows.
+    let tc: Vec<u64> = lines
+        .iter()
+        .filter(|l| l.contains("worker-0"))
+        .filter_map(|l| {
+            let at = l.find(" task-clock ")? + " task-clock ".len();
+            l[at..]
+                .split(|c: char| !c.is_ascii_digit())
+                .next()?
+                .parse()
+                .ok()
+        })
+        .collect();
+    assert!(tc.len() > 2 && tc.iter().any(|&v| v > 0), "{tc:?}");
+    // Frame-pointer callchains: indented address lines under the samples.
+    assert!(
+        out.lines().any(|l| l.starts_with('\t')),
+        "no callchain lines"
+    );
+}
+
+#[test]
+fn exit_status_is_the_workloads() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = hrec_in(
+        dir.path(),
+        &["record", "-o", "e.hrec", "--", "sh", "-c", "exit 3"],
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o).1);
+    let o = hrec_in(
+        dir.path(),
+        &["record", "-o", "k.hrec", "--", "sh", "-c", "kill -TERM $$"],
+    );
+    assert_eq!(o.status.code(), Some(128 + 15), "{}", text(&o).1);
+    assert!(dir.path().join("k.hrec").exists());
+}
+
+#[test]
+fn a_command_that_cannot_run_leaves_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("x.hrec"), b"previous").unwrap();
+    let o = hrec_in(
+        dir.path(),
+        &["record", "-o", "x.hrec", "--", "/nonexistent/program"],
+    );
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("cannot execute \"/nonexistent/program\""),
+        "{err}"
+    );
+    assert_eq!(
+        err.lines().filter(|l| l.contains("error")).count(),
+        1,
+        "{err}"
+    );
+    // The previous file is untouched and not renamed.
+    assert_eq!(
+        std::fs::read(dir.path().join("x.hrec")).unwrap(),
+        b"previous"
+    );
+    assert!(!dir.path().join("x.hrec.old").exists());
+}
+
+#[test]
+fn an_existing_file_becomes_old() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("hrec.data"), b"previous").unwrap();
+    let o = hrec_in(dir.path(), &["record", "--", "true"]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    assert_eq!(
+        std::fs::read(dir.path().join("hrec.data.old")).unwrap(),
+        b"previous"
+    );
+    let info = hrec_in(dir.path(), &["info"]);
+    assert!(info.status.success(), "{}", text(&info).1);
+}
+
+fn spawn_record(dir: &Path, file: &str, secs: &str) -> std::process::Child {
+    let threads = example("threads");
+    Command::new(env!("CARGO_BIN_EXE_hrec"))
+        .args(["record", "-o", file, "--", threads.to_str().unwrap(), secs])
+        .current_dir(dir)
+        .env_remove("HREC_SYSFS_ROOT")
+        .env_remove("HREC_PROCFS_ROOT")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn sigkill_leaves_a_readable_truncated_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = spawn_record(dir.path(), "killed.hrec", "5");
+    // Long enough for several batches to reach the file (a batch is written at least every
+    // 500 ms).
+    std::thread::sleep(Duration::from_millis(2000));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The workload keeps running without its recorder; stop it.
+    let _ = Command::new("pkill").args(["-f", "threads 5"]).status();
+    let info = hrec_in(dir.path(), &["info", "-i", "killed.hrec"]);
+    let (out, err) = text(&info);
+    assert!(info.status.success(), "{err}");
+    assert!(out.contains("# TRUNCATED"), "{out}");
+    let n: u64 = out
+        .lines()
+        .find_map(|l| l.strip_prefix("# samples : "))
+        .and_then(|l| l.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(n > 0, "{out}");
+    let script = hrec_in(dir.path(), &["script", "-i", "killed.hrec"]);
+    let (sout, serr) = text(&script);
+    assert!(script.status.success(), "{serr}");
+    assert!(serr.contains("truncated"), "{serr}");
+    assert_eq!(sample_lines(&sout).len() as u64, n);
+}
+
+#[test]
+fn sigint_ends_with_a_complete_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let child = spawn_record(dir.path(), "int.hrec", "5");
+    std::thread::sleep(Duration::from_millis(800));
+    let pid = child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    // The workload got the SIGINT too and died of it.
+    assert_eq!(o.status.code(), Some(128 + 2), "{err}");
+    let (samples, _, _) = summary(&err);
+    assert!(samples > 0);
+    let info = hrec_in(dir.path(), &["info", "-i", "int.hrec"]);
+    let (out, _) = text(&info);
+    assert!(out.contains("# complete"), "{out}");
+    assert!(out.contains(&format!("# samples : {samples} ")), "{out}");
+}
