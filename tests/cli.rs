@@ -180,7 +180,10 @@ fn errors_are_one_line_with_exit_codes() {
         let (_, err) = text(&o);
         assert_eq!(o.status.code(), Some(1), "{sub} {file}: {err}");
         assert_eq!(err.lines().count(), 1, "{err}");
-        assert!(err.starts_with("hrec: error: ") && err.contains(want), "{err}");
+        assert!(
+            err.starts_with("hrec: error: ") && err.contains(want),
+            "{err}"
+        );
     }
     // A sysfs root that is not one: the error names the directory and its cause.
     let o = hrec(None, &["--sysfs-root", "/nonexistent", "list"]);

@@ -247,10 +247,18 @@ pub fn info(rec: &Recording, out: &mut dyn Write) -> io::Result<()> {
             }
             for c in &t.counts {
                 let name = m.events.get(c.event).map_or("?", |e| e.name.as_str());
+                let times = if c.time_enabled > 0 {
+                    format!(
+                        " (enabled {} ns, running {} ns)",
+                        c.time_enabled, c.time_running
+                    )
+                } else {
+                    String::new()
+                };
                 writeln!(
                     out,
-                    "# count : {name} id {} cpu {} = {} (enabled {} running {})",
-                    c.id, c.cpu, c.value, c.time_enabled, c.time_running
+                    "# count : {name} id {} cpu {} = {}{times}",
+                    c.id, c.cpu, c.value
                 )?;
             }
         }

@@ -722,8 +722,9 @@ fn summarize(
     }
     if acc.self_samples > 0 {
         warnings.push(format!(
-            "{} samples are of hrec itself (pid {}); report can hide them with --pid filters",
+            "{} samples ({:.2}%) are of hrec itself (pid {}, stored in the file as recorder_pid)",
             acc.self_samples,
+            acc.self_samples as f64 * 100.0 / samples.max(1) as f64,
             process::getpid()
         ));
     }
