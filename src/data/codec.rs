@@ -12,39 +12,64 @@
 //! Why these particular tricks (measured on real cpu-clock samples at 4000 Hz, see the
 //! `real_samples` test): plain zstd of the raw records takes ~6 bytes per sample. Varint
 //! deltas get to ~4.5; what is left is the timer jitter in `time` and the hot-spot ip values.
-//! Two more steps get under 3: a *stride* mode (the difference of each delta to the block's
-//! median delta: sample times advance by the period plus jitter, and this is tighter than
-//! delta-of-delta, which doubles the jitter) and a *dictionary* mode (a sorted table of the
-//! distinct values and an index per record: a busy loop has a few dozen distinct ips).
-//! Residuals are written as *byte planes* (all low bytes, then all second bytes, ...), so
-//! zstd sees the near-random low bytes apart from the small high bytes.
+//! A *stride* mode (the difference of each delta to the block's median delta: sample times
+//! advance by the period plus jitter, and this is tighter than delta-of-delta, which doubles
+//! the jitter) and a *dictionary* mode (a sorted table of the distinct values and an index per
+//! record: a busy loop has a few dozen distinct ips) get under 3 with byte planes and zstd.
+//! The last step is the entropy coder: zstd's Huffman stage spends at least one bit per byte,
+//! and an ip index that is one of two hot values carries about one bit per sample, so byte
+//! planes waste most of a byte per sample. The residuals and indices are therefore coded with
+//! an adaptive binary range coder (LZMA's), in context: a residual's bit length in the context
+//! of the previous residual's bit length (timer jitter comes in runs; a late sample is
+//! followed by an early one), a dictionary index in the context of the previous index (the
+//! ip alternates between hot spots, the tid runs). That takes real samples from ~2.8 to
+//! ~2.2 bytes per sample in 2000-sample blocks.
 //!
-//! Encoded stream (varints are unsigned LEB128; "planes(w, xs)" is `u8 w` followed by the low
-//! byte of every x, then the second byte of every x, ..., w bytes per x in all, `w <= 8`):
+//! Encoded stream: a byte part (varints are unsigned LEB128) and a coded part (the range
+//! coder's output), read side by side:
 //!
 //! ```text
-//! varint N                       records
-//! varint S                       shapes, in order of first appearance
-//! S x u64 LE                     the header word of each shape
-//! planes(N shape indices)        the shape of each record, in record order
-//! for each shape s (count c_s >= 1, w_s = size/8 - 1 words after the header):
-//!   for each word column j < w_s, with values v_0 .. v_{c-1}, d_i = v_i - v_{i-1}:
-//!     u8 mode, then
-//!     0 delta:    u64 v_0, planes(zigzag(d_i))            for i >= 1
-//!     1 delta2:   u64 v_0, planes(zigzag(d_i - d_{i-1}))  for i >= 1, d_0 = 0
-//!     2 raw:      c x u64 v_i
-//!     3 stride:   u64 v_0, varint zigzag(P), planes(zigzag(d_i - P)) for i >= 1
-//!     4 dict:     varint k, u64 t_0, (k-1) x varint (t_m - t_{m-1}), planes(index of v_i)
-//!                 (t is the sorted table of distinct values)
+//! varint B                       length of the byte part
+//! byte part (B bytes):
+//!   varint N                     records
+//!   varint S                     shapes, in order of first appearance
+//!   S x u64 LE                   the header word of each shape
+//!   for each shape s (count c_s >= 1, w_s = size/8 - 1 words after the header):
+//!     for each word column j < w_s, with values v_0 .. v_{c-1}, d_i = v_i - v_{i-1}:
+//!       u8 mode, then
+//!       0 delta:    u64 v_0                 coded: ints(zigzag(d_i))            i >= 1
+//!       1 delta2:   u64 v_0                 coded: ints(zigzag(d_i - d_{i-1}))  d_0 = 0
+//!       2 raw:      c x u64 v_i
+//!       3 stride:   u64 v_0, varint zigzag(P)   coded: ints(zigzag(d_i - P))
+//!       4 dict:     varint k, u64 t_0, (k-1) x varint (t_m - t_{m-1})
+//!                                           coded: symbols(k, index of v_i)
+//!                   (t is the sorted table of distinct values)
+//! coded part (the rest), in this order:
+//!   symbols(S, shape index of each record)  only when S > 1
+//!   then the coded sequence of each column, in column order
 //! ```
 //!
+//! The coded part is one LZMA-style range coder stream (11-bit probabilities, adaptation
+//! shift 4, the encoder's leading zero byte left out) with fresh models for every sequence:
+//!
+//! * `ints(xs)`: per x, its bit length n (0-64) as a 7-bit binary tree in the context of the
+//!   previous x's bit length (capped at 23; 0 for the first), then the n - 1 bits below the
+//!   leading one, high to low: the top two as a binary tree per n, the lowest (the zigzag
+//!   sign) per n and the previous x's lowest bit (none when its n < 2), the others at
+//!   probability 1/2.
+//! * `symbols(k, xs)`: per x < k, `bits(k - 1)` bits as a binary tree, one tree per previous
+//!   x when k <= 32 (the first x in the tree of 0), a single tree otherwise.
+//!
 //! Arithmetic wraps (u64, deltas reinterpreted as i64 for zigzag). The mode of each column is
-//! chosen per block by an estimate of its size (significant bytes of each residual), which
-//! tracks what zstd then makes of it.
+//! chosen per block by an estimate of its coded size in bits (the order-0 entropy of the bit
+//! lengths plus the mantissa bits; for a dictionary, its table plus the entropy of the index
+//! given the previous index).
 //!
 //! Input that is not a whole sequence of well-formed records (a size below 8 or not a multiple
 //! of 8, a partial record at the end) is not transformed: [`encode`] returns `None` and the
 //! writer stores the block with the plain codec, so a block always reads back byte for byte.
+//! A decoder checks that the byte part is consumed exactly and that the range decoder read
+//! exactly the coded part.
 
 const MODE_DELTA: u8 = 0;
 const MODE_DELTA2: u8 = 1;
@@ -137,16 +162,18 @@ pub fn encode(raw: &[u8]) -> Option<Vec<u8>> {
             }
         };
         members[s].push(at);
-        index.push(s);
+        index.push(s as u64);
     }
-    let mut out = Vec::with_capacity(raw.len() / 2 + 64);
+    let mut out = Vec::with_capacity(raw.len() / 4 + 64);
+    let mut rc = RangeEncoder::new();
     put_varint(&mut out, records.len() as u64);
     put_varint(&mut out, shapes.len() as u64);
     for h in &shapes {
         out.extend_from_slice(&h.to_le_bytes());
     }
-    let index: Vec<u64> = index.into_iter().map(|s| s as u64).collect();
-    put_planes(&mut out, &index);
+    if shapes.len() > 1 {
+        put_symbols(&mut rc, shapes.len(), &index);
+    }
     let mut column = Vec::new();
     for (s, &header) in shapes.iter().enumerate() {
         let words = usize::from((header >> 48) as u16) / 8 - 1;
@@ -158,10 +185,15 @@ pub fn encode(raw: &[u8]) -> Option<Vec<u8>> {
                     .iter()
                     .map(|&at| u64_at(raw, at + 8 + 8 * j).unwrap_or(0)),
             );
-            put_column(&mut out, &column);
+            put_column(&mut out, &mut rc, &column);
         }
     }
-    (out.len() <= max_encoded_len(raw.len())).then_some(out)
+    let coded = rc.finish();
+    let mut stream = Vec::with_capacity(out.len() + coded.len() + 10);
+    put_varint(&mut stream, out.len() as u64);
+    stream.extend_from_slice(&out);
+    stream.extend_from_slice(&coded);
+    (stream.len() <= max_encoded_len(raw.len())).then_some(stream)
 }
 
 /// The longest column stream [`encode`] produces for `raw_len` input bytes (it returns `None`
@@ -171,18 +203,292 @@ pub fn max_encoded_len(raw_len: usize) -> usize {
     raw_len.saturating_mul(2).saturating_add(64)
 }
 
-/// Bytes needed for `v` (0 for 0).
-fn sig_bytes(v: u64) -> usize {
-    (64 - v.leading_zeros() as usize).div_ceil(8)
+/// Significant bits of `v` (0 for 0).
+fn sig_bits(v: u64) -> usize {
+    64 - v.leading_zeros() as usize
 }
 
-/// `planes(w, xs)`: the width, then each byte plane.
-fn put_planes(out: &mut Vec<u8>, xs: &[u64]) {
-    let w = xs.iter().map(|&x| sig_bytes(x)).max().unwrap_or(0);
-    out.push(w as u8);
-    for k in 0..w {
-        out.extend(xs.iter().map(|&x| (x >> (8 * k)) as u8));
+/// Probability (of a 0 bit) scale of the adaptive binary models, LZMA style.
+const PROB_BITS: u32 = 11;
+const PROB_ONE: u16 = 1 << PROB_BITS;
+/// Adaptation speed: a model moves 1/2^MOVE of the way towards each bit it sees.
+const MOVE: u32 = 4;
+/// Contexts for the bit length of a residual: the previous residual's bit length, capped.
+const LEN_CONTEXTS: usize = 24;
+/// Mantissa bits below the leading one that get adaptive models; lower ones are sent as is.
+const MANTISSA_MODELLED: usize = 2;
+/// Dictionaries up to this size code each index in the context of the previous index.
+const SYMBOL_CONTEXTS: usize = 32;
+
+/// A binary range coder (LZMA's): adaptive bits against 11-bit probabilities, and direct
+/// bits at probability 1/2.
+struct RangeEncoder {
+    low: u64,
+    range: u32,
+    cache: u8,
+    cache_size: u64,
+    out: Vec<u8>,
+}
+
+impl RangeEncoder {
+    fn new() -> Self {
+        RangeEncoder {
+            low: 0,
+            range: u32::MAX,
+            cache: 0,
+            cache_size: 1,
+            out: Vec::new(),
+        }
     }
+
+    fn shift_low(&mut self) {
+        if (self.low as u32) < 0xff00_0000 || (self.low >> 32) != 0 {
+            let carry = (self.low >> 32) as u8;
+            let mut temp = self.cache;
+            loop {
+                self.out.push(temp.wrapping_add(carry));
+                temp = 0xff;
+                self.cache_size -= 1;
+                if self.cache_size == 0 {
+                    break;
+                }
+            }
+            self.cache = (self.low >> 24) as u8;
+        }
+        self.cache_size += 1;
+        self.low = (self.low & 0x00ff_ffff) << 8;
+    }
+
+    fn normalize(&mut self) {
+        while self.range < 1 << 24 {
+            self.range <<= 8;
+            self.shift_low();
+        }
+    }
+
+    fn bit(&mut self, prob: &mut u16, bit: bool) {
+        let bound = (self.range >> PROB_BITS) * u32::from(*prob);
+        if bit {
+            self.low += u64::from(bound);
+            self.range -= bound;
+            *prob -= *prob >> MOVE;
+        } else {
+            self.range = bound;
+            *prob += (PROB_ONE - *prob) >> MOVE;
+        }
+        self.normalize();
+    }
+
+    fn direct(&mut self, bit: bool) {
+        self.range >>= 1;
+        if bit {
+            self.low += u64::from(self.range);
+        }
+        self.normalize();
+    }
+
+    fn finish(mut self) -> Vec<u8> {
+        for _ in 0..5 {
+            self.shift_low();
+        }
+        // The first byte is always 0 (the initial cache); the decoder knows.
+        self.out.remove(0);
+        self.out
+    }
+}
+
+struct RangeDecoder<'a> {
+    bytes: &'a [u8],
+    at: usize,
+    range: u32,
+    code: u32,
+}
+
+impl<'a> RangeDecoder<'a> {
+    fn new(bytes: &'a [u8]) -> Self {
+        let mut d = RangeDecoder {
+            bytes,
+            at: 0,
+            range: u32::MAX,
+            code: 0,
+        };
+        for _ in 0..4 {
+            d.code = (d.code << 8) | u32::from(d.next());
+        }
+        d
+    }
+
+    /// The next byte; past the end, 0 (the caller checks the length consumed at the end).
+    fn next(&mut self) -> u8 {
+        let b = self.bytes.get(self.at).copied().unwrap_or(0);
+        self.at += 1;
+        b
+    }
+
+    fn normalize(&mut self) {
+        while self.range < 1 << 24 {
+            self.range <<= 8;
+            self.code = (self.code << 8) | u32::from(self.next());
+        }
+    }
+
+    fn bit(&mut self, prob: &mut u16) -> bool {
+        let bound = (self.range >> PROB_BITS) * u32::from(*prob);
+        let bit = if self.code < bound {
+            self.range = bound;
+            *prob += (PROB_ONE - *prob) >> MOVE;
+            false
+        } else {
+            self.code -= bound;
+            self.range -= bound;
+            *prob -= *prob >> MOVE;
+            true
+        };
+        self.normalize();
+        bit
+    }
+
+    fn direct(&mut self) -> bool {
+        self.range >>= 1;
+        let bit = self.code >= self.range;
+        if bit {
+            self.code -= self.range;
+        }
+        self.normalize();
+        bit
+    }
+}
+
+/// The adaptive models of one `ints` sequence: a 7-bit tree for the bit length of each value
+/// per length context, and trees for the top mantissa bits per bit length.
+struct IntModel {
+    len: Vec<u16>,
+    mantissa: Vec<u16>,
+    low: Vec<u16>,
+}
+
+impl IntModel {
+    fn new() -> Self {
+        IntModel {
+            len: vec![PROB_ONE / 2; LEN_CONTEXTS * 128],
+            mantissa: vec![PROB_ONE / 2; 65 << MANTISSA_MODELLED],
+            low: vec![PROB_ONE / 2; 65 * 3],
+        }
+    }
+}
+
+/// `ints(xs)`: each x as its bit length `n` (a 7-bit tree in the context of the previous
+/// x's bit length), then the `n - 1` bits below its leading one, the top two modelled per
+/// `n`, the rest sent as is.
+fn put_ints(rc: &mut RangeEncoder, xs: &[u64]) {
+    let mut m = IntModel::new();
+    let mut ctx = 0;
+    let mut low = 0;
+    for &x in xs {
+        let n = sig_bits(x);
+        let tree = &mut m.len[ctx * 128..][..128];
+        let mut node = 1;
+        for k in (0..7).rev() {
+            let b = (n >> k) & 1 == 1;
+            rc.bit(&mut tree[node], b);
+            node = node * 2 + usize::from(b);
+        }
+        let mut node = 1;
+        for k in (0..n.saturating_sub(1)).rev() {
+            let b = (x >> k) & 1 == 1;
+            if node < 1 << MANTISSA_MODELLED {
+                rc.bit(&mut m.mantissa[(n << MANTISSA_MODELLED) + node], b);
+                node = node * 2 + usize::from(b);
+            } else if k == 0 {
+                rc.bit(&mut m.low[n * 3 + low], b);
+            } else {
+                rc.direct(b);
+            }
+        }
+        ctx = n.min(LEN_CONTEXTS - 1);
+        low = if n >= 2 { 1 + (x & 1) as usize } else { 0 };
+    }
+}
+
+fn get_ints(rc: &mut RangeDecoder<'_>, count: usize) -> Result<Vec<u64>, String> {
+    let mut m = IntModel::new();
+    let mut ctx = 0;
+    let mut low = 0;
+    let mut xs = Vec::with_capacity(count);
+    for _ in 0..count {
+        let tree = &mut m.len[ctx * 128..][..128];
+        let mut node = 1;
+        for _ in 0..7 {
+            node = node * 2 + usize::from(rc.bit(&mut tree[node]));
+        }
+        let n = node - 128;
+        if n > 64 {
+            return Err(format!("bit length {n} in the column stream"));
+        }
+        let mut x = u64::from(n > 0);
+        let mut node = 1;
+        for k in (0..n.saturating_sub(1)).rev() {
+            let b = if node < 1 << MANTISSA_MODELLED {
+                let b = rc.bit(&mut m.mantissa[(n << MANTISSA_MODELLED) + node]);
+                node = node * 2 + usize::from(b);
+                b
+            } else if k == 0 {
+                rc.bit(&mut m.low[n * 3 + low])
+            } else {
+                rc.direct()
+            };
+            x = (x << 1) | u64::from(b);
+        }
+        xs.push(x);
+        ctx = n.min(LEN_CONTEXTS - 1);
+        low = if n >= 2 { 1 + (x & 1) as usize } else { 0 };
+    }
+    Ok(xs)
+}
+
+/// `symbols(k, xs)`: each x < k as a bit tree of `bits(k - 1)` bits, in the context of the
+/// previous x when `k <= 32` (the first in context 0).
+fn symbol_model(k: usize) -> (usize, Vec<u16>) {
+    let w = sig_bits(k.saturating_sub(1) as u64);
+    let contexts = if k <= SYMBOL_CONTEXTS { k } else { 1 };
+    (w, vec![PROB_ONE / 2; contexts << w])
+}
+
+fn put_symbols(rc: &mut RangeEncoder, k: usize, xs: &[u64]) {
+    let (w, mut probs) = symbol_model(k);
+    let mut prev = 0;
+    for &x in xs {
+        let ctx = if k <= SYMBOL_CONTEXTS { prev } else { 0 };
+        let tree = &mut probs[ctx << w..][..1 << w];
+        let mut node = 1;
+        for j in (0..w).rev() {
+            let b = (x >> j) & 1 == 1;
+            rc.bit(&mut tree[node], b);
+            node = node * 2 + usize::from(b);
+        }
+        prev = x as usize;
+    }
+}
+
+fn get_symbols(rc: &mut RangeDecoder<'_>, k: usize, count: usize) -> Result<Vec<u64>, String> {
+    let (w, mut probs) = symbol_model(k);
+    let mut prev = 0;
+    let mut xs = Vec::with_capacity(count);
+    for _ in 0..count {
+        let ctx = if k <= SYMBOL_CONTEXTS { prev } else { 0 };
+        let tree = &mut probs[ctx << w..][..1 << w];
+        let mut node = 1;
+        for _ in 0..w {
+            node = node * 2 + usize::from(rc.bit(&mut tree[node]));
+        }
+        let x = node - (1 << w);
+        if x >= k {
+            return Err(format!("index {x} of {k}"));
+        }
+        xs.push(x as u64);
+        prev = x;
+    }
+    Ok(xs)
 }
 
 /// The residuals of `values[1..]` in a delta-like mode.
@@ -201,45 +507,105 @@ fn residuals(values: &[u64], mode: u8, stride: u64) -> Vec<u64> {
     out
 }
 
-fn estimate(rs: &[u64]) -> usize {
-    rs.iter().map(|&r| sig_bytes(r)).sum()
+/// Estimated bits of `ints(rs)`: the order-0 entropy of the bit lengths plus the mantissas.
+fn estimate(rs: &[u64]) -> f64 {
+    let mut counts = [0usize; 65];
+    let mut mantissa = 0;
+    for &r in rs {
+        let n = sig_bits(r);
+        counts[n] += 1;
+        mantissa += n.saturating_sub(1);
+    }
+    entropy(&counts, rs.len()) + mantissa as f64
+}
+
+/// Bits of an ideal order-0 code for symbols with these counts (`total` in all), plus a
+/// little per symbol in use for the adaptive model to learn it.
+fn entropy(counts: &[usize], total: usize) -> f64 {
+    let t = total as f64;
+    counts
+        .iter()
+        .filter(|&&c| c > 0)
+        .map(|&c| {
+            let c = c as f64;
+            c * (t / c).log2() + 6.0
+        })
+        .sum()
+}
+
+/// Estimated bits of `symbols(k, xs)`.
+fn estimate_symbols(k: usize, xs: &[u64]) -> f64 {
+    if k <= SYMBOL_CONTEXTS {
+        let mut pairs = vec![0usize; k * k];
+        let mut from = vec![0usize; k];
+        let mut prev = 0;
+        for &x in xs {
+            pairs[prev * k + x as usize] += 1;
+            from[prev] += 1;
+            prev = x as usize;
+        }
+        (0..k)
+            .map(|p| entropy(&pairs[p * k..(p + 1) * k], from[p]))
+            .sum()
+    } else {
+        let mut counts = vec![0usize; k];
+        for &x in xs {
+            counts[x as usize] += 1;
+        }
+        entropy(&counts, xs.len())
+    }
+}
+
+fn median_delta(values: &[u64]) -> u64 {
+    let mut ds: Vec<i64> = values
+        .windows(2)
+        .map(|w| w[1].wrapping_sub(w[0]) as i64)
+        .collect();
+    ds.sort_unstable();
+    ds[ds.len() / 2] as u64
 }
 
 /// Writes one column in whichever mode is estimated shortest.
-fn put_column(out: &mut Vec<u8>, values: &[u64]) {
+fn put_column(out: &mut Vec<u8>, rc: &mut RangeEncoder, values: &[u64]) {
     let c = values.len();
-    let delta = residuals(values, MODE_DELTA, 0);
-    let mut best = (MODE_DELTA, 10 + estimate(&delta));
+    let mut best = (
+        MODE_DELTA,
+        80.0 + estimate(&residuals(values, MODE_DELTA, 0)),
+    );
+    let mut stride = 0;
     if c > 2 {
-        let cost = 10 + estimate(&residuals(values, MODE_DELTA2, 0));
+        let cost = 80.0 + estimate(&residuals(values, MODE_DELTA2, 0));
         if cost < best.1 {
             best = (MODE_DELTA2, cost);
         }
-        let mut ds: Vec<i64> = values
-            .windows(2)
-            .map(|w| w[1].wrapping_sub(w[0]) as i64)
-            .collect();
-        ds.sort_unstable();
-        let stride = ds[ds.len() / 2] as u64;
-        let cost = 20 + estimate(&residuals(values, MODE_STRIDE, stride));
+        let p = median_delta(values);
+        let cost = 160.0 + estimate(&residuals(values, MODE_STRIDE, p));
         if cost < best.1 {
             best = (MODE_STRIDE, cost);
+            stride = p;
         }
     }
     let mut table = values.to_vec();
     table.sort_unstable();
     table.dedup();
-    let dict_cost = 20
-        + table
-            .windows(2)
-            .map(|w| varint_len(w[1] - w[0]))
-            .sum::<usize>()
-        + c * sig_bytes(table.len() as u64 - 1);
-    if dict_cost < best.1 {
-        best = (MODE_DICT, dict_cost);
+    let index: Vec<u64> = values
+        .iter()
+        .map(|v| table.binary_search(v).unwrap_or(0) as u64)
+        .collect();
+    if table.len() < best.1 as usize / 8 {
+        let dict_cost = 8.0
+            * (16
+                + table
+                    .windows(2)
+                    .map(|w| varint_len(w[1] - w[0]))
+                    .sum::<usize>()) as f64
+            + estimate_symbols(table.len(), &index);
+        if dict_cost < best.1 {
+            best = (MODE_DICT, dict_cost);
+        }
     }
-    if 1 + 8 * c < best.1 {
-        best = (MODE_RAW, 0);
+    if (8 + 64 * c) as f64 <= best.1 {
+        best = (MODE_RAW, 0.0);
     }
     out.push(best.0);
     match best.0 {
@@ -254,32 +620,19 @@ fn put_column(out: &mut Vec<u8>, values: &[u64]) {
             for w in table.windows(2) {
                 put_varint(out, w[1] - w[0]);
             }
-            let index: Vec<u64> = values
-                .iter()
-                .map(|v| table.binary_search(v).unwrap_or(0) as u64)
-                .collect();
-            put_planes(out, &index);
+            put_symbols(rc, table.len(), &index);
         }
         mode => {
             out.extend_from_slice(&values[0].to_le_bytes());
-            let stride = if mode == MODE_STRIDE {
-                let mut ds: Vec<i64> = values
-                    .windows(2)
-                    .map(|w| w[1].wrapping_sub(w[0]) as i64)
-                    .collect();
-                ds.sort_unstable();
-                let p = ds[ds.len() / 2] as u64;
-                put_varint(out, zigzag(p));
-                p
-            } else {
-                0
-            };
-            put_planes(out, &residuals(values, mode, stride));
+            if mode == MODE_STRIDE {
+                put_varint(out, zigzag(stride));
+            }
+            put_ints(rc, &residuals(values, mode, stride));
         }
     }
 }
 
-/// A bounds-checked cursor over the encoded stream.
+/// A bounds-checked cursor over the byte part of the encoded stream.
 struct Input<'a> {
     bytes: &'a [u8],
     at: usize,
@@ -318,27 +671,6 @@ impl Input<'_> {
         Err(format!("bad varint at byte {start} of the column stream"))
     }
 
-    /// `planes(w, xs)` with `n` values.
-    fn planes(&mut self, n: usize) -> Result<Vec<u64>, String> {
-        let w = usize::from(self.byte()?);
-        if w > 8 {
-            return Err(format!("byte-plane width {w}"));
-        }
-        let len = w * n;
-        let bytes = self
-            .bytes
-            .get(self.at..self.at.saturating_add(len))
-            .ok_or_else(|| format!("column stream ends early at byte {}", self.at))?;
-        self.at += len;
-        let mut xs = vec![0u64; n];
-        for (k, plane) in bytes.chunks_exact(n.max(1)).enumerate().take(w) {
-            for (x, &b) in xs.iter_mut().zip(plane) {
-                *x |= u64::from(b) << (8 * k);
-            }
-        }
-        Ok(xs)
-    }
-
     /// A count that must not exceed `max`.
     fn count(&mut self, max: usize, what: &str) -> Result<usize, String> {
         let v = self.varint()?;
@@ -353,9 +685,19 @@ impl Input<'_> {
 /// exactly that long or this fails. Every count is validated against `raw_len` before it
 /// sizes an allocation, so corrupt input cannot make this allocate more than about `raw_len`.
 pub fn decode(enc: &[u8], raw_len: usize) -> Result<Vec<u8>, String> {
-    let mut input = Input { bytes: enc, at: 0 };
+    let mut outer = Input { bytes: enc, at: 0 };
+    let fixed_len = outer.count(enc.len() - outer.at.min(enc.len()), "byte part length")?;
+    let start = outer.at;
+    let fixed = enc
+        .get(start..start + fixed_len)
+        .ok_or_else(|| "column stream ends early".to_string())?;
+    let mut input = Input {
+        bytes: fixed,
+        at: 0,
+    };
+    let mut rc = RangeDecoder::new(&enc[start + fixed_len..]);
     let n = input.count(raw_len / 8, "record count")?;
-    let s_max = n.min(enc.len() / 8);
+    let s_max = n.min(fixed.len() / 8);
     let nshapes = input.count(s_max, "shape count")?;
     let mut shapes = Vec::with_capacity(nshapes);
     for _ in 0..nshapes {
@@ -366,16 +708,19 @@ pub fn decode(enc: &[u8], raw_len: usize) -> Result<Vec<u8>, String> {
         }
         shapes.push(header);
     }
-    let index = input.planes(n)?;
+    let index = if nshapes > 1 {
+        get_symbols(&mut rc, nshapes, n)?
+    } else if nshapes == 1 || n == 0 {
+        vec![0; n]
+    } else {
+        return Err(format!("{n} records of no shape"));
+    };
     let mut counts = vec![0usize; nshapes];
     let mut total: u64 = 0;
     for &s in &index {
-        let s = usize::try_from(s)
-            .ok()
-            .filter(|&s| s < nshapes)
-            .ok_or_else(|| format!("shape index {s} of {nshapes} shapes"))?;
-        counts[s] += 1;
-        total += (shapes[s] >> 48) & 0xffff;
+        // `get_symbols` checked s < nshapes.
+        counts[s as usize] += 1;
+        total += (shapes[s as usize] >> 48) & 0xffff;
     }
     if total != raw_len as u64 {
         return Err(format!(
@@ -390,15 +735,22 @@ pub fn decode(enc: &[u8], raw_len: usize) -> Result<Vec<u8>, String> {
         let mut col = Vec::with_capacity(w * c);
         for _ in 0..w {
             if c > 0 {
-                get_column(&mut input, c, &mut col)?;
+                get_column(&mut input, &mut rc, c, &mut col)?;
             }
         }
         words.push(col);
     }
-    if input.at != enc.len() {
+    if input.at != fixed.len() {
         return Err(format!(
             "{} bytes left over after the last column",
-            enc.len() - input.at
+            fixed.len() - input.at
+        ));
+    }
+    if rc.at != rc.bytes.len() {
+        return Err(format!(
+            "the coded part is {} bytes, its decoder read {}",
+            rc.bytes.len(),
+            rc.at
         ));
     }
     let mut out = Vec::with_capacity(raw_len);
@@ -419,7 +771,12 @@ pub fn decode(enc: &[u8], raw_len: usize) -> Result<Vec<u8>, String> {
 }
 
 /// Reads one column of `c >= 1` values onto the end of `col`.
-fn get_column(input: &mut Input<'_>, c: usize, col: &mut Vec<u64>) -> Result<(), String> {
+fn get_column(
+    input: &mut Input<'_>,
+    rc: &mut RangeDecoder<'_>,
+    c: usize,
+    col: &mut Vec<u64>,
+) -> Result<(), String> {
     let mode = input.byte()?;
     match mode {
         MODE_RAW => {
@@ -438,12 +795,9 @@ fn get_column(input: &mut Input<'_>, c: usize, col: &mut Vec<u64>) -> Result<(),
                 let t = table[m - 1];
                 table.push(t.wrapping_add(input.varint()?));
             }
-            for i in input.planes(c)? {
-                let v = usize::try_from(i)
-                    .ok()
-                    .and_then(|i| table.get(i))
-                    .ok_or_else(|| format!("dictionary index {i} of {k}"))?;
-                col.push(*v);
+            for i in get_symbols(rc, k, c)? {
+                // `get_symbols` checked i < k.
+                col.push(table[i as usize]);
             }
         }
         MODE_DELTA | MODE_DELTA2 | MODE_STRIDE => {
@@ -455,7 +809,7 @@ fn get_column(input: &mut Input<'_>, c: usize, col: &mut Vec<u64>) -> Result<(),
                 0
             };
             let mut prev_d = 0u64;
-            for r in input.planes(c - 1)? {
+            for r in get_ints(rc, c - 1)? {
                 let r = unzigzag(r);
                 let d = match mode {
                     MODE_DELTA2 => prev_d.wrapping_add(r),
@@ -525,19 +879,23 @@ mod tests {
             raw.extend(record(9, 2, &[ip, 77 | 77 << 32, t, 250_000]));
         }
         let enc = encode(&raw).expect("well-formed");
-        assert!(enc.len() < 100 * 6, "{} of 4000 bytes", enc.len());
+        assert!(enc.len() < 100 * 4, "{} of 4000 bytes", enc.len());
         assert_eq!(decode(&enc, raw.len()).unwrap(), raw);
         assert_eq!(count_records(&raw), 100);
-        // N, S, the shape, the index planes (width 0: one shape), then the four columns.
-        assert_eq!(&enc[..2], &[100, 1]);
-        let mut at = 2 + 8 + 1;
+        // The byte part's length, then N, S and the shape (one shape: no coded shape
+        // indices), then the four column modes with their fixed fields.
+        let fixed = usize::from(enc[0]);
+        assert_eq!(&enc[1..3], &[100, 1]);
+        let mut at = 3 + 8;
         assert_eq!(enc[at], MODE_DICT, "ip: three distinct values");
-        // mode, k, t0, two 3-byte varint gaps, width 1, 100 indices
-        at += 1 + 1 + 8 + 3 + 3 + 1 + 100;
+        // mode, k, t0, two 3-byte varint gaps
+        at += 1 + 1 + 8 + 3 + 3;
         assert_eq!(enc[at], MODE_DELTA, "pid/tid is constant");
-        assert_eq!(enc[at + 9], 0, "a constant column has width 0");
-        at += 10;
+        at += 9;
         assert_eq!(enc[at], MODE_STRIDE, "time: period plus jitter");
+        at += 9 + 3;
+        assert_eq!(enc[at], MODE_DELTA, "period is constant");
+        assert_eq!(at + 9, 1 + fixed);
     }
 
     #[test]

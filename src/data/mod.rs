@@ -31,8 +31,9 @@
 //!   `Records` codec ([`codec`]) groups records by *shape* (their 8-byte header: type, misc,
 //!   size) and stores each word position of a shape as a column, per block in the cheapest of
 //!   delta, delta-of-delta, stride (delta minus the block's median delta), dictionary or raw
-//!   mode, with residuals as byte planes; only then runs zstd. That turns ~6 bytes per sample
-//!   (zstd of the raw records) into under 3.
+//!   mode, with residuals and dictionary indices coded by an adaptive binary range coder in
+//!   context (the previous residual's size, the previous index); only then runs zstd. That
+//!   turns ~4.5-6 bytes per sample (zstd of the raw records) into ~2.
 
 pub mod codec;
 mod format;
@@ -53,10 +54,10 @@ pub const MAGIC: [u8; 8] = *b"HRECDATA";
 /// The format version this build writes and the newest it reads.
 pub const VERSION: u32 = 1;
 /// How many bytes of records a writer thread should collect per `Records` block. Each block
-/// pays a zstd frame (~60 bytes with its Huffman table) and its own column dictionaries
-/// (e.g. the distinct ips of the block), so tiny blocks compress worse: on cpu-clock samples
-/// at 4000 Hz, blocks of ~400 samples (100 ms) take ~3.1 bytes per sample, blocks of 64 KiB
-/// (~1600 samples) ~2.8. Larger blocks lose more on a crash (at most the block being
+/// pays a zstd frame, its own column dictionaries (e.g. the distinct ips of the block) and
+/// range-coder models that start from scratch, so tiny blocks compress worse: on cpu-clock
+/// samples at 4000 Hz, blocks of ~400 samples (100 ms) take ~2.15 bytes per sample, blocks of
+/// 64 KiB (~1600 samples) ~1.95. Larger blocks lose more on a crash (at most the block being
 /// written), so 64 KiB is the middle: a fraction of a second of samples per ring buffer.
 pub const BATCH_BYTES: usize = 64 << 10;
 /// The default file name of a recording.
