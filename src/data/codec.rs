@@ -957,6 +957,30 @@ mod tests {
         }
 
         #[test]
+        fn damaged_encodings_never_panic(
+            raw in records_strategy(),
+            flips in prop::collection::vec((any::<usize>(), 1u8..=255), 1..4),
+            cut in any::<usize>(),
+        ) {
+            let mut enc = encode(&raw).expect("well-formed records");
+            if enc.is_empty() {
+                return Ok(());
+            }
+            for (at, x) in flips {
+                let i = at % enc.len();
+                enc[i] ^= x;
+            }
+            // Any outcome but a panic: an error, or some bytes of the promised length.
+            if let Ok(out) = decode(&enc, raw.len()) {
+                prop_assert_eq!(out.len(), raw.len());
+            }
+            let cut = cut % (enc.len() + 1);
+            if let Ok(out) = decode(&enc[..cut], raw.len()) {
+                prop_assert_eq!(out.len(), raw.len());
+            }
+        }
+
+        #[test]
         fn decode_never_panics(enc in prop::collection::vec(any::<u8>(), 0..200), len in 0usize..4096) {
             if let Ok(out) = decode(&enc, len) {
                 prop_assert_eq!(out.len(), len);
