@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Records the same workload with `perf record`, `perf record -z` and `hrec record` at the same
-# event and frequency, several times each, and prints (medians):
+# event and frequency, several times each, and prints (medians). The first table uses
+# `examples/hotspots` (a fixed amount of work, so its wall time shows the slowdown); the
+# high-rate table uses `examples/threads` (every CPU busy for a fixed time).
 #   - workload slowdown: the workload's wall time under the recorder / alone;
 #   - recorder CPU time: CPU of recorder + workload (wait4 rusage) minus the workload's own CPU
 #     (measured by /usr/bin/time around the workload inside the recording), so both recorders
@@ -10,7 +12,7 @@
 # A second table pushes 100k samples/s across all CPUs (cpu-clock at max_sample_rate / CPUs
 # per CPU, one busy thread per CPU) and reports losses.
 #
-# Usage: scripts/bench-record.sh [RUNS] [SECONDS]   (defaults 5 runs of a 2 s workload)
+# Usage: scripts/bench-record.sh [RUNS] [SECONDS]   (defaults: 5 runs, workloads of about 2 s)
 # Needs: perf, /usr/bin/time, python3. Run from the repository root. Results are printed as a
 # markdown table to paste into docs/benchmarks.md.
 set -euo pipefail
@@ -20,18 +22,20 @@ cd "$(dirname "$0")/.."
 for tool in perf /usr/bin/time python3; do
     command -v "$tool" >/dev/null || { echo "bench-record: $tool is needed" >&2; exit 1; }
 done
-cargo build --release --quiet --bin hrec --example threads
+cargo build --release --quiet --bin hrec --example threads --example hotspots
 exec python3 - "$RUNS" "$SECS" <<'PY'
 import os, re, statistics, subprocess, sys, tempfile
 
 runs, secs = int(sys.argv[1]), float(sys.argv[2])
 root = os.getcwd()
 hrec = os.path.join(root, "target/release/hrec")
-work = [os.path.join(root, "target/release/examples/threads"), str(secs)]
+# hotspots: scale 1 is about 0.4 s of fixed work on a 2-core VM.
+fixed = [os.path.join(root, "target/release/examples/hotspots"), str(max(1, round(secs / 0.4)))]
+timed = [os.path.join(root, "target/release/examples/threads"), str(secs)]
 ncpu = os.cpu_count()
 tmp = tempfile.mkdtemp(prefix="hrec-bench-")
 
-def run(cmd, out):
+def run(cmd, work):
     """Runs cmd; returns (wall of the workload, workload cpu, total cpu of cmd tree, stderr)."""
     tfile = os.path.join(tmp, "time.txt")
     full = cmd + ["/usr/bin/time", "-f", "%e %U %S", "-o", tfile] + work
@@ -59,7 +63,7 @@ def hrec_samples(err):
         sys.exit(f"bench-record: no hrec summary line in:\n{err}")
     return int(m.group(1)), int(m.group(2))
 
-def measure(name, freq, extra):
+def measure(name, freq, extra, work):
     rows = []
     for i in range(runs):
         out = os.path.join(tmp, f"out.{name}")
@@ -70,7 +74,7 @@ def measure(name, freq, extra):
             cmd = ["perf", "record", "-q", "-e", "cpu-clock", "-F", str(freq), "-o", out] + extra + ["--"]
         else:
             cmd = [hrec, "record", "-e", "cpu-clock", "-F", str(freq), "-o", out] + extra + ["--"]
-        wall, wcpu, total, err = run(cmd, out)
+        wall, wcpu, total, err = run(cmd, work)
         if name.startswith("perf"):
             samples, lost = perf_samples(out)
         else:
@@ -80,14 +84,14 @@ def measure(name, freq, extra):
     med = lambda k: statistics.median(r[k] for r in rows)
     return {"wall": med(0), "rcpu": med(1), "bps": med(2), "samples": med(3), "lost": max(r[4] for r in rows)}
 
-base = statistics.median(run([], None)[0] for _ in range(runs))
-print(f"workload: threads {secs} (4 threads + 1 child process), {ncpu} CPUs, {runs} runs each, medians\n")
+base = statistics.median(run([], fixed)[0] for _ in range(runs))
+print(f"workload: {' '.join(os.path.basename(w) for w in fixed)} (fixed work, one thread), {ncpu} CPUs, {runs} runs each, medians\n")
 print("| recorder | -F | workload wall (s) | slowdown | recorder CPU (s) | samples | bytes/sample | lost |")
 print("|---|---|---|---|---|---|---|---|")
 print(f"| none | - | {base:.3f} | 1.000 | - | - | - | - |")
 res = {}
 for name, extra in [("perf", []), ("perf -z", ["-z"]), ("hrec", [])]:
-    r = measure(name.replace(" ", ""), 4000, extra)
+    r = measure(name.replace(" ", ""), 4000, extra, fixed)
     res[name] = r
     print(f"| {name} | 4000 | {r['wall']:.3f} | {r['wall']/base:.3f} | {r['rcpu']:.3f} | {r['samples']:.0f} | {r['bps']:.2f} | {r['lost']} |")
 print()
@@ -97,10 +101,10 @@ print(f"hrec/perf recorder CPU: {res['hrec']['rcpu']/max(res['perf']['rcpu'],1e-
 print()
 rate = int(open("/proc/sys/kernel/perf_event_max_sample_rate").read())
 per_cpu = rate // ncpu
-print(f"high rate: cpu-clock -F {per_cpu} per CPU ({per_cpu * ncpu} samples/s across {ncpu} CPUs)\n")
+print(f"high rate: threads {secs} (4 threads + 1 child process, every CPU busy), cpu-clock -F {per_cpu} per CPU ({per_cpu * ncpu} samples/s across {ncpu} CPUs)\n")
 print("| recorder | -F | samples | samples/s | lost |")
 print("|---|---|---|---|---|")
 for name in ["perf", "hrec"]:
-    r = measure(name + "-hi", per_cpu, [])
+    r = measure(name + "-hi", per_cpu, [], timed)
     print(f"| {name} | {per_cpu} | {r['samples']:.0f} | {r['samples']/r['wall']:.0f} | {r['lost']} |")
 PY

@@ -141,9 +141,8 @@ enum Msg {
     Side(&'static str, Vec<u8>),
 }
 
-/// A batch is handed to the writer at this size (bigger blocks compress better).
-const BATCH_BYTES: usize = 1 << 20;
-/// ... or when it is this old, so a crash loses little.
+/// A batch is handed to the writer at [`data::BATCH_BYTES`] (the block size the codec is
+/// tuned for), or when it is this old, so a crash loses little.
 const BATCH_AGE: Duration = Duration::from_millis(500);
 /// A second SIGINT/SIGTERM, or this long after the first, ends the recording even if the
 /// workload is still running.
@@ -583,7 +582,7 @@ fn drain_all(
             *since = Instant::now();
         }
         if !batch.is_empty()
-            && (flush || batch.len() >= BATCH_BYTES || since.elapsed() >= BATCH_AGE)
+            && (flush || batch.len() >= data::BATCH_BYTES || since.elapsed() >= BATCH_AGE)
         {
             let source = if r.cpu >= 0 {
                 r.cpu as u32
