@@ -3,7 +3,7 @@
 use std::fmt;
 
 use super::DecodeError;
-use super::cursor::Cursor;
+use super::cursor::{Ctx, Cursor};
 use super::layout::Layout;
 use super::misc;
 use crate::event::attr::{read, sample};
@@ -123,6 +123,17 @@ pub struct ReadValues<'a> {
 }
 
 impl<'a> ReadValues<'a> {
+    /// The values `read()` on a perf fd returns (the same layout as in a sample), e.g. the
+    /// recorder's final counts. Bytes after the values are ignored.
+    pub fn from_read(bytes: &'a [u8], read_format: u64) -> Result<Self, DecodeError> {
+        let ctx = Ctx {
+            kind: super::kind::READ,
+            offset: 0,
+            what: "read() values",
+        };
+        ReadValues::parse(&mut Cursor::new(bytes, 0, ctx), read_format)
+    }
+
     /// Parses read values in `read_format`'s layout; `nr` is checked against the bytes left
     /// before any entry is trusted.
     pub(crate) fn parse(c: &mut Cursor<'a>, read_format: u64) -> Result<Self, DecodeError> {

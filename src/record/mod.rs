@@ -25,6 +25,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::data::{self, EventId, EventMeta, FinalCount, Meta, PmuMeta, Trailer, Writer};
+use crate::decode::ReadValues;
 use crate::event::attr::read;
 use crate::event::plan::{Plan, Role, Target};
 use crate::kernel::process::{self, Epoll, ExitStatus, Signals, SpawnError, Workload};
@@ -602,74 +603,31 @@ fn final_counts(plan: &Plan, o: &Opened) -> (Vec<FinalCount>, u64) {
     let mut lost = 0u64;
     let mut buf = vec![0u8; 64 * 1024];
     for f in &o.fds {
-        let a = &o.attrs[f.event];
-        let rf = a.read_format;
-        let group = rf & read::GROUP != 0;
-        if group && plan.events[f.event].leader != f.event {
+        let rf = o.attrs[f.event].read_format;
+        if rf & read::GROUP != 0 && plan.events[f.event].leader != f.event {
             continue; // the leader's read covers the whole group
         }
         let Ok(n) = f.fd.read_raw(&mut buf) else {
             continue;
         };
-        let words: Vec<u64> = buf[..n]
-            .chunks_exact(8)
-            .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
-            .collect();
-        let mut it = words.into_iter();
-        let mut next = || it.next().unwrap_or(0);
-        let has = |b: u64| rf & b != 0;
-        let entry = |value: u64, id: u64, te: u64, tr: u64| {
-            let event = o
-                .fds
-                .iter()
-                .find(|x| x.id == id)
-                .map_or(f.event, |x| x.event);
-            FinalCount {
-                event,
+        let Ok(values) = ReadValues::from_read(&buf[..n], rf) else {
+            continue;
+        };
+        for e in values.iter() {
+            let id = e.id.unwrap_or(f.id);
+            lost += e.lost.unwrap_or(0);
+            counts.push(FinalCount {
+                event: o
+                    .fds
+                    .iter()
+                    .find(|x| x.id == id)
+                    .map_or(f.event, |x| x.event),
                 id,
                 cpu: f.slot.cpu,
-                value,
-                time_enabled: te,
-                time_running: tr,
-            }
-        };
-        if group {
-            let nr = next();
-            let te = if has(read::TOTAL_TIME_ENABLED) {
-                next()
-            } else {
-                0
-            };
-            let tr = if has(read::TOTAL_TIME_RUNNING) {
-                next()
-            } else {
-                0
-            };
-            for _ in 0..nr.min(64) {
-                let v = next();
-                let id = if has(read::ID) { next() } else { f.id };
-                if has(read::LOST) {
-                    lost += next();
-                }
-                counts.push(entry(v, id, te, tr));
-            }
-        } else {
-            let v = next();
-            let te = if has(read::TOTAL_TIME_ENABLED) {
-                next()
-            } else {
-                0
-            };
-            let tr = if has(read::TOTAL_TIME_RUNNING) {
-                next()
-            } else {
-                0
-            };
-            let id = if has(read::ID) { next() } else { f.id };
-            if has(read::LOST) {
-                lost += next();
-            }
-            counts.push(entry(v, id, te, tr));
+                value: e.value,
+                time_enabled: values.time_enabled.unwrap_or(0),
+                time_running: values.time_running.unwrap_or(0),
+            });
         }
     }
     (counts, lost)
