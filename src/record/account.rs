@@ -10,25 +10,9 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use crate::decode::{self, Layout, Record, context};
+use crate::decode::{self, Layout, Record, context, kind};
 use crate::event::Attr;
 use crate::event::attr::sample;
-
-/// Record types the accounting looks at (perf-abi.md 5.2).
-pub mod kind {
-    /// `PERF_RECORD_MMAP`
-    pub const MMAP: u32 = 1;
-    /// `PERF_RECORD_LOST`
-    pub const LOST: u32 = 2;
-    /// `PERF_RECORD_THROTTLE`
-    pub const THROTTLE: u32 = 5;
-    /// `PERF_RECORD_UNTHROTTLE`
-    pub const UNTHROTTLE: u32 = 6;
-    /// `PERF_RECORD_SAMPLE`
-    pub const SAMPLE: u32 = 9;
-    /// `PERF_RECORD_MMAP2`
-    pub const MMAP2: u32 = 10;
-}
 
 /// Fixed offsets inside a SAMPLE for one `sample_type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
