@@ -18,3 +18,4 @@ pub mod output;
 pub mod pmu;
 pub mod record;
 pub mod recording;
+pub mod symbol;
