@@ -67,8 +67,27 @@ pub struct InputConfig {
     pub input: PathBuf,
 }
 
+/// `hrec report`.
+#[derive(Debug, Clone)]
+pub struct ReportConfig {
+    /// `-i`.
+    pub input: PathBuf,
+    /// Aggregation (sort keys, children, filters).
+    pub hist: crate::analysis::hist::HistOptions,
+    /// Symbol search and time range.
+    pub profile: crate::analysis::profile::ProfileOptions,
+    /// Printing.
+    pub style: output::report::ReportStyle,
+    /// `--json`.
+    pub json: bool,
+    /// `--retire-latency-json FILE`.
+    pub retire_latency_json: Option<PathBuf>,
+    /// Show a progress line on stderr (a terminal).
+    pub progress: bool,
+}
+
 /// One command to run.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum Command {
     /// `hrec record`
     Record(RecordConfig),
@@ -78,6 +97,8 @@ pub enum Command {
     Script(InputConfig),
     /// `hrec info`
     Info(InputConfig),
+    /// `hrec report`
+    Report(Box<ReportConfig>),
     /// A command that a later milestone implements (`report`, `script`, ...).
     Pending {
         /// Its name.
@@ -152,6 +173,7 @@ pub fn run(
         Command::List(cfg) => list(env, cfg, out),
         Command::Script(cfg) => script(cfg, out, err),
         Command::Info(cfg) => info(cfg, out, err),
+        Command::Report(cfg) => report(cfg, out, err),
         Command::Pending { name, what } => Err(AppError::NotImplemented { name, what }),
     }
 }
@@ -221,6 +243,103 @@ fn open_recording(cfg: &InputConfig, err: &mut dyn Write) -> Result<Recording, A
         writeln!(err, "hrec: warning: {e}")?;
     }
     Ok(rec)
+}
+
+fn report(cfg: &ReportConfig, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, AppError> {
+    use crate::analysis::{hist, profile};
+    let rec = open_recording(
+        &InputConfig {
+            input: cfg.input.clone(),
+        },
+        err,
+    )?;
+    let meta = rec.meta();
+    let total = rec.reader.trailer().map(|t| t.samples).unwrap_or(0);
+    let show = cfg.progress;
+    let mut progress = |done: u64| {
+        if show {
+            let of = if total > 0 {
+                format!(" of {total} ({:.0}%)", 100.0 * done as f64 / total as f64)
+            } else {
+                String::new()
+            };
+            eprint!("\rhrec report: {done} samples{of}   ");
+        }
+    };
+    let p = profile::build(&rec, &cfg.profile, &mut progress);
+    if show {
+        eprint!("\r{:60}\r", "");
+    }
+    let tables = hist::tables(&p, &cfg.hist);
+    let mut style = cfg.style.clone();
+    let mut header = vec![format!(
+        "hrec report of {} ({} samples{}{})",
+        cfg.input.display(),
+        p.samples.len(),
+        rec.reader
+            .trailer()
+            .map(|t| format!(", {} lost", t.lost_samples + t.lost_samples_read))
+            .unwrap_or_default(),
+        if rec.reader.truncated().is_some() {
+            ", TRUNCATED: the recording did not finish"
+        } else {
+            ""
+        }
+    )];
+    if !meta.command_line.is_empty() {
+        header.push(format!("cmdline: {}", meta.command_line.join(" ")));
+    }
+    if !meta.hostname.is_empty() {
+        header.push(format!(
+            "host: {} ({}, {}, kernel {})",
+            meta.hostname, meta.cpu_model, meta.arch, meta.kernel_release
+        ));
+    }
+    header.append(&mut style.header);
+    style.header = header;
+    if cfg.json {
+        output::report::json(&p, &tables, &cfg.hist, &style, out)?;
+    } else {
+        output::report::text(&p, &tables, &cfg.hist, &style, out)?;
+    }
+    if let Some(path) = &cfg.retire_latency_json {
+        let platform = [
+            ("Model name", meta.cpu_model.clone()),
+            ("Host", meta.hostname.clone()),
+            ("Kernel", meta.kernel_release.clone()),
+            (
+                "Source",
+                format!(
+                    "hrec report --retire-latency-json of {}",
+                    cfg.input.display()
+                ),
+            ),
+        ];
+        let mut buf = Vec::new();
+        let n = output::report::retire_latency_json(&p, &tables, &platform, &mut buf)?;
+        std::fs::write(path, buf)
+            .map_err(|e| AppError::Usage(format!("cannot write {}: {e}", path.display())))?;
+        if n == 0 {
+            let why: Vec<String> = p
+                .events
+                .iter()
+                .filter_map(|e| {
+                    Some(format!(
+                        "{}: {}",
+                        e.name,
+                        output::report::no_latency_reason(e)?
+                    ))
+                })
+                .collect();
+            writeln!(
+                err,
+                "hrec: warning: {} has no events with retire latencies ({})",
+                path.display(),
+                why.join("; ")
+            )?;
+        }
+    }
+    Ok(0)
 }
 
 fn script(cfg: &InputConfig, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, AppError> {

@@ -37,7 +37,7 @@ pub enum Cmd {
     /// Sample a command (or CPUs, or processes) into a file.
     Record(RecordArgs),
     /// Show where samples landed, with TopDown and retire latency per symbol.
-    Report(InputArgs),
+    Report(ReportArgs),
     /// Print every sample, perf script style.
     Script(InputArgs),
     /// Draw a flame graph SVG.
@@ -122,6 +122,134 @@ pub struct InputArgs {
     /// Input file.
     #[arg(short = 'i', long = "input", default_value = "hrec.data")]
     pub input: PathBuf,
+}
+
+/// `hrec report` flags (perf report's names).
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Input file.
+    #[arg(short = 'i', long = "input", default_value = "hrec.data")]
+    pub input: PathBuf,
+    /// Sort keys: comm, pid, tid, dso, sym, srcline, ip, event, pmu, cpu.
+    #[arg(short = 's', long = "sort", default_value = "comm,dso,sym")]
+    pub sort: String,
+    /// Credit every function on the call chain (Children column); needs `record -g`.
+    #[arg(long, overrides_with = "no_children")]
+    pub children: bool,
+    /// Only the function at the top of the stack (the default).
+    #[arg(long = "no-children")]
+    pub no_children: bool,
+    /// Print call paths under each row (needs `record -g`).
+    #[arg(short = 'g', long = "call-graph")]
+    pub call_graph: bool,
+    /// TopDown columns: 0 (none), 1 (level 1, default) or 2.
+    #[arg(long = "td-level", default_value_t = 1, value_parser = clap::value_parser!(u8).range(0..=2))]
+    pub td_level: u8,
+    /// Hide rows below this percentage.
+    #[arg(long = "percent-limit", default_value_t = 0.0)]
+    pub percent_limit: f64,
+    /// Only these thread names (comma-separated).
+    #[arg(long = "comm", alias = "comms", value_delimiter = ',')]
+    pub comm: Vec<String>,
+    /// Only these process ids (comma-separated).
+    #[arg(long = "pid", value_delimiter = ',')]
+    pub pid: Vec<u32>,
+    /// Only these shared objects (comma-separated).
+    #[arg(long = "dso", alias = "dsos", value_delimiter = ',')]
+    pub dso: Vec<String>,
+    /// Only these symbols (comma-separated).
+    #[arg(long = "sym", alias = "symbols", value_delimiter = ',')]
+    pub sym: Vec<String>,
+    /// Time range START,END in seconds as `hrec script` prints them (either may be empty).
+    #[arg(long = "time")]
+    pub time: Option<String>,
+    /// Look for binaries under this directory (as if it were /).
+    #[arg(long = "symfs")]
+    pub symfs: Option<PathBuf>,
+    /// Extra debug-file directory (default /usr/lib/debug); repeatable.
+    #[arg(long = "debug-dir")]
+    pub debug_dir: Vec<PathBuf>,
+    /// Show full source paths in srcline.
+    #[arg(long = "full-source-path")]
+    pub full_source_path: bool,
+    /// JSON instead of the text table.
+    #[arg(long)]
+    pub json: bool,
+    /// Accepted for perf compatibility (text is the default).
+    #[arg(long, hide = true)]
+    pub stdio: bool,
+    /// Also write per-event retire-latency statistics to FILE, in the schema of Intel's
+    /// <model>_retire_latency.json (for `hrec stat --tpebs-from`).
+    #[arg(long = "retire-latency-json", value_name = "FILE")]
+    pub retire_latency_json: Option<PathBuf>,
+}
+
+/// Parses `--time START,END` (seconds, as `hrec script` prints them) into nanoseconds.
+pub fn parse_time_range(s: &str) -> Result<(u64, u64), String> {
+    let (a, b) = s
+        .split_once(',')
+        .ok_or_else(|| format!("--time {s:?}: expected START,END in seconds (e.g. 12.5,13)"))?;
+    let secs = |v: &str, default: u64| -> Result<u64, String> {
+        let v = v.trim();
+        if v.is_empty() {
+            return Ok(default);
+        }
+        let f: f64 = v
+            .parse()
+            .map_err(|_| format!("--time {s:?}: {v:?} is not a number of seconds"))?;
+        if f.is_nan() || f < 0.0 {
+            return Err(format!("--time {s:?}: {v:?} is not a non-negative number of seconds"));
+        }
+        Ok((f * 1e9).round() as u64)
+    };
+    let (a, b) = (secs(a, 0)?, secs(b, u64::MAX)?);
+    if a >= b {
+        return Err(format!("--time {s:?}: START must be before END"));
+    }
+    Ok((a, b))
+}
+
+impl ReportArgs {
+    fn into_config(self) -> Result<hrec::app::ReportConfig, String> {
+        use hrec::analysis::{hist, profile};
+        use std::io::IsTerminal;
+        let sort = hist::parse_sort(&self.sort).map_err(|e| format!("--sort: {e}"))?;
+        if sort.is_empty() {
+            return Err("--sort: give at least one key".into());
+        }
+        let time = self.time.as_deref().map(parse_time_range).transpose()?;
+        let mut search = hrec::symbol::debuginfo::SearchPaths::default();
+        search.debug_dirs.splice(0..0, self.debug_dir);
+        Ok(hrec::app::ReportConfig {
+            input: self.input,
+            hist: hist::HistOptions {
+                sort,
+                children: self.children && !self.no_children,
+                full_source_path: self.full_source_path,
+                filters: hist::Filters {
+                    comms: self.comm,
+                    pids: self.pid,
+                    dsos: self.dso,
+                    syms: self.sym,
+                },
+            },
+            profile: profile::ProfileOptions {
+                symfs: self.symfs,
+                search,
+                time,
+                ..profile::ProfileOptions::default()
+            },
+            style: hrec::output::report::ReportStyle {
+                td_level: self.td_level,
+                percent_limit: self.percent_limit,
+                callgraph: self.call_graph,
+                ..Default::default()
+            },
+            json: self.json,
+            retire_latency_json: self.retire_latency_json,
+            progress: std::io::stderr().is_terminal() && !self.json,
+        })
+    }
 }
 
 /// `hrec flamegraph` flags.
@@ -220,10 +348,7 @@ impl Cli {
         let cmd = match self.command {
             Cmd::Record(a) => Command::Record(a.into_config()?),
             Cmd::List(a) => Command::List(ListConfig { json: a.json }),
-            Cmd::Report(_) => Command::Pending {
-                name: "report",
-                what: "symbolized reports come with the reporter",
-            },
+            Cmd::Report(a) => Command::Report(Box::new(a.into_config()?)),
             Cmd::Script(a) => Command::Script(InputConfig { input: a.input }),
             Cmd::Flamegraph(_) => Command::Pending {
                 name: "flamegraph",

@@ -9,6 +9,7 @@
 //! Everything up to the [`event::Plan`] is a pure function of a sysfs snapshot and the options,
 //! so it runs and is tested on machines without a hardware PMU. See `docs/architecture.md`.
 
+pub mod analysis;
 pub mod app;
 pub mod data;
 pub mod decode;

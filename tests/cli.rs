@@ -157,7 +157,7 @@ fn errors_are_one_line_with_exit_codes() {
         assert_eq!(hrec(Some("zen4"), &v).status.code(), Some(2), "{args:?}");
     }
     // Not yet implemented subcommands say so.
-    for sub in ["report", "flamegraph", "stat"] {
+    for sub in ["flamegraph", "stat"] {
         let o = hrec(None, &[sub]);
         let (_, err) = text(&o);
         assert_eq!(o.status.code(), Some(1), "{sub}");
@@ -174,6 +174,8 @@ fn errors_are_one_line_with_exit_codes() {
         ("script", "missing.hrec", "No such file"),
         ("info", "junk", "is not an hrec file"),
         ("script", "junk", "is not an hrec file"),
+        ("report", "missing.hrec", "No such file"),
+        ("report", "junk", "is not an hrec file"),
     ] {
         let path = dir.path().join(file);
         let o = hrec(None, &[sub, "-i", path.to_str().unwrap()]);
@@ -184,6 +186,19 @@ fn errors_are_one_line_with_exit_codes() {
             err.starts_with("hrec: error: ") && err.contains(want),
             "{err}"
         );
+    }
+    // Bad report options are usage errors naming the choices.
+    for (args, want) in [
+        (&["--sort", "comm,bogus"][..], "unknown sort key \"bogus\"; the keys are: comm"),
+        (&["--time", "5,1"][..], "START must be before END"),
+        (&["--time", "x"][..], "expected START,END"),
+    ] {
+        let mut v = vec!["report"];
+        v.extend_from_slice(args);
+        let o = hrec(None, &v);
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{err}");
     }
     // A sysfs root that is not one: the error names the directory and its cause.
     let o = hrec(None, &["--sysfs-root", "/nonexistent", "list"]);

@@ -96,6 +96,8 @@ pub struct Mmap<'a> {
     pub len: u64,
     /// File offset of `addr`.
     pub pgoff: u64,
+    /// `misc & MMAP_DATA`: a data (not executable) mapping.
+    pub data: bool,
     /// The file name up to its first NUL (bytes: paths need not be UTF-8).
     pub filename: &'a [u8],
     /// The trailer.
@@ -139,6 +141,8 @@ pub struct Mmap2<'a> {
     pub prot: u32,
     /// `MAP_*`.
     pub flags: u32,
+    /// `misc & MMAP_DATA`: a data (not executable) mapping.
+    pub data: bool,
     /// The file name up to its first NUL.
     pub filename: &'a [u8],
     /// The trailer.
@@ -428,6 +432,7 @@ impl<'a> Record<'a> {
                 addr: c.field("addr").u64()?,
                 len: c.field("len").u64()?,
                 pgoff: c.field("pgoff").u64()?,
+                data: h.misc & misc::MMAP_DATA != 0,
                 filename: cstr(c.rest()),
                 sample_id: sid,
             }),
@@ -460,6 +465,7 @@ impl<'a> Record<'a> {
                     file,
                     prot: c.field("prot").u32()?,
                     flags: c.field("flags").u32()?,
+                    data: h.misc & misc::MMAP_DATA != 0,
                     filename: cstr(c.rest()),
                     sample_id: sid,
                 })

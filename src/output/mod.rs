@@ -7,6 +7,8 @@
 //! group order. A callchain follows on indented lines, one address per frame, with the
 //! kernel's context markers left out as perf does. Symbols come with the reporter.
 
+pub mod report;
+
 use std::fmt::Write as _;
 use std::io::{self, Write};
 

@@ -1,1 +1,250 @@
-//! TODO
+//! Address spaces over time, rebuilt from the side-band records.
+//!
+//! Rules, applied in timestamp order (see the module root for why):
+//! - **MMAP/MMAP2** add a mapping to the process `pid`; like `mmap(MAP_FIXED)` it replaces
+//!   whatever it overlaps (the parts outside it survive, split if needed). Records with
+//!   `pid == -1` describe the kernel and are ignored here (kernel addresses resolve through
+//!   kallsyms). Data mappings (`MMAP_DATA`) are ignored: they never hold code.
+//! - **COMM with `COMM_EXEC`**: exec replaced the address space, so the process's mappings are
+//!   dropped; the new image's MMAPs follow.
+//! - **FORK** of a new process (`pid != ppid`) copies the parent's mappings: the child runs
+//!   the parent's code until it execs, and the kernel sends no MMAPs for inherited mappings.
+//!   A new thread (`pid == ppid`) shares its process's mappings, which are keyed by pid.
+//! - **EXIT** leaves the mappings in place: samples taken just before exit may be ordered
+//!   after it, and pids are not reused within one recording often enough to matter.
+
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::decode::Record;
+
+/// Index of a file in [`AddressSpaces::files`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FileIdx(pub u32);
+
+/// One mapping of a file (or anonymous memory) into a process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mapping {
+    /// First address.
+    pub start: u64,
+    /// One past the last address.
+    pub end: u64,
+    /// File offset of `start`.
+    pub pgoff: u64,
+    /// The file.
+    pub file: FileIdx,
+}
+
+impl Mapping {
+    /// The file offset of `addr` (which must lie inside the mapping).
+    pub fn file_offset(&self, addr: u64) -> u64 {
+        addr - self.start + self.pgoff
+    }
+}
+
+/// A mapped file's name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MappedFile {
+    /// The path (or pseudo name such as `//anon`, `[vdso]`) as the record gave it.
+    pub path: Arc<Path>,
+    /// What perf shows in the Shared Object column: the file name without directories.
+    pub short: Arc<str>,
+}
+
+impl MappedFile {
+    /// Anonymous memory (JIT code, heap): no file describes it.
+    pub fn is_anonymous(&self) -> bool {
+        let p = self.path.as_os_str().as_bytes();
+        p.starts_with(b"//anon")
+            || p.starts_with(b"[anon")
+            || p.starts_with(b"/memfd:")
+            || p == b"[heap]"
+            || p.starts_with(b"[stack")
+            || p.starts_with(b"/dev/zero")
+            || p.is_empty()
+    }
+
+    /// A kernel-provided pseudo file (`[vdso]`, `[vsyscall]`) that is not on disk.
+    pub fn is_pseudo(&self) -> bool {
+        let p = self.path.as_os_str().as_bytes();
+        p.starts_with(b"[") && !self.is_anonymous()
+    }
+}
+
+/// The mappings of every process, as of the last record applied.
+#[derive(Debug, Default)]
+pub struct AddressSpaces {
+    procs: HashMap<u32, BTreeMap<u64, Mapping>>,
+    files: Vec<MappedFile>,
+    by_name: HashMap<Vec<u8>, FileIdx>,
+}
+
+impl AddressSpaces {
+    /// Empty.
+    pub fn new() -> AddressSpaces {
+        AddressSpaces::default()
+    }
+
+    /// The files seen so far, indexed by [`FileIdx`].
+    pub fn files(&self) -> &[MappedFile] {
+        &self.files
+    }
+
+    /// One file.
+    pub fn file(&self, f: FileIdx) -> &MappedFile {
+        &self.files[f.0 as usize]
+    }
+
+    /// Interns a file name.
+    pub fn intern(&mut self, name: &[u8]) -> FileIdx {
+        if let Some(&f) = self.by_name.get(name) {
+            return f;
+        }
+        let path: Arc<Path> = Path::new(OsStr::from_bytes(name)).into();
+        let short = match name.rsplit(|&b| b == b'/').next() {
+            Some(s) if !s.is_empty() && name.starts_with(b"/") && !name.starts_with(b"//") => s,
+            _ => name,
+        };
+        let f = FileIdx(self.files.len() as u32);
+        self.files.push(MappedFile {
+            path,
+            short: String::from_utf8_lossy(short).into(),
+        });
+        self.by_name.insert(name.to_vec(), f);
+        f
+    }
+
+    /// Applies a side-band record; other records are ignored.
+    pub fn apply(&mut self, r: &Record<'_>) {
+        match r {
+            Record::Mmap(m) if !m.data => self.map(m.pid, m.addr, m.len, m.pgoff, m.filename),
+            Record::Mmap2(m) if !m.data => self.map(m.pid, m.addr, m.len, m.pgoff, m.filename),
+            Record::Comm(c) if c.exec && c.pid == c.tid => {
+                self.procs.remove(&c.pid);
+            }
+            Record::Fork(t) if t.pid != t.ppid => {
+                if let Some(parent) = self.procs.get(&t.ppid).cloned() {
+                    self.procs.insert(t.pid, parent);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Adds a mapping, replacing what it overlaps.
+    pub fn map(&mut self, pid: u32, start: u64, len: u64, pgoff: u64, name: &[u8]) {
+        if pid == u32::MAX || len == 0 {
+            return;
+        }
+        let end = start.saturating_add(len);
+        let file = self.intern(name);
+        let maps = self.procs.entry(pid).or_default();
+        // Mappings that overlap [start, end): those starting before `end` whose end is after
+        // `start`. Only one mapping starting before `start` can overlap it.
+        let overlapping: Vec<Mapping> = maps
+            .range(..end)
+            .rev()
+            .take_while(|(_, m)| m.end > start)
+            .map(|(_, m)| *m)
+            .collect();
+        for m in overlapping {
+            maps.remove(&m.start);
+            if m.start < start {
+                maps.insert(m.start, Mapping { end: start, ..m });
+            }
+            if m.end > end {
+                maps.insert(
+                    end,
+                    Mapping {
+                        start: end,
+                        pgoff: m.pgoff + (end - m.start),
+                        ..m
+                    },
+                );
+            }
+        }
+        maps.insert(
+            start,
+            Mapping {
+                start,
+                end,
+                pgoff,
+                file,
+            },
+        );
+    }
+
+    /// The mapping of process `pid` that contains `addr`.
+    pub fn find(&self, pid: u32, addr: u64) -> Option<&Mapping> {
+        let (_, m) = self.procs.get(&pid)?.range(..=addr).next_back()?;
+        (addr < m.end).then_some(m)
+    }
+
+    /// Number of processes with mappings.
+    pub fn processes(&self) -> usize {
+        self.procs.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(a: &AddressSpaces, pid: u32) -> Vec<(u64, u64, u64, String)> {
+        a.procs[&pid]
+            .values()
+            .map(|m| (m.start, m.end, m.pgoff, a.file(m.file).short.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn a_new_mapping_splits_and_replaces_what_it_overlaps() {
+        let mut a = AddressSpaces::new();
+        a.map(1, 0x1000, 0x4000, 0, b"/usr/lib/liba.so");
+        a.map(1, 0x2000, 0x1000, 0x9000, b"/usr/lib/libb.so");
+        assert_eq!(
+            names(&a, 1),
+            [
+                (0x1000, 0x2000, 0, "liba.so".into()),
+                (0x2000, 0x3000, 0x9000, "libb.so".into()),
+                (0x3000, 0x5000, 0x2000, "liba.so".into()),
+            ]
+        );
+        assert_eq!(a.find(1, 0x3fff).unwrap().file_offset(0x3fff), 0x2fff);
+        assert!(a.find(1, 0x5000).is_none());
+        assert!(a.find(1, 0xfff).is_none());
+        assert!(a.find(2, 0x1000).is_none());
+        // Covering several mappings at once removes them all.
+        a.map(1, 0x800, 0x10000, 0, b"//anon");
+        assert_eq!(names(&a, 1), [(0x800, 0x10800, 0, "//anon".into())]);
+        assert!(a.file(a.find(1, 0x900).unwrap().file).is_anonymous());
+    }
+
+    #[test]
+    fn kernel_and_empty_mappings_are_ignored() {
+        let mut a = AddressSpaces::new();
+        a.map(
+            u32::MAX,
+            0xffffffff81000000,
+            0x1000,
+            0,
+            b"[kernel.kallsyms]_text",
+        );
+        a.map(3, 0x1000, 0, 0, b"/x");
+        assert_eq!(a.processes(), 0);
+    }
+
+    #[test]
+    fn pseudo_files_are_recognised() {
+        let mut a = AddressSpaces::new();
+        let v = a.intern(b"[vdso]");
+        let h = a.intern(b"[heap]");
+        assert!(a.file(v).is_pseudo() && !a.file(v).is_anonymous());
+        assert!(a.file(h).is_anonymous());
+        assert_eq!(&*a.file(v).short, "[vdso]");
+        assert_eq!(a.intern(b"[vdso]"), v);
+    }
+}

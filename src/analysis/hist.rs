@@ -1,0 +1,400 @@
+//! Histograms of a profile: samples grouped by the `--sort` keys, per event.
+//!
+//! Each event is its own table with its own totals, as `perf report` does: percentages of
+//! `cpu_core/cycles/` and `cpu_atom/cycles/` are each of their own PMU's cycles, never mixed.
+//! A row's weight is the sum of its samples' periods (the event count they stand for, which
+//! differs per sample with frequency sampling); the sample count is kept beside it.
+//!
+//! With `children`, every distinct symbol on a sample's call chain is credited the sample's
+//! period once (recursion does not double count), so a row's Children value is the time
+//! spent in it and everything it called; Self is the time with it at the top of the stack.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::str::FromStr;
+
+use super::latency::LatencyStats;
+use super::profile::{Loc, NONE, ProfSample, Profile};
+use super::topdown::TdCounts;
+
+/// A `--sort` key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SortKey {
+    /// Thread name.
+    Comm,
+    /// Process id.
+    Pid,
+    /// Thread id.
+    Tid,
+    /// Shared object.
+    Dso,
+    /// Symbol.
+    Sym,
+    /// Source file and line of the innermost inline frame.
+    Srcline,
+    /// The instruction (file address).
+    Ip,
+    /// Event name.
+    Event,
+    /// PMU name.
+    Pmu,
+    /// CPU.
+    Cpu,
+}
+
+impl SortKey {
+    /// Every key, for messages.
+    pub const ALL: &'static str = "comm, pid, tid, dso, sym, srcline, ip, event, pmu, cpu";
+
+    /// The column header perf uses.
+    pub fn header(self) -> &'static str {
+        match self {
+            SortKey::Comm => "Command",
+            SortKey::Pid => "Pid:Command",
+            SortKey::Tid => "Tid",
+            SortKey::Dso => "Shared Object",
+            SortKey::Sym => "Symbol",
+            SortKey::Srcline => "Source:Line",
+            SortKey::Ip => "IP",
+            SortKey::Event => "Event",
+            SortKey::Pmu => "PMU",
+            SortKey::Cpu => "CPU",
+        }
+    }
+
+    /// The JSON field name.
+    pub fn name(self) -> &'static str {
+        match self {
+            SortKey::Comm => "comm",
+            SortKey::Pid => "pid",
+            SortKey::Tid => "tid",
+            SortKey::Dso => "dso",
+            SortKey::Sym => "sym",
+            SortKey::Srcline => "srcline",
+            SortKey::Ip => "ip",
+            SortKey::Event => "event",
+            SortKey::Pmu => "pmu",
+            SortKey::Cpu => "cpu",
+        }
+    }
+}
+
+impl fmt::Display for SortKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// An unknown `--sort` key.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown sort key {0:?}; the keys are: {keys}", keys = SortKey::ALL)]
+pub struct BadSortKey(pub String);
+
+impl FromStr for SortKey {
+    type Err = BadSortKey;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(match s.trim() {
+            "comm" => SortKey::Comm,
+            "pid" => SortKey::Pid,
+            "tid" => SortKey::Tid,
+            "dso" => SortKey::Dso,
+            "sym" | "symbol" => SortKey::Sym,
+            "srcline" => SortKey::Srcline,
+            "ip" => SortKey::Ip,
+            "event" => SortKey::Event,
+            "pmu" => SortKey::Pmu,
+            "cpu" => SortKey::Cpu,
+            other => return Err(BadSortKey(other.to_string())),
+        })
+    }
+}
+
+/// Parses `comm,dso,sym`.
+pub fn parse_sort(s: &str) -> Result<Vec<SortKey>, BadSortKey> {
+    s.split(',')
+        .filter(|k| !k.trim().is_empty())
+        .map(str::parse)
+        .collect()
+}
+
+/// Which samples a report keeps (perf's `--comms`, `--pid`, `--dsos`, `--symbols`).
+#[derive(Debug, Clone, Default)]
+pub struct Filters {
+    /// Thread names.
+    pub comms: Vec<String>,
+    /// Process ids.
+    pub pids: Vec<u32>,
+    /// Shared objects (short names).
+    pub dsos: Vec<String>,
+    /// Symbol names.
+    pub syms: Vec<String>,
+}
+
+impl Filters {
+    fn keep(&self, p: &Profile, s: &ProfSample) -> bool {
+        let leaf = &p.locs[s.leaf as usize];
+        (self.comms.is_empty() || self.comms.iter().any(|c| **c == *p.comms[s.comm as usize]))
+            && (self.pids.is_empty() || self.pids.contains(&s.pid))
+            && (self.dsos.is_empty() || self.dsos.iter().any(|d| **d == *leaf.dso))
+            && (self.syms.is_empty() || self.syms.iter().any(|n| *n == leaf.sym_name()))
+    }
+}
+
+/// One row of a table.
+#[derive(Debug, Clone, Default)]
+pub struct Row {
+    /// The key values, in `--sort` order, as displayed.
+    pub key: Vec<String>,
+    /// Sum of periods with this row at the top of the stack.
+    pub period: u64,
+    /// Samples with this row at the top of the stack.
+    pub samples: u64,
+    /// Sum of periods of samples with this row anywhere on the stack (`children` only).
+    pub children: u64,
+    /// TopDown slots attributed here.
+    pub td: TdCounts,
+    /// Samples that carried TopDown deltas.
+    pub td_samples: u64,
+    /// Retire-latency statistics.
+    pub latency: Option<LatencyStats>,
+    /// A sample of the row, to find its call paths.
+    pub example: u32,
+    /// The location of `example` the row stands for (its leaf, or a caller frame).
+    pub example_loc: u32,
+    lat: Vec<u16>,
+}
+
+/// One event's histogram.
+#[derive(Debug, Clone, Default)]
+pub struct Table {
+    /// Index into [`Profile::events`].
+    pub event: usize,
+    /// Sum of all kept samples' periods.
+    pub total_period: u64,
+    /// Kept samples.
+    pub total_samples: u64,
+    /// TopDown totals over all kept samples.
+    pub td: TdCounts,
+    /// Kept samples with TopDown deltas.
+    pub td_samples: u64,
+    /// Retire-latency statistics of the whole event.
+    pub latency: Option<LatencyStats>,
+    /// Sorted latencies of the whole event (for histograms).
+    pub latencies: Vec<u16>,
+    /// Rows, heaviest first.
+    pub rows: Vec<Row>,
+}
+
+/// How to aggregate.
+#[derive(Debug, Clone)]
+pub struct HistOptions {
+    /// Sort keys (default `comm,dso,sym`).
+    pub sort: Vec<SortKey>,
+    /// Credit callers too (`--children`).
+    pub children: bool,
+    /// Keep full source paths in `srcline`.
+    pub full_source_path: bool,
+    /// Sample filters.
+    pub filters: Filters,
+}
+
+impl Default for HistOptions {
+    fn default() -> Self {
+        HistOptions {
+            sort: vec![SortKey::Comm, SortKey::Dso, SortKey::Sym],
+            children: false,
+            full_source_path: false,
+            filters: Filters::default(),
+        }
+    }
+}
+
+/// Interned display values of locations, computed once per location.
+struct LocKeys {
+    dso: Vec<u32>,
+    sym: Vec<u32>,
+    srcline: Vec<u32>,
+    strings: Vec<String>,
+}
+
+impl LocKeys {
+    fn new(p: &Profile, full: bool) -> LocKeys {
+        let mut ids: HashMap<String, u32> = HashMap::new();
+        let mut strings = Vec::new();
+        let mut intern = |s: String| -> u32 {
+            if let Some(&i) = ids.get(&s) {
+                return i;
+            }
+            let i = strings.len() as u32;
+            strings.push(s.clone());
+            ids.insert(s, i);
+            i
+        };
+        let (mut dso, mut sym, mut srcline) = (Vec::new(), Vec::new(), Vec::new());
+        for l in &p.locs {
+            dso.push(intern(l.dso.to_string()));
+            sym.push(intern(sym_cell(l)));
+            srcline.push(intern(
+                l.srcline(full)
+                    .unwrap_or_else(|| format!("{}+{:#x}", l.dso, l.file_addr)),
+            ));
+        }
+        LocKeys {
+            dso,
+            sym,
+            srcline,
+            strings,
+        }
+    }
+}
+
+/// `[.] name` / `[k] name`, perf's symbol cell.
+pub fn sym_cell(l: &Loc) -> String {
+    let mode = if l.kernel { 'k' } else { '.' };
+    format!("[{mode}] {}", l.sym_name())
+}
+
+/// The `ip` cell: `symbol+0xoff` or the address.
+pub fn ip_cell(l: &Loc) -> String {
+    match &l.sym {
+        Some(s) => format!("{s}+{:#x}", l.sym_offset),
+        None => format!("{:#x}", l.addr),
+    }
+}
+
+type Key = [u64; 10];
+
+fn key_of(lk: &LocKeys, sort: &[SortKey], s: &ProfSample, loc: u32) -> Key {
+    let mut k = [0u64; 10];
+    for (slot, key) in k.iter_mut().zip(sort) {
+        *slot = match key {
+            SortKey::Comm => u64::from(s.comm),
+            SortKey::Pid => u64::from(s.pid),
+            SortKey::Tid => u64::from(s.tid),
+            SortKey::Dso => u64::from(lk.dso[loc as usize]),
+            SortKey::Sym => u64::from(lk.sym[loc as usize]),
+            SortKey::Srcline => u64::from(lk.srcline[loc as usize]),
+            SortKey::Ip => u64::from(loc),
+            SortKey::Event => u64::from(s.event),
+            SortKey::Pmu => u64::from(s.event),
+            SortKey::Cpu => u64::from(s.cpu),
+        };
+    }
+    k
+}
+
+fn render(p: &Profile, lk: &LocKeys, sort: &[SortKey], s: &ProfSample, loc: u32) -> Vec<String> {
+    let l = &p.locs[loc as usize];
+    let e = &p.events[usize::from(s.event)];
+    sort.iter()
+        .map(|k| match k {
+            SortKey::Comm => p.comms[s.comm as usize].to_string(),
+            SortKey::Pid => format!("{}:{}", s.pid, p.comms[s.comm as usize]),
+            SortKey::Tid => s.tid.to_string(),
+            SortKey::Dso => lk.strings[lk.dso[loc as usize] as usize].clone(),
+            SortKey::Sym => lk.strings[lk.sym[loc as usize] as usize].clone(),
+            SortKey::Srcline => lk.strings[lk.srcline[loc as usize] as usize].clone(),
+            SortKey::Ip => ip_cell(l),
+            SortKey::Event => e.name.clone(),
+            SortKey::Pmu => e.pmu.clone().unwrap_or_else(|| "-".into()),
+            SortKey::Cpu => {
+                if s.cpu == NONE {
+                    "-".into()
+                } else {
+                    s.cpu.to_string()
+                }
+            }
+        })
+        .collect()
+}
+
+/// The loc that stands for a caller frame in a `children` row.
+fn frame_locs<'p>(p: &'p Profile, s: &'p ProfSample) -> impl Iterator<Item = u32> + 'p {
+    std::iter::once(s.leaf).chain(p.callers(s).iter().copied())
+}
+
+/// Aggregates a profile into one table per event.
+pub fn tables(p: &Profile, o: &HistOptions) -> Vec<Table> {
+    let lk = LocKeys::new(p, o.full_source_path);
+    let mut out: Vec<Table> = (0..p.events.len())
+        .map(|event| Table {
+            event,
+            ..Table::default()
+        })
+        .collect();
+    let mut maps: Vec<HashMap<Key, Row>> = vec![HashMap::new(); p.events.len()];
+    let mut seen: Vec<Key> = Vec::new();
+    for (si, s) in p.samples.iter().enumerate() {
+        if !o.filters.keep(p, s) {
+            continue;
+        }
+        let ev = usize::from(s.event);
+        let t = &mut out[ev];
+        t.total_period += s.period;
+        t.total_samples += 1;
+        let td = p.td(s);
+        if let Some(td) = td {
+            t.td.add(td);
+            t.td_samples += 1;
+        }
+        if let Some(l) = s.latency() {
+            t.latencies.push(l);
+        }
+        let map = &mut maps[ev];
+        let k = key_of(&lk, &o.sort, s, s.leaf);
+        let row = map.entry(k).or_insert_with(|| Row {
+            example: si as u32,
+            example_loc: s.leaf,
+            ..Row::default()
+        });
+        row.period += s.period;
+        row.samples += 1;
+        if let Some(td) = td {
+            row.td.add(td);
+            row.td_samples += 1;
+        }
+        if let Some(l) = s.latency() {
+            row.lat.push(l);
+        }
+        if o.children {
+            seen.clear();
+            for loc in frame_locs(p, s) {
+                let k = key_of(&lk, &o.sort, s, loc);
+                if seen.contains(&k) {
+                    continue;
+                }
+                seen.push(k);
+                let row = map.entry(k).or_insert_with(|| Row {
+                    example: si as u32,
+                    example_loc: loc,
+                    ..Row::default()
+                });
+                row.children += s.period;
+            }
+        }
+    }
+    for (t, map) in out.iter_mut().zip(maps) {
+        let mut rows: Vec<(Key, Row)> = map.into_iter().collect();
+        for (_, r) in &mut rows {
+            r.latency = LatencyStats::of(&mut r.lat);
+            r.lat = Vec::new();
+        }
+        rows.sort_by(|a, b| {
+            let w = |r: &Row| if o.children { r.children } else { r.period };
+            w(&b.1)
+                .cmp(&w(&a.1))
+                .then(b.1.period.cmp(&a.1.period))
+                .then(a.0.cmp(&b.0))
+        });
+        t.rows = rows
+            .into_iter()
+            .map(|(_, mut r)| {
+                let s = &p.samples[r.example as usize];
+                r.key = render(p, &lk, &o.sort, s, r.example_loc);
+                r
+            })
+            .collect();
+        t.latency = LatencyStats::of(&mut t.latencies);
+    }
+    out
+}

@@ -1,0 +1,565 @@
+//! `hrec report` output: the text table (`perf report --stdio` layout, plus TopDown and
+//! retire-latency columns), its JSON form, and the retire-latency JSON in the schema of
+//! Intel's `<model>_retire_latency.json`.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::io::{self, Write};
+
+use serde::Serialize;
+
+use crate::analysis::hist::{HistOptions, Row, SortKey, Table, sym_cell};
+use crate::analysis::latency::{LatencyStats, histogram};
+use crate::analysis::profile::{EventInfo, Profile};
+use crate::analysis::topdown::{L1_LABELS, L2_LABELS, TdCounts};
+
+/// Rows with fewer TopDown samples than this are marked: their percentages rest on too few
+/// group reads to mean much.
+pub const MIN_TD_SAMPLES: u64 = 10;
+
+/// How to print.
+#[derive(Debug, Clone)]
+pub struct ReportStyle {
+    /// `--td-level`: 0 hides TopDown columns, 1 or 2.
+    pub td_level: u8,
+    /// `--percent-limit`: hide rows below this share of the event.
+    pub percent_limit: f64,
+    /// `-g`: print call paths under each row.
+    pub callgraph: bool,
+    /// Call paths below this share of their row are not printed (perf's 0.5%).
+    pub callgraph_min: f64,
+    /// Header lines about the recording (file, command, host).
+    pub header: Vec<String>,
+}
+
+impl Default for ReportStyle {
+    fn default() -> Self {
+        ReportStyle {
+            td_level: 1,
+            percent_limit: 0.0,
+            callgraph: false,
+            callgraph_min: 0.5,
+            header: Vec::new(),
+        }
+    }
+}
+
+fn pct(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        100.0 * part as f64 / whole as f64
+    }
+}
+
+/// The lines about where samples resolved.
+pub fn resolution_line(p: &Profile) -> String {
+    let total = p.samples.len() as u64;
+    let mut s = format!(
+        "resolved {:.1}% of {total} samples to symbols",
+        pct(p.resolution.resolved, total)
+    );
+    if !p.resolution.unresolved.is_empty() {
+        let why: Vec<String> = p
+            .resolution
+            .unresolved
+            .iter()
+            .map(|(u, n, dso)| format!("{:.1}% {u} ({dso})", pct(*n, total)))
+            .collect();
+        let _ = write!(s, "; unresolved: {}", why.join(", "));
+    }
+    s
+}
+
+/// Why an event has no retire-latency statistics, if it has none.
+pub fn no_latency_reason(e: &EventInfo) -> Option<String> {
+    if e.has_latency {
+        return None;
+    }
+    Some(if !e.weight_struct {
+        "its samples carry no WEIGHT_STRUCT (record with -W)".to_string()
+    } else if !e.precise {
+        "it is not a precise event, so the retire latency field is always zero (software \
+         fallback or no :p)"
+            .to_string()
+    } else {
+        "every latency is zero: this CPU has no Timed PEBS (TPEBS), which Granite Rapids and \
+         later provide"
+            .to_string()
+    })
+}
+
+fn td_header_line(label: &str, td: &TdCounts, level: u8) -> Option<String> {
+    let l1 = td.level1()?;
+    let mut s = format!("# TopDown {label}:");
+    for (n, v) in L1_LABELS.iter().zip(l1) {
+        let _ = write!(s, "  {n} {v:.1}%");
+    }
+    if level >= 2
+        && let Some(l2) = td.level2()
+    {
+        s.push_str("\n#   level 2:");
+        for (n, v) in L2_LABELS.iter().zip(l2) {
+            let _ = write!(s, "  {n} {v:.1}%");
+        }
+    }
+    Some(s)
+}
+
+fn lat_line(l: &LatencyStats) -> String {
+    format!(
+        "{} samples, mean {:.1}, median {}, p90 {}, p99 {}, max {}, total {} cycles",
+        l.count, l.mean, l.median, l.p90, l.p99, l.max, l.total
+    )
+}
+
+/// Columns of one table.
+struct Cols {
+    td: u8,
+    lat: bool,
+    children: bool,
+}
+
+fn header_cells(c: &Cols, sort: &[SortKey]) -> Vec<String> {
+    let mut h = Vec::new();
+    if c.children {
+        h.push("Children".to_string());
+        h.push("Self".to_string());
+    } else {
+        h.push("Overhead".to_string());
+    }
+    h.push("Samples".to_string());
+    if c.td >= 1 {
+        h.extend(["Retiring", "BadSpec", "FEBound", "BEBound"].map(String::from));
+    }
+    if c.td >= 2 {
+        h.extend(
+            [
+                "Heavy", "Light", "BrMisp", "MClear", "FetLat", "FetBW", "MemBnd", "CoreBnd",
+            ]
+            .map(String::from),
+        );
+    }
+    if c.lat {
+        h.extend(["RetLat#", "Mean", "Median", "P90", "P99", "Max", "Total"].map(String::from));
+    }
+    h.extend(sort.iter().map(|k| k.header().to_string()));
+    h
+}
+
+fn row_cells(c: &Cols, t: &Table, r: &Row) -> Vec<String> {
+    let mut v = Vec::new();
+    if c.children {
+        v.push(format!("{:.2}%", pct(r.children, t.total_period)));
+    }
+    v.push(format!("{:.2}%", pct(r.period, t.total_period)));
+    v.push(r.samples.to_string());
+    if c.td >= 1 {
+        let mark = if r.td_samples < MIN_TD_SAMPLES {
+            "*"
+        } else {
+            ""
+        };
+        match r.td.level1() {
+            Some(l1) => v.extend(l1.iter().map(|x| format!("{x:.1}%{mark}"))),
+            None => v.extend(std::iter::repeat_n("-".to_string(), 4)),
+        }
+        if c.td >= 2 {
+            match r.td.level2() {
+                Some(l2) => v.extend(l2.iter().map(|x| format!("{x:.1}%{mark}"))),
+                None => v.extend(std::iter::repeat_n("-".to_string(), 8)),
+            }
+        }
+    }
+    if c.lat {
+        match &r.latency {
+            Some(l) => v.extend([
+                l.count.to_string(),
+                format!("{:.1}", l.mean),
+                l.median.to_string(),
+                l.p90.to_string(),
+                l.p99.to_string(),
+                l.max.to_string(),
+                l.total.to_string(),
+            ]),
+            None => v.extend(std::iter::repeat_n("-".to_string(), 7)),
+        }
+    }
+    v.extend(r.key.iter().cloned());
+    v
+}
+
+/// Call paths of a row: the inline-expanded stacks of its samples, leaf first, heaviest first.
+fn call_paths(p: &Profile, t: &Table, o: &HistOptions, row: &Row) -> Vec<(u64, Vec<String>)> {
+    let ex = &p.samples[row.example as usize];
+    let lk_sym = |loc: u32| sym_cell(&p.locs[loc as usize]);
+    let want = lk_sym(row.example_loc);
+    let mut paths: HashMap<Vec<String>, u64> = HashMap::new();
+    for s in &p.samples {
+        if usize::from(s.event) != t.event || s.leaf != row.example_loc && lk_sym(s.leaf) != want {
+            continue;
+        }
+        // Same row only when the other sort keys agree too (comm, dso...).
+        if o.sort.contains(&SortKey::Comm) && s.comm != ex.comm
+            || o.sort.contains(&SortKey::Pid) && s.pid != ex.pid
+            || o.sort.contains(&SortKey::Tid) && s.tid != ex.tid
+        {
+            continue;
+        }
+        let mut path = Vec::new();
+        for loc in std::iter::once(s.leaf).chain(p.callers(s).iter().copied()) {
+            let l = &p.locs[loc as usize];
+            if l.frames.len() > 1 {
+                for f in &l.frames[..l.frames.len() - 1] {
+                    let name = f.function.as_deref().unwrap_or("??");
+                    path.push(format!("{name} (inlined)"));
+                }
+            }
+            path.push(l.sym_name());
+        }
+        *paths.entry(path).or_default() += s.period;
+    }
+    let mut v: Vec<(u64, Vec<String>)> = paths.into_iter().map(|(k, w)| (w, k)).collect();
+    v.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    v
+}
+
+/// Writes the text report.
+pub fn text(
+    p: &Profile,
+    tables: &[Table],
+    o: &HistOptions,
+    style: &ReportStyle,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let mut s = String::new();
+    for h in &style.header {
+        let _ = writeln!(s, "# {h}");
+    }
+    let _ = writeln!(s, "# {}", resolution_line(p));
+    for m in &p.build_id_mismatches {
+        let _ = writeln!(
+            s,
+            "# warning: {m} on this machine is not the file that was recorded (build-id differs); its samples are unresolved"
+        );
+    }
+    if p.multiplexed > 0 {
+        let _ = writeln!(
+            s,
+            "# warning: {} group reads were multiplexed (time_running < time_enabled): TopDown values cover only part of the run",
+            p.multiplexed
+        );
+    }
+    if p.filtered_by_time > 0 {
+        let _ = writeln!(
+            s,
+            "# {} samples outside --time were skipped",
+            p.filtered_by_time
+        );
+    }
+    for w in &p.warnings {
+        let _ = writeln!(s, "# warning: {w}");
+    }
+    if p.decode_errors.0 > 0 {
+        let _ = writeln!(
+            s,
+            "# warning: {} records could not be decoded and were skipped (first: {})",
+            p.decode_errors.0,
+            p.decode_errors.1.as_deref().unwrap_or("?")
+        );
+    }
+    for t in tables {
+        let e = &p.events[t.event];
+        let _ = writeln!(s, "#");
+        let _ = writeln!(
+            s,
+            "# Samples: {} of event '{}'{}",
+            t.total_samples,
+            e.name,
+            e.pmu
+                .as_deref()
+                .map(|p| format!(" (PMU {p})"))
+                .unwrap_or_default()
+        );
+        let _ = writeln!(s, "# Event count (approx.): {}", t.total_period);
+        let td_level = if t.td_samples > 0 { style.td_level } else { 0 };
+        if td_level > 0
+            && let Some(line) = td_header_line(
+                &format!("totals from {} group reads", t.td_samples),
+                &t.td,
+                td_level,
+            )
+        {
+            let _ = writeln!(s, "{line}");
+            let _ = writeln!(
+                s,
+                "#   (TopDown columns: share of slots; * = fewer than {MIN_TD_SAMPLES} group reads in the row)"
+            );
+        }
+        match (&t.latency, no_latency_reason(e)) {
+            (Some(l), _) => {
+                let _ = writeln!(s, "# Retire latency (cycles): {}", lat_line(l));
+            }
+            (None, Some(why)) if e.weight_struct || t.td_samples > 0 => {
+                let _ = writeln!(s, "# Retire latency: none, {why}");
+            }
+            _ => {}
+        }
+        let cols = Cols {
+            td: td_level,
+            lat: t.latency.is_some(),
+            children: o.children,
+        };
+        let head = header_cells(&cols, &o.sort);
+        let weight = |r: &Row| if o.children { r.children } else { r.period };
+        let rows: Vec<&Row> = t
+            .rows
+            .iter()
+            .filter(|r| pct(weight(r), t.total_period) >= style.percent_limit)
+            .collect();
+        let cells: Vec<Vec<String>> = rows.iter().map(|r| row_cells(&cols, t, r)).collect();
+        let numeric = head.len() - o.sort.len();
+        let widths: Vec<usize> = (0..head.len())
+            .map(|i| {
+                cells
+                    .iter()
+                    .map(|c| c[i].chars().count())
+                    .chain([head[i].len()])
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let _ = writeln!(s, "#");
+        let line = |s: &mut String, c: &[String], dots: bool| {
+            s.push_str(if dots { "# " } else { "  " });
+            let last = c.len() - 1;
+            for (i, v) in c.iter().enumerate() {
+                let w = widths[i];
+                if i < numeric {
+                    let _ = write!(s, "{v:>w$}");
+                } else if i == last {
+                    s.push_str(v);
+                } else {
+                    let _ = write!(s, "{v:<w$}");
+                }
+                if i != last {
+                    s.push_str("  ");
+                }
+            }
+            s.push('\n');
+        };
+        line(&mut s, &head, true);
+        let dots: Vec<String> = widths.iter().map(|&w| ".".repeat(w)).collect();
+        line(&mut s, &dots, true);
+        let _ = writeln!(s, "#");
+        for (r, c) in rows.iter().zip(&cells) {
+            line(&mut s, c, false);
+            if style.callgraph && p.callchains {
+                for (w, path) in call_paths(p, t, o, r) {
+                    let share = pct(w, r.period.max(1));
+                    if share < style.callgraph_min {
+                        break;
+                    }
+                    let _ = writeln!(s, "            |");
+                    let _ = writeln!(s, "            ---{:.2}%--{}", share, path[0]);
+                    for f in &path[1..] {
+                        let _ = writeln!(s, "                       {f}");
+                    }
+                }
+                s.push('\n');
+            }
+        }
+        if rows.len() < t.rows.len() {
+            let _ = writeln!(
+                s,
+                "# {} rows below --percent-limit {} not shown",
+                t.rows.len() - rows.len(),
+                style.percent_limit
+            );
+        }
+        out.write_all(s.as_bytes())?;
+        s.clear();
+    }
+    out.write_all(s.as_bytes())
+}
+
+#[derive(Serialize)]
+struct JsonTopDown {
+    slots: u64,
+    samples: u64,
+    level1: Option<HashMap<&'static str, f64>>,
+    level2: Option<HashMap<&'static str, f64>>,
+}
+
+fn json_td(td: &TdCounts, samples: u64) -> Option<JsonTopDown> {
+    (samples > 0).then(|| JsonTopDown {
+        slots: td.l1_sum(),
+        samples,
+        level1: td
+            .level1()
+            .map(|v| L1_LABELS.iter().copied().zip(v).collect()),
+        level2: td
+            .level2()
+            .map(|v| L2_LABELS.iter().copied().zip(v).collect()),
+    })
+}
+
+#[derive(Serialize)]
+struct JsonRow {
+    key: HashMap<&'static str, String>,
+    overhead: f64,
+    period: u64,
+    samples: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    children: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    topdown: Option<JsonTopDown>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    retire_latency: Option<LatencyStats>,
+}
+
+#[derive(Serialize)]
+struct JsonTable {
+    event: String,
+    pmu: Option<String>,
+    samples: u64,
+    period: u64,
+    topdown: Option<JsonTopDown>,
+    retire_latency: Option<LatencyStats>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    no_retire_latency: Option<String>,
+    rows: Vec<JsonRow>,
+}
+
+#[derive(Serialize)]
+struct JsonReport {
+    header: Vec<String>,
+    samples: u64,
+    resolved: u64,
+    unresolved: Vec<(String, u64, String)>,
+    multiplexed_reads: u64,
+    warnings: Vec<String>,
+    events: Vec<JsonTable>,
+}
+
+/// Writes the report as JSON.
+pub fn json(
+    p: &Profile,
+    tables: &[Table],
+    o: &HistOptions,
+    style: &ReportStyle,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let events = tables
+        .iter()
+        .map(|t| {
+            let e = &p.events[t.event];
+            JsonTable {
+                event: e.name.clone(),
+                pmu: e.pmu.clone(),
+                samples: t.total_samples,
+                period: t.total_period,
+                topdown: json_td(&t.td, t.td_samples),
+                retire_latency: t.latency,
+                no_retire_latency: no_latency_reason(e),
+                rows: t
+                    .rows
+                    .iter()
+                    .filter(|r| {
+                        let w = if o.children { r.children } else { r.period };
+                        pct(w, t.total_period) >= style.percent_limit
+                    })
+                    .map(|r| JsonRow {
+                        key: o
+                            .sort
+                            .iter()
+                            .map(|k| k.name())
+                            .zip(r.key.iter().cloned())
+                            .collect(),
+                        overhead: pct(r.period, t.total_period),
+                        period: r.period,
+                        samples: r.samples,
+                        children: o.children.then(|| pct(r.children, t.total_period)),
+                        topdown: json_td(&r.td, r.td_samples),
+                        retire_latency: r.latency,
+                    })
+                    .collect(),
+            }
+        })
+        .collect();
+    let mut warnings = p.warnings.clone();
+    warnings.extend(
+        p.build_id_mismatches
+            .iter()
+            .map(|m| format!("{m}: build-id differs from the recorded one")),
+    );
+    let r = JsonReport {
+        header: style.header.clone(),
+        samples: p.samples.len() as u64,
+        resolved: p.resolution.resolved,
+        unresolved: p
+            .resolution
+            .unresolved
+            .iter()
+            .map(|(u, n, d)| (u.to_string(), *n, d.clone()))
+            .collect(),
+        multiplexed_reads: p.multiplexed,
+        warnings,
+        events,
+    };
+    serde_json::to_writer_pretty(&mut *out, &r)?;
+    writeln!(out)
+}
+
+/// Intel's retire-latency file name for an event: the name without PMU and modifiers, in
+/// upper case (`cpu_core/MEM_INST_RETIRED.STLB_HIT_LOADS/p` → `MEM_INST_RETIRED.STLB_HIT_LOADS`).
+pub fn intel_event_name(name: &str) -> String {
+    let parts: Vec<&str> = name.split('/').collect();
+    let base = match parts.as_slice() {
+        [_, ev, ..] => ev,
+        _ => &name,
+    };
+    base.split(':').next().unwrap_or(base).to_uppercase()
+}
+
+/// `--retire-latency-json`: per-event statistics in the schema of Intel's
+/// `<model>_retire_latency.json` (`Platform`, then `Data` mapping each event to `MIN`, `MAX`,
+/// `MEAN`), with `COUNT`, `MEDIAN`, `P90`, `P99` and power-of-two `HISTOGRAM` buckets added.
+pub fn retire_latency_json(
+    p: &Profile,
+    tables: &[Table],
+    platform: &[(&str, String)],
+    out: &mut dyn Write,
+) -> io::Result<usize> {
+    let mut data = serde_json::Map::new();
+    for t in tables {
+        let Some(l) = &t.latency else { continue };
+        let e = &p.events[t.event];
+        let hist: Vec<serde_json::Value> = histogram(&t.latencies)
+            .into_iter()
+            .map(|(le, n)| serde_json::json!({"LE": le, "COUNT": n}))
+            .collect();
+        data.insert(
+            intel_event_name(&e.name),
+            serde_json::json!({
+                "MIN": l.min,
+                "MAX": l.max,
+                "MEAN": (l.mean * 100.0).round() / 100.0,
+                "COUNT": l.count,
+                "MEDIAN": l.median,
+                "P90": l.p90,
+                "P99": l.p99,
+                "HISTOGRAM": hist,
+            }),
+        );
+    }
+    let n = data.len();
+    let plat: serde_json::Map<String, serde_json::Value> = platform
+        .iter()
+        .map(|(k, v)| (k.to_string(), serde_json::Value::String(v.clone())))
+        .collect();
+    let doc = serde_json::json!({"Platform": plat, "Data": data});
+    serde_json::to_writer_pretty(&mut *out, &doc)?;
+    writeln!(out)?;
+    Ok(n)
+}

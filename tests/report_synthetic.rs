@@ -1,0 +1,456 @@
+//! `hrec report` on recordings built byte for byte in the kernel's layout (the hardware-only
+//! values: TopDown group reads, retire latencies, hybrid PMUs), written with the real file
+//! writer. The code addresses are kernel addresses resolved through a kallsyms side block, so
+//! every expected number below is exact.
+
+mod support;
+
+use hrec::data::{EventId, EventMeta, Meta, PmuMeta, Trailer, Writer};
+use hrec::event::attr::flag;
+use hrec::event::plan::{Plan, RecordOptions, Role};
+use serde_json::Value;
+use support::encode::{Encoder, ReadFields, ReadValue, SampleFields, SampleId};
+use support::{hrec_in, text};
+
+const KALLSYMS: &str = "\
+ffffffff81000000 T _text
+ffffffff81001000 T hot_a
+ffffffff81002000 T hot_b
+ffffffff81003000 T after_b
+";
+const HOT_A: u64 = 0xffffffff81001010;
+const HOT_B: u64 = 0xffffffff81002020;
+const KERNEL_EXACT: u16 = 1 | (1 << 14);
+
+/// TopDown deltas in plan order of the members: slots, retiring, bad-spec, fe-bound,
+/// be-bound, heavy-ops, br-mispredict, fetch-lat, mem-bound.
+type Td = [u64; 9];
+const TD_MEMBERS: [&str; 9] = [
+    "slots",
+    "topdown-retiring",
+    "topdown-bad-spec",
+    "topdown-fe-bound",
+    "topdown-be-bound",
+    "topdown-heavy-ops",
+    "topdown-br-mispredict",
+    "topdown-fetch-lat",
+    "topdown-mem-bound",
+];
+
+fn base(name: &str) -> &str {
+    let n = name.split('/').nth(1).unwrap_or(name);
+    n.split(':').next().unwrap_or(n)
+}
+
+/// A recording of `plan`'s events, one fd per event on `cpu_of(event)`, id 1000 + index.
+struct Synth {
+    plan: Plan,
+    meta: Meta,
+    records: Vec<u8>,
+    /// Cumulative group values per (tid, sampler).
+    totals: std::collections::HashMap<(u32, usize), Vec<u64>>,
+    time: u64,
+}
+
+fn id(i: usize) -> u64 {
+    1000 + i as u64
+}
+
+impl Synth {
+    fn new(model: &str, weight: bool, cpu_of: impl Fn(&str) -> i32) -> Synth {
+        let opts = RecordOptions {
+            weight,
+            ..RecordOptions::default()
+        };
+        let plan = support::plan(model, &opts);
+        let meta = Meta {
+            hrec_version: "test".into(),
+            target: "workload".into(),
+            pmus: vec![PmuMeta {
+                name: "cpu".into(),
+                type_: 4,
+            }],
+            events: plan
+                .events
+                .iter()
+                .map(|e| EventMeta {
+                    name: e.name.clone(),
+                    pmu: e.pmu.clone(),
+                    attr: e.attr,
+                    leader: e.leader,
+                    role: format!("{:?}", e.role).to_lowercase(),
+                    ids: vec![EventId {
+                        id: id(e.index),
+                        cpu: cpu_of(e.pmu.as_deref().unwrap_or("")),
+                        tid: 500,
+                    }],
+                })
+                .collect(),
+            ..Meta::default()
+        };
+        let mut s = Synth {
+            plan,
+            meta,
+            records: Vec::new(),
+            totals: Default::default(),
+            time: 1,
+        };
+        let enc = s.enc(s.sampler(None));
+        let sid = SampleId {
+            pid: 500,
+            tid: 500,
+            time: 1,
+            id: id(s.sampler(None)),
+            ..SampleId::default()
+        };
+        s.records.extend(enc.comm(&sid, 500, 500, b"app", true));
+        s.records.extend(enc.fork(&sid, [500, 500, 501, 500], 1));
+        s
+    }
+
+    fn sampler(&self, pmu: Option<&str>) -> usize {
+        self.plan
+            .events
+            .iter()
+            .position(|e| {
+                e.role == Role::Sampler && pmu.is_none_or(|p| e.pmu.as_deref() == Some(p))
+            })
+            .unwrap()
+    }
+
+    fn enc(&self, i: usize) -> Encoder {
+        Encoder::new(self.meta.events[i].attr)
+    }
+
+    /// A sample of `sampler` by thread `tid` at `ip`, whose group read adds `td` to the
+    /// thread's counts.
+    fn sample(&mut self, sampler: usize, tid: u32, ip: u64, period: u64, td: Option<Td>, lat: u64) {
+        self.time += 1000;
+        let leader = self.plan.events[sampler].leader;
+        let members: Vec<usize> = self
+            .plan
+            .events
+            .iter()
+            .filter(|e| e.leader == leader)
+            .map(|e| e.index)
+            .collect();
+        let tot = self
+            .totals
+            .entry((tid, sampler))
+            .or_insert_with(|| vec![0; members.len()]);
+        for (k, &m) in members.iter().enumerate() {
+            let name = base(&self.plan.events[m].name);
+            let add = match (td, TD_MEMBERS.iter().position(|t| *t == name)) {
+                (Some(td), Some(p)) => td[p],
+                _ => period,
+            };
+            tot[k] += add;
+        }
+        let values = members
+            .iter()
+            .zip(tot.iter())
+            .map(|(&m, &v)| ReadValue {
+                value: v,
+                id: id(m),
+                lost: 0,
+            })
+            .collect();
+        let cpu = self.meta.events[sampler].ids[0].cpu as u32;
+        let enc = self.enc(sampler);
+        self.records.extend(enc.sample(&SampleFields {
+            misc: KERNEL_EXACT,
+            id: id(sampler),
+            ip,
+            pid: 500,
+            tid,
+            time: self.time,
+            cpu,
+            period,
+            read: ReadFields {
+                values,
+                ..ReadFields::default()
+            },
+            weight: lat << 48,
+            ..SampleFields::default()
+        }));
+    }
+
+    fn write(&self, dir: &std::path::Path) {
+        let mut w = Writer::create(&dir.join("hrec.data"), &self.meta).unwrap();
+        w.write_side("kallsyms", KALLSYMS.as_bytes()).unwrap();
+        w.write_records(&self.records, 0).unwrap();
+        w.finish(Trailer::default()).unwrap();
+    }
+}
+
+fn report_json(dir: &std::path::Path, extra: &[&str]) -> Value {
+    let mut args = vec!["report", "--json"];
+    args.extend_from_slice(extra);
+    let o = hrec_in(dir, &args);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+fn row<'a>(table: &'a Value, sym: &str) -> &'a Value {
+    table["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["key"]["sym"] == format!("[k] {sym}"))
+        .unwrap_or_else(|| panic!("no row {sym} in {table:#}"))
+}
+
+fn l1(v: &Value) -> [f64; 4] {
+    let m = &v["topdown"]["level1"];
+    [
+        "Retiring",
+        "Bad Speculation",
+        "Frontend Bound",
+        "Backend Bound",
+    ]
+    .map(|k| (m[k].as_f64().unwrap_or(f64::NAN) * 1e6).round() / 1e6)
+}
+
+const CORE_BOUND: Td = [1000, 100, 100, 200, 600, 50, 50, 100, 500];
+const RETIRING: Td = [1000, 600, 100, 100, 200, 300, 50, 60, 100];
+
+#[test]
+fn topdown_deltas_are_per_thread_with_inherit_and_normalised_per_symbol() {
+    let mut s = Synth::new("sapphirerapids", true, |_| 0);
+    let c = s.sampler(None);
+    assert!(s.meta.events[c].attr.has(flag::INHERIT));
+    // Two threads interleave; each group read is that thread's own running total.
+    s.sample(c, 500, HOT_A, 100, Some(RETIRING), 0);
+    s.sample(c, 501, HOT_B, 100, Some(CORE_BOUND), 0);
+    s.sample(c, 500, HOT_B, 100, Some(CORE_BOUND), 0);
+    s.sample(c, 501, HOT_A, 100, Some(RETIRING), 0);
+    s.sample(c, 501, HOT_A, 100, Some(RETIRING), 0);
+    let dir = tempfile::tempdir().unwrap();
+    s.write(dir.path());
+
+    let j = report_json(dir.path(), &["--sort", "sym"]);
+    let t = &j["events"][0];
+    assert_eq!(t["event"], "cycles:P");
+    assert_eq!(t["samples"], 5);
+    // hot_a: three RETIRING deltas: 1800/3000 retiring, 300 bad, 300 fe, 600 be.
+    assert_eq!(l1(row(t, "hot_a")), [60.0, 10.0, 10.0, 20.0]);
+    assert_eq!(row(t, "hot_a")["topdown"]["slots"], 3000);
+    assert_eq!(row(t, "hot_a")["topdown"]["samples"], 3);
+    // hot_b: two CORE_BOUND deltas.
+    assert_eq!(l1(row(t, "hot_b")), [10.0, 10.0, 20.0, 60.0]);
+    // Whole program: (1800+200)/5000, 500/5000, 700/5000, 1800/5000.
+    assert_eq!(l1(t), [40.0, 10.0, 14.0, 36.0]);
+    // Level 2 by subtraction, of the L1 sum: hot_a heavy 900/3000, light 900/3000, ...
+    let l2 = &row(t, "hot_a")["topdown"]["level2"];
+    let pairs = [
+        ("Heavy Operations", 30.0),
+        ("Light Operations", 30.0),
+        ("Branch Mispredicts", 5.0),
+        ("Machine Clears", 5.0),
+        ("Fetch Latency", 6.0),
+        ("Fetch Bandwidth", 4.0),
+        ("Memory Bound", 10.0),
+        ("Core Bound", 10.0),
+    ];
+    for (k, v) in pairs {
+        assert!((l2[k].as_f64().unwrap() - v).abs() < 1e-9, "{k}: {l2}");
+    }
+
+    // The text table shows the same numbers, marks rows with few group reads, and the
+    // header has the totals; level 2 adds the L2 columns.
+    let o = hrec_in(dir.path(), &["report", "--sort", "sym", "--td-level", "2"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        out.contains("# TopDown totals from 5 group reads:  Retiring 40.0%  Bad Speculation 10.0%  Frontend Bound 14.0%  Backend Bound 36.0%"),
+        "{out}"
+    );
+    let a = out.lines().find(|l| l.ends_with("[k] hot_a")).unwrap();
+    let cells: Vec<&str> = a.split_whitespace().collect();
+    assert_eq!(
+        &cells[..14],
+        [
+            "60.00%", "3", "60.0%*", "10.0%*", "10.0%*", "20.0%*", "30.0%*", "30.0%*", "5.0%*",
+            "5.0%*", "6.0%*", "4.0%*", "10.0%*", "10.0%*"
+        ],
+        "{out}"
+    );
+    assert!(out.contains("fewer than 10 group reads"), "{out}");
+}
+
+#[test]
+fn without_inherit_deltas_are_per_counter() {
+    // The same samples from a non-inherited (per-CPU) counter: the reads are one running
+    // total, so the deltas are taken between consecutive samples regardless of thread.
+    let mut s = Synth::new("sapphirerapids", true, |_| 0);
+    for e in &mut s.meta.events {
+        e.attr.set(flag::INHERIT, false);
+    }
+    let c = s.sampler(None);
+    s.sample(c, 500, HOT_A, 100, Some(RETIRING), 0);
+    s.sample(c, 500, HOT_B, 100, Some(CORE_BOUND), 0);
+    let dir = tempfile::tempdir().unwrap();
+    s.write(dir.path());
+    let j = report_json(dir.path(), &["--sort", "sym"]);
+    assert_eq!(l1(row(&j["events"][0], "hot_b")), [10.0, 10.0, 20.0, 60.0]);
+    assert_eq!(l1(row(&j["events"][0], "hot_a")), [60.0, 10.0, 10.0, 20.0]);
+}
+
+#[test]
+fn retire_latency_statistics_per_symbol_and_per_event() {
+    let mut s = Synth::new("sapphirerapids", true, |_| 0);
+    let c = s.sampler(None);
+    for lat in [40, 10, 1000, 30, 20] {
+        s.sample(c, 500, HOT_A, 100, Some(RETIRING), lat);
+    }
+    for lat in [5, 0] {
+        s.sample(c, 501, HOT_B, 100, Some(CORE_BOUND), lat);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    s.write(dir.path());
+    let j = report_json(
+        dir.path(),
+        &["--sort", "sym", "--retire-latency-json", "lat.json"],
+    );
+    let t = &j["events"][0];
+    let a = &row(t, "hot_a")["retire_latency"];
+    assert_eq!(
+        [
+            &a["count"],
+            &a["min"],
+            &a["median"],
+            &a["p90"],
+            &a["p99"],
+            &a["max"],
+            &a["total"]
+        ],
+        [5, 10, 30, 1000, 1000, 1000, 1100]
+    );
+    assert_eq!(a["mean"], 220.0);
+    // Zero is a valid latency once the event has any non-zero one.
+    let b = &row(t, "hot_b")["retire_latency"];
+    assert_eq!(
+        [
+            &b["count"],
+            &b["min"],
+            &b["median"],
+            &b["p90"],
+            &b["max"],
+            &b["total"]
+        ],
+        [2, 0, 0, 5, 5, 5]
+    );
+    assert_eq!(b["mean"], 2.5);
+    let all = &t["retire_latency"];
+    assert_eq!(
+        [&all["count"], &all["median"], &all["max"], &all["total"]],
+        [7, 20, 1000, 1105]
+    );
+
+    // Intel's schema: Platform, then Data with MIN/MAX/MEAN (+ COUNT, MEDIAN, histogram).
+    let f: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("lat.json")).unwrap())
+            .unwrap();
+    let d = &f["Data"]["CYCLES"];
+    assert_eq!(
+        [&d["MIN"], &d["MAX"], &d["COUNT"], &d["MEDIAN"]],
+        [0, 1000, 7, 20]
+    );
+    assert_eq!(d["MEAN"], 157.86);
+    let buckets: u64 = d["HISTOGRAM"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["COUNT"].as_u64().unwrap())
+        .sum();
+    assert_eq!(buckets, 7);
+    assert!(f["Platform"].is_object());
+
+    // The text table has the latency columns.
+    let o = hrec_in(dir.path(), &["report", "--sort", "sym", "--td-level", "0"]);
+    let (out, _) = text(&o);
+    assert!(
+        out.contains("# Retire latency (cycles): 7 samples, mean 157.9, median 20, p90 1000, p99 1000, max 1000, total 1105 cycles"),
+        "{out}"
+    );
+    let a = out.lines().find(|l| l.ends_with("[k] hot_a")).unwrap();
+    let cells: Vec<&str> = a.split_whitespace().collect();
+    assert_eq!(
+        &cells[..9],
+        [
+            "71.43%", "5", "5", "220.0", "30", "1000", "1000", "1000", "1100"
+        ],
+        "{out}"
+    );
+}
+
+#[test]
+fn hybrid_pmus_are_separate_tables_and_zero_latencies_mean_none() {
+    // Alder Lake: cpu_core (CPUs 0-15, TopDown group) and cpu_atom (16-23) each sample.
+    let mut s = Synth::new(
+        "alderlake",
+        true,
+        |pmu| if pmu == "cpu_atom" { 16 } else { 0 },
+    );
+    let core = s.sampler(Some("cpu_core"));
+    let atom = s.sampler(Some("cpu_atom"));
+    s.sample(core, 500, HOT_A, 3000, Some(RETIRING), 12);
+    s.sample(core, 500, HOT_A, 3000, Some(RETIRING), 14);
+    s.sample(core, 500, HOT_B, 3000, Some(CORE_BOUND), 16);
+    s.sample(atom, 501, HOT_A, 1000, None, 0);
+    for _ in 0..3 {
+        s.sample(atom, 501, HOT_B, 1000, None, 0);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    s.write(dir.path());
+    let j = report_json(dir.path(), &["--sort", "sym"]);
+    let ev = j["events"].as_array().unwrap();
+    assert_eq!(ev.len(), 2);
+    let t = |name: &str| {
+        ev.iter()
+            .find(|t| t["event"] == name)
+            .unwrap_or_else(|| panic!("{j:#}"))
+    };
+    let c = t("cpu_core/cycles/P");
+    let a = t("cpu_atom/cycles/P");
+    assert_eq!(
+        (c["samples"].as_u64(), c["period"].as_u64()),
+        (Some(3), Some(9000))
+    );
+    assert_eq!(
+        (a["samples"].as_u64(), a["period"].as_u64()),
+        (Some(4), Some(4000))
+    );
+    let ov = |t: &Value, s: &str| (row(t, s)["overhead"].as_f64().unwrap() * 100.0).round() / 100.0;
+    assert_eq!((ov(c, "hot_a"), ov(c, "hot_b")), (66.67, 33.33));
+    assert_eq!((ov(a, "hot_a"), ov(a, "hot_b")), (25.0, 75.0));
+    assert_eq!(l1(row(c, "hot_a")), [60.0, 10.0, 10.0, 20.0]);
+    assert!(row(a, "hot_a")["topdown"].is_null());
+    assert_eq!(c["retire_latency"]["mean"], 14.0);
+    assert!(a["retire_latency"].is_null());
+    assert!(
+        a["no_retire_latency"]
+            .as_str()
+            .unwrap()
+            .contains("every latency is zero"),
+        "{a}"
+    );
+
+    let o = hrec_in(dir.path(), &["report", "--sort", "sym"]);
+    let (out, _) = text(&o);
+    assert!(
+        out.contains("# Samples: 3 of event 'cpu_core/cycles/P' (PMU cpu_core)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("# Samples: 4 of event 'cpu_atom/cycles/P' (PMU cpu_atom)"),
+        "{out}"
+    );
+    assert_eq!(
+        out.matches("# Retire latency: none, every latency is zero")
+            .count(),
+        1,
+        "{out}"
+    );
+}
