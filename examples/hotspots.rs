@@ -2,16 +2,24 @@
 //!
 //! `hot_multiply` (a dependent multiply chain, core bound) takes about three quarters of the
 //! time and `hot_scan` (strided loads over 32 MiB, memory bound) about a fifth. Each is
-//! `#[inline(never)]` so it shows up as its own symbol. An optional argument scales the run
-//! time (default 1 = roughly 0.4 s on a 2-core VM).
+//! `#[inline(never)]` so it shows up as its own symbol; the multiply step is the
+//! `#[inline(always)]` function `mix`, an inline frame inside `hot_multiply`. An optional
+//! argument scales the run time (default 1 = roughly 0.4 s on a 2-core VM).
 
 use std::hint::black_box;
+
+/// Always inlined into `hot_multiply`: its samples carry an inline frame, so
+/// `hrec report --sort sym,srcline` shows this function's line inside `hot_multiply`.
+#[inline(always)]
+fn mix(x: u64, i: u64) -> u64 {
+    x.wrapping_mul(0x5851_f42d_4c95_7f2d).wrapping_add(i)
+}
 
 #[inline(never)]
 fn hot_multiply(rounds: u64) -> u64 {
     let mut x = 0x9e37_79b9_7f4a_7c15u64;
     for i in 0..rounds {
-        x = x.wrapping_mul(0x5851_f42d_4c95_7f2d).wrapping_add(i);
+        x = mix(x, i);
     }
     x
 }

@@ -132,3 +132,65 @@ pub fn hrec_in(dir: &Path, args: &[&str]) -> Output {
         .output()
         .expect("run hrec")
 }
+
+/// The path of an example built optimised with debug info (`target/release/examples/<name>`),
+/// building it when missing: profiles of optimised code are the ones worth comparing.
+pub fn release_example(name: &str) -> PathBuf {
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "--release", "--quiet", "--example", name])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .status()
+        .expect("run cargo");
+    assert!(status.success(), "cargo build --release --example {name} failed");
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("target/release/examples")
+        .join(name)
+}
+
+/// `perf` when installed (the reference peer), else `None` after saying why.
+pub fn perf() -> Option<&'static str> {
+    let ok = Command::new("perf")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("skipped: perf is not installed, so there is nothing to compare with");
+    }
+    ok.then_some("perf")
+}
+
+/// A Python interpreter whose libpython has DWARF (pyenv builds it so), else `None` after
+/// saying why.
+pub fn python_with_dwarf() -> Option<PathBuf> {
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            "import sys, sysconfig; print(sys.executable); print(sysconfig.get_config_var('LIBDIR'))",
+        ])
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let mut lines = text.lines();
+    let exe = std::fs::canonicalize(lines.next()?).ok()?;
+    let libdir = PathBuf::from(lines.next().unwrap_or(""));
+    let has_dwarf = |p: &Path| {
+        std::fs::read(p).is_ok_and(|b| b.windows(11).any(|w| w == b".debug_info"))
+    };
+    let libs = std::fs::read_dir(&libdir)
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name()
+                        .is_some_and(|n| n.to_string_lossy().starts_with("libpython"))
+                })
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default();
+    if has_dwarf(&exe) || libs.iter().any(|p| has_dwarf(p)) {
+        Some(exe)
+    } else {
+        eprintln!("skipped: {} has no DWARF (install a pyenv build or python3-dbg)", exe.display());
+        None
+    }
+}

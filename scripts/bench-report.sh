@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Report speed, side by side with perf on recordings of the same runs.
+#   1. srcline: python3 (libpython with full DWARF) running scripts/workloads/pyhot.py, recorded
+#      by `perf record` and by `hrec record` at the same frequency; then
+#      `perf report --stdio --sort sym,srcline` vs `hrec report --sort sym,srcline`.
+#   2. throughput: examples/threads at a high rate (every CPU busy), recorded by both; then
+#      plain `perf report --stdio` vs plain `hrec report`, in samples per second.
+# Times are medians of RUNS runs of each report (wall clock, output to /dev/null).
+#
+# Usage: scripts/bench-report.sh [RUNS] [SECONDS]   (defaults: 3 runs, 4 s workloads)
+# Needs: perf, python3 (ideally with a libpython that has DWARF, as pyenv builds it).
+# Prints markdown tables to paste into docs/benchmarks.md.
+set -euo pipefail
+RUNS=${1:-3}
+SECS=${2:-4}
+cd "$(dirname "$0")/.."
+for tool in perf python3; do
+    command -v "$tool" >/dev/null || { echo "bench-report: $tool is needed" >&2; exit 1; }
+done
+cargo build --release --quiet --bin hrec --example threads
+exec python3 - "$RUNS" "$SECS" <<'PY'
+import os, re, statistics, subprocess, sys, tempfile, time
+
+runs, secs = int(sys.argv[1]), float(sys.argv[2])
+root = os.getcwd()
+hrec = os.path.join(root, "target/release/hrec")
+python = os.path.realpath(sys.executable)
+pyhot = [python, os.path.join(root, "scripts/workloads/pyhot.py"), str(secs)]
+threads = [os.path.join(root, "target/release/examples/threads"), str(secs)]
+tmp = tempfile.mkdtemp(prefix="hrec-bench-report-")
+
+def sh(cmd, **kw):
+    p = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, **kw)
+    if p.returncode != 0:
+        sys.exit(f"bench-report: {' '.join(cmd)} failed:\n{p.stderr[-2000:]}")
+    return p
+
+def timed(cmd):
+    ts = []
+    for _ in range(runs):
+        t = time.monotonic()
+        subprocess.run(cmd, cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        ts.append(time.monotonic() - t)
+    return statistics.median(ts)
+
+def perf_samples(path):
+    out = sh(["perf", "report", "-i", path, "--stats"]).stdout
+    agg = out.split(" stats:")[1] if " stats:" in out else out
+    m = re.search(r"SAMPLE events:\s+(\d+)", agg)
+    return int(m.group(1)) if m else 0
+
+def hrec_samples(err):
+    m = re.search(r"\((\d+) samples", err)
+    return int(m.group(1)) if m else 0
+
+def record_both(name, work, freq):
+    perf_data = os.path.join(tmp, f"{name}.perf.data")
+    hrec_data = os.path.join(tmp, f"{name}.hrec")
+    sh(["perf", "record", "-F", str(freq), "-e", "cpu-clock", "-o", perf_data, "--"] + work)
+    err = sh([hrec, "record", "-F", str(freq), "-o", hrec_data, "--"] + work).stderr
+    return perf_data, perf_samples(perf_data), hrec_data, hrec_samples(err)
+
+has_dwarf = b".debug_info" in open(python, "rb").read() or any(
+    b".debug_info" in open(os.path.join(d, f), "rb").read()
+    for d in [os.path.join(os.path.dirname(os.path.dirname(python)), "lib")]
+    if os.path.isdir(d)
+    for f in os.listdir(d) if f.startswith("libpython") and ".so" in f)
+print(f"python: {python} ({'with' if has_dwarf else 'WITHOUT'} DWARF); {runs} runs per report; "
+      f"workloads {secs} s; {os.cpu_count()} CPUs")
+print()
+
+pd, pn, hd, hn = record_both("python", pyhot, 4000)
+tp = timed(["perf", "report", "--stdio", "--sort", "sym,srcline", "-i", pd])
+th = timed([hrec, "report", "--sort", "sym,srcline", "-i", hd])
+print("| report --sort sym,srcline of python3 | samples | wall (s) | samples/s |")
+print("|---|---|---|---|")
+print(f"| perf report --stdio | {pn} | {tp:.3f} | {pn / tp:,.0f} |")
+print(f"| hrec report | {hn} | {th:.3f} | {hn / th:,.0f} |")
+print(f"\n* per sample, hrec is **{(tp / pn) / (th / hn):.1f}x** faster (wall {tp / th:.1f}x)")
+print()
+
+pd, pn, hd, hn = record_both("threads", threads, 50000)
+tp = timed(["perf", "report", "--stdio", "-i", pd])
+th = timed([hrec, "report", "-i", hd])
+print("| plain report of threads at 50 kHz | samples | wall (s) | samples/s |")
+print("|---|---|---|---|")
+print(f"| perf report --stdio | {pn} | {tp:.3f} | {pn / tp:,.0f} |")
+print(f"| hrec report | {hn} | {th:.3f} | {hn / th:,.0f} |")
+print(f"\n* hrec report: **{hn / th / 1e6:.2f}M samples/s**; per sample {(tp / pn) / (th / hn):.1f}x perf")
+PY
