@@ -1,35 +1,1221 @@
-//! Placeholder replaced by the ELF/DWARF implementation (branch symbol-elf).
-use super::debuginfo::SearchPaths;
-use super::{Symbolized, Unresolved};
-use std::path::Path;
+//! One ELF file (executable or shared library) as a symbolizer: runtime address to SVMA, symbol
+//! table lookup, and DWARF inline chains.
+//!
+//! **Why SVMA.** A sample gives a runtime address; the mapping it falls in (MMAP2 record) says
+//! which file offset `pgoff` is mapped at address `start`. Symbol tables and DWARF are keyed by
+//! the address the linker assigned (the *static virtual memory address*, SVMA), which is
+//! related to file offsets only through the program headers: the `PT_LOAD` segment holding
+//! file offset `off` was linked at `p_vaddr` for `p_offset`, so
+//! `svma = off - p_offset + p_vaddr` with `off = addr - start + pgoff`. This holds for PIE and
+//! shared libraries (loaded at any base), non-PIE executables (SVMA = address) and files whose
+//! segments are not linked at `vaddr == offset` alike, without knowing the load base.
+//!
+//! **Where names come from.** The symbol table is `.symtab` of the file; when the file is
+//! stripped, the `.symtab` of its separate debug file (found as [`super::debuginfo`]
+//! describes); else `.dynsym`, which every shared library keeps for the dynamic linker. Only
+//! code symbols count (`STT_FUNC`, `STT_GNU_IFUNC`, and untyped symbols in executable
+//! sections, as hand-written assembly defines them). Of several symbols at one address the
+//! one perf would show is kept: a sized one, a function, global before weak before local,
+//! fewer leading underscores, then the longer name. Names are demangled once, on first use,
+//! in perf's style (Rust paths without the `::h<hash>` suffix, C++ as `cpp_demangle` prints it).
+//!
+//! **Inline chains** come from DWARF through `addr2line`, read from the file itself when it
+//! has `.debug_info`, else from the separate debug file (with its dwz supplementary file).
+//!
+//! Only the headers, notes and symbol tables are read at load time (not the whole file); DWARF
+//! is memory-mapped by `addr2line` and parsed lazily, one compilation unit at a time.
+//! Malformed files give [`Unresolved::NotElf`] or [`Unresolved::NoSymbols`], never a panic.
 
-/// A loaded binary.
-#[derive(Debug)]
-pub struct Binary;
+use std::borrow::Cow;
+use std::cell::OnceCell;
+use std::fmt;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use object::elf;
+use object::read::ReadCache;
+use object::read::elf::{
+    FileHeader, ProgramHeader, SectionHeader, SectionTable, Sym as _, SymbolTable,
+};
+use object::{Endianness, FileKind};
+
+use super::debuginfo::{SearchPaths, find_alt_file, find_debug_file};
+use super::{Frame, Sym, Symbolized, Unresolved};
+
+/// A loaded ELF file, ready to answer address queries. `Send` (load and query it on a worker
+/// thread), not `Sync`: `addr2line` parses compilation units lazily behind cells.
+pub struct Binary {
+    path: PathBuf,
+    build_id: Option<Vec<u8>>,
+    loads: Vec<Load>,
+    symbols: Symbols,
+    debug_path: Option<PathBuf>,
+    dwarf: Option<addr2line::Loader>,
+}
+
+impl fmt::Debug for Binary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Binary")
+            .field("path", &self.path)
+            .field("build_id", &self.build_id.as_deref().map(hex))
+            .field("loads", &self.loads)
+            .field("symbols", &self.symbols.entries.len())
+            .field("debug_path", &self.debug_path)
+            .finish_non_exhaustive()
+    }
+}
+
+// Binaries are loaded and queried on worker threads.
+const _: fn() = || {
+    fn assert_send<T: Send>() {}
+    assert_send::<Binary>();
+};
 
 impl Binary {
-    /// Loads.
+    /// Loads `path`. `expected_build_id` is the build id recorded at record time (`None`, an
+    /// empty or an all-zero id = unknown, no check; an id zero-padded to 20 bytes, as perf
+    /// stores MD5 ids, matches the shorter id).
+    ///
+    /// Errors: [`Unresolved::BinaryMissing`] (cannot open), [`Unresolved::NotElf`] (not a
+    /// regular file, not ELF, or headers unreadable), [`Unresolved::BuildIdMismatch`] (an id
+    /// was expected and the file's differs, or the file has none).
     pub fn load(
-        _path: &Path,
-        _expected_build_id: Option<&[u8]>,
-        _search: &SearchPaths,
+        path: &Path,
+        expected_build_id: Option<&[u8]>,
+        search: &SearchPaths,
     ) -> Result<Binary, Unresolved> {
-        Err(Unresolved::BinaryMissing)
+        let info = read_elf(path, Want::AllSymbols)?;
+        if let Some(expected) = expected_build_id
+            && expected.iter().any(|&b| b != 0)
+            && !build_id_matches(expected, info.build_id.as_deref())
+        {
+            return Err(Unresolved::BuildIdMismatch);
+        }
+
+        let debug_path = if info.has_dwarf {
+            Some(path.to_path_buf())
+        } else {
+            find_debug_file(
+                path,
+                info.build_id.as_deref(),
+                info.debuglink
+                    .as_ref()
+                    .map(|(name, crc)| (name.as_slice(), *crc)),
+                search,
+            )
+        };
+
+        let mut symbols = info.symtab;
+        let mut debug_has_dwarf = info.has_dwarf;
+        if !info.has_dwarf
+            && let Some(debug) = &debug_path
+        {
+            let want = if symbols.is_empty() {
+                Want::Symtab
+            } else {
+                Want::Nothing
+            };
+            if let Ok(debug_info) = read_elf(debug, want) {
+                debug_has_dwarf = debug_info.has_dwarf;
+                if symbols.is_empty() {
+                    symbols = debug_info.symtab;
+                }
+            }
+        }
+        if symbols.is_empty() {
+            symbols = info.dynsym;
+        }
+
+        let dwarf = debug_path
+            .as_deref()
+            .filter(|_| debug_has_dwarf)
+            .and_then(|debug| {
+                let alt = find_alt_file(debug, search);
+                addr2line::Loader::new_with_sup(debug, alt).ok()
+            });
+        Ok(Binary {
+            path: path.to_path_buf(),
+            build_id: info.build_id,
+            loads: info.loads,
+            symbols: symbols.build(),
+            debug_path: if dwarf.is_some() { debug_path } else { None },
+            dwarf,
+        })
     }
-    /// Build id.
+
+    /// The file's GNU build id (`NT_GNU_BUILD_ID` note), if it has one.
     pub fn build_id(&self) -> Option<&[u8]> {
-        None
+        self.build_id.as_deref()
     }
-    /// Debug path.
+
+    /// The file DWARF is read from (the binary itself or its separate debug file); `None` when
+    /// there is no DWARF.
     pub fn debug_path(&self) -> Option<&Path> {
-        None
+        self.debug_path.as_deref()
     }
-    /// SVMA.
-    pub fn svma(&self, _addr: u64, _map_start: u64, _pgoff: u64) -> Option<u64> {
-        None
+
+    /// Runtime address -> SVMA, given the mapping (`map_start`, and `pgoff` = file offset
+    /// mapped at `map_start`): `svma = off - p_offset + p_vaddr` for the `PT_LOAD` segment
+    /// holding `off = addr - map_start + pgoff` in its file bytes. `None` when no segment
+    /// holds the offset (or `addr` is below `map_start`).
+    pub fn svma(&self, addr: u64, map_start: u64, pgoff: u64) -> Option<u64> {
+        let offset = addr.checked_sub(map_start)?.checked_add(pgoff)?;
+        self.loads
+            .iter()
+            .find(|load| offset >= load.offset && offset - load.offset < load.filesz)
+            .map(|load| (offset - load.offset).wrapping_add(load.vaddr))
     }
-    /// Symbolize.
-    pub fn symbolize(&self, _svma: u64) -> Result<Symbolized, Unresolved> {
-        Err(Unresolved::NoSymbols)
+
+    /// Everything known at `svma`: the containing symbol-table symbol and the DWARF inline
+    /// chain (innermost first, the last frame being the out-of-line function). Frames are
+    /// empty when DWARF says nothing about the address. `Err(NoSymbols)` when there is
+    /// neither a symbol nor a DWARF frame.
+    pub fn symbolize(&self, svma: u64) -> Result<Symbolized, Unresolved> {
+        let sym = self.symbols.lookup(svma);
+        let frames = self.frames(svma);
+        if sym.is_none() && frames.is_empty() {
+            return Err(Unresolved::NoSymbols);
+        }
+        Ok(Symbolized { sym, frames })
+    }
+
+    fn frames(&self, svma: u64) -> Vec<Frame> {
+        let mut frames = Vec::new();
+        let Some(dwarf) = &self.dwarf else {
+            return frames;
+        };
+        // addr2line looks up `[probe, probe + 1)`, which overflows (a panic in debug builds).
+        if svma == u64::MAX {
+            return frames;
+        }
+        let Ok(mut iter) = dwarf.find_frames(svma) else {
+            return frames;
+        };
+        while let Ok(Some(frame)) = iter.next() {
+            let function = frame
+                .function
+                .as_ref()
+                .and_then(|name| name.demangle().ok())
+                .map(|name| Arc::<str>::from(name.as_ref()));
+            let (file, line) = match &frame.location {
+                Some(location) => (location.file.map(Arc::from), location.line.unwrap_or(0)),
+                None => (None, 0),
+            };
+            if function.is_none() && file.is_none() {
+                continue;
+            }
+            frames.push(Frame {
+                function,
+                file,
+                line,
+            });
+        }
+        frames
+    }
+}
+
+/// Demangles a symbol-table name in perf's style: Rust (legacy `_ZN..17h<hash>E` and v0 `_R`)
+/// without the hash, C++ (`_Z`) with `cpp_demangle`; anything else unchanged.
+pub(crate) fn demangle(name: &str) -> Cow<'_, str> {
+    let bare = name.strip_prefix('_').unwrap_or(name);
+    // One more underscore: the Mach-O style some toolchains also emit on ELF.
+    let bare = bare.strip_prefix('_').unwrap_or(bare);
+    if bare.starts_with('Z') || bare.starts_with('R') {
+        addr2line::demangle_auto(Cow::Borrowed(name), None)
+    } else {
+        Cow::Borrowed(name)
+    }
+}
+
+/// Exact match, or the expected id is the file's id zero-padded (perf pads to 20 bytes).
+fn build_id_matches(expected: &[u8], actual: Option<&[u8]>) -> bool {
+    let Some(actual) = actual else {
+        return false;
+    };
+    match expected.strip_prefix(actual) {
+        Some(rest) => !actual.is_empty() && rest.iter().all(|&b| b == 0),
+        None => false,
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// One `PT_LOAD` program header.
+#[derive(Debug, Clone, Copy)]
+struct Load {
+    offset: u64,
+    filesz: u64,
+    vaddr: u64,
+}
+
+/// What [`read_elf`] collects besides the headers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Want {
+    Nothing,
+    Symtab,
+    AllSymbols,
+}
+
+/// Headers, notes and (optionally) symbol tables of one ELF file.
+#[derive(Debug, Default)]
+pub(super) struct ElfInfo {
+    /// `NT_GNU_BUILD_ID`.
+    pub(super) build_id: Option<Vec<u8>>,
+    /// `.gnu_debuglink`: file name, CRC32.
+    pub(super) debuglink: Option<(Vec<u8>, u32)>,
+    /// `.gnu_debugaltlink`: file name, build id.
+    pub(super) altlink: Option<(Vec<u8>, Vec<u8>)>,
+    /// Has a non-empty `.debug_info` (or `.zdebug_info`) with contents in the file.
+    has_dwarf: bool,
+    loads: Vec<Load>,
+    symtab: SymbolsBuilder,
+    dynsym: SymbolsBuilder,
+}
+
+/// Headers and notes of `path` (no symbols), for the debug-file search.
+pub(super) fn read_elf_info(path: &Path) -> Result<ElfInfo, Unresolved> {
+    read_elf(path, Want::Nothing)
+}
+
+fn read_elf(path: &Path, want: Want) -> Result<ElfInfo, Unresolved> {
+    // Checked before opening: opening a FIFO would block.
+    let meta = std::fs::metadata(path).map_err(|_| Unresolved::BinaryMissing)?;
+    if !meta.is_file() {
+        return Err(Unresolved::NotElf);
+    }
+    let file = File::open(path).map_err(|_| Unresolved::BinaryMissing)?;
+    // Reads only the byte ranges asked for (headers, notes, symbol tables), each once.
+    let data = ReadCache::new(file);
+    match FileKind::parse(&data) {
+        Ok(FileKind::Elf32) => parse_elf::<elf::FileHeader32<Endianness>>(&data, want),
+        Ok(FileKind::Elf64) => parse_elf::<elf::FileHeader64<Endianness>>(&data, want),
+        _ => Err(Unresolved::NotElf),
+    }
+}
+
+type Data<'a> = &'a ReadCache<File>;
+
+fn parse_elf<'a, Elf: FileHeader<Endian = Endianness>>(
+    data: Data<'a>,
+    want: Want,
+) -> Result<ElfInfo, Unresolved> {
+    let header = Elf::parse(data).map_err(|_| Unresolved::NotElf)?;
+    let endian = header.endian().map_err(|_| Unresolved::NotElf)?;
+    let segments = header
+        .program_headers(endian, data)
+        .map_err(|_| Unresolved::NotElf)?;
+    let sections = header
+        .sections(endian, data)
+        .map_err(|_| Unresolved::NotElf)?;
+    let mut info = ElfInfo {
+        loads: segments
+            .iter()
+            .filter(|p| p.p_type(endian) == elf::PT_LOAD)
+            .map(|p| Load {
+                offset: p.p_offset(endian).into(),
+                filesz: p.p_filesz(endian).into(),
+                vaddr: p.p_vaddr(endian).into(),
+            })
+            .collect(),
+        ..ElfInfo::default()
+    };
+
+    for section in sections.iter().skip(1) {
+        let sh_type = section.sh_type(endian);
+        if info.build_id.is_none()
+            && let Ok(Some(mut notes)) = section.notes(endian, data)
+        {
+            info.build_id = gnu_build_id(&mut notes, endian);
+        }
+        let Ok(name) = sections.section_name(endian, section) else {
+            continue;
+        };
+        match name {
+            b".gnu_debuglink" => {
+                info.debuglink = section
+                    .data(endian, data)
+                    .ok()
+                    .and_then(|bytes| parse_debuglink(bytes, endian));
+            }
+            b".gnu_debugaltlink" => {
+                info.altlink = section.data(endian, data).ok().and_then(|bytes| {
+                    let nul = bytes.iter().position(|&b| b == 0)?;
+                    Some((bytes[..nul].to_vec(), bytes[nul + 1..].to_vec()))
+                });
+            }
+            b".debug_info" | b".zdebug_info" => {
+                info.has_dwarf |= sh_type != elf::SHT_NOBITS && section.sh_size(endian).into() > 0;
+            }
+            _ => {}
+        }
+    }
+    if info.build_id.is_none() {
+        for segment in segments {
+            if let Ok(Some(mut notes)) = segment.notes(endian, data) {
+                info.build_id = gnu_build_id(&mut notes, endian);
+                if info.build_id.is_some() {
+                    break;
+                }
+            }
+        }
+    }
+
+    if want != Want::Nothing {
+        if let Ok(table) = sections.symbols(endian, data, elf::SHT_SYMTAB) {
+            info.symtab.collect(endian, data, &sections, &table);
+        }
+        if want == Want::AllSymbols
+            && let Ok(table) = sections.symbols(endian, data, elf::SHT_DYNSYM)
+        {
+            info.dynsym.collect(endian, data, &sections, &table);
+        }
+    }
+    Ok(info)
+}
+
+fn gnu_build_id<Elf: FileHeader<Endian = Endianness>>(
+    notes: &mut object::read::elf::NoteIterator<'_, Elf>,
+    endian: Endianness,
+) -> Option<Vec<u8>> {
+    while let Ok(Some(note)) = notes.next() {
+        if note.name() == elf::ELF_NOTE_GNU && note.n_type(endian) == elf::NT_GNU_BUILD_ID {
+            return Some(note.desc().to_vec());
+        }
+    }
+    None
+}
+
+/// `.gnu_debuglink`: a NUL-terminated file name, padding to 4 bytes, the CRC32.
+fn parse_debuglink(bytes: &[u8], endian: Endianness) -> Option<(Vec<u8>, u32)> {
+    let nul = bytes.iter().position(|&b| b == 0)?;
+    let crc_at = (nul + 1).next_multiple_of(4);
+    let crc: [u8; 4] = bytes.get(crc_at..crc_at + 4)?.try_into().ok()?;
+    let crc = match endian {
+        Endianness::Little => u32::from_le_bytes(crc),
+        Endianness::Big => u32::from_be_bytes(crc),
+    };
+    Some((bytes[..nul].to_vec(), crc))
+}
+
+/// A code symbol as read from a table, before de-duplication.
+#[derive(Debug, Clone)]
+struct Candidate {
+    start: u64,
+    size: u64,
+    /// End of the symbol's section: bounds a size-0 symbol that is last in its section.
+    section_end: u64,
+    /// Preference among symbols at the same address; larger wins.
+    rank: u32,
+    name: (usize, usize),
+}
+
+/// Symbols collected from one table; [`SymbolsBuilder::build`] sorts and de-duplicates.
+#[derive(Debug, Default)]
+struct SymbolsBuilder {
+    candidates: Vec<Candidate>,
+    names: String,
+}
+
+impl SymbolsBuilder {
+    fn is_empty(&self) -> bool {
+        self.candidates.is_empty()
+    }
+
+    fn collect<'a, Elf: FileHeader<Endian = Endianness>>(
+        &mut self,
+        endian: Endianness,
+        data: Data<'a>,
+        sections: &SectionTable<'a, Elf, Data<'a>>,
+        table: &SymbolTable<'a, Elf, Data<'a>>,
+    ) {
+        if table.is_empty() {
+            return;
+        }
+        // The string table in one read, instead of one read per name.
+        let Ok(strings) = sections
+            .section(table.string_section())
+            .and_then(|s| s.data(endian, data))
+        else {
+            return;
+        };
+        for (index, sym) in table.enumerate() {
+            let kind = sym.st_type();
+            let is_func = kind == elf::STT_FUNC || kind == elf::STT_GNU_IFUNC;
+            if !is_func && kind != elf::STT_NOTYPE {
+                continue;
+            }
+            let Ok(Some(section_index)) = table.symbol_section(endian, sym, index) else {
+                continue;
+            };
+            let Ok(section) = sections.section(section_index) else {
+                continue;
+            };
+            if !is_func && !section.sh_flags(endian).contains(elf::SHF_EXECINSTR) {
+                continue;
+            }
+            let Some(name) = cstr_at(strings, sym.st_name(endian)) else {
+                continue;
+            };
+            // Untyped local labels and ARM/AArch64 mapping symbols are not functions.
+            if name.is_empty() || (!is_func && (name.starts_with(b"$") || name.starts_with(b".L")))
+            {
+                continue;
+            }
+            let size: u64 = sym.st_size(endian).into();
+            let section_addr: u64 = section.sh_addr(endian).into();
+            let section_size: u64 = section.sh_size(endian).into();
+            let bind = sym.st_bind();
+            let bind_rank = if bind == elf::STB_GLOBAL {
+                2
+            } else if bind == elf::STB_WEAK {
+                1
+            } else {
+                0
+            };
+            let underscores = name.iter().take_while(|&&b| b == b'_').count().min(15) as u32;
+            let rank = (u32::from(size != 0) << 24)
+                | (u32::from(is_func) << 23)
+                | (bind_rank << 20)
+                | ((15 - underscores) << 16)
+                | name.len().min(0xffff) as u32;
+            let name = String::from_utf8_lossy(name);
+            let at = self.names.len();
+            self.names.push_str(&name);
+            self.candidates.push(Candidate {
+                start: sym.st_value(endian).into(),
+                size,
+                section_end: section_addr.saturating_add(section_size),
+                rank,
+                name: (at, name.len()),
+            });
+        }
+    }
+
+    fn build(mut self) -> Symbols {
+        let names = &self.names;
+        self.candidates.sort_unstable_by(|a, b| {
+            a.start
+                .cmp(&b.start)
+                .then(b.rank.cmp(&a.rank))
+                .then_with(|| name_of(names, a.name).cmp(name_of(names, b.name)))
+        });
+        self.candidates.dedup_by_key(|c| c.start);
+        let mut entries = Vec::with_capacity(self.candidates.len());
+        for (i, c) in self.candidates.iter().enumerate() {
+            let end = if c.size != 0 {
+                c.start.saturating_add(c.size)
+            } else {
+                let next = self.candidates.get(i + 1).map_or(u64::MAX, |n| n.start);
+                let bound = if c.section_end > c.start {
+                    c.section_end
+                } else {
+                    u64::MAX
+                };
+                next.min(bound)
+            };
+            entries.push(Entry {
+                start: c.start,
+                end,
+                size: c.size,
+                name: c.name,
+                demangled: OnceCell::new(),
+            });
+        }
+        Symbols {
+            entries,
+            names: self.names,
+        }
+    }
+}
+
+fn name_of(names: &str, (at, len): (usize, usize)) -> &str {
+    names.get(at..at + len).unwrap_or("")
+}
+
+/// The NUL-terminated string at `offset`, `None` when out of range or unterminated.
+fn cstr_at(strings: &[u8], offset: u32) -> Option<&[u8]> {
+    let rest = strings.get(usize::try_from(offset).ok()?..)?;
+    let len = rest.iter().position(|&b| b == 0)?;
+    Some(&rest[..len])
+}
+
+/// Sorted, de-duplicated code symbols.
+#[derive(Debug, Default)]
+struct Symbols {
+    entries: Vec<Entry>,
+    /// All mangled names, back to back.
+    names: String,
+}
+
+#[derive(Debug)]
+struct Entry {
+    start: u64,
+    /// Exclusive: `start + size`, or for a size-0 symbol the next symbol's start (or its
+    /// section's end).
+    end: u64,
+    size: u64,
+    name: (usize, usize),
+    demangled: OnceCell<Arc<str>>,
+}
+
+/// How many earlier symbols are tried when the closest one does not contain the address
+/// (a sized symbol that encloses smaller ones).
+const ENCLOSING_LOOKBACK: usize = 8;
+
+impl Symbols {
+    fn lookup(&self, addr: u64) -> Option<Sym> {
+        let below = self.entries.partition_point(|e| e.start <= addr);
+        let entry = self.entries[..below]
+            .iter()
+            .rev()
+            .take(ENCLOSING_LOOKBACK)
+            .find(|e| addr < e.end)?;
+        let name = entry
+            .demangled
+            .get_or_init(|| Arc::from(demangle(name_of(&self.names, entry.name)).as_ref()))
+            .clone();
+        Some(Sym {
+            name,
+            start: entry.start,
+            size: entry.size,
+        })
+    }
+}
+
+/// C fixtures compiled at test time (gcc, objcopy and optionally dwz are needed).
+#[cfg(test)]
+pub(super) mod fixtures {
+    use std::path::{Path, PathBuf};
+    use std::process::Command;
+
+    use object::{Object, ObjectSymbol};
+
+    /// An `always_inline` helper inlined into a `noinline` function.
+    pub(crate) const PROG: &str = r#"#include <stdio.h>
+#include <stdlib.h>
+
+static inline __attribute__((always_inline)) int inner_mix(const int *p, int n)
+{
+    int s = 0;
+    for (int i = 0; i < n; i++)
+        s += (p[i] * 31) ^ (s >> 3); /* INNER */
+    return s;
+}
+
+__attribute__((noinline, noipa)) int outer_fn(const int *p, int n)
+{
+    return inner_mix(p, n) * 7 + 1; /* OUTER */
+}
+
+int main(int argc, char **argv)
+{
+    int a[8];
+    for (int i = 0; i < 8; i++)
+        a[i] = atoi(argc > 1 ? argv[1] : "3") + i;
+    printf("%d\n", outer_fn(a, argc + 6));
+    return 0;
+}
+"#;
+
+    /// 1-based line of the first line of `source` containing `marker`.
+    pub(crate) fn line_of(source: &str, marker: &str) -> u32 {
+        let index = source.lines().position(|l| l.contains(marker)).unwrap();
+        u32::try_from(index + 1).unwrap()
+    }
+
+    /// Runs a command, panicking with its stderr when it fails.
+    pub(crate) fn run(cmd: &mut Command) {
+        let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+        assert!(
+            out.status.success(),
+            "{cmd:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// Writes `source` to `dir/<name>.c` and compiles it to `dir/<name>` with `args`.
+    pub(crate) fn gcc(dir: &Path, name: &str, source: &str, args: &[&str]) -> PathBuf {
+        let src = dir.join(format!("{name}.c"));
+        std::fs::write(&src, source).unwrap();
+        let out = dir.join(name);
+        run(Command::new("gcc")
+            .args(args)
+            .arg("-o")
+            .arg(&out)
+            .arg(&src)
+            .current_dir(dir));
+        out
+    }
+
+    /// `objcopy ARGS... IN OUT`.
+    pub(crate) fn objcopy(args: &[&str], input: &Path, output: &Path) {
+        run(Command::new("objcopy").args(args).arg(input).arg(output));
+    }
+
+    /// (address, size) of a symbol, from `.symtab` or `.dynsym`.
+    pub(crate) fn symbol(path: &Path, name: &str) -> (u64, u64) {
+        let bytes = std::fs::read(path).unwrap();
+        let file = object::File::parse(&*bytes).unwrap();
+        file.symbols()
+            .chain(file.dynamic_symbols())
+            .find(|s| s.name() == Ok(name))
+            .map(|s| (s.address(), s.size()))
+            .unwrap_or_else(|| panic!("no symbol {name} in {}", path.display()))
+    }
+
+    /// The GNU build id of a file.
+    pub(crate) fn build_id(path: &Path) -> Vec<u8> {
+        let bytes = std::fs::read(path).unwrap();
+        let file = object::File::parse(&*bytes).unwrap();
+        file.build_id().unwrap().unwrap().to_vec()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::fixtures::{PROG, build_id, gcc, line_of, objcopy, symbol};
+    use super::*;
+
+    fn no_debug_dirs() -> SearchPaths {
+        SearchPaths {
+            debug_dirs: Vec::new(),
+        }
+    }
+
+    /// Symbolizes every byte of `outer_fn` in `binary`: the symbol is always `outer_fn`, the
+    /// last frame is `outer_fn`, and some address is inside the inlined `inner_mix`.
+    fn check_inline_chain(binary: &Binary, source: &str) {
+        let (start, size) = binary
+            .symbols
+            .entries
+            .iter()
+            .find(|e| name_of(&binary.symbols.names, e.name) == "outer_fn")
+            .map(|e| (e.start, e.size))
+            .expect("outer_fn in the symbol table");
+        assert!(size > 0);
+        let inner_line = line_of(PROG, "INNER");
+        let outer_line = line_of(PROG, "OUTER");
+        let mut inlined = 0;
+        for addr in start..start + size {
+            let s = binary.symbolize(addr).unwrap();
+            let sym = s.sym.as_ref().expect("symbol");
+            assert_eq!(&*sym.name, "outer_fn");
+            assert_eq!((sym.start, sym.size), (start, size));
+            let last = s.frames.last().expect("DWARF frames for outer_fn");
+            assert_eq!(last.function.as_deref(), Some("outer_fn"));
+            if s.frames.len() == 2 && s.frames[0].function.as_deref() == Some("inner_mix") {
+                let inner = &s.frames[0];
+                assert!(
+                    inner.file.as_deref().unwrap().ends_with(source),
+                    "{inner:?}"
+                );
+                assert!(
+                    (line_of(PROG, "inner_mix")..=inner_line + 2).contains(&inner.line),
+                    "{inner:?}"
+                );
+                assert_eq!(s.frames[1].line, outer_line, "call site line: {s:?}");
+                assert!(s.frames[1].file.as_deref().unwrap().ends_with(source));
+                inlined += 1;
+            }
+        }
+        assert!(
+            inlined > 0,
+            "no address of outer_fn resolved into inner_mix"
+        );
+    }
+
+    #[test]
+    fn inline_chain_from_own_dwarf() {
+        let dir = tempfile::tempdir().unwrap();
+        let prog = gcc(dir.path(), "prog", PROG, &["-g", "-O2"]);
+        let binary = Binary::load(&prog, None, &no_debug_dirs()).unwrap();
+        assert_eq!(binary.debug_path(), Some(prog.as_path()));
+        assert_eq!(binary.build_id(), Some(build_id(&prog).as_slice()));
+        check_inline_chain(&binary, "/prog.c");
+    }
+
+    #[test]
+    fn symbols_without_dwarf_give_empty_frames() {
+        let dir = tempfile::tempdir().unwrap();
+        let prog = gcc(dir.path(), "prog", PROG, &["-O2"]);
+        let binary = Binary::load(&prog, None, &no_debug_dirs()).unwrap();
+        assert_eq!(binary.debug_path(), None);
+        let (start, size) = symbol(&prog, "outer_fn");
+        let s = binary.symbolize(start + size / 2).unwrap();
+        assert_eq!(&*s.sym.unwrap().name, "outer_fn");
+        assert!(s.frames.is_empty());
+        // Below the first symbol there is nothing.
+        assert_eq!(binary.symbolize(0), Err(Unresolved::NoSymbols));
+    }
+
+    #[test]
+    fn stripped_binary_uses_debuglink_file_for_symbols_and_dwarf() {
+        let dir = tempfile::tempdir().unwrap();
+        let full = gcc(dir.path(), "full", PROG, &["-g", "-O2"]);
+        let debug = dir.path().join("prog.debug");
+        objcopy(&["--only-keep-debug"], &full, &debug);
+        let prog = dir.path().join("prog");
+        let link = format!("--add-gnu-debuglink={}", debug.display());
+        objcopy(&["--strip-all", &link], &full, &prog);
+
+        let binary = Binary::load(&prog, None, &no_debug_dirs()).unwrap();
+        assert_eq!(binary.debug_path(), Some(debug.as_path()));
+        // .symtab came from the debug file: the stripped binary has none.
+        check_inline_chain(&binary, "/full.c");
+    }
+
+    #[test]
+    fn stripped_binary_uses_build_id_debug_dir() {
+        let dir = tempfile::tempdir().unwrap();
+        let full = gcc(dir.path(), "full", PROG, &["-g", "-O2", "-Wl,--build-id"]);
+        let id = build_id(&full);
+        let hex = hex(&id);
+        let debug_dir = dir.path().join("debug");
+        let debug = debug_dir
+            .join(".build-id")
+            .join(&hex[..2])
+            .join(format!("{}.debug", &hex[2..]));
+        std::fs::create_dir_all(debug.parent().unwrap()).unwrap();
+        objcopy(&["--only-keep-debug"], &full, &debug);
+        let prog = dir.path().join("prog");
+        objcopy(&["--strip-all"], &full, &prog);
+
+        let search = SearchPaths {
+            debug_dirs: vec![dir.path().join("elsewhere"), debug_dir],
+        };
+        let binary = Binary::load(&prog, Some(&id), &search).unwrap();
+        assert_eq!(binary.debug_path(), Some(debug.as_path()));
+        check_inline_chain(&binary, "/full.c");
+
+        // Without the debug dir: no symbols at all (stripped, no .dynsym entry for outer_fn).
+        let bare = Binary::load(&prog, Some(&id), &no_debug_dirs()).unwrap();
+        assert_eq!(bare.debug_path(), None);
+        let (start, _) = symbol(&debug, "outer_fn");
+        assert_eq!(bare.symbolize(start), Err(Unresolved::NoSymbols));
+    }
+
+    #[test]
+    fn build_id_check() {
+        let dir = tempfile::tempdir().unwrap();
+        let prog = gcc(dir.path(), "prog", PROG, &["-O1", "-Wl,--build-id"]);
+        let id = build_id(&prog);
+        let search = no_debug_dirs();
+        assert!(Binary::load(&prog, Some(&id), &search).is_ok());
+        assert!(Binary::load(&prog, None, &search).is_ok());
+        // perf pads shorter ids with zeros to 20 bytes.
+        let mut padded = id.clone();
+        padded.resize(id.len() + 4, 0);
+        assert!(Binary::load(&prog, Some(&padded), &search).is_ok());
+        // An all-zero id means "unknown".
+        assert!(Binary::load(&prog, Some(&[0; 20]), &search).is_ok());
+
+        let mut other = id.clone();
+        other[0] ^= 0xff;
+        assert_eq!(
+            Binary::load(&prog, Some(&other), &search).unwrap_err(),
+            Unresolved::BuildIdMismatch
+        );
+        assert_eq!(
+            Binary::load(&prog, Some(&id[..id.len() - 1]), &search).unwrap_err(),
+            Unresolved::BuildIdMismatch
+        );
+
+        let no_id = gcc(dir.path(), "noid", PROG, &["-O1", "-Wl,--build-id=none"]);
+        assert_eq!(
+            Binary::load(&no_id, None, &search).unwrap().build_id(),
+            None
+        );
+        assert_eq!(
+            Binary::load(&no_id, Some(&id), &search).unwrap_err(),
+            Unresolved::BuildIdMismatch
+        );
+    }
+
+    #[test]
+    fn missing_and_non_elf_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let search = no_debug_dirs();
+        let missing = dir.path().join("missing");
+        assert_eq!(
+            Binary::load(&missing, None, &search).unwrap_err(),
+            Unresolved::BinaryMissing
+        );
+        assert_eq!(
+            Binary::load(dir.path(), None, &search).unwrap_err(),
+            Unresolved::NotElf
+        );
+        let text = dir.path().join("text");
+        std::fs::write(&text, "#!/bin/sh\necho hello\n").unwrap();
+        assert_eq!(
+            Binary::load(&text, None, &search).unwrap_err(),
+            Unresolved::NotElf
+        );
+        let empty = dir.path().join("empty");
+        std::fs::write(&empty, "").unwrap();
+        assert_eq!(
+            Binary::load(&empty, None, &search).unwrap_err(),
+            Unresolved::NotElf
+        );
+    }
+
+    /// Truncated and corrupted copies of a real ELF file: values, never panics.
+    #[test]
+    fn truncated_and_corrupted_files_do_not_panic() {
+        let dir = tempfile::tempdir().unwrap();
+        let prog = gcc(dir.path(), "prog", PROG, &["-g", "-O2"]);
+        let bytes = std::fs::read(&prog).unwrap();
+        let (start, size) = symbol(&prog, "outer_fn");
+        let search = no_debug_dirs();
+        let check = |name: &str, content: &[u8]| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, content).unwrap();
+            match Binary::load(&path, None, &search) {
+                Ok(binary) => {
+                    for addr in [0, start, start + size / 2, u64::MAX] {
+                        match binary.symbolize(addr) {
+                            Ok(_) | Err(Unresolved::NoSymbols) => {}
+                            Err(e) => panic!("{name}: symbolize gave {e:?}"),
+                        }
+                    }
+                    let _ = binary.svma(start, 0, 0);
+                }
+                Err(Unresolved::NotElf) => {}
+                Err(e) => panic!("{name}: load gave {e:?}"),
+            }
+        };
+        for len in [
+            1,
+            4,
+            16,
+            52,
+            63,
+            64,
+            100,
+            1000,
+            bytes.len() / 2,
+            bytes.len() - 1,
+        ] {
+            check(&format!("trunc{len}"), &bytes[..len]);
+        }
+        // Deterministic pseudo-random byte corruption (xorshift).
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for round in 0..24 {
+            let mut corrupt = bytes.clone();
+            for _ in 0..(1 << (round % 8)) {
+                let at = (next() % corrupt.len() as u64) as usize;
+                corrupt[at] = next() as u8;
+            }
+            check(&format!("corrupt{round}"), &corrupt);
+        }
+        // Garbage after a valid ELF identification.
+        let mut garbage = bytes[..16].to_vec();
+        garbage.extend((0..4096).map(|_| next() as u8));
+        check("garbage", &garbage);
+    }
+
+    #[test]
+    fn stripped_shared_library_keeps_dynsym_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let source = "int exported_work(int x) { int s = 0; for (int i = 0; i < x; i++) s += i * x; return s; }\n\
+                      static int hidden(int x) { return x * 3; }\n\
+                      int (*keep)(int) = hidden;\n";
+        let lib = gcc(
+            dir.path(),
+            "libfix.so",
+            source,
+            &["-O2", "-g", "-shared", "-fPIC"],
+        );
+        let stripped = dir.path().join("libstripped.so");
+        objcopy(&["--strip-all"], &lib, &stripped);
+        let binary = Binary::load(&stripped, None, &no_debug_dirs()).unwrap();
+        assert_eq!(binary.debug_path(), None);
+        let (start, size) = symbol(&stripped, "exported_work");
+        for addr in [start, start + size - 1] {
+            let s = binary.symbolize(addr).unwrap();
+            let sym = s.sym.unwrap();
+            assert_eq!(
+                (&*sym.name, sym.start, sym.size),
+                ("exported_work", start, size)
+            );
+            assert!(s.frames.is_empty());
+        }
+    }
+
+    #[inline(never)]
+    fn svma_probe_target(x: u64) -> u64 {
+        std::hint::black_box(x).wrapping_mul(0x9e37_79b9) ^ 7
+    }
+
+    /// The test binary as the loader mapped it: runtime address -> SVMA -> this function.
+    #[test]
+    fn svma_of_the_running_test_binary() {
+        assert_ne!(svma_probe_target(3), 0);
+        let addr = svma_probe_target as fn(u64) -> u64 as usize as u64;
+        let (start, pgoff, path) = own_mapping(addr);
+        let binary = Binary::load(&path, None, &no_debug_dirs()).unwrap();
+        let svma = binary.svma(addr, start, pgoff).expect("svma");
+        let s = binary.symbolize(svma).unwrap();
+        let sym = s.sym.expect("symbol");
+        assert!(sym.name.contains("svma_probe_target"), "{sym:?}");
+        assert!(!sym.name.contains("::h"), "hash not stripped: {sym:?}");
+        assert_eq!(
+            sym.start, svma,
+            "the function pointer is the symbol's start"
+        );
+        let last = s.frames.last().expect("the dev profile has DWARF");
+        assert!(
+            last.function
+                .as_deref()
+                .unwrap()
+                .contains("svma_probe_target"),
+            "{last:?}"
+        );
+        assert!(last.file.as_deref().unwrap().ends_with("src/symbol/elf.rs"));
+        // Outside the mapping's segments.
+        assert_eq!(binary.svma(start - 1, start, pgoff), None);
+    }
+
+    /// The mapping (start, pgoff, path) of this process that holds `addr`.
+    fn own_mapping(addr: u64) -> (u64, u64, PathBuf) {
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        maps.lines()
+            .find_map(|line| {
+                let mut fields = line.split_whitespace();
+                let (lo, hi) = fields.next()?.split_once('-')?;
+                let lo = u64::from_str_radix(lo, 16).ok()?;
+                let hi = u64::from_str_radix(hi, 16).ok()?;
+                let _perms = fields.next()?;
+                let pgoff = u64::from_str_radix(fields.next()?, 16).ok()?;
+                let path = fields.nth(2)?;
+                (lo <= addr && addr < hi).then(|| (lo, pgoff, PathBuf::from(path)))
+            })
+            .expect("a file mapping holds the address")
+    }
+
+    /// The C library this test runs on, through the distribution's debug file when installed
+    /// (`libc6-dbg` puts it under `/usr/lib/debug/.build-id/`).
+    #[test]
+    fn libc_of_the_running_process() {
+        let addr = libc::getpid as *const () as usize as u64;
+        let (start, pgoff, path) = own_mapping(addr);
+        let binary = Binary::load(&path, None, &SearchPaths::default()).unwrap();
+        let svma = binary.svma(addr, start, pgoff).unwrap();
+        let s = binary.symbolize(svma).unwrap();
+        assert!(s.sym.unwrap().name.contains("getpid"));
+        match binary.debug_path() {
+            Some(debug) => {
+                assert!(
+                    s.frames
+                        .last()
+                        .unwrap()
+                        .function
+                        .as_deref()
+                        .unwrap()
+                        .contains("getpid")
+                );
+                eprintln!("{}: DWARF from {}", path.display(), debug.display());
+            }
+            None => eprintln!("{}: no debug file installed, symbols only", path.display()),
+        }
+    }
+
+    #[test]
+    fn svma_uses_the_load_segment_of_the_offset() {
+        let binary = Binary {
+            path: PathBuf::new(),
+            build_id: None,
+            loads: vec![
+                Load {
+                    offset: 0,
+                    filesz: 0x800,
+                    vaddr: 0,
+                },
+                Load {
+                    offset: 0x1000,
+                    filesz: 0x2345,
+                    vaddr: 0x401000,
+                },
+                Load {
+                    offset: 0x4000,
+                    filesz: 0x100,
+                    vaddr: 0x605000,
+                },
+            ],
+            symbols: Symbols::default(),
+            debug_path: None,
+            dwarf: None,
+        };
+        // Text mapped at 0x7f0000001000 from file offset 0x1000.
+        assert_eq!(
+            binary.svma(0x7f00_0000_1010, 0x7f00_0000_1000, 0x1000),
+            Some(0x401010)
+        );
+        assert_eq!(
+            binary.svma(0x7f00_0000_3344, 0x7f00_0000_1000, 0x1000),
+            Some(0x403344)
+        );
+        assert_eq!(
+            binary.svma(0x7f00_0000_3345, 0x7f00_0000_1000, 0x1000),
+            None
+        );
+        assert_eq!(
+            binary.svma(0x7f00_0000_4010, 0x7f00_0000_1000, 0x1000),
+            Some(0x605010)
+        );
+        assert_eq!(binary.svma(0x10, 0x0, 0), Some(0x10));
+        assert_eq!(binary.svma(0xfff, 0x1000, 0), None);
+        assert_eq!(binary.svma(u64::MAX, 0, u64::MAX), None);
+    }
+
+    fn builder(symbols: &[(u64, u64, u64, u32, &str)]) -> Symbols {
+        let mut b = SymbolsBuilder::default();
+        for &(start, size, section_end, rank, name) in symbols {
+            let at = b.names.len();
+            b.names.push_str(name);
+            b.candidates.push(Candidate {
+                start,
+                size,
+                section_end,
+                rank,
+                name: (at, name.len()),
+            });
+        }
+        b.build()
+    }
+
+    #[test]
+    fn symbol_lookup_rules() {
+        let s = builder(&[
+            (0x100, 0x10, 0x1000, 1, "sized"),
+            (0x200, 0, 0x1000, 1, "unsized"),
+            (0x300, 0x20, 0x1000, 1, "alias_low"),
+            (0x300, 0x20, 0x1000, 9, "alias_high"),
+            (0x400, 0x100, 0x1000, 1, "outer"),
+            (0x420, 0x10, 0x1000, 1, "nested"),
+            (0x800, 0, 0x900, 1, "last_unsized"),
+        ]);
+        let name = |addr| s.lookup(addr).map(|sym| sym.name.to_string());
+        assert_eq!(name(0xff), None);
+        assert_eq!(name(0x100).as_deref(), Some("sized"));
+        assert_eq!(name(0x10f).as_deref(), Some("sized"));
+        assert_eq!(name(0x110), None, "past a sized symbol's end");
+        assert_eq!(name(0x200).as_deref(), Some("unsized"));
+        assert_eq!(
+            name(0x2ff).as_deref(),
+            Some("unsized"),
+            "size 0 runs to the next symbol"
+        );
+        assert_eq!(name(0x310).as_deref(), Some("alias_high"));
+        assert_eq!(name(0x425).as_deref(), Some("nested"));
+        assert_eq!(name(0x430).as_deref(), Some("outer"), "enclosing symbol");
+        assert_eq!(name(0x4ff).as_deref(), Some("outer"));
+        assert_eq!(name(0x500), None);
+        assert_eq!(name(0x8ff).as_deref(), Some("last_unsized"));
+        assert_eq!(name(0x900), None, "bounded by its section");
+        let sym = s.lookup(0x210).unwrap();
+        assert_eq!((sym.start, sym.size), (0x200, 0));
+        assert!(Symbols::default().lookup(0).is_none());
+    }
+
+    /// Load time and per-address cost on a real file:
+    /// `HREC_BENCH_ELF=/path/to/lib.so cargo test --release --lib bench_symbolize -- --ignored --nocapture`
+    #[test]
+    #[ignore = "measurement; needs HREC_BENCH_ELF"]
+    fn bench_symbolize() {
+        let Some(path) = std::env::var_os("HREC_BENCH_ELF") else {
+            eprintln!("skipped: set HREC_BENCH_ELF");
+            return;
+        };
+        let t = std::time::Instant::now();
+        let binary = Binary::load(Path::new(&path), None, &SearchPaths::default()).unwrap();
+        let load = t.elapsed();
+        let sized: Vec<&Entry> = binary
+            .symbols
+            .entries
+            .iter()
+            .filter(|e| e.size > 0)
+            .collect();
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut addrs: Vec<u64> = (0..20_000)
+            .map(|_| {
+                let e = sized[(next() % sized.len() as u64) as usize];
+                e.start + next() % e.size
+            })
+            .collect();
+        addrs.sort_unstable();
+        addrs.dedup();
+        let shuffle: Vec<u64> = addrs.iter().map(|_| next()).collect();
+        let mut order: Vec<usize> = (0..addrs.len()).collect();
+        order.sort_by_key(|&i| shuffle[i]);
+        let addrs: Vec<u64> = order.into_iter().map(|i| addrs[i]).collect();
+        let run = || {
+            let t = std::time::Instant::now();
+            let mut frames = 0;
+            let mut with_frames = 0;
+            for &a in &addrs {
+                let s = binary.symbolize(a).unwrap();
+                frames += s.frames.len();
+                with_frames += usize::from(!s.frames.is_empty());
+            }
+            (t.elapsed(), frames, with_frames)
+        };
+        let (cold, frames, with_frames) = run();
+        let (warm, _, _) = run();
+        let per = |d: std::time::Duration| d.as_secs_f64() * 1e6 / addrs.len() as f64;
+        eprintln!(
+            "{}: {} symbols, debug {:?}; load {:.1} ms; {} addresses: cold {:.2} us/addr, \
+             warm {:.2} us/addr; {} with frames, {:.2} frames/addr",
+            binary.path.display(),
+            binary.symbols.entries.len(),
+            binary.debug_path(),
+            load.as_secs_f64() * 1e3,
+            addrs.len(),
+            per(cold),
+            per(warm),
+            with_frames,
+            frames as f64 / addrs.len() as f64,
+        );
+    }
+
+    #[test]
+    fn demangles_like_perf() {
+        // Rust legacy: the hash goes.
+        assert_eq!(
+            demangle("_ZN4core3fmt5write17h0123456789abcdefE"),
+            "core::fmt::write"
+        );
+        assert_eq!(
+            demangle("_ZN3std2rt10lang_start17h9a6ab6e2b1c6d8d3E.llvm.1234"),
+            "std::rt::lang_start"
+        );
+        // Rust v0: crate disambiguators go.
+        assert_eq!(
+            demangle("_RNvCs15kBYyAo9fc_7mycrate7example"),
+            "mycrate::example"
+        );
+        // C++.
+        assert_eq!(demangle("_ZN3foo3barEi"), "foo::bar(int)");
+        // C and junk stay as they are.
+        assert_eq!(demangle("main"), "main");
+        assert_eq!(demangle("_Zgarbage"), "_Zgarbage");
+        assert_eq!(demangle("_"), "_");
+        assert_eq!(demangle(""), "");
     }
 }
