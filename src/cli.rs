@@ -198,7 +198,9 @@ pub fn parse_time_range(s: &str) -> Result<(u64, u64), String> {
             .parse()
             .map_err(|_| format!("--time {s:?}: {v:?} is not a number of seconds"))?;
         if f.is_nan() || f < 0.0 {
-            return Err(format!("--time {s:?}: {v:?} is not a non-negative number of seconds"));
+            return Err(format!(
+                "--time {s:?}: {v:?} is not a non-negative number of seconds"
+            ));
         }
         Ok((f * 1e9).round() as u64)
     };

@@ -189,7 +189,10 @@ fn errors_are_one_line_with_exit_codes() {
     }
     // Bad report options are usage errors naming the choices.
     for (args, want) in [
-        (&["--sort", "comm,bogus"][..], "unknown sort key \"bogus\"; the keys are: comm"),
+        (
+            &["--sort", "comm,bogus"][..],
+            "unknown sort key \"bogus\"; the keys are: comm",
+        ),
         (&["--time", "5,1"][..], "START must be before END"),
         (&["--time", "x"][..], "expected START,END"),
     ] {

@@ -17,7 +17,17 @@ use support::{hrec_in, text};
 const NOISE: f64 = 5.0;
 
 fn perf_record(dir: &Path, work: &[&str]) {
-    let mut args = vec!["record", "-q", "-F", "4000", "-e", "cpu-clock", "-o", "perf.data", "--"];
+    let mut args = vec![
+        "record",
+        "-q",
+        "-F",
+        "4000",
+        "-e",
+        "cpu-clock",
+        "-o",
+        "perf.data",
+        "--",
+    ];
     args.extend_from_slice(work);
     let o = Command::new("perf")
         .args(&args)
@@ -39,7 +49,15 @@ fn hrec_record(dir: &Path, extra: &[&str], work: &[&str]) {
 /// `perf report --stdio --sort KEYS` rows: overhead and the rest of the line.
 fn perf_report(dir: &Path, sort: &str) -> Vec<(f64, String)> {
     let o = Command::new("perf")
-        .args(["report", "--stdio", "--no-children", "--sort", sort, "-i", "perf.data"])
+        .args([
+            "report",
+            "--stdio",
+            "--no-children",
+            "--sort",
+            sort,
+            "-i",
+            "perf.data",
+        ])
         .current_dir(dir)
         .output()
         .unwrap();
@@ -78,7 +96,10 @@ fn by_key(j: &Value, key: &str) -> HashMap<String, f64> {
 /// agree on the top symbol.
 fn compare_top(perf: &[(f64, String)], hrec: &HashMap<String, f64>, what: &str) {
     let top: Vec<&(f64, String)> = perf.iter().filter(|(p, _)| *p >= 5.0).collect();
-    assert!(!top.is_empty(), "{what}: perf shows no symbol above 5%: {perf:?}");
+    assert!(
+        !top.is_empty(),
+        "{what}: perf shows no symbol above 5%: {perf:?}"
+    );
     for (p, sym) in &top {
         let h = hrec.get(sym).copied().unwrap_or(0.0);
         assert!(
@@ -90,8 +111,15 @@ fn compare_top(perf: &[(f64, String)], hrec: &HashMap<String, f64>, what: &str) 
         .iter()
         .max_by(|a, b| a.1.total_cmp(b.1))
         .map(|(s, _)| s.clone());
-    assert_eq!(best.as_deref(), Some(perf[0].1.as_str()), "{what}: top symbol differs");
-    eprintln!("{what}: {} symbols above 5% agree within {NOISE} points", top.len());
+    assert_eq!(
+        best.as_deref(),
+        Some(perf[0].1.as_str()),
+        "{what}: top symbol differs"
+    );
+    eprintln!(
+        "{what}: {} symbols above 5% agree within {NOISE} points",
+        top.len()
+    );
 }
 
 /// The source line of the first occurrence of `needle` in `file`, 1-based.
@@ -116,27 +144,53 @@ fn example_program_hot_symbols_match_perf_and_srcline_has_inline_frames() {
     assert!(hrec["resolved"].as_u64().unwrap() * 100 >= hrec["samples"].as_u64().unwrap() * 95);
     let syms = by_key(&hrec, "sym");
     compare_top(&perf, &syms, "hotspots");
-    assert!(syms.get("[.] hotspots::hot_multiply").is_some_and(|&p| p > 40.0), "{syms:?}");
-    assert!(syms.get("[.] hotspots::hot_scan").is_some_and(|&p| p > 5.0), "{syms:?}");
+    assert!(
+        syms.get("[.] hotspots::hot_multiply")
+            .is_some_and(|&p| p > 40.0),
+        "{syms:?}"
+    );
+    assert!(
+        syms.get("[.] hotspots::hot_scan").is_some_and(|&p| p > 5.0),
+        "{syms:?}"
+    );
 
-    // srcline of hot_multiply's samples is mostly inside `mix`, which is inlined into it.
+    // srcline is the innermost inline frame: hot_multiply's samples are in `mix` (inlined into
+    // it) or in the core integer methods `mix` inlines (`wrapping_mul`/`wrapping_add` in
+    // core's uint_macros.rs), not on hot_multiply's own lines.
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/hotspots.rs");
     let mix_line = line_of(&src, "x.wrapping_mul(0x5851_f42d_4c95_7f2d)");
     let j = hrec_report(dir.path(), &["--sort", "sym,srcline"]);
     let rows = j["events"][0]["rows"].as_array().unwrap();
-    let in_mix: f64 = rows
+    let inlined: f64 = rows
         .iter()
         .filter(|r| r["key"]["sym"] == "[.] hotspots::hot_multiply")
-        .filter(|r| r["key"]["srcline"] == format!("hotspots.rs:{mix_line}"))
+        .filter(|r| {
+            let s = r["key"]["srcline"].as_str().unwrap();
+            s == format!("hotspots.rs:{mix_line}") || s.starts_with("uint_macros.rs:")
+        })
         .map(|r| r["overhead"].as_f64().unwrap())
         .sum();
-    assert!(in_mix > 10.0, "mix at hotspots.rs:{mix_line}: {in_mix}%\n{j:#}");
+    assert!(inlined > 40.0, "inlined srclines: {inlined}%\n{j:#}");
+    // With full paths the file is absolute or relative to the crate, never empty.
+    let j = hrec_report(dir.path(), &["--sort", "srcline", "--full-source-path"]);
+    let top = j["events"][0]["rows"][0]["key"]["srcline"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(top.contains('/') && top.contains(".rs:"), "{top}");
 
     // The text report says how much resolved.
     let o = hrec_in(dir.path(), &["report"]);
     let (out, err) = text(&o);
     assert!(o.status.success(), "{err}");
-    assert!(out.contains("resolved 9"), "{out}");
+    let line = out.lines().find(|l| l.starts_with("# resolved ")).unwrap();
+    let pct: f64 = line["# resolved ".len()..]
+        .split('%')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(pct >= 95.0, "{line}");
 }
 
 #[test]
@@ -151,9 +205,21 @@ fn call_graph_expands_inline_frames() {
     let at = out
         .find("[.] hotspots::hot_multiply\n")
         .unwrap_or_else(|| panic!("{out}"));
-    let block: Vec<&str> = out[at..].lines().skip(1).take(4).collect();
-    assert!(block[1].contains("%--hotspots::mix (inlined)"), "{block:#?}");
-    assert_eq!(block[2].trim(), "hotspots::hot_multiply", "{block:#?}");
+    let block: Vec<&str> = out[at..].lines().skip(1).take(8).collect();
+    let mix = block
+        .iter()
+        .position(|l| {
+            l.trim_start()
+                .trim_start_matches(|c: char| "-%.0123456789".contains(c))
+                == "hotspots::mix (inlined)"
+        })
+        .unwrap_or_else(|| panic!("{block:#?}"));
+    assert!(block[1].trim().starts_with("---"), "{block:#?}");
+    assert_eq!(
+        block[mix + 1].trim(),
+        "hotspots::hot_multiply",
+        "{block:#?}"
+    );
 
     // --children credits callers: main's Children share is at least hot_multiply's.
     let j = hrec_report(dir.path(), &["--sort", "sym", "--children"]);
@@ -182,17 +248,26 @@ fn python_hot_symbols_match_perf_and_srcline_reaches_headers() {
     let hrec = hrec_report(dir.path(), &["--sort", "sym"]);
     compare_top(&perf, &by_key(&hrec, "sym"), "python3");
 
-    // Inline frames: some samples of _PyEval_EvalFrameDefault are in functions inlined from
-    // headers (Py_INCREF and friends in Include/*.h).
+    // Inline frames: CPython's hot paths inline `static inline` helpers from its headers
+    // (Py_INCREF, Py_DECREF in Include/object.h, ...), so a good share of samples have a
+    // srcline in a `.h` file while their symbol is the C function that inlined it.
     let j = hrec_report(dir.path(), &["--sort", "sym,srcline"]);
     let rows = j["events"][0]["rows"].as_array().unwrap();
     let in_headers: f64 = rows
         .iter()
-        .filter(|r| r["key"]["sym"] == "[.] _PyEval_EvalFrameDefault")
-        .filter(|r| r["key"]["srcline"].as_str().is_some_and(|s| s.contains(".h:")))
+        .filter(|r| {
+            r["key"]["srcline"]
+                .as_str()
+                .is_some_and(|s| s.contains(".h:"))
+        })
+        .filter(|r| {
+            r["key"]["sym"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("[.] "))
+        })
         .map(|r| r["overhead"].as_f64().unwrap())
         .sum();
-    assert!(in_headers > 0.5, "{in_headers}%");
+    assert!(in_headers > 3.0, "{in_headers}% of samples in header lines");
 }
 
 #[test]

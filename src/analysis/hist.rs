@@ -234,10 +234,11 @@ impl LocKeys {
         for l in &p.locs {
             dso.push(intern(l.dso.to_string()));
             sym.push(intern(sym_cell(l)));
-            srcline.push(intern(
-                l.srcline(full)
-                    .unwrap_or_else(|| format!("{}+{:#x}", l.dso, l.file_addr)),
-            ));
+            // Without line information, perf-style `symbol+offset` (or `dso+address`).
+            srcline.push(intern(l.srcline(full).unwrap_or_else(|| match &l.sym {
+                Some(s) => format!("{s}+{:#x}", l.sym_offset),
+                None => format!("{}+{:#x}", l.dso, l.file_addr),
+            })));
         }
         LocKeys {
             dso,

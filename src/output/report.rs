@@ -215,7 +215,10 @@ fn call_paths(p: &Profile, t: &Table, o: &HistOptions, row: &Row) -> Vec<(u64, V
                     path.push(format!("{name} (inlined)"));
                 }
             }
-            path.push(l.sym_name());
+            path.push(match l.unresolved {
+                Some(why) => format!("{} ({why})", l.sym_name()),
+                None => l.sym_name(),
+            });
         }
         *paths.entry(path).or_default() += s.period;
     }

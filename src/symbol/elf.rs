@@ -36,7 +36,7 @@ use std::sync::Arc;
 use object::elf;
 use object::read::ReadCache;
 use object::read::elf::{
-    FileHeader, ProgramHeader, SectionHeader, SectionTable, Sym as _, SymbolTable,
+    FileHeader, ProgramHeader, Rela as _, SectionHeader, SectionTable, Sym as _, SymbolTable,
 };
 use object::{Endianness, FileKind};
 
@@ -125,6 +125,9 @@ impl Binary {
         }
         if symbols.is_empty() {
             symbols = info.dynsym;
+        }
+        for (addr, name) in &info.plt {
+            symbols.add_synthetic(*addr, 16, name);
         }
 
         let dwarf = debug_path
@@ -273,6 +276,8 @@ pub(super) struct ElfInfo {
     loads: Vec<Load>,
     symtab: SymbolsBuilder,
     dynsym: SymbolsBuilder,
+    /// `name@plt` for each PLT stub (x86 only), as perf names them.
+    plt: Vec<(u64, String)>,
 }
 
 /// Headers and notes of `path` (no symbols), for the debug-file search.
@@ -371,9 +376,52 @@ fn parse_elf<'a, Elf: FileHeader<Endian = Endianness>>(
             && let Ok(table) = sections.symbols(endian, data, elf::SHT_DYNSYM)
         {
             info.dynsym.collect(endian, data, &sections, &table);
+            let machine = header.e_machine(endian);
+            if machine == elf::EM_X86_64 || machine == elf::EM_386 {
+                info.plt = plt_stubs(endian, data, &sections, &table);
+            }
         }
     }
     Ok(info)
+}
+
+/// PLT stubs named after the function they jump to (`PyObject_Malloc@plt`), as perf
+/// synthesizes them: entry `i` of `.rela.plt` belongs to stub `i` of `.plt.sec` (with IBT),
+/// else to stub `i + 1` of `.plt` (stub 0 calls the resolver). x86 stubs are 16 bytes.
+fn plt_stubs<'a, Elf: FileHeader<Endian = Endianness>>(
+    endian: Endianness,
+    data: Data<'a>,
+    sections: &SectionTable<'a, Elf, Data<'a>>,
+    dynsym: &SymbolTable<'a, Elf, Data<'a>>,
+) -> Vec<(u64, String)> {
+    const STUB: u64 = 16;
+    let by_name = |n: &[u8]| sections.section_by_name(endian, n).map(|(_, s)| s);
+    let Some(rela) = by_name(b".rela.plt") else {
+        return Vec::new();
+    };
+    let (first, base) = match (by_name(b".plt.sec"), by_name(b".plt")) {
+        (Some(sec), _) => (0, sec.sh_addr(endian).into()),
+        (None, Some(plt)) => (1, plt.sh_addr(endian).into()),
+        _ => return Vec::new(),
+    };
+    let Ok(Some((relocs, _))) = rela.rela(endian, data) else {
+        return Vec::new();
+    };
+    let strings = dynsym.strings();
+    relocs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| {
+            let sym = dynsym
+                .symbol(object::SymbolIndex(r.r_sym(endian, false) as usize))
+                .ok()?;
+            let name = sym.name(endian, strings).ok()?;
+            (!name.is_empty()).then(|| {
+                let addr = base + STUB * (i as u64 + first);
+                (addr, format!("{}@plt", String::from_utf8_lossy(name)))
+            })
+        })
+        .collect()
 }
 
 fn gnu_build_id<Elf: FileHeader<Endian = Endianness>>(
@@ -422,6 +470,19 @@ struct SymbolsBuilder {
 impl SymbolsBuilder {
     fn is_empty(&self) -> bool {
         self.candidates.is_empty()
+    }
+
+    /// Adds a symbol no table holds (a PLT stub), ranked below every real symbol.
+    fn add_synthetic(&mut self, start: u64, size: u64, name: &str) {
+        let at = self.names.len();
+        self.names.push_str(name);
+        self.candidates.push(Candidate {
+            start,
+            size,
+            section_end: start.saturating_add(size),
+            rank: 0,
+            name: (at, name.len()),
+        });
     }
 
     fn collect<'a, Elf: FileHeader<Endian = Endianness>>(
@@ -677,6 +738,7 @@ int main(int argc, char **argv)
 #[cfg(test)]
 mod tests {
     use std::path::Path;
+    use std::process::Command;
 
     use super::fixtures::{PROG, build_id, gcc, line_of, objcopy, symbol};
     use super::*;
@@ -949,6 +1011,58 @@ mod tests {
                 ("exported_work", start, size)
             );
             assert!(s.frames.is_empty());
+        }
+    }
+
+    /// `<name@plt>` labels and addresses as objdump disassembles them in `.plt`/`.plt.sec`
+    /// (not `.plt.got`, whose stubs perf leaves unnamed too).
+    fn objdump_plt(path: &Path) -> Vec<(u64, String)> {
+        let out = Command::new("objdump")
+            .args(["-d", "-j", ".plt", "-j", ".plt.sec"])
+            .arg(path)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| {
+                let (addr, rest) = l.split_once(" <")?;
+                let name = rest.strip_suffix(">:")?;
+                name.ends_with("@plt")
+                    .then(|| Some((u64::from_str_radix(addr.trim(), 16).ok()?, name.to_string())))?
+            })
+            .collect()
+    }
+
+    #[test]
+    fn plt_stubs_are_named_like_perf() {
+        let dir = tempfile::tempdir().unwrap();
+        // Lazy binding keeps a classic .plt; `-z ibtplt` (what IBT-enabled distributions get)
+        // moves the stubs to .plt.sec: check both.
+        for (name, extra) in [
+            ("plain", &[][..]),
+            ("ibt", &["-fcf-protection=full", "-Wl,-z,ibtplt"][..]),
+        ] {
+            let mut args = vec!["-O2", "-Wl,-z,lazy"];
+            args.extend_from_slice(extra);
+            let bin = gcc(dir.path(), name, PROG, &args);
+            let want = objdump_plt(&bin);
+            assert!(
+                want.iter()
+                    .any(|(_, n)| n == "printf@plt" || n == "atoi@plt"),
+                "{want:?}"
+            );
+            let has_sec = Command::new("readelf")
+                .arg("-S")
+                .arg(&bin)
+                .output()
+                .unwrap();
+            let has_sec = String::from_utf8_lossy(&has_sec.stdout).contains(".plt.sec");
+            assert_eq!(has_sec, name == "ibt");
+            let binary = Binary::load(&bin, None, &no_debug_dirs()).unwrap();
+            for (addr, n) in &want {
+                let sym = binary.symbolize(addr + 4).unwrap().sym.unwrap();
+                assert_eq!((&*sym.name, sym.start), (n.as_str(), *addr), "{name}");
+            }
         }
     }
 

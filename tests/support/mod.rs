@@ -141,7 +141,10 @@ pub fn release_example(name: &str) -> PathBuf {
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .status()
         .expect("run cargo");
-    assert!(status.success(), "cargo build --release --example {name} failed");
+    assert!(
+        status.success(),
+        "cargo build --release --example {name} failed"
+    );
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("target/release/examples")
         .join(name)
@@ -173,9 +176,8 @@ pub fn python_with_dwarf() -> Option<PathBuf> {
     let mut lines = text.lines();
     let exe = std::fs::canonicalize(lines.next()?).ok()?;
     let libdir = PathBuf::from(lines.next().unwrap_or(""));
-    let has_dwarf = |p: &Path| {
-        std::fs::read(p).is_ok_and(|b| b.windows(11).any(|w| w == b".debug_info"))
-    };
+    let has_dwarf =
+        |p: &Path| std::fs::read(p).is_ok_and(|b| b.windows(11).any(|w| w == b".debug_info"));
     let libs = std::fs::read_dir(&libdir)
         .map(|d| {
             d.filter_map(Result::ok)
@@ -190,7 +192,10 @@ pub fn python_with_dwarf() -> Option<PathBuf> {
     if has_dwarf(&exe) || libs.iter().any(|p| has_dwarf(p)) {
         Some(exe)
     } else {
-        eprintln!("skipped: {} has no DWARF (install a pyenv build or python3-dbg)", exe.display());
+        eprintln!(
+            "skipped: {} has no DWARF (install a pyenv build or python3-dbg)",
+            exe.display()
+        );
         None
     }
 }
