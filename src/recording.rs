@@ -63,17 +63,7 @@ impl Recording {
             .enumerate()
             .flat_map(|(n, e)| e.ids.iter().map(move |i| (i.id, n)))
             .collect();
-        let mut blocks = Vec::new();
-        let mut errors = Vec::new();
-        for b in reader.records() {
-            match b {
-                Ok((_, bytes)) => blocks.push(bytes),
-                Err(e) => {
-                    errors.push(e.to_string());
-                    break;
-                }
-            }
-        }
+        let (blocks, errors) = read_blocks(&reader);
         Ok(Recording {
             reader,
             decoder,
@@ -115,7 +105,7 @@ impl Recording {
             while let Some(raw) = it.next() {
                 match raw {
                     Ok(raw) => {
-                        let time = record_time(&self.decoder, &raw).unwrap_or(0);
+                        let time = self.decoder.time(&raw).unwrap_or(0);
                         order.push(At {
                             time,
                             block: bi as u32,
@@ -150,12 +140,59 @@ impl Recording {
     }
 }
 
-fn record_time(d: &Decoder, raw: &RawRecord<'_>) -> Option<u64> {
-    match d.decode(raw).ok()? {
-        Record::Sample(s) => s.time,
-        Record::Exit(t) | Record::Fork(t) => Some(t.time),
-        other => other.sample_id().and_then(|s| s.time),
+/// Decompresses the record blocks, on every CPU (decoding the column codec is most of the
+/// cost of reading a file). A corrupt block stops reading there, as reading in order would.
+fn read_blocks(reader: &Reader) -> (Vec<Vec<u8>>, Vec<String>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let infos: Vec<&data::BlockInfo> = reader
+        .blocks()
+        .iter()
+        .filter(|b| b.kind == data::BlockKind::Records)
+        .collect();
+    let next = AtomicUsize::new(0);
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(infos.len())
+        .max(1);
+    let mut done: Vec<(usize, Result<Vec<u8>, DataError>)> = std::thread::scope(|sc| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                sc.spawn(|| {
+                    let mut out = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(info) = infos.get(i) else { break };
+                        out.push((i, reader.read_block(info)));
+                    }
+                    out
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+    done.sort_by_key(|(i, _)| *i);
+    let mut blocks = Vec::new();
+    let mut errors = Vec::new();
+    if done.len() != infos.len() {
+        errors.push(format!(
+            "{} of {} record blocks could not be decoded (a decoder thread failed)",
+            infos.len() - done.len(),
+            infos.len()
+        ));
     }
+    for (_, b) in done {
+        match b {
+            Ok(bytes) => blocks.push(bytes),
+            Err(e) => {
+                errors.push(e.to_string());
+                break;
+            }
+        }
+    }
+    (blocks, errors)
 }
 
 /// Thread names as the records set them: COMM sets a thread's name, FORK gives the child its

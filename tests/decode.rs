@@ -560,7 +560,15 @@ fn mixed_recording_with_identifier() {
     let mut out = Vec::new();
     for raw in records(&stream) {
         let raw = raw.unwrap();
-        out.push(d.decode_located(&raw).unwrap());
+        let decoded = d.decode_located(&raw).unwrap();
+        // The fast time read (used to order records) agrees with the full decode.
+        let want = match &decoded.1 {
+            Record::Sample(s) => s.time,
+            Record::Fork(t) | Record::Exit(t) => Some(t.time),
+            other => other.sample_id().and_then(|s| s.time),
+        };
+        assert_eq!(d.time(&raw), want, "{:?}", decoded.1);
+        out.push(decoded);
     }
     assert_eq!(out.len(), 16);
     let trailer = |rec: &Record<'_>| *rec.sample_id().unwrap();

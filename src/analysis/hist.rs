@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr;
 
+use super::FastMap;
 use super::latency::LatencyStats;
 use super::profile::{Loc, NONE, ProfSample, Profile};
 use super::topdown::TdCounts;
@@ -323,7 +324,7 @@ pub fn tables(p: &Profile, o: &HistOptions) -> Vec<Table> {
             ..Table::default()
         })
         .collect();
-    let mut maps: Vec<HashMap<Key, Row>> = vec![HashMap::new(); p.events.len()];
+    let mut maps: Vec<FastMap<Key, Row>> = vec![FastMap::default(); p.events.len()];
     let mut seen: Vec<Key> = Vec::new();
     for (si, s) in p.samples.iter().enumerate() {
         if !o.filters.keep(p, s) {

@@ -30,6 +30,7 @@ use crate::symbol::maps::{AddressSpaces, FileIdx};
 use crate::symbol::perfmap::PerfMap;
 use crate::symbol::{Frame, Unresolved};
 
+use super::FastMap;
 use super::topdown::{DeltaTracker, TdCounts, TdEvent};
 
 /// How to build a profile.
@@ -232,7 +233,9 @@ struct Replay<'r> {
     maps: AddressSpaces,
     comms: Comms,
     comm_ids: HashMap<String, u32>,
-    keys: HashMap<LocKey, u32>,
+    /// tid → comm id, valid until the next COMM/FORK of that tid.
+    tid_comm: FastMap<u32, u32>,
+    keys: FastMap<LocKey, u32>,
     key_list: Vec<(LocKey, u64)>,
     tracker: DeltaTracker,
     td_of_id: HashMap<u64, TdEvent>,
@@ -260,13 +263,20 @@ impl Replay<'_> {
     }
 
     fn comm(&mut self, comms: &mut Vec<Arc<str>>, tid: u32) -> u32 {
-        let name = self.comms.name(tid);
-        if let Some(&c) = self.comm_ids.get(&name) {
+        if let Some(&c) = self.tid_comm.get(&tid) {
             return c;
         }
-        let c = comms.len() as u32;
-        comms.push(name.as_str().into());
-        self.comm_ids.insert(name, c);
+        let name = self.comms.name(tid);
+        let c = match self.comm_ids.get(&name) {
+            Some(&c) => c,
+            None => {
+                let c = comms.len() as u32;
+                comms.push(name.as_str().into());
+                self.comm_ids.insert(name, c);
+                c
+            }
+        };
+        self.tid_comm.insert(tid, c);
         c
     }
 }
@@ -302,7 +312,8 @@ pub fn build(rec: &Recording, opts: &ProfileOptions, progress: &mut dyn FnMut(u6
         maps: AddressSpaces::new(),
         comms: Comms::default(),
         comm_ids: HashMap::new(),
-        keys: HashMap::new(),
+        tid_comm: FastMap::default(),
+        keys: FastMap::default(),
         key_list: Vec::new(),
         tracker: DeltaTracker::new(),
         td_of_id,
@@ -326,6 +337,15 @@ pub fn build(rec: &Recording, opts: &ProfileOptions, progress: &mut dyn FnMut(u6
             other => {
                 r.maps.apply(other);
                 r.comms.apply(other);
+                match other {
+                    Record::Comm(c) => {
+                        r.tid_comm.remove(&c.tid);
+                    }
+                    Record::Fork(t) => {
+                        r.tid_comm.remove(&t.tid);
+                    }
+                    _ => {}
+                }
                 return;
             }
         };

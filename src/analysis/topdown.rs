@@ -21,8 +21,6 @@
 //! Machine Clears = Bad Speculation − Branch Mispredicts, Fetch Bandwidth = Frontend Bound −
 //! Fetch Latency, Core Bound = Backend Bound − Memory Bound.
 
-use std::collections::HashMap;
-
 use crate::decode::ReadValues;
 
 /// A TopDown event of the group.
@@ -154,7 +152,7 @@ impl TdCounts {
 /// The previous group read of every counter, to turn cumulative reads into deltas.
 #[derive(Debug, Default)]
 pub struct DeltaTracker {
-    prev: HashMap<(u32, u64), Vec<u64>>,
+    prev: super::FastMap<(u32, u64), Vec<u64>>,
     /// Samples whose group read showed `time_running < time_enabled` (multiplexed).
     pub multiplexed: u64,
     /// Samples whose read went backwards (a counter reset); the new value counts as the delta.

@@ -88,6 +88,28 @@ impl Layout {
         Some(8 + 8 * before)
     }
 
+    /// Byte offset of TIME in a SAMPLE (after IDENTIFIER, IP and TID); `None` without TIME.
+    pub fn sample_time_offset(&self) -> Option<usize> {
+        if !self.has(sample::TIME) {
+            return None;
+        }
+        let before = [sample::IDENTIFIER, sample::IP, sample::TID]
+            .iter()
+            .filter(|&&b| self.has(b))
+            .count();
+        Some(8 + 8 * before)
+    }
+
+    /// Distance from the end of a non-SAMPLE record to its TIME in the sample_id trailer
+    /// (TID comes before it); `None` without `sample_id_all` or without TIME.
+    pub fn trailer_time_from_end(&self) -> Option<usize> {
+        if !self.sample_id_all || !self.has(sample::TIME) {
+            return None;
+        }
+        let tid = if self.has(sample::TID) { 8 } else { 0 };
+        Some(self.trailer_size() - tid)
+    }
+
     /// Distance from the end of a non-SAMPLE record to the start of its event id: 8 with
     /// IDENTIFIER (the last u64), else past CPU and STREAM_ID with ID. `None` without
     /// `sample_id_all` or without either id bit.

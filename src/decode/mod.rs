@@ -549,6 +549,28 @@ impl Decoder {
         Ok(Located { index, id })
     }
 
+    /// The time of a record, read at its fixed position without decoding the rest: the TIME
+    /// field of a SAMPLE, the time of FORK/EXIT, else the sample_id trailer's TIME. `None`
+    /// when the record has none or does not locate.
+    pub fn time(&self, raw: &RawRecord<'_>) -> Option<u64> {
+        let t = raw.header.type_;
+        if !(kind::MMAP..=kind::TEXT_POKE).contains(&t) {
+            return None;
+        }
+        if t == kind::FORK || t == kind::EXIT {
+            // pid, ppid, tid, ptid (u32 each), then time.
+            return cursor::u64_at(raw.bytes, 8 + 16);
+        }
+        let layout = &self.layouts[self.locate(raw).ok()?.index];
+        let at = if t == kind::SAMPLE {
+            layout.sample_time_offset()?
+        } else {
+            let back = layout.trailer_time_from_end()?;
+            raw.bytes.len().checked_sub(back).filter(|&a| a >= 8)?
+        };
+        cursor::u64_at(raw.bytes, at)
+    }
+
     /// Decodes one record with the layout of the attr it belongs to. Types the decoder does not
     /// know (including perf's user records, >= 64) come back as [`Record::Unknown`] without
     /// looking for an attr.
