@@ -26,7 +26,7 @@ pub struct Recording {
     pub decoder: Decoder,
     id_event: HashMap<u64, usize>,
     blocks: Vec<Vec<u8>>,
-    /// Problems met while reading blocks (a corrupt block stops reading there).
+    /// Problems met while reading blocks (a corrupt block is skipped).
     pub errors: Vec<String>,
 }
 
@@ -141,7 +141,8 @@ impl Recording {
 }
 
 /// Decompresses the record blocks, on every CPU (decoding the column codec is most of the
-/// cost of reading a file). A corrupt block stops reading there, as reading in order would.
+/// cost of reading a file). Blocks are independent, so a corrupt one is reported and skipped
+/// and the others are still read: what was recorded around the damage is not lost.
 fn read_blocks(reader: &Reader) -> (Vec<Vec<u8>>, Vec<String>) {
     use std::sync::atomic::{AtomicUsize, Ordering};
     let infos: Vec<&data::BlockInfo> = reader
@@ -186,10 +187,7 @@ fn read_blocks(reader: &Reader) -> (Vec<Vec<u8>>, Vec<String>) {
     for (_, b) in done {
         match b {
             Ok(bytes) => blocks.push(bytes),
-            Err(e) => {
-                errors.push(e.to_string());
-                break;
-            }
+            Err(e) => errors.push(format!("{e}; skipped that block")),
         }
     }
     (blocks, errors)

@@ -454,3 +454,73 @@ fn hybrid_pmus_are_separate_tables_and_zero_latencies_mean_none() {
         "{out}"
     );
 }
+
+#[test]
+fn filters_time_range_and_percent_limit() {
+    let mut s = Synth::new("sapphirerapids", true, |_| 0);
+    let c = s.sampler(None);
+    // Times 1001, 2001, 3001, 4001, 5001 ns: a, b, a, a, b.
+    for ip in [HOT_A, HOT_B, HOT_A, HOT_A, HOT_B] {
+        s.sample(c, 500, ip, 100, Some(RETIRING), 3);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    s.write(dir.path());
+    let total = |j: &Value| j["events"][0]["samples"].as_u64().unwrap();
+    let rows = |j: &Value| j["events"][0]["rows"].as_array().unwrap().len();
+
+    // --time START,END in seconds: [2 µs, 4 µs) keeps the samples at 2001 and 3001 ns.
+    let j = report_json(
+        dir.path(),
+        &["--sort", "sym", "--time", "0.000002,0.000004"],
+    );
+    assert_eq!(total(&j), 2);
+    assert_eq!(row(&j["events"][0], "hot_a")["samples"], 1);
+    let j = report_json(dir.path(), &["--sort", "sym", "--time", "0.000004,"]);
+    assert_eq!(total(&j), 2);
+
+    let j = report_json(dir.path(), &["--sort", "sym", "--sym", "hot_b"]);
+    assert_eq!((total(&j), rows(&j)), (2, 1));
+    let j = report_json(dir.path(), &["--sort", "sym", "--dso", "[kernel.kallsyms]"]);
+    assert_eq!(total(&j), 5);
+    let j = report_json(dir.path(), &["--sort", "sym", "--dso", "libc.so.6"]);
+    assert_eq!(total(&j), 0);
+    let j = report_json(
+        dir.path(),
+        &["--sort", "sym", "--comm", "app", "--pid", "500"],
+    );
+    assert_eq!(total(&j), 5);
+    let j = report_json(dir.path(), &["--sort", "sym", "--pid", "7"]);
+    assert_eq!(total(&j), 0);
+
+    // hot_b has 40%: hidden by --percent-limit 50, with a line saying so.
+    let o = hrec_in(
+        dir.path(),
+        &["report", "--sort", "sym", "--percent-limit", "50"],
+    );
+    let (out, _) = text(&o);
+    assert!(
+        out.contains("[k] hot_a") && !out.contains("[k] hot_b"),
+        "{out}"
+    );
+    assert!(
+        out.contains("# 1 rows below --percent-limit 50 not shown"),
+        "{out}"
+    );
+
+    // Other sort keys: pid, tid, cpu, event, pmu, ip.
+    let j = report_json(dir.path(), &["--sort", "pid,tid,cpu,event,pmu,ip"]);
+    let r = &j["events"][0]["rows"][0]["key"];
+    assert_eq!(r["pid"], "500:app");
+    // The CPU is "-" unless the event samples it (perf record samples CPU only with -a/-C).
+    let has_cpu = s.meta.events[c].attr.sample_type & hrec::event::attr::sample::CPU != 0;
+    let cpu = if has_cpu { "0" } else { "-" };
+    assert_eq!(
+        (r["tid"].as_str(), r["cpu"].as_str()),
+        (Some("500"), Some(cpu))
+    );
+    assert_eq!(
+        (r["event"].as_str(), r["pmu"].as_str()),
+        (Some("cycles:P"), Some("cpu"))
+    );
+    assert_eq!(r["ip"], "hot_a+0x10");
+}

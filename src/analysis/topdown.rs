@@ -207,6 +207,46 @@ impl DeltaTracker {
 mod tests {
     use super::*;
 
+    /// A group read (TOTAL_TIME_ENABLED | TOTAL_TIME_RUNNING | ID | GROUP) in the kernel layout.
+    fn group(enabled: u64, running: u64, values: &[(u64, u64)]) -> Vec<u8> {
+        let mut w = vec![values.len() as u64, enabled, running];
+        for &(v, id) in values {
+            w.extend([v, id]);
+        }
+        w.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn deltas_per_key_resets_and_multiplexing() {
+        let kind = |id: u64| match id {
+            1 => Some(TdEvent::Slots),
+            2 => Some(TdEvent::Retiring),
+            _ => None,
+        };
+        let rf = 1 | 2 | 4 | 8;
+        let mut t = DeltaTracker::new();
+        let b = group(10, 10, &[(100, 1), (40, 2), (7, 9)]);
+        let r = ReadValues::from_read(&b, rf).unwrap();
+        let d = t.delta(Some(5), 77, &r, kind).unwrap();
+        assert_eq!((d.get(TdEvent::Slots), d.get(TdEvent::Retiring)), (100, 40));
+        // Same key: the difference. Another thread: its own running total from zero.
+        let b = group(20, 15, &[(250, 1), (100, 2), (9, 9)]);
+        let r = ReadValues::from_read(&b, rf).unwrap();
+        let d = t.delta(Some(5), 77, &r, kind).unwrap();
+        assert_eq!((d.get(TdEvent::Slots), d.get(TdEvent::Retiring)), (150, 60));
+        let d = t.delta(Some(6), 77, &r, kind).unwrap();
+        assert_eq!(d.get(TdEvent::Slots), 250);
+        assert_eq!(t.multiplexed, 2);
+        // A read that went backwards counts from zero and is reported.
+        let b = group(30, 30, &[(20, 1), (5, 2), (9, 9)]);
+        let r = ReadValues::from_read(&b, rf).unwrap();
+        let d = t.delta(Some(5), 77, &r, kind).unwrap();
+        assert_eq!(d.get(TdEvent::Slots), 20);
+        assert_eq!(t.resets, 2);
+        // A group without TopDown members gives nothing.
+        assert!(t.delta(None, 78, &r, |_| None).is_none());
+    }
+
     #[test]
     fn names_with_pmu_and_modifiers() {
         assert_eq!(TdEvent::from_name("slots"), Some(TdEvent::Slots));
