@@ -86,6 +86,23 @@ pub struct ReportConfig {
     pub progress: bool,
 }
 
+/// `hrec flamegraph`.
+#[derive(Debug, Clone)]
+pub struct FlamegraphConfig {
+    /// `-i`.
+    pub input: PathBuf,
+    /// `-o` (`-` = stdout).
+    pub output: PathBuf,
+    /// `--folded`.
+    pub folded: bool,
+    /// `--diff BASE NEW` (empty when not given).
+    pub diff: Vec<PathBuf>,
+    /// Symbol search.
+    pub profile: crate::analysis::profile::ProfileOptions,
+    /// Drawing.
+    pub flame: output::flame::FlameOptions,
+}
+
 /// One command to run.
 #[derive(Debug, Clone)]
 pub enum Command {
@@ -99,6 +116,8 @@ pub enum Command {
     Info(InputConfig),
     /// `hrec report`
     Report(Box<ReportConfig>),
+    /// `hrec flamegraph`
+    Flamegraph(Box<FlamegraphConfig>),
     /// A command that a later milestone implements (`report`, `script`, ...).
     Pending {
         /// Its name.
@@ -132,12 +151,23 @@ pub enum AppError {
     /// A recording could not be read.
     #[error(transparent)]
     Recording(#[from] RecordingError),
+    /// A flame graph could not be drawn.
+    #[error(transparent)]
+    Flame(#[from] output::flame::FlameError),
     /// The recording failed.
     #[error(transparent)]
     Record(#[from] record::RecordError),
     /// Writing output failed.
     #[error("cannot write output")]
     Io(#[from] io::Error),
+    /// Writing an output file failed.
+    #[error("cannot write {}", path.display())]
+    Output {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
 }
 
 impl AppError {
@@ -174,6 +204,7 @@ pub fn run(
         Command::Script(cfg) => script(cfg, out, err),
         Command::Info(cfg) => info(cfg, out, err),
         Command::Report(cfg) => report(cfg, out, err),
+        Command::Flamegraph(cfg) => flamegraph(cfg, out, err),
         Command::Pending { name, what } => Err(AppError::NotImplemented { name, what }),
     }
 }
@@ -337,6 +368,74 @@ fn report(cfg: &ReportConfig, out: &mut dyn Write, err: &mut dyn Write) -> Resul
                 path.display(),
                 why.join("; ")
             )?;
+        }
+    }
+    Ok(0)
+}
+
+/// Folded stacks of one recording for `hrec flamegraph`, with a notice on stderr when the
+/// recording has several events and none was named.
+fn fold_recording(
+    path: &Path,
+    cfg: &FlamegraphConfig,
+    err: &mut dyn Write,
+) -> Result<output::flame::Folded, AppError> {
+    use crate::analysis::profile;
+    let rec = open_recording(
+        &InputConfig {
+            input: path.to_path_buf(),
+        },
+        err,
+    )?;
+    let p = profile::build(&rec, &cfg.profile, &mut |_| {});
+    if p.events.is_empty() {
+        return Err(AppError::Usage(format!(
+            "{} has no sampling events",
+            path.display()
+        )));
+    }
+    let ev = output::flame::pick_event(&p, cfg.flame.event.as_deref())?;
+    if cfg.flame.event.is_none() && p.events.len() > 1 {
+        let names: Vec<&str> = p.events.iter().map(|e| e.name.as_str()).collect();
+        writeln!(
+            err,
+            "hrec: {} has {} events ({}); drawing {} (choose with --event)",
+            path.display(),
+            names.len(),
+            names.join(", "),
+            names[ev]
+        )?;
+    }
+    Ok(output::flame::fold(&p, ev, &cfg.flame)?)
+}
+
+fn flamegraph(
+    cfg: &FlamegraphConfig,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8, AppError> {
+    let mut buf: Vec<u8> = Vec::new();
+    if let [base, new] = cfg.diff.as_slice() {
+        let a = fold_recording(base, cfg, err)?;
+        let b = fold_recording(new, cfg, err)?;
+        output::flame::diff_svg(&a, &b, &cfg.flame, &mut buf)?;
+    } else {
+        let f = fold_recording(&cfg.input, cfg, err)?;
+        if cfg.folded {
+            output::flame::write_folded(&f, &mut buf)?;
+        } else {
+            output::flame::svg(&f, &cfg.flame, None, &mut buf)?;
+        }
+    }
+    if cfg.output.as_os_str() == "-" {
+        out.write_all(&buf)?;
+    } else {
+        std::fs::write(&cfg.output, &buf).map_err(|source| AppError::Output {
+            path: cfg.output.clone(),
+            source,
+        })?;
+        if !cfg.folded {
+            writeln!(err, "hrec: wrote {}", cfg.output.display())?;
         }
     }
     Ok(0)

@@ -260,9 +260,85 @@ pub struct FlamegraphArgs {
     /// Input file.
     #[arg(short = 'i', long = "input", default_value = "hrec.data")]
     pub input: PathBuf,
-    /// Output SVG.
-    #[arg(short = 'o', long = "output", default_value = "flamegraph.svg")]
-    pub output: PathBuf,
+    /// Output SVG (or folded stacks with --folded; `-` for stdout).
+    #[arg(short = 'o', long = "output")]
+    pub output: Option<PathBuf>,
+    /// The event to draw (default: the first; the recording's events are listed when it has
+    /// several).
+    #[arg(long)]
+    pub event: Option<String>,
+    /// Frame width: samples, period (the event count) or retire-latency (cycles).
+    #[arg(long, default_value = "samples", value_parser = ["samples", "period", "retire-latency"])]
+    pub weight: String,
+    /// Colours: default or topdown (dominant TopDown L1 category per function).
+    #[arg(long = "color", alias = "colors", default_value = "default", value_parser = ["default", "topdown"])]
+    pub color: String,
+    /// Title.
+    #[arg(long)]
+    pub title: Option<String>,
+    /// Icicle graph (root at the top).
+    #[arg(long)]
+    pub inverted: bool,
+    /// Time order instead of merged stacks.
+    #[arg(long = "flame-chart")]
+    pub flame_chart: bool,
+    /// Omit frames narrower than this many pixels.
+    #[arg(long = "min-width", default_value_t = 0.1)]
+    pub min_width: f64,
+    /// Write collapsed stacks (`a;b;c COUNT`) instead of SVG.
+    #[arg(long)]
+    pub folded: bool,
+    /// Differential flame graph of two recordings: --diff BASE NEW.
+    #[arg(long, num_args = 2, value_names = ["BASE", "NEW"])]
+    pub diff: Vec<PathBuf>,
+    /// Look for binaries under this directory (as if it were /).
+    #[arg(long = "symfs")]
+    pub symfs: Option<PathBuf>,
+    /// Only these thread names (comma-separated).
+    #[arg(long = "comm", value_delimiter = ',')]
+    pub comm: Vec<String>,
+    /// Only these process ids (comma-separated).
+    #[arg(long = "pid", value_delimiter = ',')]
+    pub pid: Vec<u32>,
+}
+
+impl FlamegraphArgs {
+    fn into_config(self) -> hrec::app::FlamegraphConfig {
+        use hrec::output::flame::{Colors, FlameOptions, Weight};
+        let default_out = if self.folded { "-" } else { "flamegraph.svg" };
+        hrec::app::FlamegraphConfig {
+            input: self.input,
+            output: self.output.unwrap_or_else(|| PathBuf::from(default_out)),
+            folded: self.folded,
+            diff: self.diff,
+            profile: hrec::analysis::profile::ProfileOptions {
+                symfs: self.symfs,
+                ..Default::default()
+            },
+            flame: FlameOptions {
+                event: self.event,
+                weight: match self.weight.as_str() {
+                    "period" => Weight::Period,
+                    "retire-latency" => Weight::RetireLatency,
+                    _ => Weight::Samples,
+                },
+                colors: if self.color == "topdown" {
+                    Colors::TopDown
+                } else {
+                    Colors::Default
+                },
+                title: self.title,
+                inverted: self.inverted,
+                flame_chart: self.flame_chart,
+                min_width: self.min_width,
+                filters: hrec::analysis::hist::Filters {
+                    comms: self.comm,
+                    pids: self.pid,
+                    ..Default::default()
+                },
+            },
+        }
+    }
 }
 
 /// `hrec stat` flags.
@@ -352,10 +428,7 @@ impl Cli {
             Cmd::List(a) => Command::List(ListConfig { json: a.json }),
             Cmd::Report(a) => Command::Report(Box::new(a.into_config()?)),
             Cmd::Script(a) => Command::Script(InputConfig { input: a.input }),
-            Cmd::Flamegraph(_) => Command::Pending {
-                name: "flamegraph",
-                what: "SVG flame graphs come after the reporter",
-            },
+            Cmd::Flamegraph(a) => Command::Flamegraph(Box::new(a.into_config())),
             Cmd::Stat(_) => Command::Pending {
                 name: "stat",
                 what: "counting mode comes with hrec stat",

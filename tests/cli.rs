@@ -157,7 +157,7 @@ fn errors_are_one_line_with_exit_codes() {
         assert_eq!(hrec(Some("zen4"), &v).status.code(), Some(2), "{args:?}");
     }
     // Not yet implemented subcommands say so.
-    for sub in ["flamegraph", "stat"] {
+    for sub in ["stat"] {
         let o = hrec(None, &[sub]);
         let (_, err) = text(&o);
         assert_eq!(o.status.code(), Some(1), "{sub}");
@@ -176,6 +176,8 @@ fn errors_are_one_line_with_exit_codes() {
         ("script", "junk", "is not an hrec file"),
         ("report", "missing.hrec", "No such file"),
         ("report", "junk", "is not an hrec file"),
+        ("flamegraph", "missing.hrec", "No such file"),
+        ("flamegraph", "junk", "is not an hrec file"),
     ] {
         let path = dir.path().join(file);
         let o = hrec(None, &[sub, "-i", path.to_str().unwrap()]);

@@ -1,4 +1,4 @@
-//! `hrec report` on recordings built byte for byte in the kernel's layout (the hardware-only
+//! `hrec report` and `hrec flamegraph` on recordings built byte for byte in the kernel's layout (the hardware-only
 //! values: TopDown group reads, retire latencies, hybrid PMUs), written with the real file
 //! writer. The code addresses are kernel addresses resolved through a kallsyms side block, so
 //! every expected number below is exact.
@@ -523,4 +523,128 @@ fn filters_time_range_and_percent_limit() {
         (Some("cycles:P"), Some("cpu"))
     );
     assert_eq!(r["ip"], "hot_a+0x10");
+}
+
+fn run_ok(dir: &std::path::Path, args: &[&str]) -> (String, String) {
+    let o = hrec_in(dir, args);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{args:?}: {err}");
+    (out, err)
+}
+
+#[test]
+fn flamegraph_weights_by_retire_latency_and_colours_by_topdown() {
+    let mut s = Synth::new("sapphirerapids", true, |_| 0);
+    let c = s.sampler(None);
+    s.sample(c, 500, HOT_A, 100, Some(RETIRING), 10);
+    s.sample(c, 500, HOT_A, 100, Some(RETIRING), 20);
+    s.sample(c, 500, HOT_B, 300, Some(CORE_BOUND), 5);
+    let dir = tempfile::tempdir().unwrap();
+    s.write(dir.path());
+
+    // No callchains: comm;dso;symbol stacks. Each weight in its own unit.
+    let folded = |w: &str| run_ok(dir.path(), &["flamegraph", "--folded", "--weight", w]).0;
+    assert_eq!(
+        folded("retire-latency"),
+        "app;[kernel.kallsyms];hot_a 30\napp;[kernel.kallsyms];hot_b 5\n"
+    );
+    assert_eq!(
+        folded("samples"),
+        "app;[kernel.kallsyms];hot_a 2\napp;[kernel.kallsyms];hot_b 1\n"
+    );
+    assert_eq!(
+        folded("period"),
+        "app;[kernel.kallsyms];hot_a 200\napp;[kernel.kallsyms];hot_b 300\n"
+    );
+
+    // TopDown colours: hot_a is 60% Retiring (green), hot_b 60% Backend Bound (blue), each
+    // 0.5 + 0.5 * (60 - 25) / 75 of the way from white to the base colour; the tooltip has
+    // the four shares. Units and the legend are in the SVG.
+    run_ok(
+        dir.path(),
+        &[
+            "flamegraph",
+            "--color",
+            "topdown",
+            "--weight",
+            "retire-latency",
+            "-o",
+            "td.svg",
+        ],
+    );
+    let svg = std::fs::read_to_string(dir.path().join("td.svg")).unwrap();
+    let t = 0.5 + 0.5 * 35.0 / 75.0;
+    let mix = |c: f64| (255.0 - (255.0 - c) * t).round() as u8;
+    let green = format!("rgb({},{},{})", mix(46.0), mix(139.0), mix(87.0));
+    let blue = format!("rgb({},{},{})", mix(31.0), mix(119.0), mix(180.0));
+    assert_eq!(
+        (green.as_str(), blue.as_str()),
+        ("rgb(102,170,132)", "rgb(91,155,200)")
+    );
+    let frame = |name: &str| {
+        let at = svg
+            .find(&format!("<title>{name}"))
+            .unwrap_or_else(|| panic!("{name}: {svg}"));
+        svg[at..(at + 600).min(svg.len())].to_string()
+    };
+    let a = frame(
+        "hot_a: TopDown Retiring 60.0%, Bad Speculation 10.0%, Frontend Bound 10.0%, Backend Bound 20.0%",
+    );
+    assert!(a.contains(&format!("fill=\"{green}\"")), "{a}");
+    let b = frame(
+        "hot_b: TopDown Retiring 10.0%, Bad Speculation 10.0%, Frontend Bound 20.0%, Backend Bound 60.0%",
+    );
+    assert!(b.contains(&format!("fill=\"{blue}\"")), "{b}");
+    assert!(svg.contains("retire-cycles"), "count name");
+    assert!(
+        svg.contains("Retiring green, Bad Speculation red"),
+        "legend"
+    );
+    assert!(svg.contains("no callchains in the recording"), "subtitle");
+}
+
+#[test]
+fn flamegraph_event_choice_and_errors() {
+    let mut s = Synth::new(
+        "alderlake",
+        true,
+        |pmu| if pmu == "cpu_atom" { 16 } else { 0 },
+    );
+    let core = s.sampler(Some("cpu_core"));
+    let atom = s.sampler(Some("cpu_atom"));
+    s.sample(core, 500, HOT_A, 3000, Some(RETIRING), 12);
+    s.sample(atom, 501, HOT_B, 1000, None, 0);
+    let dir = tempfile::tempdir().unwrap();
+    s.write(dir.path());
+    // Several events and none named: the first is drawn and the others are listed.
+    let (out, err) = run_ok(dir.path(), &["flamegraph", "--folded"]);
+    assert_eq!(out, "app;[kernel.kallsyms];hot_a 1\n");
+    assert!(
+        err.contains("has 2 events (cpu_core/cycles/P, cpu_atom/cycles/P); drawing cpu_core/cycles/P (choose with --event)"),
+        "{err}"
+    );
+    let (out, _) = run_ok(
+        dir.path(),
+        &["flamegraph", "--folded", "--event", "cpu_atom/cycles/P"],
+    );
+    assert_eq!(out, "app;[kernel.kallsyms];hot_b 1\n");
+    // Errors: one line each, naming what exists or why.
+    for (args, want) in [
+        (
+            &["--event", "nope"][..],
+            "no event \"nope\" in the recording; it has: cpu_core/cycles/P, cpu_atom/cycles/P",
+        ),
+        (
+            &["--event", "cpu_atom/cycles/P", "--weight", "retire-latency"][..],
+            "cannot weight by retire latency: event cpu_atom/cycles/P has none (every latency is zero",
+        ),
+    ] {
+        let mut v = vec!["flamegraph", "--folded"];
+        v.extend_from_slice(args);
+        let o = hrec_in(dir.path(), &v);
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(want), "{err}");
+    }
 }

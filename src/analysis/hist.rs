@@ -132,7 +132,8 @@ pub struct Filters {
 }
 
 impl Filters {
-    fn keep(&self, p: &Profile, s: &ProfSample) -> bool {
+    /// Whether a sample passes the filters.
+    pub fn keep(&self, p: &Profile, s: &ProfSample) -> bool {
         let leaf = &p.locs[s.leaf as usize];
         (self.comms.is_empty() || self.comms.iter().any(|c| **c == *p.comms[s.comm as usize]))
             && (self.pids.is_empty() || self.pids.contains(&s.pid))

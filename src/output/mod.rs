@@ -7,6 +7,7 @@
 //! group order. A callchain follows on indented lines, one address per frame, with the
 //! kernel's context markers left out as perf does. Symbols come with the reporter.
 
+pub mod flame;
 pub mod report;
 
 use std::fmt::Write as _;

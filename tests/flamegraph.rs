@@ -1,0 +1,210 @@
+//! `hrec flamegraph` on real recordings made here: the SVG is well-formed XML, its frames'
+//! counts and widths agree with `hrec report` on the same file, it renders in headless
+//! Chromium, and differential graphs of two recordings draw.
+
+mod support;
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::Command;
+
+use quick_xml::Reader;
+use quick_xml::events::Event;
+use support::{hrec_in, text};
+
+/// Every `<g>` frame of an inferno SVG: its title text and its rect's width in pixels.
+fn frames(svg: &str) -> Vec<(String, f64)> {
+    let mut r = Reader::from_str(svg);
+    let mut out = Vec::new();
+    let mut in_title = false;
+    let mut title = String::new();
+    loop {
+        match r.read_event().expect("well-formed XML") {
+            Event::Eof => break,
+            Event::Start(e) if e.name().as_ref() == b"title" => {
+                in_title = true;
+                title.clear();
+            }
+            Event::Text(t) if in_title => title.push_str(&t.decode().unwrap()),
+            Event::GeneralRef(g) if in_title => {
+                let name = String::from_utf8_lossy(&g).to_string();
+                title.push_str(match name.as_str() {
+                    "lt" => "<",
+                    "gt" => ">",
+                    "amp" => "&",
+                    "quot" => "\"",
+                    "apos" => "'",
+                    _ => "?",
+                });
+            }
+            Event::End(e) if e.name().as_ref() == b"title" => in_title = false,
+            Event::Empty(e) if e.name().as_ref() == b"rect" && !title.is_empty() => {
+                let w = e
+                    .attributes()
+                    .flatten()
+                    .find(|a| a.key.as_ref() == b"width")
+                    .map(|a| {
+                        String::from_utf8_lossy(&a.value)
+                            .trim_end_matches('%')
+                            .parse::<f64>()
+                            .unwrap()
+                    });
+                if let Some(w) = w {
+                    out.push((std::mem::take(&mut title), w));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// `name (1,234 samples, 56.78%)` → (name, 1234, 56.78).
+fn parse_title(t: &str) -> Option<(String, u64, f64)> {
+    let open = t.rfind(" (")?;
+    let inner = t[open + 2..].strip_suffix(')')?;
+    let (count, pct) = inner.split_once(", ")?;
+    let n = count.split(' ').next()?.replace(',', "").parse().ok()?;
+    let p = pct.strip_suffix('%')?.parse().ok()?;
+    Some((t[..open].to_string(), n, p))
+}
+
+fn record(dir: &Path, scale: &str) {
+    let bin = support::release_example("hotspots");
+    let o = hrec_in(
+        dir,
+        &["record", "-F", "4000", "--", bin.to_str().unwrap(), scale],
+    );
+    assert!(o.status.success(), "{}", text(&o).1);
+}
+
+#[test]
+fn svg_is_valid_and_frame_widths_follow_the_report() {
+    let dir = tempfile::tempdir().unwrap();
+    record(dir.path(), "2");
+    let o = hrec_in(dir.path(), &["flamegraph", "-o", "fg.svg"]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    let svg = std::fs::read_to_string(dir.path().join("fg.svg")).unwrap();
+    let f = frames(&svg);
+    let all = f
+        .iter()
+        .find(|(t, _)| t.starts_with("all ("))
+        .expect("root frame");
+    let (_, total, _) = parse_title(&all.0).unwrap();
+    let full_width = all.1;
+
+    // The report's rows with the same key (comm;dso;sym is the stack without callchains).
+    let o = hrec_in(dir.path(), &["report", "--json", "--sort", "comm,dso,sym"]);
+    let j: serde_json::Value = serde_json::from_str(&text(&o).0).unwrap();
+    assert_eq!(j["events"][0]["samples"].as_u64(), Some(total));
+    let mut report: HashMap<String, u64> = HashMap::new();
+    for r in j["events"][0]["rows"].as_array().unwrap() {
+        if r["key"]["comm"] == "hotspots" && r["key"]["dso"] == "hotspots" {
+            let sym = r["key"]["sym"].as_str().unwrap().trim_start_matches("[.] ");
+            report.insert(sym.to_string(), r["samples"].as_u64().unwrap());
+        }
+    }
+    let mut checked = 0;
+    for (title, width) in &f {
+        let Some((name, n, pct)) = parse_title(title) else {
+            continue;
+        };
+        let Some(&want) = report.get(&name) else {
+            continue;
+        };
+        // Exact counts; widths proportional to them (inferno rounds to 0.01 px / 0.01%).
+        assert_eq!(n, want, "{name}");
+        assert!(
+            (pct - 100.0 * n as f64 / total as f64).abs() < 0.01,
+            "{title}"
+        );
+        assert!(
+            (width / full_width - n as f64 / total as f64).abs() < 0.001,
+            "{title} {width}"
+        );
+        checked += 1;
+    }
+    assert!(
+        report.contains_key("hotspots::hot_multiply") && checked >= 2,
+        "{report:?}"
+    );
+    assert!(svg.contains("no callchains in the recording (record with -g)"));
+
+    // Headless Chromium renders it: the screenshot is not blank.
+    let Some(chromium) = ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|c| {
+            Command::new(c)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+    else {
+        eprintln!(
+            "skipped the rendering check: no chromium (scripts/test installs Debian's when it can)"
+        );
+        return;
+    };
+    let png = dir.path().join("shot.png");
+    let o = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+        ])
+        .arg(format!("--screenshot={}", png.display()))
+        .arg("--window-size=1200,600")
+        .arg(format!("file://{}", dir.path().join("fg.svg").display()))
+        .output()
+        .unwrap();
+    assert!(png.exists(), "{}", String::from_utf8_lossy(&o.stderr));
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&png).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let px = info.color_type.samples();
+    let pixels: Vec<&[u8]> = buf[..info.buffer_size()].chunks(px).collect();
+    let distinct: std::collections::HashSet<&[u8]> = pixels.iter().copied().collect();
+    // A flame graph has many colours; a blank page one or two.
+    assert!(distinct.len() > 50, "{} distinct colours", distinct.len());
+    // The frames are warm colours (inferno's hot palette): red dominates blue somewhere.
+    let warm = pixels.iter().filter(|p| p[0] > 200 && p[2] < 100).count();
+    assert!(warm > 1000, "{warm} warm pixels");
+}
+
+#[test]
+fn differential_and_folded_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    record(dir.path(), "1");
+    std::fs::rename(dir.path().join("hrec.data"), dir.path().join("base.hrec")).unwrap();
+    record(dir.path(), "2");
+    let o = hrec_in(
+        dir.path(),
+        &[
+            "flamegraph",
+            "--diff",
+            "base.hrec",
+            "hrec.data",
+            "-o",
+            "diff.svg",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o).1);
+    let svg = std::fs::read_to_string(dir.path().join("diff.svg")).unwrap();
+    assert!(!frames(&svg).is_empty());
+    assert!(svg.contains("red = grew vs BASE"), "subtitle");
+
+    // --folded to stdout: `stack count` lines whose counts add up to the samples.
+    let o = hrec_in(dir.path(), &["flamegraph", "--folded"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let sum: u64 = out
+        .lines()
+        .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
+        .sum();
+    let o = hrec_in(dir.path(), &["report", "--json"]);
+    let j: serde_json::Value = serde_json::from_str(&text(&o).0).unwrap();
+    assert_eq!(Some(sum), j["events"][0]["samples"].as_u64());
+    assert!(out.lines().all(|l| l.starts_with("hotspots;")), "{out}");
+}
