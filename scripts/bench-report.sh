@@ -5,6 +5,9 @@
 #      `perf report --stdio --sort sym,srcline` vs `hrec report --sort sym,srcline`.
 #   2. throughput: examples/threads at a high rate (every CPU busy), recorded by both; then
 #      plain `perf report --stdio` vs plain `hrec report`, in samples per second.
+#   3. flame graph of the python3 recording: `perf script | inferno-collapse-perf |
+#      inferno-flamegraph` vs `hrec flamegraph` (inferno's tools are installed with
+#      `cargo install inferno` when missing).
 # Times are medians of RUNS runs of each report (wall clock, output to /dev/null).
 #
 # Usage: scripts/bench-report.sh [RUNS] [SECONDS]   (defaults: 3 runs, 4 s workloads)
@@ -14,7 +17,8 @@ set -euo pipefail
 RUNS=${1:-3}
 SECS=${2:-4}
 cd "$(dirname "$0")/.."
-for tool in perf python3; do
+command -v inferno-flamegraph >/dev/null || cargo install inferno --locked --quiet
+for tool in perf python3 inferno-collapse-perf inferno-flamegraph; do
     command -v "$tool" >/dev/null || { echo "bench-report: $tool is needed" >&2; exit 1; }
 done
 cargo build --release --quiet --bin hrec --example threads
@@ -70,6 +74,7 @@ print(f"python: {python} ({'with' if has_dwarf else 'WITHOUT'} DWARF); {runs} ru
 print()
 
 pd, pn, hd, hn = record_both("python", pyhot, 4000)
+py_perf, py_perf_n, py_hrec, py_hrec_n = pd, pn, hd, hn
 tp = timed(["perf", "report", "--stdio", "--sort", "sym,srcline", "-i", pd])
 th = timed([hrec, "report", "--sort", "sym,srcline", "-i", hd])
 print("| report --sort sym,srcline of python3 | samples | wall (s) | samples/s |")
@@ -87,4 +92,14 @@ print("|---|---|---|---|")
 print(f"| perf report --stdio | {pn} | {tp:.3f} | {pn / tp:,.0f} |")
 print(f"| hrec report | {hn} | {th:.3f} | {hn / th:,.0f} |")
 print(f"\n* hrec report: **{hn / th / 1e6:.2f}M samples/s**; per sample {(tp / pn) / (th / hn):.1f}x perf")
+
+# 3. flame graphs of the python3 recordings.
+tp = timed(["sh", "-c", f"perf script -i {py_perf} | inferno-collapse-perf | inferno-flamegraph > perf.svg"])
+th = timed([hrec, "flamegraph", "-i", py_hrec, "-o", "hrec.svg"])
+print()
+print("| flame graph of python3 | samples | wall (s) |")
+print("|---|---|---|")
+print(f"| perf script + inferno-collapse-perf + inferno-flamegraph | {py_perf_n} | {tp:.3f} |")
+print(f"| hrec flamegraph | {py_hrec_n} | {th:.3f} |")
+print(f"\n* hrec flamegraph: {th:.3f} s, {tp / th:.1f}x faster than the pipeline")
 PY
