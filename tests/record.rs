@@ -260,14 +260,15 @@ fn spawn_record(dir: &Path, file: &str, secs: &str) -> std::process::Child {
 #[test]
 fn sigkill_leaves_a_readable_truncated_file() {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = spawn_record(dir.path(), "killed.hrec", "5");
+    // A duration no other test uses: the workload is stopped below by matching it.
+    let mut child = spawn_record(dir.path(), "killed.hrec", "6");
     // Long enough for several batches to reach the file (a batch is written at least every
     // 500 ms).
     std::thread::sleep(Duration::from_millis(2000));
     child.kill().unwrap();
     child.wait().unwrap();
     // The workload keeps running without its recorder; stop it.
-    let _ = Command::new("pkill").args(["-f", "threads 5"]).status();
+    let _ = Command::new("pkill").args(["-f", "threads 6$"]).status();
     let info = hrec_in(dir.path(), &["info", "-i", "killed.hrec"]);
     let (out, err) = text(&info);
     assert!(info.status.success(), "{err}");
@@ -289,7 +290,17 @@ fn sigkill_leaves_a_readable_truncated_file() {
 fn sigint_ends_with_a_complete_file() {
     let dir = tempfile::tempdir().unwrap();
     let child = spawn_record(dir.path(), "int.hrec", "5");
-    std::thread::sleep(Duration::from_millis(800));
+    // The file appears once the workload runs and hrec's signal handlers are in place; under
+    // load (parallel tests building examples) that can take a while.
+    let file = dir.path().join("int.hrec");
+    for _ in 0..200 {
+        if file.exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(file.exists(), "hrec did not start recording within 10 s");
+    std::thread::sleep(Duration::from_millis(500));
     let pid = child.id().to_string();
     assert!(
         Command::new("kill")
