@@ -15,6 +15,7 @@ pub mod data;
 pub mod decode;
 pub mod event;
 pub mod kernel;
+pub mod metrics;
 pub mod output;
 pub mod pmu;
 pub mod record;
