@@ -103,6 +103,17 @@ pub struct FlamegraphConfig {
     pub flame: output::flame::FlameOptions,
 }
 
+/// `hrec stat`.
+#[derive(Debug, Clone)]
+pub struct StatConfig {
+    /// What to count.
+    pub options: crate::stat::count::StatOptions,
+    /// How to print.
+    pub style: crate::stat::output::StatStyle,
+    /// The command.
+    pub command: Vec<String>,
+}
+
 /// One command to run.
 #[derive(Debug, Clone)]
 pub enum Command {
@@ -118,13 +129,8 @@ pub enum Command {
     Report(Box<ReportConfig>),
     /// `hrec flamegraph`
     Flamegraph(Box<FlamegraphConfig>),
-    /// A command that a later milestone implements (`report`, `script`, ...).
-    Pending {
-        /// Its name.
-        name: &'static str,
-        /// What it will do.
-        what: &'static str,
-    },
+    /// `hrec stat`
+    Stat(Box<StatConfig>),
 }
 
 /// Errors of the commands, each with enough context for one line.
@@ -137,20 +143,15 @@ pub enum AppError {
     /// The plan could not be made.
     #[error(transparent)]
     Plan(#[from] plan::PlanError),
-    /// Command not built yet.
-    #[error("'hrec {name}' is not implemented yet ({what})")]
-    NotImplemented {
-        /// Command.
-        name: &'static str,
-        /// What it will do.
-        what: &'static str,
-    },
     /// A usage problem found after parsing.
     #[error("{0}")]
     Usage(String),
     /// A recording could not be read.
     #[error(transparent)]
     Recording(#[from] RecordingError),
+    /// Counting failed.
+    #[error(transparent)]
+    Stat(#[from] crate::stat::count::StatError),
     /// A flame graph could not be drawn.
     #[error(transparent)]
     Flame(#[from] output::flame::FlameError),
@@ -205,7 +206,7 @@ pub fn run(
         Command::Info(cfg) => info(cfg, out, err),
         Command::Report(cfg) => report(cfg, out, err),
         Command::Flamegraph(cfg) => flamegraph(cfg, out, err),
-        Command::Pending { name, what } => Err(AppError::NotImplemented { name, what }),
+        Command::Stat(cfg) => stat(env, cfg, out, err),
     }
 }
 
@@ -439,6 +440,61 @@ fn flamegraph(
         }
     }
     Ok(0)
+}
+
+fn stat(
+    env: &Env,
+    cfg: &StatConfig,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8, AppError> {
+    use crate::stat::{count, output as so};
+    let pmus = Pmus::read(&env.sysfs_root)?;
+    let mut io_err = None;
+    let style = cfg.style.clone();
+    let res = count::run(
+        &pmus,
+        &cfg.options,
+        &cfg.command,
+        &mut |at, counters, counts| {
+            let text = so::format(counters, counts, at, &style, Some(at));
+            if let Err(e) = out.write_all(text.as_bytes()) {
+                io_err.get_or_insert(e);
+            }
+        },
+    )?;
+    if let Some(e) = io_err {
+        return Err(e.into());
+    }
+    for n in &res.notes {
+        writeln!(err, "hrec: {n}")?;
+    }
+    let title = match cfg.options.target {
+        count::StatTarget::Workload => cfg.command.join(" "),
+        count::StatTarget::Cpus(_) => "system wide".to_string(),
+        count::StatTarget::Pids(ref p) => format!(
+            "process id '{}'",
+            p.iter()
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+    };
+    // perf prints the counts on stderr (so the workload's stdout stays clean), unless -I.
+    let text = so::report(
+        &title,
+        &res.counters,
+        &res.counts,
+        res.elapsed,
+        res.user_sys,
+        &cfg.style,
+    );
+    if cfg.options.interval_ms.is_some() {
+        out.write_all(text.as_bytes())?;
+    } else {
+        err.write_all(text.as_bytes())?;
+    }
+    Ok(res.exit_code.map_or(0, |c| c.clamp(0, 255) as u8))
 }
 
 fn script(cfg: &InputConfig, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, AppError> {

@@ -362,9 +362,82 @@ pub struct StatArgs {
     /// Attach to these processes.
     #[arg(short = 'p', long = "pid", value_delimiter = ',')]
     pub pid: Vec<u32>,
+    /// TopDown level with --topdown: 1 or 2.
+    #[arg(long = "td-level", default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=2))]
+    pub td_level: u8,
+    /// Print counts every MS milliseconds.
+    #[arg(short = 'I', long = "interval-print", value_name = "MS")]
+    pub interval: Option<u64>,
+    /// CSV output with this separator.
+    #[arg(short = 'x', long = "field-separator", value_name = "SEP")]
+    pub sep: Option<String>,
+    /// JSON lines output.
+    #[arg(short = 'j', long)]
+    pub json: bool,
     /// The command to count, after --.
     #[arg(trailing_var_arg = true, value_name = "COMMAND")]
     pub command: Vec<String>,
+}
+
+impl StatArgs {
+    fn into_config(self) -> Result<hrec::app::StatConfig, String> {
+        use hrec::stat::count::{StatOptions, StatTarget};
+        if !self.metrics.is_empty() {
+            return Err(
+                "-M is not available yet: hrec stat counts events and TopDown; Intel's TMA metrics come next"
+                    .into(),
+            );
+        }
+        let given = [self.all_cpus, self.cpu.is_some(), !self.pid.is_empty()]
+            .iter()
+            .filter(|&&b| b)
+            .count();
+        if given > 1 {
+            return Err("choose one of -a, -C and -p".into());
+        }
+        if self.interval == Some(0) {
+            return Err(
+                "-I 0: the interval must be at least 1 ms (perf suggests 100 or more)".into(),
+            );
+        }
+        if self.sep.is_some() && self.json {
+            return Err("-x and --json cannot be combined".into());
+        }
+        let target = if !self.pid.is_empty() {
+            StatTarget::Pids(self.pid)
+        } else if let Some(c) = self.cpu {
+            StatTarget::Cpus(c)
+        } else if self.all_cpus {
+            let online =
+                std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
+            StatTarget::Cpus(
+                online
+                    .trim()
+                    .parse()
+                    .map_err(|e| format!("cannot read the online CPUs: {e}"))?,
+            )
+        } else {
+            StatTarget::Workload
+        };
+        if target == StatTarget::Workload && self.command.is_empty() {
+            return Err("nothing to count: give a command after --, or -a, -C or -p".into());
+        }
+        Ok(hrec::app::StatConfig {
+            options: StatOptions {
+                events: self.events,
+                topdown: self.topdown,
+                td_level: self.td_level,
+                target,
+                interval_ms: self.interval,
+            },
+            style: hrec::stat::output::StatStyle {
+                csv: self.sep,
+                json: self.json,
+                td_level: self.td_level,
+            },
+            command: self.command,
+        })
+    }
 }
 
 /// `hrec list` flags.
@@ -429,10 +502,7 @@ impl Cli {
             Cmd::Report(a) => Command::Report(Box::new(a.into_config()?)),
             Cmd::Script(a) => Command::Script(InputConfig { input: a.input }),
             Cmd::Flamegraph(a) => Command::Flamegraph(Box::new(a.into_config())),
-            Cmd::Stat(_) => Command::Pending {
-                name: "stat",
-                what: "counting mode comes with hrec stat",
-            },
+            Cmd::Stat(a) => Command::Stat(Box::new(a.into_config()?)),
             Cmd::Info(a) => Command::Info(InputConfig { input: a.input }),
         };
         Ok((env, cmd))

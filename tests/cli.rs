@@ -156,14 +156,6 @@ fn errors_are_one_line_with_exit_codes() {
         v.extend_from_slice(&["--", "true"]);
         assert_eq!(hrec(Some("zen4"), &v).status.code(), Some(2), "{args:?}");
     }
-    // `hrec stat` is not built yet and says so.
-    let o = hrec(None, &["stat"]);
-    let (_, err) = text(&o);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(
-        err.starts_with("hrec: error: 'hrec stat' is not implemented yet"),
-        "{err}"
-    );
     // Reading a file that is missing or not a recording: one line naming it.
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("junk"), b"not a recording at all").unwrap();

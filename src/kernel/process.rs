@@ -225,6 +225,19 @@ pub fn kill(pid: i32, sig: i32) {
     }
 }
 
+/// CPU time of the reaped children of this process: (user, system) in seconds.
+pub fn children_cpu_time() -> (f64, f64) {
+    // SAFETY: `ru` is a zeroed rusage that getrusage fills; RUSAGE_CHILDREN takes no pointer
+    // other than it.
+    let ru = unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru);
+        ru
+    };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    (secs(ru.ru_utime), secs(ru.ru_stime))
+}
+
 /// The caller's process id.
 pub fn getpid() -> u32 {
     std::process::id()

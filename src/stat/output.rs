@@ -1,0 +1,404 @@
+//! `hrec stat` output in perf stat's layouts: the text block, `-x SEP` CSV and `--json`
+//! lines, with perf's derived metrics ("CPUs utilized", "/sec", "GHz", "insn per cycle",
+//! "of all branches") and the share of time a multiplexed counter ran.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::count::{Count, Counter, topdown_counts, topdown_pmus};
+use crate::analysis::topdown::{L1_LABELS, L2_LABELS};
+
+/// How to print.
+#[derive(Debug, Clone, Default)]
+pub struct StatStyle {
+    /// `-x SEP`.
+    pub csv: Option<String>,
+    /// `--json`.
+    pub json: bool,
+    /// `--td-level`.
+    pub td_level: u8,
+}
+
+/// `1234567` → `1,234,567`.
+pub fn thousands(v: u64) -> String {
+    let s = v.to_string();
+    let mut out = String::new();
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+fn base(name: &str) -> &str {
+    let n = match name.split('/').collect::<Vec<_>>().as_slice() {
+        [_, ev, ..] => ev,
+        _ => name,
+    };
+    n.split(':').next().unwrap_or(n)
+}
+
+fn is_msec(name: &str) -> bool {
+    matches!(base(name), "task-clock" | "cpu-clock")
+}
+
+/// perf's derived metric of one counter: (value, unit).
+fn shadow(
+    i: usize,
+    counters: &[Counter],
+    counts: &[Count],
+    elapsed: Duration,
+) -> Option<(f64, String)> {
+    let c = &counters[i];
+    let v = counts[i].value()?;
+    let find = |name: &str| {
+        counters
+            .iter()
+            .zip(counts)
+            .find(|(o, _)| {
+                base(&o.name) == name && (o.pmu == c.pmu || o.pmu.is_none() || c.pmu.is_none())
+            })
+            .and_then(|(_, n)| n.value())
+    };
+    let task_ns = counters
+        .iter()
+        .zip(counts)
+        .find(|(o, _)| is_msec(&o.name))
+        .and_then(|(_, n)| n.value());
+    let per_sec = |v: f64| {
+        let secs = task_ns? / 1e9;
+        (secs > 0.0).then(|| {
+            let r = v / secs;
+            if r >= 1e9 {
+                (r / 1e9, "G/sec".to_string())
+            } else if r >= 1e6 {
+                (r / 1e6, "M/sec".to_string())
+            } else if r >= 1e3 {
+                (r / 1e3, "K/sec".to_string())
+            } else {
+                (r, "/sec".to_string())
+            }
+        })
+    };
+    match base(&c.name) {
+        "task-clock" | "cpu-clock" => {
+            let e = elapsed.as_nanos() as f64;
+            (e > 0.0).then(|| (v / e, "CPUs utilized".to_string()))
+        }
+        "cycles" | "cpu-cycles" => {
+            let t = task_ns?;
+            (t > 0.0).then(|| (v / t, "GHz".to_string()))
+        }
+        "instructions" => {
+            let cyc = find("cycles")?;
+            (cyc > 0.0).then(|| (v / cyc, "insn per cycle".to_string()))
+        }
+        "branch-misses" => {
+            let b = find("branches")?;
+            (b > 0.0).then(|| (100.0 * v / b, "% of all branches".to_string()))
+        }
+        "context-switches" | "cpu-migrations" | "page-faults" | "branches" | "minor-faults"
+        | "major-faults" => per_sec(v)?.into(),
+        _ => None,
+    }
+}
+
+fn value_text(c: &Counter, n: &Count) -> (String, &'static str) {
+    match n {
+        Count::NotSupported(_) => ("<not supported>".into(), ""),
+        Count::NotCounted => ("<not counted>".into(), ""),
+        Count::Value { scaled, .. } => {
+            if is_msec(&c.name) {
+                (format!("{:.2}", scaled / 1e6), "msec")
+            } else {
+                // perf 6.1 in the C locale prints counts without separators.
+                (format!("{}", scaled.round() as u64), "")
+            }
+        }
+    }
+}
+
+/// TopDown lines, one block per PMU with TopDown counters.
+fn topdown_lines(counters: &[Counter], counts: &[Count], level: u8) -> Vec<String> {
+    let mut out = Vec::new();
+    for pmu in topdown_pmus(counters) {
+        let td = topdown_counts(counters, counts, pmu.as_deref());
+        let Some(l1) = td.level1() else {
+            out.push(format!(
+                "TopDown{}: not counted",
+                pmu.as_deref()
+                    .map(|p| format!(" ({p})"))
+                    .unwrap_or_default()
+            ));
+            continue;
+        };
+        let label = pmu
+            .as_deref()
+            .map(|p| format!(" ({p})"))
+            .unwrap_or_default();
+        out.push(format!(
+            "TopDown level 1{label}, share of {} slots:",
+            thousands(td.l1_sum())
+        ));
+        for (n, v) in L1_LABELS.iter().zip(l1) {
+            out.push(format!("  {v:>6.1}%  {n}"));
+        }
+        if level >= 2
+            && let Some(l2) = td.level2()
+        {
+            out.push(format!("TopDown level 2{label}:"));
+            for (n, v) in L2_LABELS.iter().zip(l2) {
+                out.push(format!("  {v:>6.1}%  {n}"));
+            }
+        }
+    }
+    out
+}
+
+/// Formats one block of counts (the whole run, or one `-I` interval with its timestamp).
+pub fn format(
+    counters: &[Counter],
+    counts: &[Count],
+    elapsed: Duration,
+    style: &StatStyle,
+    interval_at: Option<Duration>,
+) -> String {
+    let mut s = String::new();
+    let prefix = interval_at
+        .map(|t| format!("{:>15.9} ", t.as_secs_f64()))
+        .unwrap_or_default();
+    for (i, (c, n)) in counters.iter().zip(counts).enumerate() {
+        let sh = shadow(i, counters, counts, elapsed);
+        let pct = n.running_pct();
+        let run_ns = match n {
+            Count::Value { running, .. } => *running,
+            _ => 0,
+        };
+        if style.json {
+            let (v, unit) = value_text(c, n);
+            let mut o = json!({
+                "counter-value": match n { Count::Value { scaled, .. } => if is_msec(&c.name) { format!("{:.6}", scaled / 1e6) } else { format!("{scaled:.2}") }, _ => v },
+                "unit": unit,
+                "event": c.name,
+                "event-runtime": run_ns,
+                "pcnt-running": (pct * 100.0).round() / 100.0,
+            });
+            if let Some((mv, mu)) = &sh {
+                o["metric-value"] = json!((mv * 1000.0).round() / 1000.0);
+                o["metric-unit"] = json!(mu);
+            }
+            if let Some(t) = interval_at {
+                o["interval"] = json!(t.as_secs_f64());
+            }
+            let _ = writeln!(s, "{o}");
+        } else if let Some(sep) = &style.csv {
+            let (v, unit) = match n {
+                Count::Value { scaled, .. } if is_msec(&c.name) => {
+                    (format!("{:.2}", scaled / 1e6), "msec")
+                }
+                Count::Value { scaled, .. } => (format!("{}", scaled.round() as u64), ""),
+                other => value_text(c, other),
+            };
+            let (mv, mu) = sh.map(|(v, u)| (format!("{v:.3}"), u)).unwrap_or_default();
+            let t = interval_at
+                .map(|t| format!("{:.9}{sep}", t.as_secs_f64()))
+                .unwrap_or_default();
+            let _ = writeln!(
+                s,
+                "{t}{v}{sep}{unit}{sep}{}{sep}{run_ns}{sep}{pct:.2}{sep}{mv}{sep}{mu}",
+                c.name
+            );
+        } else {
+            let (v, unit) = value_text(c, n);
+            let mut line = format!("{prefix}{v:>18} {unit:<4} {:<32}", c.name);
+            if let Some((mv, mu)) = sh {
+                let _ = write!(line, " # {mv:>8.3} {mu}");
+            }
+            if matches!(n, Count::Value { .. }) && pct < 99.995 {
+                let _ = write!(line, "  ({pct:.2}%)");
+            }
+            let _ = writeln!(s, "{}", line.trim_end());
+        }
+    }
+    if !style.json && style.csv.is_none() {
+        let td = topdown_lines(counters, counts, style.td_level);
+        if !td.is_empty() {
+            s.push('\n');
+            for l in td {
+                let _ = writeln!(s, "{prefix}{l}");
+            }
+        }
+    }
+    s
+}
+
+/// The whole report after a run: perf's header, the counts, elapsed/user/sys.
+pub fn report(
+    title: &str,
+    counters: &[Counter],
+    counts: &[Count],
+    elapsed: Duration,
+    user_sys: (f64, f64),
+    style: &StatStyle,
+) -> String {
+    let body = format(counters, counts, elapsed, style, None);
+    if style.json || style.csv.is_some() {
+        return body;
+    }
+    let mut s = format!("\n Performance counter stats for '{title}':\n\n");
+    s.push_str(&body);
+    let _ = write!(
+        s,
+        "\n{:>18.9} seconds time elapsed\n\n{:>18.9} seconds user\n{:>18.9} seconds sys\n\n",
+        elapsed.as_secs_f64(),
+        user_sys.0,
+        user_sys.1
+    );
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::topdown::TdEvent;
+    use crate::event::attr::Attr;
+
+    fn counter(name: &str, pmu: Option<&str>, td: Option<TdEvent>) -> Counter {
+        Counter {
+            name: name.into(),
+            pmu: pmu.map(String::from),
+            attr: Attr::default(),
+            leader: 0,
+            td,
+        }
+    }
+
+    fn val(v: u64, enabled: u64, running: u64) -> Count {
+        Count::from_reads(&[(v, enabled, running)])
+    }
+
+    #[test]
+    fn perf_layout_with_derived_metrics_and_not_supported() {
+        let counters: Vec<Counter> = [
+            "task-clock",
+            "context-switches",
+            "page-faults",
+            "cycles",
+            "instructions",
+            "branches",
+            "branch-misses",
+        ]
+        .iter()
+        .map(|n| counter(n, None, None))
+        .collect();
+        let counts = vec![
+            val(500_000_000, 1, 1), // 500 ms
+            val(10, 1, 1),          // 20 /sec
+            val(2_000_000, 1, 1),   // 4 M/sec
+            Count::NotSupported(2),
+            val(3_000_000_000, 10, 5), // scaled x2: 6e9, 50% running
+            val(1_000, 1, 1),
+            val(25, 1, 1), // 2.5% of all branches
+        ];
+        let s = format(
+            &counters,
+            &counts,
+            Duration::from_secs(1),
+            &StatStyle::default(),
+            None,
+        );
+        let lines: Vec<&str> = s.lines().collect();
+        assert_eq!(
+            lines[0],
+            "            500.00 msec task-clock                       #    0.500 CPUs utilized"
+        );
+        assert_eq!(
+            lines[1],
+            "                10      context-switches                 #   20.000 /sec"
+        );
+        assert!(lines[2].ends_with("#    4.000 M/sec"), "{}", lines[2]);
+        assert_eq!(lines[3], "   <not supported>      cycles");
+        assert_eq!(
+            lines[4],
+            "        6000000000      instructions                      (50.00%)"
+        );
+        assert!(
+            lines[6].ends_with("#    2.500 % of all branches"),
+            "{}",
+            lines[6]
+        );
+
+        let csv = format(
+            &counters[..1],
+            &counts[..1],
+            Duration::from_secs(1),
+            &StatStyle {
+                csv: Some(",".into()),
+                ..Default::default()
+            },
+            None,
+        );
+        assert_eq!(csv, "500.00,msec,task-clock,1,100.00,0.500,CPUs utilized\n");
+        let j = format(
+            &counters[3..5],
+            &counts[3..5],
+            Duration::from_secs(1),
+            &StatStyle {
+                json: true,
+                ..Default::default()
+            },
+            None,
+        );
+        let rows: Vec<serde_json::Value> = j
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(rows[0]["counter-value"], "<not supported>");
+        assert_eq!(rows[1]["pcnt-running"], 50.0);
+        assert_eq!(rows[1]["counter-value"], "6000000000.00");
+    }
+
+    #[test]
+    fn topdown_block_from_counts() {
+        let td = [
+            ("slots", TdEvent::Slots, 1000),
+            ("topdown-retiring", TdEvent::Retiring, 400),
+            ("topdown-bad-spec", TdEvent::BadSpec, 100),
+            ("topdown-fe-bound", TdEvent::FeBound, 100),
+            ("topdown-be-bound", TdEvent::BeBound, 400),
+            ("topdown-heavy-ops", TdEvent::HeavyOps, 100),
+            ("topdown-br-mispredict", TdEvent::BrMispredict, 80),
+            ("topdown-fetch-lat", TdEvent::FetchLat, 60),
+            ("topdown-mem-bound", TdEvent::MemBound, 300),
+        ];
+        let counters: Vec<Counter> = td
+            .iter()
+            .map(|(n, k, _)| counter(n, Some("cpu"), Some(*k)))
+            .collect();
+        let counts: Vec<Count> = td.iter().map(|(_, _, v)| val(*v, 1, 1)).collect();
+        let s = format(
+            &counters,
+            &counts,
+            Duration::from_secs(1),
+            &StatStyle {
+                td_level: 2,
+                ..Default::default()
+            },
+            None,
+        );
+        let want = "TopDown level 1 (cpu), share of 1,000 slots:\n    40.0%  Retiring\n    10.0%  Bad Speculation\n    10.0%  Frontend Bound\n    40.0%  Backend Bound\nTopDown level 2 (cpu):\n    10.0%  Heavy Operations\n    30.0%  Light Operations\n     8.0%  Branch Mispredicts\n     2.0%  Machine Clears\n     6.0%  Fetch Latency\n     4.0%  Fetch Bandwidth\n    30.0%  Memory Bound\n    10.0%  Core Bound\n";
+        assert!(s.ends_with(want), "{s}");
+    }
+
+    #[test]
+    fn thousands_separators() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
+        assert_eq!(thousands(1234567), "1,234,567");
+    }
+}

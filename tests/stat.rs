@@ -1,0 +1,222 @@
+//! `hrec stat` on the real kernel (software events count, hardware ones print `<not
+//! supported>` on a machine without a PMU), its exit status, its CSV/JSON/interval outputs,
+//! a comparison with `perf stat` on the same workload, and the TopDown plan on fixture
+//! sysfs trees of real CPU models.
+
+mod support;
+
+use std::process::Command;
+
+use hrec::analysis::topdown::TdEvent;
+use hrec::stat::count::{StatOptions, StatTarget, plan};
+use support::{hrec, text};
+
+/// `name -> value` of the text block (values with `msec` in ms).
+fn values(err: &str) -> Vec<(String, String)> {
+    err.lines()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            let v = it.next()?;
+            let mut name = it.next()?;
+            if name == "msec" {
+                name = it.next()?;
+            }
+            if v.starts_with('<') {
+                // `<not supported>` is two words.
+                name = it.next().unwrap_or(name);
+                return Some((name.to_string(), "<not supported>".to_string()));
+            }
+            v.parse::<f64>().ok()?;
+            Some((name.to_string(), v.to_string()))
+        })
+        .collect()
+}
+
+#[test]
+fn default_events_count_and_the_exit_status_is_the_workloads() {
+    let o = hrec(None, &["stat", "--", "sh", "-c", "echo hi; exit 3"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert_eq!(
+        out, "hi\n",
+        "the counts go to stderr, the workload's output stays clean"
+    );
+    assert!(
+        err.contains(" Performance counter stats for 'sh -c echo hi; exit 3':"),
+        "{err}"
+    );
+    let v = values(&err);
+    let get = |n: &str| v.iter().find(|(k, _)| k == n).map(|(_, x)| x.clone());
+    let task_ms: f64 = get("task-clock").unwrap().parse().unwrap();
+    assert!(task_ms > 0.0, "{err}");
+    let faults: u64 = get("page-faults").unwrap().parse().unwrap();
+    assert!(faults > 10, "{err}");
+    for hw in ["cycles", "instructions", "branches", "branch-misses"] {
+        if !support::host_has_core_pmu() {
+            assert_eq!(get(hw).as_deref(), Some("<not supported>"), "{hw}: {err}");
+        } else {
+            assert!(err.contains(hw), "{err}");
+        }
+    }
+    assert!(
+        err.contains("seconds time elapsed") && err.contains("seconds user"),
+        "{err}"
+    );
+    // A command that cannot start: one line, exit 1.
+    let o = hrec(None, &["stat", "--", "/nonexistent/prog"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+#[test]
+fn csv_json_and_interval_outputs() {
+    let o = hrec(
+        None,
+        &[
+            "stat",
+            "-x",
+            ",",
+            "-e",
+            "task-clock,page-faults",
+            "--",
+            "true",
+        ],
+    );
+    let (_, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let rows: Vec<Vec<&str>> = err.lines().map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 2, "{err}");
+    assert_eq!(
+        (rows[0][1], rows[0][2], rows[0][6]),
+        ("msec", "task-clock", "CPUs utilized")
+    );
+    assert_eq!(rows[1][2], "page-faults");
+    assert!(rows[1][0].parse::<u64>().unwrap() > 0);
+    assert_eq!(rows[1][4], "100.00");
+
+    let o = hrec(None, &["stat", "--json", "-e", "page-faults", "--", "true"]);
+    let (_, err) = text(&o);
+    let j: serde_json::Value = serde_json::from_str(err.trim()).unwrap();
+    assert_eq!(j["event"], "page-faults");
+    assert_eq!(j["pcnt-running"], 100.0);
+
+    let bin = support::release_example("hotspots");
+    let o = hrec(
+        None,
+        &[
+            "stat",
+            "-I",
+            "100",
+            "-e",
+            "task-clock",
+            "--",
+            bin.to_str().unwrap(),
+        ],
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let ticks: Vec<f64> = out
+        .lines()
+        .filter(|l| l.contains("task-clock"))
+        .map(|l| l.split_whitespace().next().unwrap().parse().unwrap())
+        .collect();
+    assert!(ticks.len() >= 2, "{out}");
+    assert!(ticks.windows(2).all(|w| w[1] > w[0]), "{ticks:?}");
+}
+
+#[test]
+fn software_counts_match_perf_stat_on_the_same_workload() {
+    if support::perf().is_none() {
+        return;
+    }
+    let bin = support::release_example("hotspots");
+    let o = Command::new("perf")
+        .args(["stat", "-x", ",", "-e", "page-faults,task-clock", "--"])
+        .arg(&bin)
+        .output()
+        .unwrap();
+    let perf = String::from_utf8_lossy(&o.stderr).to_string();
+    let o = hrec(
+        None,
+        &[
+            "stat",
+            "-x",
+            ",",
+            "-e",
+            "page-faults,task-clock",
+            "--",
+            bin.to_str().unwrap(),
+        ],
+    );
+    let ours = text(&o).1;
+    let field = |s: &str, ev: &str| -> f64 {
+        s.lines()
+            .map(|l| l.split(',').collect::<Vec<_>>())
+            .find(|f| f.get(2) == Some(&ev))
+            .and_then(|f| f[0].parse().ok())
+            .unwrap_or_else(|| panic!("{ev} in {s}"))
+    };
+    // Page faults of a deterministic program: the same within a few.
+    let (a, b) = (field(&perf, "page-faults"), field(&ours, "page-faults"));
+    assert!(
+        (a - b).abs() <= a * 0.02 + 5.0,
+        "page-faults perf {a} hrec {b}"
+    );
+    // CPU time of the same fixed work: within 30% on a noisy VM.
+    let (a, b) = (field(&perf, "task-clock"), field(&ours, "task-clock"));
+    assert!((a - b).abs() <= a * 0.3, "task-clock perf {a} hrec {b}");
+}
+
+#[test]
+fn topdown_plan_on_fixture_models_and_the_message_without_it() {
+    let pmus = support::pmus("sapphirerapids");
+    let o = StatOptions {
+        topdown: true,
+        td_level: 2,
+        target: StatTarget::Workload,
+        events: vec!["task-clock".into()],
+        ..StatOptions::default()
+    };
+    let c = plan(&pmus, &o).unwrap();
+    let names: Vec<&str> = c.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names[0], "task-clock");
+    // slots leads; the 8 metric events follow in its group; all counted, none sampling.
+    assert_eq!(names[1], "slots");
+    assert_eq!(c[1].td, Some(TdEvent::Slots));
+    assert_eq!(c.len(), 10, "{names:?}");
+    assert!(
+        c[2..].iter().all(|m| m.leader == 1 && m.td.is_some()),
+        "{names:?}"
+    );
+    assert!(c.iter().all(|m| m.attr.sample_type == 0));
+    let o1 = StatOptions {
+        td_level: 1,
+        ..o.clone()
+    };
+    assert_eq!(plan(&pmus, &o1).unwrap().len(), 6);
+
+    // Alder Lake: only cpu_core has TopDown.
+    let c = plan(
+        &support::pmus("alderlake"),
+        &StatOptions {
+            events: vec![],
+            ..o1.clone()
+        },
+    )
+    .unwrap();
+    assert!(
+        c.iter().all(|m| m.pmu.as_deref() == Some("cpu_core")),
+        "{c:?}"
+    );
+    assert_eq!(c[0].name, "cpu_core/slots/");
+
+    // Zen 4 and the VM: a one-line explanation.
+    for model in ["zen4", "vm"] {
+        let o = hrec(Some(model), &["stat", "--topdown", "--", "true"]);
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains("--topdown needs a PMU with TopDown"), "{err}");
+    }
+}
