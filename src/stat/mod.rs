@@ -3,3 +3,4 @@
 
 pub mod count;
 pub mod output;
+pub mod tma;
