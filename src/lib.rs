@@ -20,4 +20,5 @@ pub mod output;
 pub mod pmu;
 pub mod record;
 pub mod recording;
+pub mod stat;
 pub mod symbol;

@@ -1,0 +1,5 @@
+//! Counting mode (`hrec stat`).
+
+#![warn(missing_docs)]
+
+pub mod tpebs;
