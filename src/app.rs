@@ -112,6 +112,18 @@ pub struct StatConfig {
     pub style: crate::stat::output::StatStyle,
     /// The command.
     pub command: Vec<String>,
+    /// `-M` names.
+    pub metrics: Vec<String>,
+    /// `--perfmon DIR`.
+    pub perfmon: Option<PathBuf>,
+    /// `--cpuid` (default: this CPU).
+    pub cpuid: Option<String>,
+    /// `--record-tpebs`.
+    pub record_tpebs: bool,
+    /// `--tpebs-mode`.
+    pub tpebs_mode: crate::stat::tpebs::TpebsMode,
+    /// `--tpebs-from FILE`.
+    pub tpebs_from: Option<PathBuf>,
 }
 
 /// One command to run.
@@ -152,6 +164,12 @@ pub enum AppError {
     /// Counting failed.
     #[error(transparent)]
     Stat(#[from] crate::stat::count::StatError),
+    /// Metrics could not be set up.
+    #[error(transparent)]
+    Tma(#[from] crate::stat::tma::TmaError),
+    /// A retire-latency source could not be read.
+    #[error(transparent)]
+    Tpebs(#[from] crate::stat::tpebs::TpebsError),
     /// A flame graph could not be drawn.
     #[error(transparent)]
     Flame(#[from] output::flame::FlameError),
@@ -448,13 +466,44 @@ fn stat(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<u8, AppError> {
-    use crate::stat::{count, output as so};
+    use crate::stat::{count, output as so, tma, tpebs};
     let pmus = Pmus::read(&env.sysfs_root)?;
+    let mut options = cfg.options.clone();
+    // -M: the metrics' events are counted (alone, like perf stat -M, unless -e is given too).
+    let setup = if cfg.metrics.is_empty() {
+        None
+    } else {
+        let dir = tma::perfmon_dir(cfg.perfmon.as_deref());
+        let cpuid = match &cfg.cpuid {
+            Some(c) => c.clone(),
+            None => tma::cpuid(&env.procfs_root)?,
+        };
+        let (perfmon, defaults) = tma::load(&dir, &cpuid)?;
+        let setup = tma::setup(&perfmon, defaults, &pmus, &cfg.metrics)?;
+        options.events.extend(setup.strings.iter().cloned());
+        Some((perfmon, setup))
+    };
+    let from = cfg
+        .tpebs_from
+        .as_deref()
+        .map(tpebs::from_file)
+        .transpose()?;
+    if let Some(f) = &from {
+        for w in &f.warnings {
+            writeln!(err, "hrec: warning: {w}")?;
+        }
+    }
+    if cfg.record_tpebs {
+        writeln!(
+            err,
+            "hrec: --record-tpebs: sampling retire latencies needs Timed PEBS on a hardware PMU; this build does not sample them yet, so latencies come from --tpebs-from or Intel's defaults"
+        )?;
+    }
     let mut io_err = None;
     let style = cfg.style.clone();
     let res = count::run(
         &pmus,
-        &cfg.options,
+        &options,
         &cfg.command,
         &mut |at, counters, counts| {
             let text = so::format(counters, counts, at, &style, Some(at));
@@ -469,6 +518,14 @@ fn stat(
     for n in &res.notes {
         writeln!(err, "hrec: {n}")?;
     }
+    let mut res = res;
+    if let Some((_, setup)) = &setup {
+        for c in &mut res.counters {
+            if let Some(n) = tma::display_name(setup, c) {
+                c.name = n;
+            }
+        }
+    }
     let title = match cfg.options.target {
         count::StatTarget::Workload => cfg.command.join(" "),
         count::StatTarget::Cpus(_) => "system wide".to_string(),
@@ -480,8 +537,7 @@ fn stat(
                 .join(",")
         ),
     };
-    // perf prints the counts on stderr (so the workload's stdout stays clean), unless -I.
-    let text = so::report(
+    let mut text = so::report(
         &title,
         &res.counters,
         &res.counts,
@@ -489,6 +545,35 @@ fn stat(
         res.user_sys,
         &cfg.style,
     );
+    if let Some((perfmon, setup)) = &setup {
+        let defaults = setup
+            .defaults_path
+            .as_deref()
+            .zip(perfmon.retire_latencies.as_ref());
+        let (latencies, missing) = tpebs::resolve(
+            &setup.latencies,
+            cfg.tpebs_mode,
+            None,
+            from.as_ref(),
+            defaults,
+        );
+        let constants = tma::constants(&env.sysfs_root, res.elapsed.as_secs_f64());
+        let values = tma::evaluate(
+            setup,
+            &res.counters,
+            &res.counts,
+            &|e| tpebs::latency_of(&latencies, e),
+            &constants,
+        );
+        text.push_str(&so::metrics_block(
+            &perfmon.metrics.path,
+            &values,
+            &latencies,
+            &missing,
+            &cfg.style,
+        ));
+    }
+    // perf prints the counts on stderr (so the workload's stdout stays clean), unless -I.
     if cfg.options.interval_ms.is_some() {
         out.write_all(text.as_bytes())?;
     } else {

@@ -374,6 +374,23 @@ pub struct StatArgs {
     /// JSON lines output.
     #[arg(short = 'j', long)]
     pub json: bool,
+    /// Directory with Intel's perfmon files (mapfile.csv and the model folders); default
+    /// $HREC_PERFMON_DIR, else ~/.cache/hrec/perfmon.
+    #[arg(long, value_name = "DIR")]
+    pub perfmon: Option<PathBuf>,
+    /// The CPU to pick metric files for, as mapfile.csv spells it (default: this CPU).
+    #[arg(long, value_name = "CPUID", hide = true)]
+    pub cpuid: Option<String>,
+    /// Sample the retire-latency events of the metrics during this run (Timed PEBS).
+    #[arg(long = "record-tpebs")]
+    pub record_tpebs: bool,
+    /// Which statistic of the measured latencies to use: mean, min, max or last.
+    #[arg(long = "tpebs-mode", default_value = "mean")]
+    pub tpebs_mode: String,
+    /// Take retire latencies from an `hrec record -W` file or an
+    /// `hrec report --retire-latency-json` / Intel retire_latency.json file.
+    #[arg(long = "tpebs-from", value_name = "FILE")]
+    pub tpebs_from: Option<PathBuf>,
     /// The command to count, after --.
     #[arg(trailing_var_arg = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -382,9 +399,11 @@ pub struct StatArgs {
 impl StatArgs {
     fn into_config(self) -> Result<hrec::app::StatConfig, String> {
         use hrec::stat::count::{StatOptions, StatTarget};
-        if !self.metrics.is_empty() {
+        let tpebs_mode: hrec::stat::tpebs::TpebsMode =
+            self.tpebs_mode.parse().map_err(|e| format!("{e}"))?;
+        if (self.record_tpebs || self.tpebs_from.is_some()) && self.metrics.is_empty() {
             return Err(
-                "-M is not available yet: hrec stat counts events and TopDown; Intel's TMA metrics come next"
+                "--record-tpebs and --tpebs-from feed retire latencies into metrics: give -M too"
                     .into(),
             );
         }
@@ -436,6 +455,12 @@ impl StatArgs {
                 td_level: self.td_level,
             },
             command: self.command,
+            metrics: self.metrics,
+            perfmon: self.perfmon,
+            cpuid: self.cpuid,
+            record_tpebs: self.record_tpebs,
+            tpebs_mode,
+            tpebs_from: self.tpebs_from,
         })
     }
 }

@@ -220,3 +220,123 @@ fn topdown_plan_on_fixture_models_and_the_message_without_it() {
         assert!(err.contains("--topdown needs a PMU with TopDown"), "{err}");
     }
 }
+
+fn perfmon_dir() -> Option<std::path::PathBuf> {
+    let d = std::env::var_os("HREC_PERFMON_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/perfmon")
+        });
+    if d.join("mapfile.csv").exists() {
+        Some(d)
+    } else {
+        eprintln!("skipped: no perfmon files at {}", d.display());
+        None
+    }
+}
+
+#[test]
+fn metrics_are_wired_to_counts_and_retire_latency_sources() {
+    let Some(dir) = perfmon_dir() else { return };
+    if support::host_has_core_pmu() {
+        eprintln!("skipped: this checks the output when the events cannot be counted (no PMU)");
+        return;
+    }
+    let dir = dir.to_str().unwrap();
+    let base = ["stat", "--perfmon", dir, "--cpuid", "GenuineIntel-6-AD-1"];
+    let run = |extra: &[&str]| {
+        let mut v: Vec<&str> = base.to_vec();
+        v.extend_from_slice(extra);
+        v.extend_from_slice(&["--", "true"]);
+        hrec(Some("graniterapids"), &v)
+    };
+    // Intel's Granite Rapids formula needs three events and one retire latency. Here the
+    // events are opened on the fixture's PMU, which this VM lacks, so the metric says why it
+    // has no value; the latency comes from Intel's defaults file.
+    let o = run(&["-M", "tma_dtlb_load"]);
+    let (_, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    for ev in [
+        "MEM_INST_RETIRED.STLB_HIT_LOADS",
+        "DTLB_LOAD_MISSES.WALK_ACTIVE",
+        "CPU_CLK_UNHALTED.THREAD",
+    ] {
+        assert!(
+            err.contains(&format!("<not supported>      {ev}")),
+            "{ev}: {err}"
+        );
+    }
+    assert!(
+        err.contains("Metrics (Intel's formulas, graniterapids_metrics.json):"),
+        "{err}"
+    );
+    assert!(err.contains("<not computed>      tma_dtlb_load: MEM_INST_RETIRED.STLB_HIT_LOADS was not counted here"), "{err}");
+    assert!(
+        err.contains("MEM_INST_RETIRED.STLB_HIT_LOADS:retire_latency = 1.57 cycles (MEAN from graniterapids_retire_latency.json, Intel's default)"),
+        "{err}"
+    );
+
+    // --tpebs-from an hrec-style JSON file wins over the default, with the chosen statistic.
+    let tmp = tempfile::tempdir().unwrap();
+    let lat = tmp.path().join("lat.json");
+    std::fs::write(
+        &lat,
+        r#"{"Platform": {"Source": "test"}, "Data": {"MEM_INST_RETIRED.STLB_HIT_LOADS": {"MIN": 3, "MAX": 40, "MEAN": 12.5, "COUNT": 8}}}"#,
+    )
+    .unwrap();
+    let o = run(&[
+        "-M",
+        "tma_dtlb_load",
+        "--tpebs-from",
+        lat.to_str().unwrap(),
+        "--tpebs-mode",
+        "max",
+        "-j",
+    ]);
+    let (_, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let rows: Vec<serde_json::Value> = err
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let m = rows
+        .iter()
+        .find(|r| r["metric-name"] == "tma_dtlb_load")
+        .expect("metric row");
+    assert!(
+        m["metric-value"].is_null() && m["error"].as_str().unwrap().contains("not counted"),
+        "{m}"
+    );
+    let l = rows
+        .iter()
+        .find(|r| r["retire-latency"].is_object())
+        .expect("latency row");
+    assert_eq!(
+        l["retire-latency"]["event"],
+        "MEM_INST_RETIRED.STLB_HIT_LOADS"
+    );
+    assert_eq!(l["retire-latency"]["value"], 40.0);
+    assert_eq!(l["retire-latency"]["statistic"], "max");
+    assert_eq!(l["retire-latency"]["origin"]["kind"], "json");
+
+    // Errors: one line each.
+    for (extra, want, code) in [
+        (
+            &["-M", "no_such_metric"][..],
+            "no metric or metric group \"no_such_metric\"",
+            1,
+        ),
+        (&["--record-tpebs"][..], "give -M too", 2),
+        (
+            &["-M", "tma_dtlb_load", "--tpebs-mode", "median"][..],
+            "unknown --tpebs-mode",
+            2,
+        ),
+    ] {
+        let o = run(extra);
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(code), "{extra:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(want), "{err}");
+    }
+}

@@ -40,7 +40,7 @@ use super::expr::{Expr, ExprError};
 #[derive(Debug, thiserror::Error)]
 pub enum PerfmonError {
     /// The file cannot be read.
-    #[error("cannot read {}: {source}", path.display())]
+    #[error("cannot read {}", path.display())]
     Io {
         /// The file.
         path: PathBuf,

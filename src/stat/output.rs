@@ -261,6 +261,77 @@ pub fn report(
     s
 }
 
+/// The metrics and the retire latencies they used: text lines, JSON lines, or CSV rows.
+pub fn metrics_block(
+    file: &std::path::Path,
+    values: &[super::tma::MetricValue],
+    latencies: &[super::tpebs::Resolved],
+    missing: &[String],
+    style: &StatStyle,
+) -> String {
+    let mut s = String::new();
+    if style.json {
+        for v in values {
+            let o = match &v.value {
+                Ok(x) => json!({"metric-name": v.name, "metric-value": x, "metric-unit": v.unit}),
+                Err(why) => json!({"metric-name": v.name, "metric-value": null, "error": why}),
+            };
+            let _ = writeln!(s, "{o}");
+        }
+        for l in latencies {
+            let _ = writeln!(s, "{}", json!({ "retire-latency": l }));
+        }
+        for m in missing {
+            let _ = writeln!(
+                s,
+                "{}",
+                json!({"retire-latency": {"event": m, "value": null}})
+            );
+        }
+        return s;
+    }
+    if let Some(sep) = &style.csv {
+        for v in values {
+            let val = v
+                .value
+                .as_ref()
+                .map(|x| format!("{x:.3}"))
+                .unwrap_or_default();
+            let _ = writeln!(s, "{sep}{sep}{}{sep}{sep}{sep}{val}{sep}{}", v.name, v.unit);
+        }
+        return s;
+    }
+    let name = file.file_name().map_or_else(
+        || file.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let _ = writeln!(s, " Metrics (Intel's formulas, {name}):");
+    for v in values {
+        match &v.value {
+            Ok(x) => {
+                let _ = writeln!(s, "{x:>18.3} {:<4} {}", v.unit, v.name);
+            }
+            Err(why) => {
+                let _ = writeln!(s, "{:>18} {:<4} {}: {why}", "<not computed>", "", v.name);
+            }
+        }
+    }
+    if !latencies.is_empty() || !missing.is_empty() {
+        let _ = writeln!(s, "\n Retire latencies used:");
+        for l in latencies {
+            let _ = writeln!(s, "   {l}");
+        }
+        for m in missing {
+            let _ = writeln!(
+                s,
+                "   {m}:retire_latency: no value (not measured, not in --tpebs-from, no Intel default); metrics that need it are not computed"
+            );
+        }
+    }
+    s.push('\n');
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

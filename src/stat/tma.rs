@@ -34,7 +34,7 @@ pub fn perfmon_dir(flag: Option<&Path>) -> PathBuf {
 pub enum TmaError {
     /// No perfmon files for this CPU.
     #[error(
-        "cannot load Intel's metric files for CPU {cpuid} from {}: {source} (give --perfmon DIR, or run scripts/fetch-perfmon.sh)",
+        "cannot load Intel's metric files for CPU {cpuid} from {} (give --perfmon DIR with the files for this CPU, or run scripts/fetch-perfmon.sh)",
         dir.display()
     )]
     Perfmon {
@@ -47,10 +47,14 @@ pub enum TmaError {
         source: crate::metrics::perfmon::PerfmonError,
     },
     /// The CPU could not be identified.
-    #[error("cannot tell this CPU's family and model from {0}/cpuinfo (give --cpuid GenuineIntel-6-AD)")]
+    #[error(
+        "cannot tell this CPU's family and model from {0}/cpuinfo (give --cpuid GenuineIntel-6-AD)"
+    )]
     NoCpuid(String),
     /// A metric or group that the file does not have.
-    #[error("no metric or metric group {name:?} in {file} (metric names look like tma_dtlb_load or DTLB_Load; groups like TopdownL1)")]
+    #[error(
+        "no metric or metric group {name:?} in {file} (metric names look like tma_dtlb_load or DTLB_Load; groups like TopdownL1)"
+    )]
     Unknown {
         /// What was asked for.
         name: String,
@@ -58,7 +62,9 @@ pub enum TmaError {
         file: String,
     },
     /// No core PMU to count on.
-    #[error("metrics need the core PMU's events, and this machine has no core PMU (no cpu PMU in sysfs)")]
+    #[error(
+        "metrics need the core PMU's events, and this machine has no core PMU (no cpu PMU in sysfs)"
+    )]
     NoCorePmu,
 }
 
@@ -163,7 +169,9 @@ pub fn setup(
             Err(r) => Err(r.to_string()),
         };
         if let Ok(s) = &s
-            && !topdown.iter().any(|t| s.ends_with(t) || s.ends_with(&format!("{t}/")))
+            && !topdown
+                .iter()
+                .any(|t| s.ends_with(t) || s.ends_with(&format!("{t}/")))
         {
             strings.push(s.clone());
         }
@@ -190,9 +198,23 @@ pub fn setup(
     })
 }
 
+/// The Intel name of a counter opened for a metric (`MEM_INST_RETIRED.STLB_HIT_LOADS`), to
+/// show instead of its raw encoding.
+pub fn display_name(setup: &Setup, counter: &Counter) -> Option<String> {
+    setup
+        .events
+        .iter()
+        .find(|(_, s)| s.as_ref().is_ok_and(|s| same_event(counter, s)))
+        .map(|(e, _)| e.to_string())
+}
+
 /// The `-e` spelling of a counter name, to find an event's counter after planning.
 fn same_event(counter: &Counter, string: &str) -> bool {
-    let norm = |s: &str| s.trim_end_matches('/').replace(' ', "").to_ascii_lowercase();
+    let norm = |s: &str| {
+        s.trim_end_matches('/')
+            .replace(' ', "")
+            .to_ascii_lowercase()
+    };
     norm(&counter.name) == norm(string)
 }
 
@@ -236,7 +258,9 @@ pub fn evaluate(
                         // Say why a count is missing: the event was not supported here.
                         match setup.events.iter().find(|(e, _)| why.contains(&e.name)) {
                             Some((e, Err(r))) => format!("{} cannot be counted: {r}", e.name),
-                            Some((e, Ok(_))) => format!("{} was not counted here (<not supported>)", e.name),
+                            Some((e, Ok(_))) => {
+                                format!("{} was not counted here (<not supported>)", e.name)
+                            }
                             None => why,
                         }
                     }
@@ -244,7 +268,11 @@ pub fn evaluate(
                 });
             MetricValue {
                 name: m.perf_name(),
-                unit: if m.is_percent() { "%".into() } else { m.unit.clone() },
+                unit: if m.is_percent() {
+                    "%".into()
+                } else {
+                    m.unit.clone()
+                },
                 value,
             }
         })
