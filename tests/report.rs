@@ -92,8 +92,8 @@ fn by_key(j: &Value, key: &str) -> HashMap<String, f64> {
     m
 }
 
-/// Every symbol perf puts above 5% must be within NOISE points in hrec, and the two must
-/// agree on the top symbol.
+/// Every symbol perf puts above 5% must be within NOISE points in hrec, and hrec's top symbol
+/// must be perf's top or within NOISE of it.
 fn compare_top(perf: &[(f64, String)], hrec: &HashMap<String, f64>, what: &str) {
     let top: Vec<&(f64, String)> = perf.iter().filter(|(p, _)| *p >= 5.0).collect();
     assert!(
@@ -107,14 +107,22 @@ fn compare_top(perf: &[(f64, String)], hrec: &HashMap<String, f64>, what: &str) 
             "{what}: {sym}: perf {p:.2}%, hrec {h:.2}%\nperf: {perf:?}\nhrec: {hrec:?}"
         );
     }
+    // The top symbols agree: hrec's heaviest is perf's heaviest, or one within noise of it
+    // (two separate runs can swap two symbols a point apart).
     let best = hrec
         .iter()
         .max_by(|a, b| a.1.total_cmp(b.1))
-        .map(|(s, _)| s.clone());
-    assert_eq!(
-        best.as_deref(),
-        Some(perf[0].1.as_str()),
-        "{what}: top symbol differs"
+        .map(|(s, _)| s.clone())
+        .unwrap();
+    let perf_of_best = perf
+        .iter()
+        .find(|(_, s)| *s == best)
+        .map_or(0.0, |(p, _)| *p);
+    assert!(
+        perf[0].0 - perf_of_best <= NOISE,
+        "{what}: hrec's top symbol {best} has {perf_of_best:.2}% in perf, whose top is {} {:.2}%",
+        perf[0].1,
+        perf[0].0
     );
     eprintln!(
         "{what}: {} symbols above 5% agree within {NOISE} points",
