@@ -493,11 +493,31 @@ fn stat(
             writeln!(err, "hrec: warning: {w}")?;
         }
     }
-    if cfg.record_tpebs {
-        writeln!(
-            err,
-            "hrec: --record-tpebs: sampling retire latencies needs Timed PEBS on a hardware PMU; this build does not sample them yet, so latencies come from --tpebs-from or Intel's defaults"
-        )?;
+    if cfg.record_tpebs
+        && let Some((perfmon, setup)) = &setup
+    {
+        let workload = options.target == count::StatTarget::Workload;
+        // HREC_TPEBS_STANDIN=cpu-clock samples the software clock instead (its retire
+        // latencies are always 0): the tests' way to drive the sampling path without a PMU.
+        let standin = std::env::var("HREC_TPEBS_STANDIN").ok();
+        for ev in &setup.latencies {
+            let attr = match standin.as_deref() {
+                Some("cpu-clock") => {
+                    let mut a = crate::event::Attr::new(crate::event::attr::types::SOFTWARE, 0);
+                    a.sample_period_or_freq = 100_000;
+                    tma::sampling_flags(&mut a, workload);
+                    Ok(a)
+                }
+                _ => tma::tpebs_sampler(perfmon, &pmus, ev, workload),
+            };
+            match attr {
+                Ok(attr) => options.tpebs.push(count::TpebsSampler {
+                    event: ev.clone(),
+                    attr,
+                }),
+                Err(why) => writeln!(err, "hrec: --record-tpebs: cannot sample {ev}: {why}")?,
+            }
+        }
     }
     let mut io_err = None;
     let style = cfg.style.clone();
@@ -553,7 +573,7 @@ fn stat(
         let (latencies, missing) = tpebs::resolve(
             &setup.latencies,
             cfg.tpebs_mode,
-            None,
+            cfg.record_tpebs.then_some(&res.tpebs),
             from.as_ref(),
             defaults,
         );

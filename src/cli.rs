@@ -448,6 +448,7 @@ impl StatArgs {
                 td_level: self.td_level,
                 target,
                 interval_ms: self.interval,
+                tpebs: Vec::new(),
             },
             style: hrec::stat::output::StatStyle {
                 csv: self.sep,

@@ -340,3 +340,90 @@ fn metrics_are_wired_to_counts_and_retire_latency_sources() {
         assert!(err.contains(want), "{err}");
     }
 }
+
+#[test]
+fn record_tpebs_samples_during_the_run_and_falls_back_when_latencies_are_zero() {
+    let Some(dir) = perfmon_dir() else { return };
+    let bin = support::release_example("hotspots");
+    let run = |extra: &[&str], standin: bool| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_hrec"));
+        c.env("HREC_SYSFS_ROOT", support::sysfs("graniterapids"))
+            .env("HREC_PROCFS_ROOT", support::procfs())
+            .args([
+                "stat",
+                "--perfmon",
+                dir.to_str().unwrap(),
+                "--cpuid",
+                "GenuineIntel-6-AD-1",
+            ])
+            .args(["-M", "tma_dtlb_load", "--record-tpebs"])
+            .args(extra)
+            .arg("--")
+            .arg(&bin);
+        if standin {
+            // The software clock stands in for the precise event: the same sampling path
+            // (per-CPU rings of the workload's tasks, WEIGHT_STRUCT samples, decoding), with
+            // retire latencies that are always 0 because cpu-clock has no Timed PEBS.
+            c.env("HREC_TPEBS_STANDIN", "cpu-clock");
+        } else {
+            c.env_remove("HREC_TPEBS_STANDIN");
+        }
+        let o = c.output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stderr).to_string()
+    };
+    let err = run(&[], true);
+    let line = err
+        .lines()
+        .find(|l| l.contains("MEM_INST_RETIRED.STLB_HIT_LOADS:retire_latency ="))
+        .unwrap_or_else(|| panic!("{err}"));
+    // Thousands of samples arrived (0.4 s at one per 100 µs of CPU), all with latency 0, so
+    // the latency is Intel's default and the line says why.
+    let n: u64 = line
+        .split("its ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("{line}"));
+    assert!(n > 500, "{line}");
+    assert!(
+        line.contains(
+            "= 1.57 cycles (MEAN from graniterapids_retire_latency.json, Intel's default; its "
+        ),
+        "{line}"
+    );
+    assert!(
+        line.ends_with("samples in this run all have retire latency 0)"),
+        "{line}"
+    );
+
+    // With --tpebs-from, the file comes after this run's samples and before the defaults.
+    let tmp = tempfile::tempdir().unwrap();
+    let lat = tmp.path().join("lat.json");
+    std::fs::write(
+        &lat,
+        r#"{"Platform": {}, "Data": {"MEM_INST_RETIRED.STLB_HIT_LOADS": {"MIN": 2, "MAX": 9, "MEAN": 4.25}}}"#,
+    )
+    .unwrap();
+    let err = run(
+        &["--tpebs-from", lat.to_str().unwrap(), "--tpebs-mode", "min"],
+        true,
+    );
+    assert!(
+        err.contains("MEM_INST_RETIRED.STLB_HIT_LOADS:retire_latency = 2.00 cycles (MIN from"),
+        "{err}"
+    );
+
+    // Without the stand-in on a machine without the PMU, the sampler cannot open: one line
+    // says so and the default is used.
+    if !support::host_has_core_pmu() {
+        let err = run(&[], false);
+        assert!(
+            err.contains("hrec: --record-tpebs: cannot sample MEM_INST_RETIRED.STLB_HIT_LOADS"),
+            "{err}"
+        );
+        assert!(
+            err.contains("Intel's default; no samples in this run)"),
+            "{err}"
+        );
+    }
+}

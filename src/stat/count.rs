@@ -63,6 +63,19 @@ pub struct StatOptions {
     pub target: StatTarget,
     /// `-I`: print every this many milliseconds.
     pub interval_ms: Option<u64>,
+    /// `--record-tpebs`: precise samplers of the metrics' retire-latency events.
+    pub tpebs: Vec<TpebsSampler>,
+}
+
+/// One `--record-tpebs` sampler: precise samples of an event with `WEIGHT_STRUCT`, whose
+/// bits 63:48 carry each sampled instruction's retire latency (Timed PEBS), taken during the
+/// counted run and restricted to its tasks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TpebsSampler {
+    /// The event's Intel name (the key of its latency).
+    pub event: String,
+    /// The sampling attr.
+    pub attr: Attr,
 }
 
 /// One counter to open.
@@ -326,6 +339,77 @@ pub struct StatResult {
     pub exit_code: Option<i32>,
     /// One-line notes (fallbacks).
     pub notes: Vec<String>,
+    /// Retire latencies sampled by `--record-tpebs`.
+    pub tpebs: super::tpebs::Collector,
+}
+
+/// The open `--record-tpebs` samplers: one ring buffer per sampler and task/CPU.
+struct Samplers {
+    rings: Vec<(kernel::RingBuffer, EventFd)>,
+    names: std::collections::HashMap<u64, String>,
+    decoder: crate::decode::Decoder,
+    buf: Vec<u8>,
+}
+
+impl Samplers {
+    fn open(samplers: &[TpebsSampler], places: &[(i32, i32)], notes: &mut Vec<String>) -> Samplers {
+        let mut rings = Vec::new();
+        let mut names = std::collections::HashMap::new();
+        let mut ids = Vec::new();
+        for s in samplers {
+            for &(pid, cpu) in places {
+                let fd = match kernel::open(&s.attr, pid, cpu, None) {
+                    Ok(fd) => fd,
+                    Err(e) => {
+                        notes.push(format!(
+                            "--record-tpebs: cannot sample {} ({}), so its retire latency comes from another source",
+                            s.event, e.source
+                        ));
+                        break;
+                    }
+                };
+                let ring = match kernel::RingBuffer::new(&fd, 16) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        notes.push(format!(
+                            "--record-tpebs: cannot map a ring buffer for {}: {e}",
+                            s.event
+                        ));
+                        break;
+                    }
+                };
+                if let Ok(id) = fd.id() {
+                    names.insert(id, s.event.clone());
+                    ids.push((id, s.attr));
+                }
+                rings.push((ring, fd));
+            }
+        }
+        Samplers {
+            rings,
+            names,
+            decoder: crate::decode::Decoder::new(ids),
+            buf: Vec::new(),
+        }
+    }
+
+    /// Moves every sample in the rings into the collector.
+    fn drain(&mut self, into: &mut super::tpebs::Collector) {
+        for (ring, _) in &mut self.rings {
+            self.buf.clear();
+            if ring.drain(&mut self.buf).is_err() {
+                continue;
+            }
+            for raw in crate::decode::records(&self.buf).flatten() {
+                if let Ok(crate::decode::Record::Sample(smp)) = self.decoder.decode(&raw)
+                    && let (Some(w), Some(id)) = (smp.weight_struct(), smp.event_id())
+                    && let Some(name) = self.names.get(&id)
+                {
+                    into.add(name, smp.time.unwrap_or(0), w.retire_lat);
+                }
+            }
+        }
+    }
 }
 
 struct Opened {
@@ -459,6 +543,27 @@ pub fn run(
             return Err(e);
         }
     };
+    // The kernel maps no ring buffer for an inherited per-task event (cpu -1), so samplers
+    // of a task are opened once per CPU, as perf record does.
+    let online: Vec<i32> = std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|t| t.trim().parse::<CpuList>().ok())
+        .map(|l| l.cpus().iter().map(|&c| c as i32).collect())
+        .unwrap_or_else(|| {
+            (0..std::thread::available_parallelism().map_or(1, |n| n.get()) as i32).collect()
+        });
+    let sampler_places: Vec<(i32, i32)> = places
+        .iter()
+        .flat_map(|&(pid, cpu)| {
+            if cpu == -1 {
+                online.iter().map(|&c| (pid, c)).collect::<Vec<_>>()
+            } else {
+                vec![(pid, cpu)]
+            }
+        })
+        .collect();
+    let mut samplers = Samplers::open(&o.tpebs, &sampler_places, &mut notes);
+    let mut tpebs = super::tpebs::Collector::new();
     let start = Instant::now();
     let child = match workload {
         Some(w) => Some(w.start()?),
@@ -469,6 +574,9 @@ pub fn run(
                         let _ = fd.enable(true);
                     }
                 }
+            }
+            for (_, fd) in &samplers.rings {
+                let _ = fd.enable(false);
             }
             None
         }
@@ -489,6 +597,7 @@ pub fn run(
             None => 200,
         };
         let _ = epoll.wait(timeout.max(0), &mut events);
+        samplers.drain(&mut tpebs);
         let sigs = signals.take();
         let stop = (1u64 << libc::SIGINT) | (1u64 << libc::SIGTERM);
         if sigs & stop != 0 {
@@ -534,6 +643,7 @@ pub fn run(
     }
     let elapsed = start.elapsed();
     let counts = read_counts(&opened);
+    samplers.drain(&mut tpebs);
     Ok(StatResult {
         counters,
         counts,
@@ -541,6 +651,7 @@ pub fn run(
         user_sys: process::children_cpu_time(),
         exit_code,
         notes,
+        tpebs,
     })
 }
 

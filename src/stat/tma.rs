@@ -198,6 +198,58 @@ pub fn setup(
     })
 }
 
+/// The attr of a `--record-tpebs` sampler for `event` (an Intel name): the event's encoding
+/// on the core PMU, precise (`:p`), with Intel's suggested period, sampling
+/// `IDENTIFIER | IP | TID | TIME | WEIGHT_STRUCT`.
+pub fn tpebs_sampler(
+    perfmon: &Perfmon,
+    pmus: &Pmus,
+    event: &str,
+    workload: bool,
+) -> Result<crate::event::attr::Attr, String> {
+    use crate::event::attr::flag;
+    let core = pmus.core_pmus();
+    let pmu = core
+        .iter()
+        .find(|p| !crate::event::resolve::topdown_metric_names(p).is_empty())
+        .or_else(|| core.first())
+        .ok_or("no core PMU")?;
+    let eref = EventRef::parse(event);
+    let raw = match perfmon.resolve(&eref).map_err(|e| e.to_string())? {
+        Encoding::Counter(raw) => raw,
+        other => return Err(format!("{other:?} cannot be sampled")),
+    };
+    let s = format!(
+        "{}/{}/p",
+        pmu.name,
+        raw.perf_terms().map_err(|e| e.to_string())?
+    );
+    let res = crate::event::resolve::resolve(pmus, &[s]).map_err(|e| e.to_string())?;
+    let mut a = res
+        .groups
+        .first()
+        .and_then(|g| g.events.first())
+        .ok_or("the event resolved to nothing")?
+        .attr;
+    a.sample_period_or_freq = raw.sample_after_value.unwrap_or(100_003).max(1);
+    a.set(flag::FREQ, false);
+    sampling_flags(&mut a, workload);
+    Ok(a)
+}
+
+/// The sample format and flags of a `--record-tpebs` sampler (also used for the software
+/// stand-in that tests the sampling path on machines without a PMU).
+pub fn sampling_flags(a: &mut crate::event::attr::Attr, workload: bool) {
+    use crate::event::attr::{flag, sample};
+    a.sample_type =
+        sample::IDENTIFIER | sample::IP | sample::TID | sample::TIME | sample::WEIGHT_STRUCT;
+    a.read_format = 0;
+    a.set(flag::DISABLED, true);
+    a.set(flag::ENABLE_ON_EXEC, workload);
+    a.set(flag::INHERIT, true);
+    a.set(flag::SAMPLE_ID_ALL, true);
+}
+
 /// The Intel name of a counter opened for a metric (`MEM_INST_RETIRED.STLB_HIT_LOADS`), to
 /// show instead of its raw encoding.
 pub fn display_name(setup: &Setup, counter: &Counter) -> Option<String> {
