@@ -427,3 +427,53 @@ fn record_tpebs_samples_during_the_run_and_falls_back_when_latencies_are_zero() 
         );
     }
 }
+
+#[test]
+fn fetch_perfmon_script_picks_this_models_files() {
+    let Some(dir) = perfmon_dir() else { return };
+    let dest = tempfile::tempdir().unwrap();
+    let o = Command::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/scripts/fetch-perfmon.sh"
+    ))
+    .args([
+        "--from",
+        dir.to_str().unwrap(),
+        "--cpuid",
+        "GenuineIntel-6-AD-1",
+        "--dest",
+    ])
+    .arg(dest.path())
+    .output()
+    .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    for f in [
+        "mapfile.csv",
+        "GNR/metrics/graniterapids_metrics.json",
+        "GNR/metrics/graniterapids_retire_latency.json",
+        "GNR/events/graniterapids_core.json",
+    ] {
+        assert!(dest.path().join(f).exists(), "{f}: {err}");
+    }
+    // The copy is what hrec stat -M reads.
+    let o = hrec(
+        Some("graniterapids"),
+        &[
+            "stat",
+            "--perfmon",
+            dest.path().to_str().unwrap(),
+            "--cpuid",
+            "GenuineIntel-6-AD-1",
+            "-M",
+            "tma_dtlb_load",
+            "--",
+            "true",
+        ],
+    );
+    assert!(
+        text(&o).1.contains("graniterapids_metrics.json"),
+        "{}",
+        text(&o).1
+    );
+}
