@@ -80,6 +80,8 @@ pub struct ReportConfig {
     pub style: output::report::ReportStyle,
     /// `--json`.
     pub json: bool,
+    /// `--folded`: collapsed stacks instead of the table.
+    pub folded: bool,
     /// `--retire-latency-json FILE`.
     pub retire_latency_json: Option<PathBuf>,
     /// Show a progress line on stderr (a terminal).
@@ -281,12 +283,12 @@ fn record(
 
 fn open_recording(cfg: &InputConfig, err: &mut dyn Write) -> Result<Recording, AppError> {
     let rec = Recording::open(&cfg.input)?;
-    if let Some(why) = rec.reader.truncated() {
+    if let Some(why) = rec.truncated() {
         writeln!(
             err,
             "hrec: warning: {} is truncated ({why}): reading the {} complete blocks",
             cfg.input.display(),
-            rec.reader.blocks().len()
+            rec.block_count()
         )?;
     }
     for e in &rec.errors {
@@ -304,7 +306,7 @@ fn report(cfg: &ReportConfig, out: &mut dyn Write, err: &mut dyn Write) -> Resul
         err,
     )?;
     let meta = rec.meta();
-    let total = rec.reader.trailer().map(|t| t.samples).unwrap_or(0);
+    let total = rec.trailer().map(|t| t.samples).unwrap_or(0);
     let show = cfg.progress;
     let mut progress = |done: u64| {
         if show {
@@ -326,11 +328,10 @@ fn report(cfg: &ReportConfig, out: &mut dyn Write, err: &mut dyn Write) -> Resul
         "hrec report of {} ({} samples{}{})",
         cfg.input.display(),
         p.samples.len(),
-        rec.reader
-            .trailer()
+        rec.trailer()
             .map(|t| format!(", {} lost", t.lost_samples + t.lost_samples_read))
             .unwrap_or_default(),
-        if rec.reader.truncated().is_some() {
+        if rec.truncated().is_some() {
             ", TRUNCATED: the recording did not finish"
         } else {
             ""
@@ -347,7 +348,20 @@ fn report(cfg: &ReportConfig, out: &mut dyn Write, err: &mut dyn Write) -> Resul
     }
     header.append(&mut style.header);
     style.header = header;
-    if cfg.json {
+    if cfg.folded {
+        // The events in turn, each as flamegraph --folded draws it (samples, filters applied).
+        for ev in 0..p.events.len() {
+            let flame = output::flame::FlameOptions {
+                filters: cfg.hist.filters.clone(),
+                ..Default::default()
+            };
+            match output::flame::fold(&p, ev, &flame) {
+                Ok(f) => output::flame::write_folded(&f, out)?,
+                Err(output::flame::FlameError::Empty(_)) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+    } else if cfg.json {
         output::report::json(&p, &tables, &cfg.hist, &style, out)?;
     } else {
         output::report::text(&p, &tables, &cfg.hist, &style, out)?;

@@ -175,6 +175,10 @@ pub struct ReportArgs {
     /// JSON instead of the text table.
     #[arg(long)]
     pub json: bool,
+    /// Collapsed stacks (`comm;caller;...;leaf COUNT`, samples) instead of the table: the
+    /// input of flamegraph.pl / inferno-flamegraph.
+    #[arg(long)]
+    pub folded: bool,
     /// Accepted for perf compatibility (text is the default).
     #[arg(long, hide = true)]
     pub stdio: bool,
@@ -248,6 +252,7 @@ impl ReportArgs {
                 ..Default::default()
             },
             json: self.json,
+            folded: self.folded,
             retire_latency_json: self.retire_latency_json,
             progress: std::io::stderr().is_terminal() && !self.json,
         })

@@ -30,6 +30,29 @@ pub struct Recording {
     pub errors: Vec<String>,
 }
 
+impl Recording {
+    /// A side block by name (`build-ids`, `kallsyms`, `modules`); `None` when absent or
+    /// unreadable.
+    pub fn side(&self, name: &str) -> Option<Vec<u8>> {
+        self.reader.side(name).ok().flatten()
+    }
+
+    /// The trailer of a finished recording.
+    pub fn trailer(&self) -> Option<&data::Trailer> {
+        self.reader.trailer()
+    }
+
+    /// Why the file is incomplete, when it is.
+    pub fn truncated(&self) -> Option<&str> {
+        self.reader.truncated()
+    }
+
+    /// Number of record blocks read.
+    pub fn block_count(&self) -> usize {
+        self.blocks.len()
+    }
+}
+
 /// Where a record lives: block index and byte offset in the decompressed block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 struct At {

@@ -556,6 +556,11 @@ fn flamegraph_weights_by_retire_latency_and_colours_by_topdown() {
         folded("period"),
         "app;[kernel.kallsyms];hot_a 200\napp;[kernel.kallsyms];hot_b 300\n"
     );
+    // hrec report --folded gives the same collapsed stacks (samples).
+    assert_eq!(
+        run_ok(dir.path(), &["report", "--folded"]).0,
+        folded("samples")
+    );
 
     // TopDown colours: hot_a is 60% Retiring (green), hot_b 60% Backend Bound (blue), each
     // 0.5 + 0.5 * (60 - 25) / 75 of the way from white to the base colour; the tooltip has

@@ -492,12 +492,7 @@ fn resolution(p: &Profile) -> Resolution {
 
 /// The build-ids recorded for mapped files (`build-ids` side block: `hex path` lines).
 fn recorded_build_ids(rec: &Recording) -> HashMap<PathBuf, Vec<u8>> {
-    let text = rec
-        .reader
-        .side("build-ids")
-        .ok()
-        .flatten()
-        .unwrap_or_default();
+    let text = rec.side("build-ids").unwrap_or_default();
     String::from_utf8_lossy(&text)
         .lines()
         .filter_map(|l| {
@@ -531,10 +526,7 @@ fn symbolize(
 ) -> (Vec<Loc>, Vec<String>) {
     let unknown: Arc<str> = "[unknown]".into();
     let ksyms = rec
-        .reader
         .side("kallsyms")
-        .ok()
-        .flatten()
         .map(|b| KernelSymbols::parse(&String::from_utf8_lossy(&b)))
         .unwrap_or_default();
     let mut perf_maps: HashMap<u32, Option<PerfMap>> = HashMap::new();

@@ -469,7 +469,7 @@ fn read_recording(path: &Path) -> Result<(Collector, Vec<String>), TpebsError> {
         });
     }
     let mut warnings: Vec<String> = Vec::new();
-    if let Some(why) = rec.reader.truncated() {
+    if let Some(why) = rec.truncated() {
         warnings.push(format!(
             "{}: {why}; its retire latencies are those of the samples before the cut",
             path.display()
