@@ -128,6 +128,17 @@ pub struct StatConfig {
     pub tpebs_from: Option<PathBuf>,
 }
 
+/// `hrec script`.
+#[derive(Debug, Clone)]
+pub struct ScriptConfig {
+    /// `-i`.
+    pub input: PathBuf,
+    /// `-F` fields.
+    pub fields: Vec<output::script::Field>,
+    /// `--symfs`.
+    pub symfs: Option<PathBuf>,
+}
+
 /// One command to run.
 #[derive(Debug, Clone)]
 pub enum Command {
@@ -136,7 +147,7 @@ pub enum Command {
     /// `hrec list`
     List(ListConfig),
     /// `hrec script`
-    Script(InputConfig),
+    Script(ScriptConfig),
     /// `hrec info`
     Info(InputConfig),
     /// `hrec report`
@@ -616,10 +627,21 @@ fn stat(
     Ok(res.exit_code.map_or(0, |c| c.clamp(0, 255) as u8))
 }
 
-fn script(cfg: &InputConfig, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, AppError> {
-    let rec = open_recording(cfg, err)?;
+fn script(cfg: &ScriptConfig, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, AppError> {
+    let rec = open_recording(
+        &InputConfig {
+            input: cfg.input.clone(),
+        },
+        err,
+    )?;
     let mut errors = Vec::new();
-    output::script(&rec, out, &mut errors)?;
+    let popts = crate::analysis::profile::ProfileOptions {
+        symfs: cfg.symfs.clone(),
+        ..Default::default()
+    };
+    let mut buf = io::BufWriter::new(out);
+    output::script::script(&rec, &cfg.fields, &popts, &mut buf, &mut errors)?;
+    buf.flush()?;
     for e in &errors {
         writeln!(err, "hrec: warning: skipped a record: {e}")?;
     }

@@ -39,7 +39,7 @@ pub enum Cmd {
     /// Show where samples landed, with TopDown and retire latency per symbol.
     Report(ReportArgs),
     /// Print every sample, perf script style.
-    Script(InputArgs),
+    Script(ScriptArgs),
     /// Draw a flame graph SVG.
     Flamegraph(FlamegraphArgs),
     /// Count events (TopDown, TMA metrics) for a command.
@@ -122,6 +122,21 @@ pub struct InputArgs {
     /// Input file.
     #[arg(short = 'i', long = "input", default_value = "hrec.data")]
     pub input: PathBuf,
+}
+
+/// `hrec script` flags.
+#[derive(Debug, Args)]
+pub struct ScriptArgs {
+    /// Input file.
+    #[arg(short = 'i', long = "input", default_value = "hrec.data")]
+    pub input: PathBuf,
+    /// Fields: comm,pid,tid,cpu,time,period,event,ip,sym,symoff,dso,weight,ins_lat,retire_lat,read
+    /// (or +field / -field to change the defaults).
+    #[arg(short = 'F', long = "fields")]
+    pub fields: Option<String>,
+    /// Look for binaries under this directory (as if it were /).
+    #[arg(long = "symfs")]
+    pub symfs: Option<PathBuf>,
 }
 
 /// `hrec report` flags (perf report's names).
@@ -531,7 +546,14 @@ impl Cli {
             Cmd::Record(a) => Command::Record(a.into_config()?),
             Cmd::List(a) => Command::List(ListConfig { json: a.json }),
             Cmd::Report(a) => Command::Report(Box::new(a.into_config()?)),
-            Cmd::Script(a) => Command::Script(InputConfig { input: a.input }),
+            Cmd::Script(a) => Command::Script(hrec::app::ScriptConfig {
+                input: a.input,
+                fields: match &a.fields {
+                    Some(f) => hrec::output::script::parse_fields(f)?,
+                    None => hrec::output::script::Field::DEFAULT.to_vec(),
+                },
+                symfs: a.symfs,
+            }),
             Cmd::Flamegraph(a) => Command::Flamegraph(Box::new(a.into_config())),
             Cmd::Stat(a) => Command::Stat(Box::new(a.into_config()?)),
             Cmd::Info(a) => Command::Info(InputConfig { input: a.input }),

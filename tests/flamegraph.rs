@@ -208,3 +208,51 @@ fn differential_and_folded_outputs() {
     assert_eq!(Some(sum), j["events"][0]["samples"].as_u64());
     assert!(out.lines().all(|l| l.starts_with("hotspots;")), "{out}");
 }
+
+#[test]
+fn script_collapsed_by_inferno_equals_report_folded() {
+    use inferno::collapse::Collapse;
+    let bin = support::release_example("hotspots");
+    let dir = tempfile::tempdir().unwrap();
+    let o = hrec_in(
+        dir.path(),
+        &[
+            "record",
+            "-g",
+            "-F",
+            "4000",
+            "--",
+            bin.to_str().unwrap(),
+            "1",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o).1);
+    // Without the period field the collapser counts samples, like report --folded.
+    let o = hrec_in(
+        dir.path(),
+        &["script", "-F", "comm,tid,time,event,ip,sym,symoff,dso"],
+    );
+    let (script, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let mut folder =
+        inferno::collapse::perf::Folder::from(inferno::collapse::perf::Options::default());
+    let mut collapsed = Vec::new();
+    folder.collapse(script.as_bytes(), &mut collapsed).unwrap();
+    let collapsed = String::from_utf8(collapsed).unwrap();
+    let o = hrec_in(dir.path(), &["report", "--folded"]);
+    let (folded, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let sorted = |s: &str| {
+        let mut v: Vec<String> = s.lines().map(String::from).collect();
+        v.sort();
+        v
+    };
+    let (a, b) = (sorted(&collapsed), sorted(&folded));
+    assert!(a.len() > 3, "{collapsed}");
+    assert_eq!(a, b);
+    // Inline frames are their own frames in both.
+    assert!(
+        folded.contains("hotspots::hot_multiply;hotspots::mix"),
+        "{folded}"
+    );
+}

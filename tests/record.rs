@@ -100,7 +100,7 @@ fn workload_threads_and_children_are_recorded_and_read_back() {
         "{info_out}"
     );
 
-    let script = hrec_in(dir.path(), &["script", "-i", "t.hrec"]);
+    let script = hrec_in(dir.path(), &["script", "-i", "t.hrec", "-F", "+pid"]);
     let (out, serr) = text(&script);
     assert!(script.status.success(), "{serr}");
     let lines = sample_lines(&out);
@@ -155,7 +155,16 @@ fn sampling_read_group_with_weight_and_callchain() {
     assert!(o.status.success(), "{err}");
     let (samples, _, _) = summary(&err);
     assert!(samples > 100, "{err}");
-    let script = hrec_in(dir.path(), &["script", "-i", "g.hrec"]);
+    let script = hrec_in(
+        dir.path(),
+        &[
+            "script",
+            "-i",
+            "g.hrec",
+            "-F",
+            "+pid,+weight,+ins_lat,+retire_lat,+read",
+        ],
+    );
     let (out, serr) = text(&script);
     assert!(script.status.success(), "{serr}");
     let lines = sample_lines(&out);
@@ -279,7 +288,7 @@ fn sigkill_leaves_a_readable_truncated_file() {
         .and_then(|l| l.split_whitespace().next()?.parse().ok())
         .unwrap_or_else(|| panic!("{out}"));
     assert!(n > 0, "{out}");
-    let script = hrec_in(dir.path(), &["script", "-i", "killed.hrec"]);
+    let script = hrec_in(dir.path(), &["script", "-i", "killed.hrec", "-F", "+pid"]);
     let (sout, serr) = text(&script);
     assert!(script.status.success(), "{serr}");
     assert!(serr.contains("truncated"), "{serr}");

@@ -117,7 +117,16 @@ fn topdown_group_reads_and_retire_latency_survive_the_file() {
     })
     .unwrap();
 
-    let o = hrec_in(dir.path(), &["script", "-i", "spr.hrec"]);
+    let o = hrec_in(
+        dir.path(),
+        &[
+            "script",
+            "-i",
+            "spr.hrec",
+            "-F",
+            "+pid,+weight,+ins_lat,+retire_lat,+read",
+        ],
+    );
     let (out, err) = text(&o);
     assert!(o.status.success(), "{err}");
     let lines: Vec<&str> = out.lines().collect();

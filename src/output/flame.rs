@@ -148,9 +148,40 @@ pub fn pick_event(p: &Profile, name: Option<&str>) -> Result<usize, FlameError> 
     }
 }
 
+/// A frame name as folded stacks carry it: `;` separates frames (so it becomes `:`), and a
+/// top-level parameter list is dropped (`foo(int, char*)` → `foo`, but not the parentheses
+/// inside `<...>` or `(anonymous namespace)`), the conventions of stackcollapse-perf, so
+/// hrec's stacks and a collapsed `hrec script` agree.
 fn clean(s: &str) -> String {
-    // `;` separates frames and the last space separates the count in the folded format.
-    s.replace(';', ":").replace('\n', " ")
+    let s = s.replace(';', ":").replace('\n', " ");
+    let mut depth = 0i32;
+    for (i, c) in s.char_indices() {
+        match c {
+            '<' | '{' | '[' => depth += 1,
+            '>' | '}' | ']' | ')' => depth -= 1,
+            // Not Go's `pkg.(*T).Method` nor C++'s `(anonymous namespace)`.
+            '(' if depth == 0
+                && i > 0
+                && !s[i..].starts_with("(anonymous namespace)")
+                && !s[..i].ends_with('.') =>
+            {
+                return s[..i].to_string();
+            }
+            _ => {}
+        }
+    }
+    s
+}
+
+/// A thread name as the first frame: spaces become `_`, as stackcollapse-perf writes it.
+fn clean_comm(s: &str) -> String {
+    clean(s).replace(' ', "_")
+}
+
+/// The frame names of a location, outer function first, inline frames expanded and
+/// unresolved locations labelled (`hrec script` prints the same names).
+pub fn frame_names_pub(l: &Loc, out: &mut Vec<String>) {
+    frame_names(l, false, out);
 }
 
 fn frame_names(l: &Loc, leaf_only: bool, out: &mut Vec<String>) {
@@ -252,7 +283,7 @@ pub fn fold(p: &Profile, event: usize, o: &FlameOptions) -> Result<Folded, Flame
 
 /// The frames of a sample, root first: comm, callers (outermost first), the sampled location.
 fn stack_of(p: &Profile, s: &ProfSample, out: &mut Vec<String>) {
-    out.push(clean(&p.comms[s.comm as usize]));
+    out.push(clean_comm(&p.comms[s.comm as usize]));
     if p.callchains {
         for &c in p.callers(s).iter().rev() {
             frame_names(&p.locs[c as usize], false, out);
@@ -421,4 +452,26 @@ pub fn diff_svg(
     }
     flamegraph::from_lines(&mut opts, text.lines(), out)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frame_names_follow_stackcollapse_conventions() {
+        assert_eq!(clean("foo(int, char*)"), "foo");
+        assert_eq!(
+            clean("ns::Bar<std::pair<int, int>>::baz(int)"),
+            "ns::Bar<std::pair<int, int>>::baz"
+        );
+        assert_eq!(
+            clean("(anonymous namespace)::f(int)"),
+            "(anonymous namespace)::f(int)"
+        );
+        assert_eq!(clean("net/http.(*Client).Do"), "net/http.(*Client).Do");
+        assert_eq!(clean("a;b"), "a:b");
+        assert_eq!(clean_comm("my worker"), "my_worker");
+        assert_eq!(clean("<u64>::wrapping_add"), "<u64>::wrapping_add");
+    }
 }

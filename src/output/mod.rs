@@ -1,142 +1,15 @@
-//! Text output of recordings: `hrec script` lines and the `hrec info` header dump.
-//!
-//! `script` follows `perf script`'s default layout so both can be diffed on one recording:
-//! `comm pid/tid [cpu] secs.usecs: period event: ip`, then hrec's extras when the sample has
-//! them: `weight` (WEIGHT_STRUCT split into var1 / ins_lat / retire_lat, the retire latency
-//! being bits 63:48), and the group read of a sampling-read group as `{name value ...}` in
-//! group order. A callchain follows on indented lines, one address per frame, with the
-//! kernel's context markers left out as perf does. Symbols come with the reporter.
+//! Output of recordings: the `hrec info` header dump here; `hrec script` lines ([`script`]),
+//! the report ([`report`]) and flame graphs ([`flame`]) in their modules.
 
 pub mod flame;
 pub mod report;
+pub mod script;
 
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use crate::data::BlockKind;
-use crate::decode::{Record, Sample, context};
-use crate::event::attr::{read, sample};
-use crate::recording::{Comms, Recording};
-
-/// `hrec script`: one line per sample, in time order. Returns the number of samples printed.
-pub fn script(rec: &Recording, out: &mut dyn Write, errors: &mut Vec<String>) -> io::Result<u64> {
-    let meta = rec.meta();
-    let mut comms = Comms::default();
-    let mut n = 0u64;
-    let mut io_err = None;
-    let mut line = String::new();
-    rec.for_each(|r| {
-        if io_err.is_some() {
-            return;
-        }
-        let r = match r {
-            Ok(r) => r,
-            Err(e) => {
-                if errors.len() < 10 {
-                    errors.push(e.to_string());
-                }
-                return;
-            }
-        };
-        let s = match &r {
-            Record::Sample(s) => s,
-            other => {
-                comms.apply(other);
-                return;
-            }
-        };
-        n += 1;
-        line.clear();
-        let event = rec
-            .event_of_record(&r)
-            .and_then(|e| meta.events.get(e))
-            .map_or("?", |e| e.name.as_str());
-        sample_line(&mut line, s, event, &comms, |id| {
-            rec.event_of(id)
-                .and_then(|e| meta.events.get(e))
-                .map(|e| e.name.as_str())
-        });
-        if let Err(e) = out.write_all(line.as_bytes()) {
-            io_err = Some(e);
-        }
-    });
-    match io_err {
-        Some(e) => Err(e),
-        None => Ok(n),
-    }
-}
-
-fn sample_line<'m>(
-    line: &mut String,
-    s: &Sample<'_>,
-    event: &str,
-    comms: &Comms,
-    name_of: impl Fn(u64) -> Option<&'m str>,
-) {
-    let tid = s.tid.unwrap_or(0);
-    let comm = comms.name(tid);
-    let _ = write!(line, "{comm:>16} ");
-    if let (Some(pid), Some(tid)) = (s.pid, s.tid) {
-        let _ = write!(line, "{pid:>7}/{tid:<7} ");
-    }
-    if let Some(cpu) = s.cpu {
-        let _ = write!(line, "[{cpu:03}] ");
-    }
-    if let Some(t) = s.time {
-        let _ = write!(
-            line,
-            "{:>5}.{:06}: ",
-            t / 1_000_000_000,
-            (t % 1_000_000_000) / 1000
-        );
-    }
-    if let Some(p) = s.period {
-        let _ = write!(line, "{p:>10} ");
-    }
-    let _ = write!(line, "{event}: ");
-    if let Some(ip) = s.ip {
-        let _ = write!(line, "{ip:>16x}");
-    }
-    if let Some(w) = s.weight {
-        if s.sample_type & sample::WEIGHT_STRUCT != 0 {
-            let w = s.weight_struct().unwrap_or_default();
-            let _ = write!(
-                line,
-                "  weight {} ins_lat {} retire_lat {}",
-                w.var1, w.ins_lat, w.retire_lat
-            );
-        } else {
-            let _ = write!(line, "  weight {w}");
-        }
-    }
-    if let Some(r) = &s.read {
-        line.push_str("  {");
-        for (i, e) in r.iter().enumerate() {
-            let name = e.id.and_then(&name_of).unwrap_or("?");
-            if i > 0 {
-                line.push(' ');
-            }
-            let _ = write!(line, "{name} {}", e.value);
-        }
-        line.push('}');
-        if r.read_format() & read::LOST != 0 {
-            let lost: u64 = r.iter().filter_map(|e| e.lost).sum();
-            if lost > 0 {
-                let _ = write!(line, " lost {lost}");
-            }
-        }
-    }
-    line.push('\n');
-    if let Some(cc) = &s.callchain {
-        for ip in cc.iter() {
-            if context::is_marker(ip) {
-                continue;
-            }
-            let _ = writeln!(line, "\t{ip:>16x}");
-        }
-        line.push('\n');
-    }
-}
+use crate::recording::Recording;
 
 /// `hrec info`: the header, the events, the statistics and the blocks of a recording.
 pub fn info(rec: &Recording, out: &mut dyn Write) -> io::Result<()> {

@@ -1,0 +1,349 @@
+//! `hrec script`: every sample in time order, in `perf script`'s default layout, so tools that
+//! read perf script output (inferno-collapse-perf, FlameGraph's stackcollapse-perf.pl,
+//! speedscope) read hrec's too.
+//!
+//! A sample is one line `comm tid [cpu] secs.usecs: period event: ` followed, without
+//! callchains, by `ip symbol+offset (dso)` on the same line, or, with callchains, by one
+//! `\taddress symbol+offset (dso)` line per frame and a blank line. Frames are the sampled
+//! location then its callers; every location is expanded into its inline chain (innermost
+//! first), the inlined functions on lines of their own, so a collapser builds the same stacks
+//! as `hrec report --folded` / `hrec flamegraph`. Unresolved frames carry the flame graph's
+//! label (`[dso: reason]`) instead of perf's bare `[unknown]`.
+//!
+//! `-F` picks fields as perf does (`-F comm,tid,time,ip,sym`, or `-F +field` / `-F -field`
+//! relative to the defaults), plus hrec's `weight`, `ins_lat`, `retire_lat` (the three parts of
+//! `WEIGHT_STRUCT`) and `read` (the group values of a sampling-read group).
+
+use std::fmt::Write as _;
+use std::io::{self, Write};
+
+use crate::analysis::profile::{self, Loc, Profile};
+use crate::decode::{Record, Sample};
+use crate::event::attr::sample;
+use crate::recording::Recording;
+
+use super::flame;
+
+/// A `-F` field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Field {
+    /// Thread name.
+    Comm,
+    /// Process id.
+    Pid,
+    /// Thread id.
+    Tid,
+    /// CPU.
+    Cpu,
+    /// Time in seconds.
+    Time,
+    /// Period.
+    Period,
+    /// Event name.
+    Event,
+    /// Address.
+    Ip,
+    /// Symbol.
+    Sym,
+    /// `+0x..` after the symbol.
+    Symoff,
+    /// Shared object.
+    Dso,
+    /// WEIGHT / WEIGHT_STRUCT var1.
+    Weight,
+    /// WEIGHT_STRUCT instruction latency.
+    InsLat,
+    /// WEIGHT_STRUCT retire latency (bits 63:48).
+    RetireLat,
+    /// Group values of a sampling-read group.
+    Read,
+}
+
+impl Field {
+    const NAMES: [(&'static str, Field); 16] = [
+        ("comm", Field::Comm),
+        ("pid", Field::Pid),
+        ("tid", Field::Tid),
+        ("cpu", Field::Cpu),
+        ("time", Field::Time),
+        ("period", Field::Period),
+        ("event", Field::Event),
+        ("ip", Field::Ip),
+        ("sym", Field::Sym),
+        ("symoff", Field::Symoff),
+        ("dso", Field::Dso),
+        ("weight", Field::Weight),
+        ("ins_lat", Field::InsLat),
+        ("retire_lat", Field::RetireLat),
+        ("read", Field::Read),
+        ("group", Field::Read),
+    ];
+
+    /// perf script's default fields for a sampled event.
+    pub const DEFAULT: [Field; 10] = [
+        Field::Comm,
+        Field::Tid,
+        Field::Cpu,
+        Field::Time,
+        Field::Period,
+        Field::Event,
+        Field::Ip,
+        Field::Sym,
+        Field::Symoff,
+        Field::Dso,
+    ];
+}
+
+/// Parses `-F`: a list, or `+`/`-` changes to the defaults.
+pub fn parse_fields(spec: &str) -> Result<Vec<Field>, String> {
+    let relative = spec.trim_start().starts_with(['+', '-']);
+    let mut out: Vec<Field> = if relative {
+        Field::DEFAULT.to_vec()
+    } else {
+        Vec::new()
+    };
+    for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (op, name) = match part.as_bytes()[0] {
+            b'+' => ('+', &part[1..]),
+            b'-' => ('-', &part[1..]),
+            _ => ('=', part),
+        };
+        let f = Field::NAMES
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, f)| *f)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Field::NAMES.iter().map(|(n, _)| *n).collect();
+                format!("-F: unknown field {name:?}; fields: {}", names.join(","))
+            })?;
+        match op {
+            '-' => out.retain(|x| *x != f),
+            _ => {
+                if !out.contains(&f) {
+                    out.push(f);
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// One frame of a stack as script prints it: address, name, offset (outer functions only),
+/// dso.
+fn frames_of(l: &Loc, out: &mut Vec<(u64, String, Option<u64>, String)>) {
+    let mut names = Vec::new();
+    flame::frame_names_pub(l, &mut names);
+    // `names` is outer function first; script lists the innermost first.
+    let n = names.len();
+    for (i, name) in names.into_iter().rev().enumerate() {
+        let outer = i == n - 1;
+        let off = (outer && l.sym.is_some()).then_some(l.sym_offset);
+        out.push((l.addr, name, off, l.dso.to_string()));
+    }
+}
+
+/// Writes every sample. Returns the number of samples written.
+pub fn script(
+    rec: &Recording,
+    fields: &[Field],
+    profile_options: &profile::ProfileOptions,
+    out: &mut dyn Write,
+    errors: &mut Vec<String>,
+) -> io::Result<u64> {
+    let p: Profile = profile::build(rec, profile_options, &mut |_| {});
+    let meta = rec.meta();
+    let has = |f: Field| fields.contains(&f);
+    let mut next = 0usize;
+    let mut line = String::new();
+    let mut frames = Vec::new();
+    let mut io_err = None;
+    let mut n = 0u64;
+    rec.for_each(|r| {
+        if io_err.is_some() {
+            return;
+        }
+        let r = match r {
+            Ok(r) => r,
+            Err(e) => {
+                if errors.len() < 10 {
+                    errors.push(e.to_string());
+                }
+                return;
+            }
+        };
+        let Record::Sample(s) = &r else { return };
+        // The profile kept the samples of its sampling events, in this same order.
+        let Some(ev) = rec.event_of_record(&r) else {
+            return;
+        };
+        if !p.events.iter().any(|e| e.index == ev) {
+            return;
+        }
+        let Some(ps) = p.samples.get(next) else {
+            return;
+        };
+        next += 1;
+        n += 1;
+        line.clear();
+        let event = meta.events.get(ev).map_or("?", |e| e.name.as_str());
+        header(&mut line, fields, s, &p.comms[ps.comm as usize], event, rec);
+        frames.clear();
+        frames_of(&p.locs[ps.leaf as usize], &mut frames);
+        let chain = p.callchains && s.callchain.is_some();
+        if chain {
+            for &c in p.callers(ps) {
+                frames_of(&p.locs[c as usize], &mut frames);
+            }
+        }
+        let frame_text =
+            |line: &mut String, (addr, name, off, dso): &(u64, String, Option<u64>, String)| {
+                if has(Field::Ip) {
+                    let _ = write!(line, "{addr:>16x}");
+                }
+                if has(Field::Sym) {
+                    let _ = write!(line, " {name}");
+                    if has(Field::Symoff)
+                        && let Some(o) = off
+                    {
+                        let _ = write!(line, "+{o:#x}");
+                    }
+                }
+                if has(Field::Dso) {
+                    let _ = write!(line, " ({dso})");
+                }
+            };
+        if chain {
+            line.push('\n');
+            for f in &frames {
+                line.push('\t');
+                frame_text(&mut line, f);
+                line.push('\n');
+            }
+            line.push('\n');
+        } else {
+            if has(Field::Ip) || has(Field::Sym) || has(Field::Dso) {
+                line.push(' ');
+                // Without callchains the sampled location is one line; inline frames are
+                // joined innermost last, as perf does with its srcline-less default.
+                if let Some(outer) = frames.last() {
+                    frame_text(&mut line, outer);
+                }
+            }
+            line.push('\n');
+        }
+        if let Err(e) = out.write_all(line.as_bytes()) {
+            io_err = Some(e);
+        }
+    });
+    match io_err {
+        Some(e) => Err(e),
+        None => Ok(n),
+    }
+}
+
+fn header(
+    line: &mut String,
+    fields: &[Field],
+    s: &Sample<'_>,
+    comm: &str,
+    event: &str,
+    rec: &Recording,
+) {
+    let has = |f: Field| fields.contains(&f);
+    if has(Field::Comm) {
+        let _ = write!(line, "{comm:>16}");
+    }
+    match (has(Field::Pid), has(Field::Tid), s.pid, s.tid) {
+        (true, true, Some(pid), Some(tid)) => {
+            let _ = write!(line, " {pid:>7}/{tid:<7}");
+        }
+        (true, false, Some(pid), _) => {
+            let _ = write!(line, " {pid:>7}");
+        }
+        (false, true, _, Some(tid)) => {
+            let _ = write!(line, " {tid:>7}");
+        }
+        _ => {}
+    }
+    if has(Field::Cpu)
+        && let Some(cpu) = s.cpu
+    {
+        let _ = write!(line, " [{cpu:03}]");
+    }
+    if has(Field::Time)
+        && let Some(t) = s.time
+    {
+        let _ = write!(
+            line,
+            " {:>5}.{:06}:",
+            t / 1_000_000_000,
+            (t % 1_000_000_000) / 1000
+        );
+    }
+    if has(Field::Period)
+        && let Some(p) = s.period
+    {
+        let _ = write!(line, " {p:>10}");
+    }
+    if has(Field::Event) {
+        let _ = write!(line, " {event}:");
+    }
+    let w = s.weight_struct();
+    if has(Field::Weight)
+        && let Some(v) = s.weight
+    {
+        let v = if s.sample_type & sample::WEIGHT_STRUCT != 0 {
+            u64::from(w.unwrap_or_default().var1)
+        } else {
+            v
+        };
+        let _ = write!(line, " weight {v}");
+    }
+    if let Some(w) = w {
+        if has(Field::InsLat) {
+            let _ = write!(line, " ins_lat {}", w.ins_lat);
+        }
+        if has(Field::RetireLat) {
+            let _ = write!(line, " retire_lat {}", w.retire_lat);
+        }
+    }
+    if has(Field::Read)
+        && let Some(r) = &s.read
+    {
+        line.push_str(" {");
+        for (i, e) in r.iter().enumerate() {
+            let name =
+                e.id.and_then(|id| rec.event_of(id))
+                    .and_then(|i| rec.meta().events.get(i))
+                    .map_or("?", |e| e.name.as_str());
+            if i > 0 {
+                line.push(' ');
+            }
+            let _ = write!(line, "{name} {}", e.value);
+        }
+        line.push('}');
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_parse_like_perf() {
+        assert_eq!(
+            parse_fields("comm,tid,ip").unwrap(),
+            [Field::Comm, Field::Tid, Field::Ip]
+        );
+        let f = parse_fields("+retire_lat,-period").unwrap();
+        assert!(
+            f.contains(&Field::RetireLat) && !f.contains(&Field::Period) && f.contains(&Field::Sym)
+        );
+        assert!(
+            parse_fields("bogus")
+                .unwrap_err()
+                .contains("unknown field \"bogus\"")
+        );
+        assert_eq!(parse_fields("group").unwrap(), [Field::Read]);
+    }
+}
