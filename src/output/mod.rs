@@ -8,6 +8,7 @@
 //! kernel's context markers left out as perf does. Symbols come with the reporter.
 
 pub mod flame;
+pub mod pprof;
 pub mod report;
 
 use std::fmt::Write as _;
