@@ -105,6 +105,28 @@ pub struct FlamegraphConfig {
     pub flame: output::flame::FlameOptions,
 }
 
+/// `hrec export --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExportFormat {
+    /// gzip-compressed protobuf in pprof's `profile.proto` format.
+    Pprof,
+}
+
+/// `hrec export`.
+#[derive(Debug, Clone)]
+pub struct ExportConfig {
+    /// `-i`.
+    pub input: PathBuf,
+    /// `-o` (`-` = stdout).
+    pub output: PathBuf,
+    /// `--format`.
+    pub format: ExportFormat,
+    /// Symbol search and time range.
+    pub profile: crate::analysis::profile::ProfileOptions,
+    /// `--comm`, `--pid`.
+    pub filters: crate::analysis::hist::Filters,
+}
+
 /// `hrec stat`.
 #[derive(Debug, Clone)]
 pub struct StatConfig {
@@ -154,6 +176,8 @@ pub enum Command {
     Report(Box<ReportConfig>),
     /// `hrec flamegraph`
     Flamegraph(Box<FlamegraphConfig>),
+    /// `hrec export`
+    Export(Box<ExportConfig>),
     /// `hrec stat`
     Stat(Box<StatConfig>),
 }
@@ -237,6 +261,7 @@ pub fn run(
         Command::Info(cfg) => info(cfg, out, err),
         Command::Report(cfg) => report(cfg, out, err),
         Command::Flamegraph(cfg) => flamegraph(cfg, out, err),
+        Command::Export(cfg) => export(cfg, out, err),
         Command::Stat(cfg) => stat(env, cfg, out, err),
     }
 }
@@ -481,6 +506,57 @@ fn flamegraph(
         if !cfg.folded {
             writeln!(err, "hrec: wrote {}", cfg.output.display())?;
         }
+    }
+    Ok(0)
+}
+
+fn export(cfg: &ExportConfig, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, AppError> {
+    use crate::analysis::profile;
+    use crate::output::pprof;
+    let rec = open_recording(
+        &InputConfig {
+            input: cfg.input.clone(),
+        },
+        err,
+    )?;
+    let p = profile::build(&rec, &cfg.profile, &mut |_| {});
+    if p.events.is_empty() {
+        return Err(AppError::Usage(format!(
+            "{} has no sampling events",
+            cfg.input.display()
+        )));
+    }
+    let mut buf: Vec<u8> = Vec::new();
+    let summary = match cfg.format {
+        ExportFormat::Pprof => {
+            let meta = pprof::PprofMeta::from_recording(&rec, &p);
+            let pb = pprof::build(&p, &meta, &cfg.filters);
+            pprof::write_gz(&pb, &mut buf)?;
+            let kept: i64 = pb.sample.iter().map(|s| s.value[p.events.len()]).sum();
+            if kept == 0 {
+                writeln!(err, "hrec: warning: no samples to export (after filters)")?;
+            }
+            format!(
+                "{kept} samples as {} pprof samples, {} locations, {} functions",
+                pb.sample.len(),
+                pb.location.len(),
+                pb.function.len()
+            )
+        }
+    };
+    if cfg.output.as_os_str() == "-" {
+        out.write_all(&buf)?;
+    } else {
+        std::fs::write(&cfg.output, &buf).map_err(|source| AppError::Output {
+            path: cfg.output.clone(),
+            source,
+        })?;
+        writeln!(
+            err,
+            "hrec: wrote {} ({summary}; {} bytes)",
+            cfg.output.display(),
+            buf.len()
+        )?;
     }
     Ok(0)
 }

@@ -15,7 +15,8 @@ use hrec::pmu::CpuList;
 #[command(after_help = "EXAMPLES:
   hrec record -W -- ./prog            sample cycles (+TopDown group, retire latency)
   hrec record --dry-run -- true       print the perf_event_attr plan, open nothing
-  hrec list                           PMUs, their TopDown level and events")]
+  hrec list                           PMUs, their TopDown level and events
+  hrec export --format pprof          profile.pb.gz for go tool pprof")]
 pub struct Cli {
     /// Be more verbose (repeat for more).
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
@@ -42,6 +43,8 @@ pub enum Cmd {
     Script(ScriptArgs),
     /// Draw a flame graph SVG.
     Flamegraph(FlamegraphArgs),
+    /// Convert a recording for other tools (pprof: gzip-compressed protobuf).
+    Export(ExportArgs),
     /// Count events (TopDown, TMA metrics) for a command.
     Stat(StatArgs),
     /// List PMUs, TopDown levels and events.
@@ -361,6 +364,66 @@ impl FlamegraphArgs {
     }
 }
 
+/// `hrec export` flags.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Input file.
+    #[arg(short = 'i', long = "input", default_value = "hrec.data")]
+    pub input: PathBuf,
+    /// Output format: pprof (gzip-compressed profile.proto, for `go tool pprof` and others).
+    #[arg(long, value_parser = ["pprof"])]
+    pub format: String,
+    /// Output file (`-` for stdout) [default: profile.pb.gz].
+    #[arg(short = 'o', long = "output")]
+    pub output: Option<PathBuf>,
+    /// Time range START,END in seconds as `hrec script` prints them (either may be empty).
+    #[arg(long = "time")]
+    pub time: Option<String>,
+    /// Only these thread names (comma-separated).
+    #[arg(long = "comm", value_delimiter = ',')]
+    pub comm: Vec<String>,
+    /// Only these process ids (comma-separated).
+    #[arg(long = "pid", value_delimiter = ',')]
+    pub pid: Vec<u32>,
+    /// Look for binaries under this directory (as if it were /).
+    #[arg(long = "symfs")]
+    pub symfs: Option<PathBuf>,
+    /// Extra debug-file directory (default /usr/lib/debug); repeatable.
+    #[arg(long = "debug-dir")]
+    pub debug_dir: Vec<PathBuf>,
+}
+
+impl ExportArgs {
+    fn into_config(self) -> Result<hrec::app::ExportConfig, String> {
+        let time = self.time.as_deref().map(parse_time_range).transpose()?;
+        let mut search = hrec::symbol::debuginfo::SearchPaths::default();
+        search.debug_dirs.splice(0..0, self.debug_dir);
+        let format = match self.format.as_str() {
+            "pprof" => hrec::app::ExportFormat::Pprof,
+            other => return Err(format!("--format {other}: the formats are: pprof")),
+        };
+        let default_out = match format {
+            hrec::app::ExportFormat::Pprof => "profile.pb.gz",
+        };
+        Ok(hrec::app::ExportConfig {
+            input: self.input,
+            output: self.output.unwrap_or_else(|| PathBuf::from(default_out)),
+            format,
+            profile: hrec::analysis::profile::ProfileOptions {
+                symfs: self.symfs,
+                search,
+                time,
+                ..Default::default()
+            },
+            filters: hrec::analysis::hist::Filters {
+                comms: self.comm,
+                pids: self.pid,
+                ..Default::default()
+            },
+        })
+    }
+}
+
 /// `hrec stat` flags.
 #[derive(Debug, Args)]
 pub struct StatArgs {
@@ -555,6 +618,7 @@ impl Cli {
                 symfs: a.symfs,
             }),
             Cmd::Flamegraph(a) => Command::Flamegraph(Box::new(a.into_config())),
+            Cmd::Export(a) => Command::Export(Box::new(a.into_config()?)),
             Cmd::Stat(a) => Command::Stat(Box::new(a.into_config()?)),
             Cmd::Info(a) => Command::Info(InputConfig { input: a.input }),
         };

@@ -1,4 +1,4 @@
-//! `hrec report` and `hrec flamegraph` on recordings built byte for byte in the kernel's layout (the hardware-only
+//! `hrec report`, `hrec flamegraph` and `hrec export` on recordings built byte for byte in the kernel's layout (the hardware-only
 //! values: TopDown group reads, retire latencies, hybrid PMUs), written with the real file
 //! writer. The code addresses are kernel addresses resolved through a kallsyms side block, so
 //! every expected number below is exact.
@@ -652,4 +652,80 @@ fn flamegraph_event_choice_and_errors() {
         assert_eq!(err.lines().count(), 1, "{err}");
         assert!(err.contains(want), "{err}");
     }
+}
+
+#[test]
+fn pprof_export_has_a_column_per_event_and_the_retire_latency_sum() {
+    // Hybrid: cpu_core samples with retire latencies, cpu_atom samples whose latencies are all
+    // zero (none): the latency column holds only cpu_core's, and each event has its column.
+    let mut s = Synth::new(
+        "alderlake",
+        true,
+        |pmu| if pmu == "cpu_atom" { 16 } else { 0 },
+    );
+    let core = s.sampler(Some("cpu_core"));
+    let atom = s.sampler(Some("cpu_atom"));
+    s.sample(core, 500, HOT_A, 3000, Some(RETIRING), 12);
+    s.sample(core, 500, HOT_A, 3000, Some(RETIRING), 14);
+    s.sample(core, 500, HOT_B, 3000, Some(CORE_BOUND), 16);
+    s.sample(atom, 501, HOT_A, 1000, None, 0);
+    for _ in 0..3 {
+        s.sample(atom, 501, HOT_B, 1000, None, 0);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    s.write(dir.path());
+    run_ok(
+        dir.path(),
+        &["export", "--format", "pprof", "-o", "p.pb.gz"],
+    );
+    let pb = support::read_pprof(&dir.path().join("p.pb.gz"));
+    let st = |i: i64| pb.string_table[i as usize].as_str();
+    let types: Vec<(&str, &str)> = pb
+        .sample_type
+        .iter()
+        .map(|v| (st(v.r#type), st(v.unit)))
+        .collect();
+    assert_eq!(
+        types,
+        [
+            ("cpu_core/cycles/P", "count"),
+            ("cpu_atom/cycles/P", "count"),
+            ("samples", "count"),
+            ("retire-latency", "cycles")
+        ]
+    );
+    let total = |c: usize| pb.sample.iter().map(|x| x.value[c]).sum::<i64>();
+    assert_eq!([0, 1, 2, 3].map(total), [9000, 4000, 7, 42]);
+    // The report says the same.
+    let j = report_json(dir.path(), &["--sort", "sym"]);
+    let core_json = j["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["event"] == "cpu_core/cycles/P")
+        .unwrap();
+    assert_eq!(core_json["retire_latency"]["total"], 42);
+    // Per symbol: hot_a's location carries 26 cycles of cpu_core's latency.
+    let loc_of = |sym: &str| {
+        pb.location
+            .iter()
+            .find(|l| {
+                let f = &pb.function[l.line[0].function_id as usize - 1];
+                st(f.name) == sym
+            })
+            .unwrap_or_else(|| panic!("no location {sym}"))
+            .id
+    };
+    let lat_at = |sym: &str| {
+        pb.sample
+            .iter()
+            .filter(|x| x.location_id == [loc_of(sym)])
+            .map(|x| x.value[3])
+            .sum::<i64>()
+    };
+    assert_eq!((lat_at("hot_a"), lat_at("hot_b")), (26, 16));
+    // The kernel mapping; labels with the thread.
+    assert_eq!(st(pb.mapping[0].filename), "[kernel.kallsyms]");
+    let keys: Vec<&str> = pb.sample[0].label.iter().map(|l| st(l.key)).collect();
+    assert_eq!(&keys[..4], ["event", "comm", "pid", "tid"]);
 }

@@ -2,6 +2,7 @@
 //! the report ([`report`]) and flame graphs ([`flame`]) in their modules.
 
 pub mod flame;
+pub mod pprof;
 pub mod report;
 pub mod script;
 

@@ -199,3 +199,16 @@ pub fn python_with_dwarf() -> Option<PathBuf> {
         None
     }
 }
+
+/// A pprof file written by `hrec export --format pprof`: gunzipped and decoded with prost.
+pub fn read_pprof(path: &Path) -> hrec::output::pprof::proto::Profile {
+    use prost::Message as _;
+    use std::io::Read as _;
+    let gz = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut raw = Vec::new();
+    flate2::read::GzDecoder::new(gz.as_slice())
+        .read_to_end(&mut raw)
+        .unwrap_or_else(|e| panic!("{} is not gzip: {e}", path.display()));
+    hrec::output::pprof::proto::Profile::decode(raw.as_slice())
+        .unwrap_or_else(|e| panic!("{} does not decode: {e}", path.display()))
+}
