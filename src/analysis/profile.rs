@@ -562,7 +562,7 @@ fn symbolize(
                 }
                 None => {
                     let why = if ksyms.is_empty() {
-                        Unresolved::NoKernelSymbols
+                        rec.kernel_unresolved()
                     } else {
                         Unresolved::NoSymbols
                     };
