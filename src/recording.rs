@@ -20,11 +20,13 @@
 use std::collections::HashMap;
 use std::io::Read as _;
 use std::path::Path;
+use std::sync::Arc;
 
 use crate::data::{self, DataError, Meta, Reader};
 use crate::decode::{self, DecodeError, Decoder, RawRecord, Record};
 use crate::perfdata::{self, PerfData, PerfDataError};
 use crate::symbol::Unresolved;
+use crate::symbol::kallsyms::KernelSymbols;
 
 /// Where a recording came from, with what only that kind of file has.
 #[derive(Debug)]
@@ -77,6 +79,19 @@ impl Recording {
     /// Number of record blocks read.
     pub fn block_count(&self) -> usize {
         self.blocks.len()
+    }
+
+    /// The kernel symbols that fit the recording: hrec's `kallsyms` side block, or for a
+    /// perf.data made on this machine's kernel, this machine's `/proc/kallsyms`.
+    pub fn kernel_symbols(&self) -> Arc<KernelSymbols> {
+        match &self.source {
+            Source::Hrec(_) => Arc::new(
+                self.side("kallsyms")
+                    .map(|b| KernelSymbols::parse(&String::from_utf8_lossy(&b)))
+                    .unwrap_or_default(),
+            ),
+            Source::PerfData(p) => p.kernel_symbols(),
+        }
     }
 
     /// Why kernel addresses stay unresolved when the recording brings no kernel symbols: a
