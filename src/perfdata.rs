@@ -15,8 +15,11 @@
 //!   ([`crate::decode`]): linux-perf-data's sample parser reads the group-read layout inverted
 //!   and drops WEIGHT_STRUCT (crates.md 4.1), the fields hrec exists for. perf's user records
 //!   (type >= 64: FINISHED_ROUND, ID_INDEX, THREAD_MAP, ...) are not kernel data; they are
-//!   counted for `hrec info`, the ones with facts in them (ID_INDEX: the CPU and thread of each
-//!   id; HEADER_BUILD_ID) are read, and none is kept in the blocks.
+//!   counted for `hrec info`, and the ones with facts in them (ID_INDEX: the CPU and thread of
+//!   each id; HEADER_BUILD_ID) are read. An uncompressed data section becomes a record block
+//!   as it is, perf's records included (they decode as unknown records, which every reader
+//!   skips): no copy of a file that may be gigabytes. Records that come out of compressed data
+//!   are copied into blocks without perf's.
 //! * **Nothing in the file is trusted.** Before anything is used, hrec checks the header, the
 //!   attr and id sections, every record size (and AUXTRACE's trailing data) and every feature
 //!   section's bounds, and parses the feature sections itself (build-ids, strings, groups, PMU
@@ -76,8 +79,11 @@ const MAGIC_V1: [u8; 8] = *b"PERFFILE";
 const HEADER_SIZE: u64 = 104;
 /// `sizeof(struct perf_pipe_file_header)`.
 const PIPE_HEADER_SIZE: u64 = 16;
-/// Records of at most this many bytes go into one block.
+/// Records of at most this many bytes go into one copied block.
 const BLOCK_BYTES: usize = 16 << 20;
+/// A data section up to this size is kept as one block as it is (record offsets in a block are
+/// u32).
+const BLOCK_BYTES_IN_PLACE: usize = 1 << 31;
 /// `PERF_ATTR_SIZE_VER0`.
 const ATTR_SIZE_VER0: u32 = 64;
 /// `PERF_COUNT_SW_DUMMY`.
@@ -356,7 +362,7 @@ impl PerfData {
             source,
         })?;
         let running = running_kernel_build_id(Path::new(KERNEL_NOTES));
-        from_bytes_with(path, &bytes, running.as_deref(), Some(Path::new(KALLSYMS)))
+        from_bytes_with(path, bytes, running.as_deref(), Some(Path::new(KALLSYMS)))
     }
 
     /// This machine's kernel symbols when its kernel is the recording's (read and parsed while
@@ -1052,13 +1058,18 @@ pub fn from_bytes(
     b: &[u8],
     running_kernel: Option<&str>,
 ) -> Result<PerfData, PerfDataError> {
-    from_bytes_with(path, b, running_kernel, None)
+    from_bytes_with(path, b.to_vec(), running_kernel, None)
 }
 
 /// Kernel records collected into blocks, counted as an hrec trailer counts them.
 struct Sink {
     blocks: Vec<Vec<u8>>,
     block: Vec<u8>,
+    counter: Counter,
+}
+
+/// The counts of an hrec trailer, taken from raw records.
+struct Counter {
     t: Trailer,
     decoder: Decoder,
     id_event: HashMap<u64, usize>,
@@ -1070,12 +1081,14 @@ impl Sink {
         Sink {
             blocks: Vec::new(),
             block: Vec::new(),
-            t: Trailer {
-                samples_per_event: vec![0; meta.events.len()],
-                ..Trailer::default()
+            counter: Counter {
+                t: Trailer {
+                    samples_per_event: vec![0; meta.events.len()],
+                    ..Trailer::default()
+                },
+                decoder,
+                id_event,
             },
-            decoder,
-            id_event,
         }
     }
 
@@ -1093,7 +1106,7 @@ impl Sink {
         for p in body {
             self.block.extend_from_slice(p);
         }
-        self.count(start);
+        self.counter.count(&self.block[start..]);
     }
 
     /// Appends one whole record.
@@ -1102,13 +1115,20 @@ impl Sink {
             let next = Vec::with_capacity(BLOCK_BYTES);
             self.blocks.push(std::mem::replace(&mut self.block, next));
         }
-        let start = self.block.len();
         self.block.extend_from_slice(rec);
-        self.count(start);
+        self.counter.count(rec);
     }
 
-    fn count(&mut self, start: usize) {
-        let bytes = &self.block[start..];
+    fn finish(mut self) -> (Vec<Vec<u8>>, Trailer) {
+        if !self.block.is_empty() {
+            self.blocks.push(self.block);
+        }
+        (self.blocks, self.counter.t)
+    }
+}
+
+impl Counter {
+    fn count(&mut self, bytes: &[u8]) {
         let t = &mut self.t;
         t.records += 1;
         t.record_bytes += bytes.len() as u64;
@@ -1138,20 +1158,16 @@ impl Sink {
             _ => {}
         }
     }
-
-    fn finish(mut self) -> (Vec<Vec<u8>>, Trailer) {
-        if !self.block.is_empty() {
-            self.blocks.push(self.block);
-        }
-        (self.blocks, self.t)
-    }
 }
 
 /// The kernel records of checked, uncompressed data, taken straight from the file: every size
 /// was checked by [`walk_records`], and hrec orders records by time itself, so the crate's
-/// per-record path (a buffer per record, the round sorter) would only add time.
-fn records_direct(b: &[u8], (start, end): (usize, usize), sink: &mut Sink) {
-    sink.block.reserve((end - start).min(BLOCK_BYTES));
+/// per-record path (a buffer per record, the round sorter) would only add time. With `copy`
+/// false they are only counted (the caller keeps the data section itself as the block).
+fn records_direct(b: &[u8], (start, end): (usize, usize), sink: &mut Sink, copy: bool) {
+    if copy {
+        sink.block.reserve((end - start).min(BLOCK_BYTES));
+    }
     let mut pos = start;
     while pos < end {
         let (Some(t), Some(size)) = (u32_at(b, pos), u16_at(b, pos + 6)) else {
@@ -1170,7 +1186,11 @@ fn records_direct(b: &[u8], (start, end): (usize, usize), sink: &mut Sink) {
             break;
         }
         if t < 64 {
-            sink.push_raw(&b[pos..pos + size]);
+            if copy {
+                sink.push_raw(&b[pos..pos + size]);
+            } else {
+                sink.counter.count(&b[pos..pos + size]);
+            }
         }
         pos = next;
     }
@@ -1205,7 +1225,7 @@ fn records_via_crate(buf: &[u8], pipe: bool, sink: &mut Sink) -> Option<String> 
                 Err(e) => {
                     return Err(format!(
                         "record {} does not read: {e}; the records before it are read",
-                        sink.t.records + 1
+                        sink.counter.t.records + 1
                     ));
                 }
             }
@@ -1215,7 +1235,7 @@ fn records_via_crate(buf: &[u8], pipe: bool, sink: &mut Sink) -> Option<String> 
         Ok(r) => r.err(),
         Err(_) => Some(format!(
             "the container parser failed after {} records; the records before it are read",
-            sink.t.records
+            sink.counter.t.records
         )),
     }
 }
@@ -1224,10 +1244,11 @@ fn records_via_crate(buf: &[u8], pipe: bool, sink: &mut Sink) -> Option<String> 
 /// another thread when the recording's kernel is this one, while the records are read.
 fn from_bytes_with(
     path: &Path,
-    b: &[u8],
+    bytes: Vec<u8>,
     running_kernel: Option<&str>,
     kallsyms: Option<&Path>,
 ) -> Result<PerfData, PerfDataError> {
+    let b = &bytes[..];
     let magic = b.get(..8).unwrap_or(b);
     if magic == MAGIC_BIG_ENDIAN {
         return Err(fail(
@@ -1283,13 +1304,26 @@ fn from_bytes_with(
         _ => None,
     };
     let mut sink = Sink::new(&meta);
+    // Uncompressed data without AUXTRACE payloads is a sequence of records: it becomes the one
+    // block as it is, perf's user records left in it (they decode as unknown records and are
+    // skipped), which saves copying and faulting in a second buffer of its size.
+    let (start, end) = p.records;
+    let in_place = !p.compressed
+        && !p.user_records.contains_key(&user::AUXTRACE)
+        && end - start <= BLOCK_BYTES_IN_PLACE;
     let stop = if p.compressed {
         records_via_crate(&crate_copy(&p, b, pipe), pipe, &mut sink)
     } else {
-        records_direct(b, p.records, &mut sink);
+        records_direct(b, p.records, &mut sink, !in_place);
         None
     };
-    let (blocks, mut t) = sink.finish();
+    let (mut blocks, mut t) = sink.finish();
+    if in_place && end > start {
+        let mut data = bytes;
+        data.truncate(end);
+        data.drain(..start);
+        blocks = vec![data];
+    }
     if let Some(why) = stop {
         if t.records == 0 && info.truncated.is_none() {
             return Err(fail(path, Fail::Damaged(why)));
@@ -1711,16 +1745,19 @@ mod tests {
             String::from_utf8(p.side("build-ids").unwrap()).unwrap(),
             format!("{} /usr/bin/work\n", "ab".repeat(20))
         );
-        // The blocks are the kernel records, byte for byte.
-        let kernel_records: Vec<u8> = decode_all(&p.blocks).concat();
+        // The block is the data section as perf wrote it, byte for byte: the kernel records
+        // and perf's own, which decode as unknown records.
+        assert_eq!(p.blocks, [synth().records]);
+        let kernel_records: Vec<u8> = kernel_records(&p.blocks).concat();
         assert_eq!(kernel_records.len() as u64, p.trailer.record_bytes);
-        assert!(synth().records.starts_with(&kernel_records));
     }
 
-    fn decode_all(blocks: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    fn kernel_records(blocks: &[Vec<u8>]) -> Vec<Vec<u8>> {
         blocks
             .iter()
-            .flat_map(|b| crate::decode::records(b).map(|r| r.unwrap().bytes.to_vec()))
+            .flat_map(|b| crate::decode::records(b).map(|r| r.unwrap()))
+            .filter(|r| r.header.type_ < 64)
+            .map(|r| r.bytes.to_vec())
             .collect()
     }
 
@@ -1731,7 +1768,8 @@ mod tests {
         let p = read(&pipe(&s), Some(KERNEL_ID)).unwrap();
         assert!(p.info.pipe);
         assert_eq!(p.meta.events, f.meta.events);
-        assert_eq!(p.blocks, f.blocks);
+        assert_eq!(kernel_records(&p.blocks), kernel_records(&f.blocks));
+        assert_eq!(p.trailer, f.trailer);
         assert_eq!(p.info.build_ids, f.info.build_ids);
         assert_eq!(p.info.kernel, f.info.kernel);
         assert!(!p.info.features.iter().any(|n| n == "feature 32"));
