@@ -385,6 +385,13 @@ fn weight_struct_samples_decode_with_their_weight() {
         .collect();
     assert!(!hrec.is_empty());
     assert_eq!(hrec, perf);
+    // `hrec stat --tpebs-from` reads it too: its samples, all without a retire latency here.
+    match hrec::stat::tpebs::from_file(&dir.path().join("w.data")) {
+        Err(hrec::stat::tpebs::TpebsError::NoLatencies { samples, .. }) => {
+            assert_eq!(samples, hrec.len() as u64)
+        }
+        other => panic!("{other:?}"),
+    }
 }
 
 /// `perf report -D`: the read values of each sample, keyed by (time in µs, tid), in group order.
