@@ -39,14 +39,16 @@
 //! * **A cut file is read up to the cut.** A perf.data whose data section runs past the end of
 //!   the file (copied while written, disk full) or whose header has no data size (perf was
 //!   killed) gives the records that are whole, with a warning; its feature sections are lost.
-//! * **Kernel symbols only from the kernel that ran.** perf.data stores no kernel symbols, only
-//!   the build-id of `[kernel.kallsyms]`. Kernel addresses differ between kernel builds (and,
-//!   with KASLR, between boots of one build, which the build-id cannot tell; perf has the same
-//!   blind spot), so `/proc/kallsyms` of this machine is used only when the recording's kernel
-//!   build-id equals the running kernel's (`NT_GNU_BUILD_ID` in `/sys/kernel/notes`). Otherwise
-//!   kernel frames stay unresolved with the reason
-//!   [`crate::symbol::Unresolved::KernelMismatch`], rather than resolving to the wrong
-//!   functions.
+//! * **Kernel symbols only from the kernel that ran, where it ran.** perf.data stores no kernel
+//!   symbols, only the build-id of `[kernel.kallsyms]` and, in perf's synthesized
+//!   `[kernel.kallsyms]_text` MMAP record, the address `_text` had. Kernel addresses differ
+//!   between kernel builds, and with KASLR between boots of one build, so `/proc/kallsyms` of
+//!   this machine is used only when the recording's kernel build-id equals the running
+//!   kernel's (`NT_GNU_BUILD_ID` in `/sys/kernel/notes`) and `_text` is where it was.
+//!   Otherwise kernel frames stay unresolved with the reason
+//!   ([`crate::symbol::Unresolved::KernelMismatch`], `KernelRelocated`, `NoKernelBuildId`)
+//!   rather than resolving to the wrong functions. (perf relocates the symbols instead, the
+//!   image by the `_text` difference and modules by their recorded maps; hrec does not yet.)
 //! * **Roles.** An event that samples (a period or frequency) is a `sampler`, a group member
 //!   that does not sample is `counted` (its values arrive in the sampler's group read),
 //!   `dummy` is `tracking` (perf's carrier of MMAP/COMM records in `-a` mode).
@@ -340,8 +342,14 @@ pub struct PerfData {
     /// container's order).
     pub blocks: Vec<Vec<u8>>,
     build_ids_text: String,
+    /// Where the recording's kernel image was (`_text`, the pgoff of perf's
+    /// `[kernel.kallsyms]_text` MMAP record).
+    recorded_text: Option<u64>,
     kallsyms: Mutex<Kallsyms>,
 }
+
+/// This machine's kernel symbols and where its `_text` is.
+type Parsed = (Arc<KernelSymbols>, Option<u64>);
 
 /// This machine's kernel symbols, when they fit the recording.
 #[derive(Debug)]
@@ -349,9 +357,16 @@ enum Kallsyms {
     /// Not used (another kernel, or not asked for).
     None,
     /// Being read and parsed on another thread.
-    Pending(std::thread::JoinHandle<Arc<KernelSymbols>>),
-    /// Parsed.
+    Pending(std::thread::JoinHandle<Parsed>),
+    /// Parsed, and the kernel sits where it sat in the recording.
     Ready(Arc<KernelSymbols>),
+    /// The same kernel build, loaded at another address (KASLR after a reboot).
+    Relocated {
+        /// `_text` in the recording.
+        recorded: u64,
+        /// `_text` now.
+        running: u64,
+    },
 }
 
 impl PerfData {
@@ -365,17 +380,43 @@ impl PerfData {
         from_bytes_with(path, bytes, running.as_deref(), Some(Path::new(KALLSYMS)))
     }
 
-    /// This machine's kernel symbols when its kernel is the recording's (read and parsed while
-    /// the records were read); empty otherwise.
-    pub fn kernel_symbols(&self) -> Arc<KernelSymbols> {
+    /// The kallsyms verdict, waiting for the reading thread if it has not finished. The same
+    /// build-id does not mean the same addresses: with KASLR every boot loads the kernel
+    /// elsewhere, so this machine's symbols are used only when its `_text` is where the
+    /// recording's was (perf's `[kernel.kallsyms]_text` MMAP record says where).
+    fn kallsyms(&self) -> std::sync::MutexGuard<'_, Kallsyms> {
         let mut k = self.kallsyms.lock().unwrap_or_else(|e| e.into_inner());
-        let ready = match std::mem::replace(&mut *k, Kallsyms::None) {
-            Kallsyms::None => Arc::default(),
-            Kallsyms::Ready(s) => s,
-            Kallsyms::Pending(h) => h.join().unwrap_or_default(),
-        };
-        *k = Kallsyms::Ready(ready.clone());
-        ready
+        if matches!(*k, Kallsyms::Pending(_)) {
+            let Kallsyms::Pending(h) = std::mem::replace(&mut *k, Kallsyms::None) else {
+                unreachable!("matched above");
+            };
+            let (syms, running) = h.join().unwrap_or_default();
+            *k = match (self.recorded_text, running) {
+                (Some(recorded), Some(running)) if recorded != running => {
+                    Kallsyms::Relocated { recorded, running }
+                }
+                _ => Kallsyms::Ready(syms),
+            };
+        }
+        k
+    }
+
+    /// This machine's kernel symbols when its kernel is the recording's and sits at the same
+    /// address (read and parsed while the records were read); empty otherwise.
+    pub fn kernel_symbols(&self) -> Arc<KernelSymbols> {
+        match &*self.kallsyms() {
+            Kallsyms::Ready(s) => s.clone(),
+            _ => Arc::default(),
+        }
+    }
+
+    /// `_text` in the recording and on this machine, when the recording's kernel (same
+    /// build-id) was loaded at another address.
+    pub fn kernel_relocated(&self) -> Option<(u64, u64)> {
+        match &*self.kallsyms() {
+            Kallsyms::Relocated { recorded, running } => Some((*recorded, *running)),
+            _ => None,
+        }
     }
 
     /// A side block in hrec's text form: `build-ids` (`hex path` lines) or `kallsyms` (this
@@ -385,7 +426,7 @@ impl PerfData {
             "build-ids" if !self.build_ids_text.is_empty() => {
                 Some(self.build_ids_text.clone().into_bytes())
             }
-            "kallsyms" if matches!(self.info.kernel, KernelCheck::Matches { .. }) => {
+            "kallsyms" if matches!(*self.kallsyms(), Kallsyms::Ready(_)) => {
                 std::fs::read(KALLSYMS).ok()
             }
             _ => None,
@@ -397,6 +438,9 @@ impl PerfData {
         match self.info.kernel {
             KernelCheck::Differs { .. } => Unresolved::KernelMismatch,
             KernelCheck::NoBuildId => Unresolved::NoKernelBuildId,
+            KernelCheck::Matches { .. } if self.kernel_relocated().is_some() => {
+                Unresolved::KernelRelocated
+            }
             KernelCheck::Matches { .. } => Unresolved::NoKernelSymbols,
         }
     }
@@ -1068,11 +1112,12 @@ struct Sink {
     counter: Counter,
 }
 
-/// The counts of an hrec trailer, taken from raw records.
+/// The counts of an hrec trailer, taken from raw records, and where the kernel image was.
 struct Counter {
     t: Trailer,
     decoder: Decoder,
     id_event: HashMap<u64, usize>,
+    recorded_text: Option<u64>,
 }
 
 impl Sink {
@@ -1088,6 +1133,7 @@ impl Sink {
                 },
                 decoder,
                 id_event,
+                recorded_text: None,
             },
         }
     }
@@ -1119,11 +1165,11 @@ impl Sink {
         self.counter.count(rec);
     }
 
-    fn finish(mut self) -> (Vec<Vec<u8>>, Trailer) {
+    fn finish(mut self) -> (Vec<Vec<u8>>, Trailer, Option<u64>) {
         if !self.block.is_empty() {
             self.blocks.push(self.block);
         }
-        (self.blocks, self.counter.t)
+        (self.blocks, self.counter.t, self.counter.recorded_text)
     }
 }
 
@@ -1155,6 +1201,21 @@ impl Counter {
             kind::LOST_SAMPLES => t.lost_samples += u64_at(bytes, 8).unwrap_or(0),
             kind::THROTTLE => t.throttles += 1,
             kind::UNTHROTTLE => t.unthrottles += 1,
+            // perf's synthesized map of the kernel image: pid -1, `[kernel.kallsyms]_text`,
+            // pgoff = the address of `_text` when it recorded.
+            kind::MMAP | kind::MMAP2 if u32_at(bytes, 8) == Some(u32::MAX) => {
+                let name_at = if u32_at(bytes, 0) == Some(kind::MMAP) {
+                    40
+                } else {
+                    72
+                };
+                if bytes
+                    .get(name_at..)
+                    .is_some_and(|n| n.starts_with(b"[kernel.kallsyms]"))
+                {
+                    self.recorded_text = self.recorded_text.or(u64_at(bytes, 32));
+                }
+            }
             _ => {}
         }
     }
@@ -1298,7 +1359,13 @@ fn from_bytes_with(
             let k = k.to_path_buf();
             Some(std::thread::spawn(move || {
                 let text = std::fs::read(k).unwrap_or_default();
-                Arc::new(KernelSymbols::parse(&String::from_utf8_lossy(&text)))
+                let text = String::from_utf8_lossy(&text);
+                let start = text.lines().find_map(|l| {
+                    let mut it = l.split_ascii_whitespace();
+                    let addr = it.next()?;
+                    (it.nth(1)? == "_text").then(|| u64::from_str_radix(addr, 16).ok())?
+                });
+                (Arc::new(KernelSymbols::parse(&text)), start)
             }))
         }
         _ => None,
@@ -1317,7 +1384,7 @@ fn from_bytes_with(
         records_direct(b, p.records, &mut sink, !in_place);
         None
     };
-    let (mut blocks, mut t) = sink.finish();
+    let (mut blocks, mut t, recorded_text) = sink.finish();
     if in_place && end > start {
         let mut data = bytes;
         data.truncate(end);
@@ -1357,6 +1424,7 @@ fn from_bytes_with(
         info,
         blocks,
         build_ids_text,
+        recorded_text,
         kallsyms: Mutex::new(match pending {
             Some(h) => Kallsyms::Pending(h),
             None => Kallsyms::None,
@@ -1564,6 +1632,12 @@ mod tests {
             ),
         ];
         let mut records = Vec::new();
+        // perf's map of the kernel image: pid -1, pgoff = where `_text` was.
+        let mut mmap = words(&[u64::from(u32::MAX), 0xffff_ffff_8100_0000, 0x100_0000]);
+        mmap.extend(words(&[0xffff_ffff_8100_0000]));
+        mmap.extend_from_slice(b"[kernel.kallsyms]_text\0\0");
+        mmap.extend_from_slice(&words(&[0, 0, 20]));
+        records.extend(record(kind::MMAP, 1, &mmap));
         // COMM of 7/7 "work", trailer {pid, tid} {time} {id}.
         let mut comm = words(&[7 | (7 << 32)]);
         comm.extend_from_slice(b"work\0\0\0\0");
@@ -1732,7 +1806,7 @@ mod tests {
         assert_eq!(m.nr_cpus, 2);
         assert_eq!(p.trailer.samples, 3);
         assert_eq!(p.trailer.samples_per_event, [3, 0]);
-        assert_eq!(p.trailer.records, 4, "user records are not kept");
+        assert_eq!(p.trailer.records, 5, "user records are not counted");
         assert_eq!(p.info.user_records.get(&user::ID_INDEX), Some(&1));
         assert!(p.info.truncated.is_none(), "{:?}", p.info.truncated);
         assert_eq!(
@@ -1793,6 +1867,44 @@ mod tests {
         let p = read(&file(&s), Some(KERNEL_ID)).unwrap();
         assert_eq!(p.info.kernel, KernelCheck::NoBuildId);
         assert_eq!(p.kernel_unresolved(), Unresolved::NoKernelBuildId);
+    }
+
+    #[test]
+    fn kernel_symbols_only_where_the_kernel_was_loaded() {
+        let dir = tempfile::tempdir().unwrap();
+        let kallsyms = dir.path().join("kallsyms");
+        let b = file(&synth());
+        let read_with = |text: &str| {
+            std::fs::write(&kallsyms, text).unwrap();
+            from_bytes_with(
+                Path::new("t.data"),
+                b.clone(),
+                Some(KERNEL_ID),
+                Some(&kallsyms),
+            )
+            .unwrap()
+        };
+        // Loaded where it was: this machine's symbols name the kernel sample.
+        let p = read_with(
+            "ffffffff81000000 T _text\nffffffff81000010 T do_work\nffffffff81000100 T next\n",
+        );
+        assert_eq!(p.kernel_relocated(), None);
+        let (sym, _) = p
+            .kernel_symbols()
+            .lookup(0xffff_ffff_8100_0010)
+            .map(|(s, o)| (s.name.clone(), o))
+            .unwrap();
+        assert_eq!(&*sym, "do_work");
+        assert!(p.side("kallsyms").is_some());
+        // Loaded elsewhere (KASLR): none, with the reason.
+        let p = read_with("ffffffff9a000000 T _text\nffffffff9a000010 T do_work\n");
+        assert_eq!(
+            p.kernel_relocated(),
+            Some((0xffff_ffff_8100_0000, 0xffff_ffff_9a00_0000))
+        );
+        assert!(p.kernel_symbols().is_empty());
+        assert_eq!(p.kernel_unresolved(), Unresolved::KernelRelocated);
+        assert!(p.side("kallsyms").is_none());
     }
 
     #[test]

@@ -403,9 +403,14 @@ fn perf_data_info(rec: &Recording, p: &PerfData, out: &mut dyn Write) -> io::Res
         writeln!(out, "#   {} {}", b.build_id, b.path)?;
     }
     let kernel = match &i.kernel {
-        KernelCheck::Matches { build_id } => format!(
-            "this machine's /proc/kallsyms (kernel build-id {build_id} matches the recording's)"
-        ),
+        KernelCheck::Matches { build_id } => match p.kernel_relocated() {
+            None => format!(
+                "this machine's /proc/kallsyms (kernel build-id {build_id} matches the recording's)"
+            ),
+            Some((recorded, running)) => format!(
+                "none: the recording's kernel build ({build_id}) is this machine's, but it was loaded at {recorded:#x} and now is at {running:#x} (KASLR, another boot), kernel frames stay unresolved"
+            ),
+        },
         KernelCheck::Differs { recorded, running } => format!(
             "none: the recording's kernel (build-id {recorded}) is not this machine's ({}), kernel frames stay unresolved",
             running.as_deref().unwrap_or("unknown")

@@ -93,6 +93,9 @@ pub enum Unresolved {
     /// `perf record -z`, pipe mode or `--no-buildid`), so this machine's kallsyms cannot be
     /// shown to fit it.
     NoKernelBuildId,
+    /// A kernel address of a recording made on this kernel build but loaded at another address
+    /// (KASLR, another boot), so this machine's kallsyms would name the wrong functions.
+    KernelRelocated,
 }
 
 impl Unresolved {
@@ -108,6 +111,7 @@ impl Unresolved {
             Unresolved::NoKernelSymbols => "no kernel symbols",
             Unresolved::KernelMismatch => "kernel differs from the recording's",
             Unresolved::NoKernelBuildId => "no kernel build-id in the recording",
+            Unresolved::KernelRelocated => "kernel loaded at another address than in the recording",
         }
     }
 }
