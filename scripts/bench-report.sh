@@ -85,6 +85,7 @@ print(f"\n* per sample, hrec is **{(tp / pn) / (th / hn):.1f}x** faster (wall {t
 print()
 
 pd, pn, hd, hn = record_both("threads", threads, 50000)
+th_perf, th_perf_n = pd, pn  # kept for the perf.data section at the end
 tp = timed(["perf", "report", "--stdio", "-i", pd])
 th = timed([hrec, "report", "-i", hd])
 print("| plain report of threads at 50 kHz | samples | wall (s) | samples/s |")
@@ -102,4 +103,15 @@ print("|---|---|---|")
 print(f"| perf script + inferno-collapse-perf + inferno-flamegraph | {py_perf_n} | {tp:.3f} |")
 print(f"| hrec flamegraph | {py_hrec_n} | {th:.3f} |")
 print(f"\n* hrec flamegraph: {th:.3f} s, {tp / th:.1f}x faster than the pipeline")
+
+# 4. report of a perf.data file: the threads perf.data of section 2, read by both tools (hrec
+#    reads perf.data itself: src/perfdata.rs), so both see exactly the same samples.
+tp = timed(["perf", "report", "--stdio", "-i", th_perf])
+th = timed([hrec, "report", "-i", th_perf])
+print()
+print("| report of a perf.data file (threads at 50 kHz) | samples | wall (s) | samples/s |")
+print("|---|---|---|---|")
+print(f"| perf report --stdio -i perf.data | {th_perf_n} | {tp:.3f} | {th_perf_n / tp:,.0f} |")
+print(f"| hrec report -i perf.data | {th_perf_n} | {th:.3f} | {th_perf_n / th:,.0f} |")
+print(f"\n* the same file: hrec takes {th / tp:.2f}x perf's time ({tp / th:.2f}x its speed)")
 PY

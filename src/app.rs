@@ -11,7 +11,7 @@ use crate::event::resolve::{HARDWARE_EVENTS, SOFTWARE_EVENTS};
 use crate::output;
 use crate::pmu::{PmuError, Pmus};
 use crate::record;
-use crate::recording::{Recording, RecordingError};
+use crate::recording::{Recording, RecordingError, Source};
 
 /// Where hrec reads the machine's description from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -320,12 +320,25 @@ fn record(
 fn open_recording(cfg: &InputConfig, err: &mut dyn Write) -> Result<Recording, AppError> {
     let rec = Recording::open(&cfg.input)?;
     if let Some(why) = rec.truncated() {
-        writeln!(
-            err,
-            "hrec: warning: {} is truncated ({why}): reading the {} complete blocks",
-            cfg.input.display(),
-            rec.block_count()
-        )?;
+        match &rec.source {
+            Source::Hrec(_) => writeln!(
+                err,
+                "hrec: warning: {} is truncated ({why}): reading the {} complete blocks",
+                cfg.input.display(),
+                rec.block_count()
+            )?,
+            Source::PerfData(p) => writeln!(
+                err,
+                "hrec: warning: {} is cut short ({why}): reading its {} whole records",
+                cfg.input.display(),
+                p.trailer.records
+            )?,
+        }
+    }
+    if let Source::PerfData(p) = &rec.source {
+        for w in &p.info.warnings {
+            writeln!(err, "hrec: warning: {}: {w}", cfg.input.display())?;
+        }
     }
     for e in &rec.errors {
         writeln!(err, "hrec: warning: {e}")?;

@@ -470,7 +470,7 @@ pub struct StatArgs {
     /// Which statistic of the measured latencies to use: mean, min, max or last.
     #[arg(long = "tpebs-mode", default_value = "mean")]
     pub tpebs_mode: String,
-    /// Take retire latencies from an `hrec record -W` file or an
+    /// Take retire latencies from an `hrec record -W` file, a `perf record -W` perf.data, or an
     /// `hrec report --retire-latency-json` / Intel retire_latency.json file.
     #[arg(long = "tpebs-from", value_name = "FILE")]
     pub tpebs_from: Option<PathBuf>,

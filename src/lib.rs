@@ -17,6 +17,7 @@ pub mod event;
 pub mod kernel;
 pub mod metrics;
 pub mod output;
+pub mod perfdata;
 pub mod pmu;
 pub mod record;
 pub mod recording;

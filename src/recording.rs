@@ -1,5 +1,11 @@
-//! An opened recording: the file reader, a decoder for its events, and its records in time
-//! order — what `script`, `info` and (later) `report` start from.
+//! An opened recording: hrec's own file or a perf.data file, a decoder for its events, and its
+//! records in time order — what `script`, `info`, `report` and `flamegraph` start from.
+//!
+//! **One entry, two sources.** [`Recording::open`] looks at the first bytes: `HRECDATA` is
+//! hrec's file ([`crate::data::Reader`]), `PERFILE2` is perf's ([`crate::perfdata`]). Both
+//! become the same things, a [`Meta`] (events with their attrs in kernel layout and ids),
+//! blocks of raw kernel records and named side blocks, so everything downstream is the same
+//! code for both; only `hrec info` shows source-specific details ([`Source`]).
 //!
 //! **Why records are sorted.** The recorder writes one block per ring buffer batch, and each
 //! CPU has its own buffer, so the file holds records in CPU-major order; only the `time` field
@@ -12,16 +18,30 @@
 //! every event, so an id found in a record names the plan event, its PMU and its CPU.
 
 use std::collections::HashMap;
+use std::io::Read as _;
 use std::path::Path;
+use std::sync::Arc;
 
 use crate::data::{self, DataError, Meta, Reader};
 use crate::decode::{self, DecodeError, Decoder, RawRecord, Record};
+use crate::perfdata::{self, PerfData, PerfDataError};
+use crate::symbol::Unresolved;
+use crate::symbol::kallsyms::KernelSymbols;
+
+/// Where a recording came from, with what only that kind of file has.
+#[derive(Debug)]
+pub enum Source {
+    /// hrec's own file.
+    Hrec(Box<Reader>),
+    /// A perf.data file.
+    PerfData(Box<PerfData>),
+}
 
 /// A recording opened for reading.
 #[derive(Debug)]
 pub struct Recording {
     /// The file.
-    pub reader: Reader,
+    pub source: Source,
     /// Decoder built from the header's attrs and ids.
     pub decoder: Decoder,
     id_event: HashMap<u64, usize>,
@@ -34,22 +54,53 @@ impl Recording {
     /// A side block by name (`build-ids`, `kallsyms`, `modules`); `None` when absent or
     /// unreadable.
     pub fn side(&self, name: &str) -> Option<Vec<u8>> {
-        self.reader.side(name).ok().flatten()
+        match &self.source {
+            Source::Hrec(r) => r.side(name).ok().flatten(),
+            Source::PerfData(p) => p.side(name),
+        }
     }
 
-    /// The trailer of a finished recording.
+    /// The trailer of a finished hrec recording; for perf.data, the counts of its records.
     pub fn trailer(&self) -> Option<&data::Trailer> {
-        self.reader.trailer()
+        match &self.source {
+            Source::Hrec(r) => r.trailer(),
+            Source::PerfData(p) => Some(&p.trailer),
+        }
     }
 
     /// Why the file is incomplete, when it is.
     pub fn truncated(&self) -> Option<&str> {
-        self.reader.truncated()
+        match &self.source {
+            Source::Hrec(r) => r.truncated(),
+            Source::PerfData(p) => p.info.truncated.as_deref(),
+        }
     }
 
     /// Number of record blocks read.
     pub fn block_count(&self) -> usize {
         self.blocks.len()
+    }
+
+    /// The kernel symbols that fit the recording: hrec's `kallsyms` side block, or for a
+    /// perf.data made on this machine's kernel, this machine's `/proc/kallsyms`.
+    pub fn kernel_symbols(&self) -> Arc<KernelSymbols> {
+        match &self.source {
+            Source::Hrec(_) => Arc::new(
+                self.side("kallsyms")
+                    .map(|b| KernelSymbols::parse(&String::from_utf8_lossy(&b)))
+                    .unwrap_or_default(),
+            ),
+            Source::PerfData(p) => p.kernel_symbols(),
+        }
+    }
+
+    /// Why kernel addresses stay unresolved when the recording brings no kernel symbols: a
+    /// perf.data made on another kernel says so, anything else has none.
+    pub fn kernel_unresolved(&self) -> Unresolved {
+        match &self.source {
+            Source::Hrec(_) => Unresolved::NoKernelSymbols,
+            Source::PerfData(p) => p.kernel_unresolved(),
+        }
     }
 }
 
@@ -65,30 +116,44 @@ struct At {
 /// Why a recording cannot be read.
 #[derive(Debug, thiserror::Error)]
 pub enum RecordingError {
-    /// The file.
+    /// An hrec file.
     #[error(transparent)]
     Data(#[from] DataError),
+    /// A perf.data file.
+    #[error(transparent)]
+    PerfData(#[from] PerfDataError),
+}
+
+/// Whether `path` starts with a perf.data magic (unreadable files are left to the hrec
+/// reader, whose error names them).
+fn is_perf_data(path: &Path) -> bool {
+    let mut first = [0u8; 8];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut first))
+        .is_ok_and(|()| perfdata::is_perf_data(&first))
 }
 
 impl Recording {
-    /// Opens `path` and decompresses its record blocks.
+    /// Opens `path`, an hrec recording or a perf.data file (told apart by the magic), and
+    /// decompresses its record blocks.
     pub fn open(path: &Path) -> Result<Recording, RecordingError> {
+        if is_perf_data(path) {
+            let mut p = PerfData::read(path)?;
+            let blocks = std::mem::take(&mut p.blocks);
+            let (decoder, id_event) = decoder_of(&p.meta);
+            return Ok(Recording {
+                source: Source::PerfData(Box::new(p)),
+                decoder,
+                id_event,
+                blocks,
+                errors: Vec::new(),
+            });
+        }
         let reader = Reader::open(path)?;
-        let meta = reader.meta();
-        let pairs = meta
-            .events
-            .iter()
-            .flat_map(|e| e.ids.iter().map(move |i| (i.id, e.attr)));
-        let decoder = Decoder::new(pairs);
-        let id_event = meta
-            .events
-            .iter()
-            .enumerate()
-            .flat_map(|(n, e)| e.ids.iter().map(move |i| (i.id, n)))
-            .collect();
+        let (decoder, id_event) = decoder_of(reader.meta());
         let (blocks, errors) = read_blocks(&reader);
         Ok(Recording {
-            reader,
+            source: Source::Hrec(Box::new(reader)),
             decoder,
             id_event,
             blocks,
@@ -98,7 +163,10 @@ impl Recording {
 
     /// The header.
     pub fn meta(&self) -> &Meta {
-        self.reader.meta()
+        match &self.source {
+            Source::Hrec(r) => r.meta(),
+            Source::PerfData(p) => &p.meta,
+        }
     }
 
     /// The plan event an id belongs to.
@@ -161,6 +229,22 @@ impl Recording {
             f(self.decoder.decode(&raw));
         }
     }
+}
+
+/// The decoder of a header's attrs and ids, and the event of every id.
+pub(crate) fn decoder_of(meta: &Meta) -> (Decoder, HashMap<u64, usize>) {
+    let decoder = Decoder::new(
+        meta.events
+            .iter()
+            .flat_map(|e| e.ids.iter().map(move |i| (i.id, e.attr))),
+    );
+    let id_event = meta
+        .events
+        .iter()
+        .enumerate()
+        .flat_map(|(n, e)| e.ids.iter().map(move |i| (i.id, n)))
+        .collect();
+    (decoder, id_event)
 }
 
 /// Decompresses the record blocks, on every CPU (decoding the column codec is most of the

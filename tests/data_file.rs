@@ -376,7 +376,7 @@ fn foreign_and_future_files_are_refused_with_advice() {
         msg.contains("is not an hrec file (magic \"PERFILE2\""),
         "{msg}"
     );
-    assert!(msg.contains("for perf.data use"), "{msg}");
+    assert!(msg.contains("or perf.data's"), "{msg}");
 
     write_standard(&path);
     let mut bytes = std::fs::read(&path).unwrap();

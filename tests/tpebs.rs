@@ -337,9 +337,11 @@ fn unusable_files_are_one_line_errors_naming_the_file() {
     assert!(matches!(e, TpebsError::Io { .. }), "{text}");
     assert!(text.starts_with("cannot read "), "{text}");
 
+    // A perf.data is read like a recording: this one is only a cut header.
     std::fs::write(p("perf.data"), b"PERFILE2\x68\0\0\0\0\0\0\0").unwrap();
-    let (e, _) = err(&p("perf.data"));
-    assert!(matches!(e, TpebsError::PerfData { .. }));
+    let (e, text) = err(&p("perf.data"));
+    assert!(matches!(e, TpebsError::Recording(_)), "{text}");
+    assert!(text.contains("ends inside its header"), "{text}");
 
     std::fs::write(p("notes.txt"), "MEM_INST_RETIRED.STLB_HIT_LOADS = 12\n").unwrap();
     let (e, text) = err(&p("notes.txt"));

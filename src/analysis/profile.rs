@@ -25,7 +25,7 @@ use crate::event::attr::{flag, sample as st};
 use crate::recording::{Comms, Recording};
 use crate::symbol::debuginfo::SearchPaths;
 use crate::symbol::elf::Binary;
-use crate::symbol::kallsyms::{self, KernelSymbols};
+use crate::symbol::kallsyms;
 use crate::symbol::maps::{AddressSpaces, FileIdx};
 use crate::symbol::perfmap::PerfMap;
 use crate::symbol::{Frame, Unresolved};
@@ -525,10 +525,7 @@ fn symbolize(
     opts: &ProfileOptions,
 ) -> (Vec<Loc>, Vec<String>) {
     let unknown: Arc<str> = "[unknown]".into();
-    let ksyms = rec
-        .side("kallsyms")
-        .map(|b| KernelSymbols::parse(&String::from_utf8_lossy(&b)))
-        .unwrap_or_default();
+    let ksyms = rec.kernel_symbols();
     let mut perf_maps: HashMap<u32, Option<PerfMap>> = HashMap::new();
     let mut locs: Vec<Option<Loc>> = vec![None; keys.len()];
     let mut by_file: HashMap<FileIdx, Vec<(usize, u64)>> = HashMap::new();
@@ -562,7 +559,7 @@ fn symbolize(
                 }
                 None => {
                     let why = if ksyms.is_empty() {
-                        Unresolved::NoKernelSymbols
+                        rec.kernel_unresolved()
                     } else {
                         Unresolved::NoSymbols
                     };

@@ -81,8 +81,7 @@ pub enum DataError {
     },
     /// The file does not start with `HRECDATA`.
     #[error(
-        "{} is not an hrec file (magic {found}, expected \"HRECDATA\"); for perf.data use `perf report -i {}`",
-        path.display(),
+        "{} is not an hrec file (magic {found}, expected \"HRECDATA\", or perf.data's \"PERFILE2\")",
         path.display()
     )]
     NotHrec {

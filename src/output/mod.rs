@@ -1,5 +1,6 @@
-//! Output of recordings: the `hrec info` header dump here; `hrec script` lines ([`script`]),
-//! the report ([`report`]) and flame graphs ([`flame`]) in their modules.
+//! Output of recordings: the `hrec info` header dump here (hrec files and perf.data);
+//! `hrec script` lines ([`script`]), the report ([`report`]), flame graphs ([`flame`]) and the
+//! pprof export ([`pprof`]) in their modules.
 
 pub mod flame;
 pub mod pprof;
@@ -10,11 +11,17 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use crate::data::BlockKind;
-use crate::recording::Recording;
+use crate::data::Meta;
+use crate::perfdata::{KernelCheck, PerfData, user};
+use crate::recording::{Recording, Source};
 
-/// `hrec info`: the header, the events, the statistics and the blocks of a recording.
+/// `hrec info`: the header, the events, the statistics and the blocks of a recording; for a
+/// perf.data file, its header and feature sections in the style of `perf report --header-only`.
 pub fn info(rec: &Recording, out: &mut dyn Write) -> io::Result<()> {
-    let r = &rec.reader;
+    let r = match &rec.source {
+        Source::Hrec(r) => r,
+        Source::PerfData(p) => return perf_data_info(rec, p, out),
+    };
     let m = rec.meta();
     writeln!(
         out,
@@ -61,35 +68,7 @@ pub fn info(rec: &Recording, out: &mut dyn Write) -> io::Result<()> {
     for n in &m.notices {
         writeln!(out, "# notice : {n}")?;
     }
-    for (i, e) in m.events.iter().enumerate() {
-        let ids: Vec<String> = e
-            .ids
-            .iter()
-            .map(|x| {
-                let mut s = x.id.to_string();
-                if x.cpu >= 0 {
-                    let _ = write!(s, "@cpu{}", x.cpu);
-                }
-                if x.tid >= 0 {
-                    let _ = write!(s, "@tid{}", x.tid);
-                }
-                s
-            })
-            .collect();
-        let mut fields = String::new();
-        for (k, v) in e.attr.fields() {
-            let _ = write!(fields, ", {k} = {v}");
-        }
-        writeln!(
-            out,
-            "# event {i} : name = {}, pmu = {}, role = {}, leader = {}, id = {{ {} }}{fields}",
-            e.name,
-            e.pmu.as_deref().unwrap_or("-"),
-            e.role,
-            e.leader,
-            ids.join(", ")
-        )?;
-    }
+    write_events(m, out)?;
     match r.trailer() {
         Some(t) => {
             let per: Vec<String> = m
@@ -177,6 +156,180 @@ pub fn info(rec: &Recording, out: &mut dyn Write) -> io::Result<()> {
         "# record blocks : {rb}, {recs} records, {raw} bytes raw, {comp} bytes compressed ({:.1}x)",
         raw as f64 / comp.max(1) as f64
     )?;
+    for e in &rec.errors {
+        writeln!(out, "# error : {e}")?;
+    }
+    Ok(())
+}
+
+/// One `# event` line per event: name, PMU, role, leader, ids (with CPU and thread when known)
+/// and the attr's non-zero fields in perf's order.
+fn write_events(m: &Meta, out: &mut dyn Write) -> io::Result<()> {
+    for (i, e) in m.events.iter().enumerate() {
+        let ids: Vec<String> = e
+            .ids
+            .iter()
+            .map(|x| {
+                let mut s = x.id.to_string();
+                if x.cpu >= 0 {
+                    let _ = write!(s, "@cpu{}", x.cpu);
+                }
+                if x.tid >= 0 {
+                    let _ = write!(s, "@tid{}", x.tid);
+                }
+                s
+            })
+            .collect();
+        let mut fields = String::new();
+        for (k, v) in e.attr.fields() {
+            let _ = write!(fields, ", {k} = {v}");
+        }
+        writeln!(
+            out,
+            "# event {i} : name = {}, pmu = {}, role = {}, leader = {}, id = {{ {} }}{fields}",
+            e.name,
+            e.pmu.as_deref().unwrap_or("-"),
+            e.role,
+            e.leader,
+            ids.join(", ")
+        )?;
+    }
+    Ok(())
+}
+
+/// `hrec info` of a perf.data file.
+fn perf_data_info(rec: &Recording, p: &PerfData, out: &mut dyn Write) -> io::Result<()> {
+    let (i, m) = (&p.info, &p.meta);
+    let mode = if i.pipe { "pipe mode" } else { "file mode" };
+    writeln!(
+        out,
+        "# file: {} ({} bytes), perf.data ({mode})",
+        i.path.display(),
+        i.file_len
+    )?;
+    match &i.truncated {
+        Some(why) => writeln!(out, "# TRUNCATED: {why}")?,
+        None => writeln!(out, "# complete")?,
+    }
+    if !i.pipe {
+        writeln!(
+            out,
+            "# data : offset {}, {} bytes",
+            i.data_section.0, i.data_section.1
+        )?;
+    }
+    let opt = |s: &Option<String>| s.clone().unwrap_or_else(|| "-".into());
+    let or_dash = |s: &str| {
+        if s.is_empty() {
+            "-".to_string()
+        } else {
+            s.to_string()
+        }
+    };
+    writeln!(out, "# hostname : {}", or_dash(&m.hostname))?;
+    writeln!(out, "# os release : {}", or_dash(&m.kernel_release))?;
+    writeln!(out, "# perf version : {}", opt(&i.perf_version))?;
+    writeln!(out, "# arch : {}", or_dash(&m.arch))?;
+    if let Some((avail, online)) = i.nr_cpus {
+        writeln!(out, "# nrcpus online : {online}")?;
+        writeln!(out, "# nrcpus avail : {avail}")?;
+    }
+    writeln!(out, "# cpudesc : {}", or_dash(&m.cpu_model))?;
+    writeln!(out, "# cpuid : {}", opt(&i.cpuid))?;
+    if let Some(kb) = i.total_mem_kb {
+        writeln!(out, "# total memory : {kb} kB")?;
+    }
+    writeln!(out, "# cmdline : {}", m.command_line.join(" "))?;
+    write_events(m, out)?;
+    let pmus: Vec<String> = i
+        .pmu_mappings
+        .iter()
+        .map(|(t, n)| format!("{n} = {t}"))
+        .collect();
+    writeln!(out, "# pmu mappings : {}", or_dash(&pmus.join(", ")))?;
+    for g in &i.groups {
+        let members: Vec<&str> = m.events[g.leader..g.leader + g.members]
+            .iter()
+            .map(|e| e.name.as_str())
+            .collect();
+        writeln!(
+            out,
+            "# group : {} {{{}}}",
+            or_dash(&g.name),
+            members.join(", ")
+        )?;
+    }
+    if let Some((first, last)) = i.sample_time {
+        let secs = |t: u64| format!("{}.{:06}", t / 1_000_000_000, (t % 1_000_000_000) / 1000);
+        writeln!(out, "# time of first sample : {}", secs(first))?;
+        writeln!(out, "# time of last sample : {}", secs(last))?;
+        writeln!(
+            out,
+            "# sample duration : {:10.3} ms",
+            last.saturating_sub(first) as f64 / 1e6
+        )?;
+    }
+    if let Some(c) = &i.compression {
+        writeln!(out, "# compressed : {c}")?;
+    }
+    writeln!(out, "# features : {}", or_dash(&i.features.join(" ")))?;
+    writeln!(out, "# build-ids : {}", i.build_ids.len())?;
+    for b in &i.build_ids {
+        writeln!(out, "#   {} {}", b.build_id, b.path)?;
+    }
+    let kernel = match &i.kernel {
+        KernelCheck::Matches { build_id } => match p.kernel_relocated() {
+            None => format!(
+                "this machine's /proc/kallsyms (kernel build-id {build_id} matches the recording's)"
+            ),
+            Some((recorded, running)) => format!(
+                "none: the recording's kernel build ({build_id}) is this machine's, but it was loaded at {recorded:#x} and now is at {running:#x} (KASLR, another boot), kernel frames stay unresolved"
+            ),
+        },
+        KernelCheck::Differs { recorded, running } => format!(
+            "none: the recording's kernel (build-id {recorded}) is not this machine's ({}), kernel frames stay unresolved",
+            running.as_deref().unwrap_or("unknown")
+        ),
+        KernelCheck::NoBuildId => {
+            "none: the recording has no [kernel.kallsyms] build-id to check this machine's kernel against".into()
+        }
+    };
+    writeln!(out, "# kernel symbols : {kernel}")?;
+    let t = &p.trailer;
+    let per: Vec<String> = m
+        .events
+        .iter()
+        .zip(&t.samples_per_event)
+        .filter(|(_, n)| **n > 0)
+        .map(|(e, n)| format!("{} {n}", e.name))
+        .collect();
+    writeln!(
+        out,
+        "# samples : {} ({}), records {}, {} bytes of records in {} blocks",
+        t.samples,
+        per.join(", "),
+        t.records,
+        t.record_bytes,
+        rec.block_count()
+    )?;
+    writeln!(
+        out,
+        "# lost : {} LOST records ({} samples); throttled {} times",
+        t.lost_records, t.lost_samples, t.throttles
+    )?;
+    let users: Vec<String> = i
+        .user_records
+        .iter()
+        .map(|(k, n)| format!("{} {n}", user::name(*k)))
+        .collect();
+    writeln!(
+        out,
+        "# perf user records (not kept) : {}",
+        or_dash(&users.join(", "))
+    )?;
+    for w in &i.warnings {
+        writeln!(out, "# warning : {w}")?;
+    }
     for e in &rec.errors {
         writeln!(out, "# error : {e}")?;
     }

@@ -128,15 +128,19 @@ pub fn parse_fields(spec: &str) -> Result<Vec<Field>, String> {
     Ok(out)
 }
 
-/// One frame of a stack as script prints it: address, name, offset (outer functions only),
-/// dso.
-fn frames_of(l: &Loc, out: &mut Vec<(u64, String, Option<u64>, String)>) {
+/// The frames of a location as script prints them: address, name, offset (outer functions
+/// only), dso; the inline chain innermost first. Without symbol names (`-F ip`) an inlined
+/// frame would only repeat its address, so only the outer one is kept, as perf prints it.
+fn frames_of(l: &Loc, with_inline: bool, out: &mut Vec<(u64, String, Option<u64>, String)>) {
     let mut names = Vec::new();
     flame::frame_names_pub(l, &mut names);
     // `names` is outer function first; script lists the innermost first.
     let n = names.len();
     for (i, name) in names.into_iter().rev().enumerate() {
         let outer = i == n - 1;
+        if !outer && !with_inline {
+            continue;
+        }
         let off = (outer && l.sym.is_some()).then_some(l.sym_offset);
         out.push((l.addr, name, off, l.dso.to_string()));
     }
@@ -188,11 +192,11 @@ pub fn script(
         let event = meta.events.get(ev).map_or("?", |e| e.name.as_str());
         header(&mut line, fields, s, &p.comms[ps.comm as usize], event, rec);
         frames.clear();
-        frames_of(&p.locs[ps.leaf as usize], &mut frames);
+        frames_of(&p.locs[ps.leaf as usize], has(Field::Sym), &mut frames);
         let chain = p.callchains && s.callchain.is_some();
         if chain {
             for &c in p.callers(ps) {
-                frames_of(&p.locs[c as usize], &mut frames);
+                frames_of(&p.locs[c as usize], has(Field::Sym), &mut frames);
             }
         }
         let frame_text =

@@ -9,9 +9,10 @@
 //!    `WEIGHT_STRUCT` taken during the same run, fed one at a time to a [`Collector`]. The
 //!    statistic is the one `--tpebs-mode` names ([`TpebsMode`]: `mean`, `min`, `max`, or
 //!    `last`, the latency of the last sample in time order).
-//! 2. **`--tpebs-from FILE`** ([`from_file`]): an `hrec record -W` recording (recognised by
-//!    its `HRECDATA` magic; the same statistics are computed from its samples, events named
-//!    as Intel names them, [`intel_event_name`]), or a JSON file in the schema of Intel's
+//! 2. **`--tpebs-from FILE`** ([`from_file`]): an `hrec record -W` recording or a
+//!    `perf record -W` perf.data (recognised by their `HRECDATA` / `PERFILE2` magic and read
+//!    through [`crate::recording::Recording`]; the same statistics are computed from its
+//!    samples, events named as Intel names them, [`intel_event_name`]), or a JSON file in the schema of Intel's
 //!    `<model>_retire_latency.json` or hrec's extended one (`hrec report
 //!    --retire-latency-json`). From JSON, `mean`, `min` and `max` take `MEAN`, `MIN` and
 //!    `MAX`; `last` needs samples, which JSON does not keep, so it takes `MEAN` and the
@@ -293,15 +294,6 @@ pub enum TpebsError {
     /// the file).
     #[error(transparent)]
     Recording(#[from] RecordingError),
-    /// The file is a perf.data file.
-    #[error(
-        "{} is a perf.data file; --tpebs-from reads hrec recordings (`hrec record -W`) and retire-latency JSON files",
-        path.display()
-    )]
-    PerfData {
-        /// The file.
-        path: PathBuf,
-    },
     /// The file is neither a recording nor a retire-latency JSON file.
     #[error(
         "{} is neither an hrec recording nor a retire-latency JSON file: {message}",
@@ -373,17 +365,12 @@ pub fn from_file(path: &Path) -> Result<LatencyFile, TpebsError> {
     std::fs::File::open(path)
         .and_then(|f| f.take(data::MAGIC.len() as u64).read_to_end(&mut magic))
         .map_err(io)?;
-    if magic == data::MAGIC {
+    if magic == data::MAGIC || crate::perfdata::is_perf_data(&magic) {
         let (collector, warnings) = read_recording(path)?;
         return Ok(LatencyFile {
             path: path.to_path_buf(),
             latencies: Latencies::Recording(collector),
             warnings,
-        });
-    }
-    if magic.starts_with(b"PERFILE") {
-        return Err(TpebsError::PerfData {
-            path: path.to_path_buf(),
         });
     }
     let bytes = std::fs::read(path).map_err(io)?;

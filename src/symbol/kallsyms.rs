@@ -41,7 +41,7 @@ impl KernelSymbols {
         let mut syms: Vec<KernelSym> = text
             .lines()
             .filter_map(|l| {
-                let mut it = l.split_whitespace();
+                let mut it = l.split_ascii_whitespace();
                 let start = u64::from_str_radix(it.next()?, 16).ok()?;
                 let _type = it.next()?;
                 let name = it.next()?;

@@ -20,7 +20,8 @@
 //!
 //! **Kernel addresses** resolve against the kallsyms subset stored in the recording
 //! ([`kallsyms`]), not the running kernel's, and JIT code against `/tmp/perf-PID.map`
-//! ([`perfmap`]).
+//! ([`perfmap`]). A perf.data file stores no kernel symbols; the running kernel's are used only
+//! when its build-id is the recording's ([`crate::perfdata`]).
 //!
 //! Every address that does not resolve keeps an [`Unresolved`] reason so the report can say
 //! what fraction of samples resolved and why the rest did not.
@@ -85,6 +86,16 @@ pub enum Unresolved {
     /// A kernel address, but the recording has no kernel symbols (`kptr_restrict`, or
     /// kallsyms was not readable).
     NoKernelSymbols,
+    /// A kernel address of a recording made on another kernel (its `[kernel.kallsyms]`
+    /// build-id differs from the running kernel's), so this machine's kallsyms cannot name it.
+    KernelMismatch,
+    /// A kernel address of a recording that names no kernel build-id (perf.data from
+    /// `perf record -z`, pipe mode or `--no-buildid`), so this machine's kallsyms cannot be
+    /// shown to fit it.
+    NoKernelBuildId,
+    /// A kernel address of a recording made on this kernel build but loaded at another address
+    /// (KASLR, another boot), so this machine's kallsyms would name the wrong functions.
+    KernelRelocated,
 }
 
 impl Unresolved {
@@ -98,6 +109,9 @@ impl Unresolved {
             Unresolved::NotElf => "not ELF",
             Unresolved::NoSymbols => "no symbols",
             Unresolved::NoKernelSymbols => "no kernel symbols",
+            Unresolved::KernelMismatch => "kernel differs from the recording's",
+            Unresolved::NoKernelBuildId => "no kernel build-id in the recording",
+            Unresolved::KernelRelocated => "kernel loaded at another address than in the recording",
         }
     }
 }

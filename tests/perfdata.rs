@@ -1,0 +1,773 @@
+//! perf.data conformance: files recorded here by the installed perf (software events), read by
+//! hrec and checked against perf's own reading of **the same file**. Same data, so the numbers
+//! must agree exactly: sample counts, per-symbol overheads (within the 0.01 that perf's two
+//! decimals round away), group read values and weights per sample.
+//!
+//! What is compared with what:
+//!
+//! * samples: `hrec script` sample lines = `perf script -F comm,tid,time,period` lines (one line
+//!   per sample without an ip field, so callchains do not add lines); for a `:S` group, perf
+//!   script splits each sample into one line per member, so its leader's lines are counted,
+//!   and `perf report --stats` SAMPLE events too;
+//! * overheads: `hrec report --json --sort sym` rows = `perf report --stdio --no-children
+//!   --sort sym -g none`; unresolved addresses (`[.] 0x...`) are one bucket per side of the
+//!   address space, because perf prints them as file offsets and hrec as addresses;
+//! * group values: every sample's `{cpu-clock N task-clock N page-faults N}` in `hrec script` =
+//!   the `..... id X, value Y` lines of `perf report -D` (perf 6.1's `perf script` has no field
+//!   for read values; it prints each member as a sample whose period is the delta, which would
+//!   only check differences);
+//! * weights: `hrec script`'s `weight V ins_lat L` = `perf script -F weight,ins_lat`, sample by
+//!   sample.
+//!
+//! Kernel symbols come from this machine's kallsyms only when the file's kernel build-id is the
+//! running kernel's. perf 6.1 writes no build-ids with `-z` or in pipe mode, so there hrec's
+//! kernel rows stay unresolved while perf's are named: user-space rows are compared one by
+//! one and the kernel as a total.
+
+mod support;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+use support::{hrec_in, text};
+
+/// perf prints overheads with two decimals; a bucket of unresolved rows sums a few roundings.
+const ROUNDING: f64 = 0.01;
+
+fn run_perf(dir: &Path, args: &[&str]) -> String {
+    let o = Command::new("perf")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run perf");
+    assert!(
+        o.status.success(),
+        "perf {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// `perf record -q -F 4000 -o NAME OPTS -- WORK` in `dir`.
+fn perf_record(dir: &Path, name: &str, opts: &[&str], work: &[&str]) -> PathBuf {
+    let mut args = vec!["record", "-q", "-F", "4000", "-o", name];
+    args.extend_from_slice(opts);
+    args.push("--");
+    args.extend_from_slice(work);
+    run_perf(dir, &args);
+    dir.join(name)
+}
+
+/// The same in pipe mode: `perf record -o - ... > NAME`.
+fn perf_record_pipe(dir: &Path, name: &str, work: &[&str]) -> PathBuf {
+    let path = dir.join(name);
+    let out = std::fs::File::create(&path).unwrap();
+    let mut args = vec![
+        "record",
+        "-q",
+        "-F",
+        "4000",
+        "-e",
+        "cpu-clock",
+        "-o",
+        "-",
+        "--",
+    ];
+    args.extend_from_slice(work);
+    let st = Command::new("perf")
+        .args(&args)
+        .current_dir(dir)
+        .stdout(out)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    path
+}
+
+fn hotspots() -> String {
+    support::release_example("hotspots")
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn hrec_ok(dir: &Path, args: &[&str]) -> (String, String) {
+    let o = hrec_in(dir, args);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "hrec {args:?}: {err}");
+    (out, err)
+}
+
+/// Sample lines of `hrec script` (callchain frames are tab-indented, then a blank line).
+fn hrec_script(dir: &Path, file: &str) -> Vec<String> {
+    hrec_ok(
+        dir,
+        &[
+            "script",
+            "-i",
+            file,
+            "-F",
+            "+pid,+weight,+ins_lat,+retire_lat,+read",
+        ],
+    )
+    .0
+    .lines()
+    .filter(|l| !l.is_empty() && !l.starts_with('\t'))
+    .map(str::to_string)
+    .collect()
+}
+
+/// One line per sample.
+fn perf_script_samples(dir: &Path, file: &str) -> usize {
+    run_perf(
+        dir,
+        &["script", "-i", file, "-F", "comm,tid,time,period,event"],
+    )
+    .lines()
+    .filter(|l| !l.trim().is_empty())
+    .count()
+}
+
+/// Unresolved addresses are one bucket per side: perf prints them as file offsets, hrec as
+/// addresses.
+fn norm(key: &str) -> String {
+    let key = key.trim();
+    match key.split_once(' ') {
+        Some((side, rest)) if rest.starts_with("0x") => format!("{side} (unresolved)"),
+        _ => key.to_string(),
+    }
+}
+
+/// The first table of `perf report --stdio --no-children -g none --sort KEY EXTRA`: overhead
+/// (or with `-n`, samples) per normalised key.
+fn perf_table(
+    dir: &Path,
+    file: &str,
+    key: &str,
+    extra: &[&str],
+    samples: bool,
+) -> HashMap<String, f64> {
+    let mut args = vec![
+        "report",
+        "-i",
+        file,
+        "--stdio",
+        "--no-children",
+        "-g",
+        "none",
+        "--sort",
+        key,
+    ];
+    args.extend_from_slice(extra);
+    let out = run_perf(dir, &args);
+    let mut m = HashMap::new();
+    let mut tables = 0;
+    for l in out.lines() {
+        if l.starts_with("# Samples:") {
+            tables += 1;
+        }
+        if tables > 1 {
+            break;
+        }
+        if l.starts_with('#') || l.trim().is_empty() {
+            continue;
+        }
+        let (pct, rest) = l.trim().split_once('%').expect("an overhead column");
+        let (v, rest) = if samples {
+            let (n, rest) = rest.trim().split_once(' ').expect("a samples column");
+            (n.parse::<f64>().unwrap(), rest)
+        } else {
+            (pct.parse::<f64>().unwrap(), rest)
+        };
+        *m.entry(norm(rest)).or_insert(0.0) += v;
+    }
+    m
+}
+
+fn hrec_report(dir: &Path, file: &str, key: &str) -> Value {
+    let (out, _) = hrec_ok(dir, &["report", "--json", "--sort", key, "-i", file]);
+    serde_json::from_str(&out).unwrap()
+}
+
+/// Overhead (or samples) per normalised key of hrec's first event.
+fn hrec_table(j: &Value, key: &str, samples: bool) -> HashMap<String, f64> {
+    let mut m = HashMap::new();
+    for r in j["events"][0]["rows"].as_array().unwrap() {
+        let v = if samples {
+            r["samples"].as_f64().unwrap()
+        } else {
+            r["overhead"].as_f64().unwrap()
+        };
+        *m.entry(norm(r["key"][key].as_str().unwrap()))
+            .or_insert(0.0) += v;
+    }
+    m
+}
+
+/// Every key that `keep` selects has the same value on both sides (within `tol`). A row only
+/// perf has and a row only hrec has with the same value are one function under two alias
+/// names (`write` and `__GI___libc_write` share an address; perf and hrec pick differently):
+/// such pairs are accepted, anything else is a mismatch.
+fn assert_same(
+    perf: &HashMap<String, f64>,
+    hrec: &HashMap<String, f64>,
+    tol: f64,
+    keep: impl Fn(&str) -> bool,
+    what: &str,
+) {
+    let mut keys: Vec<&String> = perf.keys().chain(hrec.keys()).filter(|k| keep(k)).collect();
+    keys.sort();
+    keys.dedup();
+    assert!(!keys.is_empty(), "{what}: nothing to compare");
+    let value = |t: &HashMap<String, f64>, k: &str| t.get(k).copied().unwrap_or(0.0);
+    let differ: Vec<&String> = keys
+        .into_iter()
+        .filter(|k| (value(perf, k) - value(hrec, k)).abs() > tol)
+        .collect();
+    let mut hrec_only: Vec<&String> = differ
+        .iter()
+        .copied()
+        .filter(|k| !perf.contains_key(*k))
+        .collect();
+    let mut bad = Vec::new();
+    for k in differ.iter().filter(|k| perf.contains_key(**k)) {
+        let p = value(perf, k);
+        let alias = hrec.get(*k).is_none()
+            && hrec_only
+                .iter()
+                .position(|h| (value(hrec, h) - p).abs() <= tol)
+                .map(|i| hrec_only.remove(i))
+                .inspect(|h| eprintln!("{what}: alias: perf {k} = hrec {h} ({p})"))
+                .is_some();
+        if !alias {
+            bad.push(format!("{k}: perf {p} hrec {:.4}", value(hrec, k)));
+        }
+    }
+    bad.extend(
+        hrec_only
+            .iter()
+            .map(|k| format!("{k}: perf 0 hrec {:.4}", value(hrec, k))),
+    );
+    assert!(
+        bad.is_empty(),
+        "{what}: {} rows differ:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
+}
+
+fn total(t: &HashMap<String, f64>, keep: impl Fn(&str) -> bool) -> f64 {
+    t.iter().filter(|(k, _)| keep(k)).map(|(_, v)| v).sum()
+}
+
+/// Samples and per-symbol overheads of one file, all rows or those `keep` selects.
+fn check_counts_and_symbols(dir: &Path, file: &str, keep: impl Fn(&str) -> bool + Copy) -> Value {
+    let hrec_lines = hrec_script(dir, file);
+    let perf_n = perf_script_samples(dir, file);
+    let j = hrec_report(dir, file, "sym");
+    assert_eq!(
+        hrec_lines.len(),
+        perf_n,
+        "{file}: samples in hrec script vs perf script"
+    );
+    assert_eq!(
+        j["samples"].as_u64(),
+        Some(perf_n as u64),
+        "{file}: samples in the report"
+    );
+    let perf = perf_table(dir, file, "sym", &[], false);
+    assert_same(&perf, &hrec_table(&j, "sym", false), ROUNDING, keep, file);
+    j
+}
+
+fn unresolved_reasons(j: &Value) -> Vec<String> {
+    j["unresolved"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u[0].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn plain_recording_matches_perf() {
+    if support::perf().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bin = hotspots();
+    perf_record(dir.path(), "plain.data", &["-e", "cpu-clock"], &[&bin, "1"]);
+    let j = check_counts_and_symbols(dir.path(), "plain.data", |_| true);
+    assert!(
+        j["events"][0]["rows"][0]["key"]["sym"]
+            .as_str()
+            .unwrap()
+            .contains("hot_multiply"),
+        "{j}"
+    );
+    // The info dump names the file's facts.
+    let (info, _) = hrec_ok(dir.path(), &["info", "-i", "plain.data"]);
+    for want in [
+        "perf.data (file mode)",
+        "# event 0 : name = cpu-clock, pmu = software, role = sampler",
+        "# perf version : 6.",
+        "# cmdline : ",
+        "kernel build-id",
+    ] {
+        assert!(info.contains(want), "{want}:\n{info}");
+    }
+}
+
+#[test]
+fn callchains_match_perf() {
+    if support::perf().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bin = hotspots();
+    perf_record(
+        dir.path(),
+        "g.data",
+        &["-e", "cpu-clock", "-g"],
+        &[&bin, "1"],
+    );
+    check_counts_and_symbols(dir.path(), "g.data", |_| true);
+    // The same number of callchain frames (perf prints them without the context markers).
+    let perf_frames = run_perf(dir.path(), &["script", "-i", "g.data", "-F", "ip"])
+        .lines()
+        .filter(|l| l.starts_with('\t') && !l.trim().is_empty())
+        .count();
+    let (out, _) = hrec_ok(dir.path(), &["script", "-i", "g.data", "-F", "ip"]);
+    let hrec_frames = out.lines().filter(|l| l.starts_with('\t')).count();
+    assert!(perf_frames > 0);
+    assert_eq!(hrec_frames, perf_frames);
+    // hrec's callers come out in the report.
+    let (report, _) = hrec_ok(dir.path(), &["report", "-g", "-i", "g.data"]);
+    assert!(report.contains("hotspots::main"), "{report}");
+}
+
+#[test]
+fn weight_struct_samples_decode_with_their_weight() {
+    if support::perf().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bin = hotspots();
+    perf_record(
+        dir.path(),
+        "w.data",
+        &["-W", "-e", "cpu-clock"],
+        &[&bin, "1"],
+    );
+    let j = check_counts_and_symbols(dir.path(), "w.data", |_| true);
+    assert_eq!(
+        j["events"][0]["retire_latency"],
+        Value::Null,
+        "all zero: no latencies"
+    );
+    // Sample by sample, in time order: var1 and ins_lat as perf prints them (0 here: cpu-clock
+    // fills no weight).
+    let perf: Vec<(u64, u64)> = run_perf(
+        dir.path(),
+        &["script", "-i", "w.data", "-F", "weight,ins_lat"],
+    )
+    .lines()
+    .filter_map(|l| {
+        let mut it = l.split_whitespace().map(|v| v.parse::<u64>().unwrap());
+        Some((it.next()?, it.next()?))
+    })
+    .collect();
+    let hrec: Vec<(u64, u64)> = hrec_script(dir.path(), "w.data")
+        .iter()
+        .map(|l| {
+            let w = l
+                .split_once(" weight ")
+                .expect("every sample has its weight")
+                .1;
+            let v: Vec<u64> = w
+                .split_whitespace()
+                .filter_map(|x| x.parse().ok())
+                .collect();
+            (v[0], v[1])
+        })
+        .collect();
+    assert!(!hrec.is_empty());
+    assert_eq!(hrec, perf);
+    // `hrec stat --tpebs-from` reads it too: its samples, all without a retire latency here.
+    match hrec::stat::tpebs::from_file(&dir.path().join("w.data")) {
+        Err(hrec::stat::tpebs::TpebsError::NoLatencies { samples, .. }) => {
+            assert_eq!(samples, hrec.len() as u64)
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// `perf report -D`: the read values of each sample, keyed by (time in µs, tid), in group order.
+fn perf_group_reads(dir: &Path, file: &str) -> Vec<((u64, u32), Vec<u64>)> {
+    let dump = run_perf(dir, &["report", "-D", "-i", file]);
+    let mut out: Vec<((u64, u32), Vec<u64>)> = Vec::new();
+    let mut cur: Option<usize> = None;
+    for l in dump.lines() {
+        if l.contains("PERF_RECORD_SAMPLE") {
+            // "TIME 0xOFF [0xSIZE]: PERF_RECORD_SAMPLE(IP, 0x2): PID/TID: ..."
+            let time: u64 = l.split_whitespace().next().unwrap().parse().unwrap();
+            let tid: u32 = l
+                .split("): ")
+                .nth(1)
+                .and_then(|r| r.split(':').next())
+                .and_then(|pt| pt.split('/').nth(1))
+                .unwrap()
+                .parse()
+                .unwrap();
+            out.push(((time / 1000, tid), Vec::new()));
+            cur = Some(out.len() - 1);
+        } else if let (Some(i), Some(v)) = (cur, l.trim().strip_prefix("..... id ")) {
+            let value = v.split("value ").nth(1).unwrap().split(',').next().unwrap();
+            out[i]
+                .1
+                .push(u64::from_str_radix(value.trim(), 16).unwrap());
+        } else if !l.starts_with('.') {
+            cur = None;
+        }
+    }
+    out
+}
+
+#[test]
+fn group_reads_match_perf_sample_by_sample() {
+    if support::perf().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bin = hotspots();
+    perf_record(
+        dir.path(),
+        "grp.data",
+        &["-e", "{cpu-clock,task-clock,page-faults}:S"],
+        &[&bin, "1"],
+    );
+    let f = "grp.data";
+    // perf script prints one line per member with a non-zero delta: count the leader's.
+    let perf_leader = run_perf(dir.path(), &["script", "-i", f, "-F", "tid,time,event"])
+        .lines()
+        .filter(|l| l.contains(" cpu-clock:"))
+        .count();
+    let stats = run_perf(dir.path(), &["report", "--stats", "-i", f]);
+    let perf_samples: usize = stats
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("SAMPLE events:"))
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let lines = hrec_script(dir.path(), f);
+    assert_eq!(lines.len(), perf_leader);
+    assert_eq!(lines.len(), perf_samples);
+    // Group values: every sample, every member, equal.
+    let mut perf = perf_group_reads(dir.path(), f);
+    let mut hrec: Vec<((u64, u32), Vec<u64>)> = lines
+        .iter()
+        .map(|l| {
+            let mut w = l.split_whitespace();
+            let _comm = w.next();
+            let tid: u32 = w
+                .next()
+                .unwrap()
+                .split('/')
+                .nth(1)
+                .unwrap()
+                .parse()
+                .unwrap();
+            let t = w.next().unwrap().trim_end_matches(':').replace('.', "");
+            let group = l.split_once('{').unwrap().1.split_once('}').unwrap().0;
+            let names: Vec<&str> = group.split_whitespace().step_by(2).collect();
+            assert_eq!(names, ["cpu-clock", "task-clock", "page-faults"], "{l}");
+            let values = group
+                .split_whitespace()
+                .skip(1)
+                .step_by(2)
+                .map(|v| v.parse().unwrap())
+                .collect();
+            ((t.parse().unwrap(), tid), values)
+        })
+        .collect();
+    perf.sort();
+    hrec.sort();
+    assert_eq!(hrec.len(), perf.len());
+    assert!(hrec.iter().all(|(_, v)| v.len() == 3));
+    assert_eq!(hrec, perf);
+    // The report: the sampler's samples per symbol equal perf's (perf weights a group member
+    // by the delta of its own read value, hrec the sampler by its period, so overheads may
+    // differ by a few hundredths; the sample counts may not).
+    let j = hrec_report(dir.path(), f, "sym");
+    let perf_n = perf_table(dir.path(), f, "sym", &["--no-group", "-n"], true);
+    assert_same(
+        &perf_n,
+        &hrec_table(&j, "sym", true),
+        0.0,
+        |_| true,
+        "grp samples",
+    );
+    let roles: Vec<String> = hrec_ok(dir.path(), &["info", "-i", f])
+        .0
+        .lines()
+        .filter(|l| l.starts_with("# event"))
+        .map(|l| {
+            l.split(", role = ")
+                .nth(1)
+                .unwrap()
+                .split(',')
+                .next()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(roles, ["sampler", "counted", "counted"]);
+}
+
+#[test]
+fn compressed_and_pipe_files_match_perf_except_kernel_names() {
+    if support::perf().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bin = hotspots();
+    perf_record(
+        dir.path(),
+        "z.data",
+        &["-e", "cpu-clock", "-z"],
+        &[&bin, "1"],
+    );
+    perf_record_pipe(dir.path(), "pipe.data", &[&bin, "1"]);
+    for f in ["z.data", "pipe.data"] {
+        let j = check_counts_and_symbols(dir.path(), f, |k| k.starts_with("[.]"));
+        // perf 6.1 writes no build-ids here: perf names kernel symbols anyway, hrec cannot show
+        // that this kernel is the recording's and leaves them unresolved, with that reason.
+        let perf = perf_table(dir.path(), f, "sym", &[], false);
+        let hrec = hrec_table(&j, "sym", false);
+        let is_kernel = |k: &str| k.starts_with("[k]");
+        let (pk, hk) = (total(&perf, is_kernel), total(&hrec, is_kernel));
+        assert!(
+            (pk - hk).abs() <= 0.01 * perf.keys().filter(|k| is_kernel(k)).count() as f64 + 0.01,
+            "{f}: kernel total perf {pk} hrec {hk}"
+        );
+        if hk > 0.0 {
+            assert!(
+                hrec.keys()
+                    .filter(|k| is_kernel(k))
+                    .all(|k| k == "[k] (unresolved)"),
+                "{f}: {hrec:?}"
+            );
+            assert!(
+                unresolved_reasons(&j).contains(&"no kernel build-id in the recording".into()),
+                "{f}: {j}"
+            );
+        }
+    }
+    let (info, _) = hrec_ok(dir.path(), &["info", "-i", "z.data"]);
+    assert!(info.contains("# compressed : zstd"), "{info}");
+    let (info, _) = hrec_ok(dir.path(), &["info", "-i", "pipe.data"]);
+    assert!(info.contains("perf.data (pipe mode)"), "{info}");
+}
+
+#[test]
+fn system_wide_recording_matches_perf() {
+    if support::perf().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let o = Command::new("perf")
+        .args([
+            "record",
+            "-q",
+            "-F",
+            "4000",
+            "-o",
+            "a.data",
+            "-e",
+            "cpu-clock",
+            "-a",
+        ])
+        .args(["--", "sleep", "0.5"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    if !o.status.success() {
+        // System-wide recording needs root or perf_event_paranoid <= 0.
+        eprintln!(
+            "skipped: perf record -a is not allowed here: {}",
+            String::from_utf8_lossy(&o.stderr)
+                .lines()
+                .next()
+                .unwrap_or("")
+        );
+        return;
+    }
+    let f = "a.data";
+    // Every sample lands in the same binary on both sides, and every kernel symbol matches.
+    // (User-space symbols of whatever else ran are compared by binary only: perf and hrec name
+    // C++ functions differently, with and without parameter lists, and pick different aliases
+    // among identical folded functions.)
+    let j = check_counts_and_symbols(dir.path(), f, |k| k.starts_with("[k]"));
+    let dso = hrec_report(dir.path(), f, "dso");
+    assert_eq!(dso["samples"], j["samples"]);
+    let perf = perf_table(dir.path(), f, "dso", &[], false);
+    assert_same(
+        &perf,
+        &hrec_table(&dso, "dso", false),
+        ROUNDING,
+        |_| true,
+        "a.data dsos",
+    );
+    let (info, _) = hrec_ok(dir.path(), &["info", "-i", f]);
+    assert!(
+        info.contains("role = tracking"),
+        "perf's dummy event: {info}"
+    );
+}
+
+#[test]
+fn another_kernels_recording_leaves_kernel_frames_unresolved_with_the_reason() {
+    if support::perf().is_none() {
+        return;
+    }
+    let Some(running) = hrec::perfdata::running_kernel_build_id(Path::new("/sys/kernel/notes"))
+    else {
+        eprintln!("skipped: /sys/kernel/notes has no build-id");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let bin = hotspots();
+    // Page faults of a fresh 32 MiB buffer: kernel samples for sure.
+    let p = perf_record(dir.path(), "k.data", &["-e", "cpu-clock"], &[&bin, "1"]);
+    let mut bytes = std::fs::read(&p).unwrap();
+    let id: Vec<u8> = (0..running.len() / 2)
+        .map(|i| u8::from_str_radix(&running[2 * i..2 * i + 2], 16).unwrap())
+        .collect();
+    let at = bytes
+        .windows(id.len())
+        .position(|w| w == id)
+        .expect("the kernel build-id is in the build-id table");
+    bytes[at] ^= 0xff;
+    std::fs::write(dir.path().join("other.data"), &bytes).unwrap();
+    let same = hrec_report(dir.path(), "k.data", "sym");
+    let other = hrec_report(dir.path(), "other.data", "sym");
+    let (ks, ko) = (
+        hrec_table(&same, "sym", false),
+        hrec_table(&other, "sym", false),
+    );
+    let kernel = |k: &str| k.starts_with("[k]");
+    assert!(total(&ks, kernel) > 0.0, "no kernel samples: {ks:?}");
+    assert!(ks.keys().any(|k| kernel(k) && k != "[k] (unresolved)"));
+    assert_eq!(
+        ko.keys().filter(|k| kernel(k)).collect::<Vec<_>>(),
+        ["[k] (unresolved)"]
+    );
+    assert!((total(&ks, kernel) - total(&ko, kernel)).abs() < 1e-9);
+    assert!(
+        unresolved_reasons(&other).contains(&"kernel differs from the recording's".into()),
+        "{other}"
+    );
+    let (text, _) = hrec_ok(dir.path(), &["report", "-i", "other.data"]);
+    assert!(
+        text.contains("kernel differs from the recording's"),
+        "{text}"
+    );
+    let (info, _) = hrec_ok(dir.path(), &["info", "-i", "other.data"]);
+    assert!(info.contains("is not this machine's"), "{info}");
+}
+
+#[test]
+fn cut_and_damaged_files_give_a_partial_result_or_one_error_line() {
+    if support::perf().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bin = hotspots();
+    let p = perf_record(
+        dir.path(),
+        "full.data",
+        &["-e", "cpu-clock", "-g"],
+        &[&bin, "1"],
+    );
+    let full = std::fs::read(&p).unwrap();
+    let full_samples = perf_script_samples(dir.path(), "full.data");
+    let data_off = u64::from_le_bytes(full[40..48].try_into().unwrap()) as usize;
+    let data_end = data_off + u64::from_le_bytes(full[48..56].try_into().unwrap()) as usize;
+    let mut cuts: Vec<usize> = (0..24).map(|i| i * full.len() / 24).collect();
+    cuts.extend([
+        0,
+        7,
+        8,
+        103,
+        104,
+        data_off - 1,
+        data_off,
+        data_off + 3,
+        data_end,
+        data_end + 9,
+    ]);
+    for cut in cuts {
+        let name = format!("cut{cut}.data");
+        std::fs::write(dir.path().join(&name), &full[..cut]).unwrap();
+        for cmd in ["report", "script", "info", "flamegraph"] {
+            let mut args = vec![cmd, "-i", name.as_str()];
+            if cmd == "flamegraph" {
+                args.extend(["-o", "cut.svg"]);
+            }
+            let o = hrec_in(dir.path(), &args);
+            let (out, err) = text(&o);
+            assert!(!err.contains("panicked"), "{cmd} cut {cut}: {err}");
+            match o.status.code() {
+                Some(0) => {
+                    if cut < data_end && cut > data_off && cmd == "report" {
+                        assert!(err.contains("is cut short"), "{cmd} cut {cut}: {err}");
+                    }
+                    if cmd == "script" {
+                        let n = out
+                            .lines()
+                            .filter(|l| !l.is_empty() && !l.starts_with('\t'))
+                            .count();
+                        assert!(n <= full_samples, "cut {cut}: {n} samples");
+                    }
+                }
+                Some(1) => {
+                    // Nothing readable (a header or the attrs cut off), or nothing to draw:
+                    // one error line, after the warning about the cut if there was one.
+                    let errors = err.lines().filter(|l| l.starts_with("hrec: error: "));
+                    assert_eq!(errors.count(), 1, "{cmd} cut {cut}: {err}");
+                    assert!(
+                        err.lines().all(|l| l.starts_with("hrec: ")),
+                        "{cmd} cut {cut}: {err}"
+                    );
+                }
+                other => panic!("{cmd} cut {cut}: exit {other:?}: {err}"),
+            }
+        }
+    }
+    // Damaged bytes in the header, the attrs and the feature sections.
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    for round in 0..40 {
+        let mut b = full.clone();
+        for _ in 0..4 {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let outside = (0..data_off).chain(data_end..full.len());
+            let n = outside.clone().count();
+            let i = outside.clone().nth((state >> 33) as usize % n).unwrap();
+            b[i] = (state >> 17) as u8;
+        }
+        std::fs::write(dir.path().join("bad.data"), &b).unwrap();
+        let o = hrec_in(dir.path(), &["report", "-i", "bad.data"]);
+        let (_, err) = text(&o);
+        assert!(!err.contains("panicked"), "round {round}: {err}");
+        assert!(
+            matches!(o.status.code(), Some(0 | 1)),
+            "round {round}: {err}"
+        );
+    }
+}
