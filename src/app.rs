@@ -317,27 +317,27 @@ fn record(
     Ok(u8::try_from(outcome.exit_code).unwrap_or(1))
 }
 
-fn open_recording(cfg: &InputConfig, err: &mut dyn Write) -> Result<Recording, AppError> {
-    let rec = Recording::open(&cfg.input)?;
+fn open_recording(input: &Path, err: &mut dyn Write) -> Result<Recording, AppError> {
+    let rec = Recording::open(input)?;
     if let Some(why) = rec.truncated() {
         match &rec.source {
             Source::Hrec(_) => writeln!(
                 err,
                 "hrec: warning: {} is truncated ({why}): reading the {} complete blocks",
-                cfg.input.display(),
+                input.display(),
                 rec.block_count()
             )?,
             Source::PerfData(p) => writeln!(
                 err,
                 "hrec: warning: {} is cut short ({why}): reading its {} whole records",
-                cfg.input.display(),
+                input.display(),
                 p.trailer.records
             )?,
         }
     }
     if let Source::PerfData(p) = &rec.source {
         for w in &p.info.warnings {
-            writeln!(err, "hrec: warning: {}: {w}", cfg.input.display())?;
+            writeln!(err, "hrec: warning: {}: {w}", input.display())?;
         }
     }
     for e in &rec.errors {
@@ -348,12 +348,7 @@ fn open_recording(cfg: &InputConfig, err: &mut dyn Write) -> Result<Recording, A
 
 fn report(cfg: &ReportConfig, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, AppError> {
     use crate::analysis::{hist, profile};
-    let rec = open_recording(
-        &InputConfig {
-            input: cfg.input.clone(),
-        },
-        err,
-    )?;
+    let rec = open_recording(&cfg.input, err)?;
     let meta = rec.meta();
     let total = rec.trailer().map(|t| t.samples).unwrap_or(0);
     let show = cfg.progress;
@@ -463,12 +458,7 @@ fn fold_recording(
     err: &mut dyn Write,
 ) -> Result<output::flame::Folded, AppError> {
     use crate::analysis::profile;
-    let rec = open_recording(
-        &InputConfig {
-            input: path.to_path_buf(),
-        },
-        err,
-    )?;
+    let rec = open_recording(path, err)?;
     let p = profile::build(&rec, &cfg.profile, &mut |_| {});
     if p.events.is_empty() {
         return Err(AppError::Usage(format!(
@@ -526,12 +516,7 @@ fn flamegraph(
 fn export(cfg: &ExportConfig, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, AppError> {
     use crate::analysis::profile;
     use crate::output::pprof;
-    let rec = open_recording(
-        &InputConfig {
-            input: cfg.input.clone(),
-        },
-        err,
-    )?;
+    let rec = open_recording(&cfg.input, err)?;
     let p = profile::build(&rec, &cfg.profile, &mut |_| {});
     if p.events.is_empty() {
         return Err(AppError::Usage(format!(
@@ -717,12 +702,7 @@ fn stat(
 }
 
 fn script(cfg: &ScriptConfig, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, AppError> {
-    let rec = open_recording(
-        &InputConfig {
-            input: cfg.input.clone(),
-        },
-        err,
-    )?;
+    let rec = open_recording(&cfg.input, err)?;
     let mut errors = Vec::new();
     let popts = crate::analysis::profile::ProfileOptions {
         symfs: cfg.symfs.clone(),
@@ -738,7 +718,7 @@ fn script(cfg: &ScriptConfig, out: &mut dyn Write, err: &mut dyn Write) -> Resul
 }
 
 fn info(cfg: &InputConfig, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, AppError> {
-    let rec = open_recording(cfg, err)?;
+    let rec = open_recording(&cfg.input, err)?;
     output::info(&rec, out)?;
     Ok(0)
 }

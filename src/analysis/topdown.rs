@@ -50,12 +50,7 @@ impl TdEvent {
     /// The TopDown event an event name (`slots`, `cpu_core/topdown-retiring/`,
     /// `topdown-be-bound:u`) names.
     pub fn from_name(name: &str) -> Option<TdEvent> {
-        // `pmu/event/mods` → `event`; `event:mods` → `event`.
-        let base = match name.split('/').collect::<Vec<_>>().as_slice() {
-            [_, ev, ..] => *ev,
-            _ => name,
-        };
-        let base = base.split(':').next().unwrap_or(base);
+        let base = crate::event::base_name(name);
         Some(match base {
             "slots" => TdEvent::Slots,
             "topdown-retiring" => TdEvent::Retiring,

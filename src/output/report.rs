@@ -517,12 +517,7 @@ pub fn json(
 /// Intel's retire-latency file name for an event: the name without PMU and modifiers, in
 /// upper case (`cpu_core/MEM_INST_RETIRED.STLB_HIT_LOADS/p` → `MEM_INST_RETIRED.STLB_HIT_LOADS`).
 pub fn intel_event_name(name: &str) -> String {
-    let parts: Vec<&str> = name.split('/').collect();
-    let base = match parts.as_slice() {
-        [_, ev, ..] => ev,
-        _ => &name,
-    };
-    base.split(':').next().unwrap_or(base).to_uppercase()
+    crate::event::base_name(name).to_uppercase()
 }
 
 /// `--retire-latency-json`: per-event statistics in the schema of Intel's

@@ -34,13 +34,7 @@ pub fn thousands(v: u64) -> String {
     out
 }
 
-fn base(name: &str) -> &str {
-    let n = match name.split('/').collect::<Vec<_>>().as_slice() {
-        [_, ev, ..] => ev,
-        _ => name,
-    };
-    n.split(':').next().unwrap_or(n)
-}
+use crate::event::base_name as base;
 
 fn is_msec(name: &str) -> bool {
     matches!(base(name), "task-clock" | "cpu-clock")
