@@ -22,6 +22,8 @@ pub struct Env {
     pub procfs_root: PathBuf,
     /// `-v` count.
     pub verbose: u8,
+    /// Worker threads of the reading commands (0: one per CPU; `HREC_THREADS`).
+    pub threads: usize,
 }
 
 impl Default for Env {
@@ -30,6 +32,7 @@ impl Default for Env {
             sysfs_root: PathBuf::from("/sys"),
             procfs_root: PathBuf::from("/proc"),
             verbose: 0,
+            threads: 0,
         }
     }
 }
@@ -257,11 +260,11 @@ pub fn run(
     match cmd {
         Command::Record(cfg) => record(env, cfg, out, err),
         Command::List(cfg) => list(env, cfg, out),
-        Command::Script(cfg) => script(cfg, out, err),
+        Command::Script(cfg) => script(env, cfg, out, err),
         Command::Info(cfg) => info(cfg, out, err),
-        Command::Report(cfg) => report(cfg, out, err),
-        Command::Flamegraph(cfg) => flamegraph(cfg, out, err),
-        Command::Export(cfg) => export(cfg, out, err),
+        Command::Report(cfg) => report(env, cfg, out, err),
+        Command::Flamegraph(cfg) => flamegraph(env, cfg, out, err),
+        Command::Export(cfg) => export(env, cfg, out, err),
         Command::Stat(cfg) => stat(env, cfg, out, err),
     }
 }
@@ -317,6 +320,17 @@ fn record(
     Ok(u8::try_from(outcome.exit_code).unwrap_or(1))
 }
 
+/// The profile options with the worker count of the environment.
+fn with_threads(
+    o: &crate::analysis::profile::ProfileOptions,
+    env: &Env,
+) -> crate::analysis::profile::ProfileOptions {
+    crate::analysis::profile::ProfileOptions {
+        threads: env.threads,
+        ..o.clone()
+    }
+}
+
 fn open_recording(input: &Path, err: &mut dyn Write) -> Result<Recording, AppError> {
     let rec = Recording::open(input)?;
     if let Some(why) = rec.truncated() {
@@ -346,7 +360,12 @@ fn open_recording(input: &Path, err: &mut dyn Write) -> Result<Recording, AppErr
     Ok(rec)
 }
 
-fn report(cfg: &ReportConfig, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, AppError> {
+fn report(
+    env: &Env,
+    cfg: &ReportConfig,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8, AppError> {
     use crate::analysis::{hist, profile};
     let rec = open_recording(&cfg.input, err)?;
     let meta = rec.meta();
@@ -362,7 +381,7 @@ fn report(cfg: &ReportConfig, out: &mut dyn Write, err: &mut dyn Write) -> Resul
             eprint!("\rhrec report: {done} samples{of}   ");
         }
     };
-    let p = profile::build(&rec, &cfg.profile, &mut progress);
+    let p = profile::build(&rec, &with_threads(&cfg.profile, env), &mut progress);
     if show {
         eprint!("\r{:60}\r", "");
     }
@@ -453,13 +472,14 @@ fn report(cfg: &ReportConfig, out: &mut dyn Write, err: &mut dyn Write) -> Resul
 /// Folded stacks of one recording for `hrec flamegraph`, with a notice on stderr when the
 /// recording has several events and none was named.
 fn fold_recording(
+    env: &Env,
     path: &Path,
     cfg: &FlamegraphConfig,
     err: &mut dyn Write,
 ) -> Result<output::flame::Folded, AppError> {
     use crate::analysis::profile;
     let rec = open_recording(path, err)?;
-    let p = profile::build(&rec, &cfg.profile, &mut |_| {});
+    let p = profile::build(&rec, &with_threads(&cfg.profile, env), &mut |_| {});
     if p.events.is_empty() {
         return Err(AppError::Usage(format!(
             "{} has no sampling events",
@@ -482,17 +502,18 @@ fn fold_recording(
 }
 
 fn flamegraph(
+    env: &Env,
     cfg: &FlamegraphConfig,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<u8, AppError> {
     let mut buf: Vec<u8> = Vec::new();
     if let [base, new] = cfg.diff.as_slice() {
-        let a = fold_recording(base, cfg, err)?;
-        let b = fold_recording(new, cfg, err)?;
+        let a = fold_recording(env, base, cfg, err)?;
+        let b = fold_recording(env, new, cfg, err)?;
         output::flame::diff_svg(&a, &b, &cfg.flame, &mut buf)?;
     } else {
-        let f = fold_recording(&cfg.input, cfg, err)?;
+        let f = fold_recording(env, &cfg.input, cfg, err)?;
         if cfg.folded {
             output::flame::write_folded(&f, &mut buf)?;
         } else {
@@ -513,11 +534,16 @@ fn flamegraph(
     Ok(0)
 }
 
-fn export(cfg: &ExportConfig, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, AppError> {
+fn export(
+    env: &Env,
+    cfg: &ExportConfig,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8, AppError> {
     use crate::analysis::profile;
     use crate::output::pprof;
     let rec = open_recording(&cfg.input, err)?;
-    let p = profile::build(&rec, &cfg.profile, &mut |_| {});
+    let p = profile::build(&rec, &with_threads(&cfg.profile, env), &mut |_| {});
     if p.events.is_empty() {
         return Err(AppError::Usage(format!(
             "{} has no sampling events",
@@ -701,11 +727,17 @@ fn stat(
     Ok(res.exit_code.map_or(0, |c| c.clamp(0, 255) as u8))
 }
 
-fn script(cfg: &ScriptConfig, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, AppError> {
+fn script(
+    env: &Env,
+    cfg: &ScriptConfig,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8, AppError> {
     let rec = open_recording(&cfg.input, err)?;
     let mut errors = Vec::new();
     let popts = crate::analysis::profile::ProfileOptions {
         symfs: cfg.symfs.clone(),
+        threads: env.threads,
         ..Default::default()
     };
     let mut buf = io::BufWriter::new(out);

@@ -27,6 +27,15 @@ pub struct Cli {
     /// Read kernel limits from this directory instead of /proc (also HREC_PROCFS_ROOT).
     #[arg(long, global = true, hide = true, env = "HREC_PROCFS_ROOT")]
     pub procfs_root: Option<PathBuf>,
+    /// Worker threads for reading recordings (0: one per CPU; also HREC_THREADS).
+    #[arg(
+        long,
+        global = true,
+        hide = true,
+        env = "HREC_THREADS",
+        default_value_t = 0
+    )]
+    pub threads: usize,
     /// The command.
     #[command(subcommand)]
     pub command: Cmd,
@@ -597,6 +606,7 @@ impl Cli {
     pub fn into_command(self) -> Result<(Env, Command), String> {
         let mut env = Env {
             verbose: self.verbose,
+            threads: self.threads,
             ..Env::default()
         };
         if let Some(r) = self.sysfs_root {

@@ -386,12 +386,33 @@ pub fn text(
     out.write_all(s.as_bytes())
 }
 
+/// A JSON object whose fields keep the order they were given in (`--sort` order, TopDown
+/// categories in perf's order); a hash map would print them in a different order every run.
+struct Ordered<T>(Vec<(&'static str, T)>);
+
+impl<T: Serialize> Serialize for Ordered<T> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
+
+impl<T> FromIterator<(&'static str, T)> for Ordered<T> {
+    fn from_iter<I: IntoIterator<Item = (&'static str, T)>>(it: I) -> Self {
+        Ordered(it.into_iter().collect())
+    }
+}
+
 #[derive(Serialize)]
 struct JsonTopDown {
     slots: u64,
     samples: u64,
-    level1: Option<HashMap<&'static str, f64>>,
-    level2: Option<HashMap<&'static str, f64>>,
+    level1: Option<Ordered<f64>>,
+    level2: Option<Ordered<f64>>,
 }
 
 fn json_td(td: &TdCounts, samples: u64) -> Option<JsonTopDown> {
@@ -409,7 +430,7 @@ fn json_td(td: &TdCounts, samples: u64) -> Option<JsonTopDown> {
 
 #[derive(Serialize)]
 struct JsonRow {
-    key: HashMap<&'static str, String>,
+    key: Ordered<String>,
     overhead: f64,
     period: u64,
     samples: u64,
