@@ -366,7 +366,7 @@ fn report(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<u8, AppError> {
-    use crate::analysis::{hist, profile};
+    use crate::analysis::{hist, replay};
     let rec = open_recording(&cfg.input, err)?;
     let meta = rec.meta();
     let total = rec.trailer().map(|t| t.samples).unwrap_or(0);
@@ -381,7 +381,7 @@ fn report(
             eprint!("\rhrec report: {done} samples{of}   ");
         }
     };
-    let p = profile::build(&rec, &with_threads(&cfg.profile, env), &mut progress);
+    let p = replay::build(&rec, &with_threads(&cfg.profile, env), &mut progress);
     if show {
         eprint!("\r{:60}\r", "");
     }
@@ -390,7 +390,7 @@ fn report(
     let mut header = vec![format!(
         "hrec report of {} ({} samples{}{})",
         cfg.input.display(),
-        p.samples.len(),
+        p.total_samples,
         rec.trailer()
             .map(|t| format!(", {} lost", t.lost_samples + t.lost_samples_read))
             .unwrap_or_default(),
@@ -477,9 +477,9 @@ fn fold_recording(
     cfg: &FlamegraphConfig,
     err: &mut dyn Write,
 ) -> Result<output::flame::Folded, AppError> {
-    use crate::analysis::profile;
+    use crate::analysis::replay;
     let rec = open_recording(path, err)?;
-    let p = profile::build(&rec, &with_threads(&cfg.profile, env), &mut |_| {});
+    let p = replay::build(&rec, &with_threads(&cfg.profile, env), &mut |_| {});
     if p.events.is_empty() {
         return Err(AppError::Usage(format!(
             "{} has no sampling events",
@@ -540,10 +540,10 @@ fn export(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<u8, AppError> {
-    use crate::analysis::profile;
+    use crate::analysis::replay;
     use crate::output::pprof;
     let rec = open_recording(&cfg.input, err)?;
-    let p = profile::build(&rec, &with_threads(&cfg.profile, env), &mut |_| {});
+    let p = replay::build(&rec, &with_threads(&cfg.profile, env), &mut |_| {});
     if p.events.is_empty() {
         return Err(AppError::Usage(format!(
             "{} has no sampling events",

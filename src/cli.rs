@@ -345,6 +345,7 @@ impl FlamegraphArgs {
             diff: self.diff,
             profile: hrec::analysis::profile::ProfileOptions {
                 symfs: self.symfs,
+                timeline: self.flame_chart,
                 ..Default::default()
             },
             flame: FlameOptions {

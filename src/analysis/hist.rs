@@ -14,8 +14,8 @@ use std::fmt;
 use std::str::FromStr;
 
 use super::FastMap;
-use super::latency::LatencyStats;
-use super::profile::{Loc, NONE, ProfSample, Profile};
+use super::latency::{LatHist, LatencyStats};
+use super::profile::{Loc, NONE, Profile, SampleGroup};
 use super::topdown::TdCounts;
 
 /// A `--sort` key.
@@ -132,8 +132,8 @@ pub struct Filters {
 }
 
 impl Filters {
-    /// Whether a sample passes the filters.
-    pub fn keep(&self, p: &Profile, s: &ProfSample) -> bool {
+    /// Whether a group's samples pass the filters.
+    pub fn keep(&self, p: &Profile, s: &SampleGroup) -> bool {
         let leaf = &p.locs[s.leaf as usize];
         (self.comms.is_empty() || self.comms.iter().any(|c| **c == *p.comms[s.comm as usize]))
             && (self.pids.is_empty() || self.pids.contains(&s.pid))
@@ -159,11 +159,11 @@ pub struct Row {
     pub td_samples: u64,
     /// Retire-latency statistics.
     pub latency: Option<LatencyStats>,
-    /// A sample of the row, to find its call paths.
+    /// A sample group of the row, to find its call paths.
     pub example: u32,
     /// The location of `example` the row stands for (its leaf, or a caller frame).
     pub example_loc: u32,
-    lat: Vec<u16>,
+    lat: LatHist,
 }
 
 /// One event's histogram.
@@ -181,8 +181,8 @@ pub struct Table {
     pub td_samples: u64,
     /// Retire-latency statistics of the whole event.
     pub latency: Option<LatencyStats>,
-    /// Sorted latencies of the whole event (for histograms).
-    pub latencies: Vec<u16>,
+    /// Latencies of the whole event (for histograms).
+    pub latencies: LatHist,
     /// Rows, heaviest first.
     pub rows: Vec<Row>,
 }
@@ -267,7 +267,7 @@ pub fn ip_cell(l: &Loc) -> String {
 
 type Key = [u64; 10];
 
-fn key_of(lk: &LocKeys, sort: &[SortKey], s: &ProfSample, loc: u32) -> Key {
+fn key_of(lk: &LocKeys, sort: &[SortKey], s: &SampleGroup, loc: u32) -> Key {
     let mut k = [0u64; 10];
     for (slot, key) in k.iter_mut().zip(sort) {
         *slot = match key {
@@ -286,7 +286,7 @@ fn key_of(lk: &LocKeys, sort: &[SortKey], s: &ProfSample, loc: u32) -> Key {
     k
 }
 
-fn render(p: &Profile, lk: &LocKeys, sort: &[SortKey], s: &ProfSample, loc: u32) -> Vec<String> {
+fn render(p: &Profile, lk: &LocKeys, sort: &[SortKey], s: &SampleGroup, loc: u32) -> Vec<String> {
     let l = &p.locs[loc as usize];
     let e = &p.events[usize::from(s.event)];
     sort.iter()
@@ -312,7 +312,7 @@ fn render(p: &Profile, lk: &LocKeys, sort: &[SortKey], s: &ProfSample, loc: u32)
 }
 
 /// The loc that stands for a caller frame in a `children` row.
-fn frame_locs<'p>(p: &'p Profile, s: &'p ProfSample) -> impl Iterator<Item = u32> + 'p {
+fn frame_locs<'p>(p: &'p Profile, s: &'p SampleGroup) -> impl Iterator<Item = u32> + 'p {
     std::iter::once(s.leaf).chain(p.callers(s).iter().copied())
 }
 
@@ -327,21 +327,22 @@ pub fn tables(p: &Profile, o: &HistOptions) -> Vec<Table> {
         .collect();
     let mut maps: Vec<FastMap<Key, Row>> = vec![FastMap::default(); p.events.len()];
     let mut seen: Vec<Key> = Vec::new();
-    for (si, s) in p.samples.iter().enumerate() {
+    for (si, s) in p.groups.iter().enumerate() {
         if !o.filters.keep(p, s) {
             continue;
         }
         let ev = usize::from(s.event);
         let t = &mut out[ev];
         t.total_period += s.period;
-        t.total_samples += 1;
+        t.total_samples += s.samples;
         let td = p.td(s);
         if let Some(td) = td {
             t.td.add(td);
-            t.td_samples += 1;
+            t.td_samples += s.td_samples;
         }
-        if let Some(l) = s.latency() {
-            t.latencies.push(l);
+        let lat = p.latency(s);
+        if let Some(l) = lat {
+            t.latencies.merge(l);
         }
         let map = &mut maps[ev];
         let k = key_of(&lk, &o.sort, s, s.leaf);
@@ -351,13 +352,13 @@ pub fn tables(p: &Profile, o: &HistOptions) -> Vec<Table> {
             ..Row::default()
         });
         row.period += s.period;
-        row.samples += 1;
+        row.samples += s.samples;
         if let Some(td) = td {
             row.td.add(td);
-            row.td_samples += 1;
+            row.td_samples += s.td_samples;
         }
-        if let Some(l) = s.latency() {
-            row.lat.push(l);
+        if let Some(l) = lat {
+            row.lat.merge(l);
         }
         if o.children {
             seen.clear();
@@ -379,8 +380,8 @@ pub fn tables(p: &Profile, o: &HistOptions) -> Vec<Table> {
     for (t, map) in out.iter_mut().zip(maps) {
         let mut rows: Vec<(Key, Row)> = map.into_iter().collect();
         for (_, r) in &mut rows {
-            r.latency = LatencyStats::of(&mut r.lat);
-            r.lat = Vec::new();
+            r.latency = LatencyStats::of_hist(&r.lat);
+            r.lat = LatHist::default();
         }
         rows.sort_by(|a, b| {
             let w = |r: &Row| if o.children { r.children } else { r.period };
@@ -392,12 +393,12 @@ pub fn tables(p: &Profile, o: &HistOptions) -> Vec<Table> {
         t.rows = rows
             .into_iter()
             .map(|(_, mut r)| {
-                let s = &p.samples[r.example as usize];
+                let s = &p.groups[r.example as usize];
                 r.key = render(p, &lk, &o.sort, s, r.example_loc);
                 r
             })
             .collect();
-        t.latency = LatencyStats::of(&mut t.latencies);
+        t.latency = LatencyStats::of_hist(&t.latencies);
     }
     out
 }

@@ -35,6 +35,70 @@ pub struct LatencyStats {
     pub total: u64,
 }
 
+/// An exact histogram of retire latencies: each distinct value with its count, in value
+/// order. Latencies are `u16` cycle counts, so this holds at most 65 536 entries whatever the
+/// number of samples, and every statistic of [`LatencyStats`] comes out exactly as from the
+/// list of values.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LatHist(Vec<(u16, u64)>);
+
+impl LatHist {
+    /// Counts one value.
+    pub fn add(&mut self, v: u16) {
+        self.add_n(v, 1);
+    }
+
+    fn add_n(&mut self, v: u16, n: u64) {
+        match self.0.binary_search_by_key(&v, |e| e.0) {
+            Ok(i) => self.0[i].1 += n,
+            Err(i) => self.0.insert(i, (v, n)),
+        }
+    }
+
+    /// Adds every value of another histogram.
+    pub fn merge(&mut self, o: &LatHist) {
+        if self.0.is_empty() {
+            self.0.clone_from(&o.0);
+            return;
+        }
+        for &(v, n) in &o.0 {
+            self.add_n(v, n);
+        }
+    }
+
+    /// Number of values.
+    pub fn count(&self) -> u64 {
+        self.0.iter().map(|e| e.1).sum()
+    }
+
+    /// Sum of the values.
+    pub fn sum(&self) -> u64 {
+        self.0.iter().map(|&(v, n)| u64::from(v) * n).sum()
+    }
+
+    /// Whether no value was counted.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The value at 1-based rank `r` in sorted order.
+    fn at_rank(&self, r: u64) -> u64 {
+        let mut seen = 0;
+        for &(v, n) in &self.0 {
+            seen += n;
+            if seen >= r {
+                return u64::from(v);
+            }
+        }
+        self.0.last().map_or(0, |e| u64::from(e.0))
+    }
+
+    /// The nearest-rank percentile.
+    fn percentile(&self, n: u64, p: u64) -> u64 {
+        self.at_rank((p * n).div_ceil(100).max(1))
+    }
+}
+
 /// The nearest-rank percentile of sorted values.
 fn rank(sorted: &[u16], p: u64) -> u64 {
     let n = sorted.len() as u64;
@@ -61,6 +125,52 @@ impl LatencyStats {
             total,
         })
     }
+}
+
+impl LatencyStats {
+    /// Statistics of a histogram; `None` when empty.
+    pub fn of_hist(h: &LatHist) -> Option<LatencyStats> {
+        let count = h.count();
+        if count == 0 {
+            return None;
+        }
+        let total = h.sum();
+        Some(LatencyStats {
+            count,
+            min: u64::from(h.0[0].0),
+            mean: total as f64 / count as f64,
+            median: h.percentile(count, 50),
+            p90: h.percentile(count, 90),
+            p99: h.percentile(count, 99),
+            max: u64::from(h.0[h.0.len() - 1].0),
+            total,
+        })
+    }
+}
+
+/// [`histogram`] of a [`LatHist`].
+pub fn histogram_of(h: &LatHist) -> Vec<(u64, u64)> {
+    let Some(&(max, _)) = h.0.last() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut le = 0u64;
+    let mut i = 0usize;
+    loop {
+        let mut n = 0;
+        while let Some(&(v, c)) = h.0.get(i)
+            && u64::from(v) <= le
+        {
+            n += c;
+            i += 1;
+        }
+        out.push((le, n));
+        if le >= u64::from(max) {
+            break;
+        }
+        le = if le == 0 { 1 } else { le * 2 };
+    }
+    out
 }
 
 /// Power-of-two histogram buckets: `(upper bound inclusive, count)` for bounds 0, 1, 2, 4,
@@ -101,6 +211,35 @@ mod tests {
         let s = LatencyStats::of(&mut one).unwrap();
         assert_eq!((s.median, s.p90, s.p99, s.max), (7, 7, 7, 7));
         assert_eq!(LatencyStats::of(&mut []), None);
+    }
+
+    #[test]
+    fn histogram_statistics_equal_those_of_the_values() {
+        // Pseudo-random values with many repeats, in several sizes, against the sorted list.
+        let mut x = 12345u64;
+        for n in [1usize, 2, 3, 7, 10, 99, 100, 101, 1000, 4321] {
+            let mut v: Vec<u16> = (0..n)
+                .map(|_| {
+                    x = x
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    ((x >> 33) % 700) as u16
+                })
+                .collect();
+            let mut h = LatHist::default();
+            let (a, b) = v.split_at(n / 3);
+            let mut h2 = LatHist::default();
+            a.iter().for_each(|&l| h.add(l));
+            b.iter().for_each(|&l| h2.add(l));
+            h.merge(&h2);
+            assert_eq!(h.count(), n as u64);
+            let hs = LatencyStats::of_hist(&h);
+            let vs = LatencyStats::of(&mut v);
+            assert_eq!(hs, vs, "n = {n}");
+            assert_eq!(histogram_of(&h), histogram(&v), "n = {n}");
+        }
+        assert_eq!(LatencyStats::of_hist(&LatHist::default()), None);
+        assert!(histogram_of(&LatHist::default()).is_empty());
     }
 
     #[test]

@@ -1,28 +1,34 @@
-//! A recording turned into resolved samples: the common input of `report`, `flamegraph` and
-//! the exports.
+//! A recording's samples resolved and folded: the common input of `report`, `flamegraph`,
+//! `script` and the exports.
 //!
-//! Building a profile takes three passes:
-//! 1. **Replay** the records in time order: address spaces ([`crate::symbol::maps`]) and
-//!    thread names change as side-band records arrive, and each sample is resolved against
-//!    the state at its time into *locations*: (file, file offset), a kernel address, an
-//!    anonymous address of a process, or an unmapped address. Locations are interned, so a
-//!    hot loop sampled 100 000 times is one location. TopDown deltas are taken here too,
-//!    because they depend on the order of a thread's samples.
-//! 2. **Symbolize** each distinct location once: files in parallel, one worker per file at a
-//!    time (loading a binary's DWARF is the expensive part; lookups are microseconds).
-//! 3. The caller aggregates the compact samples ([`super::hist`]).
+//! **Folded, not listed.** A profile never holds one entry per sample. The converter
+//! ([`super::replay`]) hands each sample over once, as a [`SampleView`] of interned ids, and
+//! [`Folder`] adds it to the [`SampleGroup`] of everything a consumer can key on: event, CPU,
+//! process, thread, thread name, sampled location and call chain. A group keeps sums (samples,
+//! periods, TopDown deltas) and an exact histogram of retire latencies, which are `u16` cycle
+//! counts, so means, percentiles and maxima come out exactly as from the list of values.
+//! Memory grows with the distinct groups, not with the samples: a hot loop sampled 100 000
+//! times on one thread is one group. Groups are kept in the order of their first sample, so
+//! every consumer sees keys, locations and stacks first appear in the same order as it would
+//! sample by sample, and output does not change with folding.
 //!
-//! Return addresses in a callchain point after the call; they are looked up at `addr - 1`
-//! so the caller's line and inline chain are those of the call instruction.
+//! **Locations** are interned by the converter: (file, file offset), a kernel address, an
+//! anonymous address of a process, or an unmapped address. Each distinct location is
+//! symbolized once at the end ([`symbolize`]): files in parallel, one worker per file at a
+//! time (loading a binary's DWARF is the expensive part; lookups are microseconds).
+//!
+//! Return addresses in a callchain point after the call; the converter looks them up at
+//! `addr - 1` so the caller's line and inline chain are those of the call instruction.
+//!
+//! `--flame-chart` needs time order: with [`ProfileOptions::timeline`] the folder also keeps
+//! the runs of consecutive samples of the same group, as many entries as the chart has
+//! stack changes.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::decode::{Record, context, misc};
-use crate::event::attr::{flag, sample as st};
-use crate::recording::{Comms, Recording};
 use crate::symbol::debuginfo::SearchPaths;
 use crate::symbol::elf::Binary;
 use crate::symbol::kallsyms;
@@ -31,7 +37,8 @@ use crate::symbol::perfmap::PerfMap;
 use crate::symbol::{Frame, Unresolved};
 
 use super::FastMap;
-use super::topdown::{DeltaTracker, TdCounts, TdEvent};
+use super::latency::LatHist;
+use super::topdown::TdCounts;
 
 /// How to build a profile.
 #[derive(Debug, Clone)]
@@ -46,6 +53,8 @@ pub struct ProfileOptions {
     pub time: Option<(u64, u64)>,
     /// Worker threads for symbolization (0: one per CPU).
     pub threads: usize,
+    /// Keep the time order of groups for `--flame-chart` ([`Profile::timeline`]).
+    pub timeline: bool,
 }
 
 impl Default for ProfileOptions {
@@ -56,6 +65,7 @@ impl Default for ProfileOptions {
             perf_map_dir: PathBuf::from("/tmp"),
             time: None,
             threads: 0,
+            timeline: false,
         }
     }
 }
@@ -127,12 +137,12 @@ impl Loc {
     }
 }
 
-/// Sentinel for "none" in the compact sample fields.
+/// Sentinel for "none" in the compact fields.
 pub const NONE: u32 = u32::MAX;
 
-/// One kept sample, compact.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ProfSample {
+/// One sample as the converter hands it over: interned ids and the values to fold.
+#[derive(Debug, Clone, Copy)]
+pub struct SampleView<'a> {
     /// Index into [`Profile::events`].
     pub event: u16,
     /// CPU (`NONE` when not sampled).
@@ -149,21 +159,56 @@ pub struct ProfSample {
     pub period: u64,
     /// The sampled location, index into [`Profile::locs`].
     pub leaf: u32,
-    /// Start of the callers in [`Profile::chains`] (outward from the leaf).
-    pub chain_start: u32,
-    /// Number of callers.
-    pub chain_len: u32,
-    /// TopDown deltas, index into [`Profile::topdown`], or `NONE`.
-    pub td: u32,
-    /// Retire latency in cycles, or `NONE`.
-    pub retire_lat: u32,
+    /// Caller locations, outward from the leaf.
+    pub callers: &'a [u32],
+    /// The sample carried a callchain (possibly empty).
+    pub callchain: bool,
+    /// TopDown deltas of the sample's group read.
+    pub td: Option<TdCounts>,
+    /// Retire latency in cycles (`WEIGHT_STRUCT` bits 63:48), when the event samples it.
+    pub retire_lat: Option<u16>,
 }
 
-impl ProfSample {
-    /// The retire latency, if the sample has one.
-    pub fn latency(&self) -> Option<u16> {
-        (self.retire_lat != NONE).then_some(self.retire_lat as u16)
-    }
+/// Samples that agree on everything a consumer keys on, folded together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SampleGroup {
+    /// Index into [`Profile::events`].
+    pub event: u16,
+    /// CPU (`NONE` when not sampled).
+    pub cpu: u32,
+    /// Process id.
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// Thread name, index into [`Profile::comms`].
+    pub comm: u32,
+    /// The sampled location, index into [`Profile::locs`].
+    pub leaf: u32,
+    /// The callers, index into the profile's interned chains ([`Profile::callers`]).
+    pub chain: u32,
+    /// Samples folded here.
+    pub samples: u64,
+    /// Sum of their periods.
+    pub period: u64,
+    /// Sum of their TopDown deltas, index into [`Profile::topdown`], or `NONE`.
+    pub td: u32,
+    /// Samples that carried TopDown deltas.
+    pub td_samples: u64,
+    /// Their retire latencies, index into [`Profile::latencies`], or `NONE`.
+    pub lat: u32,
+}
+
+/// A run of consecutive samples (in time order) of one group, for `--flame-chart`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Run {
+    /// Index into [`Profile::groups`].
+    pub group: u32,
+    /// Samples in the run.
+    pub samples: u64,
+    /// Sum of their periods.
+    pub period: u64,
+    /// Sum of their retire latencies.
+    pub latency: u64,
 }
 
 /// Fraction of samples that resolved, and why the others did not.
@@ -175,19 +220,27 @@ pub struct Resolution {
     pub unresolved: Vec<(Unresolved, u64, String)>,
 }
 
-/// Resolved samples of one recording.
+/// Resolved, folded samples of one recording.
 #[derive(Debug, Default)]
 pub struct Profile {
     /// Sampling events.
     pub events: Vec<EventInfo>,
-    /// Kept samples in time order.
-    pub samples: Vec<ProfSample>,
-    /// Caller location indexes of all samples.
-    pub chains: Vec<u32>,
+    /// Kept samples (all groups together).
+    pub total_samples: u64,
+    /// Sample groups, in the order of their first sample.
+    pub groups: Vec<SampleGroup>,
+    /// Consecutive runs of groups in time order (only with [`ProfileOptions::timeline`]).
+    pub timeline: Vec<Run>,
+    /// Interned call chains: `(start, len)` into `chain_locs`.
+    chain_spans: Vec<(u32, u32)>,
+    /// Caller location indexes of all interned chains.
+    chain_locs: Vec<u32>,
     /// Distinct locations.
     pub locs: Vec<Loc>,
-    /// TopDown deltas of the samples that have them.
+    /// TopDown delta sums of the groups that have them.
     pub topdown: Vec<TdCounts>,
+    /// Retire-latency histograms of the groups that have them.
+    pub latencies: Vec<LatHist>,
     /// Thread names.
     pub comms: Vec<Arc<str>>,
     /// Some sample had a callchain.
@@ -207,270 +260,176 @@ pub struct Profile {
 }
 
 impl Profile {
-    /// The callers of a sample, outward.
-    pub fn callers(&self, s: &ProfSample) -> &[u32] {
-        let a = s.chain_start as usize;
-        &self.chains[a..a + s.chain_len as usize]
+    /// The callers of a group, outward.
+    pub fn callers(&self, g: &SampleGroup) -> &[u32] {
+        let (a, n) = self.chain_spans[g.chain as usize];
+        &self.chain_locs[a as usize..(a + n) as usize]
     }
 
-    /// The TopDown deltas of a sample.
-    pub fn td(&self, s: &ProfSample) -> Option<&TdCounts> {
-        (s.td != NONE).then(|| &self.topdown[s.td as usize])
+    /// The TopDown delta sum of a group.
+    pub fn td(&self, g: &SampleGroup) -> Option<&TdCounts> {
+        (g.td != NONE).then(|| &self.topdown[g.td as usize])
+    }
+
+    /// The retire latencies of a group, if its event has them.
+    pub fn latency(&self, g: &SampleGroup) -> Option<&LatHist> {
+        (g.lat != NONE).then(|| &self.latencies[g.lat as usize])
     }
 }
 
+/// What a group is keyed by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum LocKey {
-    File(FileIdx, u64),
-    Kernel(u64),
-    Anon(u32, FileIdx, u64),
-    Unmapped(u32, u64),
+struct GroupKey {
+    event: u16,
+    cpu: u32,
+    pid: u32,
+    tid: u32,
+    comm: u32,
+    leaf: u32,
+    chain: u32,
 }
 
-/// Pass-1 state.
-struct Replay<'r> {
-    rec: &'r Recording,
-    maps: AddressSpaces,
-    comms: Comms,
-    comm_ids: HashMap<String, u32>,
-    /// tid → comm id, valid until the next COMM/FORK of that tid.
-    tid_comm: FastMap<u32, u32>,
-    keys: FastMap<LocKey, u32>,
-    key_list: Vec<(LocKey, u64)>,
-    tracker: DeltaTracker,
-    td_of_id: HashMap<u64, TdEvent>,
-    event_slot: Vec<Option<u16>>,
-    inherit: Vec<bool>,
+/// Folds samples into a [`Profile`]'s groups as they stream by.
+#[derive(Debug)]
+pub struct Folder {
+    p: Profile,
+    group_ids: FastMap<GroupKey, u32>,
+    chain_ids: FastMap<Box<[u32]>, u32>,
+    timeline: bool,
+    nonzero_lat: Vec<bool>,
 }
 
-impl Replay<'_> {
-    fn loc(&mut self, pid: u32, addr: u64, kernel: bool) -> u32 {
-        let key = if kernel || kallsyms::is_kernel_address(addr) {
-            LocKey::Kernel(addr)
-        } else {
-            match self.maps.find(pid, addr) {
-                Some(m) if self.maps.file(m.file).is_anonymous() => LocKey::Anon(pid, m.file, addr),
-                Some(m) => LocKey::File(m.file, m.file_offset(addr)),
-                None => LocKey::Unmapped(pid, addr),
-            }
-        };
-        let next = self.key_list.len() as u32;
-        let id = *self.keys.entry(key).or_insert(next);
-        if id == next {
-            self.key_list.push((key, addr));
+impl Folder {
+    /// A folder for these events; `timeline` keeps the runs for `--flame-chart`.
+    pub fn new(events: Vec<EventInfo>, timeline: bool) -> Folder {
+        Folder {
+            nonzero_lat: vec![false; events.len()],
+            p: Profile {
+                events,
+                ..Profile::default()
+            },
+            group_ids: FastMap::default(),
+            chain_ids: FastMap::default(),
+            timeline,
         }
-        id
     }
 
-    fn comm(&mut self, comms: &mut Vec<Arc<str>>, tid: u32) -> u32 {
-        if let Some(&c) = self.tid_comm.get(&tid) {
+    fn chain(&mut self, callers: &[u32]) -> u32 {
+        if let Some(&c) = self.chain_ids.get(callers) {
             return c;
         }
-        let name = self.comms.name(tid);
-        let c = match self.comm_ids.get(&name) {
-            Some(&c) => c,
-            None => {
-                let c = comms.len() as u32;
-                comms.push(name.as_str().into());
-                self.comm_ids.insert(name, c);
-                c
-            }
-        };
-        self.tid_comm.insert(tid, c);
+        let c = self.p.chain_spans.len() as u32;
+        let start = self.p.chain_locs.len() as u32;
+        self.p.chain_locs.extend_from_slice(callers);
+        self.p.chain_spans.push((start, callers.len() as u32));
+        self.chain_ids.insert(callers.into(), c);
         c
     }
-}
 
-/// Builds the profile of a recording.
-pub fn build(rec: &Recording, opts: &ProfileOptions, progress: &mut dyn FnMut(u64)) -> Profile {
-    let meta = rec.meta();
-    let mut p = Profile::default();
-    let mut event_slot = vec![None; meta.events.len()];
-    let mut inherit = vec![false; meta.events.len()];
-    for (i, e) in meta.events.iter().enumerate() {
-        inherit[i] = e.attr.has(flag::INHERIT);
-        if e.role == "sampler" || (meta.events.len() == 1 && e.role != "tracking") {
-            event_slot[i] = Some(p.events.len() as u16);
-            p.events.push(EventInfo {
-                index: i,
-                name: e.name.clone(),
-                pmu: e.pmu.clone(),
-                weight_struct: e.attr.sample_type & st::WEIGHT_STRUCT != 0,
-                precise: e.attr.precise_ip() > 0,
-                ..EventInfo::default()
+    /// Adds one sample.
+    pub fn add(&mut self, s: &SampleView<'_>) {
+        let ev = usize::from(s.event);
+        let chain = self.chain(s.callers);
+        self.p.callchains |= s.callchain;
+        let key = GroupKey {
+            event: s.event,
+            cpu: s.cpu,
+            pid: s.pid,
+            tid: s.tid,
+            comm: s.comm,
+            leaf: s.leaf,
+            chain,
+        };
+        let next = self.p.groups.len() as u32;
+        let gi = *self.group_ids.entry(key).or_insert(next);
+        if gi == next {
+            self.p.groups.push(SampleGroup {
+                event: s.event,
+                cpu: s.cpu,
+                pid: s.pid,
+                tid: s.tid,
+                comm: s.comm,
+                leaf: s.leaf,
+                chain,
+                samples: 0,
+                period: 0,
+                td: NONE,
+                td_samples: 0,
+                lat: NONE,
             });
         }
-    }
-    let td_of_id = meta
-        .events
-        .iter()
-        .filter_map(|e| Some((e, TdEvent::from_name(&e.name)?)))
-        .flat_map(|(e, k)| e.ids.iter().map(move |i| (i.id, k)))
-        .collect();
-    let mut r = Replay {
-        rec,
-        maps: AddressSpaces::new(),
-        comms: Comms::default(),
-        comm_ids: HashMap::new(),
-        tid_comm: FastMap::default(),
-        keys: FastMap::default(),
-        key_list: Vec::new(),
-        tracker: DeltaTracker::new(),
-        td_of_id,
-        event_slot,
-        inherit,
-    };
-    let mut nonzero_lat = vec![false; p.events.len()];
-    let mut seen = 0u64;
-    let mut frames: Vec<u64> = Vec::new();
-    rec.for_each(|rec_result| {
-        let record = match rec_result {
-            Ok(x) => x,
-            Err(e) => {
-                p.decode_errors.0 += 1;
-                p.decode_errors.1.get_or_insert_with(|| e.to_string());
-                return;
+        let g = &mut self.p.groups[gi as usize];
+        g.samples += 1;
+        g.period += s.period;
+        if let Some(td) = &s.td {
+            if g.td == NONE {
+                g.td = self.p.topdown.len() as u32;
+                self.p.topdown.push(TdCounts::default());
             }
-        };
-        let s = match &record {
-            Record::Sample(s) => s,
-            other => {
-                r.maps.apply(other);
-                r.comms.apply(other);
-                match other {
-                    Record::Comm(c) => {
-                        r.tid_comm.remove(&c.tid);
-                    }
-                    Record::Fork(t) => {
-                        r.tid_comm.remove(&t.tid);
-                    }
-                    _ => {}
-                }
-                return;
-            }
-        };
-        seen += 1;
-        if seen.is_multiple_of(65536) {
-            progress(seen);
+            self.p.topdown[g.td as usize].add(td);
+            g.td_samples += 1;
+            self.p.events[ev].topdown_samples += 1;
         }
-        let Some(ev) = r.rec.event_of_record(&record) else {
-            return;
-        };
-        let Some(slot) = r.event_slot[ev] else {
-            return;
-        };
-        let time = s.time.unwrap_or(0);
-        if let Some((a, b)) = opts.time
-            && !(a <= time && time < b)
-        {
-            p.filtered_by_time += 1;
-            return;
+        if let Some(l) = s.retire_lat {
+            self.nonzero_lat[ev] |= l != 0;
+            if g.lat == NONE {
+                g.lat = self.p.latencies.len() as u32;
+                self.p.latencies.push(LatHist::default());
+            }
+            self.p.latencies[g.lat as usize].add(l);
         }
-        let (pid, tid) = (s.pid.unwrap_or(0), s.tid.unwrap_or(0));
-        let ip = s.ip.unwrap_or(0);
-        let kernel_mode = s.cpumode() == misc::KERNEL;
-        let leaf = r.loc(pid, ip, kernel_mode);
-        // Callers: the chain without markers and without its first entry when that is the ip.
-        frames.clear();
-        let chain_start = p.chains.len() as u32;
-        if let Some(chain) = &s.callchain {
-            p.callchains = true;
-            let mut kernel = kernel_mode;
-            let mut first = true;
-            for a in chain.iter() {
-                if context::is_marker(a) {
-                    kernel = a == context::KERNEL;
-                    continue;
-                }
-                if first && a == ip {
-                    first = false;
-                    continue;
-                }
-                first = false;
-                frames.push(a);
-                let l = r.loc(pid, a.saturating_sub(1), kernel);
-                p.chains.push(l);
-            }
-        }
-        let chain_len = p.chains.len() as u32 - chain_start;
-        let td = match (&s.read, s.event_id()) {
-            (Some(read), Some(id)) => {
-                let per_thread = r.inherit[ev].then_some(tid);
-                let td_of_id = &r.td_of_id;
-                r.tracker
-                    .delta(per_thread, id, read, |m| td_of_id.get(&m).copied())
-            }
-            _ => None,
-        };
-        let td = match td {
-            Some(c) => {
-                p.events[usize::from(slot)].topdown_samples += 1;
-                p.topdown.push(c);
-                (p.topdown.len() - 1) as u32
-            }
-            None => NONE,
-        };
-        let retire_lat = match s.weight_struct() {
-            Some(w) => {
-                nonzero_lat[usize::from(slot)] |= w.retire_lat != 0;
-                u32::from(w.retire_lat)
-            }
-            None => NONE,
-        };
-        let period = s.period.unwrap_or(1);
-        let e = &mut p.events[usize::from(slot)];
+        let e = &mut self.p.events[ev];
         e.samples += 1;
-        e.period += period;
-        let comm = r.comm(&mut p.comms, tid);
-        p.samples.push(ProfSample {
-            event: slot,
-            cpu: s.cpu.unwrap_or(NONE),
-            pid,
-            tid,
-            comm,
-            time,
-            period,
-            leaf,
-            chain_start,
-            chain_len,
-            td,
-            retire_lat,
-        });
-    });
-    // An event whose latencies are all zero has none (no TPEBS): drop them.
-    for (i, e) in p.events.iter_mut().enumerate() {
-        e.has_latency = nonzero_lat[i];
-    }
-    for s in &mut p.samples {
-        if !nonzero_lat[usize::from(s.event)] {
-            s.retire_lat = NONE;
+        e.period += s.period;
+        self.p.total_samples += 1;
+        if self.timeline {
+            let lat = u64::from(s.retire_lat.unwrap_or(0));
+            match self.p.timeline.last_mut() {
+                Some(r) if r.group == gi => {
+                    r.samples += 1;
+                    r.period += s.period;
+                    r.latency += lat;
+                }
+                _ => self.p.timeline.push(Run {
+                    group: gi,
+                    samples: 1,
+                    period: s.period,
+                    latency: lat,
+                }),
+            }
         }
     }
-    p.multiplexed = r.tracker.multiplexed;
-    if r.tracker.resets > 0 {
-        p.warnings.push(format!(
-            "{} group reads went backwards (counter reset); their values were taken as deltas",
-            r.tracker.resets
-        ));
+
+    /// The folded profile, locations not yet symbolized. An event whose latencies are all
+    /// zero has none (no TPEBS): its histograms are dropped.
+    pub fn finish(mut self) -> Profile {
+        for (i, e) in self.p.events.iter_mut().enumerate() {
+            e.has_latency = self.nonzero_lat[i];
+        }
+        for g in &mut self.p.groups {
+            if !self.nonzero_lat[usize::from(g.event)] {
+                g.lat = NONE;
+            }
+        }
+        if !self.nonzero_lat.iter().any(|&n| n) {
+            self.p.latencies = Vec::new();
+        }
+        self.p
     }
-    let (locs, mismatches) = symbolize(rec, &r.maps, &r.key_list, opts);
-    p.locs = locs;
-    p.build_id_mismatches = mismatches;
-    p.resolution = resolution(&p);
-    p
 }
 
-fn resolution(p: &Profile) -> Resolution {
+/// Where the samples' leaves resolved, from the symbolized locations.
+pub fn resolution(p: &Profile) -> Resolution {
     let mut res = Resolution::default();
     let mut why: HashMap<Unresolved, (u64, HashMap<Arc<str>, u64>)> = HashMap::new();
-    for s in &p.samples {
-        let l = &p.locs[s.leaf as usize];
+    for g in &p.groups {
+        let l = &p.locs[g.leaf as usize];
         match l.unresolved {
-            None => res.resolved += 1,
+            None => res.resolved += g.samples,
             Some(u) => {
                 let e = why.entry(u).or_default();
-                e.0 += 1;
-                *e.1.entry(l.dso.clone()).or_default() += 1;
+                e.0 += g.samples;
+                *e.1.entry(l.dso.clone()).or_default() += g.samples;
             }
         }
     }
@@ -491,9 +450,8 @@ fn resolution(p: &Profile) -> Resolution {
 }
 
 /// The build-ids recorded for mapped files (`build-ids` side block: `hex path` lines).
-fn recorded_build_ids(rec: &Recording) -> HashMap<PathBuf, Vec<u8>> {
-    let text = rec.side("build-ids").unwrap_or_default();
-    String::from_utf8_lossy(&text)
+pub fn parse_build_ids(text: &[u8]) -> HashMap<PathBuf, Vec<u8>> {
+    String::from_utf8_lossy(text)
         .lines()
         .filter_map(|l| {
             let (hex, path) = l.split_once(' ')?;
@@ -518,14 +476,44 @@ fn unresolved_loc(addr: u64, kernel: bool, dso: Arc<str>, why: Unresolved) -> Lo
     }
 }
 
-fn symbolize(
-    rec: &Recording,
-    maps: &AddressSpaces,
+/// A location before symbolization, as the converter interns it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LocKey {
+    /// A mapped file and the offset into it.
+    File(FileIdx, u64),
+    /// A kernel address.
+    Kernel(u64),
+    /// An anonymous mapping of a process (JIT code).
+    Anon(u32, FileIdx, u64),
+    /// An address of a process outside every mapping.
+    Unmapped(u32, u64),
+}
+
+/// What symbolization needs besides the locations: the recording's kernel symbols (and why
+/// there are none), its recorded build-ids, and the address spaces the keys point into.
+#[derive(Debug)]
+pub struct SymbolSources<'a> {
+    /// Address spaces at the end of the replay (files are never dropped from them).
+    pub maps: &'a AddressSpaces,
+    /// Kernel symbols that fit the recording.
+    pub kernel: Arc<kallsyms::KernelSymbols>,
+    /// Why kernel addresses stay unresolved when there are no kernel symbols.
+    pub kernel_unresolved: Unresolved,
+    /// Recorded build-ids by path.
+    pub build_ids: HashMap<PathBuf, Vec<u8>>,
+}
+
+/// Symbolizes every distinct location once: kernel, JIT and unmapped ones here, files on
+/// worker threads (one file per worker at a time). Returns the locations in key order and the
+/// files whose build-id differs from the recorded one.
+pub fn symbolize(
+    src: &SymbolSources<'_>,
     keys: &[(LocKey, u64)],
     opts: &ProfileOptions,
 ) -> (Vec<Loc>, Vec<String>) {
+    let maps = src.maps;
     let unknown: Arc<str> = "[unknown]".into();
-    let ksyms = rec.kernel_symbols();
+    let ksyms = &src.kernel;
     let mut perf_maps: HashMap<u32, Option<PerfMap>> = HashMap::new();
     let mut locs: Vec<Option<Loc>> = vec![None; keys.len()];
     let mut by_file: HashMap<FileIdx, Vec<(usize, u64)>> = HashMap::new();
@@ -559,7 +547,7 @@ fn symbolize(
                 }
                 None => {
                     let why = if ksyms.is_empty() {
-                        rec.kernel_unresolved()
+                        src.kernel_unresolved
                     } else {
                         Unresolved::NoSymbols
                     };
@@ -590,7 +578,7 @@ fn symbolize(
             }
         });
     }
-    let build_ids = recorded_build_ids(rec);
+    let build_ids = &src.build_ids;
     let mut jobs: Vec<(FileIdx, Vec<(usize, u64)>)> = by_file.into_iter().collect();
     jobs.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(&b.0)));
     let threads = match opts.threads {

@@ -25,7 +25,7 @@ use inferno::flamegraph::color::{Color, PaletteMap};
 use inferno::flamegraph::{self, Direction, FuncFrameAttrsMap};
 
 use crate::analysis::hist::Filters;
-use crate::analysis::profile::{Loc, ProfSample, Profile};
+use crate::analysis::profile::{Loc, Profile, SampleGroup};
 use crate::analysis::topdown::{L1_LABELS, TdCounts};
 
 /// What a frame's width stands for.
@@ -225,15 +225,17 @@ pub fn fold(p: &Profile, event: usize, o: &FlameOptions) -> Result<Folded, Flame
     let mut topdown: HashMap<String, TdCounts> = HashMap::new();
     let mut frames: Vec<String> = Vec::new();
     let mut stack = String::new();
-    for s in p.samples.iter().filter(|s| usize::from(s.event) == event) {
-        if !o.filters.keep(p, s) {
+    // The stack of each kept group, built once.
+    let mut stacks: Vec<Option<String>> = vec![None; p.groups.len()];
+    for (gi, s) in p.groups.iter().enumerate() {
+        if usize::from(s.event) != event || !o.filters.keep(p, s) {
             continue;
         }
         let w = match o.weight {
-            Weight::Samples => 1,
+            Weight::Samples => s.samples,
             Weight::Period => s.period,
-            Weight::RetireLatency => match s.latency() {
-                Some(l) => u64::from(l),
+            Weight::RetireLatency => match p.latency(s) {
+                Some(l) => l.sum(),
                 None => continue,
             },
         };
@@ -248,18 +250,33 @@ pub fn fold(p: &Profile, event: usize, o: &FlameOptions) -> Result<Folded, Flame
                 }
             }
         }
-        if w == 0 {
-            continue;
-        }
         stack.clear();
         stack.push_str(&frames.join(";"));
         if o.flame_chart {
+            stacks[gi] = Some(stack.clone());
+        } else if w > 0 {
+            *merged.entry(stack.clone()).or_default() += w;
+        }
+    }
+    if o.flame_chart {
+        // Consecutive samples with the same stack merge; samples of other events, filtered
+        // out or of no weight do not break a run.
+        for r in &p.timeline {
+            let Some(stack) = &stacks[r.group as usize] else {
+                continue;
+            };
+            let w = match o.weight {
+                Weight::Samples => r.samples,
+                Weight::Period => r.period,
+                Weight::RetireLatency => r.latency,
+            };
+            if w == 0 {
+                continue;
+            }
             match ordered.last_mut() {
-                Some((last, n)) if *last == stack => *n += w,
+                Some((last, n)) if last == stack => *n += w,
                 _ => ordered.push((stack.clone(), w)),
             }
-        } else {
-            *merged.entry(stack.clone()).or_default() += w;
         }
     }
     let lines = if o.flame_chart {
@@ -282,7 +299,7 @@ pub fn fold(p: &Profile, event: usize, o: &FlameOptions) -> Result<Folded, Flame
 }
 
 /// The frames of a sample, root first: comm, callers (outermost first), the sampled location.
-fn stack_of(p: &Profile, s: &ProfSample, out: &mut Vec<String>) {
+fn stack_of(p: &Profile, s: &SampleGroup, out: &mut Vec<String>) {
     out.push(clean_comm(&p.comms[s.comm as usize]));
     if p.callchains {
         for &c in p.callers(s).iter().rev() {

@@ -514,7 +514,7 @@ pub fn build(p: &Profile, meta: &PprofMeta, filters: &Filters) -> proto::Profile
     let mut merged: HashMap<SampleKey, usize> = HashMap::new();
     let mut samples: Vec<(SampleKey, Vec<u64>, Vec<i64>)> = Vec::new();
     let mut stack: Vec<u64> = Vec::new();
-    for s in &p.samples {
+    for s in &p.groups {
         if !filters.keep(p, s) {
             continue;
         }
@@ -524,7 +524,7 @@ pub fn build(p: &Profile, meta: &PprofMeta, filters: &Filters) -> proto::Profile
             stack.push(t.location(c));
         }
         let leaf_mapping = t.locations[stack[0] as usize - 1].mapping_id;
-        t.mapping_samples[leaf_mapping as usize - 1].0 += 1;
+        t.mapping_samples[leaf_mapping as usize - 1].0 += s.samples;
         let stack_id = match stacks.get(stack.as_slice()) {
             Some(&id) => id,
             None => {
@@ -541,9 +541,9 @@ pub fn build(p: &Profile, meta: &PprofMeta, filters: &Filters) -> proto::Profile
         let v = &mut samples[at].2;
         let ev = usize::from(s.event);
         v[ev] = v[ev].saturating_add(to_i64(s.period));
-        v[samples_col] += 1;
-        if let (Some(c), Some(lat)) = (lat_col, s.latency()) {
-            v[c] += i64::from(lat);
+        v[samples_col] = v[samples_col].saturating_add(to_i64(s.samples));
+        if let (Some(c), Some(lat)) = (lat_col, p.latency(s)) {
+            v[c] = v[c].saturating_add(to_i64(lat.sum()));
         }
     }
 
@@ -645,7 +645,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::analysis::profile::{EventInfo, ProfSample};
+    use crate::analysis::profile::{EventInfo, Folder, SampleView};
     use crate::symbol::{Frame, Unresolved};
     use prost::Message as _;
 
@@ -670,8 +670,14 @@ mod tests {
         }
     }
 
-    fn sample(event: u16, leaf: u32, callers: (u32, u32), period: u64, lat: u32) -> ProfSample {
-        ProfSample {
+    fn sample(
+        event: u16,
+        leaf: u32,
+        callers: &[u32],
+        period: u64,
+        lat: Option<u16>,
+    ) -> SampleView<'_> {
+        SampleView {
             event,
             cpu: 0,
             pid: 7,
@@ -680,56 +686,54 @@ mod tests {
             time: 0,
             period,
             leaf,
-            chain_start: callers.0,
-            chain_len: callers.1,
-            td: NONE,
+            callers,
+            callchain: true,
+            td: None,
             retire_lat: lat,
         }
     }
 
     /// Two events, an inline chain, an unresolved caller, a merged pair of samples.
     fn profile() -> Profile {
-        Profile {
-            events: vec![
-                EventInfo {
-                    name: "cpu_core/cycles/P".into(),
-                    samples: 3,
-                    period: 600,
-                    has_latency: true,
-                    ..Default::default()
-                },
-                EventInfo {
-                    index: 1,
-                    name: "cpu_atom/cycles/P".into(),
-                    samples: 2,
-                    period: 60,
-                    ..Default::default()
-                },
-            ],
-            locs: vec![
-                loc(
-                    "app",
-                    0x1100,
-                    Some("app::outer"),
-                    vec![
-                        frame("app::inner", "/src/a.rs", 5),
-                        frame("x", "/src/a.rs", 20),
-                    ],
-                ),
-                loc("libgone.so", 0x7000, None, vec![]),
-            ],
-            chains: vec![1],
-            samples: vec![
-                sample(1, 1, (0, 0), 10, NONE),
-                sample(0, 0, (0, 1), 100, 7),
-                sample(0, 0, (0, 1), 200, 3),
-                sample(0, 0, (0, 0), 300, 0),
-                sample(1, 0, (0, 0), 50, NONE),
-            ],
-            comms: vec!["app".into()],
-            callchains: true,
-            ..Default::default()
+        let events = vec![
+            EventInfo {
+                name: "cpu_core/cycles/P".into(),
+                ..Default::default()
+            },
+            EventInfo {
+                index: 1,
+                name: "cpu_atom/cycles/P".into(),
+                ..Default::default()
+            },
+        ];
+        let mut f = Folder::new(events, false);
+        for s in [
+            sample(1, 1, &[], 10, None),
+            sample(0, 0, &[1], 100, Some(7)),
+            sample(0, 0, &[1], 200, Some(3)),
+            sample(0, 0, &[], 300, Some(0)),
+            sample(1, 0, &[], 50, None),
+        ] {
+            f.add(&s);
         }
+        let mut p = f.finish();
+        assert_eq!((p.events[0].samples, p.events[0].period), (3, 600));
+        assert_eq!((p.events[1].samples, p.events[1].period), (2, 60));
+        assert!(p.events[0].has_latency && !p.events[1].has_latency);
+        p.locs = vec![
+            loc(
+                "app",
+                0x1100,
+                Some("app::outer"),
+                vec![
+                    frame("app::inner", "/src/a.rs", 5),
+                    frame("x", "/src/a.rs", 20),
+                ],
+            ),
+            loc("libgone.so", 0x7000, None, vec![]),
+        ];
+        p.comms = vec!["app".into()];
+        p
     }
 
     fn meta() -> PprofMeta {

@@ -9,7 +9,7 @@ use std::io::{self, Write};
 use serde::Serialize;
 
 use crate::analysis::hist::{HistOptions, Row, SortKey, Table, sym_cell};
-use crate::analysis::latency::{LatencyStats, histogram};
+use crate::analysis::latency::{LatencyStats, histogram_of};
 use crate::analysis::profile::{EventInfo, Profile};
 use crate::analysis::topdown::{L1_LABELS, L2_LABELS, TdCounts};
 
@@ -54,7 +54,7 @@ fn pct(part: u64, whole: u64) -> f64 {
 
 /// The lines about where samples resolved.
 pub fn resolution_line(p: &Profile) -> String {
-    let total = p.samples.len() as u64;
+    let total = p.total_samples;
     let mut s = format!(
         "resolved {:.1}% of {total} samples to symbols",
         pct(p.resolution.resolved, total)
@@ -191,11 +191,11 @@ fn row_cells(c: &Cols, t: &Table, r: &Row) -> Vec<String> {
 
 /// Call paths of a row: the inline-expanded stacks of its samples, leaf first, heaviest first.
 fn call_paths(p: &Profile, t: &Table, o: &HistOptions, row: &Row) -> Vec<(u64, Vec<String>)> {
-    let ex = &p.samples[row.example as usize];
+    let ex = &p.groups[row.example as usize];
     let lk_sym = |loc: u32| sym_cell(&p.locs[loc as usize]);
     let want = lk_sym(row.example_loc);
     let mut paths: HashMap<Vec<String>, u64> = HashMap::new();
-    for s in &p.samples {
+    for s in &p.groups {
         if usize::from(s.event) != t.event || s.leaf != row.example_loc && lk_sym(s.leaf) != want {
             continue;
         }
@@ -519,7 +519,7 @@ pub fn json(
     );
     let r = JsonReport {
         header: style.header.clone(),
-        samples: p.samples.len() as u64,
+        samples: p.total_samples,
         resolved: p.resolution.resolved,
         unresolved: p
             .resolution
@@ -554,7 +554,7 @@ pub fn retire_latency_json(
     for t in tables {
         let Some(l) = &t.latency else { continue };
         let e = &p.events[t.event];
-        let hist: Vec<serde_json::Value> = histogram(&t.latencies)
+        let hist: Vec<serde_json::Value> = histogram_of(&t.latencies)
             .into_iter()
             .map(|(le, n)| serde_json::json!({"LE": le, "COUNT": n}))
             .collect();

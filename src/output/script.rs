@@ -17,8 +17,9 @@
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
-use crate::analysis::profile::{self, Loc, Profile};
-use crate::decode::{Record, Sample};
+use crate::analysis::profile::{Loc, Profile, ProfileOptions};
+use crate::analysis::replay::{self, Item, Replay};
+use crate::decode::Sample;
 use crate::event::attr::sample;
 use crate::recording::Recording;
 
@@ -150,43 +151,34 @@ fn frames_of(l: &Loc, with_inline: bool, out: &mut Vec<(u64, String, Option<u64>
 pub fn script(
     rec: &Recording,
     fields: &[Field],
-    profile_options: &profile::ProfileOptions,
+    profile_options: &ProfileOptions,
     out: &mut dyn Write,
     errors: &mut Vec<String>,
 ) -> io::Result<u64> {
-    let p: Profile = profile::build(rec, profile_options, &mut |_| {});
+    // Fold once to learn every location and symbolize each once, then replay again and
+    // print each sample as it streams by: the same replay gives the same location ids.
+    let p: Profile = replay::build(rec, profile_options, &mut |_| {});
     let meta = rec.meta();
     let has = |f: Field| fields.contains(&f);
-    let mut next = 0usize;
     let mut line = String::new();
     let mut frames = Vec::new();
     let mut io_err = None;
     let mut n = 0u64;
-    rec.for_each(|r| {
+    let mut r = Replay::new(rec, profile_options);
+    r.run(rec, |item| {
         if io_err.is_some() {
             return;
         }
-        let r = match r {
-            Ok(r) => r,
-            Err(e) => {
+        let (s, ps) = match item {
+            Item::Sample(s, ps) => (s, ps),
+            Item::Error(e) => {
                 if errors.len() < 10 {
                     errors.push(e.to_string());
                 }
                 return;
             }
         };
-        let Record::Sample(s) = &r else { return };
-        // The profile kept the samples of its sampling events, in this same order.
-        let Some(ev) = rec.event_of_record(&r) else {
-            return;
-        };
-        if !p.events.iter().any(|e| e.index == ev) {
-            return;
-        }
-        let Some(ps) = p.samples.get(next) else {
-            return;
-        };
-        next += 1;
+        let ev = p.events[usize::from(ps.event)].index;
         n += 1;
         line.clear();
         let event = meta.events.get(ev).map_or("?", |e| e.name.as_str());
@@ -195,7 +187,7 @@ pub fn script(
         frames_of(&p.locs[ps.leaf as usize], has(Field::Sym), &mut frames);
         let chain = p.callchains && s.callchain.is_some();
         if chain {
-            for &c in p.callers(ps) {
+            for &c in ps.callers {
                 frames_of(&p.locs[c as usize], has(Field::Sym), &mut frames);
             }
         }

@@ -1,0 +1,298 @@
+//! The converter from records to samples: the one place that knows record kinds.
+//!
+//! Records arrive in time order ([`Recording::for_each`]). Side-band records change state as
+//! they come: address spaces ([`crate::symbol::maps`]: MMAP/MMAP2, COMM with exec, FORK) and
+//! thread names (COMM, FORK). Each sample of a sampling event is then resolved against the
+//! state at its time into interned ids ([`SampleView`]): its thread name, its location (file
+//! and offset, kernel address, anonymous or unmapped address) and its callers' locations,
+//! with the TopDown deltas of its group read (they depend on the order of a thread's
+//! samples, so they are taken here) and its retire latency.
+//!
+//! Replaying the same recording twice gives the same ids in the same order, which is what
+//! `script` relies on: it folds once to learn the locations, symbolizes them, and replays
+//! again to print every sample as it streams by.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::decode::{DecodeError, Record, Sample, context, misc};
+use crate::event::attr::{flag, sample as st};
+use crate::recording::{Comms, Recording};
+use crate::symbol::kallsyms;
+use crate::symbol::maps::AddressSpaces;
+
+use super::FastMap;
+use super::profile::{
+    EventInfo, Folder, LocKey, NONE, Profile, ProfileOptions, SampleView, SymbolSources,
+    parse_build_ids, resolution, symbolize,
+};
+use super::topdown::{DeltaTracker, TdEvent};
+
+/// What the replay hands on for each record.
+#[derive(Debug)]
+pub enum Item<'v, 'r> {
+    /// A sample of a sampling event, resolved to ids, with the decoded record.
+    Sample(&'r Sample<'r>, SampleView<'v>),
+    /// A record that did not decode (it is skipped).
+    Error(DecodeError),
+}
+
+/// The converter's state between records.
+#[derive(Debug)]
+pub struct Replay {
+    maps: AddressSpaces,
+    comms: Comms,
+    comm_ids: HashMap<String, u32>,
+    comm_names: Vec<Arc<str>>,
+    /// tid → comm id, valid until the next COMM/FORK of that tid.
+    tid_comm: FastMap<u32, u32>,
+    keys: FastMap<LocKey, u32>,
+    key_list: Vec<(LocKey, u64)>,
+    tracker: DeltaTracker,
+    td_of_id: HashMap<u64, TdEvent>,
+    event_slot: Vec<Option<u16>>,
+    inherit: Vec<bool>,
+    events: Vec<EventInfo>,
+    time: Option<(u64, u64)>,
+    filtered_by_time: u64,
+    frames: Vec<u32>,
+}
+
+impl Replay {
+    /// A converter for a recording's events: samplers (or the only event) become the
+    /// profile's events.
+    pub fn new(rec: &Recording, opts: &ProfileOptions) -> Replay {
+        let meta = rec.meta();
+        let mut events = Vec::new();
+        let mut event_slot = vec![None; meta.events.len()];
+        let mut inherit = vec![false; meta.events.len()];
+        for (i, e) in meta.events.iter().enumerate() {
+            inherit[i] = e.attr.has(flag::INHERIT);
+            if e.role == "sampler" || (meta.events.len() == 1 && e.role != "tracking") {
+                event_slot[i] = Some(events.len() as u16);
+                events.push(EventInfo {
+                    index: i,
+                    name: e.name.clone(),
+                    pmu: e.pmu.clone(),
+                    weight_struct: e.attr.sample_type & st::WEIGHT_STRUCT != 0,
+                    precise: e.attr.precise_ip() > 0,
+                    ..EventInfo::default()
+                });
+            }
+        }
+        let td_of_id = meta
+            .events
+            .iter()
+            .filter_map(|e| Some((e, TdEvent::from_name(&e.name)?)))
+            .flat_map(|(e, k)| e.ids.iter().map(move |i| (i.id, k)))
+            .collect();
+        Replay {
+            maps: AddressSpaces::new(),
+            comms: Comms::default(),
+            comm_ids: HashMap::new(),
+            comm_names: Vec::new(),
+            tid_comm: FastMap::default(),
+            keys: FastMap::default(),
+            key_list: Vec::new(),
+            tracker: DeltaTracker::new(),
+            td_of_id,
+            event_slot,
+            inherit,
+            events,
+            time: opts.time,
+            filtered_by_time: 0,
+            frames: Vec::new(),
+        }
+    }
+
+    /// The profile's events.
+    pub fn events(&self) -> &[EventInfo] {
+        &self.events
+    }
+
+    /// Thread names by comm id.
+    pub fn comm_names(&self) -> &[Arc<str>] {
+        &self.comm_names
+    }
+
+    fn loc(&mut self, pid: u32, addr: u64, kernel: bool) -> u32 {
+        let key = if kernel || kallsyms::is_kernel_address(addr) {
+            LocKey::Kernel(addr)
+        } else {
+            match self.maps.find(pid, addr) {
+                Some(m) if self.maps.file(m.file).is_anonymous() => LocKey::Anon(pid, m.file, addr),
+                Some(m) => LocKey::File(m.file, m.file_offset(addr)),
+                None => LocKey::Unmapped(pid, addr),
+            }
+        };
+        let next = self.key_list.len() as u32;
+        let id = *self.keys.entry(key).or_insert(next);
+        if id == next {
+            self.key_list.push((key, addr));
+        }
+        id
+    }
+
+    fn comm(&mut self, tid: u32) -> u32 {
+        if let Some(&c) = self.tid_comm.get(&tid) {
+            return c;
+        }
+        let name = self.comms.name(tid);
+        let c = match self.comm_ids.get(&name) {
+            Some(&c) => c,
+            None => {
+                let c = self.comm_names.len() as u32;
+                self.comm_names.push(name.as_str().into());
+                self.comm_ids.insert(name, c);
+                c
+            }
+        };
+        self.tid_comm.insert(tid, c);
+        c
+    }
+
+    /// Replays every record of `rec` in time order, calling `f` for each sample of a
+    /// sampling event inside `--time` and for each record that does not decode.
+    pub fn run(&mut self, rec: &Recording, mut f: impl FnMut(Item<'_, '_>)) {
+        rec.for_each(|rec_result| {
+            let record = match rec_result {
+                Ok(x) => x,
+                Err(e) => {
+                    f(Item::Error(e));
+                    return;
+                }
+            };
+            let s = match &record {
+                Record::Sample(s) => s,
+                other => {
+                    self.maps.apply(other);
+                    self.comms.apply(other);
+                    match other {
+                        Record::Comm(c) => {
+                            self.tid_comm.remove(&c.tid);
+                        }
+                        Record::Fork(t) => {
+                            self.tid_comm.remove(&t.tid);
+                        }
+                        _ => {}
+                    }
+                    return;
+                }
+            };
+            let Some(ev) = rec.event_of_record(&record) else {
+                return;
+            };
+            let Some(slot) = self.event_slot[ev] else {
+                return;
+            };
+            let time = s.time.unwrap_or(0);
+            if let Some((a, b)) = self.time
+                && !(a <= time && time < b)
+            {
+                self.filtered_by_time += 1;
+                return;
+            }
+            let (pid, tid) = (s.pid.unwrap_or(0), s.tid.unwrap_or(0));
+            let ip = s.ip.unwrap_or(0);
+            let kernel_mode = s.cpumode() == misc::KERNEL;
+            let leaf = self.loc(pid, ip, kernel_mode);
+            // Callers: the chain without markers and without its first entry when that is
+            // the ip.
+            let mut frames = std::mem::take(&mut self.frames);
+            frames.clear();
+            if let Some(chain) = &s.callchain {
+                let mut kernel = kernel_mode;
+                let mut first = true;
+                for a in chain.iter() {
+                    if context::is_marker(a) {
+                        kernel = a == context::KERNEL;
+                        continue;
+                    }
+                    if first && a == ip {
+                        first = false;
+                        continue;
+                    }
+                    first = false;
+                    frames.push(self.loc(pid, a.saturating_sub(1), kernel));
+                }
+            }
+            let td = match (&s.read, s.event_id()) {
+                (Some(read), Some(id)) => {
+                    let per_thread = self.inherit[ev].then_some(tid);
+                    let td_of_id = &self.td_of_id;
+                    self.tracker
+                        .delta(per_thread, id, read, |m| td_of_id.get(&m).copied())
+                }
+                _ => None,
+            };
+            let comm = self.comm(tid);
+            let view = SampleView {
+                event: slot,
+                cpu: s.cpu.unwrap_or(NONE),
+                pid,
+                tid,
+                comm,
+                time,
+                period: s.period.unwrap_or(1),
+                leaf,
+                callers: &frames,
+                callchain: s.callchain.is_some(),
+                td,
+                retire_lat: s.weight_struct().map(|w| w.retire_lat),
+            };
+            f(Item::Sample(s, view));
+            self.frames = frames;
+        });
+    }
+
+    /// Warnings of the replay for a report's header.
+    fn warnings(&self) -> Vec<String> {
+        let mut w = Vec::new();
+        if self.tracker.resets > 0 {
+            w.push(format!(
+                "{} group reads went backwards (counter reset); their values were taken as deltas",
+                self.tracker.resets
+            ));
+        }
+        w
+    }
+}
+
+/// Builds the folded, symbolized profile of a recording. `progress` is called with the
+/// number of samples seen every 65 536 samples.
+pub fn build(rec: &Recording, opts: &ProfileOptions, progress: &mut dyn FnMut(u64)) -> Profile {
+    let mut r = Replay::new(rec, opts);
+    let mut folder = Folder::new(r.events().to_vec(), opts.timeline);
+    let mut decode_errors: (u64, Option<String>) = (0, None);
+    let mut seen = 0u64;
+    r.run(rec, |item| match item {
+        Item::Error(e) => {
+            decode_errors.0 += 1;
+            decode_errors.1.get_or_insert_with(|| e.to_string());
+        }
+        Item::Sample(_, view) => {
+            seen += 1;
+            if seen.is_multiple_of(65536) {
+                progress(seen);
+            }
+            folder.add(&view);
+        }
+    });
+    let mut p = folder.finish();
+    p.comms = r.comm_names.clone();
+    p.decode_errors = decode_errors;
+    p.filtered_by_time = r.filtered_by_time;
+    p.multiplexed = r.tracker.multiplexed;
+    p.warnings = r.warnings();
+    let src = SymbolSources {
+        maps: &r.maps,
+        kernel: rec.kernel_symbols(),
+        kernel_unresolved: rec.kernel_unresolved(),
+        build_ids: parse_build_ids(&rec.side("build-ids").unwrap_or_default()),
+    };
+    let (locs, mismatches) = symbolize(&src, &r.key_list, opts);
+    p.locs = locs;
+    p.build_id_mismatches = mismatches;
+    p.resolution = resolution(&p);
+    p
+}
