@@ -261,7 +261,7 @@ pub fn run(
         Command::Record(cfg) => record(env, cfg, out, err),
         Command::List(cfg) => list(env, cfg, out),
         Command::Script(cfg) => script(env, cfg, out, err),
-        Command::Info(cfg) => info(cfg, out, err),
+        Command::Info(cfg) => info(env, cfg, out, err),
         Command::Report(cfg) => report(env, cfg, out, err),
         Command::Flamegraph(cfg) => flamegraph(env, cfg, out, err),
         Command::Export(cfg) => export(env, cfg, out, err),
@@ -331,8 +331,8 @@ fn with_threads(
     }
 }
 
-fn open_recording(input: &Path, err: &mut dyn Write) -> Result<Recording, AppError> {
-    let rec = Recording::open(input)?;
+fn open_recording(env: &Env, input: &Path, err: &mut dyn Write) -> Result<Recording, AppError> {
+    let rec = Recording::open_with(input, env.threads)?;
     if let Some(why) = rec.truncated() {
         match &rec.source {
             Source::Hrec(_) => writeln!(
@@ -354,10 +354,16 @@ fn open_recording(input: &Path, err: &mut dyn Write) -> Result<Recording, AppErr
             writeln!(err, "hrec: warning: {}: {w}", input.display())?;
         }
     }
-    for e in &rec.errors {
+    Ok(rec)
+}
+
+/// What reading the records met (unreadable blocks, records out of order), one warning line
+/// each; called after the command's walk.
+fn read_warnings(rec: &Recording, err: &mut dyn Write) -> Result<(), AppError> {
+    for e in rec.errors() {
         writeln!(err, "hrec: warning: {e}")?;
     }
-    Ok(rec)
+    Ok(())
 }
 
 fn report(
@@ -367,7 +373,7 @@ fn report(
     err: &mut dyn Write,
 ) -> Result<u8, AppError> {
     use crate::analysis::{hist, replay};
-    let rec = open_recording(&cfg.input, err)?;
+    let rec = open_recording(env, &cfg.input, err)?;
     let meta = rec.meta();
     let total = rec.trailer().map(|t| t.samples).unwrap_or(0);
     let show = cfg.progress;
@@ -382,6 +388,7 @@ fn report(
         }
     };
     let p = replay::build(&rec, &with_threads(&cfg.profile, env), &mut progress);
+    read_warnings(&rec, err)?;
     if show {
         eprint!("\r{:60}\r", "");
     }
@@ -478,8 +485,9 @@ fn fold_recording(
     err: &mut dyn Write,
 ) -> Result<output::flame::Folded, AppError> {
     use crate::analysis::replay;
-    let rec = open_recording(path, err)?;
+    let rec = open_recording(env, path, err)?;
     let p = replay::build(&rec, &with_threads(&cfg.profile, env), &mut |_| {});
+    read_warnings(&rec, err)?;
     if p.events.is_empty() {
         return Err(AppError::Usage(format!(
             "{} has no sampling events",
@@ -542,8 +550,9 @@ fn export(
 ) -> Result<u8, AppError> {
     use crate::analysis::replay;
     use crate::output::pprof;
-    let rec = open_recording(&cfg.input, err)?;
+    let rec = open_recording(env, &cfg.input, err)?;
     let p = replay::build(&rec, &with_threads(&cfg.profile, env), &mut |_| {});
+    read_warnings(&rec, err)?;
     if p.events.is_empty() {
         return Err(AppError::Usage(format!(
             "{} has no sampling events",
@@ -733,7 +742,7 @@ fn script(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<u8, AppError> {
-    let rec = open_recording(&cfg.input, err)?;
+    let rec = open_recording(env, &cfg.input, err)?;
     let mut errors = Vec::new();
     let popts = crate::analysis::profile::ProfileOptions {
         symfs: cfg.symfs.clone(),
@@ -743,14 +752,20 @@ fn script(
     let mut buf = io::BufWriter::new(out);
     output::script::script(&rec, &cfg.fields, &popts, &mut buf, &mut errors)?;
     buf.flush()?;
+    read_warnings(&rec, err)?;
     for e in &errors {
         writeln!(err, "hrec: warning: skipped a record: {e}")?;
     }
     Ok(0)
 }
 
-fn info(cfg: &InputConfig, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, AppError> {
-    let rec = open_recording(&cfg.input, err)?;
+fn info(
+    env: &Env,
+    cfg: &InputConfig,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8, AppError> {
+    let rec = open_recording(env, &cfg.input, err)?;
     output::info(&rec, out)?;
     Ok(0)
 }

@@ -1155,6 +1155,12 @@ impl Sink {
         self.counter.count(&self.block[start..]);
     }
 
+    /// Appends a `FINISHED_ROUND` record (not counted): the records before it are in time
+    /// order, so a reader may hand them on (see `recording::order`).
+    fn push_round_marker(&mut self) {
+        self.block.extend_from_slice(&[68, 0, 0, 0, 0, 0, 8, 0]);
+    }
+
     /// Appends one whole record.
     fn push_raw(&mut self, rec: &[u8]) {
         if self.block.len() + rec.len() > BLOCK_BYTES {
@@ -1279,6 +1285,11 @@ fn records_via_crate(buf: &[u8], pipe: bool, sink: &mut Sink) -> Option<String> 
                         RawData::Split(a, b) => [a, b],
                     };
                     sink.push(record.record_type.0, record.misc, &body);
+                    // The crate hands records on sorted by perf's rounds: every 4096 of them
+                    // make a round, which bounds the reader's reorder queue.
+                    if sink.counter.t.records.is_multiple_of(4096) {
+                        sink.push_round_marker();
+                    }
                 }
                 // perf's own records were seen by the walk that checked the file.
                 Ok(Some(PerfFileRecord::UserRecord(_))) => {}

@@ -156,7 +156,11 @@ pub fn info(rec: &Recording, out: &mut dyn Write) -> io::Result<()> {
         "# record blocks : {rb}, {recs} records, {raw} bytes raw, {comp} bytes compressed ({:.1}x)",
         raw as f64 / comp.max(1) as f64
     )?;
-    for e in &rec.errors {
+    if r.trailer().is_some() {
+        // Every block read once, so a damaged one is named here too.
+        rec.for_each(|_| {});
+    }
+    for e in &rec.errors() {
         writeln!(out, "# error : {e}")?;
     }
     Ok(())
@@ -330,7 +334,7 @@ fn perf_data_info(rec: &Recording, p: &PerfData, out: &mut dyn Write) -> io::Res
     for w in &i.warnings {
         writeln!(out, "# warning : {w}")?;
     }
-    for e in &rec.errors {
+    for e in &rec.errors() {
         writeln!(out, "# error : {e}")?;
     }
     Ok(())

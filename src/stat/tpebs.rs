@@ -462,7 +462,7 @@ fn read_recording(path: &Path) -> Result<(Collector, Vec<String>), TpebsError> {
             path.display()
         ));
     }
-    warnings.extend(rec.errors.iter().cloned());
+    warnings.extend(rec.errors());
     if let Some(first) = first_bad {
         warnings.push(format!(
             "{}: {bad} records did not decode and were skipped (first: {first})",

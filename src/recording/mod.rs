@@ -7,23 +7,27 @@
 //! blocks of raw kernel records and named side blocks, so everything downstream is the same
 //! code for both; only `hrec info` shows source-specific details ([`Source`]).
 //!
-//! **Why records are sorted.** The recorder writes one block per ring buffer batch, and each
+//! **Why records are ordered.** The recorder writes one block per ring buffer batch, and each
 //! CPU has its own buffer, so the file holds records in CPU-major order; only the `time` field
 //! orders them across CPUs (perf's ordered-events queue does the same job). Records without a
-//! time (synthesized ones, taken before recording started) sort first, keeping their file
-//! order, so a task's COMM and MMAP2 records are applied before its samples.
+//! time (synthesized ones, taken before recording started) come first, keeping their file
+//! order, so a task's COMM and MMAP2 records are applied before its samples. [`order`] does
+//! this as a stream, holding a few blocks of an hrec file or two rounds of a perf.data file,
+//! never the whole file.
 //!
 //! **Why ids map to events.** Every fd of an event (one per CPU, one per thread) has its own
 //! id; samples of inherited children carry the parent fd's id. The header lists every id of
 //! every event, so an id found in a record names the plan event, its PMU and its CPU.
 
+pub mod order;
+
 use std::collections::HashMap;
 use std::io::Read as _;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::data::{self, DataError, Meta, Reader};
-use crate::decode::{self, DecodeError, Decoder, RawRecord, Record};
+use crate::decode::{DecodeError, Decoder, Record};
 use crate::perfdata::{self, PerfData, PerfDataError};
 use crate::symbol::Unresolved;
 use crate::symbol::kallsyms::KernelSymbols;
@@ -45,9 +49,12 @@ pub struct Recording {
     /// Decoder built from the header's attrs and ids.
     pub decoder: Decoder,
     id_event: HashMap<u64, usize>,
+    /// perf.data's records (an hrec file's blocks are read as they are needed).
     blocks: Vec<Vec<u8>>,
-    /// Problems met while reading blocks (a corrupt block is skipped).
-    pub errors: Vec<String>,
+    /// Decompression workers (0: one per CPU).
+    threads: usize,
+    /// What the last walk met: unreadable blocks, records out of order.
+    walked: Mutex<order::WalkStats>,
 }
 
 impl Recording {
@@ -76,9 +83,34 @@ impl Recording {
         }
     }
 
-    /// Number of record blocks read.
+    /// Number of record blocks.
     pub fn block_count(&self) -> usize {
-        self.blocks.len()
+        match &self.source {
+            Source::Hrec(r) => r
+                .blocks()
+                .iter()
+                .filter(|b| b.kind == data::BlockKind::Records)
+                .count(),
+            Source::PerfData(_) => self.blocks.len(),
+        }
+    }
+
+    /// Problems the last walk over the records met, one line each: blocks that could not be
+    /// read (and were skipped), records found out of time order beyond the reorder window.
+    pub fn errors(&self) -> Vec<String> {
+        let w = self.walked.lock().unwrap_or_else(|e| e.into_inner());
+        let mut v = w.block_errors.clone();
+        if w.reordered > 0 {
+            v.push(format!(
+                "{} records were older than records read before them (beyond the reorder window: {}); they were taken where they were found",
+                w.reordered,
+                match &self.source {
+                    Source::Hrec(_) => "the current block of each CPU",
+                    Source::PerfData(_) => "two FINISHED_ROUND rounds",
+                }
+            ));
+        }
+        v
     }
 
     /// The kernel symbols that fit the recording: hrec's `kallsyms` side block, or for a
@@ -104,15 +136,6 @@ impl Recording {
     }
 }
 
-/// Where a record lives: block index and byte offset in the decompressed block.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-struct At {
-    time: u64,
-    block: u32,
-    offset: u32,
-    size: u16,
-}
-
 /// Why a recording cannot be read.
 #[derive(Debug, thiserror::Error)]
 pub enum RecordingError {
@@ -134,9 +157,13 @@ fn is_perf_data(path: &Path) -> bool {
 }
 
 impl Recording {
-    /// Opens `path`, an hrec recording or a perf.data file (told apart by the magic), and
-    /// decompresses its record blocks.
+    /// Opens `path`, an hrec recording or a perf.data file (told apart by the magic).
     pub fn open(path: &Path) -> Result<Recording, RecordingError> {
+        Recording::open_with(path, 0)
+    }
+
+    /// [`open`](Self::open) with `threads` decompression workers (0: one per CPU).
+    pub fn open_with(path: &Path, threads: usize) -> Result<Recording, RecordingError> {
         if is_perf_data(path) {
             let mut p = PerfData::read(path)?;
             let blocks = std::mem::take(&mut p.blocks);
@@ -146,18 +173,19 @@ impl Recording {
                 decoder,
                 id_event,
                 blocks,
-                errors: Vec::new(),
+                threads,
+                walked: Mutex::default(),
             });
         }
         let reader = Reader::open(path)?;
         let (decoder, id_event) = decoder_of(reader.meta());
-        let (blocks, errors) = read_blocks(&reader);
         Ok(Recording {
             source: Source::Hrec(Box::new(reader)),
             decoder,
             id_event,
-            blocks,
-            errors,
+            blocks: Vec::new(),
+            threads,
+            walked: Mutex::default(),
         })
     }
 
@@ -186,48 +214,15 @@ impl Recording {
         }
     }
 
-    /// Calls `f` for every record in time order. Records that do not decode are passed as
-    /// errors (with their offset) and skipped; the walk goes on with the next one.
-    pub fn for_each<'s>(&'s self, mut f: impl FnMut(Result<Record<'s>, DecodeError>)) {
-        let mut order: Vec<At> = Vec::new();
-        for (bi, bytes) in self.blocks.iter().enumerate() {
-            let mut it = decode::records(bytes);
-            let mut off = 0usize;
-            while let Some(raw) = it.next() {
-                match raw {
-                    Ok(raw) => {
-                        let time = self.decoder.time(&raw).unwrap_or(0);
-                        order.push(At {
-                            time,
-                            block: bi as u32,
-                            offset: off as u32,
-                            size: raw.header.size,
-                        });
-                        off = it.offset();
-                    }
-                    Err(e) => {
-                        f(Err(e));
-                        break;
-                    }
-                }
-            }
-        }
-        order.sort();
-        for at in order {
-            let (start, end) = (
-                at.offset as usize,
-                at.offset as usize + usize::from(at.size),
-            );
-            let bytes = &self.blocks[at.block as usize][start..end];
-            let raw = match RawRecord::new(bytes, start) {
-                Ok(r) => r,
-                Err(e) => {
-                    f(Err(e));
-                    continue;
-                }
-            };
-            f(self.decoder.decode(&raw));
-        }
+    /// Calls `f` for every record in time order ([`order`]). Records that do not decode are
+    /// passed as errors (with their offset) and skipped; the walk goes on with the next one.
+    /// A block that cannot be read is skipped and named in [`errors`](Self::errors).
+    pub fn for_each(&self, mut f: impl for<'a> FnMut(Result<Record<'a>, DecodeError>)) {
+        let stats = match &self.source {
+            Source::Hrec(r) => order::walk_hrec(r, &self.decoder, self.threads, &mut f),
+            Source::PerfData(_) => order::walk_rounds(&self.blocks, &self.decoder, &mut f),
+        };
+        *self.walked.lock().unwrap_or_else(|e| e.into_inner()) = stats;
     }
 }
 
@@ -245,59 +240,6 @@ pub(crate) fn decoder_of(meta: &Meta) -> (Decoder, HashMap<u64, usize>) {
         .flat_map(|(n, e)| e.ids.iter().map(move |i| (i.id, n)))
         .collect();
     (decoder, id_event)
-}
-
-/// Decompresses the record blocks, on every CPU (decoding the column codec is most of the
-/// cost of reading a file). Blocks are independent, so a corrupt one is reported and skipped
-/// and the others are still read: what was recorded around the damage is not lost.
-fn read_blocks(reader: &Reader) -> (Vec<Vec<u8>>, Vec<String>) {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    let infos: Vec<&data::BlockInfo> = reader
-        .blocks()
-        .iter()
-        .filter(|b| b.kind == data::BlockKind::Records)
-        .collect();
-    let next = AtomicUsize::new(0);
-    let workers = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(infos.len())
-        .max(1);
-    let mut done: Vec<(usize, Result<Vec<u8>, DataError>)> = std::thread::scope(|sc| {
-        let handles: Vec<_> = (0..workers)
-            .map(|_| {
-                sc.spawn(|| {
-                    let mut out = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(info) = infos.get(i) else { break };
-                        out.push((i, reader.read_block(info)));
-                    }
-                    out
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_default())
-            .collect()
-    });
-    done.sort_by_key(|(i, _)| *i);
-    let mut blocks = Vec::new();
-    let mut errors = Vec::new();
-    if done.len() != infos.len() {
-        errors.push(format!(
-            "{} of {} record blocks could not be decoded (a decoder thread failed)",
-            infos.len() - done.len(),
-            infos.len()
-        ));
-    }
-    for (_, b) in done {
-        match b {
-            Ok(bytes) => blocks.push(bytes),
-            Err(e) => errors.push(format!("{e}; skipped that block")),
-        }
-    }
-    (blocks, errors)
 }
 
 /// Thread names as the records set them: COMM sets a thread's name, FORK gives the child its

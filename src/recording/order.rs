@@ -1,0 +1,532 @@
+//! Records in time order without holding the file.
+//!
+//! Records are ordered by `(time, block, offset)`: by the `time` of their sample id, ties kept
+//! in file order; records without a time (synthesized before recording started) take time 0,
+//! so they come first. Two sources, two rules:
+//!
+//! * **hrec files** hold one stream of blocks per ring buffer (the block's `source`, a CPU).
+//!   Within a stream, records are in time order, so a k-way merge over the streams needs only
+//!   the current block of each: the heap holds one head per stream, and a stream's next block
+//!   is decompressed when its current one runs out (ahead of time, on a worker pool, in file
+//!   order). Each block's records are sorted on loading, which mends any disorder inside a
+//!   block.
+//! * **perf.data** is one stream with perf's own rule: a `FINISHED_ROUND` record promises that
+//!   everything after it is newer than everything before the round before it, so at each
+//!   marker the queued records up to the newest time of the previous round are final and
+//!   leave the queue; the queue holds at most two rounds. A file without markers is one round
+//!   (the whole file is queued, as perf does).
+//!
+//! A record older than one already handed on cannot be put in its place any more: it is
+//! handed on where it is found and counted, and the count is reported, so misordering is
+//! never silent. On files that keep their promises the order equals a full sort.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+use std::sync::{Condvar, Mutex};
+
+use crate::data::{BlockInfo, DataError, Reader};
+use crate::decode::{self, DecodeError, Decoder, RawRecord, Record};
+
+/// perf's `PERF_RECORD_FINISHED_ROUND`.
+const FINISHED_ROUND: u32 = 68;
+
+/// Blocks decompressed ahead of the merge, at most.
+const AHEAD: usize = 8;
+
+/// A record's place in its block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Pos {
+    time: u64,
+    offset: u32,
+    size: u16,
+    timed: bool,
+}
+
+/// What a walk met besides records.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct WalkStats {
+    /// Records found older than one already handed on (beyond the reorder window).
+    pub reordered: u64,
+    /// Blocks that could not be read (each skipped), with the reason.
+    pub block_errors: Vec<String>,
+}
+
+/// Indexes a block: its whole records sorted by `(time, offset)`, and the decode error that
+/// ended it early, if one did.
+fn index(decoder: &Decoder, bytes: &[u8]) -> (Vec<Pos>, Option<DecodeError>) {
+    let mut out = Vec::new();
+    let mut it = decode::records(bytes);
+    let mut off = 0usize;
+    let mut err = None;
+    while let Some(raw) = it.next() {
+        match raw {
+            Ok(raw) => {
+                let time = decoder.time(&raw);
+                out.push(Pos {
+                    time: time.unwrap_or(0),
+                    offset: off as u32,
+                    size: raw.header.size,
+                    timed: time.is_some(),
+                });
+                off = it.offset();
+            }
+            Err(e) => {
+                err = Some(e);
+                break;
+            }
+        }
+    }
+    out.sort_by_key(|p| (p.time, p.offset));
+    (out, err)
+}
+
+fn emit(
+    decoder: &Decoder,
+    bytes: &[u8],
+    p: Pos,
+    f: &mut dyn for<'a> FnMut(Result<Record<'a>, DecodeError>),
+) {
+    let (start, end) = (p.offset as usize, p.offset as usize + usize::from(p.size));
+    match RawRecord::new(&bytes[start..end], start) {
+        Ok(raw) => f(decoder.decode(&raw)),
+        Err(e) => f(Err(e)),
+    }
+}
+
+/// Counts records older than the newest handed on.
+#[derive(Debug, Default)]
+struct Watermark {
+    newest: u64,
+    late: u64,
+}
+
+impl Watermark {
+    fn see(&mut self, p: &Pos) {
+        if !p.timed {
+            return;
+        }
+        if p.time < self.newest {
+            self.late += 1;
+        } else {
+            self.newest = p.time;
+        }
+    }
+}
+
+/// A block's state in the prefetcher.
+enum Slot {
+    Waiting,
+    InFlight,
+    Ready(Result<Vec<u8>, DataError>),
+    Taken,
+}
+
+/// Decompresses blocks ahead of the merge on worker threads, in file order, keeping at most
+/// [`AHEAD`] finished blocks waiting. A block asked for before a worker reached it is
+/// decompressed by the asking thread, so the merge never waits on a block nobody works on.
+struct Prefetch<'r> {
+    reader: &'r Reader,
+    infos: &'r [&'r BlockInfo],
+    state: Mutex<(Vec<Slot>, usize, usize, bool)>,
+    cv: Condvar,
+}
+
+impl<'r> Prefetch<'r> {
+    fn new(reader: &'r Reader, infos: &'r [&'r BlockInfo]) -> Prefetch<'r> {
+        Prefetch {
+            reader,
+            infos,
+            // Slots, the next block for a worker, finished blocks waiting, stop.
+            state: Mutex::new((
+                (0..infos.len()).map(|_| Slot::Waiting).collect(),
+                0,
+                0,
+                false,
+            )),
+            cv: Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, (Vec<Slot>, usize, usize, bool)> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A worker: decompress the next waiting block while fewer than AHEAD wait.
+    fn work(&self) {
+        loop {
+            let i = {
+                let mut st = self.lock();
+                loop {
+                    if st.3 {
+                        return;
+                    }
+                    while st.1 < st.0.len() && !matches!(st.0[st.1], Slot::Waiting) {
+                        st.1 += 1;
+                    }
+                    if st.1 >= st.0.len() {
+                        return;
+                    }
+                    if st.2 < AHEAD {
+                        break;
+                    }
+                    st = self.cv.wait(st).unwrap_or_else(|e| e.into_inner());
+                }
+                let i = st.1;
+                st.0[i] = Slot::InFlight;
+                st.1 += 1;
+                i
+            };
+            let r = self.reader.read_block(self.infos[i]);
+            let mut st = self.lock();
+            st.0[i] = Slot::Ready(r);
+            st.2 += 1;
+            self.cv.notify_all();
+        }
+    }
+
+    /// Block `i`'s bytes.
+    fn take(&self, i: usize) -> Result<Vec<u8>, DataError> {
+        let mut st = self.lock();
+        loop {
+            match std::mem::replace(&mut st.0[i], Slot::Taken) {
+                Slot::Ready(r) => {
+                    st.2 -= 1;
+                    self.cv.notify_all();
+                    return r;
+                }
+                Slot::InFlight => {
+                    st.0[i] = Slot::InFlight;
+                    st = self.cv.wait(st).unwrap_or_else(|e| e.into_inner());
+                }
+                Slot::Waiting | Slot::Taken => {
+                    drop(st);
+                    return self.reader.read_block(self.infos[i]);
+                }
+            }
+        }
+    }
+
+    fn stop(&self) {
+        self.lock().3 = true;
+        self.cv.notify_all();
+    }
+}
+
+/// One stream's current block.
+struct Current {
+    block: usize,
+    bytes: Vec<u8>,
+    order: Vec<Pos>,
+    next: usize,
+}
+
+/// Walks the record blocks of an hrec file in time order (see the module docs), with
+/// `threads` decompression workers (0: one per CPU).
+pub(crate) fn walk_hrec(
+    reader: &Reader,
+    decoder: &Decoder,
+    threads: usize,
+    f: &mut dyn for<'a> FnMut(Result<Record<'a>, DecodeError>),
+) -> WalkStats {
+    let infos: Vec<&BlockInfo> = reader
+        .blocks()
+        .iter()
+        .filter(|b| b.kind == crate::data::BlockKind::Records)
+        .collect();
+    let mut sources: Vec<u32> = infos.iter().map(|b| b.source).collect();
+    sources.sort_unstable();
+    sources.dedup();
+    let mut streams: Vec<VecDeque<usize>> = vec![VecDeque::new(); sources.len()];
+    for (i, b) in infos.iter().enumerate() {
+        if let Ok(s) = sources.binary_search(&b.source) {
+            streams[s].push_back(i);
+        }
+    }
+    let workers = match threads {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    }
+    .min(infos.len())
+    .saturating_sub(1);
+    let n_streams = streams.len();
+    let pre = Prefetch::new(reader, &infos);
+    let mut stats = WalkStats::default();
+    std::thread::scope(|sc| {
+        for _ in 0..workers {
+            sc.spawn(|| pre.work());
+        }
+        let mut mark = Watermark::default();
+        let mut cur: Vec<Option<Current>> = (0..n_streams).map(|_| None).collect();
+        let mut heap: BinaryHeap<Reverse<(u64, usize, u32, usize)>> = BinaryHeap::new();
+        // Loads the next block of stream `s` that has records; pushes its head.
+        let mut load =
+            |s: usize,
+             cur: &mut Vec<Option<Current>>,
+             heap: &mut BinaryHeap<Reverse<(u64, usize, u32, usize)>>,
+             stats: &mut WalkStats,
+             f: &mut dyn for<'a> FnMut(Result<Record<'a>, DecodeError>)| {
+                cur[s] = None;
+                while let Some(block) = streams[s].pop_front() {
+                    let bytes = match pre.take(block) {
+                        Ok(b) => b,
+                        Err(e) => {
+                            stats.block_errors.push(format!("{e}; skipped that block"));
+                            continue;
+                        }
+                    };
+                    let (order, err) = index(decoder, &bytes);
+                    if let Some(e) = err {
+                        f(Err(e));
+                    }
+                    if let Some(&p) = order.first() {
+                        heap.push(Reverse((p.time, block, p.offset, s)));
+                        cur[s] = Some(Current {
+                            block,
+                            bytes,
+                            order,
+                            next: 0,
+                        });
+                        return;
+                    }
+                }
+            };
+        for s in 0..n_streams {
+            load(s, &mut cur, &mut heap, &mut stats, f);
+        }
+        while let Some(Reverse((_, _, _, s))) = heap.pop() {
+            let Some(c) = cur[s].as_mut() else { continue };
+            let p = c.order[c.next];
+            c.next += 1;
+            mark.see(&p);
+            emit(decoder, &c.bytes, p, f);
+            match c.order.get(c.next) {
+                Some(n) => heap.push(Reverse((n.time, c.block, n.offset, s))),
+                None => load(s, &mut cur, &mut heap, &mut stats, f),
+            }
+        }
+        pre.stop();
+        stats.reordered = mark.late;
+    });
+    stats
+}
+
+/// Queued perf.data records: (time, block, offset, size, timed), oldest first.
+type Queue = BinaryHeap<Reverse<(u64, u32, u32, u16, bool)>>;
+
+/// Walks perf.data record blocks (one stream in file order) in time order by perf's
+/// `FINISHED_ROUND` rule (see the module docs).
+pub(crate) fn walk_rounds(
+    blocks: &[Vec<u8>],
+    decoder: &Decoder,
+    f: &mut dyn for<'a> FnMut(Result<Record<'a>, DecodeError>),
+) -> WalkStats {
+    let mut mark = Watermark::default();
+    // Queued records: (time, block, offset, size, timed).
+    let mut queue: Queue = BinaryHeap::new();
+    let (mut newest, mut previous_round) = (0u64, None::<u64>);
+    let flush = |queue: &mut Queue,
+                 upto: Option<u64>,
+                 mark: &mut Watermark,
+                 f: &mut dyn for<'a> FnMut(Result<Record<'a>, DecodeError>)| {
+        while let Some(&Reverse((time, block, offset, size, timed))) = queue.peek() {
+            if upto.is_some_and(|u| time > u) {
+                break;
+            }
+            queue.pop();
+            let p = Pos {
+                time,
+                offset,
+                size,
+                timed,
+            };
+            mark.see(&p);
+            emit(decoder, &blocks[block as usize], p, f);
+        }
+    };
+    for (bi, bytes) in blocks.iter().enumerate() {
+        let mut it = decode::records(bytes);
+        let mut off = 0usize;
+        while let Some(raw) = it.next() {
+            let raw = match raw {
+                Ok(raw) => raw,
+                Err(e) => {
+                    f(Err(e));
+                    break;
+                }
+            };
+            if raw.header.type_ == FINISHED_ROUND {
+                if let Some(upto) = previous_round {
+                    flush(&mut queue, Some(upto), &mut mark, f);
+                }
+                previous_round = Some(newest);
+            } else {
+                let time = decoder.time(&raw);
+                if let Some(t) = time {
+                    newest = newest.max(t);
+                }
+                queue.push(Reverse((
+                    time.unwrap_or(0),
+                    bi as u32,
+                    off as u32,
+                    raw.header.size,
+                    time.is_some(),
+                )));
+            }
+            off = it.offset();
+        }
+    }
+    flush(&mut queue, None, &mut mark, f);
+    WalkStats {
+        reordered: mark.late,
+        block_errors: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::attr::{Attr, sample};
+
+    fn decoder() -> Decoder {
+        Decoder::new([(
+            1,
+            Attr {
+                sample_type: sample::TIME,
+                ..Attr::default()
+            },
+        )])
+    }
+
+    /// A sample record holding only its time.
+    fn at(time: u64) -> Vec<u8> {
+        let mut r = vec![9, 0, 0, 0, 0, 0, 16, 0];
+        r.extend_from_slice(&time.to_le_bytes());
+        r
+    }
+
+    const ROUND: [u8; 8] = [68, 0, 0, 0, 0, 0, 8, 0];
+
+    fn times(blocks: &[Vec<u8>]) -> (Vec<u64>, WalkStats) {
+        let d = decoder();
+        let mut out = Vec::new();
+        let stats = walk_rounds(blocks, &d, &mut |r| {
+            if let Ok(Record::Sample(s)) = r {
+                out.push(s.time.unwrap());
+            }
+        });
+        (out, stats)
+    }
+
+    #[test]
+    fn rounds_that_keep_perfs_promise_come_out_fully_sorted() {
+        // Round 1: 5 3 9; round 2: 7 4 12 (all newer than round 0, none newer than round 1
+        // needed); round 3: 10 11 20. Split over two blocks mid-round.
+        let mut a = Vec::new();
+        for t in [5, 3, 9] {
+            a.extend(at(t));
+        }
+        a.extend(ROUND);
+        for t in [7, 4] {
+            a.extend(at(t));
+        }
+        let mut b = at(12);
+        b.extend(ROUND);
+        for t in [10, 11, 20] {
+            b.extend(at(t));
+        }
+        b.extend(ROUND);
+        let (got, stats) = times(&[a, b]);
+        assert_eq!(got, [3, 4, 5, 7, 9, 10, 11, 12, 20]);
+        assert_eq!(stats.reordered, 0);
+    }
+
+    #[test]
+    fn a_record_older_than_the_window_is_counted_not_dropped() {
+        let mut a = Vec::new();
+        for t in [5, 6] {
+            a.extend(at(t));
+        }
+        a.extend(ROUND);
+        a.extend(at(8));
+        a.extend(ROUND); // 5 and 6 leave the queue here
+        a.extend(at(2)); // broke the promise
+        a.extend(at(9));
+        let (got, stats) = times(&[a]);
+        assert_eq!(got, [5, 6, 2, 8, 9]);
+        assert_eq!(stats.reordered, 1);
+    }
+
+    #[test]
+    fn without_markers_the_whole_stream_is_one_round() {
+        let mut a = Vec::new();
+        for t in [9, 1, 5, 3] {
+            a.extend(at(t));
+        }
+        assert_eq!(times(&[a]).0, [1, 3, 5, 9]);
+    }
+
+    /// An hrec file with blocks of three CPUs, interleaved in time, some blocks unordered
+    /// inside, read with 1 and 3 workers: the merge equals a full sort.
+    #[test]
+    fn hrec_streams_merge_into_one_time_order_at_any_worker_count() {
+        use crate::data::{Meta, Trailer, Writer};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.hrec");
+        let mut w = Writer::create(&path, &Meta::default()).unwrap();
+        let mut all = Vec::new();
+        let mut x = 7u64;
+        for round in 0..20u64 {
+            for cpu in 0..3u32 {
+                let mut block = Vec::new();
+                let mut ts: Vec<u64> = (0..5)
+                    .map(|_| {
+                        x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+                        round * 1000 + (x >> 40) % 1000
+                    })
+                    .collect();
+                // CPU 0's blocks are in order, the others not (mended inside a block).
+                if cpu == 0 {
+                    ts.sort_unstable();
+                }
+                for &t in &ts {
+                    block.extend(at(t));
+                }
+                all.extend(ts);
+                w.write_records(&block, cpu).unwrap();
+            }
+        }
+        w.finish(Trailer::default()).unwrap();
+        all.sort_unstable();
+        let reader = Reader::open(&path).unwrap();
+        for threads in [1, 3] {
+            let mut got = Vec::new();
+            let stats = walk_hrec(&reader, &decoder(), threads, &mut |r| {
+                if let Ok(Record::Sample(s)) = r {
+                    got.push(s.time.unwrap());
+                }
+            });
+            assert_eq!(got, all, "{threads} workers");
+            assert_eq!(stats, WalkStats::default());
+        }
+    }
+
+    #[test]
+    fn an_hrec_block_older_than_its_streams_past_is_counted() {
+        use crate::data::{Meta, Trailer, Writer};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("late.hrec");
+        let mut w = Writer::create(&path, &Meta::default()).unwrap();
+        w.write_records(&[at(10), at(20)].concat(), 0).unwrap();
+        w.write_records(&[at(15), at(30)].concat(), 0).unwrap(); // 15 < 20: late
+        w.finish(Trailer::default()).unwrap();
+        let reader = Reader::open(&path).unwrap();
+        let mut got = Vec::new();
+        let stats = walk_hrec(&reader, &decoder(), 1, &mut |r| {
+            if let Ok(Record::Sample(s)) = r {
+                got.push(s.time.unwrap());
+            }
+        });
+        assert_eq!(got, [10, 20, 15, 30]);
+        assert_eq!(stats.reordered, 1);
+    }
+}
