@@ -295,6 +295,7 @@ pub struct Folder {
     p: Profile,
     group_ids: FastMap<GroupKey, u32>,
     chain_ids: FastMap<Box<[u32]>, u32>,
+    empty_chain: Option<u32>,
     timeline: bool,
     nonzero_lat: Vec<bool>,
 }
@@ -310,11 +311,18 @@ impl Folder {
             },
             group_ids: FastMap::default(),
             chain_ids: FastMap::default(),
+            empty_chain: None,
             timeline,
         }
     }
 
     fn chain(&mut self, callers: &[u32]) -> u32 {
+        // Without call chains every sample has the empty chain: no hashing for it.
+        if callers.is_empty()
+            && let Some(c) = self.empty_chain
+        {
+            return c;
+        }
         if let Some(&c) = self.chain_ids.get(callers) {
             return c;
         }
@@ -323,6 +331,9 @@ impl Folder {
         self.p.chain_locs.extend_from_slice(callers);
         self.p.chain_spans.push((start, callers.len() as u32));
         self.chain_ids.insert(callers.into(), c);
+        if callers.is_empty() {
+            self.empty_chain = Some(c);
+        }
         c
     }
 
