@@ -388,10 +388,10 @@ fn report(
         }
     };
     let p = replay::build(&rec, &with_threads(&cfg.profile, env), &mut progress);
-    read_warnings(&rec, err)?;
     if show {
         eprint!("\r{:60}\r", "");
     }
+    read_warnings(&rec, err)?;
     let tables = hist::tables(&p, &cfg.hist);
     let mut style = cfg.style.clone();
     let mut header = vec![format!(

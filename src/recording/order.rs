@@ -251,10 +251,19 @@ pub(crate) fn walk_hrec(
     let n_streams = streams.len();
     let pre = Prefetch::new(reader, &infos);
     let mut stats = WalkStats::default();
+    /// Stops the workers however the merge ends (a panic in `f` included), so the scope's
+    /// join never waits on a worker parked for room.
+    struct StopOnDrop<'a, 'r>(&'a Prefetch<'r>);
+    impl Drop for StopOnDrop<'_, '_> {
+        fn drop(&mut self) {
+            self.0.stop();
+        }
+    }
     std::thread::scope(|sc| {
         for _ in 0..workers {
             sc.spawn(|| pre.work());
         }
+        let _stop = StopOnDrop(&pre);
         let mut mark = Watermark::default();
         let mut cur: Vec<Option<Current>> = (0..n_streams).map(|_| None).collect();
         let mut heap: BinaryHeap<Reverse<(u64, usize, u32, usize)>> = BinaryHeap::new();
@@ -304,7 +313,6 @@ pub(crate) fn walk_hrec(
                 None => load(s, &mut cur, &mut heap, &mut stats, f),
             }
         }
-        pre.stop();
         stats.reordered = mark.late;
     });
     stats
