@@ -339,8 +339,9 @@ pub struct PerfData {
     /// perf.data details.
     pub info: PerfDataInfo,
     /// Raw kernel records, concatenated, in file order (records of compressed data in the
-    /// container's order).
+    /// container's order); empty when they are read from the file ([`PerfData::data_file`]).
     pub blocks: Vec<Vec<u8>>,
+    data: Option<DataFile>,
     build_ids_text: String,
     /// Where the recording's kernel image was (`_text`, the pgoff of perf's
     /// `[kernel.kallsyms]_text` MMAP record).
@@ -372,12 +373,24 @@ enum Kallsyms {
 impl PerfData {
     /// Reads `path`.
     pub fn read(path: &Path) -> Result<PerfData, PerfDataError> {
+        let running = running_kernel_build_id(Path::new(KERNEL_NOTES));
+        let kallsyms = Some(Path::new(KALLSYMS));
+        if let Some((sparse, data)) = streamable(path)
+            && let Some(p) = read_bytes(path, sparse, running.as_deref(), kallsyms, Some(data))?
+        {
+            return Ok(p);
+        }
         let bytes = std::fs::read(path).map_err(|source| PerfDataError::Io {
             path: path.to_path_buf(),
             source,
         })?;
-        let running = running_kernel_build_id(Path::new(KERNEL_NOTES));
-        from_bytes_with(path, bytes, running.as_deref(), Some(Path::new(KALLSYMS)))
+        from_bytes_with(path, bytes, running.as_deref(), kallsyms)
+    }
+
+    /// The data section on disk, when the records are read from the file as they are walked
+    /// (file mode, uncompressed) rather than held in [`blocks`](Self::blocks).
+    pub fn data_file(&self) -> Option<&DataFile> {
+        self.data.as_ref()
     }
 
     /// The kallsyms verdict, waiting for the reading thread if it has not finished. The same
@@ -608,6 +621,18 @@ fn walk_records(
     start: usize,
     end: usize,
     p: &mut Prepared,
+    on_record: impl FnMut(usize, u32, &[u8]),
+) -> (usize, Option<String>) {
+    walk_records_at(b, start, end, 0, p, on_record)
+}
+
+/// [`walk_records`] of bytes that start at file offset `base` (for the messages).
+fn walk_records_at(
+    b: &[u8],
+    start: usize,
+    end: usize,
+    base: usize,
+    p: &mut Prepared,
     mut on_record: impl FnMut(usize, u32, &[u8]),
 ) -> (usize, Option<String>) {
     let mut pos = start;
@@ -616,7 +641,8 @@ fn walk_records(
             return (
                 pos,
                 Some(format!(
-                    "the data ends inside a record header at offset {pos}"
+                    "the data ends inside a record header at offset {}",
+                    base + pos
                 )),
             );
         };
@@ -624,7 +650,8 @@ fn walk_records(
             return (
                 pos,
                 Some(format!(
-                    "the data ends inside a record header at offset {pos}"
+                    "the data ends inside a record header at offset {}",
+                    base + pos
                 )),
             );
         }
@@ -632,7 +659,10 @@ fn walk_records(
         if size < 8 {
             return (
                 pos,
-                Some(format!("the record at offset {pos} has size {size}")),
+                Some(format!(
+                    "the record at offset {} has size {size}",
+                    base + pos
+                )),
             );
         }
         let mut total = size;
@@ -646,7 +676,10 @@ fn walk_records(
                 None => {
                     return (
                         pos,
-                        Some(format!("the AUXTRACE record at offset {pos} is damaged")),
+                        Some(format!(
+                            "the AUXTRACE record at offset {} is damaged",
+                            base + pos
+                        )),
                     );
                 }
             }
@@ -655,7 +688,8 @@ fn walk_records(
             return (
                 pos,
                 Some(format!(
-                    "the record at offset {pos} is cut short ({} of {total} bytes)",
+                    "the record at offset {} is cut short ({} of {total} bytes)",
+                    base + pos,
                     end - pos
                 )),
             );
@@ -677,6 +711,18 @@ fn walk_records(
 
 /// Checks a file-mode perf.data and rebuilds the copy the crate reads.
 fn prepare_file(b: &[u8]) -> Result<Prepared, Fail> {
+    prepare_file_with(b, &mut |p, start, end| {
+        walk_records(b, start, end, p, |_, _, _| {})
+    })
+}
+
+/// The walk over the data section's records that [`prepare_file_with`] makes: from `start`
+/// to at most `end`, returning where the whole records end and why they end early.
+type DataWalk<'a> = dyn FnMut(&mut Prepared, usize, usize) -> (usize, Option<String>) + 'a;
+
+/// [`prepare_file`] with the data section walked by `walk` (from the file in chunks when `b`
+/// does not hold it).
+fn prepare_file_with(b: &[u8], walk: &mut DataWalk<'_>) -> Result<Prepared, Fail> {
     let len = b.len() as u64;
     if len < HEADER_SIZE {
         return Err(Fail::Damaged(format!(
@@ -717,13 +763,7 @@ fn prepare_file(b: &[u8]) -> Result<Prepared, Fail> {
         keep_features = false;
     }
     let table_off = data_off + data_size;
-    let (end, stop) = walk_records(
-        b,
-        data_off as usize,
-        (data_off + data_size) as usize,
-        &mut p,
-        |_, _, _| {},
-    );
+    let (end, stop) = walk(&mut p, data_off as usize, (data_off + data_size) as usize);
     if let Some(why) = stop {
         p.truncated
             .get_or_insert_with(|| format!("{why}; the records before it are read"));
@@ -1105,6 +1145,179 @@ pub fn from_bytes(
     from_bytes_with(path, b.to_vec(), running_kernel, None)
 }
 
+/// Bytes of the data section read at a time when it is walked from the file.
+const CHUNK: usize = 4 << 20;
+
+/// The data section of a file-mode perf.data, read from the file in chunks of whole records
+/// each time it is walked and never held whole: a day-long recording reads in the memory of a
+/// few chunks. The file is checked when it is opened; if it changes afterwards, the walk stops
+/// at the first record that does not fit and says so ([`take_error`](Self::take_error)).
+#[derive(Debug)]
+pub struct DataFile {
+    path: PathBuf,
+    file: std::fs::File,
+    start: u64,
+    end: u64,
+    chunk_count: usize,
+    error: Mutex<Option<String>>,
+}
+
+/// Iterator of [`DataFile::chunks`].
+#[derive(Debug)]
+pub struct Chunks<'a> {
+    d: &'a DataFile,
+    pos: u64,
+    end: u64,
+}
+
+/// The length of the whole records at the start of `b` (AUXTRACE payloads are not walked
+/// here: such files are read whole).
+fn whole_records(b: &[u8]) -> usize {
+    let mut off = 0usize;
+    while let (Some(t), Some(size)) = (u32_at(b, off), u16_at(b, off + 6)) {
+        let size = usize::from(size);
+        if size < 8 || t == user::AUXTRACE || off + size > b.len() {
+            break;
+        }
+        off += size;
+    }
+    off
+}
+
+impl DataFile {
+    /// Chunks of whole records from the start of the records to their end.
+    pub fn chunks(&self) -> Chunks<'_> {
+        self.chunks_of(self.start, self.end)
+    }
+
+    fn chunks_of(&self, pos: u64, end: u64) -> Chunks<'_> {
+        Chunks { d: self, pos, end }
+    }
+
+    /// The chunks the records are read in.
+    pub fn chunk_count(&self) -> usize {
+        self.chunk_count
+    }
+
+    /// Why the last walk stopped early, if it did.
+    pub fn take_error(&self) -> Option<String> {
+        self.error.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+
+    fn fail(&self, why: String) {
+        *self.error.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
+    }
+
+    fn read_at(&self, pos: u64, len: usize) -> Option<Vec<u8>> {
+        use std::os::unix::fs::FileExt as _;
+        let mut buf = vec![0u8; len];
+        match self.file.read_exact_at(&mut buf, pos) {
+            Ok(()) => Some(buf),
+            Err(e) => {
+                self.fail(format!(
+                    "cannot read {} at offset {pos}: {e}; the records after it are lost",
+                    self.path.display()
+                ));
+                None
+            }
+        }
+    }
+
+    /// [`walk_records`] over the file's data section from `start` to at most `end`, a chunk
+    /// at a time.
+    fn walk(&self, p: &mut Prepared, start: usize, end: usize) -> (usize, Option<String>) {
+        let mut pos = start;
+        for chunk in self.chunks_of(start as u64, end as u64) {
+            let (done, stop) = walk_records_at(&chunk, 0, chunk.len(), pos, p, |_, _, _| {});
+            if stop.is_some() {
+                return (pos + done, stop);
+            }
+            pos += chunk.len();
+        }
+        if let Some(why) = self.take_error() {
+            return (pos, Some(why));
+        }
+        if pos < end {
+            // What stopped the chunks: the record there, walked alone for its message.
+            let n = (end - pos).min(usize::from(u16::MAX) + 16);
+            if let Some(tail) = self.read_at(pos as u64, n) {
+                if u32_at(&tail, 0) == Some(user::AUXTRACE) {
+                    // Its payload is not walked in chunks: the file is read whole instead.
+                    *p.user_records.entry(user::AUXTRACE).or_default() += 1;
+                    return (pos, None);
+                }
+                let (done, stop) = walk_records_at(&tail, 0, tail.len(), pos, p, |_, _, _| {});
+                return (pos + done, stop);
+            }
+            return (pos, self.take_error());
+        }
+        (pos, None)
+    }
+}
+
+impl Iterator for Chunks<'_> {
+    type Item = Vec<u8>;
+
+    fn next(&mut self) -> Option<Vec<u8>> {
+        if self.pos >= self.end {
+            return None;
+        }
+        let len = usize::try_from(self.end - self.pos).map_or(CHUNK, |n| n.min(CHUNK));
+        let mut buf = self.d.read_at(self.pos, len)?;
+        let whole = whole_records(&buf);
+        if whole == 0 {
+            if self.d.start == self.pos || self.end == self.d.end {
+                self.d.fail(format!(
+                    "the record at offset {} of {} does not read (the file changed after it was opened?); the records after it are lost",
+                    self.pos,
+                    self.d.path.display()
+                ));
+            }
+            return None;
+        }
+        buf.truncate(whole);
+        self.pos += whole as u64;
+        Some(buf)
+    }
+}
+
+/// A file-mode perf.data whose data section can be read from the file as it is walked: the
+/// file without its data section (zeros there, pages never touched, so they take no memory)
+/// and the open data section. `None` for anything else (pipe mode, no data size, sections
+/// outside the file, unreadable): those take the whole-file path, whose checks say what is
+/// wrong.
+fn streamable(path: &Path) -> Option<(Vec<u8>, DataFile)> {
+    use std::os::unix::fs::FileExt as _;
+    let file = std::fs::File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    let mut head = [0u8; HEADER_SIZE as usize];
+    file.read_exact_at(&mut head, 0).ok()?;
+    let h = |at: usize| u64_at(&head, at).unwrap_or(0);
+    if head[..8] != MAGIC || h(8) != HEADER_SIZE {
+        return None;
+    }
+    let (data_off, data_size) = (h(40), h(48));
+    let data_end = data_off.checked_add(data_size)?;
+    if data_off < HEADER_SIZE || data_size == 0 || data_end > len {
+        return None;
+    }
+    let mut sparse = vec![0u8; usize::try_from(len).ok()?];
+    let (a, b) = (data_off as usize, data_end as usize);
+    file.read_exact_at(&mut sparse[..a], 0).ok()?;
+    file.read_exact_at(&mut sparse[b..], data_end).ok()?;
+    Some((
+        sparse,
+        DataFile {
+            path: path.to_path_buf(),
+            file,
+            start: data_off,
+            end: data_end,
+            chunk_count: 0,
+            error: Mutex::new(None),
+        },
+    ))
+}
+
 /// Kernel records collected into blocks, counted as an hrec trailer counts them.
 struct Sink {
     blocks: Vec<Vec<u8>>,
@@ -1320,6 +1533,22 @@ fn from_bytes_with(
     running_kernel: Option<&str>,
     kallsyms: Option<&Path>,
 ) -> Result<PerfData, PerfDataError> {
+    read_bytes(path, bytes, running_kernel, kallsyms, None)?.ok_or_else(|| {
+        // Only a file read in chunks can need the whole-file path.
+        fail(path, Fail::Damaged("the records could not be read".into()))
+    })
+}
+
+/// [`from_bytes_with`]; with `data`, `bytes` holds the file without its data section (zeros
+/// there) and the records are read from the file in chunks. `None` when such a file needs the
+/// whole-file path after all (compressed records, AUXTRACE).
+fn read_bytes(
+    path: &Path,
+    bytes: Vec<u8>,
+    running_kernel: Option<&str>,
+    kallsyms: Option<&Path>,
+    data: Option<DataFile>,
+) -> Result<Option<PerfData>, PerfDataError> {
     let b = &bytes[..];
     let magic = b.get(..8).unwrap_or(b);
     if magic == MAGIC_BIG_ENDIAN {
@@ -1344,12 +1573,15 @@ fn from_bytes_with(
         ));
     }
     let pipe = u64_at(b, 8) == Some(PIPE_HEADER_SIZE);
-    let p = if pipe {
-        prepare_pipe(b)
-    } else {
-        prepare_file(b)
+    let p = match (&data, pipe) {
+        (_, true) => prepare_pipe(b),
+        (None, false) => prepare_file(b),
+        (Some(d), false) => prepare_file_with(b, &mut |p, start, end| d.walk(p, start, end)),
     }
     .map_err(|f| fail(path, f))?;
+    if data.is_some() && (p.compressed || p.user_records.contains_key(&user::AUXTRACE)) {
+        return Ok(None);
+    }
     let mut info = PerfDataInfo {
         path: path.to_path_buf(),
         file_len: b.len() as u64,
@@ -1389,14 +1621,29 @@ fn from_bytes_with(
     let in_place = !p.compressed
         && !p.user_records.contains_key(&user::AUXTRACE)
         && end - start <= BLOCK_BYTES_IN_PLACE;
+    let mut data = data.map(|d| DataFile {
+        start: start as u64,
+        end: end as u64,
+        ..d
+    });
     let stop = if p.compressed {
         records_via_crate(&crate_copy(&p, b, pipe), pipe, &mut sink)
+    } else if let Some(d) = &mut data {
+        let mut n = 0;
+        for chunk in d.chunks() {
+            records_direct(&chunk, (0, chunk.len()), &mut sink, false);
+            n += 1;
+        }
+        d.chunk_count = n;
+        d.take_error()
     } else {
         records_direct(b, p.records, &mut sink, !in_place);
         None
     };
     let (mut blocks, mut t, recorded_text) = sink.finish();
-    if in_place && end > start {
+    if data.is_some() {
+        blocks.clear();
+    } else if in_place && end > start {
         let mut data = bytes;
         data.truncate(end);
         data.drain(..start);
@@ -1429,18 +1676,19 @@ fn from_bytes_with(
     for e in info.build_ids.iter().filter(|e| !e.kernel) {
         let _ = writeln!(build_ids_text, "{} {}", e.build_id, e.path);
     }
-    Ok(PerfData {
+    Ok(Some(PerfData {
         meta,
         trailer: t,
         info,
         blocks,
+        data,
         build_ids_text,
         recorded_text,
         kallsyms: Mutex::new(match pending {
             Some(h) => Kallsyms::Pending(h),
             None => Kallsyms::None,
         }),
-    })
+    }))
 }
 
 fn kernel_check(build_ids: &[BuildIdEntry], running: Option<&str>) -> KernelCheck {
@@ -2023,5 +2271,71 @@ mod tests {
         );
         assert!(is_perf_data(b"PERFILE2\x68"));
         assert!(!is_perf_data(b"HRECDATA"));
+    }
+
+    #[test]
+    fn a_file_mode_data_section_is_read_from_the_file_in_chunks_with_the_same_result() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.data");
+        let b = file(&synth());
+        std::fs::write(&path, &b).unwrap();
+        let whole = from_bytes(&path, &b, Some(KERNEL_ID)).unwrap();
+        let streamed = PerfData::read(&path).unwrap();
+        let d = streamed.data_file().expect("read in chunks");
+        assert!(streamed.blocks.is_empty());
+        assert_eq!(d.chunk_count(), 1);
+        assert_eq!(
+            d.chunks().collect::<Vec<_>>().concat(),
+            whole.blocks.concat()
+        );
+        assert_eq!(streamed.trailer.samples, whole.trailer.samples);
+        assert_eq!(streamed.trailer.records, whole.trailer.records);
+        assert_eq!(streamed.meta.events.len(), whole.meta.events.len());
+        // The file shrinks after it was opened: the walk stops and says why.
+        let (start, end) = (d.start as usize, d.end as usize);
+        std::fs::write(&path, &b[..(start + end) / 2]).unwrap();
+        let got = d.chunks().collect::<Vec<_>>().concat();
+        assert!(got.len() < end - start);
+        let why = d.take_error().expect("a reason");
+        assert!(why.contains("s.data"), "{why}");
+    }
+
+    #[test]
+    fn whole_records_stop_before_a_cut_or_bad_record() {
+        let rec = |size: u16| {
+            let mut r = vec![0u8; usize::from(size)];
+            r[0] = 9;
+            r[6..8].copy_from_slice(&size.to_le_bytes());
+            r
+        };
+        let b = [rec(16), rec(24)].concat();
+        assert_eq!(whole_records(&b), 40);
+        assert_eq!(whole_records(&b[..39]), 16);
+        assert_eq!(whole_records(&[rec(16), vec![0; 8]].concat()), 16);
+        assert_eq!(whole_records(&[]), 0);
+    }
+
+    /// Every byte of the data section damaged in turn, read through the chunked path and
+    /// walked: no panic, and a file either reads or gives one error.
+    #[test]
+    fn damaged_data_read_in_chunks_never_panics() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.data");
+        let b = file(&synth());
+        let start = u64_at(&b, 40).unwrap() as usize;
+        let end = start + u64_at(&b, 48).unwrap() as usize;
+        for at in start..end {
+            for v in [0x00, 0xff, 0x41] {
+                let mut bad = b.clone();
+                bad[at] = v;
+                std::fs::write(&path, &bad).unwrap();
+                if let Ok(p) = PerfData::read(&path)
+                    && let Some(d) = p.data_file()
+                {
+                    let n: usize = d.chunks().map(|c| c.len()).sum();
+                    assert!(n <= end - start);
+                }
+            }
+        }
     }
 }

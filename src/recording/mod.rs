@@ -91,7 +91,7 @@ impl Recording {
                 .iter()
                 .filter(|b| b.kind == data::BlockKind::Records)
                 .count(),
-            Source::PerfData(_) => self.blocks.len(),
+            Source::PerfData(p) => p.data_file().map_or(self.blocks.len(), |d| d.chunk_count()),
         }
     }
 
@@ -220,7 +220,21 @@ impl Recording {
     pub fn for_each(&self, mut f: impl for<'a> FnMut(Result<Record<'a>, DecodeError>)) {
         let stats = match &self.source {
             Source::Hrec(r) => order::walk_hrec(r, &self.decoder, self.threads, &mut f),
-            Source::PerfData(_) => order::walk_rounds(&self.blocks, &self.decoder, &mut f),
+            Source::PerfData(p) => match p.data_file() {
+                Some(d) => {
+                    let mut chunks = d.chunks().map(std::borrow::Cow::Owned);
+                    let mut stats = order::walk_rounds(&mut chunks, &self.decoder, &mut f);
+                    stats.block_errors.extend(d.take_error());
+                    stats
+                }
+                None => {
+                    let mut blocks = self
+                        .blocks
+                        .iter()
+                        .map(|b| std::borrow::Cow::Borrowed(&b[..]));
+                    order::walk_rounds(&mut blocks, &self.decoder, &mut f)
+                }
+            },
         };
         *self.walked.lock().unwrap_or_else(|e| e.into_inner()) = stats;
     }

@@ -20,6 +20,7 @@
 //! handed on where it is found and counted, and the count is reported, so misordering is
 //! never silent. On files that keep their promises the order equals a full sort.
 
+use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::sync::{Condvar, Mutex};
@@ -321,18 +322,25 @@ pub(crate) fn walk_hrec(
 /// Queued perf.data records: (time, block, offset, size, timed), oldest first.
 type Queue = BinaryHeap<Reverse<(u64, u32, u32, u16, bool)>>;
 
-/// Walks perf.data record blocks (one stream in file order) in time order by perf's
-/// `FINISHED_ROUND` rule (see the module docs).
-pub(crate) fn walk_rounds(
-    blocks: &[Vec<u8>],
+/// Walks perf.data records (one stream, given as blocks of whole records in file order, read
+/// as they are needed) in time order by perf's `FINISHED_ROUND` rule (see the module docs).
+/// A block is dropped as soon as none of its records is queued any more, so memory holds the
+/// blocks of about two rounds.
+pub(crate) fn walk_rounds<'b>(
+    blocks: &mut dyn Iterator<Item = Cow<'b, [u8]>>,
     decoder: &Decoder,
     f: &mut dyn for<'a> FnMut(Result<Record<'a>, DecodeError>),
 ) -> WalkStats {
     let mut mark = Watermark::default();
-    // Queued records: (time, block, offset, size, timed).
     let mut queue: Queue = BinaryHeap::new();
+    // Blocks still holding queued records: (bytes, records queued), the first is block
+    // `first`.
+    let mut held: VecDeque<(Cow<'b, [u8]>, usize)> = VecDeque::new();
+    let mut first = 0usize;
     let (mut newest, mut previous_round) = (0u64, None::<u64>);
     let flush = |queue: &mut Queue,
+                 held: &mut VecDeque<(Cow<'b, [u8]>, usize)>,
+                 first: &mut usize,
                  upto: Option<u64>,
                  mark: &mut Watermark,
                  f: &mut dyn for<'a> FnMut(Result<Record<'a>, DecodeError>)| {
@@ -348,27 +356,41 @@ pub(crate) fn walk_rounds(
                 timed,
             };
             mark.see(&p);
-            emit(decoder, &blocks[block as usize], p, f);
+            let h = &mut held[block as usize - *first];
+            emit(decoder, &h.0, p, f);
+            h.1 -= 1;
+        }
+        // The newest block stays: its records may still be queued by the caller.
+        while held.len() > 1 && held.front().is_some_and(|h| h.1 == 0) {
+            held.pop_front();
+            *first += 1;
         }
     };
-    for (bi, bytes) in blocks.iter().enumerate() {
-        let mut it = decode::records(bytes);
+    let mut records = Vec::new();
+    for (bi, bytes) in blocks.enumerate() {
+        records.clear();
+        let mut it = decode::records(&bytes);
         let mut off = 0usize;
         while let Some(raw) = it.next() {
-            let raw = match raw {
-                Ok(raw) => raw,
+            match raw {
+                Ok(raw) => {
+                    records.push((raw.header.type_, decoder.time(&raw), off, raw.header.size));
+                    off = it.offset();
+                }
                 Err(e) => {
                     f(Err(e));
                     break;
                 }
-            };
-            if raw.header.type_ == FINISHED_ROUND {
+            }
+        }
+        held.push_back((bytes, 0));
+        for &(type_, time, off, size) in &records {
+            if type_ == FINISHED_ROUND {
                 if let Some(upto) = previous_round {
-                    flush(&mut queue, Some(upto), &mut mark, f);
+                    flush(&mut queue, &mut held, &mut first, Some(upto), &mut mark, f);
                 }
                 previous_round = Some(newest);
             } else {
-                let time = decoder.time(&raw);
                 if let Some(t) = time {
                     newest = newest.max(t);
                 }
@@ -376,14 +398,16 @@ pub(crate) fn walk_rounds(
                     time.unwrap_or(0),
                     bi as u32,
                     off as u32,
-                    raw.header.size,
+                    size,
                     time.is_some(),
                 )));
+                if let Some(h) = held.back_mut() {
+                    h.1 += 1;
+                }
             }
-            off = it.offset();
         }
     }
-    flush(&mut queue, None, &mut mark, f);
+    flush(&mut queue, &mut held, &mut first, None, &mut mark, f);
     WalkStats {
         reordered: mark.late,
         block_errors: Vec::new(),
@@ -417,7 +441,8 @@ mod tests {
     fn times(blocks: &[Vec<u8>]) -> (Vec<u64>, WalkStats) {
         let d = decoder();
         let mut out = Vec::new();
-        let stats = walk_rounds(blocks, &d, &mut |r| {
+        let mut it = blocks.iter().map(|b| Cow::Borrowed(b.as_slice()));
+        let stats = walk_rounds(&mut it, &d, &mut |r| {
             if let Ok(Record::Sample(s)) = r {
                 out.push(s.time.unwrap());
             }
