@@ -1281,12 +1281,31 @@ impl Iterator for Chunks<'_> {
     }
 }
 
+/// A perf.data file's bytes: the whole file, or the file without its data section.
+enum FileBytes {
+    /// The whole file.
+    Whole(Vec<u8>),
+    /// The file with zeros in place of its data section, in an anonymous mapping: its pages
+    /// are the kernel's shared zero page until written, so the data section's span takes no
+    /// memory (an allocator's zeroed buffer may be written over to zero it).
+    Sparse(memmap2::MmapMut),
+}
+
+impl std::ops::Deref for FileBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            FileBytes::Whole(v) => v,
+            FileBytes::Sparse(m) => m,
+        }
+    }
+}
+
 /// A file-mode perf.data whose data section can be read from the file as it is walked: the
-/// file without its data section (zeros there, pages never touched, so they take no memory)
-/// and the open data section. `None` for anything else (pipe mode, no data size, sections
+/// file without its data section ([`FileBytes::Sparse`]) and the open data section. `None` for anything else (pipe mode, no data size, sections
 /// outside the file, unreadable): those take the whole-file path, whose checks say what is
 /// wrong.
-fn streamable(path: &Path) -> Option<(Vec<u8>, DataFile)> {
+fn streamable(path: &Path) -> Option<(FileBytes, DataFile)> {
     use std::os::unix::fs::FileExt as _;
     let file = std::fs::File::open(path).ok()?;
     let len = file.metadata().ok()?.len();
@@ -1301,12 +1320,15 @@ fn streamable(path: &Path) -> Option<(Vec<u8>, DataFile)> {
     if data_off < HEADER_SIZE || data_size == 0 || data_end > len {
         return None;
     }
-    let mut sparse = vec![0u8; usize::try_from(len).ok()?];
+    let mut sparse = memmap2::MmapOptions::new()
+        .len(usize::try_from(len).ok()?)
+        .map_anon()
+        .ok()?;
     let (a, b) = (data_off as usize, data_end as usize);
     file.read_exact_at(&mut sparse[..a], 0).ok()?;
     file.read_exact_at(&mut sparse[b..], data_end).ok()?;
     Some((
-        sparse,
+        FileBytes::Sparse(sparse),
         DataFile {
             path: path.to_path_buf(),
             file,
@@ -1533,7 +1555,14 @@ fn from_bytes_with(
     running_kernel: Option<&str>,
     kallsyms: Option<&Path>,
 ) -> Result<PerfData, PerfDataError> {
-    read_bytes(path, bytes, running_kernel, kallsyms, None)?.ok_or_else(|| {
+    read_bytes(
+        path,
+        FileBytes::Whole(bytes),
+        running_kernel,
+        kallsyms,
+        None,
+    )?
+    .ok_or_else(|| {
         // Only a file read in chunks can need the whole-file path.
         fail(path, Fail::Damaged("the records could not be read".into()))
     })
@@ -1544,7 +1573,7 @@ fn from_bytes_with(
 /// whole-file path after all (compressed records, AUXTRACE).
 fn read_bytes(
     path: &Path,
-    bytes: Vec<u8>,
+    bytes: FileBytes,
     running_kernel: Option<&str>,
     kallsyms: Option<&Path>,
     data: Option<DataFile>,
@@ -1643,8 +1672,10 @@ fn read_bytes(
     let (mut blocks, mut t, recorded_text) = sink.finish();
     if data.is_some() {
         blocks.clear();
-    } else if in_place && end > start {
-        let mut data = bytes;
+    } else if in_place
+        && end > start
+        && let FileBytes::Whole(mut data) = bytes
+    {
         data.truncate(end);
         data.drain(..start);
         blocks = vec![data];
