@@ -3,7 +3,7 @@
 # synthetic perf.data files (scripts/gen-perfdata.py: python3 samples in libpython, 2 CPUs,
 # 4 threads, FINISHED_ROUND every 2,000 samples, 48 bytes per sample without callchains).
 #
-# Usage: scripts/bench-memory.sh [--with-callchain] [SIZES...]
+# Usage: scripts/bench-memory.sh [--with-callchain] [--hrec-format] [SIZES...]
 #        (default sizes: 500000 4000000 20000000 samples)
 # Environment:
 #   RUNS=3       runs of each report per size; wall = median, peak RSS = max over the runs
@@ -12,6 +12,8 @@
 #   KEEP=1       keep the files this run generated (default: delete them at the end)
 #   HREC=path    the hrec binary to measure (default: target/release/hrec, built here)
 #   SEED=S       gen-perfdata.py seed (default 1)
+# --hrec-format also converts each file to hrec's own format (examples/perfdata_to_hrec: one
+# block stream per CPU, as the recorder writes) and measures hrec report on that too.
 # Each report runs in a fresh child with output to /dev/null; wall is measured around it and
 # peak RSS is that child's ru_maxrss (os.wait4); its anonymous / file-backed split is sampled
 # from /proc/PID/status every 5 ms. Page cache is warmed before the runs.
@@ -20,10 +22,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CC=""
+HF=0
 SIZES=()
 for a in "$@"; do
     case "$a" in
         --with-callchain) CC=1 ;;
+        --hrec-format) HF=1 ;;
         -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
         *[!0-9]*|"") echo "bench-memory: bad size '$a'" >&2; exit 2 ;;
         *) SIZES+=("$a") ;;
@@ -78,11 +82,23 @@ for n in "${SIZES[@]}"; do
         "in $(( ($(date +%s%N) - start) / 1000000 )) ms" >&2
 done
 
-python3 - "$HREC" "$DATA_DIR" "${RUNS:-3}" "${CC:-0}" "${SIZES[@]}" <<'PY'
+if [ "$HF" = 1 ]; then
+    cargo build --release --quiet --example perfdata_to_hrec
+    for n in "${SIZES[@]}"; do
+        f="$DATA_DIR/perfdata-$n${CC:+-cc}.data"
+        h="${f%.data}.hrec"
+        [ -s "$h" ] && continue
+        generated+=("$h")
+        target/release/examples/perfdata_to_hrec "$f" "$h"
+    done
+fi
+
+python3 - "$HREC" "$DATA_DIR" "${RUNS:-3}" "${CC:-0}" "$HF" "${SIZES[@]}" <<'PY'
 import os, statistics, subprocess, sys, tempfile, time
 
-hrec, ddir, runs, cc, sizes = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1", [
-    int(s) for s in sys.argv[5:]]
+hrec, ddir, runs, cc, hf = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1", \
+    sys.argv[5] == "1"
+sizes = [int(s) for s in sys.argv[6:]]
 
 def status_mb(pid):
     """RssAnon and RssFile of a running process, in MB (None once it is gone)."""
@@ -126,9 +142,17 @@ for n in sizes:
         while fh.read(1 << 24):
             pass
     res = {"perf": [], "hrec": []}
+    own = f[:-len(".data")] + ".hrec"
+    if hf:
+        res["own"] = []
+        with open(own, "rb") as fh:
+            while fh.read(1 << 24):
+                pass
     for _ in range(runs):  # alternate the tools run by run
         res["perf"].append(measure(["perf", "report", "--stdio", "-i", f]))
         res["hrec"].append(measure([hrec, "report", "-i", f]))
+        if hf:
+            res["own"].append(measure([hrec, "report", "-i", own]))
     rows[n] = {k: (statistics.median(m[0] for m in v), max(m[1] for m in v),
                    max(m[2] for m in v), max(m[3] for m in v)) for k, v in res.items()}
     print(f"bench-memory: {fmt_n(n)} done", file=sys.stderr)
@@ -152,6 +176,25 @@ for n in sorted(sizes):
         g = rows[n][tool][1] / rows[base][tool][1]
         print(f"{tool} RSS growth {fmt_n(base)}→{fmt_n(n)}: {g:.2f}x "
               f"({rows[base][tool][1]:.0f} → {rows[n][tool][1]:.0f} MB)")
+if hf:
+    print()
+    print("hrec report of the same samples in hrec's own format (converted by "
+          "examples/perfdata_to_hrec), against perf report of the perf.data:")
+    print()
+    print("| size | hrec file MB | hrec wall (s) | hrec peak RSS MB | RSS ratio to perf "
+          "| wall ratio to perf |")
+    print("|---|---|---|---|---|---|")
+    for n in sizes:
+        own = os.path.join(ddir, f"perfdata-{n}{'-cc' if cc else ''}.hrec")
+        (pw, pr, _, _), (ow, orss, _, _) = rows[n]["perf"], rows[n]["own"]
+        print(f"| {fmt_n(n)} | {os.path.getsize(own) / 1e6:.1f} | {ow:.2f} | {orss:.0f} "
+              f"| {orss / pr:.2f} | {ow / pw:.2f} |")
+    base = min(sizes)
+    print()
+    for n in sorted(sizes):
+        if n != base:
+            g = rows[n]["own"][1] / rows[base]["own"][1]
+            print(f"hrec (own format) RSS growth {fmt_n(base)}→{fmt_n(n)}: {g:.2f}x")
 print()
 print("Where the peak RSS is (sampled): anonymous vs file-backed (perf report mmaps the whole "
       "perf.data on 64-bit, so its RSS is mostly the file's pages)")
