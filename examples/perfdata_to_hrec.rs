@@ -4,7 +4,7 @@
 //!
 //! Usage: `perfdata_to_hrec IN.perf.data OUT.hrec`
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use hrec::data::Writer;
@@ -32,7 +32,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn convert(input: &PathBuf, output: &PathBuf) -> Result<u64, String> {
+fn convert(input: &Path, output: &Path) -> Result<u64, String> {
     let rec = Recording::open(input).map_err(|e| e.to_string())?;
     let Source::PerfData(p) = &rec.source else {
         return Err(format!("{} is not a perf.data file", input.display()));
