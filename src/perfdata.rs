@@ -1357,7 +1357,7 @@ struct Counter {
 
 impl Sink {
     fn new(meta: &Meta) -> Sink {
-        let (decoder, id_event) = crate::recording::decoder_of(meta);
+        let (decoder, id_event) = crate::recording::ids::decoder_of(meta);
         Sink {
             blocks: Vec::new(),
             block: Vec::new(),

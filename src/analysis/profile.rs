@@ -29,8 +29,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::symbol::binary::Binary;
 use crate::symbol::debuginfo::SearchPaths;
-use crate::symbol::elf::Binary;
 use crate::symbol::kallsyms;
 use crate::symbol::maps::{AddressSpaces, FileIdx};
 use crate::symbol::perfmap::PerfMap;

@@ -6,8 +6,9 @@
 //! [`Cursor::bytes_u64`] / [`Cursor::u64s`], which check the multiplication and the remaining
 //! length before anything is sliced.
 
+use std::fmt;
+
 use super::{DecodeError, RecordKind};
-use crate::decode::sample::U64s;
 
 /// Where a cursor is reading, for error messages.
 #[derive(Debug, Clone, Copy)]
@@ -129,6 +130,61 @@ pub(crate) fn u64_at(b: &[u8], off: usize) -> Option<u64> {
     let mut a = [0u8; 8];
     a.copy_from_slice(s);
     Some(u64::from_le_bytes(a))
+}
+
+/// A borrowed run of little-endian u64 values (callchains, registers, counters).
+///
+/// The bytes stay in the record; values are assembled on access, so there is no alignment
+/// requirement and no allocation.
+#[derive(Clone, Copy, PartialEq, Eq, Default)]
+pub struct U64s<'a> {
+    bytes: &'a [u8],
+}
+
+impl<'a> U64s<'a> {
+    /// A view of `bytes`; a trailing partial u64 is ignored.
+    pub fn new(bytes: &'a [u8]) -> Self {
+        U64s {
+            bytes: &bytes[..bytes.len() / 8 * 8],
+        }
+    }
+
+    /// Number of values.
+    pub fn len(&self) -> usize {
+        self.bytes.len() / 8
+    }
+
+    /// True when there are no values.
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    /// The `i`-th value.
+    pub fn get(&self, i: usize) -> Option<u64> {
+        u64_at(self.bytes, i.checked_mul(8)?)
+    }
+
+    /// The values in order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = u64> + DoubleEndedIterator + 'a {
+        self.bytes.chunks_exact(8).map(|c| {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(c);
+            u64::from_le_bytes(a)
+        })
+    }
+
+    /// The underlying bytes.
+    pub fn as_bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+}
+
+impl fmt::Debug for U64s<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list()
+            .entries(self.iter().map(|v| format!("{v:#x}")))
+            .finish()
+    }
 }
 
 #[cfg(test)]

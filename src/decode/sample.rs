@@ -1,8 +1,7 @@
 //! PERF_RECORD_SAMPLE and the borrowed views of its variable-length parts.
 
-use std::fmt;
-
 use super::DecodeError;
+pub use super::cursor::U64s;
 use super::cursor::{Ctx, Cursor};
 use super::layout::Layout;
 use super::misc;
@@ -29,61 +28,6 @@ pub mod context {
     /// True when a callchain entry is a context marker rather than an address.
     pub fn is_marker(ip: u64) -> bool {
         ip >= MAX
-    }
-}
-
-/// A borrowed run of little-endian u64 values (callchains, registers, counters).
-///
-/// The bytes stay in the record; values are assembled on access, so there is no alignment
-/// requirement and no allocation.
-#[derive(Clone, Copy, PartialEq, Eq, Default)]
-pub struct U64s<'a> {
-    bytes: &'a [u8],
-}
-
-impl<'a> U64s<'a> {
-    /// A view of `bytes`; a trailing partial u64 is ignored.
-    pub fn new(bytes: &'a [u8]) -> Self {
-        U64s {
-            bytes: &bytes[..bytes.len() / 8 * 8],
-        }
-    }
-
-    /// Number of values.
-    pub fn len(&self) -> usize {
-        self.bytes.len() / 8
-    }
-
-    /// True when there are no values.
-    pub fn is_empty(&self) -> bool {
-        self.bytes.is_empty()
-    }
-
-    /// The `i`-th value.
-    pub fn get(&self, i: usize) -> Option<u64> {
-        super::cursor::u64_at(self.bytes, i.checked_mul(8)?)
-    }
-
-    /// The values in order.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = u64> + DoubleEndedIterator + 'a {
-        self.bytes.chunks_exact(8).map(|c| {
-            let mut a = [0u8; 8];
-            a.copy_from_slice(c);
-            u64::from_le_bytes(a)
-        })
-    }
-
-    /// The underlying bytes.
-    pub fn as_bytes(&self) -> &'a [u8] {
-        self.bytes
-    }
-}
-
-impl fmt::Debug for U64s<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list()
-            .entries(self.iter().map(|v| format!("{v:#x}")))
-            .finish()
     }
 }
 

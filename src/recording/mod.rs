@@ -19,7 +19,10 @@
 //! id; samples of inherited children carry the parent fd's id. The header lists every id of
 //! every event, so an id found in a record names the plan event, its PMU and its CPU.
 
+pub mod ids;
 pub mod order;
+
+use ids::decoder_of;
 
 use std::collections::HashMap;
 use std::io::Read as _;
@@ -238,22 +241,6 @@ impl Recording {
         };
         *self.walked.lock().unwrap_or_else(|e| e.into_inner()) = stats;
     }
-}
-
-/// The decoder of a header's attrs and ids, and the event of every id.
-pub(crate) fn decoder_of(meta: &Meta) -> (Decoder, HashMap<u64, usize>) {
-    let decoder = Decoder::new(
-        meta.events
-            .iter()
-            .flat_map(|e| e.ids.iter().map(move |i| (i.id, e.attr))),
-    );
-    let id_event = meta
-        .events
-        .iter()
-        .enumerate()
-        .flat_map(|(n, e)| e.ids.iter().map(move |i| (i.id, n)))
-        .collect();
-    (decoder, id_event)
 }
 
 /// Thread names as the records set them: COMM sets a thread's name, FORK gives the child its

@@ -287,7 +287,7 @@ fn crc32_update(mut crc: u32, bytes: &[u8]) -> u32 {
 mod tests {
     use std::process::Command;
 
-    use super::super::elf::Binary;
+    use super::super::binary::Binary;
     use super::super::elf::fixtures::{PROG, build_id, gcc, objcopy, run};
     use super::*;
 

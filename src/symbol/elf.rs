@@ -28,9 +28,8 @@
 
 use std::borrow::Cow;
 use std::cell::OnceCell;
-use std::fmt;
 use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use object::elf;
@@ -40,183 +39,7 @@ use object::read::elf::{
 };
 use object::{Endianness, FileKind};
 
-use super::debuginfo::{SearchPaths, find_alt_file, find_debug_file};
-use super::{Frame, Sym, Symbolized, Unresolved};
-
-/// A loaded ELF file, ready to answer address queries. `Send` (load and query it on a worker
-/// thread), not `Sync`: `addr2line` parses compilation units lazily behind cells.
-pub struct Binary {
-    path: PathBuf,
-    build_id: Option<Vec<u8>>,
-    loads: Vec<Load>,
-    symbols: Symbols,
-    debug_path: Option<PathBuf>,
-    dwarf: Option<addr2line::Loader>,
-}
-
-impl fmt::Debug for Binary {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Binary")
-            .field("path", &self.path)
-            .field("build_id", &self.build_id.as_deref().map(hex))
-            .field("loads", &self.loads)
-            .field("symbols", &self.symbols.entries.len())
-            .field("debug_path", &self.debug_path)
-            .finish_non_exhaustive()
-    }
-}
-
-// Binaries are loaded and queried on worker threads.
-const _: fn() = || {
-    fn assert_send<T: Send>() {}
-    assert_send::<Binary>();
-};
-
-impl Binary {
-    /// Loads `path`. `expected_build_id` is the build id recorded at record time (`None`, an
-    /// empty or an all-zero id = unknown, no check; an id zero-padded to 20 bytes, as perf
-    /// stores MD5 ids, matches the shorter id).
-    ///
-    /// Errors: [`Unresolved::BinaryMissing`] (cannot open), [`Unresolved::NotElf`] (not a
-    /// regular file, not ELF, or headers unreadable), [`Unresolved::BuildIdMismatch`] (an id
-    /// was expected and the file's differs, or the file has none).
-    pub fn load(
-        path: &Path,
-        expected_build_id: Option<&[u8]>,
-        search: &SearchPaths,
-    ) -> Result<Binary, Unresolved> {
-        let info = read_elf(path, Want::AllSymbols)?;
-        if let Some(expected) = expected_build_id
-            && expected.iter().any(|&b| b != 0)
-            && !build_id_matches(expected, info.build_id.as_deref())
-        {
-            return Err(Unresolved::BuildIdMismatch);
-        }
-
-        let debug_path = if info.has_dwarf {
-            Some(path.to_path_buf())
-        } else {
-            find_debug_file(
-                path,
-                info.build_id.as_deref(),
-                info.debuglink
-                    .as_ref()
-                    .map(|(name, crc)| (name.as_slice(), *crc)),
-                search,
-            )
-        };
-
-        let mut symbols = info.symtab;
-        let mut debug_has_dwarf = info.has_dwarf;
-        if !info.has_dwarf
-            && let Some(debug) = &debug_path
-        {
-            let want = if symbols.is_empty() {
-                Want::Symtab
-            } else {
-                Want::Nothing
-            };
-            if let Ok(debug_info) = read_elf(debug, want) {
-                debug_has_dwarf = debug_info.has_dwarf;
-                if symbols.is_empty() {
-                    symbols = debug_info.symtab;
-                }
-            }
-        }
-        if symbols.is_empty() {
-            symbols = info.dynsym;
-        }
-        for (addr, name) in &info.plt {
-            symbols.add_synthetic(*addr, 16, name);
-        }
-
-        let dwarf = debug_path
-            .as_deref()
-            .filter(|_| debug_has_dwarf)
-            .and_then(|debug| {
-                let alt = find_alt_file(debug, search);
-                addr2line::Loader::new_with_sup(debug, alt).ok()
-            });
-        Ok(Binary {
-            path: path.to_path_buf(),
-            build_id: info.build_id,
-            loads: info.loads,
-            symbols: symbols.build(),
-            debug_path: if dwarf.is_some() { debug_path } else { None },
-            dwarf,
-        })
-    }
-
-    /// The file's GNU build id (`NT_GNU_BUILD_ID` note), if it has one.
-    pub fn build_id(&self) -> Option<&[u8]> {
-        self.build_id.as_deref()
-    }
-
-    /// The file DWARF is read from (the binary itself or its separate debug file); `None` when
-    /// there is no DWARF.
-    pub fn debug_path(&self) -> Option<&Path> {
-        self.debug_path.as_deref()
-    }
-
-    /// Runtime address -> SVMA, given the mapping (`map_start`, and `pgoff` = file offset
-    /// mapped at `map_start`): `svma = off - p_offset + p_vaddr` for the `PT_LOAD` segment
-    /// holding `off = addr - map_start + pgoff` in its file bytes. `None` when no segment
-    /// holds the offset (or `addr` is below `map_start`).
-    pub fn svma(&self, addr: u64, map_start: u64, pgoff: u64) -> Option<u64> {
-        let offset = addr.checked_sub(map_start)?.checked_add(pgoff)?;
-        self.loads
-            .iter()
-            .find(|load| offset >= load.offset && offset - load.offset < load.filesz)
-            .map(|load| (offset - load.offset).wrapping_add(load.vaddr))
-    }
-
-    /// Everything known at `svma`: the containing symbol-table symbol and the DWARF inline
-    /// chain (innermost first, the last frame being the out-of-line function). Frames are
-    /// empty when DWARF says nothing about the address. `Err(NoSymbols)` when there is
-    /// neither a symbol nor a DWARF frame.
-    pub fn symbolize(&self, svma: u64) -> Result<Symbolized, Unresolved> {
-        let sym = self.symbols.lookup(svma);
-        let frames = self.frames(svma);
-        if sym.is_none() && frames.is_empty() {
-            return Err(Unresolved::NoSymbols);
-        }
-        Ok(Symbolized { sym, frames })
-    }
-
-    fn frames(&self, svma: u64) -> Vec<Frame> {
-        let mut frames = Vec::new();
-        let Some(dwarf) = &self.dwarf else {
-            return frames;
-        };
-        // addr2line looks up `[probe, probe + 1)`, which overflows (a panic in debug builds).
-        if svma == u64::MAX {
-            return frames;
-        }
-        let Ok(mut iter) = dwarf.find_frames(svma) else {
-            return frames;
-        };
-        while let Ok(Some(frame)) = iter.next() {
-            let function = frame
-                .function
-                .as_ref()
-                .and_then(|name| name.demangle().ok())
-                .map(|name| Arc::<str>::from(name.as_ref()));
-            let (file, line) = match &frame.location {
-                Some(location) => (location.file.map(Arc::from), location.line.unwrap_or(0)),
-                None => (None, 0),
-            };
-            if function.is_none() && file.is_none() {
-                continue;
-            }
-            frames.push(Frame {
-                function,
-                file,
-                line,
-            });
-        }
-        frames
-    }
-}
+use super::{Sym, Unresolved};
 
 /// Demangles a symbol-table name in perf's style: Rust (legacy `_ZN..17h<hash>E` and v0 `_R`)
 /// without the hash, C++ (`_Z`) with `cpp_demangle`; anything else unchanged.
@@ -232,7 +55,7 @@ pub(crate) fn demangle(name: &str) -> Cow<'_, str> {
 }
 
 /// Exact match, or the expected id is the file's id zero-padded (perf pads to 20 bytes).
-fn build_id_matches(expected: &[u8], actual: Option<&[u8]>) -> bool {
+pub(super) fn build_id_matches(expected: &[u8], actual: Option<&[u8]>) -> bool {
     let Some(actual) = actual else {
         return false;
     };
@@ -242,21 +65,21 @@ fn build_id_matches(expected: &[u8], actual: Option<&[u8]>) -> bool {
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(super) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// One `PT_LOAD` program header.
 #[derive(Debug, Clone, Copy)]
-struct Load {
-    offset: u64,
-    filesz: u64,
-    vaddr: u64,
+pub(super) struct Load {
+    pub(super) offset: u64,
+    pub(super) filesz: u64,
+    pub(super) vaddr: u64,
 }
 
 /// What [`read_elf`] collects besides the headers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Want {
+pub(super) enum Want {
     Nothing,
     Symtab,
     AllSymbols,
@@ -272,12 +95,12 @@ pub(super) struct ElfInfo {
     /// `.gnu_debugaltlink`: file name, build id.
     pub(super) altlink: Option<(Vec<u8>, Vec<u8>)>,
     /// Has a non-empty `.debug_info` (or `.zdebug_info`) with contents in the file.
-    has_dwarf: bool,
-    loads: Vec<Load>,
-    symtab: SymbolsBuilder,
-    dynsym: SymbolsBuilder,
+    pub(super) has_dwarf: bool,
+    pub(super) loads: Vec<Load>,
+    pub(super) symtab: SymbolsBuilder,
+    pub(super) dynsym: SymbolsBuilder,
     /// `name@plt` for each PLT stub (x86 only), as perf names them.
-    plt: Vec<(u64, String)>,
+    pub(super) plt: Vec<(u64, String)>,
 }
 
 /// Headers and notes of `path` (no symbols), for the debug-file search.
@@ -285,7 +108,7 @@ pub(super) fn read_elf_info(path: &Path) -> Result<ElfInfo, Unresolved> {
     read_elf(path, Want::Nothing)
 }
 
-fn read_elf(path: &Path, want: Want) -> Result<ElfInfo, Unresolved> {
+pub(super) fn read_elf(path: &Path, want: Want) -> Result<ElfInfo, Unresolved> {
     // Checked before opening: opening a FIFO would block.
     let meta = std::fs::metadata(path).map_err(|_| Unresolved::BinaryMissing)?;
     if !meta.is_file() {
@@ -462,18 +285,18 @@ struct Candidate {
 
 /// Symbols collected from one table; [`SymbolsBuilder::build`] sorts and de-duplicates.
 #[derive(Debug, Default)]
-struct SymbolsBuilder {
+pub(super) struct SymbolsBuilder {
     candidates: Vec<Candidate>,
     names: String,
 }
 
 impl SymbolsBuilder {
-    fn is_empty(&self) -> bool {
+    pub(super) fn is_empty(&self) -> bool {
         self.candidates.is_empty()
     }
 
     /// Adds a symbol no table holds (a PLT stub), ranked below every real symbol.
-    fn add_synthetic(&mut self, start: u64, size: u64, name: &str) {
+    pub(super) fn add_synthetic(&mut self, start: u64, size: u64, name: &str) {
         let at = self.names.len();
         self.names.push_str(name);
         self.candidates.push(Candidate {
@@ -555,7 +378,7 @@ impl SymbolsBuilder {
         }
     }
 
-    fn build(mut self) -> Symbols {
+    pub(super) fn build(mut self) -> Symbols {
         let names = &self.names;
         self.candidates.sort_unstable_by(|a, b| {
             a.start
@@ -605,7 +428,7 @@ fn cstr_at(strings: &[u8], offset: u32) -> Option<&[u8]> {
 
 /// Sorted, de-duplicated code symbols.
 #[derive(Debug, Default)]
-struct Symbols {
+pub(super) struct Symbols {
     entries: Vec<Entry>,
     /// All mangled names, back to back.
     names: String,
@@ -627,7 +450,12 @@ struct Entry {
 const ENCLOSING_LOOKBACK: usize = 8;
 
 impl Symbols {
-    fn lookup(&self, addr: u64) -> Option<Sym> {
+    /// Number of symbols.
+    pub(super) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub(super) fn lookup(&self, addr: u64) -> Option<Sym> {
         let below = self.entries.partition_point(|e| e.start <= addr);
         let entry = self.entries[..below]
             .iter()
@@ -740,6 +568,10 @@ mod tests {
     use std::path::Path;
     use std::process::Command;
 
+    use std::path::PathBuf;
+
+    use super::super::binary::Binary;
+    use super::super::debuginfo::SearchPaths;
     use super::fixtures::{PROG, build_id, gcc, line_of, objcopy, symbol};
     use super::*;
 

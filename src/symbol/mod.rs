@@ -26,6 +26,7 @@
 //! Every address that does not resolve keeps an [`Unresolved`] reason so the report can say
 //! what fraction of samples resolved and why the rest did not.
 
+pub mod binary;
 pub mod debuginfo;
 pub mod elf;
 pub mod kallsyms;

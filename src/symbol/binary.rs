@@ -1,0 +1,190 @@
+//! Loading one binary for symbolization: its ELF headers and symbol table
+//! ([`super::elf`], the parser), its separate debug file when it is stripped
+//! ([`super::debuginfo`], the search), and its DWARF through `addr2line`; then answering
+//! address queries (runtime address → SVMA → symbol and inline chain).
+//!
+//! The parser knows nothing of debug files and the search knows nothing of symbol tables, so
+//! the three files import in one direction: `binary` → `debuginfo` → `elf`.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::debuginfo::{SearchPaths, find_alt_file, find_debug_file};
+use super::elf::{Load, Symbols, Want, build_id_matches, hex, read_elf};
+use super::{Frame, Symbolized, Unresolved};
+
+/// A loaded ELF file, ready to answer address queries. `Send` (load and query it on a worker
+/// thread), not `Sync`: `addr2line` parses compilation units lazily behind cells.
+pub struct Binary {
+    pub(super) path: PathBuf,
+    pub(super) build_id: Option<Vec<u8>>,
+    pub(super) loads: Vec<Load>,
+    pub(super) symbols: Symbols,
+    pub(super) debug_path: Option<PathBuf>,
+    pub(super) dwarf: Option<addr2line::Loader>,
+}
+
+impl fmt::Debug for Binary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Binary")
+            .field("path", &self.path)
+            .field("build_id", &self.build_id.as_deref().map(hex))
+            .field("loads", &self.loads)
+            .field("symbols", &self.symbols.len())
+            .field("debug_path", &self.debug_path)
+            .finish_non_exhaustive()
+    }
+}
+
+// Binaries are loaded and queried on worker threads.
+const _: fn() = || {
+    fn assert_send<T: Send>() {}
+    assert_send::<Binary>();
+};
+
+impl Binary {
+    /// Loads `path`. `expected_build_id` is the build id recorded at record time (`None`, an
+    /// empty or an all-zero id = unknown, no check; an id zero-padded to 20 bytes, as perf
+    /// stores MD5 ids, matches the shorter id).
+    ///
+    /// Errors: [`Unresolved::BinaryMissing`] (cannot open), [`Unresolved::NotElf`] (not a
+    /// regular file, not ELF, or headers unreadable), [`Unresolved::BuildIdMismatch`] (an id
+    /// was expected and the file's differs, or the file has none).
+    pub fn load(
+        path: &Path,
+        expected_build_id: Option<&[u8]>,
+        search: &SearchPaths,
+    ) -> Result<Binary, Unresolved> {
+        let info = read_elf(path, Want::AllSymbols)?;
+        if let Some(expected) = expected_build_id
+            && expected.iter().any(|&b| b != 0)
+            && !build_id_matches(expected, info.build_id.as_deref())
+        {
+            return Err(Unresolved::BuildIdMismatch);
+        }
+
+        let debug_path = if info.has_dwarf {
+            Some(path.to_path_buf())
+        } else {
+            find_debug_file(
+                path,
+                info.build_id.as_deref(),
+                info.debuglink
+                    .as_ref()
+                    .map(|(name, crc)| (name.as_slice(), *crc)),
+                search,
+            )
+        };
+
+        let mut symbols = info.symtab;
+        let mut debug_has_dwarf = info.has_dwarf;
+        if !info.has_dwarf
+            && let Some(debug) = &debug_path
+        {
+            let want = if symbols.is_empty() {
+                Want::Symtab
+            } else {
+                Want::Nothing
+            };
+            if let Ok(debug_info) = read_elf(debug, want) {
+                debug_has_dwarf = debug_info.has_dwarf;
+                if symbols.is_empty() {
+                    symbols = debug_info.symtab;
+                }
+            }
+        }
+        if symbols.is_empty() {
+            symbols = info.dynsym;
+        }
+        for (addr, name) in &info.plt {
+            symbols.add_synthetic(*addr, 16, name);
+        }
+
+        let dwarf = debug_path
+            .as_deref()
+            .filter(|_| debug_has_dwarf)
+            .and_then(|debug| {
+                let alt = find_alt_file(debug, search);
+                addr2line::Loader::new_with_sup(debug, alt).ok()
+            });
+        Ok(Binary {
+            path: path.to_path_buf(),
+            build_id: info.build_id,
+            loads: info.loads,
+            symbols: symbols.build(),
+            debug_path: if dwarf.is_some() { debug_path } else { None },
+            dwarf,
+        })
+    }
+
+    /// The file's GNU build id (`NT_GNU_BUILD_ID` note), if it has one.
+    pub fn build_id(&self) -> Option<&[u8]> {
+        self.build_id.as_deref()
+    }
+
+    /// The file DWARF is read from (the binary itself or its separate debug file); `None` when
+    /// there is no DWARF.
+    pub fn debug_path(&self) -> Option<&Path> {
+        self.debug_path.as_deref()
+    }
+
+    /// Runtime address -> SVMA, given the mapping (`map_start`, and `pgoff` = file offset
+    /// mapped at `map_start`): `svma = off - p_offset + p_vaddr` for the `PT_LOAD` segment
+    /// holding `off = addr - map_start + pgoff` in its file bytes. `None` when no segment
+    /// holds the offset (or `addr` is below `map_start`).
+    pub fn svma(&self, addr: u64, map_start: u64, pgoff: u64) -> Option<u64> {
+        let offset = addr.checked_sub(map_start)?.checked_add(pgoff)?;
+        self.loads
+            .iter()
+            .find(|load| offset >= load.offset && offset - load.offset < load.filesz)
+            .map(|load| (offset - load.offset).wrapping_add(load.vaddr))
+    }
+
+    /// Everything known at `svma`: the containing symbol-table symbol and the DWARF inline
+    /// chain (innermost first, the last frame being the out-of-line function). Frames are
+    /// empty when DWARF says nothing about the address. `Err(NoSymbols)` when there is
+    /// neither a symbol nor a DWARF frame.
+    pub fn symbolize(&self, svma: u64) -> Result<Symbolized, Unresolved> {
+        let sym = self.symbols.lookup(svma);
+        let frames = self.frames(svma);
+        if sym.is_none() && frames.is_empty() {
+            return Err(Unresolved::NoSymbols);
+        }
+        Ok(Symbolized { sym, frames })
+    }
+
+    fn frames(&self, svma: u64) -> Vec<Frame> {
+        let mut frames = Vec::new();
+        let Some(dwarf) = &self.dwarf else {
+            return frames;
+        };
+        // addr2line looks up `[probe, probe + 1)`, which overflows (a panic in debug builds).
+        if svma == u64::MAX {
+            return frames;
+        }
+        let Ok(mut iter) = dwarf.find_frames(svma) else {
+            return frames;
+        };
+        while let Ok(Some(frame)) = iter.next() {
+            let function = frame
+                .function
+                .as_ref()
+                .and_then(|name| name.demangle().ok())
+                .map(|name| Arc::<str>::from(name.as_ref()));
+            let (file, line) = match &frame.location {
+                Some(location) => (location.file.map(Arc::from), location.line.unwrap_or(0)),
+                None => (None, 0),
+            };
+            if function.is_none() && file.is_none() {
+                continue;
+            }
+            frames.push(Frame {
+                function,
+                file,
+                line,
+            });
+        }
+        frames
+    }
+}
