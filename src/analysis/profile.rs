@@ -278,7 +278,7 @@ impl Profile {
 }
 
 /// What a group is keyed by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct GroupKey {
     event: u16,
     cpu: u32,
@@ -287,6 +287,19 @@ struct GroupKey {
     comm: u32,
     leaf: u32,
     chain: u32,
+}
+
+impl std::hash::Hash for GroupKey {
+    /// Three words instead of seven fields: one hash round each (this is per sample).
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        h.write_u64(u64::from(self.leaf) | u64::from(self.chain) << 32);
+        h.write_u64(u64::from(self.pid) | u64::from(self.tid) << 32);
+        h.write_u64(
+            u64::from(self.comm)
+                ^ u64::from(self.cpu).rotate_left(32)
+                ^ u64::from(self.event) << 48,
+        );
+    }
 }
 
 /// Folds samples into a [`Profile`]'s groups as they stream by.

@@ -258,6 +258,35 @@ impl Replay {
     }
 }
 
+/// Samples handed from the converter's thread to the folder's: the views with their callers
+/// copied into one buffer.
+#[derive(Debug, Default)]
+struct Batch {
+    views: Vec<SampleView<'static>>,
+    /// `(start, len)` of each view's callers in `callers`.
+    spans: Vec<(u32, u32)>,
+    callers: Vec<u32>,
+}
+
+impl Batch {
+    /// Samples per batch.
+    const SIZE: usize = 4096;
+
+    fn push(&mut self, v: &SampleView<'_>) {
+        self.spans
+            .push((self.callers.len() as u32, v.callers.len() as u32));
+        self.callers.extend_from_slice(v.callers);
+        self.views.push(SampleView { callers: &[], ..*v });
+    }
+
+    fn for_each(&self, mut f: impl FnMut(&SampleView<'_>)) {
+        for (v, &(a, n)) in self.views.iter().zip(&self.spans) {
+            let callers = &self.callers[a as usize..(a + n) as usize];
+            f(&SampleView { callers, ..*v });
+        }
+    }
+}
+
 /// Builds the folded, symbolized profile of a recording. `progress` is called with the
 /// number of samples seen every 65 536 samples.
 pub fn build(rec: &Recording, opts: &ProfileOptions, progress: &mut dyn FnMut(u64)) -> Profile {
@@ -265,19 +294,56 @@ pub fn build(rec: &Recording, opts: &ProfileOptions, progress: &mut dyn FnMut(u6
     let mut folder = Folder::new(r.events().to_vec(), opts.timeline);
     let mut decode_errors: (u64, Option<String>) = (0, None);
     let mut seen = 0u64;
-    r.run(rec, |item| match item {
-        Item::Error(e) => {
-            decode_errors.0 += 1;
-            decode_errors.1.get_or_insert_with(|| e.to_string());
-        }
-        Item::Sample(_, view) => {
-            seen += 1;
-            if seen.is_multiple_of(65536) {
-                progress(seen);
+    let mut on_error = |e: DecodeError| {
+        decode_errors.0 += 1;
+        decode_errors.1.get_or_insert_with(|| e.to_string());
+    };
+    if opts.threads == 1 {
+        r.run(rec, |item| match item {
+            Item::Error(e) => on_error(e),
+            Item::Sample(_, view) => {
+                seen += 1;
+                if seen.is_multiple_of(65536) {
+                    progress(seen);
+                }
+                folder.add(&view);
             }
-            folder.add(&view);
-        }
-    });
+        });
+    } else {
+        // Two stages on two threads: this one reads, orders, decodes and resolves samples to
+        // ids; the other folds them, in the same order, so the result is the same.
+        folder = std::thread::scope(|sc| {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(4);
+            let worker = sc.spawn(move || {
+                for b in rx {
+                    b.for_each(|v| folder.add(v));
+                }
+                folder
+            });
+            let mut batch = Batch::default();
+            let mut open = true;
+            r.run(rec, |item| match item {
+                Item::Error(e) => on_error(e),
+                Item::Sample(_, view) => {
+                    seen += 1;
+                    if seen.is_multiple_of(65536) {
+                        progress(seen);
+                    }
+                    batch.push(&view);
+                    if batch.views.len() >= Batch::SIZE && open {
+                        open = tx.send(std::mem::take(&mut batch)).is_ok();
+                    }
+                }
+            });
+            if open {
+                let _ = tx.send(batch);
+            }
+            drop(tx);
+            worker
+                .join()
+                .unwrap_or_else(|e| std::panic::resume_unwind(e))
+        });
+    }
     let mut p = folder.finish();
     p.comms = r.comm_names.clone();
     p.decode_errors = decode_errors;

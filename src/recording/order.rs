@@ -319,8 +319,14 @@ pub(crate) fn walk_hrec(
     stats
 }
 
-/// Queued perf.data records: (time, block, offset, size, timed), oldest first.
-type Queue = BinaryHeap<Reverse<(u64, u32, u32, u16, bool)>>;
+/// Queued perf.data records, oldest first: `time << 64 | block << 32 | offset`, one integer
+/// so each comparison in the heap is one instruction (the size is read back from the record
+/// header; a record without a time has time 0).
+type Queue = BinaryHeap<Reverse<u128>>;
+
+fn queue_key(time: u64, block: u32, offset: u32) -> u128 {
+    u128::from(time) << 64 | u128::from(block) << 32 | u128::from(offset)
+}
 
 /// Walks perf.data records (one stream, given as blocks of whole records in file order, read
 /// as they are needed) in time order by perf's `FINISHED_ROUND` rule (see the module docs).
@@ -344,19 +350,22 @@ pub(crate) fn walk_rounds<'b>(
                  upto: Option<u64>,
                  mark: &mut Watermark,
                  f: &mut dyn for<'a> FnMut(Result<Record<'a>, DecodeError>)| {
-        while let Some(&Reverse((time, block, offset, size, timed))) = queue.peek() {
+        while let Some(&Reverse(key)) = queue.peek() {
+            let (time, block, offset) = ((key >> 64) as u64, (key >> 32) as u32, key as u32);
             if upto.is_some_and(|u| time > u) {
                 break;
             }
             queue.pop();
+            let h = &mut held[block as usize - *first];
+            let at = offset as usize;
+            let size = u16::from_le_bytes([h.0[at + 6], h.0[at + 7]]);
             let p = Pos {
                 time,
                 offset,
                 size,
-                timed,
+                timed: time != 0,
             };
             mark.see(&p);
-            let h = &mut held[block as usize - *first];
             emit(decoder, &h.0, p, f);
             h.1 -= 1;
         }
@@ -374,7 +383,7 @@ pub(crate) fn walk_rounds<'b>(
         while let Some(raw) = it.next() {
             match raw {
                 Ok(raw) => {
-                    records.push((raw.header.type_, decoder.time(&raw), off, raw.header.size));
+                    records.push((raw.header.type_, decoder.time(&raw), off));
                     off = it.offset();
                 }
                 Err(e) => {
@@ -384,7 +393,7 @@ pub(crate) fn walk_rounds<'b>(
             }
         }
         held.push_back((bytes, 0));
-        for &(type_, time, off, size) in &records {
+        for &(type_, time, off) in &records {
             if type_ == FINISHED_ROUND {
                 if let Some(upto) = previous_round {
                     flush(&mut queue, &mut held, &mut first, Some(upto), &mut mark, f);
@@ -394,13 +403,7 @@ pub(crate) fn walk_rounds<'b>(
                 if let Some(t) = time {
                     newest = newest.max(t);
                 }
-                queue.push(Reverse((
-                    time.unwrap_or(0),
-                    bi as u32,
-                    off as u32,
-                    size,
-                    time.is_some(),
-                )));
+                queue.push(Reverse(queue_key(time.unwrap_or(0), bi as u32, off as u32)));
                 if let Some(h) = held.back_mut() {
                     h.1 += 1;
                 }
