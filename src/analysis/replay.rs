@@ -298,14 +298,17 @@ pub fn build(rec: &Recording, opts: &ProfileOptions, progress: &mut dyn FnMut(u6
         decode_errors.0 += 1;
         decode_errors.1.get_or_insert_with(|| e.to_string());
     };
+    let mut tick = || {
+        seen += 1;
+        if seen.is_multiple_of(65536) {
+            progress(seen);
+        }
+    };
     if opts.threads == 1 {
         r.run(rec, |item| match item {
             Item::Error(e) => on_error(e),
             Item::Sample(_, view) => {
-                seen += 1;
-                if seen.is_multiple_of(65536) {
-                    progress(seen);
-                }
+                tick();
                 folder.add(&view);
             }
         });
@@ -325,10 +328,7 @@ pub fn build(rec: &Recording, opts: &ProfileOptions, progress: &mut dyn FnMut(u6
             r.run(rec, |item| match item {
                 Item::Error(e) => on_error(e),
                 Item::Sample(_, view) => {
-                    seen += 1;
-                    if seen.is_multiple_of(65536) {
-                        progress(seen);
-                    }
+                    tick();
                     batch.push(&view);
                     if batch.views.len() >= Batch::SIZE && open {
                         open = tx.send(std::mem::take(&mut batch)).is_ok();
