@@ -1168,6 +1168,9 @@ pub struct Chunks<'a> {
     d: &'a DataFile,
     pos: u64,
     end: u64,
+    /// A record that does not read is an error of the walk (the file changed after it was
+    /// checked); the checking walk itself finds the reason on its own.
+    report: bool,
 }
 
 /// The length of the whole records at the start of `b` (AUXTRACE payloads are not walked
@@ -1187,11 +1190,12 @@ fn whole_records(b: &[u8]) -> usize {
 impl DataFile {
     /// Chunks of whole records from the start of the records to their end.
     pub fn chunks(&self) -> Chunks<'_> {
-        self.chunks_of(self.start, self.end)
-    }
-
-    fn chunks_of(&self, pos: u64, end: u64) -> Chunks<'_> {
-        Chunks { d: self, pos, end }
+        Chunks {
+            d: self,
+            pos: self.start,
+            end: self.end,
+            report: true,
+        }
     }
 
     /// The chunks the records are read in.
@@ -1227,7 +1231,13 @@ impl DataFile {
     /// at a time.
     fn walk(&self, p: &mut Prepared, start: usize, end: usize) -> (usize, Option<String>) {
         let mut pos = start;
-        for chunk in self.chunks_of(start as u64, end as u64) {
+        let chunks = Chunks {
+            d: self,
+            pos: start as u64,
+            end: end as u64,
+            report: false,
+        };
+        for chunk in chunks {
             let (done, stop) = walk_records_at(&chunk, 0, chunk.len(), pos, p, |_, _, _| {});
             if stop.is_some() {
                 return (pos + done, stop);
@@ -1266,7 +1276,7 @@ impl Iterator for Chunks<'_> {
         let mut buf = self.d.read_at(self.pos, len)?;
         let whole = whole_records(&buf);
         if whole == 0 {
-            if self.d.start == self.pos || self.end == self.d.end {
+            if self.report {
                 self.d.fail(format!(
                     "the record at offset {} of {} does not read (the file changed after it was opened?); the records after it are lost",
                     self.pos,
@@ -2329,6 +2339,26 @@ mod tests {
         assert!(got.len() < end - start);
         let why = d.take_error().expect("a reason");
         assert!(why.contains("s.data"), "{why}");
+    }
+
+    /// A record damaged in the file is named as the whole-file path names it, not as a file
+    /// that changed after it was opened.
+    #[test]
+    fn a_damaged_record_read_in_chunks_is_named_by_its_offset_and_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bad.data");
+        let mut b = file(&synth());
+        let start = u64_at(&b, 40).unwrap() as usize;
+        let second = start + usize::from(u16_at(&b, start + 6).unwrap());
+        b[second + 6..second + 8].copy_from_slice(&3u16.to_le_bytes());
+        std::fs::write(&path, &b).unwrap();
+        let p = PerfData::read(&path).unwrap();
+        assert!(p.data_file().is_some());
+        let why = p.info.truncated.expect("cut short");
+        assert!(
+            why.contains(&format!("the record at offset {second} has size 3")),
+            "{why}"
+        );
     }
 
     #[test]
