@@ -157,8 +157,8 @@ pub fn info(rec: &Recording, out: &mut dyn Write) -> io::Result<()> {
         raw as f64 / comp.max(1) as f64
     )?;
     if r.trailer().is_some() {
-        // Every block read once, so a damaged one is named here too.
-        rec.for_each(|_| {});
+        // Every block decompressed once (not decoded), so a damaged one is named here too.
+        rec.check_blocks();
     }
     for e in &rec.errors() {
         writeln!(out, "# error : {e}")?;

@@ -217,6 +217,22 @@ impl Recording {
         }
     }
 
+    /// Reads every record block of an hrec file once without decoding it, so that
+    /// [`errors`](Self::errors) names every block that cannot be read.
+    pub fn check_blocks(&self) {
+        let Source::Hrec(r) = &self.source else {
+            return;
+        };
+        let block_errors = r
+            .records()
+            .filter_map(|b| b.err().map(|e| order::skipped_block(&e)))
+            .collect();
+        *self.walked.lock().unwrap_or_else(|e| e.into_inner()) = order::WalkStats {
+            reordered: 0,
+            block_errors,
+        };
+    }
+
     /// Calls `f` for every record in time order ([`order`]). Records that do not decode are
     /// passed as errors (with their offset) and skipped; the walk goes on with the next one.
     /// A block that cannot be read is skipped and named in [`errors`](Self::errors).

@@ -40,7 +40,6 @@ struct Pos {
     time: u64,
     offset: u32,
     size: u16,
-    timed: bool,
 }
 
 /// What a walk met besides records.
@@ -50,6 +49,11 @@ pub struct WalkStats {
     pub reordered: u64,
     /// Blocks that could not be read (each skipped), with the reason.
     pub block_errors: Vec<String>,
+}
+
+/// The line for a block that cannot be read.
+pub(crate) fn skipped_block(e: &DataError) -> String {
+    format!("{e}; skipped that block")
 }
 
 /// Indexes a block: its whole records sorted by `(time, offset)`, and the decode error that
@@ -67,7 +71,6 @@ fn index(decoder: &Decoder, bytes: &[u8]) -> (Vec<Pos>, Option<DecodeError>) {
                     time: time.unwrap_or(0),
                     offset: off as u32,
                     size: raw.header.size,
-                    timed: time.is_some(),
                 });
                 off = it.offset();
             }
@@ -103,7 +106,8 @@ struct Watermark {
 
 impl Watermark {
     fn see(&mut self, p: &Pos) {
-        if !p.timed {
+        // A record without a time (time 0) has no place in time to be late for.
+        if p.time == 0 {
             return;
         }
         if p.time < self.newest {
@@ -122,13 +126,23 @@ enum Slot {
     Taken,
 }
 
+/// The prefetcher's shared state.
+struct State {
+    slots: Vec<Slot>,
+    /// The next block a worker looks at.
+    next: usize,
+    /// Finished blocks waiting to be taken.
+    ready: usize,
+    stop: bool,
+}
+
 /// Decompresses blocks ahead of the merge on worker threads, in file order, keeping at most
 /// [`AHEAD`] finished blocks waiting. A block asked for before a worker reached it is
 /// decompressed by the asking thread, so the merge never waits on a block nobody works on.
 struct Prefetch<'r> {
     reader: &'r Reader,
     infos: &'r [&'r BlockInfo],
-    state: Mutex<(Vec<Slot>, usize, usize, bool)>,
+    state: Mutex<State>,
     cv: Condvar,
 }
 
@@ -137,18 +151,17 @@ impl<'r> Prefetch<'r> {
         Prefetch {
             reader,
             infos,
-            // Slots, the next block for a worker, finished blocks waiting, stop.
-            state: Mutex::new((
-                (0..infos.len()).map(|_| Slot::Waiting).collect(),
-                0,
-                0,
-                false,
-            )),
+            state: Mutex::new(State {
+                slots: (0..infos.len()).map(|_| Slot::Waiting).collect(),
+                next: 0,
+                ready: 0,
+                stop: false,
+            }),
             cv: Condvar::new(),
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, (Vec<Slot>, usize, usize, bool)> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -158,29 +171,29 @@ impl<'r> Prefetch<'r> {
             let i = {
                 let mut st = self.lock();
                 loop {
-                    if st.3 {
+                    if st.stop {
                         return;
                     }
-                    while st.1 < st.0.len() && !matches!(st.0[st.1], Slot::Waiting) {
-                        st.1 += 1;
+                    while st.next < st.slots.len() && !matches!(st.slots[st.next], Slot::Waiting) {
+                        st.next += 1;
                     }
-                    if st.1 >= st.0.len() {
+                    if st.next >= st.slots.len() {
                         return;
                     }
-                    if st.2 < AHEAD {
+                    if st.ready < AHEAD {
                         break;
                     }
                     st = self.cv.wait(st).unwrap_or_else(|e| e.into_inner());
                 }
-                let i = st.1;
-                st.0[i] = Slot::InFlight;
-                st.1 += 1;
+                let i = st.next;
+                st.slots[i] = Slot::InFlight;
+                st.next += 1;
                 i
             };
             let r = self.reader.read_block(self.infos[i]);
             let mut st = self.lock();
-            st.0[i] = Slot::Ready(r);
-            st.2 += 1;
+            st.slots[i] = Slot::Ready(r);
+            st.ready += 1;
             self.cv.notify_all();
         }
     }
@@ -189,14 +202,14 @@ impl<'r> Prefetch<'r> {
     fn take(&self, i: usize) -> Result<Vec<u8>, DataError> {
         let mut st = self.lock();
         loop {
-            match std::mem::replace(&mut st.0[i], Slot::Taken) {
+            match std::mem::replace(&mut st.slots[i], Slot::Taken) {
                 Slot::Ready(r) => {
-                    st.2 -= 1;
+                    st.ready -= 1;
                     self.cv.notify_all();
                     return r;
                 }
                 Slot::InFlight => {
-                    st.0[i] = Slot::InFlight;
+                    st.slots[i] = Slot::InFlight;
                     st = self.cv.wait(st).unwrap_or_else(|e| e.into_inner());
                 }
                 Slot::Waiting | Slot::Taken => {
@@ -208,7 +221,7 @@ impl<'r> Prefetch<'r> {
     }
 
     fn stop(&self) {
-        self.lock().3 = true;
+        self.lock().stop = true;
         self.cv.notify_all();
     }
 }
@@ -280,7 +293,7 @@ pub(crate) fn walk_hrec(
                     let bytes = match pre.take(block) {
                         Ok(b) => b,
                         Err(e) => {
-                            stats.block_errors.push(format!("{e}; skipped that block"));
+                            stats.block_errors.push(skipped_block(&e));
                             continue;
                         }
                     };
@@ -359,12 +372,7 @@ pub(crate) fn walk_rounds<'b>(
             let h = &mut held[block as usize - *first];
             let at = offset as usize;
             let size = u16::from_le_bytes([h.0[at + 6], h.0[at + 7]]);
-            let p = Pos {
-                time,
-                offset,
-                size,
-                timed: time != 0,
-            };
+            let p = Pos { time, offset, size };
             mark.see(&p);
             emit(decoder, &h.0, p, f);
             h.1 -= 1;
