@@ -17,7 +17,6 @@ pub mod event;
 pub mod kernel;
 pub mod metrics;
 pub mod output;
-pub mod perfdata;
 pub mod pmu;
 pub mod record;
 pub mod recording;

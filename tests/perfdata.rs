@@ -634,7 +634,8 @@ fn another_kernels_recording_leaves_kernel_frames_unresolved_with_the_reason() {
     if support::perf().is_none() {
         return;
     }
-    let Some(running) = hrec::perfdata::running_kernel_build_id(Path::new("/sys/kernel/notes"))
+    let Some(running) =
+        hrec::recording::perfdata::running_kernel_build_id(Path::new("/sys/kernel/notes"))
     else {
         eprintln!("skipped: /sys/kernel/notes has no build-id");
         return;

@@ -61,7 +61,7 @@ pub enum Codec {
     /// One zstd frame of the raw bytes.
     #[default]
     Zstd,
-    /// The record column transform ([`codec`](super::codec)), then one zstd frame.
+    /// The record column transform ([`super::codec`]), then one zstd frame.
     Columns,
 }
 

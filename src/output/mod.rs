@@ -12,7 +12,7 @@ use std::io::{self, Write};
 
 use crate::data::BlockKind;
 use crate::data::Meta;
-use crate::perfdata::{KernelCheck, PerfData, user};
+use crate::recording::perfdata::{KernelCheck, PerfData, user};
 use crate::recording::{Recording, Source};
 
 /// `hrec info`: the header, the events, the statistics and the blocks of a recording; for a

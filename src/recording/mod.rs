@@ -2,7 +2,7 @@
 //! records in time order — what `script`, `info`, `report` and `flamegraph` start from.
 //!
 //! **One entry, two sources.** [`Recording::open`] looks at the first bytes: `HRECDATA` is
-//! hrec's file ([`crate::data::Reader`]), `PERFILE2` is perf's ([`crate::perfdata`]). Both
+//! hrec's file ([`crate::data::Reader`]), `PERFILE2` is perf's ([`crate::recording::perfdata`]). Both
 //! become the same things, a [`Meta`] (events with their attrs in kernel layout and ids),
 //! blocks of raw kernel records and named side blocks, so everything downstream is the same
 //! code for both; only `hrec info` shows source-specific details ([`Source`]).
@@ -21,6 +21,7 @@
 
 pub mod ids;
 pub mod order;
+pub mod perfdata;
 
 use ids::decoder_of;
 
@@ -31,9 +32,9 @@ use std::sync::{Arc, Mutex};
 
 use crate::data::{self, DataError, Meta, Reader};
 use crate::decode::{DecodeError, Decoder, Record};
-use crate::perfdata::{self, PerfData, PerfDataError};
 use crate::symbol::Unresolved;
 use crate::symbol::kallsyms::KernelSymbols;
+use perfdata::{PerfData, PerfDataError};
 
 /// Where a recording came from, with what only that kind of file has.
 #[derive(Debug)]

@@ -365,7 +365,7 @@ pub fn from_file(path: &Path) -> Result<LatencyFile, TpebsError> {
     std::fs::File::open(path)
         .and_then(|f| f.take(data::MAGIC.len() as u64).read_to_end(&mut magic))
         .map_err(io)?;
-    if magic == data::MAGIC || crate::perfdata::is_perf_data(&magic) {
+    if magic == data::MAGIC || crate::recording::perfdata::is_perf_data(&magic) {
         let (collector, warnings) = read_recording(path)?;
         return Ok(LatencyFile {
             path: path.to_path_buf(),

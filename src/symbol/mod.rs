@@ -21,7 +21,7 @@
 //! **Kernel addresses** resolve against the kallsyms subset stored in the recording
 //! ([`kallsyms`]), not the running kernel's, and JIT code against `/tmp/perf-PID.map`
 //! ([`perfmap`]). A perf.data file stores no kernel symbols; the running kernel's are used only
-//! when its build-id is the recording's ([`crate::perfdata`]).
+//! when its build-id is the recording's ([`crate::recording::perfdata`]).
 //!
 //! Every address that does not resolve keeps an [`Unresolved`] reason so the report can say
 //! what fraction of samples resolved and why the rest did not.

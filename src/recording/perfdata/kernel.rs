@@ -1,0 +1,138 @@
+//! Kernel symbols only from the kernel that ran, where it ran. perf.data stores no kernel
+//! symbols, only the build-id of `[kernel.kallsyms]` and the address `_text` had; this machine's
+//! `/proc/kallsyms` is used only when its kernel build-id (`NT_GNU_BUILD_ID` in
+//! `/sys/kernel/notes`) is the recording's and `_text` is where it was. Every read of this
+//! machine's kernel facts is in this file.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use super::features::BuildIdEntry;
+use super::layout::{hex, u32_at};
+use crate::symbol::kallsyms::KernelSymbols;
+
+/// Where the running kernel's ELF notes are.
+pub(super) const KERNEL_NOTES: &str = "/sys/kernel/notes";
+/// The running kernel's symbols.
+pub(super) const KALLSYMS: &str = "/proc/kallsyms";
+
+/// What the recording's kernel build-id says about this machine's kernel symbols.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum KernelCheck {
+    /// The recording has no `[kernel.kallsyms]` build-id (no kernel samples, pipe mode, or
+    /// `--no-buildid`): this machine's symbols cannot be shown to fit.
+    #[default]
+    NoBuildId,
+    /// The build-ids are equal: kernel symbols come from this machine's `/proc/kallsyms`.
+    Matches {
+        /// The build-id.
+        build_id: String,
+    },
+    /// The recording was made on another kernel.
+    Differs {
+        /// The recording's kernel build-id.
+        recorded: String,
+        /// This machine's, when readable.
+        running: Option<String>,
+    },
+}
+
+/// This machine's kernel symbols and where its `_text` is.
+type Parsed = (Arc<KernelSymbols>, Option<u64>);
+
+/// This machine's kernel symbols, when they fit the recording.
+#[derive(Debug)]
+pub(super) enum Kallsyms {
+    /// Not used (another kernel, or not asked for).
+    None,
+    /// Being read and parsed on another thread.
+    Pending(std::thread::JoinHandle<Parsed>),
+    /// Parsed, and the kernel sits where it sat in the recording.
+    Ready(Arc<KernelSymbols>),
+    /// The same kernel build, loaded at another address (KASLR after a reboot).
+    Relocated {
+        /// `_text` in the recording.
+        recorded: u64,
+        /// `_text` now.
+        running: u64,
+    },
+}
+
+impl Kallsyms {
+    /// Reads and parses `kallsyms` (this machine's, `/proc/kallsyms`) on another thread.
+    pub(super) fn start(kallsyms: &Path) -> Kallsyms {
+        let k = kallsyms.to_path_buf();
+        Kallsyms::Pending(std::thread::spawn(move || {
+            let text = std::fs::read(k).unwrap_or_default();
+            let text = String::from_utf8_lossy(&text);
+            let start = text.lines().find_map(|l| {
+                let mut it = l.split_ascii_whitespace();
+                let addr = it.next()?;
+                (it.nth(1)? == "_text").then(|| u64::from_str_radix(addr, 16).ok())?
+            });
+            (Arc::new(KernelSymbols::parse(&text)), start)
+        }))
+    }
+
+    /// Waits for the reading thread, if it has not finished, and gives the verdict:
+    /// `recorded_text` is where the recording's kernel image was (`_text`).
+    pub(super) fn settle(&mut self, recorded_text: Option<u64>) {
+        if !matches!(self, Kallsyms::Pending(_)) {
+            return;
+        }
+        let Kallsyms::Pending(h) = std::mem::replace(self, Kallsyms::None) else {
+            unreachable!("matched above");
+        };
+        let (syms, running) = h.join().unwrap_or_default();
+        *self = match (recorded_text, running) {
+            (Some(recorded), Some(running)) if recorded != running => {
+                Kallsyms::Relocated { recorded, running }
+            }
+            _ => Kallsyms::Ready(syms),
+        };
+    }
+}
+
+/// The GNU build-id among the ELF notes of a running kernel (`/sys/kernel/notes`).
+pub fn running_kernel_build_id(notes: &Path) -> Option<String> {
+    let b = std::fs::read(notes).ok()?;
+    build_id_from_notes(&b)
+}
+
+/// The `NT_GNU_BUILD_ID` note (name "GNU", type 3) in a sequence of ELF notes.
+pub fn build_id_from_notes(b: &[u8]) -> Option<String> {
+    let align4 = |n: usize| n.checked_add(3).map(|n| n & !3);
+    let mut at = 0usize;
+    while let (Some(namesz), Some(descsz), Some(t)) =
+        (u32_at(b, at), u32_at(b, at + 4), u32_at(b, at + 8))
+    {
+        let name_at = at + 12;
+        let desc_at = name_at.checked_add(align4(namesz as usize)?)?;
+        let next = desc_at.checked_add(align4(descsz as usize)?)?;
+        let name = b.get(name_at..name_at + namesz as usize)?;
+        if t == 3 && name == b"GNU\0" {
+            return Some(hex(b.get(desc_at..desc_at + descsz as usize)?));
+        }
+        at = next;
+    }
+    None
+}
+
+pub(super) fn kernel_check(build_ids: &[BuildIdEntry], running: Option<&str>) -> KernelCheck {
+    let Some(k) = build_ids
+        .iter()
+        .find(|e| e.kernel && e.path.starts_with("[kernel.kallsyms]"))
+    else {
+        return KernelCheck::NoBuildId;
+    };
+    if running == Some(k.build_id.as_str()) {
+        KernelCheck::Matches {
+            build_id: k.build_id.clone(),
+        }
+    } else {
+        KernelCheck::Differs {
+            recorded: k.build_id.clone(),
+            running: running.map(str::to_string),
+        }
+    }
+}

@@ -1,0 +1,533 @@
+//! perf.data reading, on files built byte by byte in perf's layout.
+
+use super::bytes::whole_records;
+use super::features::MISC_BUILD_ID_SIZE;
+use super::layout::{HEADER_SIZE, u16_at, u64_at};
+use super::to_meta::SW_DUMMY;
+use super::*;
+use crate::decode::kind;
+use crate::event::Attr;
+use crate::event::attr::{flag, sample, types};
+
+const KERNEL_ID: &str = "1111111111111111111111111111111111111111";
+
+/// A VER7 (128-byte) attr as perf 6.1 writes it.
+fn attr(config: u64, period: u64, flags: u64) -> Vec<u8> {
+    let mut a = Attr::new(types::SOFTWARE, config);
+    a.size = 128;
+    a.sample_period_or_freq = period;
+    a.sample_type = sample::IP | sample::TID | sample::TIME | sample::ID | sample::PERIOD;
+    a.read_format = 4 | 16; // ID | LOST
+    a.flags = flags | flag::SAMPLE_ID_ALL;
+    a.to_bytes()[..128].to_vec()
+}
+
+fn string(s: &str) -> Vec<u8> {
+    let len = (s.len() + 1).next_multiple_of(8);
+    let mut v = (len as u32).to_le_bytes().to_vec();
+    v.extend_from_slice(s.as_bytes());
+    v.resize(4 + len, 0);
+    v
+}
+
+fn record(t: u32, misc: u16, body: &[u8]) -> Vec<u8> {
+    let mut v = t.to_le_bytes().to_vec();
+    v.extend_from_slice(&misc.to_le_bytes());
+    v.extend_from_slice(&((8 + body.len()) as u16).to_le_bytes());
+    v.extend_from_slice(body);
+    v
+}
+
+fn words(w: &[u64]) -> Vec<u8> {
+    w.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// Two events as `perf record -a` makes them (cpu-clock sampling, dummy tracking), ids 10,
+/// 11 (cpu-clock on CPUs 0, 1) and 20, 21 (dummy), and a few records.
+struct Synth {
+    attrs: Vec<(Vec<u8>, Vec<u64>, &'static str)>,
+    records: Vec<u8>,
+    features: Vec<(u32, Vec<u8>)>,
+}
+
+fn synth() -> Synth {
+    let attrs = vec![
+        (
+            attr(0, 4000, flag::FREQ | flag::DISABLED | flag::INHERIT),
+            vec![10, 11],
+            "cpu-clock",
+        ),
+        (
+            attr(SW_DUMMY, 4000, flag::FREQ | flag::MMAP | flag::COMM),
+            vec![20, 21],
+            "dummy:HG",
+        ),
+    ];
+    let mut records = Vec::new();
+    // perf's map of the kernel image: pid -1, pgoff = where `_text` was.
+    let mut mmap = words(&[u64::from(u32::MAX), 0xffff_ffff_8100_0000, 0x100_0000]);
+    mmap.extend(words(&[0xffff_ffff_8100_0000]));
+    mmap.extend_from_slice(b"[kernel.kallsyms]_text\0\0");
+    mmap.extend_from_slice(&words(&[0, 0, 20]));
+    records.extend(record(kind::MMAP, 1, &mmap));
+    // COMM of 7/7 "work", trailer {pid, tid} {time} {id}.
+    let mut comm = words(&[7 | (7 << 32)]);
+    comm.extend_from_slice(b"work\0\0\0\0");
+    comm.extend_from_slice(&words(&[7 | (7 << 32), 100, 20]));
+    records.extend(record(kind::COMM, 2, &comm));
+    for (i, ip) in [0x401000u64, 0x401010, 0xffff_ffff_8100_0010]
+        .iter()
+        .enumerate()
+    {
+        let misc = if *ip > 0xffff_0000_0000_0000 { 1 } else { 2 };
+        let body = words(&[
+            *ip,
+            7 | (7 << 32),
+            200 + i as u64,
+            10 + (i as u64 % 2),
+            250_000,
+        ]);
+        records.extend(record(kind::SAMPLE, misc, &body));
+    }
+    records.extend(record(user::FINISHED_ROUND, 0, &[]));
+    let mut idx = words(&[4]);
+    for (id, cpu) in [(10u64, 0u64), (11, 1), (20, 0), (21, 1)] {
+        idx.extend(words(&[id, 0, cpu, u64::MAX]));
+    }
+    records.extend(record(user::ID_INDEX, 0, &idx));
+    let mut desc = words(&[]);
+    desc.extend((attrs.len() as u32).to_le_bytes());
+    desc.extend(128u32.to_le_bytes());
+    for (a, ids, name) in &attrs {
+        desc.extend(a);
+        desc.extend((ids.len() as u32).to_le_bytes());
+        desc.extend(string(name));
+        desc.extend(words(ids));
+    }
+    let build_id = |misc: u16, id: &[u8], path: &str| {
+        let mut body = (-1i32).to_le_bytes().to_vec();
+        let mut b = id.to_vec();
+        b.resize(24, 0);
+        if misc & MISC_BUILD_ID_SIZE != 0 {
+            b[20] = id.len() as u8;
+        }
+        body.extend(b);
+        let mut p = path.as_bytes().to_vec();
+        p.resize((path.len() + 1).next_multiple_of(8), 0);
+        body.extend(p);
+        record(user::HEADER_BUILD_ID, misc, &body)
+    };
+    let mut ids = build_id(1 | MISC_BUILD_ID_SIZE, &[0x11; 20], "[kernel.kallsyms]");
+    ids.extend(build_id(2, &[0xab; 20], "/usr/bin/work"));
+    let mut pmus = 2u32.to_le_bytes().to_vec();
+    pmus.extend(1u32.to_le_bytes());
+    pmus.extend(string("software"));
+    pmus.extend(9u32.to_le_bytes());
+    pmus.extend(string("msr"));
+    let mut cmdline = 3u32.to_le_bytes().to_vec();
+    for a in ["perf", "record", "-a"] {
+        cmdline.extend(string(a));
+    }
+    let features = vec![
+        (feature::BUILD_ID, ids),
+        (feature::HOSTNAME, string("box")),
+        (feature::NRCPUS, words(&[2 | (2 << 32)])),
+        (feature::CMDLINE, cmdline),
+        (feature::EVENT_DESC, desc),
+        (feature::PMU_MAPPINGS, pmus),
+    ];
+    Synth {
+        attrs,
+        records,
+        features,
+    }
+}
+
+/// The file-mode layout perf writes: header, ids, attrs, data, feature table, features.
+fn file(s: &Synth) -> Vec<u8> {
+    let mut ids_at = Vec::new();
+    let mut b = vec![0u8; HEADER_SIZE as usize];
+    for (_, ids, _) in &s.attrs {
+        ids_at.push((b.len() as u64, ids.len() as u64 * 8));
+        b.extend(words(ids));
+    }
+    let attrs_off = b.len() as u64;
+    for ((a, _, _), (off, size)) in s.attrs.iter().zip(&ids_at) {
+        b.extend(a);
+        b.extend(words(&[*off, *size]));
+    }
+    let attrs_size = b.len() as u64 - attrs_off;
+    let data_off = b.len() as u64;
+    b.extend(&s.records);
+    let data_size = b.len() as u64 - data_off;
+    let mut bits = [0u64; 4];
+    let table = b.len();
+    b.resize(table + 16 * s.features.len(), 0);
+    for (k, (f, d)) in s.features.iter().enumerate() {
+        bits[*f as usize / 64] |= 1 << (f % 64);
+        let off = b.len() as u64;
+        b[table + 16 * k..table + 16 * k + 16].copy_from_slice(&words(&[off, d.len() as u64]));
+        b.extend(d);
+    }
+    let header = [
+        u64::from_le_bytes(MAGIC),
+        HEADER_SIZE,
+        128 + 16,
+        attrs_off,
+        attrs_size,
+        data_off,
+        data_size,
+        0,
+        0,
+        bits[0],
+        bits[1],
+        bits[2],
+        bits[3],
+    ];
+    b[..104].copy_from_slice(&words(&header));
+    b
+}
+
+/// The same recording in pipe mode.
+fn pipe(s: &Synth) -> Vec<u8> {
+    let mut b = MAGIC.to_vec();
+    b.extend(words(&[PIPE_HEADER_SIZE]));
+    for (a, ids, _) in &s.attrs {
+        let mut body = a.clone();
+        body.extend(words(ids));
+        b.extend(record(user::HEADER_ATTR, 0, &body));
+    }
+    for (f, d) in &s.features {
+        if *f == feature::BUILD_ID {
+            continue;
+        }
+        let mut body = words(&[u64::from(*f)]);
+        body.extend(d);
+        b.extend(record(user::HEADER_FEATURE, 0, &body));
+    }
+    b.extend(record(user::HEADER_FEATURE, 0, &words(&[32])));
+    b.extend(&s.records);
+    b.extend(&s.features[0].1); // HEADER_BUILD_ID records, as pipe mode sends them
+    b
+}
+
+fn read(b: &[u8], running: Option<&str>) -> Result<PerfData, PerfDataError> {
+    from_bytes(Path::new("t.data"), b, running)
+}
+
+#[test]
+fn file_mode_gives_events_ids_roles_and_side_blocks() {
+    let p = read(&file(&synth()), Some(KERNEL_ID)).unwrap();
+    let m = &p.meta;
+    let names: Vec<(&str, &str, Option<&str>)> = m
+        .events
+        .iter()
+        .map(|e| (e.name.as_str(), e.role.as_str(), e.pmu.as_deref()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("cpu-clock", "sampler", Some("software")),
+            ("dummy:HG", "tracking", Some("software"))
+        ]
+    );
+    let ids: Vec<(u64, i32)> = m.events[0].ids.iter().map(|i| (i.id, i.cpu)).collect();
+    assert_eq!(ids, [(10, 0), (11, 1)]);
+    assert_eq!(m.hostname, "box");
+    assert_eq!(m.command_line, ["perf", "record", "-a"]);
+    assert_eq!(m.nr_cpus, 2);
+    assert_eq!(p.trailer.samples, 3);
+    assert_eq!(p.trailer.samples_per_event, [3, 0]);
+    assert_eq!(p.trailer.records, 5, "user records are not counted");
+    assert_eq!(p.info.user_records.get(&user::ID_INDEX), Some(&1));
+    assert!(p.info.truncated.is_none(), "{:?}", p.info.truncated);
+    assert_eq!(
+        p.info.kernel,
+        KernelCheck::Matches {
+            build_id: KERNEL_ID.into()
+        }
+    );
+    assert_eq!(
+        String::from_utf8(p.side("build-ids").unwrap()).unwrap(),
+        format!("{} /usr/bin/work\n", "ab".repeat(20))
+    );
+    // The block is the data section as perf wrote it, byte for byte: the kernel records
+    // and perf's own, which decode as unknown records.
+    assert_eq!(p.blocks, [synth().records]);
+    let kernel_records: Vec<u8> = kernel_records(&p.blocks).concat();
+    assert_eq!(kernel_records.len() as u64, p.trailer.record_bytes);
+}
+
+fn kernel_records(blocks: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    blocks
+        .iter()
+        .flat_map(|b| crate::decode::records(b).map(|r| r.unwrap()))
+        .filter(|r| r.header.type_ < 64)
+        .map(|r| r.bytes.to_vec())
+        .collect()
+}
+
+#[test]
+fn pipe_mode_reads_like_file_mode() {
+    let s = synth();
+    let f = read(&file(&s), Some(KERNEL_ID)).unwrap();
+    let p = read(&pipe(&s), Some(KERNEL_ID)).unwrap();
+    assert!(p.info.pipe);
+    assert_eq!(p.meta.events, f.meta.events);
+    assert_eq!(kernel_records(&p.blocks), kernel_records(&f.blocks));
+    assert_eq!(p.trailer, f.trailer);
+    assert_eq!(p.info.build_ids, f.info.build_ids);
+    assert_eq!(p.info.kernel, f.info.kernel);
+    assert!(!p.info.features.iter().any(|n| n == "feature 32"));
+}
+
+#[test]
+fn kernel_symbols_only_from_the_same_kernel() {
+    let b = file(&synth());
+    let other = "22".repeat(20);
+    let p = read(&b, Some(&other)).unwrap();
+    assert!(matches!(p.info.kernel, KernelCheck::Differs { .. }));
+    assert_eq!(p.kernel_unresolved(), Unresolved::KernelMismatch);
+    assert!(p.side("kallsyms").is_none());
+    let p = read(&b, None).unwrap();
+    assert!(matches!(
+        p.info.kernel,
+        KernelCheck::Differs { running: None, .. }
+    ));
+    let mut s = synth();
+    s.features.retain(|(f, _)| *f != feature::BUILD_ID);
+    let p = read(&file(&s), Some(KERNEL_ID)).unwrap();
+    assert_eq!(p.info.kernel, KernelCheck::NoBuildId);
+    assert_eq!(p.kernel_unresolved(), Unresolved::NoKernelBuildId);
+}
+
+#[test]
+fn kernel_symbols_only_where_the_kernel_was_loaded() {
+    let dir = tempfile::tempdir().unwrap();
+    let kallsyms = dir.path().join("kallsyms");
+    let b = file(&synth());
+    let read_with = |text: &str| {
+        std::fs::write(&kallsyms, text).unwrap();
+        from_bytes_with(
+            Path::new("t.data"),
+            b.clone(),
+            Some(KERNEL_ID),
+            Some(&kallsyms),
+        )
+        .unwrap()
+    };
+    // Loaded where it was: this machine's symbols name the kernel sample.
+    let p = read_with(
+        "ffffffff81000000 T _text\nffffffff81000010 T do_work\nffffffff81000100 T next\n",
+    );
+    assert_eq!(p.kernel_relocated(), None);
+    let (sym, _) = p
+        .kernel_symbols()
+        .lookup(0xffff_ffff_8100_0010)
+        .map(|(s, o)| (s.name.clone(), o))
+        .unwrap();
+    assert_eq!(&*sym, "do_work");
+    assert!(p.side("kallsyms").is_some());
+    // Loaded elsewhere (KASLR): none, with the reason.
+    let p = read_with("ffffffff9a000000 T _text\nffffffff9a000010 T do_work\n");
+    assert_eq!(
+        p.kernel_relocated(),
+        Some((0xffff_ffff_8100_0000, 0xffff_ffff_9a00_0000))
+    );
+    assert!(p.kernel_symbols().is_empty());
+    assert_eq!(p.kernel_unresolved(), Unresolved::KernelRelocated);
+    assert!(p.side("kallsyms").is_none());
+}
+
+#[test]
+fn build_id_of_elf_notes() {
+    let mut notes = Vec::new();
+    // An unrelated note first ("Xen", type 5, 4 bytes), then the GNU build-id.
+    notes.extend(words(&[]));
+    for (name, t, desc) in [
+        (&b"Xen\0"[..], 5u32, &[1u8, 2, 3, 4][..]),
+        (b"GNU\0", 3, &[0x4a; 20]),
+    ] {
+        notes.extend((name.len() as u32).to_le_bytes());
+        notes.extend((desc.len() as u32).to_le_bytes());
+        notes.extend(t.to_le_bytes());
+        notes.extend(name);
+        notes.extend(desc);
+    }
+    assert_eq!(build_id_from_notes(&notes).unwrap(), "4a".repeat(20));
+    assert_eq!(build_id_from_notes(&notes[..40]), None);
+}
+
+#[test]
+fn every_cut_gives_a_partial_recording_or_one_error() {
+    let s = synth();
+    // A pipe stream has no length: one cut at a record boundary looks like its end.
+    for (b, is_pipe) in [(file(&s), false), (pipe(&s), true)] {
+        let full = read(&b, None).unwrap();
+        for cut in 0..b.len() {
+            match read(&b[..cut], None) {
+                Ok(p) => {
+                    assert!(p.trailer.samples <= full.trailer.samples, "cut {cut}");
+                    if p.trailer.records < full.trailer.records && !is_pipe {
+                        assert!(p.info.truncated.is_some(), "cut {cut}");
+                    }
+                }
+                Err(e) => assert_eq!(e.to_string().lines().count(), 1, "cut {cut}: {e}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn damaged_counts_and_sections_are_survived() {
+    let s = synth();
+    let good = file(&s);
+    // Every byte of the header, attrs and feature area set to 0xff in turn (the data
+    // section is covered by the cut test and the decoder's own tests).
+    let data_off = u64_at(&good, 40).unwrap() as usize;
+    let data_end = data_off + u64_at(&good, 48).unwrap() as usize;
+    for i in (0..data_off).chain(data_end..good.len()) {
+        let mut b = good.clone();
+        b[i] = 0xff;
+        if let Err(e) = read(&b, None) {
+            assert_eq!(e.to_string().lines().count(), 1, "byte {i}: {e}");
+        }
+    }
+    // A huge EVENT_DESC count: names are lost, the attr section still gives the events.
+    let mut s2 = synth();
+    for (f, d) in &mut s2.features {
+        if *f == feature::EVENT_DESC {
+            d[..4].copy_from_slice(&u32::MAX.to_le_bytes());
+        }
+    }
+    let p = read(&file(&s2), None).unwrap();
+    assert!(p.info.warnings.iter().any(|w| w.contains("EVENT_DESC")));
+    assert_eq!(p.meta.events[0].name, "cpu-clock");
+    assert_eq!(p.meta.events[1].name, "dummy");
+    assert_eq!(p.trailer.samples, 3);
+}
+
+#[test]
+fn an_unfinished_header_reads_to_the_end_of_the_file() {
+    let mut b = file(&synth());
+    b[48..56].fill(0);
+    let data_off = u64_at(&b, 40).unwrap() as usize;
+    let records = synth().records.len();
+    b.truncate(data_off + records);
+    let p = read(&b, None).unwrap();
+    assert_eq!(p.trailer.samples, 3);
+    assert!(
+        p.info
+            .truncated
+            .as_deref()
+            .unwrap()
+            .contains("did not finish")
+    );
+}
+
+#[test]
+fn other_variants_are_refused_by_name() {
+    let mut b = file(&synth());
+    b[..8].copy_from_slice(&MAGIC_BIG_ENDIAN);
+    assert!(
+        read(&b, None)
+            .unwrap_err()
+            .to_string()
+            .contains("big-endian")
+    );
+    b[..8].copy_from_slice(&MAGIC_V1);
+    assert!(
+        read(&b, None)
+            .unwrap_err()
+            .to_string()
+            .contains("version 1")
+    );
+    assert!(is_perf_data(b"PERFILE2\x68"));
+    assert!(!is_perf_data(b"HRECDATA"));
+}
+
+#[test]
+fn a_file_mode_data_section_is_read_from_the_file_in_chunks_with_the_same_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.data");
+    let b = file(&synth());
+    std::fs::write(&path, &b).unwrap();
+    let whole = from_bytes(&path, &b, Some(KERNEL_ID)).unwrap();
+    let streamed = PerfData::read(&path).unwrap();
+    let d = streamed.data_file().expect("read in chunks");
+    assert!(streamed.blocks.is_empty());
+    assert_eq!(d.chunk_count(), 1);
+    assert_eq!(
+        d.chunks().collect::<Vec<_>>().concat(),
+        whole.blocks.concat()
+    );
+    assert_eq!(streamed.trailer.samples, whole.trailer.samples);
+    assert_eq!(streamed.trailer.records, whole.trailer.records);
+    assert_eq!(streamed.meta.events.len(), whole.meta.events.len());
+    // The file shrinks after it was opened: the walk stops and says why.
+    let (start, end) = (d.start as usize, d.end as usize);
+    std::fs::write(&path, &b[..(start + end) / 2]).unwrap();
+    let got = d.chunks().collect::<Vec<_>>().concat();
+    assert!(got.len() < end - start);
+    let why = d.take_error().expect("a reason");
+    assert!(why.contains("s.data"), "{why}");
+}
+
+/// A record damaged in the file is named as the whole-file path names it, not as a file
+/// that changed after it was opened.
+#[test]
+fn a_damaged_record_read_in_chunks_is_named_by_its_offset_and_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.data");
+    let mut b = file(&synth());
+    let start = u64_at(&b, 40).unwrap() as usize;
+    let second = start + usize::from(u16_at(&b, start + 6).unwrap());
+    b[second + 6..second + 8].copy_from_slice(&3u16.to_le_bytes());
+    std::fs::write(&path, &b).unwrap();
+    let p = PerfData::read(&path).unwrap();
+    assert!(p.data_file().is_some());
+    let why = p.info.truncated.expect("cut short");
+    assert!(
+        why.contains(&format!("the record at offset {second} has size 3")),
+        "{why}"
+    );
+}
+
+#[test]
+fn whole_records_stop_before_a_cut_or_bad_record() {
+    let rec = |size: u16| {
+        let mut r = vec![0u8; usize::from(size)];
+        r[0] = 9;
+        r[6..8].copy_from_slice(&size.to_le_bytes());
+        r
+    };
+    let b = [rec(16), rec(24)].concat();
+    assert_eq!(whole_records(&b), 40);
+    assert_eq!(whole_records(&b[..39]), 16);
+    assert_eq!(whole_records(&[rec(16), vec![0; 8]].concat()), 16);
+    assert_eq!(whole_records(&[]), 0);
+}
+
+/// Every byte of the data section damaged in turn, read through the chunked path and
+/// walked: no panic, and a file either reads or gives one error.
+#[test]
+fn damaged_data_read_in_chunks_never_panics() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("d.data");
+    let b = file(&synth());
+    let start = u64_at(&b, 40).unwrap() as usize;
+    let end = start + u64_at(&b, 48).unwrap() as usize;
+    for at in start..end {
+        for v in [0x00, 0xff, 0x41] {
+            let mut bad = b.clone();
+            bad[at] = v;
+            std::fs::write(&path, &bad).unwrap();
+            if let Ok(p) = PerfData::read(&path)
+                && let Some(d) = p.data_file()
+            {
+                let n: usize = d.chunks().map(|c| c.len()).sum();
+                assert!(n <= end - start);
+            }
+        }
+    }
+}

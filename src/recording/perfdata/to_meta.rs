@@ -1,0 +1,236 @@
+//! A checked perf.data in hrec's terms: the events with their attrs, ids, names, PMUs,
+//! leaders and roles ([`Meta`]), and the feature facts that have no place there
+//! ([`PerfDataInfo`], for `hrec info`). An event without a name in EVENT_DESC gets perf's
+//! (the legacy name, else `pmu/config=0x../`).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use super::features::{
+    BuildIdEntry, GroupDesc, parse_build_ids, parse_group_desc, parse_pmu_mappings,
+    parse_string_list,
+};
+use super::kernel::KernelCheck;
+use super::layout::{feature, string_at, u32_at, u64_at};
+use super::prepare::Prepared;
+use crate::data::{EventId, EventMeta, Meta, PmuMeta};
+use crate::event::Attr;
+use crate::event::attr::{flag, types};
+use crate::event::resolve::{HARDWARE_EVENTS, SOFTWARE_EVENTS};
+
+/// `PERF_COUNT_SW_DUMMY`.
+pub(super) const SW_DUMMY: u64 = 9;
+
+/// The perf.data facts that have no place in [`Meta`], for `hrec info`.
+#[derive(Debug, Clone, Default)]
+pub struct PerfDataInfo {
+    /// The file.
+    pub path: PathBuf,
+    /// Its size in bytes.
+    pub file_len: u64,
+    /// Pipe mode (`perf record -o -`).
+    pub pipe: bool,
+    /// Offset and size of the data section (file mode; the size as read, after any cut).
+    pub data_section: (u64, u64),
+    /// `perf version`.
+    pub perf_version: Option<String>,
+    /// `cpuid` (`GenuineIntel,6,167,1`).
+    pub cpuid: Option<String>,
+    /// CPUs available and online.
+    pub nr_cpus: Option<(u32, u32)>,
+    /// Total memory in kB.
+    pub total_mem_kb: Option<u64>,
+    /// Times of the first and last sample, as perf wrote them.
+    pub sample_time: Option<(u64, u64)>,
+    /// `perf record -z`: "zstd level 1, ratio 13".
+    pub compression: Option<String>,
+    /// The feature sections present (perf's names).
+    pub features: Vec<String>,
+    /// Groups.
+    pub groups: Vec<GroupDesc>,
+    /// PMU type → name.
+    pub pmu_mappings: Vec<(u32, String)>,
+    /// The build-id table.
+    pub build_ids: Vec<BuildIdEntry>,
+    /// The kernel build-id check.
+    pub kernel: KernelCheck,
+    /// Kernel records read.
+    pub records: u64,
+    /// Their bytes.
+    pub record_bytes: u64,
+    /// perf's user records by type, counted at the top level of the data (not kept).
+    pub user_records: BTreeMap<u32, u64>,
+    /// Why the records end early, when they do.
+    pub truncated: Option<String>,
+    /// Problems that did not stop the reading.
+    pub warnings: Vec<String>,
+}
+
+/// perf's name of an event without EVENT_DESC: the legacy name, else `pmu/config=0x../`.
+pub(super) fn fallback_name(attr: &Attr, pmus: &[(u32, String)]) -> String {
+    let legacy = |table: &[(&str, u64)], id: u64| {
+        table
+            .iter()
+            .find(|(_, v)| *v == id)
+            .map(|(n, _)| (*n).to_string())
+    };
+    let named = match attr.type_ {
+        types::HARDWARE => legacy(HARDWARE_EVENTS, attr.config & 0xffff_ffff),
+        types::SOFTWARE => legacy(SOFTWARE_EVENTS, attr.config),
+        _ => None,
+    };
+    named.unwrap_or_else(|| {
+        let pmu = pmu_of(attr, pmus).unwrap_or_else(|| format!("type{}", attr.type_));
+        format!("{pmu}/config={:#x}/", attr.config)
+    })
+}
+
+/// The PMU of an attr by the PMU mappings: its type, or for legacy hardware and cache events
+/// the extended type in `config[63:32]` (hybrid), else the core PMU `cpu`.
+pub(super) fn pmu_of(attr: &Attr, pmus: &[(u32, String)]) -> Option<String> {
+    let name = |t: u32| pmus.iter().find(|(x, _)| *x == t).map(|(_, n)| n.clone());
+    match attr.type_ {
+        types::HARDWARE | types::HW_CACHE => match (attr.config >> 32) as u32 {
+            0 => pmus
+                .iter()
+                .find(|(_, n)| n == "cpu")
+                .map(|(_, n)| n.clone()),
+            ext => name(ext),
+        },
+        types::SOFTWARE => name(types::SOFTWARE).or_else(|| Some("software".into())),
+        t => name(t),
+    }
+}
+
+/// `dummy` carries side-band records; an event with a period or frequency samples; anything
+/// else only counts (in a group with READ, its values come with the sampler's samples).
+pub(super) fn role(attr: &Attr) -> &'static str {
+    if attr.type_ == types::SOFTWARE && attr.config == SW_DUMMY {
+        "tracking"
+    } else if attr.sample_period_or_freq != 0 {
+        "sampler"
+    } else {
+        "counted"
+    }
+}
+
+/// The header of the recording in hrec's terms, and the feature facts for `info`.
+pub(super) fn meta_of(p: &Prepared, info: &mut PerfDataInfo) -> Meta {
+    let string = |f: u32| {
+        p.features.get(&f).and_then(|d| {
+            let mut at = 0;
+            string_at(d, &mut at)
+        })
+    };
+    info.features = p.features.keys().map(|&f| feature::name(f)).collect();
+    info.perf_version = string(feature::VERSION);
+    info.cpuid = string(feature::CPUID);
+    info.nr_cpus = p
+        .features
+        .get(&feature::NRCPUS)
+        .and_then(|d| Some((u32_at(d, 0)?, u32_at(d, 4)?)));
+    info.total_mem_kb = p
+        .features
+        .get(&feature::TOTAL_MEM)
+        .and_then(|d| u64_at(d, 0));
+    info.sample_time = p
+        .features
+        .get(&feature::SAMPLE_TIME)
+        .and_then(|d| Some((u64_at(d, 0)?, u64_at(d, 8)?)))
+        .filter(|&(first, last)| last > 0 && first <= last);
+    info.compression = p.features.get(&feature::COMPRESSED).and_then(|d| {
+        let (ty, level, ratio) = (u32_at(d, 4)?, u32_at(d, 8)?, u32_at(d, 12)?);
+        let name = if ty == 1 {
+            "zstd".to_string()
+        } else {
+            format!("type {ty}")
+        };
+        Some(format!("{name} level {level}, ratio {ratio}"))
+    });
+    info.pmu_mappings = p
+        .features
+        .get(&feature::PMU_MAPPINGS)
+        .map(|d| parse_pmu_mappings(d))
+        .unwrap_or_default();
+    info.groups = p
+        .features
+        .get(&feature::GROUP_DESC)
+        .map(|d| parse_group_desc(d, p.attrs.len()))
+        .unwrap_or_default();
+    if let Some(d) = p.features.get(&feature::BUILD_ID) {
+        parse_build_ids(d, &mut info.build_ids);
+    }
+    let leader_of = |i: usize| {
+        info.groups
+            .iter()
+            .find(|g| (g.leader..g.leader + g.members).contains(&i))
+            .map_or(i, |g| g.leader)
+    };
+    let mut events = Vec::with_capacity(p.attrs.len());
+    let mut pmus: Vec<PmuMeta> = Vec::new();
+    for (i, a) in p.attrs.iter().enumerate() {
+        let attr = Attr::from_bytes(&a.bytes);
+        let pmu = pmu_of(&attr, &info.pmu_mappings);
+        if let Some(name) = &pmu
+            && !pmus.iter().any(|p| &p.name == name)
+        {
+            let type_ = match attr.type_ {
+                types::HARDWARE | types::HW_CACHE if attr.config >> 32 != 0 => {
+                    (attr.config >> 32) as u32
+                }
+                t => t,
+            };
+            pmus.push(PmuMeta {
+                name: name.clone(),
+                type_,
+            });
+        }
+        let leader = leader_of(i);
+        events.push(EventMeta {
+            name: a
+                .name
+                .clone()
+                .filter(|n| !n.is_empty())
+                .unwrap_or_else(|| fallback_name(&attr, &info.pmu_mappings)),
+            pmu,
+            attr,
+            leader,
+            role: role(&attr).to_string(),
+            ids: a
+                .ids
+                .iter()
+                .map(|&id| EventId {
+                    id,
+                    cpu: -1,
+                    tid: -1,
+                })
+                .collect(),
+        });
+    }
+    let clockid = events
+        .iter()
+        .find(|e| e.attr.has(flag::USE_CLOCKID))
+        .map(|e| e.attr.clockid);
+    Meta {
+        hrec_version: String::new(),
+        command_line: p
+            .features
+            .get(&feature::CMDLINE)
+            .map(|d| parse_string_list(d))
+            .unwrap_or_default(),
+        hostname: string(feature::HOSTNAME).unwrap_or_default(),
+        kernel_release: string(feature::OSRELEASE).unwrap_or_default(),
+        arch: string(feature::ARCH).unwrap_or_default(),
+        cpu_model: string(feature::CPUDESC).unwrap_or_default(),
+        nr_cpus: info.nr_cpus.map_or(0, |(avail, _)| avail),
+        clockid,
+        target: if info.pipe {
+            "perf record (pipe mode)".into()
+        } else {
+            "perf record".into()
+        },
+        pmus,
+        events,
+        ..Meta::default()
+    }
+}
