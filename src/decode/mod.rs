@@ -575,7 +575,13 @@ impl Decoder {
     /// know (including perf's user records, >= 64) come back as [`Record::Unknown`] without
     /// looking for an attr.
     pub fn decode<'a>(&self, raw: &RawRecord<'a>) -> Result<Record<'a>, DecodeError> {
-        self.decode_located(raw).map(|(_, r)| r)
+        // Not through `decode_located`: a record is hundreds of bytes, and every wrapping
+        // of it is a copy (this is per record).
+        if !(kind::MMAP..=kind::TEXT_POKE).contains(&raw.header.type_) {
+            return Ok(Record::Unknown { header: raw.header });
+        }
+        let loc = self.locate(raw)?;
+        Record::parse(raw, &self.layouts[loc.index])
     }
 
     /// [`Decoder::decode`], also saying which attr the record belongs to (`None` for records

@@ -332,11 +332,9 @@ pub(crate) fn walk_hrec(
     stats
 }
 
-/// Queued perf.data records, oldest first: `time << 64 | block << 32 | offset`, one integer
-/// so each comparison in the heap is one instruction (the size is read back from the record
-/// header; a record without a time has time 0).
-type Queue = BinaryHeap<Reverse<u128>>;
-
+/// A queued perf.data record: `time << 64 | block << 32 | offset`, one integer so each
+/// comparison is one instruction (the size is read back from the record header; a record
+/// without a time has time 0).
 fn queue_key(time: u64, block: u32, offset: u32) -> u128 {
     u128::from(time) << 64 | u128::from(block) << 32 | u128::from(offset)
 }
@@ -345,30 +343,35 @@ fn queue_key(time: u64, block: u32, offset: u32) -> u128 {
 /// as they are needed) in time order by perf's `FINISHED_ROUND` rule (see the module docs).
 /// A block is dropped as soon as none of its records is queued any more, so memory holds the
 /// blocks of about two rounds.
+///
+/// The queue is a list sorted when a round is flushed, not a heap: perf writes each CPU's
+/// ring buffer as one run of records in time order, so a round is a few sorted runs, which a
+/// stable sort merges in about linear time (a heap pays two logarithmic sifts per record).
 pub(crate) fn walk_rounds<'b>(
     blocks: &mut dyn Iterator<Item = Cow<'b, [u8]>>,
     decoder: &Decoder,
     f: &mut dyn for<'a> FnMut(Result<Record<'a>, DecodeError>),
 ) -> WalkStats {
     let mut mark = Watermark::default();
-    let mut queue: Queue = BinaryHeap::new();
+    let mut queue: Vec<u128> = Vec::new();
     // Blocks still holding queued records: (bytes, records queued), the first is block
     // `first`.
     let mut held: VecDeque<(Cow<'b, [u8]>, usize)> = VecDeque::new();
     let mut first = 0usize;
     let (mut newest, mut previous_round) = (0u64, None::<u64>);
-    let flush = |queue: &mut Queue,
+    let flush = |queue: &mut Vec<u128>,
                  held: &mut VecDeque<(Cow<'b, [u8]>, usize)>,
                  first: &mut usize,
                  upto: Option<u64>,
                  mark: &mut Watermark,
                  f: &mut dyn for<'a> FnMut(Result<Record<'a>, DecodeError>)| {
-        while let Some(&Reverse(key)) = queue.peek() {
+        queue.sort();
+        let n = match upto {
+            Some(u) => queue.partition_point(|&k| (k >> 64) as u64 <= u),
+            None => queue.len(),
+        };
+        for &key in &queue[..n] {
             let (time, block, offset) = ((key >> 64) as u64, (key >> 32) as u32, key as u32);
-            if upto.is_some_and(|u| time > u) {
-                break;
-            }
-            queue.pop();
             let h = &mut held[block as usize - *first];
             let at = offset as usize;
             let size = u16::from_le_bytes([h.0[at + 6], h.0[at + 7]]);
@@ -377,6 +380,7 @@ pub(crate) fn walk_rounds<'b>(
             emit(decoder, &h.0, p, f);
             h.1 -= 1;
         }
+        queue.drain(..n);
         // The newest block stays: its records may still be queued by the caller.
         while held.len() > 1 && held.front().is_some_and(|h| h.1 == 0) {
             held.pop_front();
@@ -411,7 +415,7 @@ pub(crate) fn walk_rounds<'b>(
                 if let Some(t) = time {
                     newest = newest.max(t);
                 }
-                queue.push(Reverse(queue_key(time.unwrap_or(0), bi as u32, off as u32)));
+                queue.push(queue_key(time.unwrap_or(0), bi as u32, off as u32));
                 if let Some(h) = held.back_mut() {
                     h.1 += 1;
                 }

@@ -362,7 +362,12 @@ fn svma_of_the_running_test_binary() {
             .contains("svma_probe_target"),
         "{last:?}"
     );
-    assert!(last.file.as_deref().unwrap().ends_with("src/symbol/elf/tests.rs"));
+    assert!(
+        last.file
+            .as_deref()
+            .unwrap()
+            .ends_with("src/symbol/elf/tests.rs")
+    );
     // Outside the mapping's segments.
     assert_eq!(binary.svma(start - 1, start, pgoff), None);
 }
