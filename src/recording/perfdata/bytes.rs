@@ -97,6 +97,8 @@ impl DataFile {
         p: &mut Prepared,
         start: usize,
         end: usize,
+        chunk_count: &mut usize,
+        on_kernel_record: &mut dyn FnMut(&[u8]),
     ) -> (usize, Option<String>) {
         let mut pos = start;
         let chunks = Chunks {
@@ -105,8 +107,14 @@ impl DataFile {
             end: end as u64,
             report: false,
         };
+        let mut on_record = |_: usize, t: u32, rec: &[u8]| {
+            if t < 64 {
+                on_kernel_record(rec);
+            }
+        };
         for chunk in chunks {
-            let (done, stop) = walk_records_at(&chunk, 0, chunk.len(), pos, p, |_, _, _| {});
+            *chunk_count += 1;
+            let (done, stop) = walk_records_at(&chunk, 0, chunk.len(), pos, p, &mut on_record);
             if stop.is_some() {
                 return (pos + done, stop);
             }
@@ -124,7 +132,7 @@ impl DataFile {
                     *p.user_records.entry(user::AUXTRACE).or_default() += 1;
                     return (pos, None);
                 }
-                let (done, stop) = walk_records_at(&tail, 0, tail.len(), pos, p, |_, _, _| {});
+                let (done, stop) = walk_records_at(&tail, 0, tail.len(), pos, p, on_record);
                 return (pos + done, stop);
             }
             return (pos, self.take_error());

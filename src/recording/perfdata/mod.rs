@@ -297,10 +297,19 @@ fn read_bytes(
         ));
     }
     let pipe = u64_at(b, 8) == Some(PIPE_HEADER_SIZE);
+    // Read from the file in chunks, the records are counted by the walk that checks them:
+    // one pass over the data section.
+    let mut counted: Option<Sink> = None;
+    let mut chunk_count = 0;
     let p = match (&data, pipe) {
         (_, true) => prepare_pipe(b),
         (None, false) => prepare_file(b),
-        (Some(d), false) => prepare_file_with(b, &mut |p, start, end| d.walk(p, start, end)),
+        (Some(d), false) => prepare_file_with(b, &mut |p, start, end| {
+            let mut sink = Sink::new(&meta_of(p, &mut PerfDataInfo::default()));
+            let walked = d.walk(p, start, end, &mut chunk_count, &mut |rec| sink.count(rec));
+            counted = Some(sink);
+            walked
+        }),
     }
     .map_err(|f| fail(path, f))?;
     if data.is_some() && (p.compressed || p.user_records.contains_key(&user::AUXTRACE)) {
@@ -325,7 +334,7 @@ fn read_bytes(
         (KernelCheck::Matches { .. }, Some(k)) => Kallsyms::start(k),
         _ => Kallsyms::None,
     };
-    let mut sink = Sink::new(&meta);
+    let mut sink = counted.unwrap_or_else(|| Sink::new(&meta));
     // Uncompressed data without AUXTRACE payloads is a sequence of records: it becomes the one
     // block as it is, perf's user records left in it (they decode as unknown records and are
     // skipped), which saves copying and faulting in a second buffer of its size.
@@ -341,13 +350,9 @@ fn read_bytes(
     let stop = if p.compressed {
         records_via_crate(&crate_copy(&p, b, pipe), pipe, &mut sink)
     } else if let Some(d) = &mut data {
-        let mut n = 0;
-        for chunk in d.chunks() {
-            records_direct(&chunk, (0, chunk.len()), &mut sink, false);
-            n += 1;
-        }
-        d.chunk_count = n;
-        d.take_error()
+        // Counted by the walk above, which also said where the records stop, if early.
+        d.chunk_count = chunk_count;
+        None
     } else {
         records_direct(b, p.records, &mut sink, !in_place);
         None

@@ -186,8 +186,9 @@ pub(super) fn prepare_file(b: &[u8]) -> Result<Prepared, Fail> {
     })
 }
 
-/// The walk over the data section's records that [`prepare_file_with`] makes: from `start`
-/// to at most `end`, returning where the whole records end and why they end early.
+/// The walk over the data section's records that [`prepare_file_with`] makes, once the attrs
+/// and features are read: from `start` to at most `end`, returning where the whole records
+/// end and why they end early.
 pub(super) type DataWalk<'a> =
     dyn FnMut(&mut Prepared, usize, usize) -> (usize, Option<String>) + 'a;
 
@@ -234,14 +235,6 @@ pub(super) fn prepare_file_with(b: &[u8], walk: &mut DataWalk<'_>) -> Result<Pre
         keep_features = false;
     }
     let table_off = data_off + data_size;
-    let (end, stop) = walk(&mut p, data_off as usize, (data_off + data_size) as usize);
-    if let Some(why) = stop {
-        p.truncated
-            .get_or_insert_with(|| format!("{why}; the records before it are read"));
-    }
-    let data_end = end as u64;
-    p.data_section = (data_off, data_end - data_off);
-    p.records = (data_off as usize, end);
     if keep_features {
         let mut k = 0u64;
         'bits: for (w, word) in feature_bits.iter().enumerate() {
@@ -285,13 +278,23 @@ pub(super) fn prepare_file_with(b: &[u8], walk: &mut DataWalk<'_>) -> Result<Pre
         }
         None => None,
     };
-    let prefix = &b[..data_end as usize];
+    // The attrs are read before the records are walked, so the walk can decode them (and
+    // count them as it checks them: one pass over the data section). They must lie before
+    // the end of the data section.
+    let prefix = &b[..(data_off + data_size) as usize];
     let from_section = parse_attr_section(prefix, attr_size, attr_section);
     p.attrs = match (from_desc, from_section) {
         (Some(a), _) => a,
         (None, Ok(a)) => a,
         (None, Err(why)) => return Err(Fail::Damaged(why)),
     };
+    let (end, stop) = walk(&mut p, data_off as usize, (data_off + data_size) as usize);
+    if let Some(why) = stop {
+        p.truncated
+            .get_or_insert_with(|| format!("{why}; the records before it are read"));
+    }
+    p.data_section = (data_off, end as u64 - data_off);
+    p.records = (data_off as usize, end);
     Ok(p)
 }
 

@@ -104,6 +104,11 @@ impl Sink {
         self.counter.count(&self.block[start..]);
     }
 
+    /// Counts one kernel record without keeping it.
+    pub(super) fn count(&mut self, rec: &[u8]) {
+        self.counter.count(rec);
+    }
+
     /// Appends a `FINISHED_ROUND` record (not counted): the records before it are in time
     /// order, so a reader may hand them on (see `recording::order`).
     fn push_round_marker(&mut self) {
