@@ -75,7 +75,7 @@ fn meta() -> Meta {
             pmu: Some("software".into()),
             attr,
             leader: 0,
-            role: "sampler".into(),
+            role: hrec::data::Role::Sampler,
             ids: vec![EventId {
                 id: 17,
                 cpu: 0,

@@ -78,7 +78,7 @@ impl Synth {
                     pmu: e.pmu.clone(),
                     attr: e.attr,
                     leader: e.leader,
-                    role: format!("{:?}", e.role).to_lowercase(),
+                    role: e.role,
                     ids: vec![EventId {
                         id: id(e.index),
                         cpu: cpu_of(e.pmu.as_deref().unwrap_or("")),

@@ -42,7 +42,7 @@ fn topdown_group_reads_and_retire_latency_survive_the_file() {
                 pmu: e.pmu.clone(),
                 attr: e.attr,
                 leader: e.leader,
-                role: format!("{:?}", e.role).to_lowercase(),
+                role: e.role,
                 ids: vec![EventId {
                     id: id(e.index),
                     cpu: 0,

@@ -84,7 +84,7 @@ impl Synth {
                         pmu: e.pmu.clone(),
                         attr,
                         leader: i,
-                        role: "sampler".into(),
+                        role: hrec::data::Role::Sampler,
                         ids: vec![EventId {
                             id: 1000 + i as u64,
                             cpu: -1,

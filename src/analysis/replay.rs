@@ -15,6 +15,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::data::Role;
 use crate::decode::{DecodeError, Record, Sample, context, misc};
 use crate::event::attr::{flag, sample as st};
 use crate::recording::{Comms, Recording};
@@ -68,7 +69,7 @@ impl Replay {
         let mut inherit = vec![false; meta.events.len()];
         for (i, e) in meta.events.iter().enumerate() {
             inherit[i] = e.attr.has(flag::INHERIT);
-            if e.role == "sampler" || (meta.events.len() == 1 && e.role != "tracking") {
+            if e.role == Role::Sampler || (meta.events.len() == 1 && e.role != Role::Tracking) {
                 event_slot[i] = Some(events.len() as u16);
                 events.push(EventInfo {
                     index: i,

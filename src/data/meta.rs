@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::BlockInfo;
-use crate::event::Attr;
+use crate::event::attr::Attr;
 
 /// What was recorded, where and how: written once, before any block.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -76,10 +76,44 @@ pub struct EventMeta {
     pub attr: Attr,
     /// Index of the group leader in `Meta::events` (itself for a leader).
     pub leader: usize,
-    /// "sampler", "counted" or "tracking".
-    pub role: String,
+    /// What it does in the recording.
+    pub role: Role,
     /// The kernel ids of its file descriptors.
     pub ids: Vec<EventId>,
+}
+
+/// What an event does in the recording (stored as its snake_case name).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Produces samples.
+    Sampler,
+    /// Member of a sampling-read group: counted, read into the sampler's samples.
+    Counted,
+    /// `dummy` event carrying the side-band records only.
+    Tracking,
+    /// A role this version does not know (a later version's file), or none given.
+    #[default]
+    #[serde(other)]
+    Unknown,
+}
+
+impl Role {
+    /// The name as stored and printed (`sampler`, `counted`, `tracking`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Sampler => "sampler",
+            Role::Counted => "counted",
+            Role::Tracking => "tracking",
+            Role::Unknown => "unknown",
+        }
+    }
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 /// The id of one file descriptor of an event.
@@ -219,7 +253,7 @@ mod tests {
         let e = EventMeta {
             name: "cpu-clock".into(),
             attr,
-            role: "sampler".into(),
+            role: Role::Sampler,
             ..EventMeta::default()
         };
         let json = serde_json::to_string(&e).unwrap();
@@ -232,5 +266,18 @@ mod tests {
         assert_eq!(m.nr_cpus, 0);
         assert!(serde_json::from_str::<EventMeta>(r#"{"attr":"0g"}"#).is_err());
         assert!(serde_json::from_str::<EventMeta>(r#"{"attr":"012"}"#).is_err());
+    }
+
+    #[test]
+    fn roles_are_stored_by_name_and_unknown_ones_read() {
+        for r in [Role::Sampler, Role::Counted, Role::Tracking] {
+            let json = serde_json::to_string(&r).unwrap();
+            assert_eq!(json, format!("\"{}\"", r.name()));
+            assert_eq!(serde_json::from_str::<Role>(&json).unwrap(), r);
+        }
+        // A later version's role, or none, reads as Unknown (never a sampler).
+        let e: EventMeta = serde_json::from_str(r#"{"role":"aux_sampler"}"#).unwrap();
+        assert_eq!(e.role, Role::Unknown);
+        assert_eq!(EventMeta::default().role, Role::Unknown);
     }
 }

@@ -124,17 +124,8 @@ impl Default for Host {
     }
 }
 
-/// What an event does in the recording.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Role {
-    /// Produces samples.
-    Sampler,
-    /// Member of a sampling-read group: counted, read into the sampler's samples.
-    Counted,
-    /// `dummy` event carrying the side-band records only.
-    Tracking,
-}
+/// What an event does in the recording: the role stored in the file's header.
+pub use crate::data::Role;
 
 /// Where an event is opened.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -701,6 +692,7 @@ impl Plan {
                 Role::Sampler => "samples",
                 Role::Counted => "counts (read into the group's samples)",
                 Role::Tracking => "side-band only",
+                Role::Unknown => "unknown role",
             };
             let _ = writeln!(
                 out,

@@ -366,12 +366,7 @@ fn build_meta(
             pmu: e.pmu.clone(),
             attr: o.attrs[e.index],
             leader: e.leader,
-            role: match e.role {
-                Role::Sampler => "sampler",
-                Role::Counted => "counted",
-                Role::Tracking => "tracking",
-            }
-            .to_string(),
+            role: e.role,
             ids: o
                 .fds
                 .iter()

@@ -222,7 +222,7 @@ fn file_mode_gives_events_ids_roles_and_side_blocks() {
     let names: Vec<(&str, &str, Option<&str>)> = m
         .events
         .iter()
-        .map(|e| (e.name.as_str(), e.role.as_str(), e.pmu.as_deref()))
+        .map(|e| (e.name.as_str(), e.role.name(), e.pmu.as_deref()))
         .collect();
     assert_eq!(
         names,

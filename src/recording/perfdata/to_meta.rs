@@ -13,7 +13,7 @@ use super::features::{
 use super::kernel::KernelCheck;
 use super::layout::{feature, string_at, u32_at, u64_at};
 use super::prepare::Prepared;
-use crate::data::{EventId, EventMeta, Meta, PmuMeta};
+use crate::data::{EventId, EventMeta, Meta, PmuMeta, Role};
 use crate::event::Attr;
 use crate::event::attr::{flag, types};
 use crate::event::resolve::{HARDWARE_EVENTS, SOFTWARE_EVENTS};
@@ -104,13 +104,13 @@ pub(super) fn pmu_of(attr: &Attr, pmus: &[(u32, String)]) -> Option<String> {
 
 /// `dummy` carries side-band records; an event with a period or frequency samples; anything
 /// else only counts (in a group with READ, its values come with the sampler's samples).
-pub(super) fn role(attr: &Attr) -> &'static str {
+pub(super) fn role(attr: &Attr) -> Role {
     if attr.type_ == types::SOFTWARE && attr.config == SW_DUMMY {
-        "tracking"
+        Role::Tracking
     } else if attr.sample_period_or_freq != 0 {
-        "sampler"
+        Role::Sampler
     } else {
-        "counted"
+        Role::Counted
     }
 }
 
@@ -195,7 +195,7 @@ pub(super) fn meta_of(p: &Prepared, info: &mut PerfDataInfo) -> Meta {
             pmu,
             attr,
             leader,
-            role: role(&attr).to_string(),
+            role: role(&attr),
             ids: a
                 .ids
                 .iter()
