@@ -34,7 +34,7 @@ use crate::symbol::debuginfo::SearchPaths;
 use crate::symbol::kallsyms;
 use crate::symbol::maps::{AddressSpaces, FileIdx};
 use crate::symbol::perfmap::PerfMap;
-use crate::symbol::{Frame, Unresolved};
+use crate::symbol::{Frame, FrameAddress, Unresolved};
 
 use super::FastMap;
 use super::latency::LatHist;
@@ -96,7 +96,8 @@ pub struct EventInfo {
 /// A distinct code location and what it resolved to.
 #[derive(Debug, Clone)]
 pub struct Loc {
-    /// The address (for a caller frame, the return address minus one).
+    /// The address as recorded: the sampled instruction, or for a caller frame the return
+    /// address (symbols, lines and `file_addr` are those of the byte before it).
     pub addr: u64,
     /// A kernel address.
     pub kernel: bool,
@@ -608,7 +609,7 @@ pub struct SymbolSources<'a> {
 /// files whose build-id differs from the recorded one.
 pub fn symbolize(
     src: &SymbolSources<'_>,
-    keys: &[(LocKey, u64)],
+    keys: &[(LocKey, FrameAddress)],
     opts: &ProfileOptions,
 ) -> (Vec<Loc>, Vec<String>) {
     let maps = src.maps;
@@ -619,7 +620,8 @@ pub fn symbolize(
     let mut by_file: HashMap<FileIdx, Vec<(usize, u64)>> = HashMap::new();
     let kernel_dso: Arc<str> = kallsyms::KERNEL_DSO.into();
     let mut module_dsos: HashMap<Arc<str>, Arc<str>> = HashMap::new();
-    for (i, &(key, addr)) in keys.iter().enumerate() {
+    for (i, &(key, frame)) in keys.iter().enumerate() {
+        let (addr, past) = (frame.lookup(), frame.address() - frame.lookup());
         locs[i] = Some(match key {
             LocKey::File(f, off) => {
                 by_file.entry(f).or_default().push((i, off));
@@ -640,7 +642,7 @@ pub fn symbolize(
                         dso,
                         file_addr: a,
                         sym: Some(s.name.clone()),
-                        sym_offset: off,
+                        sym_offset: off + past,
                         frames: Vec::new(),
                         unresolved: None,
                     }
@@ -666,7 +668,7 @@ pub fn symbolize(
                         dso: format!("[JIT] tid {pid}").into(),
                         file_addr: a,
                         sym: Some(j.name.clone()),
-                        sym_offset: a - j.start,
+                        sym_offset: a - j.start + past,
                         frames: Vec::new(),
                         unresolved: None,
                     },
@@ -709,10 +711,12 @@ pub fn symbolize(
                         let mut mismatch = matches!(bin, Err(Unresolved::BuildIdMismatch))
                             .then(|| file.path.display().to_string());
                         for &(i, off) in addrs {
-                            let (_, addr) = keys[i];
+                            let (_, frame) = keys[i];
                             let loc = match &bin {
-                                Err(why) => unresolved_loc(addr, false, file.short.clone(), *why),
-                                Ok(b) => resolve_in(b, addr, off, file.short.clone()),
+                                Err(why) => {
+                                    unresolved_loc(frame.lookup(), false, file.short.clone(), *why)
+                                }
+                                Ok(b) => resolve_in(b, frame, off, file.short.clone()),
                             };
                             out.push((i, loc, mismatch.take()));
                         }
@@ -735,22 +739,39 @@ pub fn symbolize(
     let locs = locs
         .into_iter()
         .zip(keys)
-        .map(|(l, &(_, addr))| {
+        .map(|(l, &(_, frame))| {
             // A worker that panicked leaves its locations unset.
-            l.unwrap_or_else(|| unresolved_loc(addr, false, unknown.clone(), Unresolved::NoSymbols))
+            let l = l.unwrap_or_else(|| {
+                unresolved_loc(
+                    frame.lookup(),
+                    false,
+                    unknown.clone(),
+                    Unresolved::NoSymbols,
+                )
+            });
+            Loc {
+                addr: frame.address(),
+                ..l
+            }
         })
         .collect();
     (locs, mismatches)
 }
 
-fn resolve_in(b: &Binary, addr: u64, offset: u64, dso: Arc<str>) -> Loc {
+/// The location of `frame` at file offset `offset` (of its lookup address) in `b`; a return
+/// address's symbol offset is that of the return address, as perf prints it.
+fn resolve_in(b: &Binary, frame: FrameAddress, offset: u64, dso: Arc<str>) -> Loc {
+    let (addr, past) = (frame.lookup(), frame.address() - frame.lookup());
     let Some(svma) = b.svma(offset, 0, 0) else {
         return unresolved_loc(addr, false, dso, Unresolved::NoSymbols);
     };
     match b.symbolize(svma) {
         Ok(s) => {
             let (sym, off) = match (&s.sym, s.frames.last()) {
-                (Some(sym), _) => (Some(sym.name.clone()), svma.wrapping_sub(sym.start)),
+                (Some(sym), _) => (
+                    Some(sym.name.clone()),
+                    svma.wrapping_sub(sym.start).wrapping_add(past),
+                ),
                 (None, Some(f)) => (f.function.clone(), 0),
                 (None, None) => (None, 0),
             };

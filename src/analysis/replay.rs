@@ -19,8 +19,8 @@ use crate::data::Role;
 use crate::decode::{DecodeError, Record, Sample, context, misc};
 use crate::event::attr::{flag, sample as st};
 use crate::recording::{Comms, Recording};
-use crate::symbol::kallsyms;
 use crate::symbol::maps::AddressSpaces;
+use crate::symbol::{FrameAddress, kallsyms};
 
 use super::FastMap;
 use super::profile::{
@@ -47,8 +47,8 @@ pub struct Replay {
     comm_names: Vec<Arc<str>>,
     /// tid → comm id, valid until the next COMM/FORK of that tid.
     tid_comm: FastMap<u32, u32>,
-    keys: FastMap<LocKey, u32>,
-    key_list: Vec<(LocKey, u64)>,
+    keys: FastMap<(LocKey, bool), u32>,
+    key_list: Vec<(LocKey, FrameAddress)>,
     tracker: DeltaTracker,
     td_of_id: HashMap<u64, TdEvent>,
     event_slot: Vec<Option<u16>>,
@@ -116,7 +116,10 @@ impl Replay {
         &self.comm_names
     }
 
-    fn loc(&mut self, pid: u32, addr: u64, kernel: bool) -> u32 {
+    /// The location id of a frame: interned by what it is looked up at and by its kind, so a
+    /// location prints the address perf prints.
+    fn loc(&mut self, pid: u32, frame: FrameAddress, kernel: bool) -> u32 {
+        let addr = frame.lookup();
         let key = if kernel || kallsyms::is_kernel_address(addr) {
             LocKey::Kernel(addr)
         } else {
@@ -127,9 +130,12 @@ impl Replay {
             }
         };
         let next = self.key_list.len() as u32;
-        let id = *self.keys.entry(key).or_insert(next);
+        let id = *self
+            .keys
+            .entry((key, matches!(frame, FrameAddress::Return(_))))
+            .or_insert(next);
         if id == next {
-            self.key_list.push((key, addr));
+            self.key_list.push((key, frame));
         }
         id
     }
@@ -196,7 +202,7 @@ impl Replay {
             let (pid, tid) = (s.pid.unwrap_or(0), s.tid.unwrap_or(0));
             let ip = s.ip.unwrap_or(0);
             let kernel_mode = s.cpumode() == misc::KERNEL;
-            let leaf = self.loc(pid, ip, kernel_mode);
+            let leaf = self.loc(pid, FrameAddress::Ip(ip), kernel_mode);
             // Callers: the chain without markers and without its first entry when that is
             // the ip.
             let mut frames = std::mem::take(&mut self.frames);
@@ -214,7 +220,7 @@ impl Replay {
                         continue;
                     }
                     first = false;
-                    frames.push(self.loc(pid, a.saturating_sub(1), kernel));
+                    frames.push(self.loc(pid, FrameAddress::Return(a), kernel));
                 }
             }
             let td = match (&s.read, s.event_id()) {
