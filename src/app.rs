@@ -160,8 +160,10 @@ pub struct ScriptConfig {
     pub input: PathBuf,
     /// `-F` fields.
     pub fields: Vec<output::script::Field>,
-    /// `--symfs`.
-    pub symfs: Option<PathBuf>,
+    /// `--symfs`, `--debug-dir`, `--time`.
+    pub profile: crate::analysis::profile::ProfileOptions,
+    /// `--comm`, `--pid`, `--dso`, `--sym`.
+    pub filters: crate::analysis::hist::Filters,
 }
 
 /// One command to run.
@@ -172,7 +174,7 @@ pub enum Command {
     /// `hrec list`
     List(ListConfig),
     /// `hrec script`
-    Script(ScriptConfig),
+    Script(Box<ScriptConfig>),
     /// `hrec info`
     Info(InputConfig),
     /// `hrec report`
@@ -793,12 +795,18 @@ fn script(
     let rec = open_recording(env, &cfg.input, err)?;
     let mut errors = Vec::new();
     let popts = crate::analysis::profile::ProfileOptions {
-        symfs: cfg.symfs.clone(),
         threads: env.threads,
-        ..Default::default()
+        ..cfg.profile.clone()
     };
     let mut buf = io::BufWriter::new(out);
-    output::script::script(&rec, &cfg.fields, &popts, &mut buf, &mut errors)?;
+    output::script::script(
+        &rec,
+        &cfg.fields,
+        &popts,
+        &cfg.filters,
+        &mut buf,
+        &mut errors,
+    )?;
     buf.flush()?;
     read_warnings(&rec, err)?;
     for e in &errors {

@@ -136,6 +136,69 @@ pub struct InputArgs {
     pub input: PathBuf,
 }
 
+/// Where binaries and their debug files are found: the same flags for every command that
+/// symbolizes (report, script, flamegraph, export).
+#[derive(Debug, Args)]
+pub struct SymbolArgs {
+    /// Look for binaries under this directory (as if it were /).
+    #[arg(long = "symfs")]
+    pub symfs: Option<PathBuf>,
+    /// Extra debug-file directory (default /usr/lib/debug); repeatable.
+    #[arg(long = "debug-dir")]
+    pub debug_dir: Vec<PathBuf>,
+}
+
+/// Which samples count: the same flags (perf report's names) for every command that reads
+/// samples (report, script, flamegraph, export).
+#[derive(Debug, Args)]
+pub struct FilterArgs {
+    /// Time range START,END in seconds as `hrec script` prints them (either may be empty).
+    #[arg(long = "time")]
+    pub time: Option<String>,
+    /// Only these thread names (comma-separated).
+    #[arg(long = "comm", alias = "comms", value_delimiter = ',')]
+    pub comm: Vec<String>,
+    /// Only these process ids (comma-separated).
+    #[arg(long = "pid", value_delimiter = ',')]
+    pub pid: Vec<u32>,
+    /// Only these shared objects (comma-separated).
+    #[arg(long = "dso", alias = "dsos", value_delimiter = ',')]
+    pub dso: Vec<String>,
+    /// Only these symbols (comma-separated).
+    #[arg(long = "sym", alias = "symbols", value_delimiter = ',')]
+    pub sym: Vec<String>,
+}
+
+/// The profile options and sample filters of the shared flags; `Err` is a usage error.
+fn reading_options(
+    symbols: SymbolArgs,
+    filters: FilterArgs,
+) -> Result<
+    (
+        hrec::analysis::profile::ProfileOptions,
+        hrec::analysis::hist::Filters,
+    ),
+    String,
+> {
+    let time = filters.time.as_deref().map(parse_time_range).transpose()?;
+    let mut search = hrec::symbol::debuginfo::SearchPaths::default();
+    search.debug_dirs.splice(0..0, symbols.debug_dir);
+    Ok((
+        hrec::analysis::profile::ProfileOptions {
+            symfs: symbols.symfs,
+            search,
+            time,
+            ..Default::default()
+        },
+        hrec::analysis::hist::Filters {
+            comms: filters.comm,
+            pids: filters.pid,
+            dsos: filters.dso,
+            syms: filters.sym,
+        },
+    ))
+}
+
 /// `hrec script` flags.
 #[derive(Debug, Args)]
 pub struct ScriptArgs {
@@ -146,9 +209,10 @@ pub struct ScriptArgs {
     /// (or +field / -field to change the defaults).
     #[arg(short = 'F', long = "fields")]
     pub fields: Option<String>,
-    /// Look for binaries under this directory (as if it were /).
-    #[arg(long = "symfs")]
-    pub symfs: Option<PathBuf>,
+    #[command(flatten)]
+    pub symbols: SymbolArgs,
+    #[command(flatten)]
+    pub filters: FilterArgs,
 }
 
 /// `hrec report` flags (perf report's names).
@@ -175,27 +239,10 @@ pub struct ReportArgs {
     /// Hide rows below this percentage.
     #[arg(long = "percent-limit", default_value_t = 0.0)]
     pub percent_limit: f64,
-    /// Only these thread names (comma-separated).
-    #[arg(long = "comm", alias = "comms", value_delimiter = ',')]
-    pub comm: Vec<String>,
-    /// Only these process ids (comma-separated).
-    #[arg(long = "pid", value_delimiter = ',')]
-    pub pid: Vec<u32>,
-    /// Only these shared objects (comma-separated).
-    #[arg(long = "dso", alias = "dsos", value_delimiter = ',')]
-    pub dso: Vec<String>,
-    /// Only these symbols (comma-separated).
-    #[arg(long = "sym", alias = "symbols", value_delimiter = ',')]
-    pub sym: Vec<String>,
-    /// Time range START,END in seconds as `hrec script` prints them (either may be empty).
-    #[arg(long = "time")]
-    pub time: Option<String>,
-    /// Look for binaries under this directory (as if it were /).
-    #[arg(long = "symfs")]
-    pub symfs: Option<PathBuf>,
-    /// Extra debug-file directory (default /usr/lib/debug); repeatable.
-    #[arg(long = "debug-dir")]
-    pub debug_dir: Vec<PathBuf>,
+    #[command(flatten)]
+    pub filters: FilterArgs,
+    #[command(flatten)]
+    pub symbols: SymbolArgs,
     /// Show full source paths in srcline.
     #[arg(long = "full-source-path")]
     pub full_source_path: bool,
@@ -244,34 +291,22 @@ pub fn parse_time_range(s: &str) -> Result<(u64, u64), String> {
 
 impl ReportArgs {
     fn into_config(self) -> Result<hrec::app::ReportConfig, String> {
-        use hrec::analysis::{hist, profile};
+        use hrec::analysis::hist;
         use std::io::IsTerminal;
         let sort = hist::parse_sort(&self.sort).map_err(|e| format!("--sort: {e}"))?;
         if sort.is_empty() {
             return Err("--sort: give at least one key".into());
         }
-        let time = self.time.as_deref().map(parse_time_range).transpose()?;
-        let mut search = hrec::symbol::debuginfo::SearchPaths::default();
-        search.debug_dirs.splice(0..0, self.debug_dir);
+        let (profile, filters) = reading_options(self.symbols, self.filters)?;
         Ok(hrec::app::ReportConfig {
             input: self.input,
             hist: hist::HistOptions {
                 sort,
                 children: self.children && !self.no_children,
                 full_source_path: self.full_source_path,
-                filters: hist::Filters {
-                    comms: self.comm,
-                    pids: self.pid,
-                    dsos: self.dso,
-                    syms: self.sym,
-                },
+                filters,
             },
-            profile: profile::ProfileOptions {
-                symfs: self.symfs,
-                search,
-                time,
-                ..profile::ProfileOptions::default()
-            },
+            profile,
             style: hrec::output::report::ReportStyle {
                 td_level: self.td_level,
                 percent_limit: self.percent_limit,
@@ -323,30 +358,25 @@ pub struct FlamegraphArgs {
     /// Differential flame graph of two recordings: --diff BASE NEW.
     #[arg(long, num_args = 2, value_names = ["BASE", "NEW"])]
     pub diff: Vec<PathBuf>,
-    /// Look for binaries under this directory (as if it were /).
-    #[arg(long = "symfs")]
-    pub symfs: Option<PathBuf>,
-    /// Only these thread names (comma-separated).
-    #[arg(long = "comm", value_delimiter = ',')]
-    pub comm: Vec<String>,
-    /// Only these process ids (comma-separated).
-    #[arg(long = "pid", value_delimiter = ',')]
-    pub pid: Vec<u32>,
+    #[command(flatten)]
+    pub symbols: SymbolArgs,
+    #[command(flatten)]
+    pub filters: FilterArgs,
 }
 
 impl FlamegraphArgs {
-    fn into_config(self) -> hrec::app::FlamegraphConfig {
+    fn into_config(self) -> Result<hrec::app::FlamegraphConfig, String> {
         use hrec::output::flame::{Colors, FlameOptions, Weight};
         let default_out = if self.folded { "-" } else { "flamegraph.svg" };
-        hrec::app::FlamegraphConfig {
+        let (profile, filters) = reading_options(self.symbols, self.filters)?;
+        Ok(hrec::app::FlamegraphConfig {
             input: self.input,
             output: self.output.unwrap_or_else(|| PathBuf::from(default_out)),
             folded: self.folded,
             diff: self.diff,
             profile: hrec::analysis::profile::ProfileOptions {
-                symfs: self.symfs,
                 timeline: self.flame_chart,
-                ..Default::default()
+                ..profile
             },
             flame: FlameOptions {
                 event: self.event,
@@ -364,13 +394,9 @@ impl FlamegraphArgs {
                 inverted: self.inverted,
                 flame_chart: self.flame_chart,
                 min_width: self.min_width,
-                filters: hrec::analysis::hist::Filters {
-                    comms: self.comm,
-                    pids: self.pid,
-                    ..Default::default()
-                },
+                filters,
             },
-        }
+        })
     }
 }
 
@@ -386,28 +412,15 @@ pub struct ExportArgs {
     /// Output file (`-` for stdout) [default: profile.pb.gz].
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
-    /// Time range START,END in seconds as `hrec script` prints them (either may be empty).
-    #[arg(long = "time")]
-    pub time: Option<String>,
-    /// Only these thread names (comma-separated).
-    #[arg(long = "comm", value_delimiter = ',')]
-    pub comm: Vec<String>,
-    /// Only these process ids (comma-separated).
-    #[arg(long = "pid", value_delimiter = ',')]
-    pub pid: Vec<u32>,
-    /// Look for binaries under this directory (as if it were /).
-    #[arg(long = "symfs")]
-    pub symfs: Option<PathBuf>,
-    /// Extra debug-file directory (default /usr/lib/debug); repeatable.
-    #[arg(long = "debug-dir")]
-    pub debug_dir: Vec<PathBuf>,
+    #[command(flatten)]
+    pub filters: FilterArgs,
+    #[command(flatten)]
+    pub symbols: SymbolArgs,
 }
 
 impl ExportArgs {
     fn into_config(self) -> Result<hrec::app::ExportConfig, String> {
-        let time = self.time.as_deref().map(parse_time_range).transpose()?;
-        let mut search = hrec::symbol::debuginfo::SearchPaths::default();
-        search.debug_dirs.splice(0..0, self.debug_dir);
+        let (profile, filters) = reading_options(self.symbols, self.filters)?;
         let format = match self.format.as_str() {
             "pprof" => hrec::app::ExportFormat::Pprof,
             other => return Err(format!("--format {other}: the formats are: pprof")),
@@ -419,17 +432,8 @@ impl ExportArgs {
             input: self.input,
             output: self.output.unwrap_or_else(|| PathBuf::from(default_out)),
             format,
-            profile: hrec::analysis::profile::ProfileOptions {
-                symfs: self.symfs,
-                search,
-                time,
-                ..Default::default()
-            },
-            filters: hrec::analysis::hist::Filters {
-                comms: self.comm,
-                pids: self.pid,
-                ..Default::default()
-            },
+            profile,
+            filters,
         })
     }
 }
@@ -620,15 +624,19 @@ impl Cli {
             Cmd::Record(a) => Command::Record(a.into_config()?),
             Cmd::List(a) => Command::List(ListConfig { json: a.json }),
             Cmd::Report(a) => Command::Report(Box::new(a.into_config()?)),
-            Cmd::Script(a) => Command::Script(hrec::app::ScriptConfig {
-                input: a.input,
-                fields: match &a.fields {
-                    Some(f) => hrec::output::script::parse_fields(f)?,
-                    None => hrec::output::script::Field::DEFAULT.to_vec(),
-                },
-                symfs: a.symfs,
-            }),
-            Cmd::Flamegraph(a) => Command::Flamegraph(Box::new(a.into_config())),
+            Cmd::Script(a) => {
+                let (profile, filters) = reading_options(a.symbols, a.filters)?;
+                Command::Script(Box::new(hrec::app::ScriptConfig {
+                    input: a.input,
+                    fields: match &a.fields {
+                        Some(f) => hrec::output::script::parse_fields(f)?,
+                        None => hrec::output::script::Field::DEFAULT.to_vec(),
+                    },
+                    profile,
+                    filters,
+                }))
+            }
+            Cmd::Flamegraph(a) => Command::Flamegraph(Box::new(a.into_config()?)),
             Cmd::Export(a) => Command::Export(Box::new(a.into_config()?)),
             Cmd::Stat(a) => Command::Stat(Box::new(a.into_config()?)),
             Cmd::Info(a) => Command::Info(InputConfig { input: a.input }),

@@ -2,6 +2,8 @@
 
 mod support;
 
+use std::path::Path;
+
 use support::{golden, hrec, text};
 
 fn dry_run(model: &str, extra: &[&str]) -> String {
@@ -204,4 +206,90 @@ fn errors_are_one_line_with_exit_codes() {
         err.contains("/nonexistent/bus/event_source/devices") && err.contains("No such file"),
         "{err}"
     );
+}
+
+/// `--symfs`, `--debug-dir`, `--time`, `--comm`, `--pid`, `--dso` and `--sym` are declared once
+/// and mean the same in every command that reads samples: filtering to the `warm` function
+/// leaves only its samples in script, report, flamegraph --folded and export.
+#[test]
+fn shared_reading_flags_filter_every_reading_command() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings");
+    let file = dir.join("plain.hrec");
+    let root = dir.join("root");
+    let (file, root) = (file.to_str().unwrap(), root.to_str().unwrap());
+    let common = [
+        "-i",
+        file,
+        "--symfs",
+        root,
+        "--debug-dir",
+        "/nonexistent",
+        "--sym",
+        "warm",
+        "--dso",
+        "work",
+        "--comm",
+        "work",
+        "--time",
+        "0,",
+    ];
+    let run = |cmd: &[&str]| {
+        let mut args = cmd.to_vec();
+        args.extend_from_slice(&common);
+        let o = hrec(None, &args);
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "{cmd:?}: {err}");
+        out
+    };
+    let all = text(&hrec(
+        None,
+        &["script", "-i", file, "--symfs", root, "-F", "sym"],
+    ))
+    .0;
+    let warm_samples = all.lines().filter(|l| l.trim() == "warm").count();
+    assert!(
+        warm_samples > 0 && warm_samples < all.lines().count(),
+        "{all}"
+    );
+    let script = run(&["script", "-F", "sym"]);
+    assert_eq!(script.lines().count(), warm_samples, "{script}");
+    assert!(script.lines().all(|l| l.trim() == "warm"), "{script}");
+    let report = run(&["report", "-s", "sym"]);
+    assert!(
+        report.contains("100.00%") && report.contains("warm"),
+        "{report}"
+    );
+    assert!(!report.contains("[.] hot"), "{report}");
+    let folded = run(&["flamegraph", "--folded"]);
+    assert_eq!(folded.lines().count(), 1, "{folded}");
+    assert!(
+        folded.trim().ends_with(&format!(";warm {warm_samples}")),
+        "{folded}"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let pb = tmp.path().join("p.pb.gz");
+    run(&["export", "--format", "pprof", "-o", pb.to_str().unwrap()]);
+    assert!(pb.metadata().unwrap().len() > 0);
+    // --pid of no process leaves nothing, in each command alike.
+    let none = |cmd: &[&str]| {
+        let mut args = cmd.to_vec();
+        args.extend_from_slice(&["-i", file, "--symfs", root, "--pid", "1"]);
+        text(&hrec(None, &args))
+    };
+    assert_eq!(none(&["script"]).0, "");
+    assert!(none(&["flamegraph", "--folded"]).1.contains("no samples"));
+    // A bad --time is one usage error line in every command.
+    for cmd in [
+        &["report"][..],
+        &["script"],
+        &["flamegraph"],
+        &["export", "--format", "pprof"],
+    ] {
+        let mut args = cmd.to_vec();
+        args.extend_from_slice(&["-i", file, "--time", "3,1"]);
+        let o = hrec(None, &args);
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{cmd:?}: {err}");
+        assert!(err.contains("START must be before END"), "{cmd:?}: {err}");
+    }
 }

@@ -134,9 +134,15 @@ pub struct Filters {
 impl Filters {
     /// Whether a group's samples pass the filters.
     pub fn keep(&self, p: &Profile, s: &SampleGroup) -> bool {
-        let leaf = &p.locs[s.leaf as usize];
-        (self.comms.is_empty() || self.comms.iter().any(|c| **c == *p.comms[s.comm as usize]))
-            && (self.pids.is_empty() || self.pids.contains(&s.pid))
+        self.keep_sample(p, s.comm, s.pid, s.leaf)
+    }
+
+    /// Whether a sample of thread name `comm`, process `pid` and location `leaf` (ids of
+    /// `p`) passes the filters.
+    pub fn keep_sample(&self, p: &Profile, comm: u32, pid: u32, leaf: u32) -> bool {
+        let leaf = &p.locs[leaf as usize];
+        (self.comms.is_empty() || self.comms.iter().any(|c| **c == *p.comms[comm as usize]))
+            && (self.pids.is_empty() || self.pids.contains(&pid))
             && (self.dsos.is_empty() || self.dsos.iter().any(|d| **d == *leaf.dso))
             && (self.syms.is_empty() || self.syms.iter().any(|n| *n == leaf.sym_name()))
     }

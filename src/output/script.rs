@@ -17,6 +17,7 @@
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
+use crate::analysis::hist::Filters;
 use crate::analysis::profile::{Loc, Profile, ProfileOptions};
 use crate::analysis::replay::{self, Item, Replay};
 use crate::decode::Sample;
@@ -152,6 +153,7 @@ pub fn script(
     rec: &Recording,
     fields: &[Field],
     profile_options: &ProfileOptions,
+    filters: &Filters,
     out: &mut dyn Write,
     errors: &mut Vec<String>,
 ) -> io::Result<u64> {
@@ -178,6 +180,9 @@ pub fn script(
                 return;
             }
         };
+        if !filters.keep_sample(&p, ps.comm, ps.pid, ps.leaf) {
+            return;
+        }
         let ev = p.events[usize::from(ps.event)].index;
         n += 1;
         line.clear();
