@@ -15,8 +15,9 @@ use std::str::FromStr;
 
 use super::FastMap;
 use super::latency::{LatHist, LatencyStats};
-use super::profile::{Loc, NONE, Profile, SampleGroup};
+use super::profile::{NONE, Profile, SampleGroup};
 use super::topdown::TdCounts;
+use crate::symbol::symbolizer::Loc;
 
 /// A `--sort` key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

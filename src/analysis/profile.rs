@@ -14,27 +14,23 @@
 //!
 //! **Locations** are interned by the converter: (file, file offset), a kernel address, an
 //! anonymous address of a process, or an unmapped address. Each distinct location is
-//! symbolized once at the end ([`symbolize`]): files in parallel, one worker per file at a
-//! time (loading a binary's DWARF is the expensive part; lookups are microseconds).
+//! symbolized once at the end by a [`crate::symbol::symbolizer::Symbolizer`].
 //!
-//! Return addresses in a callchain point after the call; the converter looks them up at
-//! `addr - 1` so the caller's line and inline chain are those of the call instruction.
+//! Return addresses in a callchain point after the call; they are looked up at `addr - 1`
+//! so the caller's line and inline chain are those of the call instruction
+//! ([`crate::symbol::FrameAddress`]).
 //!
 //! `--flame-chart` needs time order: with [`ProfileOptions::timeline`] the folder also keeps
 //! the runs of consecutive samples of the same group, as many entries as the chart has
 //! stack changes.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::symbol::binary::Binary;
+use crate::symbol::Unresolved;
 use crate::symbol::debuginfo::SearchPaths;
-use crate::symbol::kallsyms;
-use crate::symbol::maps::{AddressSpaces, FileIdx};
-use crate::symbol::perfmap::PerfMap;
-use crate::symbol::{Frame, FrameAddress, Unresolved};
+use crate::symbol::symbolizer::Loc;
 
 use super::FastMap;
 use super::latency::LatHist;
@@ -91,51 +87,6 @@ pub struct EventInfo {
     pub has_latency: bool,
     /// Samples whose group read held TopDown members.
     pub topdown_samples: u64,
-}
-
-/// A distinct code location and what it resolved to.
-#[derive(Debug, Clone)]
-pub struct Loc {
-    /// The address as recorded: the sampled instruction, or for a caller frame the return
-    /// address (symbols, lines and `file_addr` are those of the byte before it).
-    pub addr: u64,
-    /// A kernel address.
-    pub kernel: bool,
-    /// What perf shows as the Shared Object: file name, `[kernel.kallsyms]`, `[module]`,
-    /// `[unknown]`.
-    pub dso: Arc<str>,
-    /// The address inside the file (SVMA; for the kernel the address itself).
-    pub file_addr: u64,
-    /// The containing symbol.
-    pub sym: Option<Arc<str>>,
-    /// Offset of the address into `sym`.
-    pub sym_offset: u64,
-    /// Inline chain, innermost first; empty without DWARF.
-    pub frames: Vec<Frame>,
-    /// Why `sym` is `None`.
-    pub unresolved: Option<Unresolved>,
-}
-
-impl Loc {
-    /// The symbol as a report shows it: the name, or the address in hex when unresolved.
-    pub fn sym_name(&self) -> String {
-        match &self.sym {
-            Some(s) => s.to_string(),
-            None => format!("{:#x}", self.addr),
-        }
-    }
-
-    /// `file:line` of the innermost frame; `full` keeps the directories.
-    pub fn srcline(&self, full: bool) -> Option<String> {
-        let f = self.frames.first()?;
-        let file = f.file.as_deref()?;
-        let file = if full {
-            file
-        } else {
-            file.rsplit('/').next().unwrap_or(file)
-        };
-        Some(format!("{file}:{}", f.line))
-    }
 }
 
 /// Sentinel for "none" in the compact fields.
@@ -548,255 +499,4 @@ pub fn resolution(p: &Profile) -> Resolution {
     v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     res.unresolved = v;
     res
-}
-
-/// The build-ids recorded for mapped files (`build-ids` side block: `hex path` lines).
-pub fn parse_build_ids(text: &[u8]) -> HashMap<PathBuf, Vec<u8>> {
-    String::from_utf8_lossy(text)
-        .lines()
-        .filter_map(|l| {
-            let (hex, path) = l.split_once(' ')?;
-            let bytes = (0..hex.len() / 2)
-                .map(|i| u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok())
-                .collect::<Option<Vec<u8>>>()?;
-            Some((PathBuf::from(path), bytes))
-        })
-        .collect()
-}
-
-fn unresolved_loc(addr: u64, kernel: bool, dso: Arc<str>, why: Unresolved) -> Loc {
-    Loc {
-        addr,
-        kernel,
-        dso,
-        file_addr: addr,
-        sym: None,
-        sym_offset: 0,
-        frames: Vec::new(),
-        unresolved: Some(why),
-    }
-}
-
-/// A location before symbolization, as the converter interns it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum LocKey {
-    /// A mapped file and the offset into it.
-    File(FileIdx, u64),
-    /// A kernel address.
-    Kernel(u64),
-    /// An anonymous mapping of a process (JIT code).
-    Anon(u32, FileIdx, u64),
-    /// An address of a process outside every mapping.
-    Unmapped(u32, u64),
-}
-
-/// What symbolization needs besides the locations: the recording's kernel symbols (and why
-/// there are none), its recorded build-ids, and the address spaces the keys point into.
-#[derive(Debug)]
-pub struct SymbolSources<'a> {
-    /// Address spaces at the end of the replay (files are never dropped from them).
-    pub maps: &'a AddressSpaces,
-    /// Kernel symbols that fit the recording.
-    pub kernel: Arc<kallsyms::KernelSymbols>,
-    /// Why kernel addresses stay unresolved when there are no kernel symbols.
-    pub kernel_unresolved: Unresolved,
-    /// Recorded build-ids by path.
-    pub build_ids: HashMap<PathBuf, Vec<u8>>,
-}
-
-/// Symbolizes every distinct location once: kernel, JIT and unmapped ones here, files on
-/// worker threads (one file per worker at a time). Returns the locations in key order and the
-/// files whose build-id differs from the recorded one.
-pub fn symbolize(
-    src: &SymbolSources<'_>,
-    keys: &[(LocKey, FrameAddress)],
-    opts: &ProfileOptions,
-) -> (Vec<Loc>, Vec<String>) {
-    let maps = src.maps;
-    let unknown: Arc<str> = "[unknown]".into();
-    let ksyms = &src.kernel;
-    let mut perf_maps: HashMap<u32, Option<PerfMap>> = HashMap::new();
-    let mut locs: Vec<Option<Loc>> = vec![None; keys.len()];
-    let mut by_file: HashMap<FileIdx, Vec<(usize, u64)>> = HashMap::new();
-    let kernel_dso: Arc<str> = kallsyms::KERNEL_DSO.into();
-    let mut module_dsos: HashMap<Arc<str>, Arc<str>> = HashMap::new();
-    for (i, &(key, frame)) in keys.iter().enumerate() {
-        let (addr, past) = (frame.lookup(), frame.address() - frame.lookup());
-        locs[i] = Some(match key {
-            LocKey::File(f, off) => {
-                by_file.entry(f).or_default().push((i, off));
-                continue;
-            }
-            LocKey::Kernel(a) => match ksyms.lookup(a) {
-                Some((s, off)) => {
-                    let dso = match &s.module {
-                        Some(m) => module_dsos
-                            .entry(m.clone())
-                            .or_insert_with(|| format!("[{m}]").into())
-                            .clone(),
-                        None => kernel_dso.clone(),
-                    };
-                    Loc {
-                        addr: a,
-                        kernel: true,
-                        dso,
-                        file_addr: a,
-                        sym: Some(s.name.clone()),
-                        sym_offset: off + past,
-                        frames: Vec::new(),
-                        unresolved: None,
-                    }
-                }
-                None => {
-                    let why = if ksyms.is_empty() {
-                        src.kernel_unresolved
-                    } else {
-                        Unresolved::NoSymbols
-                    };
-                    unresolved_loc(a, true, kernel_dso.clone(), why)
-                }
-            },
-            LocKey::Anon(pid, f, a) => {
-                let dso: Arc<str> = maps.file(f).short.clone();
-                let pm = perf_maps
-                    .entry(pid)
-                    .or_insert_with(|| PerfMap::load(&opts.perf_map_dir, pid));
-                match pm.as_ref().and_then(|m| m.lookup(a)) {
-                    Some(j) => Loc {
-                        addr: a,
-                        kernel: false,
-                        dso: format!("[JIT] tid {pid}").into(),
-                        file_addr: a,
-                        sym: Some(j.name.clone()),
-                        sym_offset: a - j.start + past,
-                        frames: Vec::new(),
-                        unresolved: None,
-                    },
-                    None => unresolved_loc(a, false, dso, Unresolved::Anonymous),
-                }
-            }
-            LocKey::Unmapped(_, a) => {
-                unresolved_loc(addr.max(a), false, unknown.clone(), Unresolved::Unmapped)
-            }
-        });
-    }
-    let build_ids = &src.build_ids;
-    let mut jobs: Vec<(FileIdx, Vec<(usize, u64)>)> = by_file.into_iter().collect();
-    jobs.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(&b.0)));
-    let threads = match opts.threads {
-        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        n => n,
-    }
-    .min(jobs.len())
-    .max(1);
-    let next = AtomicUsize::new(0);
-    let results: Vec<Vec<(usize, Loc, Option<String>)>> = std::thread::scope(|sc| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                sc.spawn(|| {
-                    let mut out = Vec::new();
-                    loop {
-                        let j = next.fetch_add(1, Ordering::Relaxed);
-                        let Some((f, addrs)) = jobs.get(j) else {
-                            break;
-                        };
-                        let file = maps.file(*f);
-                        let path = on_disk(&file.path, opts.symfs.as_deref());
-                        let expected = build_ids.get(&*file.path).map(Vec::as_slice);
-                        let bin = if file.is_pseudo() {
-                            Err(Unresolved::BinaryMissing)
-                        } else {
-                            Binary::load(&path, expected, &opts.search)
-                        };
-                        let mut mismatch = matches!(bin, Err(Unresolved::BuildIdMismatch))
-                            .then(|| file.path.display().to_string());
-                        for &(i, off) in addrs {
-                            let (_, frame) = keys[i];
-                            let loc = match &bin {
-                                Err(why) => {
-                                    unresolved_loc(frame.lookup(), false, file.short.clone(), *why)
-                                }
-                                Ok(b) => resolve_in(b, frame, off, file.short.clone()),
-                            };
-                            out.push((i, loc, mismatch.take()));
-                        }
-                    }
-                    out
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .map(|w| w.join().unwrap_or_default())
-            .collect()
-    });
-    let mut mismatches = Vec::new();
-    for (i, loc, m) in results.into_iter().flatten() {
-        locs[i] = Some(loc);
-        mismatches.extend(m);
-    }
-    mismatches.sort();
-    let locs = locs
-        .into_iter()
-        .zip(keys)
-        .map(|(l, &(_, frame))| {
-            // A worker that panicked leaves its locations unset.
-            let l = l.unwrap_or_else(|| {
-                unresolved_loc(
-                    frame.lookup(),
-                    false,
-                    unknown.clone(),
-                    Unresolved::NoSymbols,
-                )
-            });
-            Loc {
-                addr: frame.address(),
-                ..l
-            }
-        })
-        .collect();
-    (locs, mismatches)
-}
-
-/// The location of `frame` at file offset `offset` (of its lookup address) in `b`; a return
-/// address's symbol offset is that of the return address, as perf prints it.
-fn resolve_in(b: &Binary, frame: FrameAddress, offset: u64, dso: Arc<str>) -> Loc {
-    let (addr, past) = (frame.lookup(), frame.address() - frame.lookup());
-    let Some(svma) = b.svma(offset, 0, 0) else {
-        return unresolved_loc(addr, false, dso, Unresolved::NoSymbols);
-    };
-    match b.symbolize(svma) {
-        Ok(s) => {
-            let (sym, off) = match (&s.sym, s.frames.last()) {
-                (Some(sym), _) => (
-                    Some(sym.name.clone()),
-                    svma.wrapping_sub(sym.start).wrapping_add(past),
-                ),
-                (None, Some(f)) => (f.function.clone(), 0),
-                (None, None) => (None, 0),
-            };
-            Loc {
-                addr,
-                kernel: false,
-                dso,
-                file_addr: svma,
-                unresolved: sym.is_none().then_some(Unresolved::NoSymbols),
-                sym,
-                sym_offset: off,
-                frames: s.frames,
-            }
-        }
-        Err(why) => Loc {
-            file_addr: svma,
-            ..unresolved_loc(addr, false, dso, why)
-        },
-    }
-}
-
-/// Where a recorded path is found on this machine (under `--symfs` when given).
-fn on_disk(path: &Path, symfs: Option<&Path>) -> PathBuf {
-    match symfs {
-        Some(root) => root.join(path.strip_prefix("/").unwrap_or(path)),
-        None => path.to_path_buf(),
-    }
 }

@@ -20,13 +20,11 @@ use crate::decode::{DecodeError, Record, Sample, context, misc};
 use crate::event::attr::{flag, sample as st};
 use crate::recording::{Comms, Recording};
 use crate::symbol::maps::AddressSpaces;
+use crate::symbol::symbolizer::{LocKey, Symbolizer};
 use crate::symbol::{FrameAddress, kallsyms};
 
 use super::FastMap;
-use super::profile::{
-    EventInfo, Folder, LocKey, NONE, Profile, ProfileOptions, SampleView, SymbolSources,
-    parse_build_ids, resolution, symbolize,
-};
+use super::profile::{EventInfo, Folder, NONE, Profile, ProfileOptions, SampleView, resolution};
 use super::topdown::{DeltaTracker, TdEvent};
 
 /// What the replay hands on for each record.
@@ -357,13 +355,15 @@ pub fn build(rec: &Recording, opts: &ProfileOptions, progress: &mut dyn FnMut(u6
     p.filtered_by_time = r.filtered_by_time;
     p.multiplexed = r.tracker.multiplexed;
     p.warnings = r.warnings();
-    let src = SymbolSources {
-        maps: &r.maps,
-        kernel: rec.kernel_symbols(),
-        kernel_unresolved: rec.kernel_unresolved(),
-        build_ids: parse_build_ids(&rec.side("build-ids").unwrap_or_default()),
-    };
-    let (locs, mismatches) = symbolize(&src, &r.key_list, opts);
+    let symbolizer = Symbolizer::builder()
+        .symfs(opts.symfs.clone())
+        .search(opts.search.clone())
+        .perf_map_dir(opts.perf_map_dir.clone())
+        .threads(opts.threads)
+        .kernel(rec.kernel_symbols(), rec.kernel_unresolved())
+        .recorded_build_ids(&rec.side("build-ids").unwrap_or_default())
+        .build();
+    let (locs, mismatches) = symbolizer.symbolize(&r.maps, &r.key_list);
     p.locs = locs;
     p.build_id_mismatches = mismatches;
     p.resolution = resolution(&p);

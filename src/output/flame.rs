@@ -25,8 +25,9 @@ use inferno::flamegraph::color::{Color, PaletteMap};
 use inferno::flamegraph::{self, Direction, FuncFrameAttrsMap};
 
 use crate::analysis::hist::Filters;
-use crate::analysis::profile::{Loc, Profile, SampleGroup};
+use crate::analysis::profile::{Profile, SampleGroup};
 use crate::analysis::topdown::{L1_LABELS, TdCounts};
+use crate::symbol::symbolizer::Loc;
 
 /// What a frame's width stands for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

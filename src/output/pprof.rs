@@ -52,8 +52,9 @@ use std::collections::HashMap;
 use std::io::{self, Write};
 
 use crate::analysis::hist::Filters;
-use crate::analysis::profile::{Loc, NONE, Profile};
+use crate::analysis::profile::{NONE, Profile};
 use crate::recording::Recording;
+use crate::symbol::symbolizer::Loc;
 
 /// The messages of `profile.proto` (package `perftools.profiles`), field numbers as there.
 pub mod proto {

@@ -18,11 +18,12 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use crate::analysis::hist::Filters;
-use crate::analysis::profile::{Loc, Profile, ProfileOptions};
+use crate::analysis::profile::{Profile, ProfileOptions};
 use crate::analysis::replay::{self, Item, Replay};
 use crate::decode::Sample;
 use crate::event::attr::sample;
 use crate::recording::Recording;
+use crate::symbol::symbolizer::Loc;
 
 use super::flame;
 

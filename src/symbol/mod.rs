@@ -32,6 +32,7 @@ pub mod elf;
 pub mod kallsyms;
 pub mod maps;
 pub mod perfmap;
+pub mod symbolizer;
 
 use std::fmt;
 use std::sync::Arc;

@@ -1,0 +1,475 @@
+//! Symbolizing the distinct locations of a profile, each once.
+//!
+//! The converter interns every frame it meets as a [`LocKey`]: a file and an offset into it,
+//! a kernel address, an address in an anonymous mapping (JIT code, named by
+//! `/tmp/perf-PID.map`), or an address outside every mapping. A [`Symbolizer`] (built with a
+//! [`SymbolizerBuilder`]: `--symfs`, debug-file directories, the recording's kernel symbols and
+//! build-ids, where perf maps are) turns them into [`Loc`]s: kernel, JIT and unmapped ones on
+//! the calling thread, files on a pool of workers, one file per worker at a time, because
+//! loading a binary's symbol table and DWARF is the expensive part and lookups take
+//! microseconds. Each binary is loaded once per symbolizer and kept, so a symbolizer asked
+//! again (a later batch of locations) does not load it again.
+//!
+//! A frame keeps its kind ([`FrameAddress`]): a return address is looked up one byte earlier,
+//! inside the call, but its location prints the address and the symbol offset perf prints.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use super::binary::Binary;
+use super::debuginfo::SearchPaths;
+use super::kallsyms::{self, KernelSymbols};
+use super::maps::{AddressSpaces, FileIdx};
+use super::perfmap::PerfMap;
+use super::{Frame, FrameAddress, Unresolved};
+
+/// A distinct code location and what it resolved to.
+#[derive(Debug, Clone)]
+pub struct Loc {
+    /// The address as recorded: the sampled instruction, or for a caller frame the return
+    /// address (symbols, lines and `file_addr` are those of the byte before it).
+    pub addr: u64,
+    /// A kernel address.
+    pub kernel: bool,
+    /// What perf shows as the Shared Object: file name, `[kernel.kallsyms]`, `[module]`,
+    /// `[unknown]`.
+    pub dso: Arc<str>,
+    /// The address inside the file (SVMA; for the kernel the address itself).
+    pub file_addr: u64,
+    /// The containing symbol.
+    pub sym: Option<Arc<str>>,
+    /// Offset of the address into `sym`.
+    pub sym_offset: u64,
+    /// Inline chain, innermost first; empty without DWARF.
+    pub frames: Vec<Frame>,
+    /// Why `sym` is `None`.
+    pub unresolved: Option<Unresolved>,
+}
+
+impl Loc {
+    /// The symbol as a report shows it: the name, or the address in hex when unresolved.
+    pub fn sym_name(&self) -> String {
+        match &self.sym {
+            Some(s) => s.to_string(),
+            None => format!("{:#x}", self.addr),
+        }
+    }
+
+    /// `file:line` of the innermost frame; `full` keeps the directories.
+    pub fn srcline(&self, full: bool) -> Option<String> {
+        let f = self.frames.first()?;
+        let file = f.file.as_deref()?;
+        let file = if full {
+            file
+        } else {
+            file.rsplit('/').next().unwrap_or(file)
+        };
+        Some(format!("{file}:{}", f.line))
+    }
+}
+
+/// A location before symbolization, as the converter interns it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LocKey {
+    /// A mapped file and the offset into it.
+    File(FileIdx, u64),
+    /// A kernel address.
+    Kernel(u64),
+    /// An anonymous mapping of a process (JIT code).
+    Anon(u32, FileIdx, u64),
+    /// An address of a process outside every mapping.
+    Unmapped(u32, u64),
+}
+
+/// A loaded binary (or why it cannot be loaded), shared by the workers that need it.
+type Cached = Arc<Mutex<Result<Binary, Unresolved>>>;
+
+/// A binary on this machine and the build-id it must have.
+type BinaryKey = (PathBuf, Option<Vec<u8>>);
+
+/// Symbolizes locations; see the module docs. Built with [`Symbolizer::builder`].
+#[derive(Debug)]
+pub struct Symbolizer {
+    symfs: Option<PathBuf>,
+    search: SearchPaths,
+    perf_map_dir: PathBuf,
+    threads: usize,
+    kernel: Arc<KernelSymbols>,
+    kernel_unresolved: Unresolved,
+    build_ids: HashMap<PathBuf, Vec<u8>>,
+    binaries: Mutex<HashMap<BinaryKey, Cached>>,
+}
+
+/// Builds a [`Symbolizer`]. Without settings it reads binaries where the recording saw them,
+/// debug files in the default directories, no kernel symbols, perf maps in `/tmp`, one worker
+/// per CPU.
+#[derive(Debug)]
+pub struct SymbolizerBuilder {
+    s: Symbolizer,
+}
+
+impl Symbolizer {
+    /// A builder with the defaults.
+    pub fn builder() -> SymbolizerBuilder {
+        SymbolizerBuilder {
+            s: Symbolizer {
+                symfs: None,
+                search: SearchPaths::default(),
+                perf_map_dir: PathBuf::from("/tmp"),
+                threads: 0,
+                kernel: Arc::default(),
+                kernel_unresolved: Unresolved::NoKernelSymbols,
+                build_ids: HashMap::new(),
+                binaries: Mutex::new(HashMap::new()),
+            },
+        }
+    }
+
+    /// The binary at `path` (on this machine) checked against `expected`, loaded on first use.
+    fn binary(&self, path: &Path, expected: Option<&[u8]>, pseudo: bool) -> Cached {
+        let key = (path.to_path_buf(), expected.map(<[u8]>::to_vec));
+        let mut cache = self.binaries.lock().unwrap_or_else(|e| e.into_inner());
+        cache
+            .entry(key)
+            .or_insert_with(|| {
+                Arc::new(Mutex::new(if pseudo {
+                    Err(Unresolved::BinaryMissing)
+                } else {
+                    Binary::load(path, expected, &self.search)
+                }))
+            })
+            .clone()
+    }
+
+    /// Symbolizes every distinct location once: kernel, JIT and unmapped ones here, files on
+    /// worker threads (one file per worker at a time). Returns the locations in key order and the
+    /// files whose build-id differs from the recorded one.
+    pub fn symbolize(
+        &self,
+        maps: &AddressSpaces,
+        keys: &[(LocKey, FrameAddress)],
+    ) -> (Vec<Loc>, Vec<String>) {
+        let src = self;
+        let unknown: Arc<str> = "[unknown]".into();
+        let ksyms = &src.kernel;
+        let mut perf_maps: HashMap<u32, Option<PerfMap>> = HashMap::new();
+        let mut locs: Vec<Option<Loc>> = vec![None; keys.len()];
+        let mut by_file: HashMap<FileIdx, Vec<(usize, u64)>> = HashMap::new();
+        let kernel_dso: Arc<str> = kallsyms::KERNEL_DSO.into();
+        let mut module_dsos: HashMap<Arc<str>, Arc<str>> = HashMap::new();
+        for (i, &(key, frame)) in keys.iter().enumerate() {
+            let (addr, past) = (frame.lookup(), frame.address() - frame.lookup());
+            locs[i] = Some(match key {
+                LocKey::File(f, off) => {
+                    by_file.entry(f).or_default().push((i, off));
+                    continue;
+                }
+                LocKey::Kernel(a) => match ksyms.lookup(a) {
+                    Some((s, off)) => {
+                        let dso = match &s.module {
+                            Some(m) => module_dsos
+                                .entry(m.clone())
+                                .or_insert_with(|| format!("[{m}]").into())
+                                .clone(),
+                            None => kernel_dso.clone(),
+                        };
+                        Loc {
+                            addr: a,
+                            kernel: true,
+                            dso,
+                            file_addr: a,
+                            sym: Some(s.name.clone()),
+                            sym_offset: off + past,
+                            frames: Vec::new(),
+                            unresolved: None,
+                        }
+                    }
+                    None => {
+                        let why = if ksyms.is_empty() {
+                            src.kernel_unresolved
+                        } else {
+                            Unresolved::NoSymbols
+                        };
+                        unresolved_loc(a, true, kernel_dso.clone(), why)
+                    }
+                },
+                LocKey::Anon(pid, f, a) => {
+                    let dso: Arc<str> = maps.file(f).short.clone();
+                    let pm = perf_maps
+                        .entry(pid)
+                        .or_insert_with(|| PerfMap::load(&self.perf_map_dir, pid));
+                    match pm.as_ref().and_then(|m| m.lookup(a)) {
+                        Some(j) => Loc {
+                            addr: a,
+                            kernel: false,
+                            dso: format!("[JIT] tid {pid}").into(),
+                            file_addr: a,
+                            sym: Some(j.name.clone()),
+                            sym_offset: a - j.start + past,
+                            frames: Vec::new(),
+                            unresolved: None,
+                        },
+                        None => unresolved_loc(a, false, dso, Unresolved::Anonymous),
+                    }
+                }
+                LocKey::Unmapped(_, a) => {
+                    unresolved_loc(addr.max(a), false, unknown.clone(), Unresolved::Unmapped)
+                }
+            });
+        }
+        let build_ids = &src.build_ids;
+        let mut jobs: Vec<(FileIdx, Vec<(usize, u64)>)> = by_file.into_iter().collect();
+        jobs.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(&b.0)));
+        let threads = match self.threads {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        }
+        .min(jobs.len())
+        .max(1);
+        let next = AtomicUsize::new(0);
+        let results: Vec<Vec<(usize, Loc, Option<String>)>> = std::thread::scope(|sc| {
+            let workers: Vec<_> = (0..threads)
+                .map(|_| {
+                    sc.spawn(|| {
+                        let mut out = Vec::new();
+                        loop {
+                            let j = next.fetch_add(1, Ordering::Relaxed);
+                            let Some((f, addrs)) = jobs.get(j) else {
+                                break;
+                            };
+                            let file = maps.file(*f);
+                            let path = on_disk(&file.path, self.symfs.as_deref());
+                            let expected = build_ids.get(&*file.path).map(Vec::as_slice);
+                            let cached = self.binary(&path, expected, file.is_pseudo());
+                            let bin = cached.lock().unwrap_or_else(|e| e.into_inner());
+                            let mut mismatch = matches!(*bin, Err(Unresolved::BuildIdMismatch))
+                                .then(|| file.path.display().to_string());
+                            for &(i, off) in addrs {
+                                let (_, frame) = keys[i];
+                                let loc = match &*bin {
+                                    Err(why) => unresolved_loc(
+                                        frame.lookup(),
+                                        false,
+                                        file.short.clone(),
+                                        *why,
+                                    ),
+                                    Ok(b) => resolve_in(b, frame, off, file.short.clone()),
+                                };
+                                out.push((i, loc, mismatch.take()));
+                            }
+                        }
+                        out
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .map(|w| w.join().unwrap_or_default())
+                .collect()
+        });
+        let mut mismatches = Vec::new();
+        for (i, loc, m) in results.into_iter().flatten() {
+            locs[i] = Some(loc);
+            mismatches.extend(m);
+        }
+        mismatches.sort();
+        let locs = locs
+            .into_iter()
+            .zip(keys)
+            .map(|(l, &(_, frame))| {
+                // A worker that panicked leaves its locations unset.
+                let l = l.unwrap_or_else(|| {
+                    unresolved_loc(
+                        frame.lookup(),
+                        false,
+                        unknown.clone(),
+                        Unresolved::NoSymbols,
+                    )
+                });
+                Loc {
+                    addr: frame.address(),
+                    ..l
+                }
+            })
+            .collect();
+        (locs, mismatches)
+    }
+}
+
+impl SymbolizerBuilder {
+    /// Look for binaries under this directory instead of `/` (perf's `--symfs`).
+    pub fn symfs(mut self, root: Option<PathBuf>) -> Self {
+        self.s.symfs = root;
+        self
+    }
+
+    /// Where separate debug files are searched.
+    pub fn search(mut self, search: SearchPaths) -> Self {
+        self.s.search = search;
+        self
+    }
+
+    /// Where `perf-PID.map` files are read from.
+    pub fn perf_map_dir(mut self, dir: PathBuf) -> Self {
+        self.s.perf_map_dir = dir;
+        self
+    }
+
+    /// Worker threads for files (0: one per CPU).
+    pub fn threads(mut self, n: usize) -> Self {
+        self.s.threads = n;
+        self
+    }
+
+    /// The kernel symbols that fit the recording, and why kernel addresses stay unresolved
+    /// when there are none.
+    pub fn kernel(mut self, symbols: Arc<KernelSymbols>, unresolved: Unresolved) -> Self {
+        self.s.kernel = symbols;
+        self.s.kernel_unresolved = unresolved;
+        self
+    }
+
+    /// The build-ids recorded for mapped files: the `build-ids` side block (`hex path` lines).
+    /// A file on this machine whose build-id differs is not used.
+    pub fn recorded_build_ids(mut self, text: &[u8]) -> Self {
+        self.s.build_ids = parse_build_ids(text);
+        self
+    }
+
+    /// The symbolizer.
+    pub fn build(self) -> Symbolizer {
+        self.s
+    }
+}
+
+/// The build-ids recorded for mapped files (`build-ids` side block: `hex path` lines).
+fn parse_build_ids(text: &[u8]) -> HashMap<PathBuf, Vec<u8>> {
+    String::from_utf8_lossy(text)
+        .lines()
+        .filter_map(|l| {
+            let (hex, path) = l.split_once(' ')?;
+            let bytes = (0..hex.len() / 2)
+                .map(|i| u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok())
+                .collect::<Option<Vec<u8>>>()?;
+            Some((PathBuf::from(path), bytes))
+        })
+        .collect()
+}
+
+fn unresolved_loc(addr: u64, kernel: bool, dso: Arc<str>, why: Unresolved) -> Loc {
+    Loc {
+        addr,
+        kernel,
+        dso,
+        file_addr: addr,
+        sym: None,
+        sym_offset: 0,
+        frames: Vec::new(),
+        unresolved: Some(why),
+    }
+}
+
+/// The location of `frame` at file offset `offset` (of its lookup address) in `b`; a return
+/// address's symbol offset is that of the return address, as perf prints it.
+fn resolve_in(b: &Binary, frame: FrameAddress, offset: u64, dso: Arc<str>) -> Loc {
+    let (addr, past) = (frame.lookup(), frame.address() - frame.lookup());
+    let Some(svma) = b.svma(offset, 0, 0) else {
+        return unresolved_loc(addr, false, dso, Unresolved::NoSymbols);
+    };
+    match b.symbolize(svma) {
+        Ok(s) => {
+            let (sym, off) = match (&s.sym, s.frames.last()) {
+                (Some(sym), _) => (
+                    Some(sym.name.clone()),
+                    svma.wrapping_sub(sym.start).wrapping_add(past),
+                ),
+                (None, Some(f)) => (f.function.clone(), 0),
+                (None, None) => (None, 0),
+            };
+            Loc {
+                addr,
+                kernel: false,
+                dso,
+                file_addr: svma,
+                unresolved: sym.is_none().then_some(Unresolved::NoSymbols),
+                sym,
+                sym_offset: off,
+                frames: s.frames,
+            }
+        }
+        Err(why) => Loc {
+            file_addr: svma,
+            ..unresolved_loc(addr, false, dso, why)
+        },
+    }
+}
+
+/// Where a recorded path is found on this machine (under `--symfs` when given).
+fn on_disk(path: &Path, symfs: Option<&Path>) -> PathBuf {
+    match symfs {
+        Some(root) => root.join(path.strip_prefix("/").unwrap_or(path)),
+        None => path.to_path_buf(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[inline(never)]
+    fn probe(x: u64) -> u64 {
+        std::hint::black_box(x).wrapping_mul(31)
+    }
+
+    /// This test binary's mapping holding `addr`: (start, pgoff, path).
+    fn own_mapping(addr: u64) -> (u64, u64, String) {
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        maps.lines()
+            .find_map(|line| {
+                let mut f = line.split_whitespace();
+                let (lo, hi) = f.next()?.split_once('-')?;
+                let (lo, hi) = (
+                    u64::from_str_radix(lo, 16).ok()?,
+                    u64::from_str_radix(hi, 16).ok()?,
+                );
+                let pgoff = u64::from_str_radix(f.nth(1)?, 16).ok()?;
+                let path = f.nth(2)?.to_string();
+                (lo <= addr && addr < hi).then_some((lo, pgoff, path))
+            })
+            .expect("a file mapping holds the address")
+    }
+
+    #[test]
+    fn frames_print_as_recorded_and_each_binary_loads_once() {
+        assert_ne!(probe(3), 0);
+        let addr = probe as fn(u64) -> u64 as usize as u64;
+        let (start, pgoff, path) = own_mapping(addr);
+        let mut maps = AddressSpaces::new();
+        maps.map(7, start, 1 << 40, pgoff, path.as_bytes());
+        let m = maps.find(7, addr + 1).unwrap();
+        let (file, off) = (m.file, m.file_offset(addr));
+        let s = Symbolizer::builder().threads(2).build();
+        // The sampled instruction at the function's start, and a return address one byte
+        // past it: both look up `probe`, each prints its own address and offset.
+        let keys = [
+            (LocKey::File(file, off), FrameAddress::Ip(addr)),
+            (LocKey::File(file, off), FrameAddress::Return(addr + 1)),
+            (LocKey::Unmapped(7, 0x10), FrameAddress::Return(0x11)),
+        ];
+        let (locs, mismatches) = s.symbolize(&maps, &keys);
+        assert!(mismatches.is_empty());
+        for (l, (at, offset)) in locs.iter().zip([(addr, 0), (addr + 1, 1)]) {
+            assert!(l.sym.as_deref().unwrap().contains("probe"), "{l:?}");
+            assert_eq!((l.addr, l.sym_offset), (at, offset), "{l:?}");
+            assert_eq!(l.file_addr, locs[0].file_addr, "looked up at the same byte");
+        }
+        assert_eq!(locs[2].addr, 0x11);
+        assert_eq!(locs[2].unresolved, Some(Unresolved::Unmapped));
+        // Asked again, the symbolizer uses the binary it loaded.
+        let (again, _) = s.symbolize(&maps, &keys[..1]);
+        assert_eq!(again[0].sym, locs[0].sym);
+        assert_eq!(s.binaries.lock().unwrap().len(), 1);
+    }
+}
