@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::debuginfo::{SearchPaths, find_alt_file, find_debug_file};
-use super::elf::{Load, Symbols, Want, build_id_matches, hex, read_elf};
+use super::dwarf;
+use super::elf::{Load, Symbols, Want, build_id_matches, hex, open_elf, read_elf_file};
 use super::{Frame, Symbolized, Unresolved};
 
 /// A loaded ELF file, ready to answer address queries. `Send` (load and query it on a worker
@@ -22,7 +23,7 @@ pub struct Binary {
     pub(super) loads: Vec<Load>,
     pub(super) symbols: Symbols,
     pub(super) debug_path: Option<PathBuf>,
-    pub(super) dwarf: Option<addr2line::Loader>,
+    pub(super) dwarf: Option<dwarf::Context>,
 }
 
 impl fmt::Debug for Binary {
@@ -56,7 +57,10 @@ impl Binary {
         expected_build_id: Option<&[u8]>,
         search: &SearchPaths,
     ) -> Result<Binary, Unresolved> {
-        let info = read_elf(path, Want::AllSymbols)?;
+        // The binary and its debug file are each opened once: the ELF parser and the DWARF
+        // loader read the same open file.
+        let file = open_elf(path)?;
+        let info = read_elf_file(&file, Want::AllSymbols)?;
         if let Some(expected) = expected_build_id
             && expected.iter().any(|&b| b != 0)
             && !build_id_matches(expected, info.build_id.as_deref())
@@ -78,17 +82,20 @@ impl Binary {
         };
 
         let mut symbols = info.symtab;
-        let mut debug_has_dwarf = info.has_dwarf;
+        let mut dwarf_file = info.has_dwarf.then_some(file);
         if !info.has_dwarf
             && let Some(debug) = &debug_path
+            && let Ok(debug_file) = open_elf(debug)
         {
             let want = if symbols.is_empty() {
                 Want::Symtab
             } else {
                 Want::Nothing
             };
-            if let Ok(debug_info) = read_elf(debug, want) {
-                debug_has_dwarf = debug_info.has_dwarf;
+            if let Ok(debug_info) = read_elf_file(&debug_file, want) {
+                if debug_info.has_dwarf {
+                    dwarf_file = Some(debug_file);
+                }
                 if symbols.is_empty() {
                     symbols = debug_info.symtab;
                 }
@@ -101,13 +108,10 @@ impl Binary {
             symbols.add_synthetic(*addr, 16, name);
         }
 
-        let dwarf = debug_path
-            .as_deref()
-            .filter(|_| debug_has_dwarf)
-            .and_then(|debug| {
-                let alt = find_alt_file(debug, search);
-                addr2line::Loader::new_with_sup(debug, alt).ok()
-            });
+        let dwarf = match (&debug_path, &dwarf_file) {
+            (Some(debug), Some(f)) => dwarf::load(f, find_alt_file(debug, search).as_deref()),
+            _ => None,
+        };
         Ok(Binary {
             path: path.to_path_buf(),
             build_id: info.build_id,
@@ -163,7 +167,7 @@ impl Binary {
         if svma == u64::MAX {
             return frames;
         }
-        let Ok(mut iter) = dwarf.find_frames(svma) else {
+        let Ok(mut iter) = dwarf.find_frames(svma).skip_all_loads() else {
             return frames;
         };
         while let Ok(Some(frame)) = iter.next() {

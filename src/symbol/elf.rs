@@ -108,13 +108,21 @@ pub(super) fn read_elf_info(path: &Path) -> Result<ElfInfo, Unresolved> {
     read_elf(path, Want::Nothing)
 }
 
-pub(super) fn read_elf(path: &Path, want: Want) -> Result<ElfInfo, Unresolved> {
-    // Checked before opening: opening a FIFO would block.
+fn read_elf(path: &Path, want: Want) -> Result<ElfInfo, Unresolved> {
+    read_elf_file(&open_elf(path)?, want)
+}
+
+/// Opens a regular file (a FIFO would block the open; a directory is no ELF file).
+pub(super) fn open_elf(path: &Path) -> Result<File, Unresolved> {
     let meta = std::fs::metadata(path).map_err(|_| Unresolved::BinaryMissing)?;
     if !meta.is_file() {
         return Err(Unresolved::NotElf);
     }
-    let file = File::open(path).map_err(|_| Unresolved::BinaryMissing)?;
+    File::open(path).map_err(|_| Unresolved::BinaryMissing)
+}
+
+/// [`read_elf`] of an open file.
+pub(super) fn read_elf_file(file: &File, want: Want) -> Result<ElfInfo, Unresolved> {
     // Reads only the byte ranges asked for (headers, notes, symbol tables), each once.
     let data = ReadCache::new(file);
     match FileKind::parse(&data) {
@@ -124,7 +132,7 @@ pub(super) fn read_elf(path: &Path, want: Want) -> Result<ElfInfo, Unresolved> {
     }
 }
 
-type Data<'a> = &'a ReadCache<File>;
+type Data<'a> = &'a ReadCache<&'a File>;
 
 fn parse_elf<'a, Elf: FileHeader<Endian = Endianness>>(
     data: Data<'a>,

@@ -28,6 +28,7 @@
 
 pub mod binary;
 pub mod debuginfo;
+mod dwarf;
 pub mod elf;
 pub mod kallsyms;
 pub mod maps;
