@@ -24,6 +24,9 @@ pub struct Env {
     pub verbose: u8,
     /// Worker threads of the reading commands (0: one per CPU; `HREC_THREADS`).
     pub threads: usize,
+    /// How long reading goes on before a progress bar shows (`HREC_PROGRESS_AFTER_MS`;
+    /// tests set 0).
+    pub progress_after: std::time::Duration,
 }
 
 impl Default for Env {
@@ -33,6 +36,7 @@ impl Default for Env {
             procfs_root: PathBuf::from("/proc"),
             verbose: 0,
             threads: 0,
+            progress_after: std::time::Duration::from_secs(1),
         }
     }
 }
@@ -323,9 +327,11 @@ fn record(
 }
 
 /// A progress bar on stderr while samples are read: shown only on a terminal, and only once
-/// reading has taken a second (a short report prints nothing extra); cleared when done.
+/// reading has taken a second ([`Env::progress_after`]; a short report prints nothing extra);
+/// cleared when done.
 struct Progress {
     show: bool,
+    after: std::time::Duration,
     what: &'static str,
     total: u64,
     start: std::time::Instant,
@@ -333,9 +339,10 @@ struct Progress {
 }
 
 impl Progress {
-    fn new(show: bool, what: &'static str, total: u64) -> Progress {
+    fn new(show: bool, after: std::time::Duration, what: &'static str, total: u64) -> Progress {
         Progress {
             show,
+            after,
             what,
             total,
             start: std::time::Instant::now(),
@@ -345,7 +352,7 @@ impl Progress {
 
     /// `done` samples read so far.
     fn update(&mut self, done: u64) {
-        if !self.show || self.start.elapsed() < std::time::Duration::from_secs(1) {
+        if !self.show || self.start.elapsed() < self.after {
             return;
         }
         let (what, total, elapsed) = (self.what, self.total, self.start.elapsed());
@@ -436,7 +443,7 @@ fn report(
     let rec = open_recording(env, &cfg.input, err)?;
     let meta = rec.meta();
     let total = rec.trailer().map(|t| t.samples).unwrap_or(0);
-    let mut bar = Progress::new(cfg.progress, "hrec report", total);
+    let mut bar = Progress::new(cfg.progress, env.progress_after, "hrec report", total);
     let p = replay::build(&rec, &with_threads(&cfg.profile, env), &mut |n| {
         bar.update(n)
     });

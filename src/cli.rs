@@ -36,6 +36,15 @@ pub struct Cli {
         default_value_t = 0
     )]
     pub threads: usize,
+    /// Milliseconds of reading before a progress bar shows (also HREC_PROGRESS_AFTER_MS).
+    #[arg(
+        long,
+        global = true,
+        hide = true,
+        env = "HREC_PROGRESS_AFTER_MS",
+        default_value_t = 1000
+    )]
+    pub progress_after_ms: u64,
     /// The command.
     #[command(subcommand)]
     pub command: Cmd,
@@ -612,6 +621,7 @@ impl Cli {
         let mut env = Env {
             verbose: self.verbose,
             threads: self.threads,
+            progress_after: std::time::Duration::from_millis(self.progress_after_ms),
             ..Env::default()
         };
         if let Some(r) = self.sysfs_root {

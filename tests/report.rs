@@ -356,3 +356,52 @@ fn missing_binaries_and_truncated_files_give_a_partial_report() {
     assert!(out.contains("(build-id differs)"), "{out}");
     assert!(!out.contains("hotspots::hot_multiply"), "{out}");
 }
+
+/// On a terminal, `hrec report` draws a progress bar on stderr while it reads (here from the
+/// start: the hidden `HREC_PROGRESS_AFTER_MS=0`; normally after a second), with the samples
+/// read of the total, and clears it when done; with stderr not a terminal there is none.
+#[test]
+fn report_progress_bar_on_a_terminal() {
+    if !support::tmux::available() {
+        eprintln!("skipped: tmux not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("p.data");
+    let made = std::process::Command::new("python3")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/scripts/gen-perfdata.py"
+        ))
+        .arg("200000")
+        .arg(&data)
+        .output()
+        .expect("python3 runs the generator");
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let hrec = env!("CARGO_BIN_EXE_hrec");
+    let t = support::tmux::Tmux::start(
+        dir.path(),
+        120,
+        20,
+        &format!(
+            "HREC_PROGRESS_AFTER_MS=0 HREC_THREADS=1 {hrec} report -i p.data > out.txt; \
+             HREC_PROGRESS_AFTER_MS=0 {hrec} report -i p.data > out2.txt 2> err2.txt"
+        ),
+    );
+    assert_eq!(t.wait_exit(std::time::Duration::from_secs(120)), 0);
+    let log = t.log();
+    assert!(log.contains("hrec report: ["), "no bar drawn: {log:?}");
+    assert!(log.contains("/200,000 samples ("), "no total: {log:?}");
+    // Cleared when done: the last screen has no bar, and the report went to the file.
+    let screen = t.screen();
+    assert!(!screen.contains("hrec report: ["), "{screen}");
+    let out = std::fs::read_to_string(dir.path().join("out.txt")).unwrap();
+    assert!(out.contains("200000 samples"), "{out}");
+    // stderr to a file: no bar.
+    let err2 = std::fs::read_to_string(dir.path().join("err2.txt")).unwrap();
+    assert!(!err2.contains("samples ("), "{err2}");
+}

@@ -1,0 +1,126 @@
+//! A real terminal for tests: a detached tmux session of a given size running one command,
+//! everything the command writes to the terminal logged (`pipe-pane`), the screen read with
+//! `capture-pane -p`, keys sent with `send-keys`. Conditions are awaited by polling with a
+//! deadline, never by fixed sleeps.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// One tmux session; killed when dropped.
+pub struct Tmux {
+    name: String,
+    log: PathBuf,
+}
+
+/// Whether tmux can be run here.
+pub fn available() -> bool {
+    Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+fn tmux(args: &[&str]) -> String {
+    let o = Command::new("tmux").args(args).output().expect("run tmux");
+    assert!(
+        o.status.success(),
+        "tmux {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+impl Tmux {
+    /// Starts `command` (a shell command line, run in `dir`) in a `cols` x `rows` terminal.
+    /// The command waits until the terminal's output is logged, so the log holds all of it.
+    pub fn start(dir: &Path, cols: u16, rows: u16, command: &str) -> Tmux {
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let name = format!(
+            "hrec-test-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
+        let log = dir.join(format!("{name}.log"));
+        let go = dir.join(format!("{name}.go"));
+        let script = format!(
+            "while [ ! -e '{}' ]; do sleep 0.01; done; {command}",
+            go.display()
+        );
+        tmux(&[
+            "new-session",
+            "-d",
+            "-s",
+            &name,
+            "-x",
+            &cols.to_string(),
+            "-y",
+            &rows.to_string(),
+            "-c",
+            &dir.display().to_string(),
+            "sh",
+            "-c",
+            &script,
+        ]);
+        // Keep the pane when the command ends, so its last screen can be read.
+        tmux(&["set-option", "-t", &name, "remain-on-exit", "on"]);
+        tmux(&[
+            "pipe-pane",
+            "-t",
+            &name,
+            "-o",
+            &format!("cat >> '{}'", log.display()),
+        ]);
+        std::fs::write(&go, b"").expect("start the command");
+        Tmux { name, log }
+    }
+
+    /// The screen as text.
+    pub fn screen(&self) -> String {
+        tmux(&["capture-pane", "-p", "-t", &self.name])
+    }
+
+    /// Everything written to the terminal so far (escape sequences included).
+    pub fn log(&self) -> String {
+        String::from_utf8_lossy(&std::fs::read(&self.log).unwrap_or_default()).into_owned()
+    }
+
+    /// Sends keys (tmux key names: `q`, `Enter`, `Down`).
+    pub fn send_keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", &self.name];
+        args.extend_from_slice(keys);
+        tmux(&args);
+    }
+
+    /// Waits until the command has exited; returns its exit status.
+    pub fn wait_exit(&self, timeout: Duration) -> i32 {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let out = tmux(&[
+                "display-message",
+                "-p",
+                "-t",
+                &self.name,
+                "#{pane_dead} #{pane_dead_status}",
+            ]);
+            let mut it = out.split_whitespace();
+            if it.next() == Some("1") {
+                return it.next().and_then(|s| s.parse().ok()).unwrap_or(-1);
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the command in tmux did not exit within {timeout:?}; screen:\n{}",
+                self.screen()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["kill-session", "-t", &self.name])
+            .output();
+    }
+}
