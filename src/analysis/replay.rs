@@ -19,13 +19,16 @@ use crate::data::Role;
 use crate::decode::{DecodeError, Record, Sample, context, misc};
 use crate::event::attr::{flag, sample as st};
 use crate::recording::{Comms, Recording};
-use crate::symbol::maps::AddressSpaces;
+use crate::symbol::maps::{AddressSpaces, Mapping};
 use crate::symbol::symbolizer::{LocKey, Symbolizer};
 use crate::symbol::{FrameAddress, kallsyms};
 
 use super::FastMap;
 use super::profile::{EventInfo, Folder, NONE, Profile, ProfileOptions, SampleView, resolution};
 use super::topdown::{DeltaTracker, TdEvent};
+
+/// The bit of a file location's key that marks a return address.
+const RETURN: u64 = 1 << 63;
 
 /// What the replay hands on for each record.
 #[derive(Debug)]
@@ -45,7 +48,13 @@ pub struct Replay {
     comm_names: Vec<Arc<str>>,
     /// tid → comm id, valid until the next COMM/FORK of that tid.
     tid_comm: FastMap<u32, u32>,
-    keys: FastMap<(LocKey, bool), u32>,
+    /// Location ids of file locations, per file: offset, with [`RETURN`] for return addresses.
+    file_ids: Vec<FastMap<u64, u32>>,
+    /// Location ids of the other locations.
+    other_ids: FastMap<(LocKey, bool), u32>,
+    /// The mapping of the last address looked up in a file or anonymous memory (samples come
+    /// in runs from one process and one library); cleared when any mapping changes.
+    last_map: Option<(u32, Mapping, bool)>,
     key_list: Vec<(LocKey, FrameAddress)>,
     tracker: DeltaTracker,
     td_of_id: HashMap<u64, TdEvent>,
@@ -91,7 +100,9 @@ impl Replay {
             comm_ids: HashMap::new(),
             comm_names: Vec::new(),
             tid_comm: FastMap::default(),
-            keys: FastMap::default(),
+            file_ids: Vec::new(),
+            other_ids: FastMap::default(),
+            last_map: None,
             key_list: Vec::new(),
             tracker: DeltaTracker::new(),
             td_of_id,
@@ -118,20 +129,41 @@ impl Replay {
     /// location prints the address perf prints.
     fn loc(&mut self, pid: u32, frame: FrameAddress, kernel: bool) -> u32 {
         let addr = frame.lookup();
+        let ret = matches!(frame, FrameAddress::Return(_));
         let key = if kernel || kallsyms::is_kernel_address(addr) {
             LocKey::Kernel(addr)
         } else {
-            match self.maps.find(pid, addr) {
-                Some(m) if self.maps.file(m.file).is_anonymous() => LocKey::Anon(pid, m.file, addr),
-                Some(m) => LocKey::File(m.file, m.file_offset(addr)),
+            let mapping = match self.last_map {
+                Some((p, m, anon)) if p == pid && m.start <= addr && addr < m.end => {
+                    Some((m, anon))
+                }
+                _ => self.maps.find(pid, addr).map(|&m| {
+                    let anon = self.maps.file(m.file).is_anonymous();
+                    self.last_map = Some((pid, m, anon));
+                    (m, anon)
+                }),
+            };
+            match mapping {
+                Some((m, true)) => LocKey::Anon(pid, m.file, addr),
+                Some((m, false)) => LocKey::File(m.file, m.file_offset(addr)),
                 None => LocKey::Unmapped(pid, addr),
             }
         };
         let next = self.key_list.len() as u32;
-        let id = *self
-            .keys
-            .entry((key, matches!(frame, FrameAddress::Return(_))))
-            .or_insert(next);
+        // File offsets are below 2^63: the top bit holds the kind. The per-file maps keep
+        // each lookup in a small table (this is per frame).
+        let id = match key {
+            LocKey::File(f, off) if off < RETURN => {
+                let i = f.0 as usize;
+                if self.file_ids.len() <= i {
+                    self.file_ids.resize_with(i + 1, FastMap::default);
+                }
+                *self.file_ids[i]
+                    .entry(off | if ret { RETURN } else { 0 })
+                    .or_insert(next)
+            }
+            _ => *self.other_ids.entry((key, ret)).or_insert(next),
+        };
         if id == next {
             self.key_list.push((key, frame));
         }
@@ -170,6 +202,7 @@ impl Replay {
             let s = match &record {
                 Record::Sample(s) => s,
                 other => {
+                    self.last_map = None;
                     self.maps.apply(other);
                     self.comms.apply(other);
                     match other {
