@@ -8,6 +8,11 @@
 #   3. flame graph of the python3 recording: `perf script | inferno-collapse-perf |
 #      inferno-flamegraph` vs `hrec flamegraph` (inferno's tools are installed with
 #      `cargo install inferno` when missing).
+#   4. size: wall time and peak RSS of both reports on synthetic perf.data files of 0.5M, 4M
+#      and 20M samples written in perf's layout (scripts/gen-perfdata.py), and of hrec report
+#      on the same samples in hrec's own format: scripts/bench-memory.sh --hrec-format (its
+#      environment applies: DATA_DIR, KEEP, ...; SIZES="..." changes the sizes; SIZES=none
+#      skips this part).
 # Times are medians of RUNS runs of each report (wall clock, output to /dev/null).
 #
 # Usage: scripts/bench-report.sh [RUNS] [SECONDS]   (defaults: 3 runs, 4 s workloads)
@@ -22,7 +27,7 @@ for tool in perf python3 inferno-collapse-perf inferno-flamegraph; do
     command -v "$tool" >/dev/null || { echo "bench-report: $tool is needed" >&2; exit 1; }
 done
 cargo build --release --quiet --bin hrec --example threads
-exec python3 - "$RUNS" "$SECS" <<'PY'
+python3 - "$RUNS" "$SECS" <<'PY'
 import os, re, statistics, subprocess, sys, tempfile, time
 
 runs, secs = int(sys.argv[1]), float(sys.argv[2])
@@ -115,3 +120,8 @@ print(f"| perf report --stdio -i perf.data | {th_perf_n} | {tp:.3f} | {th_perf_n
 print(f"| hrec report -i perf.data | {th_perf_n} | {th:.3f} | {th_perf_n / th:,.0f} |")
 print(f"\n* the same file: hrec takes {th / tp:.2f}x perf's time ({tp / th:.2f}x its speed)")
 PY
+if [ "${SIZES:-}" != none ]; then
+    echo
+    # shellcheck disable=SC2086  # SIZES is a list of numbers
+    RUNS=$RUNS HREC=target/release/hrec scripts/bench-memory.sh --hrec-format ${SIZES:-500000 4000000 20000000}
+fi
