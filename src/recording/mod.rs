@@ -95,7 +95,11 @@ impl Recording {
                 .iter()
                 .filter(|b| b.kind == data::BlockKind::Records)
                 .count(),
-            Source::PerfData(p) => p.data_file().map_or(self.blocks.len(), |d| d.chunk_count()),
+            Source::PerfData(p) => match (p.data_file(), p.compressed()) {
+                (Some(d), _) => d.chunk_count(),
+                (None, Some(c)) => c.block_count(),
+                (None, None) => self.blocks.len(),
+            },
         }
     }
 
@@ -240,14 +244,20 @@ impl Recording {
     pub fn for_each(&self, mut f: impl for<'a> FnMut(Result<Record<'a>, DecodeError>)) {
         let stats = match &self.source {
             Source::Hrec(r) => order::walk_hrec(r, &self.decoder, self.threads, &mut f),
-            Source::PerfData(p) => match p.data_file() {
-                Some(d) => {
+            Source::PerfData(p) => match (p.data_file(), p.compressed()) {
+                (Some(d), _) => {
                     let mut chunks = d.chunks().map(std::borrow::Cow::Owned);
                     let mut stats = order::walk_rounds(&mut chunks, &self.decoder, &mut f);
                     stats.block_errors.extend(d.take_error());
                     stats
                 }
-                None => {
+                (None, Some(c)) => {
+                    let mut blocks = c.blocks().map(std::borrow::Cow::Owned);
+                    let mut stats = order::walk_rounds(&mut blocks, &self.decoder, &mut f);
+                    stats.block_errors.extend(c.take_error());
+                    stats
+                }
+                (None, None) => {
                     let mut blocks = self
                         .blocks
                         .iter()

@@ -61,6 +61,11 @@ impl DataFile {
         }
     }
 
+    /// The open file.
+    pub(super) fn into_file(self) -> std::fs::File {
+        self.file
+    }
+
     /// The chunks the records are read in.
     pub fn chunk_count(&self) -> usize {
         self.chunk_count

@@ -54,6 +54,7 @@
 //!   `dummy` is `tracking` (perf's carrier of MMAP/COMM records in `-a` mode).
 
 mod bytes;
+mod compressed;
 mod features;
 mod kernel;
 mod layout;
@@ -67,6 +68,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 pub use bytes::{Chunks, DataFile};
+pub use compressed::{Blocks, Compressed};
 pub use features::{BuildIdEntry, GroupDesc};
 pub use kernel::{KernelCheck, build_id_from_notes, running_kernel_build_id};
 pub use layout::{MAGIC, feature, user};
@@ -76,11 +78,12 @@ use crate::data::{Meta, Trailer};
 use crate::symbol::Unresolved;
 use crate::symbol::kallsyms::KernelSymbols;
 use bytes::{FileBytes, streamable};
+use compressed::Source;
 use features::{parse_build_ids, parse_id_index};
 use kernel::{KALLSYMS, KERNEL_NOTES, Kallsyms, kernel_check};
 use layout::{MAGIC_BIG_ENDIAN, MAGIC_V1, PIPE_HEADER_SIZE, u64_at};
 use prepare::{Fail, prepare_file, prepare_file_with, prepare_pipe};
-use records::{BLOCK_BYTES_IN_PLACE, Sink, crate_copy, records_direct, records_via_crate};
+use records::{BLOCK_BYTES_IN_PLACE, Sink, records_direct};
 use to_meta::meta_of;
 
 /// Why a perf.data file cannot be read. One line each, naming the file.
@@ -131,10 +134,12 @@ pub struct PerfData {
     pub trailer: Trailer,
     /// perf.data details.
     pub info: PerfDataInfo,
-    /// Raw kernel records, concatenated, in file order (records of compressed data in the
-    /// container's order); empty when they are read from the file ([`PerfData::data_file`]).
+    /// Raw kernel records, concatenated, in file order; empty when they are read from the file
+    /// ([`PerfData::data_file`]) or decompressed as they are walked
+    /// ([`PerfData::compressed`]).
     pub blocks: Vec<Vec<u8>>,
     data: Option<DataFile>,
+    compressed: Option<Compressed>,
     build_ids_text: String,
     /// Where the recording's kernel image was (`_text`, the pgoff of perf's
     /// `[kernel.kallsyms]_text` MMAP record).
@@ -163,6 +168,11 @@ impl PerfData {
     /// (file mode, uncompressed) rather than held in [`blocks`](Self::blocks).
     pub fn data_file(&self) -> Option<&DataFile> {
         self.data.as_ref()
+    }
+
+    /// The records of `perf record -z` data, decompressed as they are walked.
+    pub fn compressed(&self) -> Option<&Compressed> {
+        self.compressed.as_ref()
     }
 
     /// The kallsyms verdict, waiting for the reading thread if it has not finished. The same
@@ -312,7 +322,7 @@ fn read_bytes(
         }),
     }
     .map_err(|f| fail(path, f))?;
-    if data.is_some() && (p.compressed || p.user_records.contains_key(&user::AUXTRACE)) {
+    if data.is_some() && p.user_records.contains_key(&user::AUXTRACE) {
         return Ok(None);
     }
     let mut info = PerfDataInfo {
@@ -334,7 +344,11 @@ fn read_bytes(
         (KernelCheck::Matches { .. }, Some(k)) => Kallsyms::start(k),
         _ => Kallsyms::None,
     };
-    let mut sink = counted.unwrap_or_else(|| Sink::new(&meta));
+    // Compressed records are counted as the crate decompresses them, not by the walk above.
+    let mut sink = match counted {
+        Some(s) if !p.compressed => s,
+        _ => Sink::new(&meta),
+    };
     // Uncompressed data without AUXTRACE payloads is a sequence of records: it becomes the one
     // block as it is, perf's user records left in it (they decode as unknown records and are
     // skipped), which saves copying and faulting in a second buffer of its size.
@@ -347,8 +361,17 @@ fn read_bytes(
         end: end as u64,
         ..d
     });
+    let mut compressed = None;
     let stop = if p.compressed {
-        records_via_crate(&crate_copy(&p, b, pipe), pipe, &mut sink)
+        // Streamed from the file when it is open for that, else from the bytes read.
+        let source = match data.take() {
+            Some(d) => Source::File(d.into_file()),
+            None => Source::Memory(Arc::from(b)),
+        };
+        let mut c = Compressed::new(source, &p, b, pipe);
+        let stop = c.count(|rec| sink.count(rec));
+        compressed = Some(c);
+        stop
     } else if let Some(d) = &mut data {
         // Counted by the walk above, which also said where the records stop, if early.
         d.chunk_count = chunk_count;
@@ -401,6 +424,7 @@ fn read_bytes(
         info,
         blocks,
         data,
+        compressed,
         build_ids_text,
         recorded_text,
         kallsyms: Mutex::new(pending),

@@ -2,7 +2,7 @@
 
 use super::bytes::whole_records;
 use super::features::MISC_BUILD_ID_SIZE;
-use super::layout::{HEADER_SIZE, u16_at, u64_at};
+use super::layout::{HEADER_SIZE, u16_at, u32_at, u64_at};
 use super::to_meta::SW_DUMMY;
 use super::*;
 use crate::decode::kind;
@@ -530,4 +530,61 @@ fn damaged_data_read_in_chunks_never_panics() {
             }
         }
     }
+}
+
+/// `perf record -z` data is decompressed as it is walked, not held: the file's records come
+/// out the same on every walk, and a cut stream reads up to the
+/// cut, said once at open and not again by each walk.
+#[test]
+fn compressed_data_streams_on_every_walk() {
+    let path = std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/recordings/callchain-z.perf.data"
+    ));
+    let p = PerfData::read(path).unwrap();
+    assert!(p.blocks.is_empty() && p.data_file().is_none());
+    let c = p.compressed().expect("streamed");
+    let walk = || {
+        let mut n = 0u64;
+        let mut bytes = 0u64;
+        for b in c.blocks() {
+            let mut at = 0;
+            while at + 8 <= b.len() {
+                let size = usize::from(u16_at(&b, at + 6).unwrap());
+                if u32_at(&b, at).unwrap() < 64 {
+                    n += 1;
+                    bytes += size as u64;
+                }
+                at += size;
+            }
+        }
+        (n, bytes, c.take_error())
+    };
+    let first = walk();
+    assert_eq!(first, (p.trailer.records, p.trailer.record_bytes, None));
+    assert!(first.0 > 100, "{first:?}");
+    assert_eq!(walk(), first);
+    // Cut inside the second COMPRESSED record: the records of the first, the reason once.
+    let bytes = std::fs::read(path).unwrap();
+    let (off, size) = p.info.data_section;
+    let mut at = off as usize;
+    let mut compressed = Vec::new();
+    while at < (off + size) as usize {
+        if u32_at(&bytes, at) == Some(81) {
+            compressed.push(at);
+        }
+        at += usize::from(u16_at(&bytes, at + 6).unwrap());
+    }
+    assert_eq!(compressed.len(), 2);
+    let cut = &bytes[..compressed[1] + 100];
+    let q = from_bytes(path, cut, None).unwrap();
+    assert!(q.info.truncated.is_some());
+    let c = q.compressed().unwrap();
+    let n = c.blocks().count();
+    assert!(n > 0);
+    assert_eq!(
+        c.take_error(),
+        None,
+        "the walk stops where the count stopped, quietly"
+    );
 }
