@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use super::layout::{HEADER_SIZE, MAGIC, u16_at, u32_at, u64_at, user};
+use super::layout::{HEADER_SIZE, MAGIC, PIPE_HEADER_SIZE, u16_at, u32_at, u64_at, user};
 use super::prepare::{Prepared, walk_records_at};
 
 /// Bytes of the data section read at a time when it is walked from the file.
@@ -103,7 +103,7 @@ impl DataFile {
         start: usize,
         end: usize,
         chunk_count: &mut usize,
-        on_kernel_record: &mut dyn FnMut(&[u8]),
+        on_record: &mut dyn FnMut(usize, u32, &[u8]),
     ) -> (usize, Option<String>) {
         let mut pos = start;
         let chunks = Chunks {
@@ -112,14 +112,12 @@ impl DataFile {
             end: end as u64,
             report: false,
         };
-        let mut on_record = |_: usize, t: u32, rec: &[u8]| {
-            if t < 64 {
-                on_kernel_record(rec);
-            }
-        };
         for chunk in chunks {
             *chunk_count += 1;
-            let (done, stop) = walk_records_at(&chunk, 0, chunk.len(), pos, p, &mut on_record);
+            let base = pos;
+            let (done, stop) = walk_records_at(&chunk, 0, chunk.len(), pos, p, |at, t, rec| {
+                on_record(base + at, t, rec)
+            });
             if stop.is_some() {
                 return (pos + done, stop);
             }
@@ -137,7 +135,9 @@ impl DataFile {
                     *p.user_records.entry(user::AUXTRACE).or_default() += 1;
                     return (pos, None);
                 }
-                let (done, stop) = walk_records_at(&tail, 0, tail.len(), pos, p, on_record);
+                let (done, stop) = walk_records_at(&tail, 0, tail.len(), pos, p, |at, t, rec| {
+                    on_record(pos + at, t, rec)
+                });
                 return (pos + done, stop);
             }
             return (pos, self.take_error());
@@ -192,10 +192,10 @@ impl std::ops::Deref for FileBytes {
     }
 }
 
-/// A file-mode perf.data whose data section can be read from the file as it is walked: the
-/// file without its data section ([`FileBytes::Sparse`]) and the open data section. `None` for anything else (pipe mode, no data size, sections
-/// outside the file, unreadable): those take the whole-file path, whose checks say what is
-/// wrong.
+/// A perf.data whose records can be read from the file as they are walked: the file without
+/// its records ([`FileBytes::Sparse`]) and the open data section (file mode), or the stream
+/// after its header (pipe mode). `None` for anything else (no data size, sections outside the
+/// file, unreadable): those take the whole-file path, whose checks say what is wrong.
 pub(super) fn streamable(path: &Path) -> Option<(FileBytes, DataFile)> {
     use std::os::unix::fs::FileExt as _;
     let file = std::fs::File::open(path).ok()?;
@@ -203,12 +203,17 @@ pub(super) fn streamable(path: &Path) -> Option<(FileBytes, DataFile)> {
     let mut head = [0u8; HEADER_SIZE as usize];
     file.read_exact_at(&mut head, 0).ok()?;
     let h = |at: usize| u64_at(&head, at).unwrap_or(0);
-    if head[..8] != MAGIC || h(8) != HEADER_SIZE {
+    if head[..8] != MAGIC {
         return None;
     }
-    let (data_off, data_size) = (h(40), h(48));
+    // Pipe mode: the records follow the 16-byte header to the end of the file.
+    let (data_off, data_size) = match h(8) {
+        PIPE_HEADER_SIZE => (PIPE_HEADER_SIZE, len.checked_sub(PIPE_HEADER_SIZE)?),
+        HEADER_SIZE => (h(40), h(48)),
+        _ => return None,
+    };
     let data_end = data_off.checked_add(data_size)?;
-    if data_off < HEADER_SIZE || data_size == 0 || data_end > len {
+    if data_off < h(8) || data_size == 0 || data_end > len {
         return None;
     }
     let mut sparse = memmap2::MmapOptions::new()

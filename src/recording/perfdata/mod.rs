@@ -30,12 +30,16 @@
 //!   yields the records (in FINISHED_ROUND order). It sizes allocations from counts it has not
 //!   checked (`Vec::with_capacity(nr)` for event descriptions, command lines, PMU mappings),
 //!   which can abort the process on a damaged file, past any `catch_unwind`; so it reads a
-//!   rebuilt copy holding only what passed the checks: the data cut at the last whole record,
-//!   EVENT_DESC as its only feature. A parser panic is still caught, as a last resort, and the
+//!   view holding only what passed the checks: the data cut at the last whole record,
+//!   EVENT_DESC as its only feature ([`compressed`], which decompresses a block of records at
+//!   a time on every walk). A parser panic is still caught, as a last resort, and the
 //!   records before it are kept. Uncompressed data needs none of that: its records are taken
 //!   straight from the checked data section, since hrec orders records by time itself
 //!   ([`crate::recording`]) and the crate's per-record path (a buffer per record, the round
 //!   sorter) costs more than the rest of reading the file (47 of 66 ms for 367 000 samples).
+//! * **Records are read from the file as they are walked** ([`bytes`]): a file-mode data
+//!   section or a pipe-mode stream is never held; the rest of the file (header, attrs,
+//!   features) is.
 //! * **A cut file is read up to the cut.** A perf.data whose data section runs past the end of
 //!   the file (copied while written, disk full) or whose header has no data size (perf was
 //!   killed) gives the records that are whole, with a warning; its feature sections are lost.
@@ -82,7 +86,7 @@ use compressed::Source;
 use features::{parse_build_ids, parse_id_index};
 use kernel::{KALLSYMS, KERNEL_NOTES, Kallsyms, kernel_check};
 use layout::{MAGIC_BIG_ENDIAN, MAGIC_V1, PIPE_HEADER_SIZE, u64_at};
-use prepare::{Fail, prepare_file, prepare_file_with, prepare_pipe};
+use prepare::{Fail, prepare_file, prepare_file_with, prepare_pipe, prepare_pipe_with};
 use records::{BLOCK_BYTES_IN_PLACE, Sink, records_direct};
 use to_meta::meta_of;
 
@@ -312,11 +316,20 @@ fn read_bytes(
     let mut counted: Option<Sink> = None;
     let mut chunk_count = 0;
     let p = match (&data, pipe) {
-        (_, true) => prepare_pipe(b),
+        (None, true) => prepare_pipe(b),
         (None, false) => prepare_file(b),
+        // A stream's attrs come as records of the stream: its records are counted in a
+        // second walk, below.
+        (Some(d), true) => prepare_pipe_with(b, &mut |p, start, end, on_record| {
+            d.walk(p, start, end, &mut chunk_count, on_record)
+        }),
         (Some(d), false) => prepare_file_with(b, &mut |p, start, end| {
             let mut sink = Sink::new(&meta_of(p, &mut PerfDataInfo::default()));
-            let walked = d.walk(p, start, end, &mut chunk_count, &mut |rec| sink.count(rec));
+            let walked = d.walk(p, start, end, &mut chunk_count, &mut |_, t, rec| {
+                if t < 64 {
+                    sink.count(rec);
+                }
+            });
             counted = Some(sink);
             walked
         }),
@@ -373,9 +386,15 @@ fn read_bytes(
         compressed = Some(c);
         stop
     } else if let Some(d) = &mut data {
-        // Counted by the walk above, which also said where the records stop, if early.
+        // Counted by the walk above (file mode), which also said where the records stop, if
+        // early; a stream's records are counted now.
+        if pipe {
+            for chunk in d.chunks() {
+                records_direct(&chunk, (0, chunk.len()), &mut sink, false);
+            }
+        }
         d.chunk_count = chunk_count;
-        None
+        d.take_error()
     } else {
         records_direct(b, p.records, &mut sink, !in_place);
         None

@@ -300,6 +300,20 @@ pub(super) fn prepare_file_with(b: &[u8], walk: &mut DataWalk<'_>) -> Result<Pre
 
 /// Checks a pipe-mode perf.data and copies the records the crate may read.
 pub(super) fn prepare_pipe(b: &[u8]) -> Result<Prepared, Fail> {
+    prepare_pipe_with(b, &mut |p, start, end, on_record| {
+        walk_records(b, start, end, p, on_record)
+    })
+}
+
+/// A walk over a stream's records from `start` to at most `end`, calling the function with
+/// each record's file offset, type and bytes; returns where the whole records end and why
+/// they end early.
+pub(super) type StreamWalk<'a> = dyn FnMut(&mut Prepared, usize, usize, &mut dyn FnMut(usize, u32, &[u8])) -> (usize, Option<String>)
+    + 'a;
+
+/// [`prepare_pipe`] with the records walked by `walk` (from the file in chunks when `b` holds
+/// only the header, zeros after it: `b` is as long as the file).
+pub(super) fn prepare_pipe_with(b: &[u8], walk: &mut StreamWalk<'_>) -> Result<Prepared, Fail> {
     let size = u64_at(b, 8).ok_or_else(|| {
         Fail::Damaged(format!(
             "the file ends inside its header ({} bytes)",
@@ -317,7 +331,7 @@ pub(super) fn prepare_pipe(b: &[u8]) -> Result<Prepared, Fail> {
     let mut attrs = Vec::new();
     let mut features = BTreeMap::new();
     let mut dropped = Vec::new();
-    let (end, stop) = walk_records(b, 16, b.len(), &mut p, |here, t, rec| {
+    let (end, stop) = walk(&mut p, 16, b.len(), &mut |here, t, rec| {
         let body = &rec[8..];
         let mut keep = true;
         match t {

@@ -517,16 +517,20 @@ fn damaged_data_read_in_chunks_never_panics() {
     let b = file(&synth());
     let start = u64_at(&b, 40).unwrap() as usize;
     let end = start + u64_at(&b, 48).unwrap() as usize;
-    for at in start..end {
-        for v in [0x00, 0xff, 0x41] {
-            let mut bad = b.clone();
-            bad[at] = v;
-            std::fs::write(&path, &bad).unwrap();
-            if let Ok(p) = PerfData::read(&path)
-                && let Some(d) = p.data_file()
-            {
-                let n: usize = d.chunks().map(|c| c.len()).sum();
-                assert!(n <= end - start);
+    // A pipe-mode stream too: its attrs, features and records all come through the walk.
+    let s = pipe(&synth());
+    for (b, start, end) in [(b, start, end), (s.clone(), 16, s.len())] {
+        for at in start..end {
+            for v in [0x00, 0xff, 0x41] {
+                let mut bad = b.clone();
+                bad[at] = v;
+                std::fs::write(&path, &bad).unwrap();
+                if let Ok(p) = PerfData::read(&path)
+                    && let Some(d) = p.data_file()
+                {
+                    let n: usize = d.chunks().map(|c| c.len()).sum();
+                    assert!(n <= end - start);
+                }
             }
         }
     }
@@ -587,4 +591,34 @@ fn compressed_data_streams_on_every_walk() {
         None,
         "the walk stops where the count stopped, quietly"
     );
+}
+
+/// A pipe-mode file is read from the file in chunks too, with the result of reading it whole.
+#[test]
+fn a_pipe_mode_stream_is_read_from_the_file_in_chunks_with_the_same_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.data");
+    let b = pipe(&synth());
+    std::fs::write(&path, &b).unwrap();
+    let whole = from_bytes(&path, &b, None).unwrap();
+    let streamed = PerfData::read(&path).unwrap();
+    assert!(streamed.info.pipe && streamed.blocks.is_empty());
+    let d = streamed.data_file().expect("read in chunks");
+    assert_eq!(
+        kernel_records(&d.chunks().collect::<Vec<_>>()),
+        kernel_records(&whole.blocks)
+    );
+    assert_eq!(streamed.trailer, whole.trailer);
+    assert_eq!(streamed.meta.events, whole.meta.events);
+    assert_eq!(streamed.info.warnings, whole.info.warnings);
+    assert_eq!(streamed.info.user_records, whole.info.user_records);
+    // Cut inside a record: the records before it, the same reason as read whole.
+    let cut = &b[..b.len() - 5];
+    std::fs::write(&path, cut).unwrap();
+    let whole = from_bytes(&path, cut, None).unwrap();
+    let streamed = PerfData::read(&path).unwrap();
+    assert!(streamed.data_file().is_some());
+    assert_eq!(streamed.trailer, whole.trailer);
+    assert_eq!(streamed.info.truncated, whole.info.truncated);
+    assert!(whole.info.truncated.is_some());
 }
