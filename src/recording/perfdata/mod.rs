@@ -31,13 +31,13 @@
 //!   checked (`Vec::with_capacity(nr)` for event descriptions, command lines, PMU mappings),
 //!   which can abort the process on a damaged file, past any `catch_unwind`; so it reads a
 //!   view holding only what passed the checks: the data cut at the last whole record,
-//!   EVENT_DESC as its only feature ([`compressed`], which decompresses a block of records at
+//!   EVENT_DESC as its only feature ([`Compressed`], which decompresses a block of records at
 //!   a time on every walk). A parser panic is still caught, as a last resort, and the
 //!   records before it are kept. Uncompressed data needs none of that: its records are taken
 //!   straight from the checked data section, since hrec orders records by time itself
 //!   ([`crate::recording`]) and the crate's per-record path (a buffer per record, the round
 //!   sorter) costs more than the rest of reading the file (47 of 66 ms for 367 000 samples).
-//! * **Records are read from the file as they are walked** ([`bytes`]): a file-mode data
+//! * **Records are read from the file as they are walked** ([`DataFile`]): a file-mode data
 //!   section or a pipe-mode stream is never held; the rest of the file (header, attrs,
 //!   features) is.
 //! * **A cut file is read up to the cut.** A perf.data whose data section runs past the end of
