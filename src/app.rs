@@ -326,67 +326,6 @@ fn record(
     Ok(u8::try_from(outcome.exit_code).unwrap_or(1))
 }
 
-/// A progress bar on stderr while samples are read: shown only on a terminal, and only once
-/// reading has taken a second ([`Env::progress_after`]; a short report prints nothing extra);
-/// cleared when done.
-struct Progress {
-    show: bool,
-    after: std::time::Duration,
-    what: &'static str,
-    total: u64,
-    start: std::time::Instant,
-    bar: Option<indicatif::ProgressBar>,
-}
-
-impl Progress {
-    fn new(show: bool, after: std::time::Duration, what: &'static str, total: u64) -> Progress {
-        Progress {
-            show,
-            after,
-            what,
-            total,
-            start: std::time::Instant::now(),
-            bar: None,
-        }
-    }
-
-    /// `done` samples read so far.
-    fn update(&mut self, done: u64) {
-        if !self.show || self.start.elapsed() < self.after {
-            return;
-        }
-        let (what, total, elapsed) = (self.what, self.total, self.start.elapsed());
-        let bar = self.bar.get_or_insert_with(|| {
-            let (bar, template) = if total > 0 {
-                (
-                    indicatif::ProgressBar::new(total),
-                    "{msg}: [{bar:40}] {human_pos}/{human_len} samples ({percent}%, {eta} left)",
-                )
-            } else {
-                (
-                    indicatif::ProgressBar::new_spinner(),
-                    "{msg}: {spinner} {human_pos} samples",
-                )
-            };
-            // The time already spent, so the rate and the time left start right.
-            let bar = bar.with_elapsed(elapsed).with_position(done);
-            bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
-            if let Ok(style) = indicatif::ProgressStyle::with_template(template) {
-                bar.set_style(style.progress_chars("=> "));
-            }
-            bar.set_message(what);
-            bar
-        });
-        bar.set_position(done);
-    }
-
-    fn finish(&mut self) {
-        if let Some(bar) = self.bar.take() {
-            bar.finish_and_clear();
-        }
-    }
-}
-
 /// The profile options with the worker count of the environment.
 fn with_threads(
     o: &crate::analysis::profile::ProfileOptions,
@@ -443,7 +382,8 @@ fn report(
     let rec = open_recording(env, &cfg.input, err)?;
     let meta = rec.meta();
     let total = rec.trailer().map(|t| t.samples).unwrap_or(0);
-    let mut bar = Progress::new(cfg.progress, env.progress_after, "hrec report", total);
+    let mut bar =
+        output::progress::Progress::new(cfg.progress, env.progress_after, "hrec report", total);
     let p = replay::build(&rec, &with_threads(&cfg.profile, env), &mut |n| {
         bar.update(n)
     });

@@ -4,6 +4,7 @@
 
 pub mod flame;
 pub mod pprof;
+pub mod progress;
 pub mod report;
 pub mod script;
 
