@@ -396,9 +396,10 @@ fn report_progress_bar_on_a_terminal() {
     let log = t.log();
     assert!(log.contains("hrec report: ["), "no bar drawn: {log:?}");
     assert!(log.contains("/200,000 samples ("), "no total: {log:?}");
-    // Cleared when done: the last screen has no bar, and the report went to the file.
-    let screen = t.screen();
-    assert!(!screen.contains("hrec report: ["), "{screen}");
+    // Cleared when done: the screen ends without a bar, and the report went to the file.
+    t.wait_screen(std::time::Duration::from_secs(10), |s| {
+        !s.contains("hrec report: [")
+    });
     let out = std::fs::read_to_string(dir.path().join("out.txt")).unwrap();
     assert!(out.contains("200000 samples"), "{out}");
     // stderr to a file: no bar.

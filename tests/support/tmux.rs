@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 pub struct Tmux {
     name: String,
     log: PathBuf,
+    status: PathBuf,
 }
 
 /// Whether tmux can be run here.
@@ -43,9 +44,15 @@ impl Tmux {
         );
         let log = dir.join(format!("{name}.log"));
         let go = dir.join(format!("{name}.go"));
+        let status = dir.join(format!("{name}.status"));
+        // The exit status goes to a file: tmux may mark a pane dead before it has collected
+        // its status, or without one.
         let script = format!(
-            "while [ ! -e '{}' ]; do sleep 0.01; done; {command}",
-            go.display()
+            "while [ ! -e '{}' ]; do sleep 0.01; done; {command}\necho $? > '{}.tmp'; mv '{}.tmp' '{}'",
+            go.display(),
+            status.display(),
+            status.display(),
+            status.display()
         );
         tmux(&[
             "new-session",
@@ -72,12 +79,29 @@ impl Tmux {
             &format!("cat >> '{}'", log.display()),
         ]);
         std::fs::write(&go, b"").expect("start the command");
-        Tmux { name, log }
+        Tmux { name, log, status }
     }
 
     /// The screen as text.
     pub fn screen(&self) -> String {
         tmux(&["capture-pane", "-p", "-t", &self.name])
+    }
+
+    /// Waits until the screen satisfies `ok` (tmux draws what a command writes a moment
+    /// later); returns the screen, or panics with it after `timeout`.
+    pub fn wait_screen(&self, timeout: Duration, ok: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let screen = self.screen();
+            if ok(&screen) {
+                return screen;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the screen did not become as expected within {timeout:?}:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// Everything written to the terminal so far (escape sequences included).
@@ -96,16 +120,8 @@ impl Tmux {
     pub fn wait_exit(&self, timeout: Duration) -> i32 {
         let deadline = Instant::now() + timeout;
         loop {
-            let out = tmux(&[
-                "display-message",
-                "-p",
-                "-t",
-                &self.name,
-                "#{pane_dead} #{pane_dead_status}",
-            ]);
-            let mut it = out.split_whitespace();
-            if it.next() == Some("1") {
-                return it.next().and_then(|s| s.parse().ok()).unwrap_or(-1);
+            if let Ok(text) = std::fs::read_to_string(&self.status) {
+                return text.trim().parse().unwrap_or(-1);
             }
             assert!(
                 Instant::now() < deadline,
