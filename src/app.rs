@@ -168,6 +168,8 @@ pub struct ScriptConfig {
     pub profile: crate::analysis::profile::ProfileOptions,
     /// `--comm`, `--pid`, `--dso`, `--sym`.
     pub filters: crate::analysis::hist::Filters,
+    /// `--inline`: inlined functions as frames of their own.
+    pub inline: bool,
 }
 
 /// One command to run.
@@ -751,6 +753,7 @@ fn script(
         &cfg.fields,
         &popts,
         &cfg.filters,
+        cfg.inline && cfg.fields.contains(&output::script::Field::Sym),
         &mut buf,
         &mut errors,
     )?;

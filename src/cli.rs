@@ -218,6 +218,9 @@ pub struct ScriptArgs {
     /// (or +field / -field to change the defaults).
     #[arg(short = 'F', long = "fields")]
     pub fields: Option<String>,
+    /// Print the functions inlined at each address as frames of their own (innermost first).
+    #[arg(long)]
+    pub inline: bool,
     #[command(flatten)]
     pub symbols: SymbolArgs,
     #[command(flatten)]
@@ -644,6 +647,7 @@ impl Cli {
                     },
                     profile,
                     filters,
+                    inline: a.inline,
                 }))
             }
             Cmd::Flamegraph(a) => Command::Flamegraph(Box::new(a.into_config()?)),

@@ -227,10 +227,16 @@ fn script_collapsed_by_inferno_equals_report_folded() {
         ],
     );
     assert!(o.status.success(), "{}", text(&o).1);
-    // Without the period field the collapser counts samples, like report --folded.
+    // Without the period field the collapser counts samples, like report --folded; with
+    // `--inline` script lists inlined functions as the folded stacks do.
     let o = hrec_in(
         dir.path(),
-        &["script", "-F", "comm,tid,time,event,ip,sym,symoff,dso"],
+        &[
+            "script",
+            "--inline",
+            "-F",
+            "comm,tid,time,event,ip,sym,symoff,dso",
+        ],
     );
     let (script, err) = text(&o);
     assert!(o.status.success(), "{err}");

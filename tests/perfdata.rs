@@ -538,7 +538,7 @@ fn group_reads_match_perf_sample_by_sample() {
 }
 
 #[test]
-fn compressed_and_pipe_files_match_perf_except_kernel_names() {
+fn compressed_and_pipe_files_match_perf_kernel_names_included() {
     if support::perf().is_none() {
         return;
     }
@@ -552,29 +552,16 @@ fn compressed_and_pipe_files_match_perf_except_kernel_names() {
     );
     perf_record_pipe(dir.path(), "pipe.data", &[&bin, "1"]);
     for f in ["z.data", "pipe.data"] {
-        let j = check_counts_and_symbols(dir.path(), f, |k| k.starts_with("[.]"));
-        // perf 6.1 writes no build-ids here: perf names kernel symbols anyway, hrec cannot show
-        // that this kernel is the recording's and leaves them unresolved, with that reason.
-        let perf = perf_table(dir.path(), f, "sym", &[], false);
+        // perf 6.1 writes no kernel build-id here: hrec names kernel frames from this
+        // machine's kallsyms because the recording's kernel release and `_text` are this
+        // machine's (the same boot), as perf names them.
+        let j = check_counts_and_symbols(dir.path(), f, |_| true);
         let hrec = hrec_table(&j, "sym", false);
-        let is_kernel = |k: &str| k.starts_with("[k]");
-        let (pk, hk) = (total(&perf, is_kernel), total(&hrec, is_kernel));
         assert!(
-            (pk - hk).abs() <= 0.01 * perf.keys().filter(|k| is_kernel(k)).count() as f64 + 0.01,
-            "{f}: kernel total perf {pk} hrec {hk}"
+            !hrec.contains_key("[k] (unresolved)"),
+            "{f}: {hrec:?} {:?}",
+            unresolved_reasons(&j)
         );
-        if hk > 0.0 {
-            assert!(
-                hrec.keys()
-                    .filter(|k| is_kernel(k))
-                    .all(|k| k == "[k] (unresolved)"),
-                "{f}: {hrec:?}"
-            );
-            assert!(
-                unresolved_reasons(&j).contains(&"no kernel build-id in the recording".into()),
-                "{f}: {j}"
-            );
-        }
     }
     let (info, _) = hrec_ok(dir.path(), &["info", "-i", "z.data"]);
     assert!(info.contains("# compressed : zstd"), "{info}");

@@ -71,6 +71,7 @@ fn commands(name: &str) -> Vec<(&'static str, Vec<String>)> {
     if name.starts_with("callchain") {
         c.push(("report-g", with(&["report", "-g"])));
         c.push(("report-children", with(&["report", "--children"])));
+        c.push(("script-inline", with(&["script", "--inline"])));
         c.push((
             "flame-chart",
             with(&["flamegraph", "--folded", "--flame-chart", "-o", "-"]),

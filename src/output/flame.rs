@@ -149,29 +149,13 @@ pub fn pick_event(p: &Profile, name: Option<&str>) -> Result<usize, FlameError> 
     }
 }
 
-/// A frame name as folded stacks carry it: `;` separates frames (so it becomes `:`), and a
-/// top-level parameter list is dropped (`foo(int, char*)` → `foo`, but not the parentheses
-/// inside `<...>` or `(anonymous namespace)`), the conventions of stackcollapse-perf, so
-/// hrec's stacks and a collapsed `hrec script` agree.
+/// A frame name as folded stacks carry it: `;` separates frames (so it becomes `:`) and a
+/// newline ends a stack (so it becomes a space). Nothing else changes: names come whole from
+/// the name pipeline ([`crate::symbol::names`]), without parameter lists, and a function type
+/// or lambda inside a template argument stays (stackcollapse-perf cuts names at the first
+/// `(`, which loses those).
 fn clean(s: &str) -> String {
-    let s = s.replace(';', ":").replace('\n', " ");
-    let mut depth = 0i32;
-    for (i, c) in s.char_indices() {
-        match c {
-            '<' | '{' | '[' => depth += 1,
-            '>' | '}' | ']' | ')' => depth -= 1,
-            // Not Go's `pkg.(*T).Method` nor C++'s `(anonymous namespace)`.
-            '(' if depth == 0
-                && i > 0
-                && !s[i..].starts_with("(anonymous namespace)")
-                && !s[..i].ends_with('.') =>
-            {
-                return s[..i].to_string();
-            }
-            _ => {}
-        }
-    }
-    s
+    s.replace(';', ":").replace('\n', " ")
 }
 
 /// A thread name as the first frame: spaces become `_`, as stackcollapse-perf writes it.
@@ -477,19 +461,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn frame_names_follow_stackcollapse_conventions() {
-        assert_eq!(clean("foo(int, char*)"), "foo");
-        assert_eq!(
-            clean("ns::Bar<std::pair<int, int>>::baz(int)"),
-            "ns::Bar<std::pair<int, int>>::baz"
-        );
+    fn frame_names_are_kept_whole() {
+        // Names come without parameter lists from the name pipeline; what looks like one
+        // (a function type or a lambda in a template argument) is part of the name.
+        let lambda = "std::_Function_handler<unsigned long (unsigned long), ledger::Book::Book()::{lambda(unsigned long)#2}>::_M_invoke";
+        assert_eq!(clean(lambda), lambda);
         assert_eq!(
             clean("(anonymous namespace)::f(int)"),
             "(anonymous namespace)::f(int)"
         );
         assert_eq!(clean("net/http.(*Client).Do"), "net/http.(*Client).Do");
         assert_eq!(clean("a;b"), "a:b");
+        assert_eq!(clean("a\nb"), "a b");
         assert_eq!(clean_comm("my worker"), "my_worker");
-        assert_eq!(clean("<u64>::wrapping_add"), "<u64>::wrapping_add");
     }
 }

@@ -291,6 +291,20 @@ fn perf_data_info(rec: &Recording, p: &PerfData, out: &mut dyn Write) -> io::Res
                 "none: the recording's kernel build ({build_id}) is this machine's, but it was loaded at {recorded:#x} and now is at {running:#x} (KASLR, another boot), kernel frames stay unresolved"
             ),
         },
+        KernelCheck::SameRelease { release } => match (
+            p.kernel_symbols().is_empty(),
+            p.kernel_relocated(),
+        ) {
+            (false, _) => format!(
+                "this machine's /proc/kallsyms (no build-id in the recording; its kernel release {release} and _text address are this machine's)"
+            ),
+            (true, Some((recorded, running))) => format!(
+                "none: no build-id in the recording; its kernel release {release} is this machine's but it was loaded at {recorded:#x} and now is at {running:#x} (another boot), kernel frames stay unresolved"
+            ),
+            (true, None) => format!(
+                "none: no build-id in the recording; its kernel release {release} is this machine's but its symbols could not be read, kernel frames stay unresolved"
+            ),
+        },
         KernelCheck::Differs { recorded, running } => format!(
             "none: the recording's kernel (build-id {recorded}) is not this machine's ({}), kernel frames stay unresolved",
             running.as_deref().unwrap_or("unknown")

@@ -668,6 +668,8 @@ mod tests {
             sym_offset: 0,
             frames,
             unresolved: sym.is_none().then_some(Unresolved::BinaryMissing),
+            rel_addr: 0,
+            dso_path: Arc::default(),
         }
     }
 

@@ -132,9 +132,14 @@ pub fn parse_fields(spec: &str) -> Result<Vec<Field>, String> {
 }
 
 /// The frames of a location as script prints them: address, name, offset (outer functions
-/// only), dso; the inline chain innermost first. Without symbol names (`-F ip`) an inlined
-/// frame would only repeat its address, so only the outer one is kept, as perf prints it.
-fn frames_of(l: &Loc, with_inline: bool, out: &mut Vec<(u64, String, Option<u64>, String)>) {
+/// only), dso; with `with_inline` (`--inline`) the inline chain too, innermost first (perf
+/// prints only the outer function unless asked).
+fn frames_of(
+    l: &Loc,
+    with_inline: bool,
+    chain: bool,
+    out: &mut Vec<(u64, String, Option<u64>, String)>,
+) {
     let mut names = Vec::new();
     flame::frame_names_pub(l, &mut names);
     // `names` is outer function first; script lists the innermost first.
@@ -145,7 +150,10 @@ fn frames_of(l: &Loc, with_inline: bool, out: &mut Vec<(u64, String, Option<u64>
             continue;
         }
         let off = (outer && l.sym.is_some()).then_some(l.sym_offset);
-        out.push((l.addr, name, off, l.dso.to_string()));
+        // perf prints call-chain frames relative to their file, a lone sample's address as
+        // it is, and the file by its path.
+        let addr = if chain { l.rel_addr } else { l.addr };
+        out.push((addr, name, off, l.dso_path.to_string()));
     }
 }
 
@@ -155,6 +163,7 @@ pub fn script(
     fields: &[Field],
     profile_options: &ProfileOptions,
     filters: &Filters,
+    inline: bool,
     out: &mut dyn Write,
     errors: &mut Vec<String>,
 ) -> io::Result<u64> {
@@ -190,11 +199,11 @@ pub fn script(
         let event = meta.events.get(ev).map_or("?", |e| e.name.as_str());
         header(&mut line, fields, s, &p.comms[ps.comm as usize], event, rec);
         frames.clear();
-        frames_of(&p.locs[ps.leaf as usize], has(Field::Sym), &mut frames);
         let chain = p.callchains && s.callchain.is_some();
+        frames_of(&p.locs[ps.leaf as usize], inline, chain, &mut frames);
         if chain {
             for &c in ps.callers {
-                frames_of(&p.locs[c as usize], has(Field::Sym), &mut frames);
+                frames_of(&p.locs[c as usize], inline, chain, &mut frames);
             }
         }
         let frame_text =

@@ -174,8 +174,8 @@ impl Binary {
             let function = frame
                 .function
                 .as_ref()
-                .and_then(|name| name.demangle().ok())
-                .map(|name| Arc::<str>::from(name.as_ref()));
+                .and_then(|name| name.raw_name().ok())
+                .map(|name| Arc::<str>::from(super::names::demangle(&name).as_ref()));
             let (file, line) = match &frame.location {
                 Some(location) => (location.file.map(Arc::from), location.line.unwrap_or(0)),
                 None => (None, 0),

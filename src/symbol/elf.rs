@@ -15,9 +15,10 @@
 //! describes); else `.dynsym`, which every shared library keeps for the dynamic linker. Only
 //! code symbols count (`STT_FUNC`, `STT_GNU_IFUNC`, and untyped symbols in executable
 //! sections, as hand-written assembly defines them). Of several symbols at one address the
-//! one perf would show is kept: a sized one, a function, global before weak before local,
-//! fewer leading underscores, then the longer name. Names are demangled once, on first use,
-//! in perf's style (Rust paths without the `::h<hash>` suffix, C++ as `cpp_demangle` prints it).
+//! one perf would show is kept: a sized one, a function, one that is not weak (a local one
+//! counts), a global one, fewer leading underscores, the longer name, then the first in the
+//! table. Names are demangled once, on first use,
+//! as perf prints them ([`super::names`]).
 //!
 //! **Inline chains** come from DWARF through `addr2line`, read from the file itself when it
 //! has `.debug_info`, else from the separate debug file (with its dwz supplementary file).
@@ -41,17 +42,9 @@ use object::{Endianness, FileKind};
 
 use super::{Sym, Unresolved};
 
-/// Demangles a symbol-table name in perf's style: Rust (legacy `_ZN..17h<hash>E` and v0 `_R`)
-/// without the hash, C++ (`_Z`) with `cpp_demangle`; anything else unchanged.
+/// Demangles a symbol-table name as perf prints it ([`super::names`]).
 pub(crate) fn demangle(name: &str) -> Cow<'_, str> {
-    let bare = name.strip_prefix('_').unwrap_or(name);
-    // One more underscore: the Mach-O style some toolchains also emit on ELF.
-    let bare = bare.strip_prefix('_').unwrap_or(bare);
-    if bare.starts_with('Z') || bare.starts_with('R') {
-        addr2line::demangle_auto(Cow::Borrowed(name), None)
-    } else {
-        Cow::Borrowed(name)
-    }
+    super::names::demangle(name)
 }
 
 /// Exact match, or the expected id is the file's id zero-padded (perf pads to 20 bytes).
@@ -249,7 +242,7 @@ fn plt_stubs<'a, Elf: FileHeader<Endian = Endianness>>(
             let name = sym.name(endian, strings).ok()?;
             (!name.is_empty()).then(|| {
                 let addr = base + STUB * (i as u64 + first);
-                (addr, format!("{}@plt", String::from_utf8_lossy(name)))
+                (addr, super::names::plt(&String::from_utf8_lossy(name)))
             })
         })
         .collect()
@@ -288,6 +281,8 @@ struct Candidate {
     section_end: u64,
     /// Preference among symbols at the same address; larger wins.
     rank: u32,
+    /// Order of appearance: of equally ranked symbols the first wins, as in perf.
+    order: u32,
     name: (usize, usize),
 }
 
@@ -312,6 +307,7 @@ impl SymbolsBuilder {
             size,
             section_end: start.saturating_add(size),
             rank: 0,
+            order: self.candidates.len() as u32,
             name: (at, name.len()),
         });
     }
@@ -359,20 +355,14 @@ impl SymbolsBuilder {
             let size: u64 = sym.st_size(endian).into();
             let section_addr: u64 = section.sh_addr(endian).into();
             let section_size: u64 = section.sh_size(endian).into();
+            // perf's order among aliases: sized, not weak (a local counts), global; then (in
+            // `build`, on the names as printed) fewer leading underscores, the longer name,
+            // the first in the table.
             let bind = sym.st_bind();
-            let bind_rank = if bind == elf::STB_GLOBAL {
-                2
-            } else if bind == elf::STB_WEAK {
-                1
-            } else {
-                0
-            };
-            let underscores = name.iter().take_while(|&&b| b == b'_').count().min(15) as u32;
-            let rank = (u32::from(size != 0) << 24)
-                | (u32::from(is_func) << 23)
-                | (bind_rank << 20)
-                | ((15 - underscores) << 16)
-                | name.len().min(0xffff) as u32;
+            let rank = (u32::from(size != 0) << 3)
+                | (u32::from(is_func) << 2)
+                | (u32::from(bind != elf::STB_WEAK) << 1)
+                | u32::from(bind == elf::STB_GLOBAL);
             let name = String::from_utf8_lossy(name);
             let at = self.names.len();
             self.names.push_str(&name);
@@ -381,19 +371,48 @@ impl SymbolsBuilder {
                 size,
                 section_end: section_addr.saturating_add(section_size),
                 rank,
+                order: self.candidates.len() as u32,
                 name: (at, name.len()),
             });
         }
     }
 
     pub(super) fn build(mut self) -> Symbols {
-        let names = &self.names;
         self.candidates.sort_unstable_by(|a, b| {
             a.start
                 .cmp(&b.start)
                 .then(b.rank.cmp(&a.rank))
-                .then_with(|| name_of(names, a.name).cmp(name_of(names, b.name)))
+                .then(a.order.cmp(&b.order))
         });
+        // Of aliases equal so far, perf keeps the one whose printed name has fewer leading
+        // underscores, then the longer one, then the first (`<usize as Display>::fmt` over
+        // `<u64 as Display>::fmt`, whose v0-mangled names are as long): demangled only here,
+        // for the few addresses with several equal candidates.
+        let names = &self.names;
+        let mut i = 0;
+        while i < self.candidates.len() {
+            let c = &self.candidates[i];
+            let tied = self.candidates[i..]
+                .iter()
+                .take_while(|d| d.start == c.start && d.rank == c.rank)
+                .count();
+            if tied > 1 {
+                let key = |d: &Candidate| {
+                    let name = demangle(name_of(names, d.name));
+                    let underscores = name.bytes().take_while(|&b| b == b'_').count();
+                    (
+                        std::cmp::Reverse(underscores),
+                        name.len(),
+                        std::cmp::Reverse(d.order),
+                    )
+                };
+                let best = (i..i + tied)
+                    .max_by_key(|&j| key(&self.candidates[j]))
+                    .unwrap_or(i);
+                self.candidates.swap(i, best);
+            }
+            i += tied.max(1);
+        }
         self.candidates.dedup_by_key(|c| c.start);
         let mut entries = Vec::with_capacity(self.candidates.len());
         for (i, c) in self.candidates.iter().enumerate() {

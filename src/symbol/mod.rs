@@ -32,6 +32,7 @@ mod dwarf;
 pub mod elf;
 pub mod kallsyms;
 pub mod maps;
+pub mod names;
 pub mod perfmap;
 pub mod symbolizer;
 

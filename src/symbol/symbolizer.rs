@@ -46,14 +46,20 @@ pub struct Loc {
     pub frames: Vec<Frame>,
     /// Why `sym` is `None`.
     pub unresolved: Option<Unresolved>,
+    /// The address as perf prints it in call chains and for unresolved symbols: relative to
+    /// the mapped file (its offset in the file, perf's `map_ip`), else the address itself.
+    pub rel_addr: u64,
+    /// The object as perf's `script` names it: the file's path as recorded, else as `dso`.
+    pub dso_path: Arc<str>,
 }
 
 impl Loc {
-    /// The symbol as a report shows it: the name, or the address in hex when unresolved.
+    /// The symbol as a report shows it: the name, or when unresolved the address as perf
+    /// prints it (relative to the file, 16 hex digits).
     pub fn sym_name(&self) -> String {
         match &self.sym {
             Some(s) => s.to_string(),
-            None => format!("{:#x}", self.addr),
+            None => format!("{:#018x}", self.rel_addr),
         }
     }
 
@@ -184,6 +190,8 @@ impl Symbolizer {
                             sym_offset: off + past,
                             frames: Vec::new(),
                             unresolved: None,
+                            rel_addr: 0,
+                            dso_path: Arc::default(),
                         }
                     }
                     None => {
@@ -210,6 +218,8 @@ impl Symbolizer {
                             sym_offset: a - j.start + past,
                             frames: Vec::new(),
                             unresolved: None,
+                            rel_addr: 0,
+                            dso_path: Arc::default(),
                         },
                         None => unresolved_loc(a, false, dso, Unresolved::Anonymous),
                     }
@@ -270,6 +280,7 @@ impl Symbolizer {
                 .collect()
         });
         let mut mismatches = Vec::new();
+        let mut paths: HashMap<FileIdx, Arc<str>> = HashMap::new();
         for (i, loc, m) in results.into_iter().flatten() {
             locs[i] = Some(loc);
             mismatches.extend(m);
@@ -278,7 +289,7 @@ impl Symbolizer {
         let locs = locs
             .into_iter()
             .zip(keys)
-            .map(|(l, &(_, frame))| {
+            .map(|(l, &(key, frame))| {
                 // A worker that panicked leaves its locations unset.
                 let l = l.unwrap_or_else(|| {
                     unresolved_loc(
@@ -288,8 +299,20 @@ impl Symbolizer {
                         Unresolved::NoSymbols,
                     )
                 });
+                let (rel_addr, dso_path) = match key {
+                    LocKey::File(f, off) => (
+                        off + (frame.address() - frame.lookup()),
+                        paths
+                            .entry(f)
+                            .or_insert_with(|| maps.file(f).path.to_string_lossy().into())
+                            .clone(),
+                    ),
+                    _ => (frame.address(), l.dso.clone()),
+                };
                 Loc {
                     addr: frame.address(),
+                    rel_addr,
+                    dso_path,
                     ..l
                 }
             })
@@ -368,6 +391,8 @@ fn unresolved_loc(addr: u64, kernel: bool, dso: Arc<str>, why: Unresolved) -> Lo
         sym_offset: 0,
         frames: Vec::new(),
         unresolved: Some(why),
+        rel_addr: 0,
+        dso_path: Arc::default(),
     }
 }
 
@@ -394,6 +419,8 @@ fn resolve_in(b: &Binary, frame: FrameAddress, offset: u64, dso: Arc<str>) -> Lo
                 dso,
                 file_addr: svma,
                 unresolved: sym.is_none().then_some(Unresolved::NoSymbols),
+                rel_addr: 0,
+                dso_path: Arc::default(),
                 sym,
                 sym_offset: off,
                 frames: s.frames,

@@ -1,8 +1,12 @@
 //! Kernel symbols only from the kernel that ran, where it ran. perf.data stores no kernel
 //! symbols, only the build-id of `[kernel.kallsyms]` and the address `_text` had; this machine's
 //! `/proc/kallsyms` is used only when its kernel build-id (`NT_GNU_BUILD_ID` in
-//! `/sys/kernel/notes`) is the recording's and `_text` is where it was. Every read of this
-//! machine's kernel facts is in this file.
+//! `/sys/kernel/notes`) is the recording's and `_text` is where it was. `perf record -z` and
+//! pipe mode write no build-ids: for those, the same kernel release (`OSRELEASE` against
+//! `/proc/sys/kernel/osrelease`) with `_text` exactly where the recording saw it stands in for
+//! the build-id (with KASLR, `_text` moves on every boot, so this is the same boot of the same
+//! kernel); without a recorded `_text` nothing fits. Every read of this machine's kernel facts
+//! is in this file.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -15,6 +19,14 @@ use crate::symbol::kallsyms::KernelSymbols;
 pub(super) const KERNEL_NOTES: &str = "/sys/kernel/notes";
 /// The running kernel's symbols.
 pub(super) const KALLSYMS: &str = "/proc/kallsyms";
+/// The running kernel's release.
+pub(super) const OSRELEASE: &str = "/proc/sys/kernel/osrelease";
+
+/// This machine's kernel release.
+pub(super) fn running_release() -> Option<String> {
+    let r = std::fs::read_to_string(OSRELEASE).ok()?;
+    Some(r.trim().to_string()).filter(|r| !r.is_empty())
+}
 
 /// What the recording's kernel build-id says about this machine's kernel symbols.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -27,6 +39,12 @@ pub enum KernelCheck {
     Matches {
         /// The build-id.
         build_id: String,
+    },
+    /// No build-id, but the recording's kernel release is this machine's: its symbols are used
+    /// when `_text` is where the recording saw it (the same boot).
+    SameRelease {
+        /// The release.
+        release: String,
     },
     /// The recording was made on another kernel.
     Differs {
@@ -76,7 +94,7 @@ impl Kallsyms {
 
     /// Waits for the reading thread, if it has not finished, and gives the verdict:
     /// `recorded_text` is where the recording's kernel image was (`_text`).
-    pub(super) fn settle(&mut self, recorded_text: Option<u64>) {
+    pub(super) fn settle(&mut self, recorded_text: Option<u64>, text_required: bool) {
         if !matches!(self, Kallsyms::Pending(_)) {
             return;
         }
@@ -88,6 +106,9 @@ impl Kallsyms {
             (Some(recorded), Some(running)) if recorded != running => {
                 Kallsyms::Relocated { recorded, running }
             }
+            (Some(_), Some(_)) => Kallsyms::Ready(syms),
+            // Without a build-id only `_text` ties the recording to this kernel.
+            _ if text_required => Kallsyms::None,
             _ => Kallsyms::Ready(syms),
         };
     }
@@ -118,12 +139,23 @@ pub fn build_id_from_notes(b: &[u8]) -> Option<String> {
     None
 }
 
-pub(super) fn kernel_check(build_ids: &[BuildIdEntry], running: Option<&str>) -> KernelCheck {
+pub(super) fn kernel_check(
+    build_ids: &[BuildIdEntry],
+    running: Option<&str>,
+    releases: (&str, Option<&str>),
+) -> KernelCheck {
     let Some(k) = build_ids
         .iter()
         .find(|e| e.kernel && e.path.starts_with("[kernel.kallsyms]"))
     else {
-        return KernelCheck::NoBuildId;
+        return match releases {
+            (recorded, Some(running)) if !recorded.is_empty() && recorded == running => {
+                KernelCheck::SameRelease {
+                    release: recorded.to_string(),
+                }
+            }
+            _ => KernelCheck::NoBuildId,
+        };
     };
     if running == Some(k.build_id.as_str()) {
         KernelCheck::Matches {

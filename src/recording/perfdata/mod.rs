@@ -84,7 +84,7 @@ use crate::symbol::kallsyms::KernelSymbols;
 use bytes::{FileBytes, streamable};
 use compressed::Source;
 use features::{parse_build_ids, parse_id_index};
-use kernel::{KALLSYMS, KERNEL_NOTES, Kallsyms, kernel_check};
+use kernel::{KALLSYMS, KERNEL_NOTES, Kallsyms, kernel_check, running_release};
 use layout::{MAGIC_BIG_ENDIAN, MAGIC_V1, PIPE_HEADER_SIZE, u64_at};
 use prepare::{Fail, prepare_file, prepare_file_with, prepare_pipe, prepare_pipe_with};
 use records::{BLOCK_BYTES_IN_PLACE, Sink, records_direct};
@@ -154,10 +154,15 @@ pub struct PerfData {
 impl PerfData {
     /// Reads `path`.
     pub fn read(path: &Path) -> Result<PerfData, PerfDataError> {
-        let running = running_kernel_build_id(Path::new(KERNEL_NOTES));
-        let kallsyms = Some(Path::new(KALLSYMS));
+        let build_id = running_kernel_build_id(Path::new(KERNEL_NOTES));
+        let release = running_release();
+        let running = Running {
+            build_id: build_id.as_deref(),
+            release: release.as_deref(),
+            kallsyms: Some(Path::new(KALLSYMS)),
+        };
         if let Some((sparse, data)) = streamable(path)
-            && let Some(p) = read_bytes(path, sparse, running.as_deref(), kallsyms, Some(data))?
+            && let Some(p) = read_bytes(path, sparse, &running, Some(data))?
         {
             return Ok(p);
         }
@@ -165,7 +170,7 @@ impl PerfData {
             path: path.to_path_buf(),
             source,
         })?;
-        from_bytes_with(path, bytes, running.as_deref(), kallsyms)
+        from_bytes_with(path, bytes, &running)
     }
 
     /// The data section on disk, when the records are read from the file as they are walked
@@ -185,7 +190,10 @@ impl PerfData {
     /// recording's was (perf's `[kernel.kallsyms]_text` MMAP record says where).
     fn kallsyms(&self) -> std::sync::MutexGuard<'_, Kallsyms> {
         let mut k = self.kallsyms.lock().unwrap_or_else(|e| e.into_inner());
-        k.settle(self.recorded_text);
+        k.settle(
+            self.recorded_text,
+            matches!(self.info.kernel, KernelCheck::SameRelease { .. }),
+        );
         k
     }
 
@@ -226,6 +234,10 @@ impl PerfData {
         match self.info.kernel {
             KernelCheck::Differs { .. } => Unresolved::KernelMismatch,
             KernelCheck::NoBuildId => Unresolved::NoKernelBuildId,
+            KernelCheck::SameRelease { .. } if self.kernel_relocated().is_some() => {
+                Unresolved::KernelRelocated
+            }
+            KernelCheck::SameRelease { .. } => Unresolved::NoKernelBuildId,
             KernelCheck::Matches { .. } if self.kernel_relocated().is_some() => {
                 Unresolved::KernelRelocated
             }
@@ -253,25 +265,30 @@ pub fn from_bytes(
     b: &[u8],
     running_kernel: Option<&str>,
 ) -> Result<PerfData, PerfDataError> {
-    from_bytes_with(path, b.to_vec(), running_kernel, None)
+    let running = Running {
+        build_id: running_kernel,
+        release: None,
+        kallsyms: None,
+    };
+    from_bytes_with(path, b.to_vec(), &running)
 }
 
-/// [`from_bytes`], and with `kallsyms` (the running kernel's symbols) read and parsed on
-/// another thread when the recording's kernel is this one, while the records are read.
+/// What is known of this machine's kernel: its build-id, its release, and where its symbols
+/// are (read and parsed on another thread, while the records are read, when the recording's
+/// kernel is this one).
+struct Running<'a> {
+    build_id: Option<&'a str>,
+    release: Option<&'a str>,
+    kallsyms: Option<&'a Path>,
+}
+
+/// [`from_bytes`] with this machine's kernel facts.
 fn from_bytes_with(
     path: &Path,
     bytes: Vec<u8>,
-    running_kernel: Option<&str>,
-    kallsyms: Option<&Path>,
+    running: &Running<'_>,
 ) -> Result<PerfData, PerfDataError> {
-    read_bytes(
-        path,
-        FileBytes::Whole(bytes),
-        running_kernel,
-        kallsyms,
-        None,
-    )?
-    .ok_or_else(|| {
+    read_bytes(path, FileBytes::Whole(bytes), running, None)?.ok_or_else(|| {
         // Only a file read in chunks can need the whole-file path.
         fail(path, Fail::Damaged("the records could not be read".into()))
     })
@@ -283,8 +300,7 @@ fn from_bytes_with(
 fn read_bytes(
     path: &Path,
     bytes: FileBytes,
-    running_kernel: Option<&str>,
-    kallsyms: Option<&Path>,
+    running: &Running<'_>,
     data: Option<DataFile>,
 ) -> Result<Option<PerfData>, PerfDataError> {
     let b = &bytes[..];
@@ -352,8 +368,12 @@ fn read_bytes(
     for r in &p.build_id_records {
         parse_build_ids(r, &mut info.build_ids);
     }
-    info.kernel = kernel_check(&info.build_ids, running_kernel);
-    let pending = match (&info.kernel, kallsyms) {
+    info.kernel = kernel_check(
+        &info.build_ids,
+        running.build_id,
+        (&meta.kernel_release, running.release),
+    );
+    let mut pending = match (&info.kernel, running.kallsyms) {
         (KernelCheck::Matches { .. }, Some(k)) => Kallsyms::start(k),
         _ => Kallsyms::None,
     };
@@ -400,6 +420,14 @@ fn read_bytes(
         None
     };
     let (mut blocks, mut t, recorded_text) = sink.finish();
+    // Without a build-id, only the kernel's address in the recording can tie it to this boot.
+    if matches!(info.kernel, KernelCheck::SameRelease { .. }) {
+        match (recorded_text, running.kallsyms) {
+            (None, _) => info.kernel = KernelCheck::NoBuildId,
+            (Some(_), Some(k)) => pending = Kallsyms::start(k),
+            (Some(_), None) => {}
+        }
+    }
     if data.is_some() {
         blocks.clear();
     } else if in_place

@@ -308,13 +308,12 @@ fn kernel_symbols_only_where_the_kernel_was_loaded() {
     let b = file(&synth());
     let read_with = |text: &str| {
         std::fs::write(&kallsyms, text).unwrap();
-        from_bytes_with(
-            Path::new("t.data"),
-            b.clone(),
-            Some(KERNEL_ID),
-            Some(&kallsyms),
-        )
-        .unwrap()
+        let running = Running {
+            build_id: Some(KERNEL_ID),
+            release: None,
+            kallsyms: Some(&kallsyms),
+        };
+        from_bytes_with(Path::new("t.data"), b.clone(), &running).unwrap()
     };
     // Loaded where it was: this machine's symbols name the kernel sample.
     let p = read_with(
@@ -337,6 +336,49 @@ fn kernel_symbols_only_where_the_kernel_was_loaded() {
     assert!(p.kernel_symbols().is_empty());
     assert_eq!(p.kernel_unresolved(), Unresolved::KernelRelocated);
     assert!(p.side("kallsyms").is_none());
+}
+
+/// Without a kernel build-id (`perf record -z`, pipe mode), this machine's symbols are used when
+/// the recording's kernel release is this machine's and `_text` is where the recording saw it.
+#[test]
+fn kernel_symbols_without_a_build_id_from_the_same_release_and_boot() {
+    let dir = tempfile::tempdir().unwrap();
+    let kallsyms = dir.path().join("kallsyms");
+    let mut s = synth();
+    s.features.retain(|(f, _)| *f != feature::BUILD_ID);
+    s.features.push((feature::OSRELEASE, string("6.1.0-test")));
+    s.features.sort_by_key(|(f, _)| *f);
+    let b = file(&s);
+    let read_with = |release: &str, text: &str| {
+        std::fs::write(&kallsyms, text).unwrap();
+        let running = Running {
+            build_id: Some(KERNEL_ID),
+            release: Some(release),
+            kallsyms: Some(&kallsyms),
+        };
+        from_bytes_with(Path::new("t.data"), b.clone(), &running).unwrap()
+    };
+    let here = "ffffffff81000000 T _text\nffffffff81000010 T do_work\n";
+    let p = read_with("6.1.0-test", here);
+    assert!(
+        matches!(p.info.kernel, KernelCheck::SameRelease { .. }),
+        "{:?} {:?}",
+        p.info.kernel,
+        p.meta.kernel_release
+    );
+    assert!(p.kernel_symbols().lookup(0xffff_ffff_8100_0010).is_some());
+    // Another boot: `_text` moved.
+    let p = read_with(
+        "6.1.0-test",
+        "ffffffff9a000000 T _text\nffffffff9a000010 T do_work\n",
+    );
+    assert!(p.kernel_symbols().is_empty());
+    assert_eq!(p.kernel_unresolved(), Unresolved::KernelRelocated);
+    // Another release: nothing ties the recording to this kernel.
+    let p = read_with("6.2.0-other", here);
+    assert_eq!(p.info.kernel, KernelCheck::NoBuildId);
+    assert!(p.kernel_symbols().is_empty());
+    assert_eq!(p.kernel_unresolved(), Unresolved::NoKernelBuildId);
 }
 
 #[test]
