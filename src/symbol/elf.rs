@@ -204,6 +204,10 @@ fn parse_elf<'a, Elf: FileHeader<Endian = Endianness>>(
             if machine == elf::EM_X86_64 || machine == elf::EM_386 {
                 info.plt = plt_stubs(endian, data, &sections, &table);
             }
+            if machine == elf::EM_X86_64 {
+                info.plt
+                    .extend(plt_got_stubs(endian, data, &sections, &table));
+            }
         }
     }
     Ok(info)
@@ -244,6 +248,60 @@ fn plt_stubs<'a, Elf: FileHeader<Endian = Endianness>>(
                 let addr = base + STUB * (i as u64 + first);
                 (addr, super::names::plt(&String::from_utf8_lossy(name)))
             })
+        })
+        .collect()
+}
+
+/// `.plt.got` stubs (x86-64), named `sym@plt` after the GOT slot they jump through: each
+/// stub is `[endbr64] jmp *disp(%rip)` into a slot that a `GLOB_DAT` (or `JUMP_SLOT`)
+/// relocation of `.rela.dyn` fills with the function (the linker makes these for functions
+/// whose address is also taken, or with `-z now`). perf 6.1 leaves them unnamed.
+fn plt_got_stubs<'a, Elf: FileHeader<Endian = Endianness>>(
+    endian: Endianness,
+    data: Data<'a>,
+    sections: &SectionTable<'a, Elf, Data<'a>>,
+    dynsym: &SymbolTable<'a, Elf, Data<'a>>,
+) -> Vec<(u64, String)> {
+    let by_name = |n: &[u8]| sections.section_by_name(endian, n).map(|(_, s)| s);
+    let (Some(stubs), Some(rela)) = (by_name(b".plt.got"), by_name(b".rela.dyn")) else {
+        return Vec::new();
+    };
+    let base: u64 = stubs.sh_addr(endian).into();
+    let entsize = match stubs.sh_entsize(endian).into() {
+        e @ (8 | 16) => e as usize,
+        _ => 8,
+    };
+    // Stubs are a few bytes each: a section too big for that is damage, not stubs.
+    let Some(bytes) = stubs.data(endian, data).ok().filter(|b| b.len() <= 1 << 20) else {
+        return Vec::new();
+    };
+    let Ok(Some((relocs, _))) = rela.rela(endian, data) else {
+        return Vec::new();
+    };
+    let slots: std::collections::HashMap<u64, u32> = relocs
+        .iter()
+        .filter(|r| {
+            let t = r.r_type(endian, false);
+            t == elf::R_X86_64_GLOB_DAT || t == elf::R_X86_64_JUMP_SLOT
+        })
+        .map(|r| (r.r_offset(endian).into(), r.r_sym(endian, false)))
+        .collect();
+    let strings = dynsym.strings();
+    bytes
+        .chunks_exact(entsize)
+        .enumerate()
+        .filter_map(|(i, stub)| {
+            let at = stub.windows(2).position(|w| w == [0xff, 0x25])?;
+            let disp = i32::from_le_bytes(stub.get(at + 2..at + 6)?.try_into().ok()?);
+            let addr = base.wrapping_add((i * entsize) as u64);
+            let slot = addr
+                .wrapping_add(at as u64 + 6)
+                .wrapping_add_signed(i64::from(disp));
+            let sym = dynsym
+                .symbol(object::SymbolIndex(*slots.get(&slot)? as usize))
+                .ok()?;
+            let name = sym.name(endian, strings).ok()?;
+            (!name.is_empty()).then(|| (addr, super::names::plt(&String::from_utf8_lossy(name))))
         })
         .collect()
 }

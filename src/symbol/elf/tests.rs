@@ -281,11 +281,14 @@ fn stripped_shared_library_keeps_dynsym_names() {
     }
 }
 
-/// `<name@plt>` labels and addresses as objdump disassembles them in `.plt`/`.plt.sec`
-/// (not `.plt.got`, whose stubs perf leaves unnamed too).
-fn objdump_plt(path: &Path) -> Vec<(u64, String)> {
+/// `<name@plt>` labels and addresses as objdump disassembles them in `sections`.
+fn objdump_plt_in(path: &Path, sections: &[&str]) -> Vec<(u64, String)> {
+    let mut args = vec!["-d"];
+    for s in sections {
+        args.extend(["-j", s]);
+    }
     let out = Command::new("objdump")
-        .args(["-d", "-j", ".plt", "-j", ".plt.sec"])
+        .args(&args)
         .arg(path)
         .output()
         .unwrap();
@@ -298,6 +301,27 @@ fn objdump_plt(path: &Path) -> Vec<(u64, String)> {
                 .then(|| Some((u64::from_str_radix(addr.trim(), 16).ok()?, name.to_string())))?
         })
         .collect()
+}
+
+/// The same in `.plt`/`.plt.sec`.
+fn objdump_plt(path: &Path) -> Vec<(u64, String)> {
+    objdump_plt_in(path, &[".plt", ".plt.sec"])
+}
+
+/// `.plt.got` stubs (functions whose address is also taken, here `__cxa_finalize` and
+/// `malloc`) are named after their GOT slot's relocation, as objdump labels them.
+#[test]
+fn plt_got_stubs_are_named_after_their_got_slot() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = "#include <stdlib.h>\n#include <stdio.h>\nvoid *(*volatile alloc)(size_t) = malloc;\nint main(void) { void *a = alloc(16); void *b = malloc(32); printf(\"%p %p\\n\", a, b); free(a); free(b); return 0; }\n";
+    let bin = gcc(dir.path(), "gotplt", src, &["-O2", "-Wl,-z,now"]);
+    let want = objdump_plt_in(&bin, &[".plt.got"]);
+    assert!(!want.is_empty(), "no .plt.got stubs to check");
+    let binary = Binary::load(&bin, None, &no_debug_dirs()).unwrap();
+    for (addr, n) in &want {
+        let sym = binary.symbolize(addr + 2).unwrap().sym.unwrap();
+        assert_eq!((&*sym.name, sym.start), (n.as_str(), *addr));
+    }
 }
 
 #[test]
