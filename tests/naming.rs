@@ -4,9 +4,11 @@
 //! * every C++ symbol of libstdc++ against `c++filt -p` (libiberty, the demangler perf uses),
 //!   and every Rust symbol of a Rust binary: nothing that demangles is left mangled, nothing
 //!   is cut;
-//! * recordings of a C++ program (`-O2 -g`: templates, lambdas, `std::function`, virtual
-//!   calls, `std::sort`, `std::unordered_map`) by `perf record -g`, `--call-graph dwarf` and
-//!   `-z`: `hrec report --sort sym` names and percentages equal `perf report --sort sym`'s.
+//! * recordings of a C program, a C++ program (`-O2 -g`: templates, lambdas,
+//!   `std::function`, virtual calls, `std::sort`, `std::unordered_map`) and a Rust program
+//!   (release with debug info: closures, trait objects, generics) by `perf record -g`,
+//!   `--call-graph dwarf` and `-z`: `hrec report --sort sym` names and percentages equal
+//!   `perf report --sort sym`'s, and `hrec script`'s frames perf script's.
 
 mod support;
 
@@ -119,7 +121,7 @@ fn every_rust_symbol_of_a_rust_binary_demangles_as_libiberty_prints_it() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let Some(bin) = build(dir.path(), "shapes.rs") else {
+    let Some(bin) = build(dir.path(), "names/shapes.rs") else {
         return;
     };
     let o = Command::new("nm").arg(&bin).output().unwrap();
@@ -185,14 +187,20 @@ fn every_rust_symbol_of_a_rust_binary_demangles_as_libiberty_prints_it() {
     );
 }
 
-/// Compiles a fixture of `tests/fixtures/names/` into `dir`.
+/// Compiles a fixture (a path under `tests/fixtures/`) into `dir`.
 fn build(dir: &Path, fixture: &str) -> Option<PathBuf> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/names")
+        .join("tests/fixtures")
         .join(fixture);
-    let out = dir.join(fixture.split('.').next().unwrap());
-    let mut c = if fixture.ends_with(".cpp") {
-        let mut c = Command::new("g++");
+    let stem = src.file_stem().unwrap().to_string_lossy().into_owned();
+    let out = dir.join(stem);
+    let mut c = if fixture.ends_with(".cpp") || fixture.ends_with(".c") {
+        let cc = if fixture.ends_with(".c") {
+            "gcc"
+        } else {
+            "g++"
+        };
+        let mut c = Command::new(cc);
         c.args(["-O2", "-g", "-o"]).arg(&out).arg(&src);
         c
     } else {
@@ -361,7 +369,17 @@ fn cpp_and_rust_recordings_are_named_as_perf_names_them() {
     }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    if let Some(book) = build(d, "book.cpp") {
+    if let Some(work) = build(d, "recordings/root/tmp/hrec-fixture/work.c") {
+        same_names_as_perf(d, &work, "30000000", "c.data", &["-g"]);
+        same_names_as_perf(
+            d,
+            &work,
+            "30000000",
+            "c-dwarf-z.data",
+            &["-z", "--call-graph", "dwarf"],
+        );
+    }
+    if let Some(book) = build(d, "names/book.cpp") {
         same_names_as_perf(d, &book, "3000000", "fp.data", &["-g"]);
         same_names_as_perf(
             d,
@@ -373,7 +391,7 @@ fn cpp_and_rust_recordings_are_named_as_perf_names_them() {
         // `-z` writes no build-ids: kernel frames are named from the same release and boot.
         same_names_as_perf(d, &book, "3000000", "z.data", &["-z", "-g"]);
     }
-    if let Some(shapes) = build(d, "shapes.rs") {
+    if let Some(shapes) = build(d, "names/shapes.rs") {
         same_names_as_perf(d, &shapes, "3000000", "rust.data", &["-g"]);
         same_names_as_perf(
             d,
