@@ -613,7 +613,10 @@ fn parse_call_graph(s: &str) -> Result<CallGraph, String> {
             }
             Ok(CallGraph::Dwarf { stack_size: n })
         }
-        ("lbr", _) => Err("--call-graph lbr is not supported yet; use fp or dwarf".to_string()),
+        ("lbr", _) => Err(
+            "--call-graph lbr needs the CPU's last branch records, which hrec does not read yet; use fp or dwarf"
+                .to_string(),
+        ),
         _ => Err(format!("expected fp or dwarf[,SIZE], found {s:?}")),
     }
 }
@@ -687,9 +690,8 @@ impl RecordArgs {
         if matches!(target, Target::Pids(_) | Target::Tids(_)) && !self.command.is_empty() {
             return Err("a command cannot be combined with -p or -t".into());
         }
-        if self.g && self.call_graph.is_some_and(|c| c != CallGraph::Fp) {
-            return Err("-g means --call-graph fp; give only one of them".into());
-        }
+        // As in perf: `-g` turns call graphs on (frame pointers unless said otherwise) and
+        // `--call-graph MODE` picks the mode, so `-g --call-graph dwarf` records dwarf.
         let call_graph = self.call_graph.or(self.g.then_some(CallGraph::Fp));
         Ok(RecordConfig {
             options: RecordOptions {
@@ -754,6 +756,20 @@ mod tests {
         assert_eq!(r.mmap_pages, Some(64));
         assert_eq!(r.command, ["ls", "-l"]);
         assert_eq!(r.output, PathBuf::from("x.data"));
+        // `-g` with a mode: the mode (perf's rule), `=` or a space.
+        for args in [
+            &["-g", "--call-graph", "dwarf"][..],
+            &["--call-graph=dwarf", "-g"],
+        ] {
+            let r = record(args).unwrap();
+            assert_eq!(
+                r.options.call_graph,
+                Some(CallGraph::Dwarf {
+                    stack_size: DEFAULT_DWARF_STACK
+                }),
+                "{args:?}"
+            );
+        }
         let r = record(&["-C", "0-3", "--call-graph", "dwarf,4096"]).unwrap();
         assert_eq!(r.options.target, Target::Cpus("0-3".parse().unwrap()));
         assert_eq!(
@@ -784,7 +800,7 @@ mod tests {
         assert!(
             record(&["--call-graph", "lbr"])
                 .unwrap_err()
-                .contains("not supported yet")
+                .contains("use fp or dwarf")
         );
         assert!(record(&["--call-graph", "dwarf,7"]).is_err());
         assert!(record(&["--json", "--", "true"]).is_err());
