@@ -22,3 +22,4 @@ pub mod record;
 pub mod recording;
 pub mod stat;
 pub mod symbol;
+pub mod unwind;

@@ -293,10 +293,12 @@ fn same_names_as_perf(dir: &Path, program: &Path, arg: &str, name: &str, opts: &
         .take(10)
         .collect();
     assert!(total > 99.0, "{name}: perf's rows add up to {total}");
-    // `script`: every frame both resolve has the same name at the same address. Not yet for
-    // `--call-graph dwarf`: perf unwinds those stacks (and lists inlined functions in them),
-    // hrec does not until issue 14 lands.
+    // `--call-graph dwarf`: perf unwinds the stacks and lists the functions inlined at each
+    // address (`name (inlined)`), as `hrec script --inline` does: the same stacks, names and
+    // addresses for at least 98% of the samples (frames either leaves unresolved count as
+    // equal).
     if opts.contains(&"dwarf") {
+        same_dwarf_stacks_as_perf(dir, name);
         return;
     }
     let frames = |out: &str| -> Vec<Vec<(String, String)>> {
@@ -328,6 +330,10 @@ fn same_names_as_perf(dir: &Path, program: &Path, arg: &str, name: &str, opts: &
     let (mut compared, mut bad) = (0, Vec::new());
     for (p, h) in perf_frames.iter().zip(&hrec_frames) {
         for (i, (pf, hf)) in p.iter().zip(h).enumerate() {
+            // A frame neither resolves (frame-pointer garbage) is not compared at all.
+            if pf.1 == "[unknown]" && hf.1.starts_with('[') {
+                continue;
+            }
             assert_eq!(
                 pf.0, hf.0,
                 "{name}: frame address in\nperf: {p:?}\nhrec: {h:?}"
@@ -359,6 +365,48 @@ fn same_names_as_perf(dir: &Path, program: &Path, arg: &str, name: &str, opts: &
         same >= 0.995 * total,
         "{name} {opts:?}: {same:.2}% of {total:.2}% named alike; perf rows hrec does not have: {differ:?}\nhrec: {:?}",
         &hrec[..hrec.len().min(10)]
+    );
+}
+
+/// Unwound stacks of `--call-graph dwarf` samples against perf's (see `same_names_as_perf`).
+fn same_dwarf_stacks_as_perf(dir: &Path, name: &str) {
+    let stacks = |out: &str| -> Vec<Vec<(String, String)>> {
+        out.split("\n\n")
+            .map(|sample| {
+                sample
+                    .lines()
+                    .filter(|l| l.starts_with('\t'))
+                    .filter_map(|l| {
+                        let (ip, sym) = l.trim().split_once(' ')?;
+                        let sym = sym.trim().trim_end_matches(" (inlined)");
+                        let sym = if sym.starts_with('[') { "?" } else { sym };
+                        Some((ip.to_string(), sym.to_string()))
+                    })
+                    .collect()
+            })
+            .filter(|f: &Vec<_>| !f.is_empty())
+            .collect()
+    };
+    let perf = stacks(&run(dir, "perf", &["script", "-F", "ip,sym", "-i", name]));
+    let hrec = stacks(&run(
+        dir,
+        env!("CARGO_BIN_EXE_hrec"),
+        &["script", "--inline", "-F", "ip,sym", "-i", name],
+    ));
+    assert_eq!(perf.len(), hrec.len(), "{name}: samples");
+    let differ: Vec<_> = perf.iter().zip(&hrec).filter(|(p, h)| p != h).collect();
+    let deep = perf.iter().filter(|p| p.len() > 3).count();
+    assert!(
+        deep * 2 > perf.len(),
+        "{name}: perf unwound too few stacks to compare"
+    );
+    assert!(
+        differ.len() * 50 <= perf.len(),
+        "{name}: {} of {} stacks differ from perf's; first:\nperf {:?}\nhrec {:?}",
+        differ.len(),
+        perf.len(),
+        differ.first().map(|d| d.0),
+        differ.first().map(|d| d.1)
     );
 }
 

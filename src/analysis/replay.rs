@@ -22,6 +22,7 @@ use crate::recording::{Comms, Recording};
 use crate::symbol::maps::{AddressSpaces, Mapping};
 use crate::symbol::symbolizer::{LocKey, Symbolizer};
 use crate::symbol::{FrameAddress, kallsyms};
+use crate::unwind::Unwinder;
 
 use super::FastMap;
 use super::profile::{EventInfo, Folder, NONE, Profile, ProfileOptions, SampleView, resolution};
@@ -64,6 +65,10 @@ pub struct Replay {
     time: Option<(u64, u64)>,
     filtered_by_time: u64,
     frames: Vec<u32>,
+    user_frames: Vec<FrameAddress>,
+    unwinder: Unwinder,
+    /// Each event's `sample_regs_user`.
+    regs_mask: Vec<u64>,
 }
 
 impl Replay {
@@ -112,6 +117,13 @@ impl Replay {
             time: opts.time,
             filtered_by_time: 0,
             frames: Vec::new(),
+            user_frames: Vec::new(),
+            unwinder: Unwinder::new(opts.symfs.clone()),
+            regs_mask: meta
+                .events
+                .iter()
+                .map(|e| e.attr.sample_regs_user)
+                .collect(),
         }
     }
 
@@ -203,6 +215,7 @@ impl Replay {
                 Record::Sample(s) => s,
                 other => {
                     self.last_map = None;
+                    self.unwinder.apply(other);
                     self.maps.apply(other);
                     self.comms.apply(other);
                     match other {
@@ -238,6 +251,18 @@ impl Replay {
             // the ip.
             let mut frames = std::mem::take(&mut self.frames);
             frames.clear();
+            // With the user registers and stack (`--call-graph dwarf`), the user part of the
+            // stack is unwound; the callchain then gives the kernel part (as perf joins them).
+            let mut user = std::mem::take(&mut self.user_frames);
+            user.clear();
+            let unwound = match (&s.regs_user, &s.stack_user) {
+                (Some(regs), Some(stack)) if stack.dyn_size.is_some_and(|d| d > 0) => {
+                    self.unwinder
+                        .unwind(pid, self.regs_mask[ev], regs, stack, &mut user);
+                    !user.is_empty()
+                }
+                _ => false,
+            };
             if let Some(chain) = &s.callchain {
                 let mut kernel = kernel_mode;
                 let mut first = true;
@@ -251,9 +276,19 @@ impl Replay {
                         continue;
                     }
                     first = false;
+                    if unwound && !kernel {
+                        continue;
+                    }
                     frames.push(self.loc(pid, FrameAddress::Return(a), kernel));
                 }
             }
+            // The unwound stack starts at the user IP: the sample's own when it was taken in
+            // user mode (the leaf, already counted), else where the kernel was entered.
+            let skip = usize::from(!kernel_mode && user.first() == Some(&FrameAddress::Ip(ip)));
+            for &f in user.iter().skip(skip) {
+                frames.push(self.loc(pid, f, false));
+            }
+            self.user_frames = user;
             let td = match (&s.read, s.event_id()) {
                 (Some(read), Some(id)) => {
                     let per_thread = self.inherit[ev].then_some(tid);

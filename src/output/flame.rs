@@ -163,8 +163,8 @@ fn clean_comm(s: &str) -> String {
     clean(s).replace(' ', "_")
 }
 
-/// The frame names of a location, outer function first, inline frames expanded and
-/// unresolved locations labelled (`hrec script` prints the same names).
+/// The frame names of a location, outer function first, inline frames expanded and named from
+/// DWARF, unresolved locations labelled (`hrec script --inline` prints the same names).
 pub fn frame_names_pub(l: &Loc, out: &mut Vec<String>) {
     frame_names(l, false, out);
 }
@@ -176,10 +176,13 @@ fn frame_names(l: &Loc, leaf_only: bool, out: &mut Vec<String>) {
         out.push(clean(&format!("[{dso}: {why}]")));
         return;
     }
-    // Outer function first: the inline chain is innermost first.
+    // Outer function first: the inline chain is innermost first. Expanded, every frame is
+    // named from DWARF, the function itself too (perf's names in an address's inline chain),
+    // else by its symbol-table name.
     let n = l.frames.len();
-    if !leaf_only && n > 1 {
-        out.push(clean(&l.sym_name()));
+    if !leaf_only && n > 0 {
+        let outer = l.frames[n - 1].function.as_deref();
+        out.push(clean(&outer.map_or_else(|| l.sym_name(), str::to_string)));
         for f in l.frames[..n - 1].iter().rev() {
             out.push(clean(f.function.as_deref().unwrap_or("??")));
         }

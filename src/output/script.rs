@@ -140,8 +140,17 @@ fn frames_of(
     chain: bool,
     out: &mut Vec<(u64, String, Option<u64>, String)>,
 ) {
+    // With the inline chain every frame is named from DWARF, the function itself too, as
+    // perf lists an address's inline chain; without it the function has its symbol-table
+    // name, as perf prints a call-chain entry.
     let mut names = Vec::new();
     flame::frame_names_pub(l, &mut names);
+    if !with_inline {
+        names = vec![match &l.sym {
+            Some(_) => l.sym_name(),
+            None => names.first().cloned().unwrap_or_default(),
+        }];
+    }
     // `names` is outer function first; script lists the innermost first.
     let n = names.len();
     for (i, name) in names.into_iter().rev().enumerate() {

@@ -39,35 +39,7 @@ pub mod symbolizer;
 use std::fmt;
 use std::sync::Arc;
 
-/// An address of a stack frame, with its kind (framehop's `FrameAddress`): the sampled
-/// instruction, or a return address found in a call chain or by unwinding. A return address
-/// points after the call, possibly into the next function or the next line, so it is looked
-/// up one byte earlier, inside the call instruction; it is printed as it is, as perf prints
-/// it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum FrameAddress {
-    /// The instruction that was executing.
-    Ip(u64),
-    /// Where a call returns to.
-    Return(u64),
-}
-
-impl FrameAddress {
-    /// The address as recorded (what `script` prints).
-    pub fn address(self) -> u64 {
-        match self {
-            FrameAddress::Ip(a) | FrameAddress::Return(a) => a,
-        }
-    }
-
-    /// The address to symbolize: inside the instruction the frame was executing.
-    pub fn lookup(self) -> u64 {
-        match self {
-            FrameAddress::Ip(a) => a,
-            FrameAddress::Return(a) => a.saturating_sub(1),
-        }
-    }
-}
+pub use crate::unwind::FrameAddress;
 
 /// One frame of an address's inline chain, from DWARF.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

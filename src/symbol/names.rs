@@ -99,7 +99,36 @@ fn cpp(raw: &str) -> Option<String> {
     let opts = cpp_demangle::DemangleOptions::new()
         .no_params()
         .no_return_type();
-    demangle_with(&m, &opts)
+    let name = demangle_with(&m, &opts).or_else(|| name_only(&m, &opts))?;
+    // In a local name (`_ZZ <function> E <entity>`) cpp_demangle prints the entity's own
+    // qualifiers (a lambda's `operator() const`), which belong to its parameter list and
+    // which libiberty leaves out with it.
+    Some(if m.starts_with("_ZZ") {
+        let mut n = name.as_str();
+        while let Some(rest) = [" const", " volatile", " restrict", " &&", " &"]
+            .iter()
+            .find_map(|q| n.strip_suffix(q))
+        {
+            n = rest;
+        }
+        n.to_string()
+    } else {
+        name
+    })
+}
+
+/// A name cpp_demangle cannot parse whole (GCC's `srSt9__is_charIT_E7__valueE` in an
+/// `enable_if` return type, which libiberty reads): what is printed is the name, which comes
+/// first in the encoding, so the longest prefix that parses gives it; the return type and
+/// parameters it leaves out are not printed anyway. Bounded: names this long are not retried.
+fn name_only(m: &str, opts: &cpp_demangle::DemangleOptions) -> Option<String> {
+    if m.len() > 1024 {
+        return None;
+    }
+    (4..m.len())
+        .rev()
+        .filter(|&end| m.is_char_boundary(end))
+        .find_map(|end| demangle_with(&m[..end], opts))
 }
 
 fn demangle_with(mangled: &str, opts: &cpp_demangle::DemangleOptions) -> Option<String> {
@@ -191,6 +220,11 @@ mod tests {
                 "std::_Function_handler<unsigned long (unsigned long), ledger::Book::Book()::{lambda(unsigned long)#2}>::_M_invoke",
             ),
             ("_ZN6ledger4Book3runEm", "ledger::Book::run"),
+            // A lambda's call operator: its `const` goes with its parameters.
+            (
+                "_ZZN6ledger4BookC4EvENKUlmE_clEm",
+                "ledger::Book::Book()::{lambda(unsigned long)#1}::operator()",
+            ),
             ("_ZNK3foo3barEv", "foo::bar"),
             // The ref-qualifier of a member function goes with its parameters.
             (
@@ -199,6 +233,11 @@ mod tests {
             ),
             ("_ZNKSs11_M_disjunctEPKc", "std::string::_M_disjunct"),
             ("_Znwm", "operator new"),
+            // An expression cpp_demangle cannot parse, in the return type perf does not print.
+            (
+                "_ZSteqIcEN9__gnu_cxx11__enable_ifIXsrSt9__is_charIT_E7__valueEbE6__typeERKNSt7__cxx1112basic_stringIS3_St11char_traitsIS3_ESaIS3_EEESE_",
+                "std::operator==<char>",
+            ),
             // Special names keep the inner function's parameters.
             (
                 "_ZThn16_NSdD1Ev",

@@ -1,0 +1,513 @@
+//! User-space stack unwinding of samples that carry the user registers and a copy of the user
+//! stack (`PERF_SAMPLE_REGS_USER` + `PERF_SAMPLE_STACK_USER`, `--call-graph dwarf`): the stage
+//! between ordering and symbolization.
+//!
+//! **Rules from `.eh_frame`** (framehop, written for exactly this by the samply author). Each
+//! process gets its own framehop unwinder holding one module per executable file mapping, kept
+//! in step with the records as they come in time order: an MMAP of executable code adds a
+//! module (replacing any it overlaps), exec empties the process, a forked process starts with
+//! its parent's modules, the exit of the main thread drops the process. A file's unwind data
+//! (`.eh_frame`, `.eh_frame_hdr`, and the `.text` and `.got` addresses its pointer encodings
+//! are relative to) is read once and shared by every process that maps it.
+//!
+//! **Where a file sits.** framehop wants the address the file's first PT_LOAD would have: the
+//! mapping covers the file range `[pgoff, pgoff + len)`, and the PT_LOAD whose file range
+//! contains it, or lies inside it, gives the bias between file and process addresses (the
+//! segment that merely contains `pgoff` can be the wrong one: linkers leave gaps between the
+//! file layout and the address layout).
+//!
+//! **The walk** starts from the sampled IP, SP and BP (perf's register numbers 8, 7 and 6, in
+//! the order of the attr's `sample_regs_user`) and reads the stack only from the copied bytes
+//! (the first `dyn_size`); it ends at the process root, or keeps the frames found when the
+//! rules or the copy run out. The first frame is the instruction pointer; each caller is
+//! given as the byte before its return address, inside the call instruction, which is what
+//! perf's unwinder reports and prints (its frame-pointer chains keep the return address).
+//!
+//! Nothing read from files or samples is trusted: sections larger than the file are not read,
+//! stack reads outside the copy fail the walk there, and the walk is bounded.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::ops::Range;
+use std::os::unix::fs::FileExt as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
+use framehop::{ExplicitModuleSectionInfo, Module, Unwinder as _};
+use object::read::ReadCache;
+use object::{Object as _, ObjectSection as _, ObjectSegment as _};
+
+use crate::decode::{Record, Regs, StackUser};
+
+/// An address of a stack frame, with its kind (framehop's `FrameAddress`): the sampled
+/// instruction, or a return address found in a call chain or by unwinding. A return address
+/// points after the call, possibly into the next function or the next line, so it is looked
+/// up one byte earlier, inside the call instruction; it is printed as it is, as perf prints
+/// it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FrameAddress {
+    /// The instruction that was executing.
+    Ip(u64),
+    /// Where a call returns to.
+    Return(u64),
+}
+
+impl FrameAddress {
+    /// The address as recorded (what `script` prints).
+    pub fn address(self) -> u64 {
+        match self {
+            FrameAddress::Ip(a) | FrameAddress::Return(a) => a,
+        }
+    }
+
+    /// The address to symbolize: inside the instruction the frame was executing.
+    pub fn lookup(self) -> u64 {
+        match self {
+            FrameAddress::Ip(a) => a,
+            FrameAddress::Return(a) => a.saturating_sub(1),
+        }
+    }
+}
+
+/// perf's x86 register numbers.
+const REG_BP: u32 = 6;
+const REG_SP: u32 = 7;
+const REG_IP: u32 = 8;
+/// `PROT_EXEC`.
+const PROT_EXEC: u32 = 4;
+/// Frames of one stack at most.
+const MAX_FRAMES: usize = 1024;
+/// framehop's module ranges are relative to `base_avma` in 32 bits.
+const MAX_MODULE: u64 = u32::MAX as u64;
+
+/// The unwind data of one ELF file, shared by every process that maps it.
+#[derive(Debug)]
+struct FileInfo {
+    /// PT_LOAD segments: (p_vaddr, p_offset, p_filesz).
+    segments: Vec<(u64, u64, u64)>,
+    text: Option<Range<u64>>,
+    got: Option<Range<u64>>,
+    eh_frame: Option<(Range<u64>, Arc<[u8]>)>,
+    eh_frame_hdr: Option<(Range<u64>, Arc<[u8]>)>,
+}
+
+impl FileInfo {
+    /// Reads what unwinding needs from `path`; `None` when it is no ELF file or has no
+    /// `.eh_frame`.
+    fn load(path: &Path) -> Option<FileInfo> {
+        let meta = std::fs::metadata(path).ok()?;
+        if !meta.is_file() {
+            return None;
+        }
+        let file = File::open(path).ok()?;
+        let len = meta.len();
+        let cache = ReadCache::new(&file);
+        let obj = object::File::parse(&cache).ok()?;
+        let segments: Vec<(u64, u64, u64)> = obj
+            .segments()
+            .map(|s| {
+                let (off, size) = s.file_range();
+                (s.address(), off, size)
+            })
+            .collect();
+        let range = |name: &str| {
+            obj.section_by_name(name)
+                .map(|s| s.address()..s.address().saturating_add(s.size()))
+        };
+        // Read straight from the file, and only what the file holds.
+        let bytes = |name: &str| -> Option<(Range<u64>, Arc<[u8]>)> {
+            let s = obj.section_by_name(name)?;
+            let (off, size) = s.file_range()?;
+            if off.checked_add(size)? > len || size > 1 << 30 {
+                return None;
+            }
+            let mut buf: Arc<[u8]> = std::iter::repeat_n(0u8, size as usize).collect();
+            file.read_exact_at(Arc::get_mut(&mut buf)?, off).ok()?;
+            Some((s.address()..s.address() + size, buf))
+        };
+        let eh_frame = bytes(".eh_frame")?;
+        // A header without its search table (table_enc DW_EH_PE_omit, or no entries) would
+        // make every lookup fail: framehop indexes `.eh_frame` itself then.
+        let eh_frame_hdr = bytes(".eh_frame_hdr").filter(|(_, h)| {
+            h.len() >= 12 && h[3] != 0xff && u32::from_le_bytes([h[8], h[9], h[10], h[11]]) > 0
+        });
+        Some(FileInfo {
+            segments,
+            text: range(".text"),
+            got: range(".got"),
+            eh_frame: Some(eh_frame),
+            eh_frame_hdr,
+        })
+    }
+
+    /// `base_avma` of the file mapped at `start` from file offset `pgoff`, `len` bytes: where
+    /// its first PT_LOAD would be.
+    fn base_avma(&self, start: u64, len: u64, pgoff: u64) -> Option<u64> {
+        let end = pgoff.checked_add(len)?;
+        let &(vaddr, off, _) = self.segments.iter().find(|&&(_, off, filesz)| {
+            let seg_end = off.saturating_add(filesz);
+            (off <= pgoff && end <= seg_end) || (pgoff <= off && seg_end <= end)
+        })?;
+        let seg_avma = start.wrapping_add(off).wrapping_sub(pgoff);
+        let bias = seg_avma.wrapping_sub(vaddr);
+        Some(self.base_svma().wrapping_add(bias))
+    }
+
+    fn base_svma(&self) -> u64 {
+        self.segments.first().map_or(0, |s| s.0)
+    }
+}
+
+/// One process: its unwinder and the mappings its modules cover.
+struct Proc {
+    unwinder: UnwinderX86_64<Arc<[u8]>>,
+    cache: CacheX86_64,
+    modules: Vec<Range<u64>>,
+}
+
+impl Clone for Proc {
+    fn clone(&self) -> Proc {
+        Proc {
+            unwinder: self.unwinder.clone(),
+            cache: CacheX86_64::new(),
+            modules: self.modules.clone(),
+        }
+    }
+}
+
+impl Proc {
+    fn new() -> Proc {
+        Proc {
+            unwinder: UnwinderX86_64::new(),
+            cache: CacheX86_64::new(),
+            modules: Vec::new(),
+        }
+    }
+}
+
+/// Why stacks were not unwound to their root.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UnwindStats {
+    /// Samples with user registers and a user stack.
+    pub samples: u64,
+    /// Of those, walks that reached the process root.
+    pub complete: u64,
+    /// Walks that ran past the copied stack (`--call-graph dwarf,SIZE` too small).
+    pub stack_cut: u64,
+    /// Walks that ended on an error of the rules (no unwind information, bad data).
+    pub stopped: u64,
+    /// Samples without registers (a kernel thread) or without IP/SP/BP among them.
+    pub no_regs: u64,
+}
+
+/// Unwinds user stacks; see the module docs.
+pub struct Unwinder {
+    symfs: Option<PathBuf>,
+    files: HashMap<Vec<u8>, Option<Arc<FileInfo>>>,
+    procs: HashMap<u32, Proc>,
+    /// What the walks met.
+    pub stats: UnwindStats,
+}
+
+impl std::fmt::Debug for Unwinder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Unwinder")
+            .field("files", &self.files.len())
+            .field("processes", &self.procs.len())
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Unwinder {
+    /// An unwinder that finds binaries under `symfs` (as if it were `/`) when given.
+    pub fn new(symfs: Option<PathBuf>) -> Unwinder {
+        Unwinder {
+            symfs,
+            files: HashMap::new(),
+            procs: HashMap::new(),
+            stats: UnwindStats::default(),
+        }
+    }
+
+    /// Applies a side-band record (in time order).
+    pub fn apply(&mut self, r: &Record<'_>) {
+        match r {
+            Record::Mmap2(m) if !m.data && m.prot & PROT_EXEC != 0 => {
+                self.map(m.pid, m.addr, m.len, m.pgoff, m.filename);
+            }
+            Record::Mmap(m) if !m.data => self.map(m.pid, m.addr, m.len, m.pgoff, m.filename),
+            Record::Comm(c) if c.exec => {
+                self.procs.remove(&c.pid);
+            }
+            Record::Fork(t) if t.pid != t.ppid => {
+                let child = self.procs.get(&t.ppid).cloned().unwrap_or_else(Proc::new);
+                self.procs.insert(t.pid, child);
+            }
+            Record::Exit(t) if t.pid == t.tid => {
+                self.procs.remove(&t.pid);
+            }
+            _ => {}
+        }
+    }
+
+    fn map(&mut self, pid: u32, start: u64, len: u64, pgoff: u64, name: &[u8]) {
+        // Kernel maps (pid -1), anonymous memory and pseudo files have no file to read.
+        if pid == u32::MAX || !name.starts_with(b"/") || len == 0 || len > MAX_MODULE {
+            return;
+        }
+        let symfs = self.symfs.as_deref();
+        let info = self
+            .files
+            .entry(name.to_vec())
+            .or_insert_with(|| {
+                let path =
+                    Path::new(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(name));
+                let on_disk = match symfs {
+                    Some(root) => root.join(path.strip_prefix("/").unwrap_or(path)),
+                    None => path.to_path_buf(),
+                };
+                FileInfo::load(&on_disk).map(Arc::new)
+            })
+            .clone();
+        let Some(info) = info else { return };
+        let Some(base_avma) = info.base_avma(start, len, pgoff) else {
+            return;
+        };
+        let end = start.saturating_add(len);
+        let proc = self.procs.entry(pid).or_insert_with(Proc::new);
+        // A new mapping replaces what it overlaps (and a module must not be added twice).
+        let mut kept = Vec::with_capacity(proc.modules.len());
+        for m in proc.modules.drain(..) {
+            if m.start < end && start < m.end {
+                proc.unwinder.remove_module(m.start);
+            } else {
+                kept.push(m);
+            }
+        }
+        proc.modules = kept;
+        let section =
+            |s: &Option<(Range<u64>, Arc<[u8]>)>| s.as_ref().map(|(r, b)| (r.clone(), b.clone()));
+        let (eh_frame_svma, eh_frame) = section(&info.eh_frame).unzip();
+        let (eh_frame_hdr_svma, eh_frame_hdr) = section(&info.eh_frame_hdr).unzip();
+        proc.unwinder.add_module(Module::new(
+            String::from_utf8_lossy(name).into_owned(),
+            start..end,
+            base_avma,
+            ExplicitModuleSectionInfo {
+                base_svma: info.base_svma(),
+                text_svma: info.text.clone(),
+                got_svma: info.got.clone(),
+                eh_frame_svma,
+                eh_frame,
+                eh_frame_hdr_svma,
+                eh_frame_hdr,
+                ..Default::default()
+            },
+        ));
+        proc.modules.push(start..end);
+    }
+
+    /// Unwinds the user stack of a sample of process `pid`: `mask` is the attr's
+    /// `sample_regs_user`. Appends the frames, the user IP first, to `out`; returns whether
+    /// the walk reached the process root.
+    pub fn unwind(
+        &mut self,
+        pid: u32,
+        mask: u64,
+        regs: &Regs<'_>,
+        stack: &StackUser<'_>,
+        out: &mut Vec<FrameAddress>,
+    ) -> bool {
+        self.stats.samples += 1;
+        let reg = |r: u32| -> Option<u64> {
+            if regs.abi == 0 || mask & (1 << r) == 0 {
+                return None;
+            }
+            regs.regs
+                .get((mask & ((1u64 << r) - 1)).count_ones() as usize)
+        };
+        let (Some(ip), Some(sp), Some(bp)) = (reg(REG_IP), reg(REG_SP), reg(REG_BP)) else {
+            self.stats.no_regs += 1;
+            return false;
+        };
+        out.push(FrameAddress::Ip(ip));
+        let Some(proc) = self.procs.get_mut(&pid) else {
+            self.stats.stopped += 1;
+            return false;
+        };
+        let copied = stack
+            .dyn_size
+            .map_or(0, |d| usize::try_from(d).unwrap_or(usize::MAX))
+            .min(stack.data.len());
+        let bytes = &stack.data[..copied];
+        let mut cut = false;
+        let mut read_stack = |addr: u64| -> Result<u64, ()> {
+            let off = addr
+                .checked_sub(sp)
+                .and_then(|o| usize::try_from(o).ok())
+                .ok_or(())?;
+            match bytes.get(off..off.checked_add(8).ok_or(())?) {
+                Some(b) => Ok(u64::from_le_bytes(b.try_into().map_err(|_| ())?)),
+                None => {
+                    cut = true;
+                    Err(())
+                }
+            }
+        };
+        let mut regs = UnwindRegsX86_64::new(ip, sp, bp);
+        let mut at = framehop::FrameAddress::from_instruction_pointer(ip);
+        let mut complete = false;
+        for _ in 0..MAX_FRAMES {
+            match proc
+                .unwinder
+                .unwind_frame(at, &mut regs, &mut proc.cache, &mut read_stack)
+            {
+                Ok(Some(ra)) => match framehop::FrameAddress::from_return_address(ra) {
+                    Some(a) => {
+                        at = a;
+                        // As perf's unwinder reports it: the call instruction's address,
+                        // one byte before the return address.
+                        out.push(FrameAddress::Ip(ra.saturating_sub(1)));
+                    }
+                    None => {
+                        complete = true;
+                        break;
+                    }
+                },
+                Ok(None) => {
+                    complete = true;
+                    break;
+                }
+                Err(_) => break,
+            }
+        }
+        if complete {
+            self.stats.complete += 1;
+        } else if cut {
+            self.stats.stack_cut += 1;
+        } else {
+            self.stats.stopped += 1;
+        }
+        complete
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::{Mmap, SampleId, U64s};
+
+    /// The checked-in fixture binary (C, `-g`, with `.eh_frame`).
+    const FIXTURE: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/recordings/root/tmp/hrec-fixture/work"
+    );
+
+    fn map(u: &mut Unwinder, pid: u32, path: &[u8], addr: u64, len: u64, pgoff: u64) {
+        u.apply(&Record::Mmap(Mmap {
+            pid,
+            tid: pid,
+            addr,
+            len,
+            pgoff,
+            data: false,
+            filename: path,
+            sample_id: SampleId::default(),
+        }));
+    }
+
+    /// The bias between file and process addresses comes from the PT_LOAD that holds the
+    /// mapped file range, even where file and address layouts differ (a gap).
+    #[test]
+    fn base_address_from_the_segment_of_the_mapping() {
+        let info = FileInfo {
+            segments: vec![(0, 0, 0x17b24), (0x18b30, 0x17b30, 0x20000)],
+            text: None,
+            got: None,
+            eh_frame: None,
+            eh_frame_hdr: None,
+        };
+        // The executable mapping: file page 0x17000 at 0x5555_0000_0000 + 0x17000.
+        let start = 0x5555_0001_7000;
+        let base = info.base_avma(start, 0x21000, 0x17000).unwrap();
+        // 0x17b30 in the file is at start + 0xb30 and is linked at 0x18b30.
+        assert_eq!(base + 0x18b30, start + 0xb30);
+        // Not PIE: loaded where linked.
+        let fixed = FileInfo {
+            segments: vec![(0x400000, 0, 0x1000), (0x401000, 0x1000, 0x2000)],
+            ..info
+        };
+        assert_eq!(fixed.base_avma(0x401000, 0x2000, 0x1000), Some(0x400000));
+        assert_eq!(fixed.base_avma(0x401000, 0x2000, 0x9000), None);
+    }
+
+    /// Whatever the registers, the stack bytes or the unwind rules hold, a walk ends, within
+    /// the frame bound, and keeps what it found; damaged `.eh_frame` bytes included.
+    #[test]
+    fn hostile_stacks_and_rules_never_panic() {
+        let bytes = std::fs::read(FIXTURE).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mask = 0xff0fff_u64;
+        for round in 0..300 {
+            // Every tenth round a fresh copy with random bytes overwritten.
+            let path = dir.path().join(format!("w{}", round / 10));
+            if round % 10 == 0 {
+                let mut b = bytes.clone();
+                for _ in 0..(round / 10) * 4 {
+                    let at = (next() % b.len() as u64) as usize;
+                    b[at] = next() as u8;
+                }
+                std::fs::write(&path, &b).unwrap();
+            }
+            let mut u = Unwinder::new(None);
+            let name = path.to_str().unwrap().as_bytes().to_vec();
+            map(&mut u, 7, &name, 0x5555_0000_0000, 0x10000, 0);
+            let regs_bytes: Vec<u8> = (0..17)
+                .flat_map(|i| {
+                    let v = match i {
+                        8 => 0x5555_0000_1000 + next() % 0x2000,
+                        6 | 7 => 0x7ffd_0000_0000 + next() % 0x4000,
+                        _ => next(),
+                    };
+                    v.to_le_bytes()
+                })
+                .collect();
+            let regs = Regs {
+                abi: 2,
+                regs: U64s::new(&regs_bytes),
+            };
+            let stack_bytes: Vec<u8> = (0..(next() % 4096)).map(|_| next() as u8).collect();
+            let stack = StackUser {
+                data: &stack_bytes,
+                dyn_size: Some(next() % 8192),
+            };
+            let mut out = Vec::new();
+            u.unwind(7, mask, &regs, &stack, &mut out);
+            assert!(!out.is_empty() && out.len() <= MAX_FRAMES + 1);
+            assert_eq!(u.stats.samples, 1);
+        }
+        // No registers (a kernel thread): nothing, counted.
+        let mut u = Unwinder::new(None);
+        let mut out = Vec::new();
+        let none = Regs {
+            abi: 0,
+            regs: U64s::default(),
+        };
+        let stack = StackUser {
+            data: &[],
+            dyn_size: None,
+        };
+        assert!(!u.unwind(1, mask, &none, &stack, &mut out));
+        assert!(out.is_empty());
+        assert_eq!(u.stats.no_regs, 1);
+    }
+}
