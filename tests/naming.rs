@@ -394,6 +394,19 @@ fn same_dwarf_stacks_as_perf(dir: &Path, name: &str) {
         &["script", "--inline", "-F", "ip,sym", "-i", name],
     ));
     assert_eq!(perf.len(), hrec.len(), "{name}: samples");
+    // The report says how many stacks unwound to the root: nearly all of these.
+    let report = run(dir, env!("CARGO_BIN_EXE_hrec"), &["report", "-i", name]);
+    let unwound: f64 = report
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("# unwound ")?
+                .split('%')
+                .next()?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("{name}: no unwinding line in\n{report}"));
+    assert!(unwound >= 90.0, "{name}: {report}");
     let differ: Vec<_> = perf.iter().zip(&hrec).filter(|(p, h)| p != h).collect();
     let deep = perf.iter().filter(|p| p.len() > 3).count();
     assert!(

@@ -205,6 +205,8 @@ pub struct Profile {
     pub filtered_by_time: u64,
     /// Where samples resolved.
     pub resolution: Resolution,
+    /// How the user stacks of `--call-graph dwarf` samples unwound (none: no such samples).
+    pub unwind: Option<crate::unwind::UnwindStats>,
     /// Files that were on disk but differ from the recorded build-id (path).
     pub build_id_mismatches: Vec<String>,
     /// One-line warnings for the report header.

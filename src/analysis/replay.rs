@@ -435,5 +435,6 @@ pub fn build(rec: &Recording, opts: &ProfileOptions, progress: &mut dyn FnMut(u6
     p.locs = locs;
     p.build_id_mismatches = mismatches;
     p.resolution = resolution(&p);
+    p.unwind = (r.unwinder.stats.samples > 0).then(|| r.unwinder.stats.clone());
     p
 }

@@ -71,6 +71,33 @@ pub fn resolution_line(p: &Profile) -> String {
     s
 }
 
+/// How the `--call-graph dwarf` stacks unwound, when there are any: the share that reached
+/// the process root, and why the others stopped.
+pub fn unwind_line(p: &Profile) -> Option<String> {
+    let u = p.unwind.as_ref()?;
+    let mut s = format!(
+        "unwound {:.1}% of {} user stacks to the process root",
+        pct(u.complete, u.samples),
+        u.samples
+    );
+    let why: Vec<String> = [
+        (
+            u.stack_cut,
+            "ran out of the copied stack (record with --call-graph dwarf,SIZE)",
+        ),
+        (u.stopped, "stopped where no unwind rule applied"),
+        (u.no_regs, "had no user registers"),
+    ]
+    .iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, why)| format!("{n} ({:.1}%) {why}", pct(*n, u.samples)))
+    .collect();
+    if !why.is_empty() {
+        let _ = write!(s, "; {}", why.join(", "));
+    }
+    Some(s)
+}
+
 /// Why an event has no retire-latency statistics, if it has none.
 pub fn no_latency_reason(e: &EventInfo) -> Option<String> {
     if e.has_latency {
@@ -248,6 +275,9 @@ pub fn text(
         let _ = writeln!(s, "# {h}");
     }
     let _ = writeln!(s, "# {}", resolution_line(p));
+    if let Some(line) = unwind_line(p) {
+        let _ = writeln!(s, "# {line}");
+    }
     for m in &p.build_id_mismatches {
         let _ = writeln!(
             s,
