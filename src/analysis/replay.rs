@@ -66,7 +66,8 @@ pub struct Replay {
     filtered_by_time: u64,
     frames: Vec<u32>,
     user_frames: Vec<FrameAddress>,
-    unwinder: Unwinder,
+    /// Only for recordings whose samples carry user stacks (`--call-graph dwarf`).
+    unwinder: Option<Unwinder>,
     /// Each event's `sample_regs_user`.
     regs_mask: Vec<u64>,
 }
@@ -118,7 +119,11 @@ impl Replay {
             filtered_by_time: 0,
             frames: Vec::new(),
             user_frames: Vec::new(),
-            unwinder: Unwinder::new(opts.symfs.clone()),
+            unwinder: meta
+                .events
+                .iter()
+                .any(|e| e.attr.sample_type & st::STACK_USER != 0)
+                .then(|| Unwinder::new(opts.symfs.clone())),
             regs_mask: meta
                 .events
                 .iter()
@@ -215,7 +220,9 @@ impl Replay {
                 Record::Sample(s) => s,
                 other => {
                     self.last_map = None;
-                    self.unwinder.apply(other);
+                    if let Some(u) = &mut self.unwinder {
+                        u.apply(other);
+                    }
                     self.maps.apply(other);
                     self.comms.apply(other);
                     match other {
@@ -255,10 +262,9 @@ impl Replay {
             // stack is unwound; the callchain then gives the kernel part (as perf joins them).
             let mut user = std::mem::take(&mut self.user_frames);
             user.clear();
-            let unwound = match (&s.regs_user, &s.stack_user) {
-                (Some(regs), Some(stack)) if stack.dyn_size.is_some_and(|d| d > 0) => {
-                    self.unwinder
-                        .unwind(pid, self.regs_mask[ev], regs, stack, &mut user);
+            let unwound = match (&mut self.unwinder, &s.regs_user, &s.stack_user) {
+                (Some(u), Some(regs), Some(stack)) if stack.dyn_size.is_some_and(|d| d > 0) => {
+                    u.unwind(pid, self.regs_mask[ev], regs, stack, &mut user);
                     !user.is_empty()
                 }
                 _ => false,
@@ -435,6 +441,10 @@ pub fn build(rec: &Recording, opts: &ProfileOptions, progress: &mut dyn FnMut(u6
     p.locs = locs;
     p.build_id_mismatches = mismatches;
     p.resolution = resolution(&p);
-    p.unwind = (r.unwinder.stats.samples > 0).then(|| r.unwinder.stats.clone());
+    p.unwind = r
+        .unwinder
+        .as_ref()
+        .filter(|u| u.stats.samples > 0)
+        .map(|u| u.stats.clone());
     p
 }
