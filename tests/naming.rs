@@ -296,7 +296,7 @@ fn same_names_as_perf(dir: &Path, program: &Path, arg: &str, name: &str, opts: &
     // `--call-graph dwarf`: perf unwinds the stacks and lists the functions inlined at each
     // address (`name (inlined)`), as `hrec script --inline` does: the same stacks, names and
     // addresses for at least 98% of the samples (frames either leaves unresolved count as
-    // equal).
+    // equal; a stack perf ends early may go on in hrec).
     if opts.contains(&"dwarf") {
         same_dwarf_stacks_as_perf(dir, name);
         return;
@@ -407,7 +407,13 @@ fn same_dwarf_stacks_as_perf(dir: &Path, name: &str) {
         })
         .unwrap_or_else(|| panic!("{name}: no unwinding line in\n{report}"));
     assert!(unwound >= 90.0, "{name}: {report}");
-    let differ: Vec<_> = perf.iter().zip(&hrec).filter(|(p, h)| p != h).collect();
+    // Where perf's unwinder gives up early and hrec's goes on, perf's stack is the start of
+    // hrec's: that agrees.
+    let differ: Vec<_> = perf
+        .iter()
+        .zip(&hrec)
+        .filter(|(p, h)| !h.starts_with(p))
+        .collect();
     let deep = perf.iter().filter(|p| p.len() > 3).count();
     assert!(
         deep * 2 > perf.len(),
@@ -441,23 +447,23 @@ fn cpp_and_rust_recordings_are_named_as_perf_names_them() {
         );
     }
     if let Some(book) = build(d, "names/book.cpp") {
-        same_names_as_perf(d, &book, "3000000", "fp.data", &["-g"]);
+        same_names_as_perf(d, &book, "6000000", "fp.data", &["-g"]);
         same_names_as_perf(
             d,
             &book,
-            "3000000",
+            "6000000",
             "dwarf.data",
             &["--call-graph", "dwarf"],
         );
         // `-z` writes no build-ids: kernel frames are named from the same release and boot.
-        same_names_as_perf(d, &book, "3000000", "z.data", &["-z", "-g"]);
+        same_names_as_perf(d, &book, "6000000", "z.data", &["-z", "-g"]);
     }
     if let Some(shapes) = build(d, "names/shapes.rs") {
-        same_names_as_perf(d, &shapes, "3000000", "rust.data", &["-g"]);
+        same_names_as_perf(d, &shapes, "6000000", "rust.data", &["-g"]);
         same_names_as_perf(
             d,
             &shapes,
-            "3000000",
+            "6000000",
             "rust-z.data",
             &["-z", "--call-graph", "dwarf"],
         );
