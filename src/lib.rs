@@ -16,10 +16,13 @@ pub mod decode;
 pub mod event;
 pub mod kernel;
 pub mod metrics;
+pub mod objfile;
 pub mod output;
 pub mod pmu;
 pub mod record;
 pub mod recording;
 pub mod stat;
 pub mod symbol;
+#[cfg(test)]
+mod testutil;
 pub mod unwind;

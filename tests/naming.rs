@@ -301,27 +301,12 @@ fn same_names_as_perf(dir: &Path, program: &Path, arg: &str, name: &str, opts: &
         same_dwarf_stacks_as_perf(dir, name);
         return;
     }
-    let frames = |out: &str| -> Vec<Vec<(String, String)>> {
-        out.split("\n\n")
-            .map(|sample| {
-                sample
-                    .lines()
-                    .filter(|l| l.starts_with('\t'))
-                    .filter_map(|l| {
-                        let (ip, sym) = l.trim().split_once(' ')?;
-                        Some((ip.to_string(), sym.trim().to_string()))
-                    })
-                    .collect()
-            })
-            .filter(|f: &Vec<_>| !f.is_empty())
-            .collect()
-    };
-    let perf_frames = frames(&run(
+    let perf_frames = script_stacks(&run(
         dir,
         "perf",
         &["script", "-F", "ip,sym,symoff", "-i", name],
     ));
-    let hrec_frames = frames(&run(
+    let hrec_frames = script_stacks(&run(
         dir,
         env!("CARGO_BIN_EXE_hrec"),
         &["script", "-F", "ip,sym", "-i", name],
@@ -368,31 +353,51 @@ fn same_names_as_perf(dir: &Path, program: &Path, arg: &str, name: &str, opts: &
     );
 }
 
+/// The call-chain frames of each sample of `script -F ip,sym` output (perf's or hrec's):
+/// (address, name as printed).
+fn script_stacks(out: &str) -> Vec<Vec<(String, String)>> {
+    out.split("\n\n")
+        .map(|sample| {
+            sample
+                .lines()
+                .filter(|l| l.starts_with('\t'))
+                .filter_map(|l| {
+                    let (ip, sym) = l.trim().split_once(' ')?;
+                    Some((ip.to_string(), sym.trim().to_string()))
+                })
+                .collect()
+        })
+        .filter(|f: &Vec<_>| !f.is_empty())
+        .collect()
+}
+
 /// Unwound stacks of `--call-graph dwarf` samples against perf's (see `same_names_as_perf`).
 fn same_dwarf_stacks_as_perf(dir: &Path, name: &str) {
-    let stacks = |out: &str| -> Vec<Vec<(String, String)>> {
-        out.split("\n\n")
-            .map(|sample| {
-                sample
-                    .lines()
-                    .filter(|l| l.starts_with('\t'))
-                    .filter_map(|l| {
-                        let (ip, sym) = l.trim().split_once(' ')?;
-                        let sym = sym.trim().trim_end_matches(" (inlined)");
+    // Names as both print them, perf's ` (inlined)` mark and unresolved frames set aside.
+    let plain = |stacks: Vec<Vec<(String, String)>>| -> Vec<Vec<(String, String)>> {
+        stacks
+            .into_iter()
+            .map(|s| {
+                s.into_iter()
+                    .map(|(ip, sym)| {
+                        let sym = sym.trim_end_matches(" (inlined)");
                         let sym = if sym.starts_with('[') { "?" } else { sym };
-                        Some((ip.to_string(), sym.to_string()))
+                        (ip, sym.to_string())
                     })
                     .collect()
             })
-            .filter(|f: &Vec<_>| !f.is_empty())
             .collect()
     };
-    let perf = stacks(&run(dir, "perf", &["script", "-F", "ip,sym", "-i", name]));
-    let hrec = stacks(&run(
+    let perf = plain(script_stacks(&run(
+        dir,
+        "perf",
+        &["script", "-F", "ip,sym", "-i", name],
+    )));
+    let hrec = plain(script_stacks(&run(
         dir,
         env!("CARGO_BIN_EXE_hrec"),
         &["script", "--inline", "-F", "ip,sym", "-i", name],
-    ));
+    )));
     assert_eq!(perf.len(), hrec.len(), "{name}: samples");
     // The report says how many stacks unwound to the root: nearly all of these.
     let report = run(dir, env!("CARGO_BIN_EXE_hrec"), &["report", "-i", name]);

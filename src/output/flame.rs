@@ -181,8 +181,9 @@ fn frame_names(l: &Loc, leaf_only: bool, out: &mut Vec<String>) {
     // else by its symbol-table name.
     let n = l.frames.len();
     if !leaf_only && n > 0 {
-        let outer = l.frames[n - 1].function.as_deref();
-        out.push(clean(&outer.map_or_else(|| l.sym_name(), str::to_string)));
+        out.push(clean(
+            &l.dwarf_name().map_or_else(|| l.sym_name(), str::to_string),
+        ));
         for f in l.frames[..n - 1].iter().rev() {
             out.push(clean(f.function.as_deref().unwrap_or("??")));
         }

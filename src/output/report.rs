@@ -244,16 +244,13 @@ fn call_paths(p: &Profile, t: &Table, o: &HistOptions, row: &Row) -> Vec<(u64, V
             }
             // The function itself as perf lists an address's inline chain: by its DWARF
             // name, marked inlined when that is not its symbol-table name.
-            path.push(
-                match (
-                    l.unresolved,
-                    l.frames.last().and_then(|f| f.function.as_deref()),
-                ) {
-                    (Some(why), _) => format!("{} ({why})", l.sym_name()),
-                    (None, Some(dwarf)) if *dwarf != *l.sym_name() => format!("{dwarf} (inlined)"),
-                    (None, _) => l.sym_name(),
-                },
-            );
+            path.push(match (l.unresolved, l.dwarf_name()) {
+                (Some(why), _) => format!("{} ({why})", l.sym_name()),
+                (None, Some(dwarf)) if Some(dwarf) != l.sym.as_deref() => {
+                    format!("{dwarf} (inlined)")
+                }
+                (None, _) => l.sym_name(),
+            });
         }
         *paths.entry(path).or_default() += s.period;
     }

@@ -14,13 +14,12 @@
 //! units lazily and bounds-checked.
 
 use std::fs::File;
-use std::os::unix::fs::FileExt as _;
 use std::path::Path;
 use std::sync::Arc;
 
 use gimli::{EndianArcSlice, RunTimeEndian, SectionId};
+use object::Object as _;
 use object::read::ReadCache;
-use object::{CompressionFormat, Object as _, ObjectSection as _};
 
 /// The reader of loaded sections.
 pub(super) type Reader = EndianArcSlice<RunTimeEndian>;
@@ -64,7 +63,7 @@ fn sections(file: &File) -> Option<gimli::Dwarf<Reader>> {
             None
         } else {
             obj.section_by_name(id.name())
-                .and_then(|s| section_bytes(file, &s))
+                .and_then(|s| crate::objfile::section_bytes(file, &s))
         };
         Ok(EndianArcSlice::new(
             bytes.unwrap_or_else(|| Arc::from(&[][..])),
@@ -73,38 +72,6 @@ fn sections(file: &File) -> Option<gimli::Dwarf<Reader>> {
     };
     gimli::Dwarf::load(load).ok()
 }
-
-/// A section's contents: read from the file into one buffer when stored plainly, else
-/// decompressed.
-fn section_bytes<'d, 'f: 'd>(
-    file: &File,
-    s: &object::Section<'d, 'f, &'f ReadCache<&'f File>>,
-) -> Option<Arc<[u8]>> {
-    let range = s.compressed_file_range().ok()?;
-    let file_len = file.metadata().ok()?.len();
-    if range.format == CompressionFormat::None {
-        // Sized by the header: allocate only what the file holds.
-        if range.offset.checked_add(range.uncompressed_size)? > file_len {
-            return None;
-        }
-        let len = usize::try_from(range.uncompressed_size).ok()?;
-        let mut buf: Arc<[u8]> = std::iter::repeat_n(0u8, len).collect();
-        file.read_exact_at(Arc::get_mut(&mut buf)?, range.offset)
-            .ok()?;
-        return Some(buf);
-    }
-    // A declared size no stream of this length can reach (zlib and zstd expand at most about
-    // a thousand times) is damage, not a section to allocate for.
-    if range.offset.checked_add(range.compressed_size)? > file_len
-        || range.uncompressed_size > range.compressed_size.saturating_mul(MAX_RATIO)
-    {
-        return None;
-    }
-    s.uncompressed_data().ok().map(|d| Arc::from(&*d))
-}
-
-/// The most a compressed section expands (zlib's limit is 1032:1).
-const MAX_RATIO: u64 = 1100;
 
 #[cfg(test)]
 mod tests {
@@ -159,13 +126,7 @@ mod tests {
         let intact = dir.path().join("intact");
         std::fs::write(&intact, &bytes).unwrap();
         assert!(lookups(&intact) > 0, "the intact fixture has DWARF frames");
-        let mut state = 0x2545_f491_4f6c_dd1d_u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = crate::testutil::xorshift(0x2545_f491_4f6c_dd1d_u64);
         let path = dir.path().join("mutant");
         for round in 0..2000 {
             let mut m = bytes.clone();
@@ -174,7 +135,7 @@ mod tests {
                 let at = start + (next() % len.max(1) as u64) as usize;
                 if let Some(b) = m.get_mut(at) {
                     // Half the time a byte of all ones: sizes and offsets become huge.
-                    *b = if next() % 2 == 0 { 0xff } else { next() as u8 };
+                    *b = if next().is_multiple_of(2) { 0xff } else { next() as u8 };
                 }
             }
             std::fs::write(&path, &m).unwrap();

@@ -235,21 +235,26 @@ fn plt_stubs<'a, Elf: FileHeader<Endian = Endianness>>(
     let Ok(Some((relocs, _))) = rela.rela(endian, data) else {
         return Vec::new();
     };
-    let strings = dynsym.strings();
     relocs
         .iter()
         .enumerate()
         .filter_map(|(i, r)| {
-            let sym = dynsym
-                .symbol(object::SymbolIndex(r.r_sym(endian, false) as usize))
-                .ok()?;
-            let name = sym.name(endian, strings).ok()?;
-            (!name.is_empty()).then(|| {
-                let addr = base + STUB * (i as u64 + first);
-                (addr, super::names::plt(&String::from_utf8_lossy(name)))
-            })
+            // Addresses come from the file: wrapping, never an overflow panic.
+            let addr = base.wrapping_add(STUB.wrapping_mul(i as u64 + first));
+            Some((addr, plt_name(endian, dynsym, r.r_sym(endian, false))?))
         })
         .collect()
+}
+
+/// `name@plt` for dynamic symbol `index`, demangled; `None` for a missing or empty name.
+fn plt_name<'a, Elf: FileHeader<Endian = Endianness>>(
+    endian: Endianness,
+    dynsym: &SymbolTable<'a, Elf, Data<'a>>,
+    index: u32,
+) -> Option<String> {
+    let sym = dynsym.symbol(object::SymbolIndex(index as usize)).ok()?;
+    let name = sym.name(endian, dynsym.strings()).ok()?;
+    (!name.is_empty()).then(|| super::names::plt(&String::from_utf8_lossy(name)))
 }
 
 /// `.plt.got` stubs (x86-64), named `sym@plt` after the GOT slot they jump through: each
@@ -286,7 +291,6 @@ fn plt_got_stubs<'a, Elf: FileHeader<Endian = Endianness>>(
         })
         .map(|r| (r.r_offset(endian).into(), r.r_sym(endian, false)))
         .collect();
-    let strings = dynsym.strings();
     bytes
         .chunks_exact(entsize)
         .enumerate()
@@ -297,11 +301,7 @@ fn plt_got_stubs<'a, Elf: FileHeader<Endian = Endianness>>(
             let slot = addr
                 .wrapping_add(at as u64 + 6)
                 .wrapping_add_signed(i64::from(disp));
-            let sym = dynsym
-                .symbol(object::SymbolIndex(*slots.get(&slot)? as usize))
-                .ok()?;
-            let name = sym.name(endian, strings).ok()?;
-            (!name.is_empty()).then(|| (addr, super::names::plt(&String::from_utf8_lossy(name))))
+            Some((addr, plt_name(endian, dynsym, *slots.get(&slot)?)?))
         })
         .collect()
 }

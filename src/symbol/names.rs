@@ -305,13 +305,7 @@ mod tests {
     /// end, a multi-byte character where a component ends, deep nesting).
     #[test]
     fn hostile_names_never_panic() {
-        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = crate::testutil::xorshift(0x9e37_79b9_7f4a_7c15_u64);
         let alphabet = "_ZNRKEIvSsTthcGVr0123456789.$éx";
         let chars: Vec<char> = alphabet.chars().collect();
         for round in 0..20_000 {

@@ -63,6 +63,12 @@ impl Loc {
         }
     }
 
+    /// The function's own name in DWARF (the outermost frame of the inline chain), which is
+    /// how perf names it in an address's inline chain; `None` without DWARF.
+    pub fn dwarf_name(&self) -> Option<&str> {
+        self.frames.last()?.function.as_deref()
+    }
+
     /// `file:line` of the innermost frame; `full` keeps the directories.
     pub fn srcline(&self, full: bool) -> Option<String> {
         let f = self.frames.first()?;
@@ -157,9 +163,8 @@ impl Symbolizer {
         maps: &AddressSpaces,
         keys: &[(LocKey, FrameAddress)],
     ) -> (Vec<Loc>, Vec<String>) {
-        let src = self;
         let unknown: Arc<str> = "[unknown]".into();
-        let ksyms = &src.kernel;
+        let ksyms = &self.kernel;
         let mut perf_maps: HashMap<u32, Option<PerfMap>> = HashMap::new();
         let mut locs: Vec<Option<Loc>> = vec![None; keys.len()];
         let mut by_file: HashMap<FileIdx, Vec<(usize, u64)>> = HashMap::new();
@@ -196,7 +201,7 @@ impl Symbolizer {
                     }
                     None => {
                         let why = if ksyms.is_empty() {
-                            src.kernel_unresolved
+                            self.kernel_unresolved
                         } else {
                             Unresolved::NoSymbols
                         };
@@ -229,7 +234,7 @@ impl Symbolizer {
                 }
             });
         }
-        let build_ids = &src.build_ids;
+        let build_ids = &self.build_ids;
         let mut jobs: Vec<(FileIdx, Vec<(usize, u64)>)> = by_file.into_iter().collect();
         jobs.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(&b.0)));
         let threads = match self.threads {

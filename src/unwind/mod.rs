@@ -29,7 +29,6 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::ops::Range;
-use std::os::unix::fs::FileExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -101,7 +100,6 @@ impl FileInfo {
             return None;
         }
         let file = File::open(path).ok()?;
-        let len = meta.len();
         let cache = ReadCache::new(&file);
         let obj = object::File::parse(&cache).ok()?;
         let segments: Vec<(u64, u64, u64)> = obj
@@ -118,13 +116,11 @@ impl FileInfo {
         // Read straight from the file, and only what the file holds.
         let bytes = |name: &str| -> Option<(Range<u64>, Arc<[u8]>)> {
             let s = obj.section_by_name(name)?;
-            let (off, size) = s.file_range()?;
-            if off.checked_add(size)? > len || size > 1 << 30 {
-                return None;
-            }
-            let mut buf: Arc<[u8]> = std::iter::repeat_n(0u8, size as usize).collect();
-            file.read_exact_at(Arc::get_mut(&mut buf)?, off).ok()?;
-            Some((s.address()..s.address() + size, buf))
+            let buf = crate::objfile::section_bytes(&file, &s)?;
+            Some((
+                s.address()..s.address().saturating_add(buf.len() as u64),
+                buf,
+            ))
         };
         let eh_frame = bytes(".eh_frame")?;
         // A header without its search table (table_enc DW_EH_PE_omit, or no entries) would
@@ -449,13 +445,7 @@ mod tests {
     fn hostile_stacks_and_rules_never_panic() {
         let bytes = std::fs::read(FIXTURE).unwrap();
         let dir = tempfile::tempdir().unwrap();
-        let mut state = 0x2545_f491_4f6c_dd1d_u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = crate::testutil::xorshift(0x2545_f491_4f6c_dd1d_u64);
         let mask = 0xff0fff_u64;
         for round in 0..300 {
             // Every tenth round a fresh copy with random bytes overwritten.

@@ -117,14 +117,12 @@ impl Compressed {
         let (mut records, mut blocks) = (0, 0);
         for block in self.blocks() {
             blocks += 1;
-            let mut at = 0;
-            while let Some(h) = block.get(at..at + 8) {
-                let size = usize::from(u16::from_le_bytes([h[6], h[7]]));
-                if u32::from_le_bytes([h[0], h[1], h[2], h[3]]) < 64 {
-                    count(&block[at..at + size]);
+            // The blocks hold whole records, built above; the round markers are not counted.
+            for raw in crate::decode::records(&block).flatten() {
+                if raw.header.type_ < 64 {
+                    count(raw.bytes);
                     records += 1;
                 }
-                at += size;
             }
         }
         self.limit = Some(records);

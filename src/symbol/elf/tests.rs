@@ -232,13 +232,7 @@ fn truncated_and_corrupted_files_do_not_panic() {
         check(&format!("trunc{len}"), &bytes[..len]);
     }
     // Deterministic pseudo-random byte corruption (xorshift).
-    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
-    let mut next = || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    let mut next = crate::testutil::xorshift(0x9e37_79b9_7f4a_7c15_u64);
     for round in 0..24 {
         let mut corrupt = bytes.clone();
         for _ in 0..(1 << (round % 8)) {
@@ -557,13 +551,7 @@ fn bench_symbolize() {
         .iter()
         .filter(|e| e.size > 0)
         .collect();
-    let mut state = 0x2545_f491_4f6c_dd1d_u64;
-    let mut next = || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    let mut next = crate::testutil::xorshift(0x2545_f491_4f6c_dd1d_u64);
     let mut addrs: Vec<u64> = (0..20_000)
         .map(|_| {
             let e = sized[(next() % sized.len() as u64) as usize];
