@@ -135,7 +135,11 @@ mod tests {
                 let at = start + (next() % len.max(1) as u64) as usize;
                 if let Some(b) = m.get_mut(at) {
                     // Half the time a byte of all ones: sizes and offsets become huge.
-                    *b = if next().is_multiple_of(2) { 0xff } else { next() as u8 };
+                    *b = if next().is_multiple_of(2) {
+                        0xff
+                    } else {
+                        next() as u8
+                    };
                 }
             }
             std::fs::write(&path, &m).unwrap();
