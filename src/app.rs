@@ -319,6 +319,10 @@ fn record(
         command_line: cfg.command_line.clone(),
         procfs_root: env.procfs_root.clone(),
         verbose: env.verbose,
+        keep_raw_stacks: matches!(
+            cfg.options.call_graph,
+            Some(plan::CallGraph::Dwarf { raw: true, .. })
+        ),
     };
     let outcome = record::record(&session, err)?;
     writeln!(err, "{}", outcome.summary)?;

@@ -89,8 +89,9 @@ pub struct RecordArgs {
     /// Record call chains (frame pointers).
     #[arg(short = 'g')]
     pub g: bool,
-    /// Call chain mode: fp, or dwarf[,STACK_BYTES].
-    #[arg(long = "call-graph", value_name = "fp|dwarf[,SIZE]", value_parser = parse_call_graph)]
+    /// Call chain mode: fp, or dwarf[,STACK_BYTES][,raw] (user stacks are unwound while
+    /// recording; raw keeps the stack copies too, for unwinding them again later).
+    #[arg(long = "call-graph", value_name = "fp|dwarf[,SIZE][,raw]", value_parser = parse_call_graph)]
     pub call_graph: Option<CallGraph>,
     /// Record every CPU.
     #[arg(short = 'a', long = "all-cpus")]
@@ -155,6 +156,10 @@ pub struct SymbolArgs {
     /// Extra debug-file directory (default /usr/lib/debug); repeatable.
     #[arg(long = "debug-dir")]
     pub debug_dir: Vec<PathBuf>,
+    /// Unwind the user stacks kept by `record --call-graph dwarf,SIZE,raw` again (with the
+    /// binaries as they are now) instead of taking the chains found while recording.
+    #[arg(long)]
+    pub reunwind: bool,
 }
 
 /// Which samples count: the same flags (perf report's names) for every command that reads
@@ -197,6 +202,7 @@ fn reading_options(
             symfs: symbols.symfs,
             search,
             time,
+            reunwind: symbols.reunwind,
             ..Default::default()
         },
         hrec::analysis::hist::Filters {
@@ -593,31 +599,40 @@ fn parse_freq(s: &str) -> Result<Freq, String> {
 }
 
 fn parse_call_graph(s: &str) -> Result<CallGraph, String> {
-    let (mode, size) = match s.split_once(',') {
-        Some((m, sz)) => (m, Some(sz)),
-        None => (s, None),
-    };
-    match (mode, size) {
-        ("fp", None) => Ok(CallGraph::Fp),
-        ("dwarf", None) => Ok(CallGraph::Dwarf {
-            stack_size: DEFAULT_DWARF_STACK,
-        }),
-        ("dwarf", Some(sz)) => {
-            let n: u32 = sz
-                .parse()
-                .map_err(|_| format!("bad dwarf stack size {sz:?}"))?;
-            if n == 0 || !n.is_multiple_of(8) || n > 65528 {
-                return Err(format!(
-                    "dwarf stack size must be a multiple of 8 in 8-65528, found {n}"
-                ));
-            }
-            Ok(CallGraph::Dwarf { stack_size: n })
+    let mut parts = s.split(',');
+    let mode = parts.next().unwrap_or_default();
+    let rest: Vec<&str> = parts.collect();
+    match mode {
+        "fp" if rest.is_empty() => Ok(CallGraph::Fp),
+        "dwarf" => {
+            let (size, raw) = match rest[..] {
+                [] => (None, false),
+                ["raw"] => (None, true),
+                [sz] => (Some(sz), false),
+                [sz, "raw"] => (Some(sz), true),
+                _ => return Err(format!("expected dwarf[,SIZE][,raw], found {s:?}")),
+            };
+            let stack_size = match size {
+                None => DEFAULT_DWARF_STACK,
+                Some(sz) => {
+                    let n: u32 = sz
+                        .parse()
+                        .map_err(|_| format!("bad dwarf stack size {sz:?}"))?;
+                    if n == 0 || !n.is_multiple_of(8) || n > 65528 {
+                        return Err(format!(
+                            "dwarf stack size must be a multiple of 8 in 8-65528, found {n}"
+                        ));
+                    }
+                    n
+                }
+            };
+            Ok(CallGraph::Dwarf { stack_size, raw })
         }
-        ("lbr", _) => Err(
+        "lbr" => Err(
             "--call-graph lbr needs the CPU's last branch records, which hrec does not read yet; use fp or dwarf"
                 .to_string(),
         ),
-        _ => Err(format!("expected fp or dwarf[,SIZE], found {s:?}")),
+        _ => Err(format!("expected fp or dwarf[,SIZE][,raw], found {s:?}")),
     }
 }
 
@@ -765,7 +780,8 @@ mod tests {
             assert_eq!(
                 r.options.call_graph,
                 Some(CallGraph::Dwarf {
-                    stack_size: DEFAULT_DWARF_STACK
+                    stack_size: DEFAULT_DWARF_STACK,
+                    raw: false
                 }),
                 "{args:?}"
             );
@@ -774,8 +790,22 @@ mod tests {
         assert_eq!(r.options.target, Target::Cpus("0-3".parse().unwrap()));
         assert_eq!(
             r.options.call_graph,
-            Some(CallGraph::Dwarf { stack_size: 4096 })
+            Some(CallGraph::Dwarf {
+                stack_size: 4096,
+                raw: false
+            })
         );
+        for (arg, stack_size) in [("dwarf,raw", DEFAULT_DWARF_STACK), ("dwarf,512,raw", 512)] {
+            assert_eq!(
+                record(&["--call-graph", arg]).unwrap().options.call_graph,
+                Some(CallGraph::Dwarf {
+                    stack_size,
+                    raw: true
+                })
+            );
+        }
+        assert!(record(&["--call-graph", "dwarf,512,raw,x"]).is_err());
+        assert!(record(&["--call-graph", "fp,raw"]).is_err());
         let r = record(&["-p", "12,34", "--per-thread"]).unwrap();
         assert_eq!(r.options.target, Target::Pids(vec![12, 34]));
         assert_eq!(

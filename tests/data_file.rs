@@ -66,6 +66,7 @@ fn meta() -> Meta {
         target: "workload".into(),
         workload_pid: Some(4242),
         recorder_pid: 4241,
+        unwound_at_record: false,
         pmus: vec![PmuMeta {
             name: "software".into(),
             type_: 1,

@@ -12,7 +12,9 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use support::stacks::{build, run, same_dwarf_stacks_as_perf, script_stacks};
+
+use std::path::Path;
 use std::process::Command;
 
 use hrec::symbol::names::demangle;
@@ -121,7 +123,7 @@ fn every_rust_symbol_of_a_rust_binary_demangles_as_libiberty_prints_it() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let Some(bin) = build(dir.path(), "names/shapes.rs") else {
+    let Some(bin) = build(dir.path(), "names/shapes.rs", &[]) else {
         return;
     };
     let o = Command::new("nm").arg(&bin).output().unwrap();
@@ -185,53 +187,6 @@ fn every_rust_symbol_of_a_rust_binary_demangles_as_libiberty_prints_it() {
         syms.len(),
         differ[..differ.len().min(10)].join("\n")
     );
-}
-
-/// Compiles a fixture (a path under `tests/fixtures/`) into `dir`.
-fn build(dir: &Path, fixture: &str) -> Option<PathBuf> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(fixture);
-    let stem = src.file_stem().unwrap().to_string_lossy().into_owned();
-    let out = dir.join(stem);
-    let mut c = if fixture.ends_with(".cpp") || fixture.ends_with(".c") {
-        let cc = if fixture.ends_with(".c") {
-            "gcc"
-        } else {
-            "g++"
-        };
-        let mut c = Command::new(cc);
-        c.args(["-O2", "-g", "-o"]).arg(&out).arg(&src);
-        c
-    } else {
-        let mut c = Command::new("rustc");
-        c.args(["-O", "-g", "--edition", "2021", "-o"])
-            .arg(&out)
-            .arg(&src);
-        c
-    };
-    match c.output() {
-        Ok(o) if o.status.success() => Some(out),
-        Ok(o) => panic!("{fixture}: {}", String::from_utf8_lossy(&o.stderr)),
-        Err(e) => {
-            eprintln!("skipped {fixture}: no compiler ({e})");
-            None
-        }
-    }
-}
-
-fn run(dir: &Path, program: &str, args: &[&str]) -> String {
-    let o = Command::new(program)
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap_or_else(|e| panic!("{program}: {e}"));
-    assert!(
-        o.status.success(),
-        "{program} {args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 /// `percent name` rows of a `--sort sym` table (perf's or hrec's), names with their `[.]`.
@@ -353,87 +308,6 @@ fn same_names_as_perf(dir: &Path, program: &Path, arg: &str, name: &str, opts: &
     );
 }
 
-/// The call-chain frames of each sample of `script -F ip,sym` output (perf's or hrec's):
-/// (address, name as printed).
-fn script_stacks(out: &str) -> Vec<Vec<(String, String)>> {
-    out.split("\n\n")
-        .map(|sample| {
-            sample
-                .lines()
-                .filter(|l| l.starts_with('\t'))
-                .filter_map(|l| {
-                    let (ip, sym) = l.trim().split_once(' ')?;
-                    Some((ip.to_string(), sym.trim().to_string()))
-                })
-                .collect()
-        })
-        .filter(|f: &Vec<_>| !f.is_empty())
-        .collect()
-}
-
-/// Unwound stacks of `--call-graph dwarf` samples against perf's (see `same_names_as_perf`).
-fn same_dwarf_stacks_as_perf(dir: &Path, name: &str) {
-    // Names as both print them, perf's ` (inlined)` mark and unresolved frames set aside.
-    let plain = |stacks: Vec<Vec<(String, String)>>| -> Vec<Vec<(String, String)>> {
-        stacks
-            .into_iter()
-            .map(|s| {
-                s.into_iter()
-                    .map(|(ip, sym)| {
-                        let sym = sym.trim_end_matches(" (inlined)");
-                        let sym = if sym.starts_with('[') { "?" } else { sym };
-                        (ip, sym.to_string())
-                    })
-                    .collect()
-            })
-            .collect()
-    };
-    let perf = plain(script_stacks(&run(
-        dir,
-        "perf",
-        &["script", "-F", "ip,sym", "-i", name],
-    )));
-    let hrec = plain(script_stacks(&run(
-        dir,
-        env!("CARGO_BIN_EXE_hrec"),
-        &["script", "--inline", "-F", "ip,sym", "-i", name],
-    )));
-    assert_eq!(perf.len(), hrec.len(), "{name}: samples");
-    // The report says how many stacks unwound to the root: nearly all of these.
-    let report = run(dir, env!("CARGO_BIN_EXE_hrec"), &["report", "-i", name]);
-    let unwound: f64 = report
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("# unwound ")?
-                .split('%')
-                .next()?
-                .parse()
-                .ok()
-        })
-        .unwrap_or_else(|| panic!("{name}: no unwinding line in\n{report}"));
-    assert!(unwound >= 90.0, "{name}: {report}");
-    // Where perf's unwinder gives up early and hrec's goes on, perf's stack is the start of
-    // hrec's: that agrees.
-    let differ: Vec<_> = perf
-        .iter()
-        .zip(&hrec)
-        .filter(|(p, h)| !h.starts_with(p))
-        .collect();
-    let deep = perf.iter().filter(|p| p.len() > 3).count();
-    assert!(
-        deep * 2 > perf.len(),
-        "{name}: perf unwound too few stacks to compare"
-    );
-    assert!(
-        differ.len() * 50 <= perf.len(),
-        "{name}: {} of {} stacks differ from perf's; first:\nperf {:?}\nhrec {:?}",
-        differ.len(),
-        perf.len(),
-        differ.first().map(|d| d.0),
-        differ.first().map(|d| d.1)
-    );
-}
-
 #[test]
 fn cpp_and_rust_recordings_are_named_as_perf_names_them() {
     if support::perf().is_none() {
@@ -441,7 +315,7 @@ fn cpp_and_rust_recordings_are_named_as_perf_names_them() {
     }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    if let Some(work) = build(d, "recordings/root/tmp/hrec-fixture/work.c") {
+    if let Some(work) = build(d, "recordings/root/tmp/hrec-fixture/work.c", &[]) {
         same_names_as_perf(d, &work, "30000000", "c.data", &["-g"]);
         same_names_as_perf(
             d,
@@ -451,7 +325,7 @@ fn cpp_and_rust_recordings_are_named_as_perf_names_them() {
             &["-z", "--call-graph", "dwarf"],
         );
     }
-    if let Some(book) = build(d, "names/book.cpp") {
+    if let Some(book) = build(d, "names/book.cpp", &[]) {
         same_names_as_perf(d, &book, "6000000", "fp.data", &["-g"]);
         same_names_as_perf(
             d,
@@ -463,7 +337,7 @@ fn cpp_and_rust_recordings_are_named_as_perf_names_them() {
         // `-z` writes no build-ids: kernel frames are named from the same release and boot.
         same_names_as_perf(d, &book, "6000000", "z.data", &["-z", "-g"]);
     }
-    if let Some(shapes) = build(d, "names/shapes.rs") {
+    if let Some(shapes) = build(d, "names/shapes.rs", &[]) {
         same_names_as_perf(d, &shapes, "6000000", "rust.data", &["-g"]);
         same_names_as_perf(
             d,

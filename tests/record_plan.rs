@@ -238,7 +238,10 @@ fn record_call_graphs() {
     let p = plan(
         "zen4",
         &RecordOptions {
-            call_graph: Some(CallGraph::Dwarf { stack_size: 8192 }),
+            call_graph: Some(CallGraph::Dwarf {
+                stack_size: 8192,
+                raw: false,
+            }),
             ..opts(&["cycles"])
         },
     );

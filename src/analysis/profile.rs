@@ -51,6 +51,9 @@ pub struct ProfileOptions {
     pub threads: usize,
     /// Keep the time order of groups for `--flame-chart` ([`Profile::timeline`]).
     pub timeline: bool,
+    /// Unwind the user stacks kept by `record --call-graph dwarf,SIZE,raw` again instead of
+    /// taking the chains found at record time.
+    pub reunwind: bool,
 }
 
 impl Default for ProfileOptions {
@@ -62,6 +65,7 @@ impl Default for ProfileOptions {
             time: None,
             threads: 0,
             timeline: false,
+            reunwind: false,
         }
     }
 }

@@ -16,13 +16,14 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::data::Role;
+use crate::data::stacks::{STACK_REF, StackTable};
 use crate::decode::{DecodeError, Record, Sample, context, misc};
 use crate::event::attr::{flag, sample as st};
 use crate::recording::{Comms, Recording};
 use crate::symbol::maps::{AddressSpaces, Mapping};
 use crate::symbol::symbolizer::{LocKey, Symbolizer};
 use crate::symbol::{FrameAddress, kallsyms};
-use crate::unwind::Unwinder;
+use crate::unwind::{UnwindStats, Unwinder};
 
 use super::FastMap;
 use super::profile::{EventInfo, Folder, NONE, Profile, ProfileOptions, SampleView, resolution};
@@ -66,8 +67,15 @@ pub struct Replay {
     filtered_by_time: u64,
     frames: Vec<u32>,
     user_frames: Vec<FrameAddress>,
-    /// Only for recordings whose samples carry user stacks (`--call-graph dwarf`).
+    /// Only for recordings whose samples carry user stacks (`--call-graph dwarf`) that were
+    /// not unwound at record time (or are to be unwound again).
     unwinder: Option<Unwinder>,
+    /// The chains of a recording unwound at record time.
+    stacks: Option<StackTable>,
+    /// A stored chain, expanded.
+    stored: Vec<u64>,
+    /// Stored chains whose nodes were missing.
+    broken_chains: u64,
     /// Each event's `sample_regs_user`.
     regs_mask: Vec<u64>,
 }
@@ -119,11 +127,15 @@ impl Replay {
             filtered_by_time: 0,
             frames: Vec::new(),
             user_frames: Vec::new(),
-            unwinder: meta
+            unwinder: (meta
                 .events
                 .iter()
                 .any(|e| e.attr.sample_type & st::STACK_USER != 0)
+                && (!meta.unwound_at_record || opts.reunwind))
                 .then(|| Unwinder::new(opts.symfs.clone())),
+            stacks: meta.unwound_at_record.then(|| rec.stacks()),
+            stored: Vec::new(),
+            broken_chains: 0,
             regs_mask: meta
                 .events
                 .iter()
@@ -269,25 +281,49 @@ impl Replay {
                 }
                 _ => false,
             };
-            if let Some(chain) = &s.callchain {
-                let mut kernel = kernel_mode;
-                let mut first = true;
+            // A chain unwound at record time: its kernel part, then the user frames found.
+            let mut stored = std::mem::take(&mut self.stored);
+            stored.clear();
+            let stored_ref = match (&s.callchain, &self.stacks) {
+                (Some(c), Some(table)) if c.len() == 2 && c.get(0) == Some(STACK_REF) => {
+                    if !table.expand(c.get(1).unwrap_or(0), &mut stored) {
+                        self.broken_chains += 1;
+                    }
+                    true
+                }
+                _ => false,
+            };
+            let mut kernel_part = |this: &mut Self, a: u64, state: &mut (bool, bool)| {
+                let (kernel, first) = state;
+                if context::is_marker(a) {
+                    *kernel = a == context::KERNEL;
+                    return;
+                }
+                if *first && a == ip {
+                    *first = false;
+                    return;
+                }
+                *first = false;
+                if unwound && !*kernel {
+                    return;
+                }
+                frames.push(this.loc(pid, FrameAddress::Return(a), *kernel));
+            };
+            let mut state = (kernel_mode, true);
+            if stored_ref {
+                let user_at = stored.iter().position(|&a| a == context::USER);
+                for &a in &stored[..user_at.unwrap_or(stored.len())] {
+                    kernel_part(self, a, &mut state);
+                }
+                if let Some(at) = user_at.filter(|_| !unwound) {
+                    user.extend(stored[at + 1..].iter().map(|&a| FrameAddress::Ip(a)));
+                }
+            } else if let Some(chain) = &s.callchain {
                 for a in chain.iter() {
-                    if context::is_marker(a) {
-                        kernel = a == context::KERNEL;
-                        continue;
-                    }
-                    if first && a == ip {
-                        first = false;
-                        continue;
-                    }
-                    first = false;
-                    if unwound && !kernel {
-                        continue;
-                    }
-                    frames.push(self.loc(pid, FrameAddress::Return(a), kernel));
+                    kernel_part(self, a, &mut state);
                 }
             }
+            self.stored = stored;
             // The unwound stack starts at the user IP: the sample's own when it was taken in
             // user mode (the leaf, already counted), else where the kernel was entered.
             let skip = usize::from(!kernel_mode && user.first() == Some(&FrameAddress::Ip(ip)));
@@ -327,6 +363,18 @@ impl Replay {
     /// Warnings of the replay for a report's header.
     fn warnings(&self) -> Vec<String> {
         let mut w = Vec::new();
+        if self.broken_chains > 0 {
+            w.push(format!(
+                "{} call chains stored at record time were cut short: part of the file's stack table could not be read",
+                self.broken_chains
+            ));
+        }
+        if let Some(t) = self.stacks.as_ref().filter(|t| t.bad_blocks > 0) {
+            w.push(format!(
+                "{} blocks of the stack table were damaged and skipped",
+                t.bad_blocks
+            ));
+        }
         if self.tracker.resets > 0 {
             w.push(format!(
                 "{} group reads went backwards (counter reset); their values were taken as deltas",
@@ -441,10 +489,13 @@ pub fn build(rec: &Recording, opts: &ProfileOptions, progress: &mut dyn FnMut(u6
     p.locs = locs;
     p.build_id_mismatches = mismatches;
     p.resolution = resolution(&p);
-    p.unwind = r
-        .unwinder
-        .as_ref()
-        .filter(|u| u.stats.samples > 0)
-        .map(|u| u.stats.clone());
+    p.unwind = match &r.unwinder {
+        Some(u) => Some(u.stats.clone()),
+        // Unwound at record time: what the recorder's walks met.
+        None => rec
+            .side("unwind")
+            .and_then(|b| serde_json::from_slice::<UnwindStats>(&b).ok()),
+    }
+    .filter(|u| u.samples > 0);
     p
 }

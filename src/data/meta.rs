@@ -50,6 +50,11 @@ pub struct Meta {
     pub notices: Vec<String>,
     /// Ring-buffer data pages per buffer.
     pub mmap_pages: u64,
+    /// The user stacks of `--call-graph dwarf` were unwound at record time: samples hold
+    /// `[STACK_REF, id]` chains into the `stacks` side blocks (see [`super::stacks`]), and
+    /// unless the raw stacks were kept, the events' attrs here lack `REGS_USER` and
+    /// `STACK_USER` (the samples were stored without them).
+    pub unwound_at_record: bool,
 }
 
 /// A PMU by name and its `perf_event_attr.type`.

@@ -39,6 +39,7 @@ pub mod codec;
 mod format;
 pub mod meta;
 mod reader;
+pub mod stacks;
 mod writer;
 
 use std::io;

@@ -142,6 +142,17 @@ impl Reader {
         }
     }
 
+    /// Every side block called `name`, in file order.
+    pub fn sides<'a>(
+        &'a self,
+        name: &'a str,
+    ) -> impl Iterator<Item = Result<Vec<u8>, DataError>> + 'a {
+        self.blocks
+            .iter()
+            .filter(move |b| b.kind == BlockKind::Side && b.name == name)
+            .map(|b| self.read_block(b))
+    }
+
     /// Reads `n` bytes at `offset`, which the caller has checked lie inside the file.
     fn read_at(&self, offset: u64, n: u64) -> Result<Vec<u8>, DataError> {
         let end = offset.checked_add(n).filter(|&e| e <= self.len);

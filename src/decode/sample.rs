@@ -389,6 +389,31 @@ impl<'a> Sample<'a> {
         }
     }
 
+    /// Where the CALLCHAIN (its `nr` included) and the REGS_USER + STACK_USER parts lie in
+    /// `record`, the bytes this sample was decoded from (header included): what a writer
+    /// needs to replace the chain and drop the stack copy. `None` when the sample lacks one
+    /// of them or was not decoded from `record`.
+    pub fn chain_and_stack_spans(
+        &self,
+        record: &[u8],
+    ) -> Option<(std::ops::Range<usize>, std::ops::Range<usize>)> {
+        let offset = |part: &[u8]| -> Option<usize> {
+            let at = (part.as_ptr() as usize).checked_sub(record.as_ptr() as usize)?;
+            (at.checked_add(part.len())? <= record.len()).then_some(at)
+        };
+        let chain = self.callchain?.as_bytes();
+        let chain_at = offset(chain)?.checked_sub(8)?;
+        let (regs, stack) = (self.regs_user?, self.stack_user?);
+        // STACK_USER follows REGS_USER: `abi`, the registers when `abi != 0`, then `size`,
+        // the bytes and, when `size != 0`, `dyn_size`.
+        let stack_at = offset(stack.data)?.checked_sub(8)?;
+        let stack_end =
+            stack_at + 8 + stack.data.len() + if stack.dyn_size.is_some() { 8 } else { 0 };
+        let regs_at = stack_at.checked_sub(8 + regs.regs.len() * 8)?;
+        (chain_at + 8 + chain.len() <= regs_at && stack_end <= record.len())
+            .then_some((chain_at..chain_at + 8 + chain.len(), regs_at..stack_end))
+    }
+
     /// Parses a SAMPLE body (the cursor is just past the header) in the kernel's field order.
     pub(crate) fn parse(
         c: &mut Cursor<'a>,

@@ -82,6 +82,8 @@ pub enum CallGraph {
     Dwarf {
         /// Bytes of user stack per sample.
         stack_size: u32,
+        /// Keep the stack copies in the file after unwinding them (`dwarf,SIZE,raw`).
+        raw: bool,
     },
 }
 
@@ -609,7 +611,7 @@ fn plan_group(
             }
             match opts.call_graph {
                 Some(CallGraph::Fp) => a.sample_type |= sample::CALLCHAIN,
-                Some(CallGraph::Dwarf { stack_size }) => {
+                Some(CallGraph::Dwarf { stack_size, .. }) => {
                     // perf: DWARF unwinding also records data addresses (sample_address).
                     a.sample_type |= sample::CALLCHAIN
                         | sample::REGS_USER

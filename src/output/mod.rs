@@ -135,9 +135,46 @@ pub fn info(rec: &Recording, out: &mut dyn Write) -> io::Result<()> {
             )?;
         }
     }
+    if m.unwound_at_record {
+        let stack = m
+            .events
+            .iter()
+            .map(|e| e.attr.sample_stack_user)
+            .max()
+            .unwrap_or(0);
+        let kept = m
+            .events
+            .iter()
+            .any(|e| e.attr.sample_type & crate::event::attr::sample::STACK_USER != 0);
+        write!(
+            out,
+            "# call graph : dwarf, unwound while recording; user stack copies of {stack} bytes ({})",
+            if kept { "kept" } else { "not kept" }
+        )?;
+        match r
+            .side("unwind")
+            .ok()
+            .flatten()
+            .and_then(|b| serde_json::from_slice::<crate::unwind::UnwindStats>(&b).ok())
+        {
+            Some(u) => writeln!(
+                out,
+                "; {} of {} stacks reached the process root, {} copies filled all {stack} bytes",
+                u.complete, u.samples, u.stack_full
+            )?,
+            None => writeln!(out)?,
+        }
+    }
     let (mut rb, mut raw, mut comp, mut recs) = (0u64, 0u64, 0u64, 0u64);
+    let (mut stack_blocks, mut stack_raw, mut stack_comp) = (0u64, 0u64, 0u64);
     for b in r.blocks() {
         match b.kind {
+            // The stack table comes in many small blocks: one line for all.
+            BlockKind::Side if b.name == "stacks" => {
+                stack_blocks += 1;
+                stack_raw += b.raw_len;
+                stack_comp += b.compressed_len;
+            }
             BlockKind::Side => writeln!(
                 out,
                 "# side block : {}, {} bytes ({} compressed) at offset {}",
@@ -151,6 +188,12 @@ pub fn info(rec: &Recording, out: &mut dyn Write) -> io::Result<()> {
             }
             BlockKind::Trailer => {}
         }
+    }
+    if stack_blocks > 0 {
+        writeln!(
+            out,
+            "# stack table : {stack_blocks} side blocks, {stack_raw} bytes ({stack_comp} compressed)"
+        )?;
     }
     writeln!(
         out,

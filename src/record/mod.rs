@@ -18,6 +18,7 @@
 pub mod account;
 pub mod open;
 pub mod side;
+pub mod unwind;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -33,6 +34,7 @@ use crate::pmu::Pmus;
 
 use account::Accounting;
 use open::{OpenParams, Opened, Ring};
+use unwind::RecordUnwinder;
 
 /// Why a recording failed.
 #[derive(Debug, thiserror::Error)]
@@ -122,6 +124,8 @@ pub struct Session<'a> {
     pub procfs_root: PathBuf,
     /// `-v`.
     pub verbose: u8,
+    /// `--call-graph dwarf,SIZE,raw`: keep the user stack copies after unwinding them.
+    pub keep_raw_stacks: bool,
 }
 
 /// How a recording went.
@@ -247,9 +251,13 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
 
     let (tx, rx) = mpsc::sync_channel::<Msg>(64);
     let procfs = s.procfs_root.clone();
+    let unwinder = meta.unwound_at_record.then(|| {
+        let events = opened.fds.iter().map(|f| (f.id, opened.attrs[f.event]));
+        RecordUnwinder::new(events, s.keep_raw_stacks)
+    });
     let writer_thread = std::thread::Builder::new()
         .name("hrec-writer".into())
-        .spawn(move || writer_loop(writer, rx, &procfs))
+        .spawn(move || writer_loop(writer, rx, &procfs, unwinder))
         .map_err(|e| RecordError::Os("cannot start the writer thread".into(), e))?;
 
     // -p/-t: the kernel will not tell us about mappings made before now.
@@ -357,6 +365,11 @@ fn build_meta(
     child: Option<i32>,
 ) -> Meta {
     let host = side::host_info(&s.procfs_root);
+    // Samples with user stacks are unwound on the writer thread and stored without them.
+    let unwound = o
+        .attrs
+        .iter()
+        .any(|a| a.sample_type & crate::event::attr::sample::STACK_USER != 0);
     let events = s
         .plan
         .events
@@ -364,7 +377,11 @@ fn build_meta(
         .map(|e| EventMeta {
             name: o.names[e.index].clone(),
             pmu: e.pmu.clone(),
-            attr: o.attrs[e.index],
+            attr: {
+                let mut a = o.attrs[e.index];
+                a.sample_type = unwind::stored_sample_type(a.sample_type, s.keep_raw_stacks);
+                a
+            },
             leader: e.leader,
             role: e.role,
             ids: o
@@ -416,6 +433,7 @@ fn build_meta(
         events,
         notices,
         mmap_pages: data_pages as u64,
+        unwound_at_record: unwound,
     }
 }
 
@@ -423,12 +441,14 @@ fn join(v: &[u32]) -> String {
     v.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
 }
 
-/// Runs on the writer thread: side blocks first, then every batch, in arrival order. After a
-/// write error it keeps receiving (so the drain never blocks on a full channel) but drops data.
+/// Runs on the writer thread: side blocks first, then every batch, in arrival order, its
+/// samples unwound first when the recording has user stacks ([`unwind`]). After a write
+/// error it keeps receiving (so the drain never blocks on a full channel) but drops data.
 fn writer_loop(
     mut w: Writer,
     rx: mpsc::Receiver<Msg>,
     procfs_root: &Path,
+    mut unwinder: Option<RecordUnwinder>,
 ) -> (Writer, Option<data::DataError>) {
     let mut failed = None;
     let side = |w: &mut Writer, name: &str, path: &Path, failed: &mut Option<data::DataError>| {
@@ -447,12 +467,28 @@ fn writer_loop(
             continue;
         }
         let r = match msg {
-            Msg::Records(source, bytes) => w.write_records(&bytes, source).map(|_| ()),
+            Msg::Records(source, bytes) => match &mut unwinder {
+                Some(u) => {
+                    let (records, stacks) = u.process(&bytes);
+                    match stacks {
+                        Some(b) => w.write_side("stacks", &b).map(|_| ()),
+                        None => Ok(()),
+                    }
+                    .and_then(|()| w.write_records(&records, source).map(|_| ()))
+                }
+                None => w.write_records(&bytes, source).map(|_| ()),
+            },
             Msg::Side(name, bytes) => w.write_side(name, &bytes).map(|_| ()),
         };
         if let Err(e) = r {
             failed = Some(e);
         }
+    }
+    if let (Some(u), None) = (&unwinder, &failed)
+        && let Ok(json) = serde_json::to_vec(u.stats())
+        && let Err(e) = w.write_side("unwind", &json)
+    {
+        failed = Some(e);
     }
     (w, failed)
 }

@@ -30,6 +30,7 @@ use std::io::Read as _;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use crate::data::stacks::StackTable;
 use crate::data::{self, DataError, Meta, Reader};
 use crate::decode::{DecodeError, Decoder, Record};
 use crate::symbol::Unresolved;
@@ -132,6 +133,20 @@ impl Recording {
             ),
             Source::PerfData(p) => p.kernel_symbols(),
         }
+    }
+
+    /// The stack table of a recording unwound at record time (empty for any other).
+    pub fn stacks(&self) -> StackTable {
+        let mut t = StackTable::new();
+        if let Source::Hrec(r) = &self.source {
+            for block in r.sides("stacks") {
+                match block {
+                    Ok(b) => t.add_block(&b),
+                    Err(_) => t.bad_blocks += 1,
+                }
+            }
+        }
+        t
     }
 
     /// Why kernel addresses stay unresolved when the recording brings no kernel symbols: a

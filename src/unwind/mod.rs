@@ -26,7 +26,7 @@
 //! Nothing read from files or samples is trusted: sections larger than the file are not read,
 //! stack reads outside the copy fail the walk there, and the walk is bounded.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::fs::File;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -77,6 +77,8 @@ const REG_IP: u32 = 8;
 const PROT_EXEC: u32 = 4;
 /// Frames of one stack at most.
 const MAX_FRAMES: usize = 1024;
+/// Exited processes kept, at most.
+const KEEP_DEAD: usize = 64;
 /// framehop's module ranges are relative to `base_avma` in 32 bits.
 const MAX_MODULE: u64 = u32::MAX as u64;
 
@@ -183,7 +185,8 @@ impl Proc {
 }
 
 /// Why stacks were not unwound to their root.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct UnwindStats {
     /// Samples with user registers and a user stack.
     pub samples: u64,
@@ -195,6 +198,9 @@ pub struct UnwindStats {
     pub stopped: u64,
     /// Samples without registers (a kernel thread) or without IP/SP/BP among them.
     pub no_regs: u64,
+    /// Samples whose stack copy filled the whole `--call-graph dwarf,SIZE` (the stack may
+    /// go on beyond it).
+    pub stack_full: u64,
 }
 
 /// Unwinds user stacks; see the module docs.
@@ -202,6 +208,8 @@ pub struct Unwinder {
     symfs: Option<PathBuf>,
     files: HashMap<Vec<u8>, Option<Arc<FileInfo>>>,
     procs: HashMap<u32, Proc>,
+    /// Processes that exited, oldest first, not yet dropped.
+    dead: VecDeque<u32>,
     /// What the walks met.
     pub stats: UnwindStats,
 }
@@ -223,6 +231,7 @@ impl Unwinder {
             symfs,
             files: HashMap::new(),
             procs: HashMap::new(),
+            dead: VecDeque::new(),
             stats: UnwindStats::default(),
         }
     }
@@ -240,9 +249,19 @@ impl Unwinder {
             Record::Fork(t) if t.pid != t.ppid => {
                 let child = self.procs.get(&t.ppid).cloned().unwrap_or_else(Proc::new);
                 self.procs.insert(t.pid, child);
+                self.dead.retain(|&p| p != t.pid);
             }
+            // A process is dropped a while after its exit: at record time its last samples
+            // can still be on their way in another CPU's buffer.
             Record::Exit(t) if t.pid == t.tid => {
-                self.procs.remove(&t.pid);
+                if !self.dead.contains(&t.pid) {
+                    self.dead.push_back(t.pid);
+                }
+                if self.dead.len() > KEEP_DEAD
+                    && let Some(pid) = self.dead.pop_front()
+                {
+                    self.procs.remove(&pid);
+                }
             }
             _ => {}
         }
@@ -337,6 +356,9 @@ impl Unwinder {
             .dyn_size
             .map_or(0, |d| usize::try_from(d).unwrap_or(usize::MAX))
             .min(stack.data.len());
+        if copied == stack.data.len() && copied > 0 {
+            self.stats.stack_full += 1;
+        }
         let bytes = &stack.data[..copied];
         let mut cut = false;
         let mut read_stack = |addr: u64| -> Result<u64, ()> {

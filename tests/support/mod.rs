@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 pub mod encode;
+pub mod stacks;
 pub mod tmux;
 
 use std::path::{Path, PathBuf};

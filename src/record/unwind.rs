@@ -1,0 +1,145 @@
+//! Record-time unwinding (`record --call-graph dwarf`), on the writer thread: each sample's
+//! user stack copy becomes its call chain before the block is written, so the file holds a
+//! dozen addresses per sample instead of kilobytes of stack.
+//!
+//! **What a sample becomes.** The kernel part of the kernel's chain, `PERF_CONTEXT_USER` and
+//! the unwound user frames, exactly as the report-time unwinder joins them
+//! ([`crate::analysis`]'s replay), interned in the recording's stack table
+//! ([`crate::data::stacks`]); the sample's `CALLCHAIN` becomes `[STACK_REF, id]` and its
+//! `REGS_USER` and `STACK_USER` parts are dropped (kept with `--call-graph dwarf,SIZE,raw`,
+//! for unwinding again later). The file's header lists the attrs without those bits then.
+//!
+//! **Order.** The rings are drained one CPU at a time, so a batch may come in before the
+//! batch of another CPU holding the MMAP of a library the first one's samples run in. Each
+//! batch's side-band records are therefore applied before its samples are unwound, and an
+//! exited process is kept a while (its last samples may come in another CPU's batch).
+//! Samples the rules cannot walk keep the frames found, and the reason is counted.
+
+use crate::data::stacks::{STACK_REF, StackInterner};
+use crate::decode::{self, Decoder, Record, context, kind};
+use crate::event::attr::{Attr, sample as st};
+use crate::symbol::FrameAddress;
+use crate::unwind::{UnwindStats, Unwinder};
+
+/// Unwinds and rewrites the samples of record batches.
+#[derive(Debug)]
+pub struct RecordUnwinder {
+    decoder: Decoder,
+    unwinder: Unwinder,
+    stacks: StackInterner,
+    keep_raw: bool,
+    frames: Vec<FrameAddress>,
+    chain: Vec<u64>,
+}
+
+/// The sample_type of an attr as its samples are stored after record-time unwinding.
+pub fn stored_sample_type(sample_type: u64, keep_raw: bool) -> u64 {
+    if keep_raw || sample_type & st::STACK_USER == 0 {
+        sample_type
+    } else {
+        sample_type & !(st::REGS_USER | st::STACK_USER)
+    }
+}
+
+impl RecordUnwinder {
+    /// A stage for events with these `(id, attr)` pairs (the attrs as opened).
+    pub fn new(events: impl IntoIterator<Item = (u64, Attr)>, keep_raw: bool) -> RecordUnwinder {
+        RecordUnwinder {
+            decoder: Decoder::new(events),
+            unwinder: Unwinder::new(None),
+            stacks: StackInterner::new(),
+            keep_raw,
+            frames: Vec::new(),
+            chain: Vec::new(),
+        }
+    }
+
+    /// What the walks met so far.
+    pub fn stats(&self) -> &UnwindStats {
+        &self.unwinder.stats
+    }
+
+    /// Rewrites a batch of records (see the module docs). Returns the batch to write and the
+    /// `stacks` block to write before it, if the batch added chains.
+    pub fn process(&mut self, records: &[u8]) -> (Vec<u8>, Option<Vec<u8>>) {
+        // Side-band first.
+        for raw in decode::records(records).flatten() {
+            if raw.header.type_ != kind::SAMPLE
+                && let Ok(r) = self.decoder.decode(&raw)
+            {
+                self.unwinder.apply(&r);
+            }
+        }
+        let mut out = Vec::with_capacity(records.len() / 4);
+        let mut it = decode::records(records);
+        let mut done = 0;
+        while let Some(Ok(raw)) = it.next() {
+            if !(raw.header.type_ == kind::SAMPLE && self.rewrite(&raw, &mut out)) {
+                out.extend_from_slice(raw.bytes);
+            }
+            done = it.offset();
+        }
+        // What did not split into records stays as it was (the reader reports it).
+        out.extend_from_slice(&records[done..]);
+        (out, self.stacks.take_block())
+    }
+
+    /// Appends the rewritten sample to `out`; `false` (nothing appended) when it is not a
+    /// sample with a user stack.
+    fn rewrite(&mut self, raw: &decode::RawRecord<'_>, out: &mut Vec<u8>) -> bool {
+        let Ok(located) = self.decoder.locate(raw) else {
+            return false;
+        };
+        let Some(attr) = self.decoder.attrs().get(located.index) else {
+            return false;
+        };
+        let mask = attr.sample_regs_user;
+        let Ok(Record::Sample(s)) = self.decoder.decode(raw) else {
+            return false;
+        };
+        let Some((chain_span, stack_span)) = s.chain_and_stack_spans(raw.bytes) else {
+            return false;
+        };
+        let (Some(cc), Some(regs), Some(stack)) = (s.callchain, s.regs_user, s.stack_user) else {
+            return false;
+        };
+        self.frames.clear();
+        if stack.dyn_size.is_some_and(|d| d > 0) {
+            self.unwinder
+                .unwind(s.pid.unwrap_or(0), mask, &regs, &stack, &mut self.frames);
+        }
+        self.chain.clear();
+        if self.frames.is_empty() {
+            self.chain.extend(cc.iter());
+        } else {
+            self.chain
+                .extend(cc.iter().take_while(|&a| a != context::USER));
+            self.chain.push(context::USER);
+            self.chain.extend(self.frames.iter().map(|f| f.address()));
+        }
+        // Ids run out after 2^32 nodes, far beyond any recording; the chain is empty then.
+        let id = self.stacks.intern(&self.chain).unwrap_or(0);
+        let b = raw.bytes;
+        let start = out.len();
+        out.extend_from_slice(&b[..chain_span.start]);
+        out.extend_from_slice(&2u64.to_le_bytes());
+        out.extend_from_slice(&STACK_REF.to_le_bytes());
+        out.extend_from_slice(&u64::from(id).to_le_bytes());
+        out.extend_from_slice(&b[chain_span.end..stack_span.start]);
+        if self.keep_raw {
+            out.extend_from_slice(&b[stack_span.clone()]);
+        }
+        out.extend_from_slice(&b[stack_span.end..]);
+        let size = out.len() - start;
+        match u16::try_from(size) {
+            Ok(size) => {
+                out[start + 6..start + 8].copy_from_slice(&size.to_le_bytes());
+                true
+            }
+            Err(_) => {
+                out.truncate(start);
+                false
+            }
+        }
+    }
+}
