@@ -81,6 +81,13 @@ pub struct ReportConfig {
     pub input: PathBuf,
     /// Aggregation (sort keys, children, filters).
     pub hist: crate::analysis::hist::HistOptions,
+    /// `--children` / `--no-children`; `None`: children when the recording has call chains
+    /// (perf's default).
+    pub children: Option<bool>,
+    /// `-g`, `-G`, `--max-stack`.
+    pub call_graph: crate::analysis::callgraph::CallGraphOptions,
+    /// `-g` or `-G` was given: call graphs even where perf would not show them by default.
+    pub call_graph_given: bool,
     /// Symbol search and time range.
     pub profile: crate::analysis::profile::ProfileOptions,
     /// Printing.
@@ -395,8 +402,24 @@ fn report(
     });
     bar.finish();
     read_warnings(&rec, err)?;
-    let tables = hist::tables(&p, &cfg.hist);
+    // perf's defaults: with call chains, Children and call graphs are on.
+    let mut hist_opts = cfg.hist.clone();
+    hist_opts.children = cfg.children.unwrap_or(p.callchains);
     let mut style = cfg.style.clone();
+    if cfg.call_graph_given || p.callchains {
+        style.callgraph = Some(cfg.call_graph.clone());
+    }
+    if cfg.call_graph_given
+        && !p.callchains
+        && cfg.call_graph.mode != crate::analysis::callgraph::Mode::None
+    {
+        writeln!(
+            err,
+            "hrec: warning: -g: {} has no call chains (record with -g or --call-graph dwarf)",
+            cfg.input.display()
+        )?;
+    }
+    let tables = hist::tables(&p, &hist_opts);
     let mut header = vec![format!(
         "hrec report of {} ({} samples{}{})",
         cfg.input.display(),
@@ -435,9 +458,9 @@ fn report(
             }
         }
     } else if cfg.json {
-        output::report::json(&p, &tables, &cfg.hist, &style, out)?;
+        output::report::json(&p, &tables, &hist_opts, &style, out)?;
     } else {
-        output::report::text(&p, &tables, &cfg.hist, &style, out)?;
+        output::report::text(&p, &tables, &hist_opts, &style, out)?;
     }
     if let Some(path) = &cfg.retire_latency_json {
         let platform = [

@@ -242,15 +242,30 @@ pub struct ReportArgs {
     /// Sort keys: comm, pid, tid, dso, sym, srcline, ip, event, pmu, cpu.
     #[arg(short = 's', long = "sort", default_value = "comm,dso,sym")]
     pub sort: String,
-    /// Credit every function on the call chain (Children column); needs `record -g`.
+    /// Credit every function on the call chain (Children column; the default when the
+    /// recording has call chains, as in perf).
     #[arg(long, overrides_with = "no_children")]
     pub children: bool,
-    /// Only the function at the top of the stack (the default).
-    #[arg(long = "no-children")]
+    /// Only the function at the top of the stack.
+    #[arg(long = "no-children", overrides_with = "children")]
     pub no_children: bool,
-    /// Print call paths under each row (needs `record -g`).
-    #[arg(short = 'g', long = "call-graph")]
-    pub call_graph: bool,
+    /// Call graphs under each row (on by default when the recording has call chains):
+    /// [graph|flat|folded|fractal|none][,MIN%][,caller|callee][,function|address]
+    /// [,percent|period|count], perf's defaults graph,0.5,caller (callee with --no-children).
+    #[arg(
+        short = 'g',
+        long = "call-graph",
+        num_args = 0..=1,
+        default_missing_value = "graph",
+        value_name = "MODE,MIN%,ORDER,KEY,VALUE"
+    )]
+    pub call_graph: Option<String>,
+    /// Callers first in call graphs (`-g caller`).
+    #[arg(short = 'G', long = "inverted")]
+    pub inverted: bool,
+    /// Entries of a call chain kept, innermost first (perf's 127).
+    #[arg(long = "max-stack", value_name = "N")]
+    pub max_stack: Option<usize>,
     /// TopDown columns: 0 (none), 1 (level 1, default) or 2.
     #[arg(long = "td-level", default_value_t = 1, value_parser = clap::value_parser!(u8).range(0..=2))]
     pub td_level: u8,
@@ -316,19 +331,40 @@ impl ReportArgs {
             return Err("--sort: give at least one key".into());
         }
         let (profile, filters) = reading_options(self.symbols, self.filters)?;
+        let mut call_graph: hrec::analysis::callgraph::CallGraphOptions = self
+            .call_graph
+            .as_deref()
+            .unwrap_or("")
+            .parse()
+            .map_err(|e| format!("-g: {e}"))?;
+        if self.inverted {
+            call_graph.order = Some(hrec::analysis::callgraph::Order::Caller);
+        }
+        if let Some(n) = self.max_stack {
+            call_graph.max_stack = n;
+        }
         Ok(hrec::app::ReportConfig {
             input: self.input,
             hist: hist::HistOptions {
                 sort,
-                children: self.children && !self.no_children,
+                children: self.children,
                 full_source_path: self.full_source_path,
                 filters,
+                max_stack: call_graph.max_stack,
             },
+            children: if self.children {
+                Some(true)
+            } else if self.no_children {
+                Some(false)
+            } else {
+                None
+            },
+            call_graph,
+            call_graph_given: self.call_graph.is_some() || self.inverted,
             profile,
             style: hrec::output::report::ReportStyle {
                 td_level: self.td_level,
                 percent_limit: self.percent_limit,
-                callgraph: self.call_graph,
                 ..Default::default()
             },
             json: self.json,

@@ -234,7 +234,7 @@ fn same_names_as_perf(dir: &Path, program: &Path, arg: &str, name: &str, opts: &
     let hrec = sym_rows(&run(
         dir,
         env!("CARGO_BIN_EXE_hrec"),
-        &["report", "--sort", "sym", "-i", name],
+        &["report", "--no-children", "--sort", "sym", "-i", name],
     ));
     let total: f64 = perf.iter().map(|(p, _)| p).sum();
     let same: f64 = perf

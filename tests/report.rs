@@ -205,8 +205,16 @@ fn example_program_hot_symbols_match_perf_and_srcline_has_inline_frames() {
 fn call_graph_expands_inline_frames() {
     let bin = support::release_example("hotspots");
     let dir = tempfile::tempdir().unwrap();
-    hrec_record(dir.path(), &["-g"], &[bin.to_str().unwrap(), "1"]);
-    let o = hrec_in(dir.path(), &["report", "--sort", "sym", "-g"]);
+    // perf lists inline frames in unwound (dwarf) chains, not in frame-pointer ones.
+    hrec_record(
+        dir.path(),
+        &["--call-graph", "dwarf"],
+        &[bin.to_str().unwrap(), "1"],
+    );
+    let o = hrec_in(
+        dir.path(),
+        &["report", "--no-children", "--sort", "sym", "-g"],
+    );
     let (out, err) = text(&o);
     assert!(o.status.success(), "{err}");
     // Under hot_multiply, the heaviest path starts in the inlined `mix`, then hot_multiply.

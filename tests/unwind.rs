@@ -115,6 +115,79 @@ fn c_without_frame_pointers_through_a_library_and_a_function_pointer() {
         })
         .count();
     assert!(full * 10 > perf.len() * 8, "{full} of {}", perf.len());
+    same_report_trees_as_perf(d, "c.perf.data");
+}
+
+/// The rows of a `report --stdio` (perf's or hrec's) with the call-graph lines under each:
+/// row cells joined by one space (hrec's Samples column left out), then the tree lines.
+fn report_rows(out: &str, hrec: bool) -> Vec<(String, Vec<String>)> {
+    let mut rows: Vec<(String, Vec<String>)> = Vec::new();
+    for line in out.lines() {
+        if line.starts_with('#') || line.trim().is_empty() {
+            continue;
+        }
+        let first = line.split_whitespace().next().unwrap_or("");
+        if line.starts_with("  ")
+            && first.ends_with('%')
+            && first[..first.len() - 1].parse::<f64>().is_ok()
+        {
+            let cells: Vec<&str> = line
+                .split_whitespace()
+                .enumerate()
+                .filter(|&(i, c)| !(hrec && i <= 2 && c.bytes().all(|b| b.is_ascii_digit())))
+                .map(|(_, c)| c)
+                .collect();
+            rows.push((cells.join(" "), Vec::new()));
+        } else if let Some(last) = rows.last_mut() {
+            last.1.push(line.trim_end().to_string());
+        }
+    }
+    rows
+}
+
+/// `hrec report` against `perf report --stdio` on the same perf.data, in perf's call-graph
+/// modes: the same rows with the same trees, line for line.
+fn same_report_trees_as_perf(dir: &Path, name: &str) {
+    for args in [
+        &[][..],
+        &["--no-children"],
+        &["-g", "fractal"],
+        &["-g", "callee"],
+        &["-g", "flat", "--no-children"],
+        &["-g", "folded,0.1"],
+        &["-g", "graph,0.05,caller,function,count", "--no-children"],
+        &["-G", "--no-children", "--max-stack", "6"],
+    ] {
+        let mut perf_args = vec!["report", "--stdio", "-i", name];
+        perf_args.extend_from_slice(args);
+        let mut hrec_args = vec!["report", "-i", name];
+        hrec_args.extend_from_slice(args);
+        let perf = report_rows(&run(dir, "perf", &perf_args), false);
+        let hrec = report_rows(&run(dir, HREC, &hrec_args), true);
+        assert!(
+            !perf.is_empty() && perf.iter().any(|r| !r.1.is_empty()),
+            "{args:?}: {perf:?}"
+        );
+        let mut same = 0;
+        let mut first_diff = None;
+        for (row, tree) in &perf {
+            match hrec.iter().find(|h| &h.0 == row) {
+                Some(h) if &h.1 == tree => same += 1,
+                other => {
+                    first_diff.get_or_insert((row, tree, other));
+                }
+            }
+        }
+        // The heaviest rows at least, and nearly all others (a sample whose stack perf's
+        // unwinder ends early changes a tree).
+        assert!(
+            same * 100 >= perf.len() * 95 && first_diff.as_ref().is_none_or(|d| d.0 != &perf[0].0),
+            "{args:?}: {same} of {} rows alike; first that differs:\nperf {:#?}\nhrec {:#?}",
+            perf.len(),
+            first_diff.as_ref().map(|d| (d.0, d.1)),
+            first_diff.as_ref().map(|d| d.2)
+        );
+    }
 }
 
 #[test]

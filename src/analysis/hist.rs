@@ -14,6 +14,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use super::FastMap;
+use super::callgraph::{self, CallGraphOptions, CallTree, Mode};
 use super::latency::{LatHist, LatencyStats};
 use super::profile::{NONE, Profile, SampleGroup};
 use super::topdown::TdCounts;
@@ -170,7 +171,11 @@ pub struct Row {
     pub example: u32,
     /// The location of `example` the row stands for (its leaf, or a caller frame).
     pub example_loc: u32,
+    /// The symbol cell of the row (the location's, or one of its call-chain entries').
+    example_sym: u32,
     lat: LatHist,
+    /// The interned key, to find the row again.
+    key_id: Key,
 }
 
 /// One event's histogram.
@@ -205,6 +210,8 @@ pub struct HistOptions {
     pub full_source_path: bool,
     /// Sample filters.
     pub filters: Filters,
+    /// Call-chain entries credited with `children`, innermost first (`--max-stack`).
+    pub max_stack: usize,
 }
 
 impl Default for HistOptions {
@@ -214,6 +221,7 @@ impl Default for HistOptions {
             children: false,
             full_source_path: false,
             filters: Filters::default(),
+            max_stack: 127,
         }
     }
 }
@@ -223,6 +231,10 @@ struct LocKeys {
     dso: Vec<u32>,
     sym: Vec<u32>,
     srcline: Vec<u32>,
+    /// The symbol cells of each location's call-chain entries (the functions inlined there,
+    /// innermost first, then its own function as DWARF names it): the rows `--children`
+    /// credits, as perf makes a row of every entry.
+    entries: Vec<Vec<u32>>,
     strings: Vec<String>,
 }
 
@@ -240,9 +252,22 @@ impl LocKeys {
             i
         };
         let (mut dso, mut sym, mut srcline) = (Vec::new(), Vec::new(), Vec::new());
+        let mut entries = Vec::new();
         for l in &p.locs {
             dso.push(intern(l.dso.to_string()));
-            sym.push(intern(sym_cell(l)));
+            let own = intern(sym_cell(l));
+            sym.push(own);
+            let mode = if l.kernel { 'k' } else { '.' };
+            entries.push(if l.sym.is_none() {
+                // perf names a call-chain entry without a symbol by its address in the
+                // process (a row of its own by the file offset).
+                vec![intern(format!("[{mode}] {:#018x}", l.addr))]
+            } else {
+                callgraph::entry_names(l, callgraph::Key::Function, p.dwarf_stacks)
+                    .into_iter()
+                    .map(|(name, _)| intern(format!("[{mode}] {name}")))
+                    .collect()
+            });
             // Without line information, perf-style `symbol+offset` (or `dso+address`).
             srcline.push(intern(l.srcline(full).unwrap_or_else(|| match &l.sym {
                 Some(s) => format!("{s}+{:#x}", l.sym_offset),
@@ -253,6 +278,7 @@ impl LocKeys {
             dso,
             sym,
             srcline,
+            entries,
             strings,
         }
     }
@@ -274,7 +300,26 @@ pub fn ip_cell(l: &Loc) -> String {
 
 type Key = [u64; 10];
 
+/// The row key of location `loc` of group `s`; with `entry`, of that call-chain entry of the
+/// location (its symbol cell instead of the location's).
 fn key_of(lk: &LocKeys, sort: &[SortKey], s: &SampleGroup, loc: u32) -> Key {
+    key_of_entry(lk, sort, s, loc, None)
+}
+
+fn key_of_entry(
+    lk: &LocKeys,
+    sort: &[SortKey],
+    s: &SampleGroup,
+    loc: u32,
+    entry: Option<usize>,
+) -> Key {
+    let sym = |loc: u32| match entry {
+        Some(i) => lk.entries[loc as usize]
+            .get(i)
+            .copied()
+            .unwrap_or(lk.sym[loc as usize]),
+        None => lk.sym[loc as usize],
+    };
     let mut k = [0u64; 10];
     for (slot, key) in k.iter_mut().zip(sort) {
         *slot = match key {
@@ -282,7 +327,7 @@ fn key_of(lk: &LocKeys, sort: &[SortKey], s: &SampleGroup, loc: u32) -> Key {
             SortKey::Pid => u64::from(s.pid),
             SortKey::Tid => u64::from(s.tid),
             SortKey::Dso => u64::from(lk.dso[loc as usize]),
-            SortKey::Sym => u64::from(lk.sym[loc as usize]),
+            SortKey::Sym => u64::from(sym(loc)),
             SortKey::Srcline => u64::from(lk.srcline[loc as usize]),
             SortKey::Ip => u64::from(loc),
             SortKey::Event => u64::from(s.event),
@@ -293,7 +338,14 @@ fn key_of(lk: &LocKeys, sort: &[SortKey], s: &SampleGroup, loc: u32) -> Key {
     k
 }
 
-fn render(p: &Profile, lk: &LocKeys, sort: &[SortKey], s: &SampleGroup, loc: u32) -> Vec<String> {
+fn render(
+    p: &Profile,
+    lk: &LocKeys,
+    sort: &[SortKey],
+    s: &SampleGroup,
+    loc: u32,
+    sym: u32,
+) -> Vec<String> {
     let l = &p.locs[loc as usize];
     let e = &p.events[usize::from(s.event)];
     sort.iter()
@@ -302,7 +354,7 @@ fn render(p: &Profile, lk: &LocKeys, sort: &[SortKey], s: &SampleGroup, loc: u32
             SortKey::Pid => format!("{}:{}", s.pid, p.comms[s.comm as usize]),
             SortKey::Tid => s.tid.to_string(),
             SortKey::Dso => lk.strings[lk.dso[loc as usize] as usize].clone(),
-            SortKey::Sym => lk.strings[lk.sym[loc as usize] as usize].clone(),
+            SortKey::Sym => lk.strings[sym as usize].clone(),
             SortKey::Srcline => lk.strings[lk.srcline[loc as usize] as usize].clone(),
             SortKey::Ip => ip_cell(l),
             SortKey::Event => e.name.clone(),
@@ -356,6 +408,7 @@ pub fn tables(p: &Profile, o: &HistOptions) -> Vec<Table> {
         let row = map.entry(k).or_insert_with(|| Row {
             example: si as u32,
             example_loc: s.leaf,
+            example_sym: lk.sym[s.leaf as usize],
             ..Row::default()
         });
         row.period += s.period;
@@ -368,44 +421,105 @@ pub fn tables(p: &Profile, o: &HistOptions) -> Vec<Table> {
             row.lat.merge(l);
         }
         if o.children {
+            // Every entry of the chain once (recursion counts once), the sample's own row
+            // included.
             seen.clear();
-            for loc in frame_locs(p, s) {
-                let k = key_of(&lk, &o.sort, s, loc);
-                if seen.contains(&k) {
-                    continue;
-                }
-                seen.push(k);
-                let row = map.entry(k).or_insert_with(|| Row {
-                    example: si as u32,
-                    example_loc: loc,
-                    ..Row::default()
-                });
+            seen.push(k);
+            let own = map.get_mut(&k);
+            if let Some(row) = own {
                 row.children += s.period;
+            }
+            let mut entries = 0;
+            'chain: for loc in frame_locs(p, s) {
+                for (i, &sym) in lk.entries[loc as usize].iter().enumerate() {
+                    if entries == o.max_stack {
+                        break 'chain;
+                    }
+                    entries += 1;
+                    let k = key_of_entry(&lk, &o.sort, s, loc, Some(i));
+                    if seen.contains(&k) {
+                        continue;
+                    }
+                    seen.push(k);
+                    let row = map.entry(k).or_insert_with(|| Row {
+                        example: si as u32,
+                        example_loc: loc,
+                        example_sym: sym,
+                        ..Row::default()
+                    });
+                    row.children += s.period;
+                }
             }
         }
     }
     for (t, map) in out.iter_mut().zip(maps) {
-        let mut rows: Vec<(Key, Row)> = map.into_iter().collect();
-        for (_, r) in &mut rows {
-            r.latency = LatencyStats::of_hist(&r.lat);
-            r.lat = LatHist::default();
-        }
-        rows.sort_by(|a, b| {
-            let w = |r: &Row| if o.children { r.children } else { r.period };
-            w(&b.1)
-                .cmp(&w(&a.1))
-                .then(b.1.period.cmp(&a.1.period))
-                .then(a.0.cmp(&b.0))
-        });
-        t.rows = rows
+        let mut rows: Vec<Row> = map
             .into_iter()
-            .map(|(_, mut r)| {
+            .map(|(k, mut r)| {
+                r.latency = LatencyStats::of_hist(&r.lat);
+                r.lat = LatHist::default();
+                r.key_id = k;
                 let s = &p.groups[r.example as usize];
-                r.key = render(p, &lk, &o.sort, s, r.example_loc);
+                r.key = render(p, &lk, &o.sort, s, r.example_loc, r.example_sym);
                 r
             })
             .collect();
+        // Heaviest first; ties by Self, then by the keys as printed (perf's order).
+        rows.sort_by(|a, b| {
+            let w = |r: &Row| if o.children { r.children } else { r.period };
+            w(b).cmp(&w(a))
+                .then(b.period.cmp(&a.period))
+                .then_with(|| a.key.cmp(&b.key))
+                .then(a.key_id.cmp(&b.key_id))
+        });
+        t.rows = rows;
         t.latency = LatencyStats::of_hist(&t.latencies);
     }
     out
+}
+
+/// The call-graph trees of a table's rows ([`super::callgraph`]): `None` for rows too light
+/// to show any node (their weight is below the cutoff).
+pub fn call_trees(
+    p: &Profile,
+    t: &Table,
+    o: &HistOptions,
+    cg: &CallGraphOptions,
+) -> Vec<Option<CallTree>> {
+    let lk = LocKeys::new(p, o.full_source_path);
+    let weight = |r: &Row| if o.children { r.children } else { r.period };
+    // The cutoff is a share of the event's total, or with `fractal` of the row's weight.
+    let share = |of: u64| ((of as f64 * cg.min_percent / 100.0).ceil() as u64).max(1);
+    let min_period = |r: usize| {
+        if cg.mode == Mode::Fractal {
+            share(t.rows.get(r).map_or(0, weight))
+        } else {
+            share(t.total_period)
+        }
+    };
+    let rows: FastMap<Key, usize> = t
+        .rows
+        .iter()
+        .enumerate()
+        .filter(|&(i, r)| weight(r) >= min_period(i))
+        .map(|(i, r)| (r.key_id, i))
+        .collect();
+    let groups = p
+        .groups
+        .iter()
+        .enumerate()
+        .filter(|(_, g)| usize::from(g.event) == t.event && o.filters.keep(p, g))
+        .map(|(i, _)| i);
+    callgraph::trees(
+        p,
+        groups,
+        o.children,
+        cg,
+        min_period,
+        |g, loc, entry| {
+            rows.get(&key_of_entry(&lk, &o.sort, g, loc, entry))
+                .copied()
+        },
+        t.rows.len(),
+    )
 }

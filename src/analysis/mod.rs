@@ -2,8 +2,10 @@
 //! group-read deltas, retire-latency statistics.
 //!
 //! [`profile`] turns a recording into compact resolved samples, [`hist`] groups them,
-//! [`topdown`] and [`latency`] hold the domain rules for the two hardware-specific columns.
+//! [`callgraph`] merges the call chains under each row, [`topdown`] and [`latency`] hold the
+//! domain rules for the two hardware-specific columns.
 
+pub mod callgraph;
 pub mod hist;
 pub mod latency;
 pub mod profile;

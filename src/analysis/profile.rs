@@ -201,6 +201,10 @@ pub struct Profile {
     pub comms: Vec<Arc<str>>,
     /// Some sample had a callchain.
     pub callchains: bool,
+    /// The user parts of the chains were unwound from stack copies (`--call-graph dwarf`),
+    /// at report or at record time. perf lists the functions inlined at each address of
+    /// such chains as entries of their own, and not for frame-pointer chains.
+    pub dwarf_stacks: bool,
     /// Group reads with `time_running < time_enabled`.
     pub multiplexed: u64,
     /// Records that failed to decode (with the first error).

@@ -489,6 +489,7 @@ pub fn build(rec: &Recording, opts: &ProfileOptions, progress: &mut dyn FnMut(u6
     p.locs = locs;
     p.build_id_mismatches = mismatches;
     p.resolution = resolution(&p);
+    p.dwarf_stacks = r.unwinder.is_some() || r.stacks.is_some();
     p.unwind = match &r.unwinder {
         Some(u) => Some(u.stats.clone()),
         // Unwound at record time: what the recorder's walks met.

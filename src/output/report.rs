@@ -2,13 +2,13 @@
 //! retire-latency columns), its JSON form, and the retire-latency JSON in the schema of
 //! Intel's `<model>_retire_latency.json`.
 
-use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use serde::Serialize;
 
-use crate::analysis::hist::{HistOptions, Row, SortKey, Table, sym_cell};
+use crate::analysis::callgraph::{CallGraphOptions, CallTree, Mode, Value};
+use crate::analysis::hist::{self, HistOptions, Row, SortKey, Table};
 use crate::analysis::latency::{LatencyStats, histogram_of};
 use crate::analysis::profile::{EventInfo, Profile};
 use crate::analysis::topdown::{L1_LABELS, L2_LABELS, TdCounts};
@@ -24,10 +24,8 @@ pub struct ReportStyle {
     pub td_level: u8,
     /// `--percent-limit`: hide rows below this share of the event.
     pub percent_limit: f64,
-    /// `-g`: print call paths under each row.
-    pub callgraph: bool,
-    /// Call paths below this share of their row are not printed (perf's 0.5%).
-    pub callgraph_min: f64,
+    /// `-g`: the call-graph trees under each row and how they print; `None` for none.
+    pub callgraph: Option<CallGraphOptions>,
     /// Header lines about the recording (file, command, host).
     pub header: Vec<String>,
 }
@@ -37,8 +35,7 @@ impl Default for ReportStyle {
         ReportStyle {
             td_level: 1,
             percent_limit: 0.0,
-            callgraph: false,
-            callgraph_min: 0.5,
+            callgraph: None,
             header: Vec::new(),
         }
     }
@@ -94,6 +91,11 @@ pub fn unwind_line(p: &Profile) -> Option<String> {
     .collect();
     if !why.is_empty() {
         let _ = write!(s, "; {}", why.join(", "));
+    }
+    let stops = u.top_stops(3);
+    if !stops.is_empty() {
+        let list: Vec<String> = stops.iter().map(|(n, k)| format!("{k} ({n})")).collect();
+        let _ = write!(s, "; ended in {}", list.join(", "));
     }
     Some(s)
 }
@@ -216,47 +218,171 @@ fn row_cells(c: &Cols, t: &Table, r: &Row) -> Vec<String> {
     v
 }
 
-/// Call paths of a row: the inline-expanded stacks of its samples, leaf first, heaviest first.
-fn call_paths(p: &Profile, t: &Table, o: &HistOptions, row: &Row) -> Vec<(u64, Vec<String>)> {
-    let ex = &p.groups[row.example as usize];
-    let lk_sym = |loc: u32| sym_cell(&p.locs[loc as usize]);
-    let want = lk_sym(row.example_loc);
-    let mut paths: HashMap<Vec<String>, u64> = HashMap::new();
-    for s in &p.groups {
-        if usize::from(s.event) != t.event || s.leaf != row.example_loc && lk_sym(s.leaf) != want {
-            continue;
-        }
-        // Same row only when the other sort keys agree too (comm, dso...).
-        if o.sort.contains(&SortKey::Comm) && s.comm != ex.comm
-            || o.sort.contains(&SortKey::Pid) && s.pid != ex.pid
-            || o.sort.contains(&SortKey::Tid) && s.tid != ex.tid
-        {
-            continue;
-        }
-        let mut path = Vec::new();
-        for loc in std::iter::once(s.leaf).chain(p.callers(s).iter().copied()) {
-            let l = &p.locs[loc as usize];
-            if l.frames.len() > 1 {
-                for f in &l.frames[..l.frames.len() - 1] {
-                    let name = f.function.as_deref().unwrap_or("??");
-                    path.push(format!("{name} (inlined)"));
+/// The value of a node as perf prints it: its share of `total`, its period or its samples.
+fn node_value(cg: &CallGraphOptions, period: u64, samples: u64, total: u64) -> String {
+    match cg.value {
+        Value::Percent => format!("{:.2}%", pct(period, total)),
+        Value::Period => period.to_string(),
+        Value::Count => samples.to_string(),
+    }
+}
+
+/// perf's margin of call-graph lines: 12 spaces and the extra indent.
+fn margin(s: &mut String, extra: usize) {
+    s.push_str("            ");
+    s.extend(std::iter::repeat_n(' ', extra));
+}
+
+/// The tree of one row in perf's `--stdio` layout (`graph`, `fractal`, `flat`, `folded`).
+/// `total` is the event's total period, `parent` the row's weight; `skip_first`: the first
+/// entry is the row's own symbol (sorting by `sym` first), not printed again.
+fn write_tree(
+    s: &mut String,
+    tree: &CallTree,
+    cg: &CallGraphOptions,
+    total: u64,
+    parent: u64,
+    skip_first: bool,
+) {
+    match cg.mode {
+        Mode::None => {}
+        Mode::Flat | Mode::Folded => {
+            // The chains ending at or above the cutoff; flat shows what runs through the
+            // chain's last node, folded what ends there (as perf).
+            let min = (total as f64 * cg.min_percent / 100.0).ceil() as u64;
+            for (path, n) in tree.chains() {
+                if n.self_period < min.max(1) {
+                    continue;
+                }
+                let v = if cg.mode == Mode::Flat {
+                    node_value(cg, n.period, n.samples, total)
+                } else {
+                    node_value(cg, n.self_period, n.self_samples, total)
+                };
+                if cg.mode == Mode::Flat {
+                    let _ = writeln!(s, "           {v}");
+                    for name in &path {
+                        let _ = writeln!(s, "                {name}");
+                    }
+                    s.push('\n');
+                } else {
+                    let _ = writeln!(s, "{v} {}", path.join(";"));
                 }
             }
-            // The function itself as perf lists an address's inline chain: by its DWARF
-            // name, marked inlined when that is not its symbol-table name.
-            path.push(match (l.unresolved, l.dwarf_name()) {
-                (Some(why), _) => format!("{} ({why})", l.sym_name()),
-                (None, Some(dwarf)) if Some(dwarf) != l.sym.as_deref() => {
-                    format!("{dwarf} (inlined)")
-                }
-                (None, _) => l.sym_name(),
-            });
         }
-        *paths.entry(path).or_default() += s.period;
+        Mode::Graph | Mode::Fractal => {
+            let roots = tree.roots();
+            let Some(&first) = roots.first() else { return };
+            let start = s.len();
+            let mut extra = 0;
+            let mut level = &tree.nodes[0];
+            let mut total = total;
+            // One chain carrying the whole row: printed without a value, perf's `---`.
+            let single = &tree.nodes[first as usize];
+            if roots.len() == 1 && single.period == parent {
+                let mut printed = false;
+                for (i, name) in single.names.iter().enumerate() {
+                    if i == 0 && skip_first {
+                        continue;
+                    }
+                    if printed {
+                        margin(s, extra);
+                    } else {
+                        margin(s, extra);
+                        s.push_str("|\n");
+                        margin(s, extra);
+                        s.push_str("---");
+                        extra += 3;
+                        printed = true;
+                    }
+                    let _ = writeln!(s, "{name}");
+                }
+                level = single;
+            }
+            if cg.mode == Mode::Fractal {
+                total = parent;
+            }
+            graph_level(s, tree, cg, &level.children, total, &mut vec![true], extra);
+            if s.len() > start {
+                s.push('\n');
+            }
+        }
     }
-    let mut v: Vec<(u64, Vec<String>)> = paths.into_iter().map(|(k, w)| (w, k)).collect();
-    v.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-    v
+}
+
+/// One level of a graph: each child's connecting line and entries, then its children.
+/// `mask[i]`: the level-`i` line goes on below.
+fn graph_level(
+    s: &mut String,
+    tree: &CallTree,
+    cg: &CallGraphOptions,
+    children: &[u32],
+    total: u64,
+    mask: &mut Vec<bool>,
+    extra: usize,
+) {
+    let depth = mask.len();
+    let mut remaining = total;
+    for (k, &c) in children.iter().enumerate() {
+        let node = &tree.nodes[c as usize];
+        remaining = remaining.saturating_sub(node.period);
+        let old = mask.clone();
+        let last = k + 1 == children.len();
+        if last && (cg.mode != Mode::Fractal || remaining == 0) {
+            mask[depth - 1] = false;
+        }
+        margin(s, extra);
+        for &m in &old {
+            s.push_str(if m { "|          " } else { "           " });
+        }
+        s.push('\n');
+        for (i, name) in node.names.iter().enumerate() {
+            graph_entry(
+                s,
+                mask,
+                i == 0,
+                &node_value(cg, node.period, node.samples, total),
+                name,
+                extra,
+            );
+        }
+        let sub_total = if cg.mode == Mode::Fractal {
+            node.period - node.self_period
+        } else {
+            total
+        };
+        mask.push(true);
+        graph_level(s, tree, cg, &node.children, sub_total, mask, extra);
+        mask.pop();
+    }
+    // Fractal: what the printed children leave of their parent, perf's `[...]`.
+    if cg.mode == Mode::Fractal && remaining > 0 && remaining != total && !children.is_empty() {
+        mask[depth - 1] = false;
+        let v = node_value(cg, remaining, remaining, total);
+        graph_entry(s, mask, true, &v, "[...]", extra);
+    }
+}
+
+fn graph_entry(s: &mut String, mask: &[bool], first: bool, value: &str, name: &str, extra: usize) {
+    margin(s, extra);
+    let depth = mask.len();
+    for (i, &m) in mask.iter().enumerate() {
+        s.push(if m { '|' } else { ' ' });
+        if first && i == depth - 1 {
+            let _ = write!(s, "--{value}--");
+        } else {
+            s.push_str("          ");
+        }
+    }
+    let _ = writeln!(s, "{name}");
+}
+
+/// The trees of a table's rows when call graphs are shown.
+fn trees_of(p: &Profile, t: &Table, o: &HistOptions, style: &ReportStyle) -> Vec<Option<CallTree>> {
+    match &style.callgraph {
+        Some(cg) if p.callchains && cg.mode != Mode::None => hist::call_trees(p, t, o, cg),
+        _ => Vec::new(),
+    }
 }
 
 /// Writes the text report.
@@ -350,12 +476,14 @@ pub fn text(
         };
         let head = header_cells(&cols, &o.sort);
         let weight = |r: &Row| if o.children { r.children } else { r.period };
-        let rows: Vec<&Row> = t
+        let trees = trees_of(p, t, o, style);
+        let rows: Vec<(usize, &Row)> = t
             .rows
             .iter()
-            .filter(|r| pct(weight(r), t.total_period) >= style.percent_limit)
+            .enumerate()
+            .filter(|(_, r)| pct(weight(r), t.total_period) >= style.percent_limit)
             .collect();
-        let cells: Vec<Vec<String>> = rows.iter().map(|r| row_cells(&cols, t, r)).collect();
+        let cells: Vec<Vec<String>> = rows.iter().map(|(_, r)| row_cells(&cols, t, r)).collect();
         let numeric = head.len() - o.sort.len();
         let widths: Vec<usize> = (0..head.len())
             .map(|i| {
@@ -390,21 +518,11 @@ pub fn text(
         let dots: Vec<String> = widths.iter().map(|&w| ".".repeat(w)).collect();
         line(&mut s, &dots, true);
         let _ = writeln!(s, "#");
-        for (r, c) in rows.iter().zip(&cells) {
+        for (&(ri, r), c) in rows.iter().zip(&cells) {
             line(&mut s, c, false);
-            if style.callgraph && p.callchains {
-                for (w, path) in call_paths(p, t, o, r) {
-                    let share = pct(w, r.period.max(1));
-                    if share < style.callgraph_min {
-                        break;
-                    }
-                    let _ = writeln!(s, "            |");
-                    let _ = writeln!(s, "            ---{:.2}%--{}", share, path[0]);
-                    for f in &path[1..] {
-                        let _ = writeln!(s, "                       {f}");
-                    }
-                }
-                s.push('\n');
+            if let (Some(cg), Some(Some(tree))) = (&style.callgraph, trees.get(ri)) {
+                let skip_first = o.sort.first() == Some(&SortKey::Sym);
+                write_tree(&mut s, tree, cg, t.total_period, weight(r), skip_first);
             }
         }
         if rows.len() < t.rows.len() {
@@ -475,6 +593,39 @@ struct JsonRow {
     topdown: Option<JsonTopDown>,
     #[serde(skip_serializing_if = "Option::is_none")]
     retire_latency: Option<LatencyStats>,
+    /// The row's call-graph tree (`-g`), first nodes first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    callgraph: Option<Vec<JsonNode>>,
+}
+
+/// A call-graph node: a run of entries and the chains through it.
+#[derive(Serialize)]
+struct JsonNode {
+    entries: Vec<String>,
+    /// Share of the event's total period.
+    percent: f64,
+    period: u64,
+    samples: u64,
+    /// Of those, the chains that end here.
+    self_period: u64,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    children: Vec<JsonNode>,
+}
+
+fn json_nodes(tree: &CallTree, ids: &[u32], total: u64) -> Vec<JsonNode> {
+    ids.iter()
+        .map(|&i| {
+            let n = &tree.nodes[i as usize];
+            JsonNode {
+                entries: n.names.clone(),
+                percent: pct(n.period, total),
+                period: n.period,
+                samples: n.samples,
+                self_period: n.self_period,
+                children: json_nodes(tree, &n.children, total),
+            }
+        })
+        .collect()
 }
 
 #[derive(Serialize)]
@@ -513,6 +664,7 @@ pub fn json(
         .iter()
         .map(|t| {
             let e = &p.events[t.event];
+            let trees = trees_of(p, t, o, style);
             JsonTable {
                 event: e.name.clone(),
                 pmu: e.pmu.clone(),
@@ -524,11 +676,12 @@ pub fn json(
                 rows: t
                     .rows
                     .iter()
-                    .filter(|r| {
+                    .enumerate()
+                    .filter(|(_, r)| {
                         let w = if o.children { r.children } else { r.period };
                         pct(w, t.total_period) >= style.percent_limit
                     })
-                    .map(|r| JsonRow {
+                    .map(|(ri, r)| JsonRow {
                         key: o
                             .sort
                             .iter()
@@ -541,6 +694,10 @@ pub fn json(
                         children: o.children.then(|| pct(r.children, t.total_period)),
                         topdown: json_td(&r.td, r.td_samples),
                         retire_latency: r.latency,
+                        callgraph: trees
+                            .get(ri)
+                            .and_then(Option::as_ref)
+                            .map(|tree| json_nodes(tree, tree.roots(), t.total_period)),
                     })
                     .collect(),
             }

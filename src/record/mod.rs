@@ -253,7 +253,7 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
     let procfs = s.procfs_root.clone();
     let unwinder = meta.unwound_at_record.then(|| {
         let events = opened.fds.iter().map(|f| (f.id, opened.attrs[f.event]));
-        RecordUnwinder::new(events, s.keep_raw_stacks)
+        RecordUnwinder::new(events, s.keep_raw_stacks, &s.procfs_root)
     });
     let writer_thread = std::thread::Builder::new()
         .name("hrec-writer".into())

@@ -13,7 +13,9 @@
 //! batch of another CPU holding the MMAP of a library the first one's samples run in. Each
 //! batch's side-band records are therefore applied before its samples are unwound, and an
 //! exited process is kept a while (its last samples may come in another CPU's batch).
-//! Samples the rules cannot walk keep the frames found, and the reason is counted.
+//! Where a walk still meets code outside every mapping seen, the process's `/proc/PID/maps`
+//! is read again (the process is alive while it is recorded). Samples the rules cannot walk
+//! keep the frames found, and the reason is counted.
 
 use crate::data::stacks::{STACK_REF, StackInterner};
 use crate::decode::{self, Decoder, Record, context, kind};
@@ -43,10 +45,14 @@ pub fn stored_sample_type(sample_type: u64, keep_raw: bool) -> u64 {
 
 impl RecordUnwinder {
     /// A stage for events with these `(id, attr)` pairs (the attrs as opened).
-    pub fn new(events: impl IntoIterator<Item = (u64, Attr)>, keep_raw: bool) -> RecordUnwinder {
+    pub fn new(
+        events: impl IntoIterator<Item = (u64, Attr)>,
+        keep_raw: bool,
+        procfs: &std::path::Path,
+    ) -> RecordUnwinder {
         RecordUnwinder {
             decoder: Decoder::new(events),
-            unwinder: Unwinder::new(None),
+            unwinder: Unwinder::new(None).with_live_maps(procfs.to_path_buf()),
             stacks: StackInterner::new(),
             keep_raw,
             frames: Vec::new(),
@@ -140,6 +146,120 @@ impl RecordUnwinder {
                 out.truncate(start);
                 false
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::stacks::StackTable;
+    use crate::event::attr::types;
+
+    const MASK: u64 = 0xff_0fff;
+
+    fn attr() -> Attr {
+        let mut a = Attr::new(types::SOFTWARE, 0);
+        a.sample_type = st::IP
+            | st::TID
+            | st::TIME
+            | st::CALLCHAIN
+            | st::PERIOD
+            | st::REGS_USER
+            | st::STACK_USER;
+        a.sample_regs_user = MASK;
+        a.sample_stack_user = 64;
+        a
+    }
+
+    /// A user-mode sample in the kernel's layout: no kernel chain, 20 registers, 64 bytes of
+    /// stack.
+    fn sample(ip: u64, time: u64) -> Vec<u8> {
+        let mut body: Vec<u64> = vec![ip, 7 | (7 << 32), time, 1000, 0, 2];
+        for i in 0..MASK.count_ones() {
+            body.push(match i {
+                6 => 0x7ffd_0000_1000, // bp
+                7 => 0x7ffd_0000_0f00, // sp
+                8 => ip,
+                _ => u64::from(i),
+            });
+        }
+        body.push(64);
+        body.extend((0..8).map(|i| 0x1111 * i));
+        body.push(64);
+        let size = 8 + body.len() * 8;
+        let mut r = Vec::with_capacity(size);
+        r.extend_from_slice(&kind::SAMPLE.to_le_bytes());
+        r.extend_from_slice(&2u16.to_le_bytes());
+        r.extend_from_slice(&(size as u16).to_le_bytes());
+        for w in body {
+            r.extend_from_slice(&w.to_le_bytes());
+        }
+        r
+    }
+
+    #[test]
+    fn samples_lose_their_stack_and_point_into_the_table() {
+        let mut u = RecordUnwinder::new([(1, attr())], false, std::path::Path::new("/nonexistent"));
+        let mut batch = sample(0x401000, 10);
+        batch.extend(sample(0x401000, 20));
+        let (out, block) = u.process(&batch);
+        let mut stored = attr();
+        stored.sample_type = stored_sample_type(stored.sample_type, false);
+        assert_eq!(stored.sample_type & (st::REGS_USER | st::STACK_USER), 0);
+        let d = Decoder::new([(1, stored)]);
+        let mut table = StackTable::new();
+        table.add_block(&block.expect("a stacks block"));
+        let mut n = 0;
+        for raw in decode::records(&out) {
+            let Ok(Record::Sample(s)) = d.decode(&raw.unwrap()) else {
+                panic!("not a sample")
+            };
+            let chain: Vec<u64> = s.callchain.unwrap().iter().collect();
+            assert_eq!(chain[0], STACK_REF);
+            let mut words = Vec::new();
+            assert!(table.expand(chain[1], &mut words));
+            // No mappings: the walk keeps the instruction pointer.
+            assert_eq!(words, [context::USER, 0x401000]);
+            assert_eq!(s.time, Some(10 * (n + 1)));
+            n += 1;
+        }
+        assert_eq!(n, 2);
+        assert_eq!(u.stats().samples, 2);
+        // The same chain again adds no node.
+        assert!(u.process(&sample(0x401000, 30)).1.is_none());
+        // Kept raw, the stack stays and the record still decodes with the opened attr.
+        let mut raw =
+            RecordUnwinder::new([(1, attr())], true, std::path::Path::new("/nonexistent"));
+        let (out, _) = raw.process(&sample(0x401000, 10));
+        let Ok(Record::Sample(s)) =
+            Decoder::new([(1, attr())]).decode(&decode::records(&out).next().unwrap().unwrap())
+        else {
+            panic!("not a sample")
+        };
+        assert_eq!(s.stack_user.unwrap().data.len(), 64);
+        assert_eq!(s.callchain.unwrap().get(0), Some(STACK_REF));
+    }
+
+    /// Damaged batches never panic, and never grow beyond the chain words the stage adds.
+    #[test]
+    fn mutated_batches_never_panic() {
+        let mut next = crate::testutil::xorshift(0x5eed);
+        let mut good = sample(0x401000, 10);
+        good.extend(sample(0x402000, 20));
+        for _ in 0..3000 {
+            let mut b = good.clone();
+            for _ in 0..(1 + next() % 6) {
+                let at = (next() % b.len() as u64) as usize;
+                b[at] = next() as u8;
+            }
+            if next().is_multiple_of(4) {
+                b.truncate((next() % b.len() as u64) as usize);
+            }
+            let mut u =
+                RecordUnwinder::new([(1, attr())], false, std::path::Path::new("/nonexistent"));
+            let (out, _) = u.process(&b);
+            assert!(out.len() <= b.len() + 64, "{} > {}", out.len(), b.len());
         }
     }
 }

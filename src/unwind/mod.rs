@@ -162,6 +162,9 @@ struct Proc {
     unwinder: UnwinderX86_64<Arc<[u8]>>,
     cache: CacheX86_64,
     modules: Vec<Range<u64>>,
+    /// Every executable mapping with its name (those without unwind data too), to say where
+    /// a walk stopped.
+    names: Vec<(Range<u64>, Arc<str>)>,
 }
 
 impl Clone for Proc {
@@ -170,6 +173,7 @@ impl Clone for Proc {
             unwinder: self.unwinder.clone(),
             cache: CacheX86_64::new(),
             modules: self.modules.clone(),
+            names: self.names.clone(),
         }
     }
 }
@@ -180,6 +184,7 @@ impl Proc {
             unwinder: UnwinderX86_64::new(),
             cache: CacheX86_64::new(),
             modules: Vec::new(),
+            names: Vec::new(),
         }
     }
 }
@@ -201,11 +206,43 @@ pub struct UnwindStats {
     /// Samples whose stack copy filled the whole `--call-graph dwarf,SIZE` (the stack may
     /// go on beyond it).
     pub stack_full: u64,
+    /// Walks that did not reach the root, by where and why they ended: `object: reason`.
+    pub stops: std::collections::BTreeMap<String, u64>,
 }
+
+impl UnwindStats {
+    /// The commonest places walks ended, most first: `(count, "object: reason")`.
+    pub fn top_stops(&self, n: usize) -> Vec<(u64, &str)> {
+        let mut v: Vec<(u64, &str)> = self.stops.iter().map(|(k, &c)| (c, k.as_str())).collect();
+        v.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
+        v.truncate(n);
+        v
+    }
+}
+
+/// Distinct stop places counted at most (a damaged recording must not grow the map).
+const MAX_STOP_KINDS: usize = 256;
+
+/// How a walk ended.
+#[derive(Debug, Clone, Copy)]
+enum Walk {
+    /// At the process root.
+    Complete,
+    /// The process was never mapped.
+    NoProcess,
+    /// Short of the root: the stack copy ran out (`cut`), or no rule applied at `last`.
+    Ended { cut: bool, last: u64 },
+}
+
+/// How often a live process's maps are read again, at most.
+const REFRESH_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Unwinds user stacks; see the module docs.
 pub struct Unwinder {
     symfs: Option<PathBuf>,
+    /// `/proc`, when the processes are live (record time).
+    live_maps: Option<PathBuf>,
+    refreshed: HashMap<u32, std::time::Instant>,
     files: HashMap<Vec<u8>, Option<Arc<FileInfo>>>,
     procs: HashMap<u32, Proc>,
     /// Processes that exited, oldest first, not yet dropped.
@@ -229,6 +266,8 @@ impl Unwinder {
     pub fn new(symfs: Option<PathBuf>) -> Unwinder {
         Unwinder {
             symfs,
+            live_maps: None,
+            refreshed: HashMap::new(),
             files: HashMap::new(),
             procs: HashMap::new(),
             dead: VecDeque::new(),
@@ -268,8 +307,19 @@ impl Unwinder {
     }
 
     fn map(&mut self, pid: u32, start: u64, len: u64, pgoff: u64, name: &[u8]) {
-        // Kernel maps (pid -1), anonymous memory and pseudo files have no file to read.
-        if pid == u32::MAX || !name.starts_with(b"/") || len == 0 || len > MAX_MODULE {
+        if pid == u32::MAX || len == 0 {
+            return;
+        }
+        let end = start.saturating_add(len);
+        {
+            let proc = self.procs.entry(pid).or_insert_with(Proc::new);
+            proc.names
+                .retain(|(r, _)| !(r.start < end && start < r.end));
+            proc.names
+                .push((start..end, String::from_utf8_lossy(name).into()));
+        }
+        // Anonymous memory and pseudo files ([vdso]) have no file to read.
+        if !name.starts_with(b"/") || len > MAX_MODULE {
             return;
         }
         let symfs = self.symfs.as_deref();
@@ -290,7 +340,6 @@ impl Unwinder {
         let Some(base_avma) = info.base_avma(start, len, pgoff) else {
             return;
         };
-        let end = start.saturating_add(len);
         let proc = self.procs.entry(pid).or_insert_with(Proc::new);
         // A new mapping replaces what it overlaps (and a module must not be added twice).
         let mut kept = Vec::with_capacity(proc.modules.len());
@@ -347,11 +396,6 @@ impl Unwinder {
             self.stats.no_regs += 1;
             return false;
         };
-        out.push(FrameAddress::Ip(ip));
-        let Some(proc) = self.procs.get_mut(&pid) else {
-            self.stats.stopped += 1;
-            return false;
-        };
         let copied = stack
             .dyn_size
             .map_or(0, |d| usize::try_from(d).unwrap_or(usize::MAX))
@@ -360,6 +404,76 @@ impl Unwinder {
             self.stats.stack_full += 1;
         }
         let bytes = &stack.data[..copied];
+        let start = out.len();
+        let mut walk = self.walk(pid, (ip, sp, bp), bytes, out);
+        // At record time a library's MMAP can still be on its way in another CPU's buffer:
+        // where a walk ends outside every known mapping, the process's maps are read again.
+        if let Walk::Ended { cut: false, last } = walk
+            && !self.is_mapped(pid, last)
+            && self.refresh_maps(pid)
+        {
+            out.truncate(start);
+            walk = self.walk(pid, (ip, sp, bp), bytes, out);
+        }
+        let (cut, last) = match walk {
+            Walk::Complete => {
+                self.stats.complete += 1;
+                return true;
+            }
+            Walk::NoProcess => {
+                self.stats.stopped += 1;
+                count_stop(&mut self.stats, "[unknown process]", "no mappings seen");
+                return false;
+            }
+            Walk::Ended { cut, last } => (cut, last),
+        };
+        // Where the walk ended: the object of the last frame found, and why.
+        let proc = self.procs.get(&pid);
+        let object = proc.and_then(|p| {
+            p.names
+                .iter()
+                .find(|(r, _)| r.contains(&last))
+                .map(|(_, n)| n.clone())
+        });
+        let has_rules = proc.is_some_and(|p| p.modules.iter().any(|r| r.contains(&last)));
+        let (object, why) = match (&object, cut, has_rules) {
+            (_, true, _) => (
+                object.as_deref().unwrap_or("[unknown]"),
+                "stack copy too small",
+            ),
+            (None, false, _) => ("[unknown]", "unmapped address"),
+            (Some(o), false, true) => (o.as_ref(), "no unwind rule for the address"),
+            (Some(o), false, false) if o.starts_with("[vdso]") => {
+                (o.as_ref(), "vdso image not read")
+            }
+            (Some(o), false, false) if o.starts_with('/') => (
+                o.as_ref(),
+                "no unwind information (no .eh_frame, or the file is missing)",
+            ),
+            (Some(o), false, false) => (o.as_ref(), "code without unwind information (JIT?)"),
+        };
+        let key_object = object.rsplit('/').next().unwrap_or(object).to_string();
+        if cut {
+            self.stats.stack_cut += 1;
+        } else {
+            self.stats.stopped += 1;
+        }
+        count_stop(&mut self.stats, &key_object, why);
+        false
+    }
+
+    /// One walk over the copied stack `bytes` from the registers `(ip, sp, bp)`.
+    fn walk(
+        &mut self,
+        pid: u32,
+        (ip, sp, bp): (u64, u64, u64),
+        bytes: &[u8],
+        out: &mut Vec<FrameAddress>,
+    ) -> Walk {
+        out.push(FrameAddress::Ip(ip));
+        let Some(proc) = self.procs.get_mut(&pid) else {
+            return Walk::NoProcess;
+        };
         let mut cut = false;
         let mut read_stack = |addr: u64| -> Result<u64, ()> {
             let off = addr
@@ -376,7 +490,6 @@ impl Unwinder {
         };
         let mut regs = UnwindRegsX86_64::new(ip, sp, bp);
         let mut at = framehop::FrameAddress::from_instruction_pointer(ip);
-        let mut complete = false;
         for _ in 0..MAX_FRAMES {
             match proc
                 .unwinder
@@ -389,26 +502,82 @@ impl Unwinder {
                         // one byte before the return address.
                         out.push(FrameAddress::Ip(ra.saturating_sub(1)));
                     }
-                    None => {
-                        complete = true;
-                        break;
-                    }
+                    None => return Walk::Complete,
                 },
-                Ok(None) => {
-                    complete = true;
-                    break;
-                }
+                Ok(None) => return Walk::Complete,
                 Err(_) => break,
             }
         }
-        if complete {
-            self.stats.complete += 1;
-        } else if cut {
-            self.stats.stack_cut += 1;
-        } else {
-            self.stats.stopped += 1;
+        Walk::Ended {
+            cut,
+            last: at.address_for_lookup(),
         }
-        complete
+    }
+
+    /// Whether `addr` lies in an executable mapping of `pid` that the unwinder knows.
+    fn is_mapped(&self, pid: u32, addr: u64) -> bool {
+        self.procs
+            .get(&pid)
+            .is_some_and(|p| p.names.iter().any(|(r, _)| r.contains(&addr)))
+    }
+
+    /// Reads the executable mappings of a live process (`live_maps`), at most once per
+    /// [`REFRESH_EVERY`] per process; whether it found mappings the unwinder lacked.
+    fn refresh_maps(&mut self, pid: u32) -> bool {
+        let Some(procfs) = &self.live_maps else {
+            return false;
+        };
+        let now = std::time::Instant::now();
+        if let Some(&t) = self.refreshed.get(&pid)
+            && now.duration_since(t) < REFRESH_EVERY
+        {
+            return false;
+        }
+        if self.refreshed.len() > 4096 {
+            self.refreshed.clear();
+        }
+        self.refreshed.insert(pid, now);
+        let Ok(text) = std::fs::read_to_string(procfs.join(pid.to_string()).join("maps")) else {
+            return false;
+        };
+        let mut added = false;
+        for line in text.lines() {
+            let mut f = line.split_whitespace();
+            let (Some(range), Some(perms), Some(off)) = (f.next(), f.next(), f.next()) else {
+                continue;
+            };
+            let name = f.nth(2).unwrap_or("");
+            let (Some((a, b)), true) = (range.split_once('-'), perms.contains('x')) else {
+                continue;
+            };
+            let (Ok(a), Ok(b), Ok(off)) = (
+                u64::from_str_radix(a, 16),
+                u64::from_str_radix(b, 16),
+                u64::from_str_radix(off, 16),
+            ) else {
+                continue;
+            };
+            if a < b && !self.is_mapped(pid, a) {
+                self.map(pid, a, b - a, off, name.as_bytes());
+                added = true;
+            }
+        }
+        added
+    }
+
+    /// Reads a live process's maps when a walk meets code the records have not mapped yet
+    /// (record time: `procfs` is `/proc`).
+    pub fn with_live_maps(mut self, procfs: PathBuf) -> Unwinder {
+        self.live_maps = Some(procfs);
+        self
+    }
+}
+
+/// Counts a walk that ended in `object` for `why`.
+fn count_stop(stats: &mut UnwindStats, object: &str, why: &str) {
+    let key = format!("{object}: {why}");
+    if stats.stops.len() < MAX_STOP_KINDS || stats.stops.contains_key(&key) {
+        *stats.stops.entry(key).or_default() += 1;
     }
 }
 
