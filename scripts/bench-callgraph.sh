@@ -8,10 +8,12 @@
 #      sample on disk, and how many of hrec's stacks reached the process root;
 #   2. reporting: `perf report --stdio` vs `hrec report` (both with their defaults on a file
 #      with call chains: Children and caller-order graph trees) on perf's own dwarf perf.data
-#      of the C program and of tests/fixtures/names/book.cpp (C++ -O2); wall time (median of
-#      RUNS) and peak RSS (max), samples per second.
+#      of the C program, of tests/fixtures/names/book.cpp (C++ -O2) and of python3 running
+#      scripts/workloads/pyhot.py for 20 s (~40k samples, deep interpreter stacks): wall time
+#      (median of RUNS) and peak RSS (max), samples per second.
 #
-# Usage: scripts/bench-callgraph.sh [RUNS] [SCALE]   (defaults: 3 runs, scale 1 = ~2 s of work)
+# Usage: scripts/bench-callgraph.sh [RUNS] [SCALE]   (defaults: 3 runs; scale 1: the C program
+#        runs ~3 s, the C++ one ~3 s, python 20 s; the python perf.data is ~350 MB)
 # Needs: perf, gcc, g++, python3. Prints markdown tables for docs/benchmarks.md.
 set -euo pipefail
 RUNS=${1:-3}
@@ -22,7 +24,7 @@ for tool in perf gcc g++ python3; do
 done
 cargo build --release --quiet --bin hrec
 exec python3 - "$RUNS" "$SCALE" <<'PY'
-import os, re, statistics, subprocess, sys, tempfile, time
+import os, re, shutil, statistics, subprocess, sys, tempfile, time
 
 runs, scale = int(sys.argv[1]), float(sys.argv[2])
 root = os.getcwd()
@@ -42,7 +44,9 @@ sh(["gcc", "-O2", "-g", nofp, "-o", "chain", f"{fix}/unwind/chain.c", f"-L{tmp}"
     f"-Wl,-rpath,{tmp}"])
 sh(["g++", "-O2", "-g", "-o", "book", f"{fix}/names/book.cpp"])
 chain = [os.path.join(tmp, "chain"), str(int(800000 * scale))]
-book = [os.path.join(tmp, "book"), str(int(20000000 * scale))]
+python = os.path.realpath(sys.executable)
+pyhot = [python, os.path.join(root, "scripts/workloads/pyhot.py"), str(20 * scale)]
+book = [os.path.join(tmp, "book"), str(int(90000000 * scale))]
 
 def timed(cmd):
     """Runs cmd with output discarded; (wall seconds, peak RSS in MB of the child tree's
@@ -108,7 +112,7 @@ print(f"report of perf's own `perf record --call-graph dwarf` file, defaults of 
       f"caller graphs), output to /dev/null, {runs} runs: wall median, peak RSS max\n")
 print("| workload | samples | file MB | perf report (s) | hrec report (s) | speed-up | perf RSS (MB) | hrec RSS (MB) | RSS ratio | perf samples/s | hrec samples/s |")
 print("|---|---|---|---|---|---|---|---|---|---|---|")
-for name, work in [("chain (C)", chain), ("book (C++)", book)]:
+for name, work in [("chain (C)", chain), ("book (C++)", book), ("pyhot (python3)", pyhot)]:
     data = os.path.join(tmp, f"{name.split()[0]}.perf.data")
     sh(["perf", "record", "-q", "-e", "cpu-clock", "-F", "2000", "--call-graph", "dwarf", "-o", data, "--"] + work)
     samples = perf_samples(data)
@@ -120,4 +124,6 @@ for name, work in [("chain (C)", chain), ("book (C++)", book)]:
     (pw, pm), (hw, hm) = res["perf"], res["hrec"]
     print(f"| {name} | {samples} | {os.path.getsize(data) / 1e6:.1f} | {pw:.2f} | {hw:.3f} | {pw / hw:.1f}x | "
           f"{pm:.0f} | {hm:.0f} | {hm / pm:.2f} | {samples / pw:.0f} | {samples / hw:.0f} |")
+    os.remove(data)
+shutil.rmtree(tmp, ignore_errors=True)
 PY

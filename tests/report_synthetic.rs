@@ -17,6 +17,7 @@ ffffffff81000000 T _text
 ffffffff81001000 T hot_a
 ffffffff81002000 T hot_b
 ffffffff81003000 T after_b
+ffffffff81004000 T past_the_end
 ";
 const HOT_A: u64 = 0xffffffff81001010;
 const HOT_B: u64 = 0xffffffff81002020;
@@ -62,7 +63,11 @@ impl Synth {
             weight,
             ..RecordOptions::default()
         };
-        let plan = support::plan(model, &opts);
+        Synth::with(model, &opts, cpu_of)
+    }
+
+    fn with(model: &str, opts: &RecordOptions, cpu_of: impl Fn(&str) -> i32) -> Synth {
+        let plan = support::plan(model, opts);
         let meta = Meta {
             hrec_version: "test".into(),
             target: "workload".into(),
@@ -125,6 +130,20 @@ impl Synth {
     /// A sample of `sampler` by thread `tid` at `ip`, whose group read adds `td` to the
     /// thread's counts.
     fn sample(&mut self, sampler: usize, tid: u32, ip: u64, period: u64, td: Option<Td>, lat: u64) {
+        self.sample_in(sampler, tid, &[ip], period, td, lat);
+    }
+
+    /// [`Synth::sample`] with a kernel call chain: `chain[0]` is the ip, then its callers.
+    fn sample_in(
+        &mut self,
+        sampler: usize,
+        tid: u32,
+        chain: &[u64],
+        period: u64,
+        td: Option<Td>,
+        lat: u64,
+    ) {
+        let ip = chain[0];
         self.time += 1000;
         let leader = self.plan.events[sampler].leader;
         let members: Vec<usize> = self
@@ -157,22 +176,27 @@ impl Synth {
             .collect();
         let cpu = self.meta.events[sampler].ids[0].cpu as u32;
         let enc = self.enc(sampler);
-        self.records.extend(enc.sample(&SampleFields {
-            misc: KERNEL_EXACT,
-            id: id(sampler),
-            ip,
-            pid: 500,
-            tid,
-            time: self.time,
-            cpu,
-            period,
-            read: ReadFields {
-                values,
-                ..ReadFields::default()
-            },
-            weight: lat << 48,
-            ..SampleFields::default()
-        }));
+        self.records.extend(
+            enc.sample(&SampleFields {
+                misc: KERNEL_EXACT,
+                id: id(sampler),
+                ip,
+                pid: 500,
+                tid,
+                time: self.time,
+                cpu,
+                period,
+                read: ReadFields {
+                    values,
+                    ..ReadFields::default()
+                },
+                weight: lat << 48,
+                callchain: std::iter::once(-128i64 as u64)
+                    .chain(chain.iter().copied())
+                    .collect(),
+                ..SampleFields::default()
+            }),
+        );
     }
 
     fn write(&self, dir: &std::path::Path) {
@@ -277,6 +301,54 @@ fn topdown_deltas_are_per_thread_with_inherit_and_normalised_per_symbol() {
         "{out}"
     );
     assert!(out.contains("fewer than 10 group reads"), "{out}");
+}
+
+/// With `--children` (on by default with call chains), a caller's TopDown columns and retire
+/// latencies cover the samples its Children value covers: its callees' included.
+#[test]
+fn children_rows_carry_the_topdown_and_latencies_of_their_callees() {
+    let opts = RecordOptions {
+        weight: true,
+        call_graph: Some(hrec::event::plan::CallGraph::Fp),
+        ..RecordOptions::default()
+    };
+    let mut s = Synth::with("sapphirerapids", &opts, |_| 0);
+    let c = s.sampler(None);
+    // hot_a and hot_b are called from after_b (a caller of both).
+    let caller = 0xffffffff81003040;
+    s.sample_in(c, 500, &[HOT_A, caller], 100, Some(RETIRING), 20);
+    s.sample_in(c, 500, &[HOT_B, caller], 100, Some(CORE_BOUND), 40);
+    s.sample_in(c, 500, &[HOT_A, caller], 100, Some(RETIRING), 60);
+    let dir = tempfile::tempdir().unwrap();
+    s.write(dir.path());
+
+    let j = report_json(dir.path(), &["--sort", "sym"]);
+    let t = &j["events"][0];
+    let r = row(t, "after_b");
+    assert_eq!(
+        (r["children"].as_f64(), r["overhead"].as_f64()),
+        (Some(100.0), Some(0.0))
+    );
+    // Two RETIRING deltas and one CORE_BOUND: (1200+100)/3000, 300/3000, 400/3000, 1000/3000.
+    let l = l1(r);
+    let want = [1300.0 / 30.0, 10.0, 400.0 / 30.0, 1000.0 / 30.0];
+    assert!(
+        l.iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-5),
+        "{l:?}"
+    );
+    assert_eq!(r["topdown"]["samples"], 3);
+    assert_eq!(r["retire_latency"]["count"], 3);
+    assert_eq!(r["retire_latency"]["max"], 60);
+    // The callees keep their own.
+    assert_eq!(l1(row(t, "hot_a")), [60.0, 10.0, 10.0, 20.0]);
+    assert_eq!(row(t, "hot_a")["retire_latency"]["count"], 2);
+    // Without children, the caller has no row.
+    let j = report_json(dir.path(), &["--sort", "sym", "--no-children"]);
+    let rows = j["events"][0]["rows"].as_array().unwrap();
+    assert!(
+        !rows.iter().any(|r| r["key"]["sym"] == "[k] after_b"),
+        "{j:#}"
+    );
 }
 
 #[test]

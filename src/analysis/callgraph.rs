@@ -24,6 +24,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr;
 
+use super::FastMap;
 use super::profile::{Profile, SampleGroup};
 use crate::symbol::symbolizer::Loc;
 
@@ -219,7 +220,7 @@ struct Trie {
 #[derive(Debug, Default)]
 struct TrieNode {
     entry: u32,
-    children: HashMap<u32, u32>,
+    children: FastMap<u32, u32>,
     period: u64,
     samples: u64,
     self_period: u64,

@@ -8,6 +8,8 @@
 //! With `children`, every distinct symbol on a sample's call chain is credited the sample's
 //! period once (recursion does not double count), so a row's Children value is the time
 //! spent in it and everything it called; Self is the time with it at the top of the stack.
+//! Its TopDown and retire-latency columns then cover the same samples as Children: the
+//! bottlenecks of the function and of everything it called.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -174,6 +176,11 @@ pub struct Row {
     /// The symbol cell of the row (the location's, or one of its call-chain entries').
     example_sym: u32,
     lat: LatHist,
+    /// With `children`: TopDown, its samples and latencies of every sample with the row on
+    /// its chain (what the row's Children value covers).
+    td_incl: TdCounts,
+    td_incl_samples: u64,
+    lat_incl: LatHist,
     /// The interned key, to find the row again.
     key_id: Key,
 }
@@ -425,9 +432,20 @@ pub fn tables(p: &Profile, o: &HistOptions) -> Vec<Table> {
             // included.
             seen.clear();
             seen.push(k);
-            let own = map.get_mut(&k);
-            if let Some(row) = own {
+            // TopDown and retire latency go to the callers too: a row's columns then cover
+            // what its Children value covers.
+            let credit = |row: &mut Row| {
                 row.children += s.period;
+                if let Some(td) = td {
+                    row.td_incl.add(td);
+                    row.td_incl_samples += s.td_samples;
+                }
+                if let Some(l) = lat {
+                    row.lat_incl.merge(l);
+                }
+            };
+            if let Some(row) = map.get_mut(&k) {
+                credit(row);
             }
             let mut entries = 0;
             'chain: for loc in frame_locs(p, s) {
@@ -447,7 +465,7 @@ pub fn tables(p: &Profile, o: &HistOptions) -> Vec<Table> {
                         example_sym: sym,
                         ..Row::default()
                     });
-                    row.children += s.period;
+                    credit(row);
                 }
             }
         }
@@ -456,6 +474,11 @@ pub fn tables(p: &Profile, o: &HistOptions) -> Vec<Table> {
         let mut rows: Vec<Row> = map
             .into_iter()
             .map(|(k, mut r)| {
+                if o.children {
+                    r.td = std::mem::take(&mut r.td_incl);
+                    r.td_samples = r.td_incl_samples;
+                    r.lat = std::mem::take(&mut r.lat_incl);
+                }
                 r.latency = LatencyStats::of_hist(&r.lat);
                 r.lat = LatHist::default();
                 r.key_id = k;

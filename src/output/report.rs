@@ -457,7 +457,12 @@ pub fn text(
             let _ = writeln!(s, "{line}");
             let _ = writeln!(
                 s,
-                "#   (TopDown columns: share of slots; * = fewer than {MIN_TD_SAMPLES} group reads in the row)"
+                "#   (TopDown columns: share of slots{}; * = fewer than {MIN_TD_SAMPLES} group reads in the row)",
+                if o.children {
+                    " of the row and all it called, as Children"
+                } else {
+                    ""
+                }
             );
         }
         match (&t.latency, no_latency_reason(e)) {

@@ -13,7 +13,7 @@
 
 use std::sync::Arc;
 
-/// One kernel symbol.
+/// One kernel symbol, as a lookup finds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KernelSym {
     /// Start address.
@@ -24,10 +24,23 @@ pub struct KernelSym {
     pub module: Option<Arc<str>>,
 }
 
-/// Kernel symbols sorted by address.
+/// A symbol in the table: its start, and where its name lies in the table's text.
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    start: u64,
+    name_at: u32,
+    name_len: u16,
+    /// Index into the modules plus one; 0 for the kernel image.
+    module: u16,
+}
+
+/// Kernel symbols sorted by address. A full `/proc/kallsyms` has ~10^5 symbols: the names
+/// share one string and each symbol takes 16 bytes, not an allocation of its own.
 #[derive(Debug, Clone, Default)]
 pub struct KernelSymbols {
-    syms: Vec<KernelSym>,
+    entries: Vec<Entry>,
+    names: String,
+    modules: Vec<Arc<str>>,
 }
 
 /// The dso name perf gives the kernel image.
@@ -37,51 +50,88 @@ impl KernelSymbols {
     /// Parses kallsyms text. Lines that do not parse are skipped; all-zero addresses (hidden by
     /// `kptr_restrict`) give an empty table.
     pub fn parse(text: &str) -> KernelSymbols {
-        let mut modules: std::collections::HashMap<&str, Arc<str>> = Default::default();
-        let mut syms: Vec<KernelSym> = text
-            .lines()
-            .filter_map(|l| {
-                let mut it = l.split_ascii_whitespace();
-                let start = u64::from_str_radix(it.next()?, 16).ok()?;
-                let _type = it.next()?;
-                let name = it.next()?;
-                let module = it
-                    .next()
-                    .and_then(|m| m.strip_prefix('[')?.strip_suffix(']'))
-                    .map(|m| modules.entry(m).or_insert_with(|| m.into()).clone());
-                Some(KernelSym {
-                    start,
-                    name: name.into(),
-                    module,
-                })
-            })
-            .collect();
-        if syms.iter().all(|s| s.start == 0) {
+        let mut t = KernelSymbols::default();
+        let mut module_ids: std::collections::HashMap<&str, u16> = Default::default();
+        let mut any_address = false;
+        for l in text.lines() {
+            let mut it = l.split_ascii_whitespace();
+            let (Some(start), Some(_type), Some(name)) = (it.next(), it.next(), it.next()) else {
+                continue;
+            };
+            let Ok(start) = u64::from_str_radix(start, 16) else {
+                continue;
+            };
+            let (Ok(name_at), Ok(name_len)) =
+                (u32::try_from(t.names.len()), u16::try_from(name.len()))
+            else {
+                continue;
+            };
+            let module = match it
+                .next()
+                .and_then(|m| m.strip_prefix('[')?.strip_suffix(']'))
+            {
+                None => 0,
+                Some(m) => match module_ids.get(m) {
+                    Some(&i) => i,
+                    None => {
+                        let Ok(i) = u16::try_from(t.modules.len() + 1) else {
+                            continue;
+                        };
+                        t.modules.push(m.into());
+                        module_ids.insert(m, i);
+                        i
+                    }
+                },
+            };
+            any_address |= start != 0;
+            t.names.push_str(name);
+            t.entries.push(Entry {
+                start,
+                name_at,
+                name_len,
+                module,
+            });
+        }
+        if !any_address {
             return KernelSymbols::default();
         }
-        syms.sort_by_key(|s| s.start);
-        KernelSymbols { syms }
+        t.entries.sort_by_key(|e| e.start);
+        t.entries.shrink_to_fit();
+        t.names.shrink_to_fit();
+        t
     }
 
     /// No symbols (none stored, or hidden).
     pub fn is_empty(&self) -> bool {
-        self.syms.is_empty()
+        self.entries.is_empty()
     }
 
     /// Number of symbols.
     pub fn len(&self) -> usize {
-        self.syms.len()
+        self.entries.len()
     }
 
     /// The symbol containing `addr` and the offset into it. The last symbol of the table has
     /// no known end and is only matched exactly at its start.
-    pub fn lookup(&self, addr: u64) -> Option<(&KernelSym, u64)> {
-        let i = self.syms.partition_point(|s| s.start <= addr);
-        let s = self.syms.get(i.checked_sub(1)?)?;
-        if i == self.syms.len() && addr != s.start {
+    pub fn lookup(&self, addr: u64) -> Option<(KernelSym, u64)> {
+        let i = self.entries.partition_point(|s| s.start <= addr);
+        let e = self.entries.get(i.checked_sub(1)?)?;
+        if i == self.entries.len() && addr != e.start {
             return None;
         }
-        Some((s, addr - s.start))
+        let at = e.name_at as usize;
+        let name = self.names.get(at..at + usize::from(e.name_len))?;
+        Some((
+            KernelSym {
+                start: e.start,
+                name: name.into(),
+                module: match e.module {
+                    0 => None,
+                    m => self.modules.get(usize::from(m) - 1).cloned(),
+                },
+            },
+            addr - e.start,
+        ))
     }
 }
 

@@ -243,6 +243,32 @@ impl Symbolizer {
         }
         .min(jobs.len())
         .max(1);
+        // A binary (its symbols and DWARF: tens of MB for a libc debug file) is dropped when
+        // the last job that needs it is done, so memory holds the binaries being read, not
+        // all of them.
+        let key_of = |f: FileIdx| -> BinaryKey {
+            let file = maps.file(f);
+            let path = on_disk(&file.path, self.symfs.as_deref());
+            (path, build_ids.get(&*file.path).cloned())
+        };
+        let mut uses: HashMap<BinaryKey, usize> = HashMap::new();
+        for (f, _) in &jobs {
+            *uses.entry(key_of(*f)).or_default() += 1;
+        }
+        let uses = Mutex::new(uses);
+        let release = |key: BinaryKey| {
+            let mut u = uses.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(n) = u.get_mut(&key) {
+                *n -= 1;
+                if *n == 0 {
+                    u.remove(&key);
+                    self.binaries
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .remove(&key);
+                }
+            }
+        };
         let next = AtomicUsize::new(0);
         let results: Vec<Vec<(usize, Loc, Option<String>)>> = std::thread::scope(|sc| {
             let workers: Vec<_> = (0..threads)
@@ -274,6 +300,9 @@ impl Symbolizer {
                                 };
                                 out.push((i, loc, mismatch.take()));
                             }
+                            drop(bin);
+                            drop(cached);
+                            release(key_of(*f));
                         }
                         out
                     })
@@ -499,9 +528,9 @@ mod tests {
         }
         assert_eq!(locs[2].addr, 0x11);
         assert_eq!(locs[2].unresolved, Some(Unresolved::Unmapped));
-        // Asked again, the symbolizer uses the binary it loaded.
+        // Done with, the binary is dropped; asked again, the symbolizer loads it again.
+        assert_eq!(s.binaries.lock().unwrap().len(), 0);
         let (again, _) = s.symbolize(&maps, &keys[..1]);
         assert_eq!(again[0].sym, locs[0].sym);
-        assert_eq!(s.binaries.lock().unwrap().len(), 1);
     }
 }
