@@ -1,6 +1,6 @@
 //! Call graphs of programs without frame pointers (issue 14): `--call-graph dwarf` stacks of
 //! C (`-O2 -fomit-frame-pointer`: a six-deep chain, recursion, a call through a function
-//! pointer and through a shared library), C++, Rust and a pure-Python loop.
+//! pointer and through a shared library; a signal handler), C++, Rust and a pure-Python loop.
 //!
 //! * On perf's own perf.data, `hrec script` prints the stacks `perf script` prints, for at
 //!   least 98% of the samples.
@@ -126,11 +126,13 @@ fn report_rows(out: &str, hrec: bool) -> Vec<(String, Vec<String>)> {
         if line.starts_with('#') || line.trim().is_empty() {
             continue;
         }
+        // A row: percentages, then the keys with the symbol's `[.]`/`[k]` (a flat graph's
+        // value lines are a percentage alone).
         let first = line.split_whitespace().next().unwrap_or("");
-        if line.starts_with("  ")
-            && first.ends_with('%')
+        let is_row = first.ends_with('%')
             && first[..first.len() - 1].parse::<f64>().is_ok()
-        {
+            && (line.contains(" [.] ") || line.contains(" [k] "));
+        if is_row {
             let cells: Vec<&str> = line
                 .split_whitespace()
                 .enumerate()
@@ -160,6 +162,7 @@ fn same_report_trees_as_perf(dir: &Path, name: &str) {
         &["-g", "fractal"],
         &["-g", "callee"],
         &["-g", "flat", "--no-children"],
+        &["-g", "flat,0.01"],
         &["-g", "folded,0.1"],
         &["-g", "graph,0.05,caller,function,count", "--no-children"],
         &["-G", "--no-children", "--max-stack", "6"],
@@ -185,15 +188,56 @@ fn same_report_trees_as_perf(dir: &Path, name: &str) {
             }
         }
         // The heaviest rows at least, and nearly all others (a sample whose stack perf's
-        // unwinder ends early changes a tree).
+        // unwinder ends early and hrec's goes on changes a tree): all but 5%, or but one.
         assert!(
-            same * 100 >= perf.len() * 95 && first_diff.as_ref().is_none_or(|d| d.0 != &perf[0].0),
+            same + (perf.len() / 20).max(1) >= perf.len()
+                && first_diff.as_ref().is_none_or(|d| d.0 != &perf[0].0),
             "{args:?}: {same} of {} rows alike; first that differs:\nperf {:#?}\nhrec {:#?}",
             perf.len(),
             first_diff.as_ref().map(|d| (d.0, d.1)),
             first_diff.as_ref().map(|d| d.2)
         );
     }
+}
+
+/// Samples in a signal handler unwind through the signal frame into the interrupted code.
+#[test]
+fn through_a_signal_frame() {
+    if support::perf().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let Some(prog) = build(d, "unwind/signal.c", &["-fomit-frame-pointer"]) else {
+        return;
+    };
+    let perf = compare(d, "signal", &[prog.to_str().unwrap(), "3000"]);
+    let (_, hrec) = dwarf_stacks(d, "signal.perf.data");
+    let through = |stacks: &[Stack]| {
+        stacks
+            .iter()
+            .filter(|s| {
+                let names: Vec<&str> = s.iter().map(|(_, n)| n.as_str()).collect();
+                let handler = names.iter().position(|n| *n == "on_signal");
+                let main = names.iter().position(|n| *n == "main");
+                matches!((handler, main), (Some(h), Some(m)) if h < m)
+            })
+            .count()
+    };
+    // The handler runs a third of the time, and its stacks reach main through the signal
+    // frame (into raise, in libc), as perf's do.
+    assert!(
+        through(&perf) * 5 > perf.len(),
+        "{} of {}",
+        through(&perf),
+        perf.len()
+    );
+    assert!(
+        through(&hrec) >= through(&perf),
+        "{} < {}",
+        through(&hrec),
+        through(&perf)
+    );
 }
 
 #[test]

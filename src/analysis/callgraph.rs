@@ -3,7 +3,8 @@
 //! **A sample's chain** is its frames as entries: each location expands to the functions
 //! inlined there (innermost first, `name (inlined)`) and then its own function, and the
 //! locations run from the sampled one out to the root; that is *callee* order, and *caller*
-//! order is the reverse. `--max-stack N` keeps the innermost N entries.
+//! order is the reverse. `--max-stack N` keeps the innermost N frames (of the kernel's part
+//! and of the unwound user part each, with `--call-graph dwarf`), as perf does.
 //!
 //! **Which chain goes under which row.** Without `--children`, a row's tree holds the whole
 //! chains of the samples at its top. With `--children`, a sample also credits every row on
@@ -162,6 +163,9 @@ pub struct Node {
     pub self_samples: u64,
     /// Children, heaviest first (indices into [`CallTree::nodes`]).
     pub children: Vec<u32>,
+    /// Where the node's first entry sorts among siblings in perf's radix tree (object, then
+    /// address from the highest): the order perf's flat and folded lists keep among equals.
+    tree_order: (std::sync::Arc<str>, std::cmp::Reverse<u64>),
 }
 
 /// The merged chains of one row.
@@ -178,16 +182,13 @@ impl CallTree {
     }
 
     /// The chains that end in a node, heaviest first, each path from the first entry to the
-    /// last, with the node they end in.
+    /// last, with the node they end in. Equals keep perf's order: a node's descendants before
+    /// it, siblings in radix-tree order.
     pub fn chains(&self) -> Vec<(Vec<&str>, &Node)> {
         let mut out = Vec::new();
         let mut path: Vec<&str> = Vec::new();
         self.walk_chains(0, &mut path, &mut out);
-        out.sort_by(|a, b| {
-            b.1.self_period
-                .cmp(&a.1.self_period)
-                .then_with(|| a.0.cmp(&b.0))
-        });
+        out.sort_by_key(|c| std::cmp::Reverse(c.1.self_period));
         out
     }
 
@@ -200,11 +201,16 @@ impl CallTree {
         let n = &self.nodes[at as usize];
         let len = path.len();
         path.extend(n.names.iter().map(String::as_str));
+        let mut kids = n.children.clone();
+        kids.sort_by(|&a, &b| {
+            let (na, nb) = (&self.nodes[a as usize], &self.nodes[b as usize]);
+            na.tree_order.cmp(&nb.tree_order)
+        });
+        for c in kids {
+            self.walk_chains(c, path, out);
+        }
         if n.self_period > 0 && at != 0 {
             out.push((path.clone(), n));
-        }
-        for &c in &n.children {
-            self.walk_chains(c, path, out);
         }
         path.truncate(len);
     }
@@ -329,6 +335,10 @@ impl Trie {
                 self_period: last.self_period,
                 self_samples: last.self_samples,
                 children: Vec::new(),
+                tree_order: {
+                    let (dso, addr) = &e.order[first.entry as usize];
+                    (dso.clone(), std::cmp::Reverse(*addr))
+                },
             });
             out.nodes[parent as usize].children.push(id);
             let mut kids: Vec<usize> = last.children.values().map(|&c| c as usize).collect();
@@ -435,6 +445,31 @@ pub(crate) fn entry_names(l: &Loc, key: Key, inline: bool) -> Vec<(String, usize
     v
 }
 
+/// The locations of a group's chain that `--max-stack n` keeps, innermost first, as perf
+/// counts them: frames, not inline entries; a frame-pointer chain at most `n` in all, an
+/// unwound (dwarf) one at most `n` kernel frames (the kernel's chain) and `n` user frames
+/// (the unwinder's).
+pub(crate) fn kept_locs(p: &Profile, g: &SampleGroup, n: usize, out: &mut Vec<u32>) {
+    out.clear();
+    let all = std::iter::once(g.leaf).chain(p.callers(g).iter().copied());
+    if !p.dwarf_stacks {
+        out.extend(all.take(n));
+        return;
+    }
+    let (mut kernel, mut user) = (0, 0);
+    for loc in all {
+        let count = if p.locs[loc as usize].kernel {
+            &mut kernel
+        } else {
+            &mut user
+        };
+        if *count < n {
+            *count += 1;
+            out.push(loc);
+        }
+    }
+}
+
 /// Builds trees for some rows of one event: `row_of(group, loc, entry)` names the row of a
 /// sample group's location (`entry` `None`: the location's own row, where its samples are
 /// Self; `Some(i)`: the row of its `i`-th call-chain entry), `None` for rows that get no tree;
@@ -460,17 +495,17 @@ pub fn trees(
     // Per entry of `chain`, its location and its index among the location's entries.
     let mut owner: Vec<(u32, usize)> = Vec::new();
     let mut seen: Vec<usize> = Vec::new();
+    let mut locs: Vec<u32> = Vec::new();
     for gi in groups {
         let g = &p.groups[gi];
         chain.clear();
         owner.clear();
-        for loc in std::iter::once(g.leaf).chain(p.callers(g).iter().copied()) {
+        kept_locs(p, g, o.max_stack, &mut locs);
+        for &loc in &locs {
             let es = &entries.of_loc[loc as usize];
             chain.extend_from_slice(es);
             owner.extend((0..es.len()).map(|i| (loc, i)));
         }
-        chain.truncate(o.max_stack);
-        owner.truncate(o.max_stack);
         if order == Order::Caller {
             chain.reverse();
             owner.reverse();

@@ -217,7 +217,8 @@ pub struct HistOptions {
     pub full_source_path: bool,
     /// Sample filters.
     pub filters: Filters,
-    /// Call-chain entries credited with `children`, innermost first (`--max-stack`).
+    /// Call-chain frames credited with `children`, innermost first (`--max-stack`, counted as
+    /// perf counts them: [`callgraph::kept_locs`]).
     pub max_stack: usize,
 }
 
@@ -377,11 +378,6 @@ fn render(
         .collect()
 }
 
-/// The loc that stands for a caller frame in a `children` row.
-fn frame_locs<'p>(p: &'p Profile, s: &'p SampleGroup) -> impl Iterator<Item = u32> + 'p {
-    std::iter::once(s.leaf).chain(p.callers(s).iter().copied())
-}
-
 /// Aggregates a profile into one table per event.
 pub fn tables(p: &Profile, o: &HistOptions) -> Vec<Table> {
     let lk = LocKeys::new(p, o.full_source_path);
@@ -393,6 +389,7 @@ pub fn tables(p: &Profile, o: &HistOptions) -> Vec<Table> {
         .collect();
     let mut maps: Vec<FastMap<Key, Row>> = vec![FastMap::default(); p.events.len()];
     let mut seen: Vec<Key> = Vec::new();
+    let mut kept: Vec<u32> = Vec::new();
     for (si, s) in p.groups.iter().enumerate() {
         if !o.filters.keep(p, s) {
             continue;
@@ -447,13 +444,9 @@ pub fn tables(p: &Profile, o: &HistOptions) -> Vec<Table> {
             if let Some(row) = map.get_mut(&k) {
                 credit(row);
             }
-            let mut entries = 0;
-            'chain: for loc in frame_locs(p, s) {
+            callgraph::kept_locs(p, s, o.max_stack, &mut kept);
+            for &loc in &kept {
                 for (i, &sym) in lk.entries[loc as usize].iter().enumerate() {
-                    if entries == o.max_stack {
-                        break 'chain;
-                    }
-                    entries += 1;
                     let k = key_of_entry(&lk, &o.sort, s, loc, Some(i));
                     if seen.contains(&k) {
                         continue;

@@ -144,6 +144,10 @@ pub struct Outcome {
 enum Msg {
     Records(u32, Vec<u8>),
     Side(&'static str, Vec<u8>),
+    /// With record-time unwinding: copies of the side-band records (MMAP, COMM, FORK, EXIT)
+    /// of one drain pass over every ring, sent before any batch of that pass, for the
+    /// unwinder (they are written with their batches as usual).
+    SideBand(Vec<u8>),
 }
 
 /// A batch is handed to the writer at [`data::BATCH_BYTES`] (the block size the codec is
@@ -251,6 +255,7 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
 
     let (tx, rx) = mpsc::sync_channel::<Msg>(64);
     let procfs = s.procfs_root.clone();
+    let unwinding = meta.unwound_at_record;
     let unwinder = meta.unwound_at_record.then(|| {
         let events = opened.fds.iter().map(|f| (f.id, opened.attrs[f.event]));
         RecordUnwinder::new(events, s.keep_raw_stacks, &s.procfs_root)
@@ -267,6 +272,9 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
     {
         let synth = side::Synth::new(&opened.attrs[t], f.id);
         let bytes = side::synthesize_tasks(&s.procfs_root, &tasks, &synth);
+        if unwinding {
+            let _ = tx.send(Msg::SideBand(bytes.clone()));
+        }
         let _ = tx.send(Msg::Records(u32::MAX, bytes));
     }
     let ids = opened.fds.iter().map(|f| (f.id, f.event));
@@ -278,7 +286,10 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
         &opened.fds,
         &signals,
         child,
-        &tx,
+        Outlet {
+            tx: &tx,
+            side_band: unwinding,
+        },
         &mut acc,
     )?;
     drop(signals);
@@ -479,6 +490,12 @@ fn writer_loop(
                 None => w.write_records(&bytes, source).map(|_| ()),
             },
             Msg::Side(name, bytes) => w.write_side(name, &bytes).map(|_| ()),
+            Msg::SideBand(bytes) => {
+                if let Some(u) = &mut unwinder {
+                    u.apply_side_band(&bytes);
+                }
+                Ok(())
+            }
         };
         if let Err(e) = r {
             failed = Some(e);
@@ -491,6 +508,14 @@ fn writer_loop(
         failed = Some(e);
     }
     (w, failed)
+}
+
+/// Where the drain loop hands its batches.
+#[derive(Clone, Copy)]
+struct Outlet<'a> {
+    tx: &'a mpsc::SyncSender<Msg>,
+    /// Send copies of each pass's side-band records first ([`Msg::SideBand`]).
+    side_band: bool,
 }
 
 struct RunEnd {
@@ -508,7 +533,7 @@ fn drain_loop(
     fds: &[open::OpenFd],
     signals: &Signals,
     child: Option<i32>,
-    tx: &mpsc::SyncSender<Msg>,
+    out: Outlet<'_>,
     acc: &mut Accounting,
 ) -> Result<RunEnd, RecordError> {
     let epoll = Epoll::new().map_err(|e| RecordError::Os("epoll_create1 failed".into(), e))?;
@@ -582,7 +607,7 @@ fn drain_loop(
             // -p/-t end when every task they follow has exited, as in perf.
             None => stop_at.is_some() || (attached && hung.iter().all(|h| *h)),
         };
-        drain_all(rings, &mut batches, tx, acc, last, &mut corrupt);
+        drain_all(rings, &mut batches, out, acc, last, &mut corrupt);
         if last {
             break;
         }
@@ -598,11 +623,12 @@ fn drain_loop(
 fn drain_all(
     rings: &mut [Ring],
     batches: &mut [(Vec<u8>, Instant)],
-    tx: &mpsc::SyncSender<Msg>,
+    out: Outlet<'_>,
     acc: &mut Accounting,
     flush: bool,
     corrupt: &mut u64,
 ) {
+    let mut side_band = Vec::new();
     for (r, (batch, since)) in rings.iter_mut().zip(batches.iter_mut()) {
         let before = batch.len();
         let res = r.buffer.drain(batch);
@@ -610,9 +636,19 @@ fn drain_all(
             *corrupt += 1;
         }
         acc.account(&batch[before..]);
+        if out.side_band {
+            unwind::side_band(&batch[before..], &mut side_band);
+        }
         if before == 0 && !batch.is_empty() {
             *since = Instant::now();
         }
+    }
+    // The unwinder learns every mapping of this pass before any sample of it: a CPU's
+    // samples can use a library whose MMAP is in another CPU's buffer.
+    if !side_band.is_empty() {
+        let _ = out.tx.send(Msg::SideBand(side_band));
+    }
+    for (r, (batch, since)) in rings.iter().zip(batches.iter_mut()) {
         if !batch.is_empty()
             && (flush || batch.len() >= data::BATCH_BYTES || since.elapsed() >= BATCH_AGE)
         {
@@ -622,7 +658,7 @@ fn drain_all(
                 r.tid as u32
             };
             let bytes = std::mem::take(batch);
-            let _ = tx.send(Msg::Records(source, bytes));
+            let _ = out.tx.send(Msg::Records(source, bytes));
         }
     }
 }

@@ -9,10 +9,12 @@
 //! `REGS_USER` and `STACK_USER` parts are dropped (kept with `--call-graph dwarf,SIZE,raw`,
 //! for unwinding again later). The file's header lists the attrs without those bits then.
 //!
-//! **Order.** The rings are drained one CPU at a time, so a batch may come in before the
-//! batch of another CPU holding the MMAP of a library the first one's samples run in. Each
-//! batch's side-band records are therefore applied before its samples are unwound, and an
-//! exited process is kept a while (its last samples may come in another CPU's batch).
+//! **Order.** Each ring's records go to the writer in batches, so a CPU's batch may come in
+//! before the batch of another CPU holding the MMAP of a library the first one's samples run
+//! in. The drain loop therefore sends copies of every side-band record of a pass over all
+//! rings ([`side_band`]) ahead of that pass's batches, and they are applied in time order
+//! ([`RecordUnwinder::apply_side_band`]); an exited process is kept a while (its last
+//! samples may come in another CPU's batch).
 //! Where a walk still meets code outside every mapping seen, the process's `/proc/PID/maps`
 //! is read again (the process is alive while it is recorded). Samples the rules cannot walk
 //! keep the frames found, and the reason is counted.
@@ -32,6 +34,19 @@ pub struct RecordUnwinder {
     keep_raw: bool,
     frames: Vec<FrameAddress>,
     chain: Vec<u64>,
+}
+
+/// Appends to `out` copies of the records in `records` the unwinder follows: MMAP, MMAP2,
+/// COMM, FORK, EXIT.
+pub fn side_band(records: &[u8], out: &mut Vec<u8>) {
+    for raw in decode::records(records).flatten() {
+        if matches!(
+            raw.header.type_,
+            kind::MMAP | kind::MMAP2 | kind::COMM | kind::FORK | kind::EXIT
+        ) {
+            out.extend_from_slice(raw.bytes);
+        }
+    }
 }
 
 /// The sample_type of an attr as its samples are stored after record-time unwinding.
@@ -65,17 +80,25 @@ impl RecordUnwinder {
         &self.unwinder.stats
     }
 
-    /// Rewrites a batch of records (see the module docs). Returns the batch to write and the
-    /// `stacks` block to write before it, if the batch added chains.
-    pub fn process(&mut self, records: &[u8]) -> (Vec<u8>, Option<Vec<u8>>) {
-        // Side-band first.
-        for raw in decode::records(records).flatten() {
-            if raw.header.type_ != kind::SAMPLE
-                && let Ok(r) = self.decoder.decode(&raw)
-            {
+    /// Applies side-band records (one drain pass's, from [`side_band`]) in time order.
+    pub fn apply_side_band(&mut self, records: &[u8]) {
+        let mut raws: Vec<(u64, usize, decode::RawRecord<'_>)> = decode::records(records)
+            .flatten()
+            .enumerate()
+            .map(|(i, raw)| (self.decoder.time(&raw).unwrap_or(0), i, raw))
+            .collect();
+        raws.sort_by_key(|&(t, i, _)| (t, i));
+        for (_, _, raw) in raws {
+            if let Ok(r) = self.decoder.decode(&raw) {
                 self.unwinder.apply(&r);
             }
         }
+    }
+
+    /// Rewrites a batch of records (see the module docs). Returns the batch to write and the
+    /// `stacks` block to write before it, if the batch added chains. The batch's side-band
+    /// records reached the unwinder before ([`RecordUnwinder::apply_side_band`]).
+    pub fn process(&mut self, records: &[u8]) -> (Vec<u8>, Option<Vec<u8>>) {
         let mut out = Vec::with_capacity(records.len() / 4);
         let mut it = decode::records(records);
         let mut done = 0;

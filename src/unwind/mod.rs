@@ -157,14 +157,22 @@ impl FileInfo {
     }
 }
 
+/// An executable mapping: where, what, and from which file offset.
+#[derive(Debug, Clone)]
+struct Mapped {
+    range: Range<u64>,
+    name: Arc<str>,
+    pgoff: u64,
+}
+
 /// One process: its unwinder and the mappings its modules cover.
 struct Proc {
     unwinder: UnwinderX86_64<Arc<[u8]>>,
     cache: CacheX86_64,
     modules: Vec<Range<u64>>,
-    /// Every executable mapping with its name (those without unwind data too), to say where
-    /// a walk stopped.
-    names: Vec<(Range<u64>, Arc<str>)>,
+    /// Every executable mapping (those without unwind data too), to say where a walk
+    /// stopped and to read code bytes.
+    names: Vec<Mapped>,
 }
 
 impl Clone for Proc {
@@ -314,9 +322,12 @@ impl Unwinder {
         {
             let proc = self.procs.entry(pid).or_insert_with(Proc::new);
             proc.names
-                .retain(|(r, _)| !(r.start < end && start < r.end));
-            proc.names
-                .push((start..end, String::from_utf8_lossy(name).into()));
+                .retain(|m| !(m.range.start < end && start < m.range.end));
+            proc.names.push(Mapped {
+                range: start..end,
+                name: String::from_utf8_lossy(name).into(),
+                pgoff,
+            });
         }
         // Anonymous memory and pseudo files ([vdso]) have no file to read.
         if !name.starts_with(b"/") || len > MAX_MODULE {
@@ -432,8 +443,8 @@ impl Unwinder {
         let object = proc.and_then(|p| {
             p.names
                 .iter()
-                .find(|(r, _)| r.contains(&last))
-                .map(|(_, n)| n.clone())
+                .find(|m| m.range.contains(&last))
+                .map(|m| m.name.clone())
         });
         let has_rules = proc.is_some_and(|p| p.modules.iter().any(|r| r.contains(&last)));
         let (object, why) = match (&object, cut, has_rules) {
@@ -490,6 +501,7 @@ impl Unwinder {
         };
         let mut regs = UnwindRegsX86_64::new(ip, sp, bp);
         let mut at = framehop::FrameAddress::from_instruction_pointer(ip);
+        let mut last_ra = None;
         for _ in 0..MAX_FRAMES {
             match proc
                 .unwinder
@@ -498,6 +510,7 @@ impl Unwinder {
                 Ok(Some(ra)) => match framehop::FrameAddress::from_return_address(ra) {
                     Some(a) => {
                         at = a;
+                        last_ra = Some(ra);
                         // As perf's unwinder reports it: the call instruction's address,
                         // one byte before the return address.
                         out.push(FrameAddress::Ip(ra.saturating_sub(1)));
@@ -505,6 +518,26 @@ impl Unwinder {
                     None => return Walk::Complete,
                 },
                 Ok(None) => return Walk::Complete,
+                // A signal handler returned into the signal trampoline: the interrupted
+                // code's registers are in the signal frame's ucontext, which starts where the
+                // handler's return address was popped (the stack pointer now).
+                Err(_)
+                    if last_ra
+                        .is_some_and(|ra| is_sigreturn(&proc.names, self.symfs.as_deref(), ra)) =>
+                {
+                    last_ra = None;
+                    let uc = regs.sp();
+                    let mut word =
+                        |off: u64| uc.checked_add(off).ok_or(()).and_then(&mut read_stack);
+                    let (Ok(rip), Ok(rsp), Ok(rbp)) = (word(UC_RIP), word(UC_RSP), word(UC_RBP))
+                    else {
+                        break;
+                    };
+                    regs = UnwindRegsX86_64::new(rip, rsp, rbp);
+                    at = framehop::FrameAddress::from_instruction_pointer(rip);
+                    // The interrupted instruction itself, as perf reports a signal frame.
+                    out.push(FrameAddress::Ip(rip));
+                }
                 Err(_) => break,
             }
         }
@@ -518,7 +551,7 @@ impl Unwinder {
     fn is_mapped(&self, pid: u32, addr: u64) -> bool {
         self.procs
             .get(&pid)
-            .is_some_and(|p| p.names.iter().any(|(r, _)| r.contains(&addr)))
+            .is_some_and(|p| p.names.iter().any(|m| m.range.contains(&addr)))
     }
 
     /// Reads the executable mappings of a live process (`live_maps`), at most once per
@@ -571,6 +604,40 @@ impl Unwinder {
         self.live_maps = Some(procfs);
         self
     }
+}
+
+/// `mov $15, %rax; syscall`: x86-64 `rt_sigreturn`, the code a signal handler returns into
+/// (glibc's `__restore_rt`, the restorer every libc installs).
+const SIGRETURN: [u8; 9] = [0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05];
+/// Where `struct ucontext` keeps the interrupted RBP, RSP and RIP (its `uc_mcontext` starts at
+/// 40: `uc_flags`, `uc_link`, `uc_stack`; then r8-r15, rdi, rsi, rbp, rbx, rdx, rax, rcx,
+/// rsp, rip).
+const UC_RBP: u64 = 40 + 10 * 8;
+const UC_RSP: u64 = 40 + 15 * 8;
+const UC_RIP: u64 = 40 + 16 * 8;
+
+/// Whether the code at `addr` of a process with these mappings is the signal trampoline,
+/// read from the mapped file (looked for under `symfs` when given).
+fn is_sigreturn(names: &[Mapped], symfs: Option<&Path>, addr: u64) -> bool {
+    use std::os::unix::fs::FileExt as _;
+    let Some(m) = names.iter().find(|m| m.range.contains(&addr)) else {
+        return false;
+    };
+    if !m.name.starts_with('/') {
+        return false;
+    }
+    let path = Path::new(&*m.name);
+    let on_disk = match symfs {
+        Some(root) => root.join(path.strip_prefix("/").unwrap_or(path)),
+        None => path.to_path_buf(),
+    };
+    let Some(off) = (addr - m.range.start).checked_add(m.pgoff) else {
+        return false;
+    };
+    let mut code = [0u8; SIGRETURN.len()];
+    File::open(on_disk)
+        .and_then(|f| f.read_exact_at(&mut code, off))
+        .is_ok_and(|()| code == SIGRETURN)
 }
 
 /// Counts a walk that ended in `object` for `why`.
