@@ -240,6 +240,56 @@ fn through_a_signal_frame() {
     );
 }
 
+/// Samples in the vdso unwind through it and name it as perf does.
+#[test]
+fn through_the_vdso() {
+    if support::perf().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let Some(prog) = build(d, "unwind/vdso.c", &["-fomit-frame-pointer"]) else {
+        return;
+    };
+    let perf = compare(d, "vdso", &[prog.to_str().unwrap(), "20000000"]);
+    let (_, hrec) = dwarf_stacks(d, "vdso.perf.data");
+    let own = script_stacks(&run(
+        d,
+        HREC,
+        &["script", "-F", "ip,sym", "-i", "vdso.hrec"],
+    ));
+    let through = |stacks: &[Stack]| {
+        stacks
+            .iter()
+            .filter(|s| {
+                s.first()
+                    .is_some_and(|f| f.1.starts_with("__vdso_clock_gettime"))
+                    && s.iter().any(|f| f.1.starts_with("main"))
+            })
+            .count()
+    };
+    // Most samples are in the vdso; their stacks reach main in perf's file as read by
+    // hrec and in hrec's own recording.
+    assert!(
+        through(&perf) * 2 > perf.len(),
+        "{} of {}",
+        through(&perf),
+        perf.len()
+    );
+    assert!(
+        through(&hrec) >= through(&perf),
+        "{} < {}",
+        through(&hrec),
+        through(&perf)
+    );
+    assert!(
+        through(&own) * 2 > own.len(),
+        "{} of {}",
+        through(&own),
+        own.len()
+    );
+}
+
 #[test]
 fn cpp_and_rust_release_builds() {
     if support::perf().is_none() {

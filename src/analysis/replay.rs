@@ -74,6 +74,8 @@ pub struct Replay {
     stacks: Option<StackTable>,
     /// A stored chain, expanded.
     stored: Vec<u64>,
+    /// The recorded processes' vdso image, when known.
+    vdso: Option<Vec<u8>>,
     /// Stored chains whose nodes were missing.
     broken_chains: u64,
     /// Each event's `sample_regs_user`.
@@ -102,6 +104,7 @@ impl Replay {
                 });
             }
         }
+        let vdso = rec.vdso_image();
         let td_of_id = meta
             .events
             .iter()
@@ -132,7 +135,8 @@ impl Replay {
                 .iter()
                 .any(|e| e.attr.sample_type & st::STACK_USER != 0)
                 && (!meta.unwound_at_record || opts.reunwind))
-                .then(|| Unwinder::new(opts.symfs.clone())),
+                .then(|| Unwinder::new(opts.symfs.clone()).with_vdso(vdso.as_deref())),
+            vdso,
             stacks: meta.unwound_at_record.then(|| rec.stacks()),
             stored: Vec::new(),
             broken_chains: 0,
@@ -484,6 +488,7 @@ pub fn build(rec: &Recording, opts: &ProfileOptions, progress: &mut dyn FnMut(u6
         .threads(opts.threads)
         .kernel(rec.kernel_symbols(), rec.kernel_unresolved())
         .recorded_build_ids(&rec.side("build-ids").unwrap_or_default())
+        .vdso(r.vdso.as_deref())
         .build();
     let (locs, mismatches) = symbolizer.symbolize(&r.maps, &r.key_list);
     p.locs = locs;

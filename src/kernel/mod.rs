@@ -10,6 +10,10 @@
 //! which hands the space back to the kernel. Record sizes come from the kernel but are checked,
 //! not trusted: a size below the 8-byte header, not 8-byte aligned, or running past the head
 //! is reported as corruption and the rest of the batch is dropped instead of misparsed.
+//!
+//! Two small helpers for the vdso, which is no file on disk: [`own_vdso`] reads this process's
+//! image (the kernel maps the same one into every process), [`memfd_with`] puts an image into
+//! an in-memory file so path-based readers (the symbolizer) can open it.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -353,6 +357,47 @@ pub fn page_size() -> usize {
 pub fn gettid() -> u32 {
     // SAFETY: gettid has no preconditions and cannot fail.
     unsafe { libc::gettid() as u32 }
+}
+
+/// This process's vdso image (the kernel maps the same image into every process of an
+/// architecture), read from `/proc/self/mem` at the `[vdso]` mapping; `None` when the maps do
+/// not show one or it cannot be read.
+pub fn own_vdso(procfs: &std::path::Path) -> Option<Vec<u8>> {
+    use std::os::unix::fs::FileExt as _;
+    let maps = std::fs::read_to_string(procfs.join("self/maps")).ok()?;
+    let line = maps.lines().find(|l| l.ends_with("[vdso]"))?;
+    let (a, b) = line.split_whitespace().next()?.split_once('-')?;
+    let (a, b) = (
+        u64::from_str_radix(a, 16).ok()?,
+        u64::from_str_radix(b, 16).ok()?,
+    );
+    let len = usize::try_from(b.checked_sub(a)?).ok()?;
+    // A vdso is a few pages; anything larger is not one.
+    if len == 0 || len > (1 << 20) {
+        return None;
+    }
+    let mut image = vec![0u8; len];
+    std::fs::File::open(procfs.join("self/mem"))
+        .and_then(|f| f.read_exact_at(&mut image, a))
+        .ok()?;
+    image.starts_with(b"\x7fELF").then_some(image)
+}
+
+/// An anonymous in-memory file (`memfd_create`) holding `bytes`, for code that reads files by
+/// path (`/proc/self/fd/N`): the vdso image for the symbolizer.
+pub fn memfd_with(name: &str, bytes: &[u8]) -> io::Result<std::fs::File> {
+    use std::io::Write as _;
+    let cname = std::ffi::CString::new(name).map_err(io::Error::other)?;
+    // SAFETY: `cname` is a valid NUL-terminated string that outlives the call; the flags are
+    // valid; the returned descriptor is checked before it is owned.
+    let fd = unsafe { libc::memfd_create(cname.as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a fresh descriptor this process owns and nothing else refers to.
+    let mut file = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+    file.write_all(bytes)?;
+    Ok(file)
 }
 
 #[cfg(test)]

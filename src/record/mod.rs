@@ -260,6 +260,11 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
         let events = opened.fds.iter().map(|f| (f.id, opened.attrs[f.event]));
         RecordUnwinder::new(events, s.keep_raw_stacks, &s.procfs_root)
     });
+    // The vdso every process of this kernel maps: its frames are named from it, and stacks
+    // kept raw unwind through it again later.
+    if let Some(image) = crate::kernel::own_vdso(&s.procfs_root) {
+        let _ = tx.send(Msg::Side("vdso", image));
+    }
     let writer_thread = std::thread::Builder::new()
         .name("hrec-writer".into())
         .spawn(move || writer_loop(writer, rx, &procfs, unwinder))

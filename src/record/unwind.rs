@@ -67,7 +67,9 @@ impl RecordUnwinder {
     ) -> RecordUnwinder {
         RecordUnwinder {
             decoder: Decoder::new(events),
-            unwinder: Unwinder::new(None).with_live_maps(procfs.to_path_buf()),
+            unwinder: Unwinder::new(None)
+                .with_live_maps(procfs.to_path_buf())
+                .with_vdso(crate::kernel::own_vdso(procfs).as_deref()),
             stacks: StackInterner::new(),
             keep_raw,
             frames: Vec::new(),

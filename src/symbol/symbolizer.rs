@@ -112,6 +112,8 @@ pub struct Symbolizer {
     kernel_unresolved: Unresolved,
     build_ids: HashMap<PathBuf, Vec<u8>>,
     binaries: Mutex<HashMap<BinaryKey, Cached>>,
+    /// The vdso's image in an in-memory file, read by its `/proc/self/fd` path.
+    vdso: Option<(std::fs::File, PathBuf)>,
 }
 
 /// Builds a [`Symbolizer`]. Without settings it reads binaries where the recording saw them,
@@ -135,6 +137,7 @@ impl Symbolizer {
                 kernel_unresolved: Unresolved::NoKernelSymbols,
                 build_ids: HashMap::new(),
                 binaries: Mutex::new(HashMap::new()),
+                vdso: None,
             },
         }
     }
@@ -248,7 +251,10 @@ impl Symbolizer {
         // all of them.
         let key_of = |f: FileIdx| -> BinaryKey {
             let file = maps.file(f);
-            let path = on_disk(&file.path, self.symfs.as_deref());
+            let path = match &self.vdso {
+                Some((_, vdso)) if &*file.path == Path::new("[vdso]") => vdso.clone(),
+                _ => on_disk(&file.path, self.symfs.as_deref()),
+            };
             (path, build_ids.get(&*file.path).cloned())
         };
         let mut uses: HashMap<BinaryKey, usize> = HashMap::new();
@@ -283,7 +289,12 @@ impl Symbolizer {
                             let file = maps.file(*f);
                             let path = on_disk(&file.path, self.symfs.as_deref());
                             let expected = build_ids.get(&*file.path).map(Vec::as_slice);
-                            let cached = self.binary(&path, expected, file.is_pseudo());
+                            let cached = match &self.vdso {
+                                Some((_, vdso)) if &*file.path == Path::new("[vdso]") => {
+                                    self.binary(vdso, expected, false)
+                                }
+                                _ => self.binary(&path, expected, file.is_pseudo()),
+                            };
                             let bin = cached.lock().unwrap_or_else(|e| e.into_inner());
                             let mut mismatch = matches!(*bin, Err(Unresolved::BuildIdMismatch))
                                 .then(|| file.path.display().to_string());
@@ -392,6 +403,19 @@ impl SymbolizerBuilder {
     /// A file on this machine whose build-id differs is not used.
     pub fn recorded_build_ids(mut self, text: &[u8]) -> Self {
         self.s.build_ids = parse_build_ids(text);
+        self
+    }
+
+    /// Names the frames of the `[vdso]` mapping from this image of it (see
+    /// [`crate::recording::Recording::vdso_image`]).
+    pub fn vdso(mut self, image: Option<&[u8]>) -> Self {
+        self.s.vdso = image
+            .and_then(|b| crate::kernel::memfd_with("hrec-vdso", b).ok())
+            .map(|f| {
+                use std::os::fd::AsRawFd as _;
+                let path = PathBuf::from(format!("/proc/self/fd/{}", f.as_raw_fd()));
+                (f, path)
+            });
         self
     }
 

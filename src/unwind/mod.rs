@@ -124,6 +124,40 @@ impl FileInfo {
                 buf,
             ))
         };
+        FileInfo::from_parts(segments, range(".text"), range(".got"), bytes)
+    }
+
+    /// The same from an ELF image in memory (the vdso).
+    fn from_image(image: &[u8]) -> Option<FileInfo> {
+        let obj = object::File::parse(image).ok()?;
+        let segments: Vec<(u64, u64, u64)> = obj
+            .segments()
+            .map(|s| {
+                let (off, size) = s.file_range();
+                (s.address(), off, size)
+            })
+            .collect();
+        let range = |name: &str| {
+            obj.section_by_name(name)
+                .map(|s| s.address()..s.address().saturating_add(s.size()))
+        };
+        let bytes = |name: &str| -> Option<(Range<u64>, Arc<[u8]>)> {
+            let s = obj.section_by_name(name)?;
+            let data = s.data().ok()?;
+            Some((
+                s.address()..s.address().saturating_add(data.len() as u64),
+                data.into(),
+            ))
+        };
+        FileInfo::from_parts(segments, range(".text"), range(".got"), bytes)
+    }
+
+    fn from_parts(
+        segments: Vec<(u64, u64, u64)>,
+        text: Option<Range<u64>>,
+        got: Option<Range<u64>>,
+        bytes: impl Fn(&str) -> Option<(Range<u64>, Arc<[u8]>)>,
+    ) -> Option<FileInfo> {
         let eh_frame = bytes(".eh_frame")?;
         // A header without its search table (table_enc DW_EH_PE_omit, or no entries) would
         // make every lookup fail: framehop indexes `.eh_frame` itself then.
@@ -132,8 +166,8 @@ impl FileInfo {
         });
         Some(FileInfo {
             segments,
-            text: range(".text"),
-            got: range(".got"),
+            text,
+            got,
             eh_frame: Some(eh_frame),
             eh_frame_hdr,
         })
@@ -250,6 +284,8 @@ pub struct Unwinder {
     symfs: Option<PathBuf>,
     /// `/proc`, when the processes are live (record time).
     live_maps: Option<PathBuf>,
+    /// The vdso's unwind data, when its image is known.
+    vdso: Option<Arc<FileInfo>>,
     refreshed: HashMap<u32, std::time::Instant>,
     files: HashMap<Vec<u8>, Option<Arc<FileInfo>>>,
     procs: HashMap<u32, Proc>,
@@ -275,6 +311,7 @@ impl Unwinder {
         Unwinder {
             symfs,
             live_maps: None,
+            vdso: None,
             refreshed: HashMap::new(),
             files: HashMap::new(),
             procs: HashMap::new(),
@@ -329,13 +366,22 @@ impl Unwinder {
                 pgoff,
             });
         }
-        // Anonymous memory and pseudo files ([vdso]) have no file to read.
-        if !name.starts_with(b"/") || len > MAX_MODULE {
+        // The vdso's image comes from the recording or this machine; other pseudo files and
+        // anonymous memory have nothing to read.
+        let info = if name == b"[vdso]" {
+            self.vdso.clone()
+        } else if !name.starts_with(b"/") || len > MAX_MODULE {
             return;
-        }
+        } else {
+            self.file_info(name)
+        };
+        let Some(info) = info else { return };
+        self.add_module(pid, start, len, pgoff, name, &info);
+    }
+
+    fn file_info(&mut self, name: &[u8]) -> Option<Arc<FileInfo>> {
         let symfs = self.symfs.as_deref();
-        let info = self
-            .files
+        self.files
             .entry(name.to_vec())
             .or_insert_with(|| {
                 let path =
@@ -346,8 +392,19 @@ impl Unwinder {
                 };
                 FileInfo::load(&on_disk).map(Arc::new)
             })
-            .clone();
-        let Some(info) = info else { return };
+            .clone()
+    }
+
+    fn add_module(
+        &mut self,
+        pid: u32,
+        start: u64,
+        len: u64,
+        pgoff: u64,
+        name: &[u8],
+        info: &FileInfo,
+    ) {
+        let end = start.saturating_add(len);
         let Some(base_avma) = info.base_avma(start, len, pgoff) else {
             return;
         };
@@ -598,6 +655,13 @@ impl Unwinder {
         added
     }
 
+    /// Unwinds through the vdso with this image of it (the recorded one, or this machine's
+    /// when it is the same).
+    pub fn with_vdso(mut self, image: Option<&[u8]>) -> Unwinder {
+        self.vdso = image.and_then(FileInfo::from_image).map(Arc::new);
+        self
+    }
+
     /// Reads a live process's maps when a walk meets code the records have not mapped yet
     /// (record time: `procfs` is `/proc`).
     pub fn with_live_maps(mut self, procfs: PathBuf) -> Unwinder {
@@ -695,6 +759,27 @@ mod tests {
         };
         assert_eq!(fixed.base_avma(0x401000, 0x2000, 0x1000), Some(0x400000));
         assert_eq!(fixed.base_avma(0x401000, 0x2000, 0x9000), None);
+    }
+
+    /// This machine's vdso has unwind rules, and a damaged image is no image, never a panic.
+    #[test]
+    fn vdso_images_read_from_memory() {
+        let Some(image) = crate::kernel::own_vdso(Path::new("/proc")) else {
+            eprintln!("skipped: this kernel maps no vdso");
+            return;
+        };
+        let info = FileInfo::from_image(&image).expect("the vdso has .eh_frame");
+        assert!(info.eh_frame.is_some() && !info.segments.is_empty());
+        let mut next = crate::testutil::xorshift(99);
+        for _ in 0..2000 {
+            let mut b = image.clone();
+            for _ in 0..(1 + next() % 8) {
+                let at = (next() % b.len() as u64) as usize;
+                b[at] = next() as u8;
+            }
+            b.truncate(1 + (next() % b.len() as u64) as usize);
+            let _ = FileInfo::from_image(&b);
+        }
     }
 
     /// Whatever the registers, the stack bytes or the unwind rules hold, a walk ends, within
