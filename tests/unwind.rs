@@ -240,6 +240,62 @@ fn through_a_signal_frame() {
     );
 }
 
+/// Code built without `.eh_frame` rules (`-fno-asynchronous-unwind-tables`: only
+/// `.debug_frame`) unwinds from `.debug_frame`, in perf's file and in hrec's own recording
+/// (perf's own unwinder stops at the first frame there).
+#[test]
+fn from_debug_frame_when_eh_frame_has_no_rule() {
+    if support::perf().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let nofp = "-fomit-frame-pointer";
+    let Some(_) = build(d, "unwind/hop.c", &[nofp, "-shared", "-fPIC"]) else {
+        return;
+    };
+    let rpath = format!("-Wl,-rpath,{}", d.display());
+    let libdir = format!("-L{}", d.display());
+    let flags = [
+        nofp,
+        "-fno-asynchronous-unwind-tables",
+        "-fno-unwind-tables",
+        &libdir,
+        "-lhop",
+        &rpath,
+    ];
+    let Some(chain) = build(d, "unwind/chain.c", &flags) else {
+        return;
+    };
+    let chain = chain.to_str().unwrap();
+    let record = [
+        "record",
+        "-q",
+        "-F",
+        "2000",
+        "-e",
+        "cpu-clock",
+        "--call-graph",
+        "dwarf",
+    ];
+    let mut args = record.to_vec();
+    args.extend(["-o", "df.perf.data", "--", chain, "100000"]);
+    run(d, "perf", &args);
+    let mut args = record[..1].to_vec();
+    args.extend(&record[2..]);
+    args.extend(["-o", "df.hrec", "--", chain, "100000"]);
+    run(d, HREC, &args);
+    for file in ["df.perf.data", "df.hrec"] {
+        let stacks = script_stacks(&run(d, HREC, &["script", "-F", "ip,sym", "-i", file]));
+        let rooted = stacks.iter().filter(|s| reaches_root(s)).count();
+        assert!(
+            stacks.len() > 100 && rooted * 10 >= stacks.len() * 9,
+            "{file}: {rooted} of {} stacks reach the root",
+            stacks.len()
+        );
+    }
+}
+
 /// Samples in the vdso unwind through it and name it as perf does.
 #[test]
 fn through_the_vdso() {

@@ -91,6 +91,8 @@ struct FileInfo {
     got: Option<Range<u64>>,
     eh_frame: Option<(Range<u64>, Arc<[u8]>)>,
     eh_frame_hdr: Option<(Range<u64>, Arc<[u8]>)>,
+    /// `.debug_frame`: the rules a frame gets when `.eh_frame` has none for it.
+    debug_frame: Option<Arc<[u8]>>,
 }
 
 impl FileInfo {
@@ -158,7 +160,13 @@ impl FileInfo {
         got: Option<Range<u64>>,
         bytes: impl Fn(&str) -> Option<(Range<u64>, Arc<[u8]>)>,
     ) -> Option<FileInfo> {
-        let eh_frame = bytes(".eh_frame")?;
+        let eh_frame = bytes(".eh_frame");
+        // Code built with -fno-asynchronous-unwind-tables has its rules in `.debug_frame`
+        // only (and the startup files' in a small `.eh_frame`).
+        let debug_frame = bytes(".debug_frame").map(|(_, b)| b);
+        if eh_frame.is_none() && debug_frame.is_none() {
+            return None;
+        }
         // A header without its search table (table_enc DW_EH_PE_omit, or no entries) would
         // make every lookup fail: framehop indexes `.eh_frame` itself then.
         let eh_frame_hdr = bytes(".eh_frame_hdr").filter(|(_, h)| {
@@ -168,8 +176,9 @@ impl FileInfo {
             segments,
             text,
             got,
-            eh_frame: Some(eh_frame),
+            eh_frame,
             eh_frame_hdr,
+            debug_frame,
         })
     }
 
@@ -204,6 +213,11 @@ struct Proc {
     unwinder: UnwinderX86_64<Arc<[u8]>>,
     cache: CacheX86_64,
     modules: Vec<Range<u64>>,
+    /// Modules of the files that have `.debug_frame`, from it alone: asked when the main
+    /// unwinder has no rule for a frame (framehop reads one kind of rules per module).
+    fallback: UnwinderX86_64<Arc<[u8]>>,
+    fallback_cache: CacheX86_64,
+    fallback_modules: Vec<Range<u64>>,
     /// Every executable mapping (those without unwind data too), to say where a walk
     /// stopped and to read code bytes.
     names: Vec<Mapped>,
@@ -215,6 +229,9 @@ impl Clone for Proc {
             unwinder: self.unwinder.clone(),
             cache: CacheX86_64::new(),
             modules: self.modules.clone(),
+            fallback: self.fallback.clone(),
+            fallback_cache: CacheX86_64::new(),
+            fallback_modules: self.fallback_modules.clone(),
             names: self.names.clone(),
         }
     }
@@ -226,6 +243,9 @@ impl Proc {
             unwinder: UnwinderX86_64::new(),
             cache: CacheX86_64::new(),
             modules: Vec::new(),
+            fallback: UnwinderX86_64::new(),
+            fallback_cache: CacheX86_64::new(),
+            fallback_modules: Vec::new(),
             names: Vec::new(),
         }
     }
@@ -419,6 +439,30 @@ impl Unwinder {
             }
         }
         proc.modules = kept;
+        let mut kept = Vec::with_capacity(proc.fallback_modules.len());
+        for m in proc.fallback_modules.drain(..) {
+            if m.start < end && start < m.end {
+                proc.fallback.remove_module(m.start);
+            } else {
+                kept.push(m);
+            }
+        }
+        proc.fallback_modules = kept;
+        if let Some(debug_frame) = &info.debug_frame {
+            proc.fallback.add_module(Module::new(
+                String::from_utf8_lossy(name).into_owned(),
+                start..end,
+                base_avma,
+                ExplicitModuleSectionInfo {
+                    base_svma: info.base_svma(),
+                    text_svma: info.text.clone(),
+                    got_svma: info.got.clone(),
+                    debug_frame: Some(debug_frame.clone()),
+                    ..Default::default()
+                },
+            ));
+            proc.fallback_modules.push(start..end);
+        }
         let section =
             |s: &Option<(Range<u64>, Arc<[u8]>)>| s.as_ref().map(|(r, b)| (r.clone(), b.clone()));
         let (eh_frame_svma, eh_frame) = section(&info.eh_frame).unzip();
@@ -560,10 +604,26 @@ impl Unwinder {
         let mut at = framehop::FrameAddress::from_instruction_pointer(ip);
         let mut last_ra = None;
         for _ in 0..MAX_FRAMES {
-            match proc
-                .unwinder
-                .unwind_frame(at, &mut regs, &mut proc.cache, &mut read_stack)
+            let before = regs;
+            let mut step =
+                proc.unwinder
+                    .unwind_frame(at, &mut regs, &mut proc.cache, &mut read_stack);
+            // No `.eh_frame` rule: the file's `.debug_frame`, if it has one for the frame.
+            if step.is_err()
+                && proc
+                    .fallback_modules
+                    .iter()
+                    .any(|r| r.contains(&at.address_for_lookup()))
             {
+                regs = before;
+                step = proc.fallback.unwind_frame(
+                    at,
+                    &mut regs,
+                    &mut proc.fallback_cache,
+                    &mut read_stack,
+                );
+            }
+            match step {
                 Ok(Some(ra)) => match framehop::FrameAddress::from_return_address(ra) {
                     Some(a) => {
                         at = a;
@@ -746,6 +806,7 @@ mod tests {
             got: None,
             eh_frame: None,
             eh_frame_hdr: None,
+            debug_frame: None,
         };
         // The executable mapping: file page 0x17000 at 0x5555_0000_0000 + 0x17000.
         let start = 0x5555_0001_7000;
