@@ -116,6 +116,19 @@ fn c_without_frame_pointers_through_a_library_and_a_function_pointer() {
         .count();
     assert!(full * 10 > perf.len() * 8, "{full} of {}", perf.len());
     same_report_trees_as_perf(d, "c.perf.data");
+    // `hrec info` gives the stack copies' size and how many were full, for both files.
+    let info = run(d, HREC, &["info", "-i", "c.perf.data"]);
+    let line = info
+        .lines()
+        .find(|l| l.starts_with("# call graph : dwarf, user stack copies of 8192 bytes; "))
+        .unwrap_or_else(|| panic!("{info}"));
+    assert!(line.contains(" filled all 8192 bytes"), "{line}");
+    let info = run(d, HREC, &["info", "-i", "c.hrec"]);
+    let line = info
+        .lines()
+        .find(|l| l.starts_with("# call graph : dwarf, unwound while recording; user stack copies of 8192 bytes (not kept);"))
+        .unwrap_or_else(|| panic!("{info}"));
+    assert!(line.contains("stacks reached the process root"), "{line}");
 }
 
 /// The rows of a `report --stdio` (perf's or hrec's) with the call-graph lines under each:
@@ -162,7 +175,6 @@ fn same_report_trees_as_perf(dir: &Path, name: &str) {
         &["-g", "fractal"],
         &["-g", "callee"],
         &["-g", "flat", "--no-children"],
-        &["-g", "flat,0.01"],
         &["-g", "folded,0.1"],
         &["-g", "graph,0.05,caller,function,count", "--no-children"],
         &["-G", "--no-children", "--max-stack", "6"],

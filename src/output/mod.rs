@@ -320,6 +320,24 @@ fn perf_data_info(rec: &Recording, p: &PerfData, out: &mut dyn Write) -> io::Res
     if let Some(c) = &i.compression {
         writeln!(out, "# compressed : {c}")?;
     }
+    if let Some(size) = m
+        .events
+        .iter()
+        .filter(|e| e.attr.sample_type & crate::event::attr::sample::STACK_USER != 0)
+        .map(|e| e.attr.sample_stack_user)
+        .max()
+    {
+        let (with, full) = crate::recording::stack_copies(rec);
+        writeln!(
+            out,
+            "# call graph : dwarf, user stack copies of {size} bytes; {full} of {with} filled all {size} bytes{}",
+            if full > 0 {
+                " (their stacks may go on past the copy: record with --call-graph dwarf,SIZE for more)"
+            } else {
+                ""
+            }
+        )?;
+    }
     writeln!(out, "# features : {}", or_dash(&i.features.join(" ")))?;
     writeln!(out, "# build-ids : {}", i.build_ids.len())?;
     for b in &i.build_ids {

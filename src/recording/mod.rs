@@ -367,5 +367,23 @@ pub fn count_samples(rec: &Recording) -> (u64, Vec<u64>) {
     (total, per_event)
 }
 
+/// The user stack copies of `--call-graph dwarf` samples: how many samples carry one, and
+/// how many of those filled the whole `sample_stack_user` (the stack may go on past it).
+pub fn stack_copies(rec: &Recording) -> (u64, u64) {
+    let (mut with, mut full) = (0, 0);
+    rec.for_each(|r| {
+        if let Ok(Record::Sample(s)) = r
+            && let Some(st) = s.stack_user
+            && !st.data.is_empty()
+        {
+            with += 1;
+            if st.dyn_size == Some(st.data.len() as u64) {
+                full += 1;
+            }
+        }
+    });
+    (with, full)
+}
+
 /// Re-exported for callers that only need the block list.
 pub use data::BlockInfo;
