@@ -75,6 +75,21 @@ fn compare(dir: &Path, name: &str, cmd: &[&str]) -> Vec<Stack> {
     perf
 }
 
+/// Builds `unwind/chain.c` and its shared library `unwind/hop.c` into `dir`, both
+/// `-O2 -fomit-frame-pointer` plus `extra`; `None` without a compiler.
+fn build_chain(dir: &Path, extra: &[&str]) -> Option<std::path::PathBuf> {
+    let nofp = "-fomit-frame-pointer";
+    let mut lib = vec![nofp, "-shared", "-fPIC"];
+    lib.extend_from_slice(extra);
+    build(dir, "unwind/hop.c", &lib)?;
+    let rpath = format!("-Wl,-rpath,{}", dir.display());
+    let libdir = format!("-L{}", dir.display());
+    let mut flags = vec![nofp];
+    flags.extend_from_slice(extra);
+    flags.extend([libdir.as_str(), "-lhop", rpath.as_str()]);
+    build(dir, "unwind/chain.c", &flags)
+}
+
 #[test]
 fn c_without_frame_pointers_through_a_library_and_a_function_pointer() {
     if support::perf().is_none() {
@@ -82,13 +97,7 @@ fn c_without_frame_pointers_through_a_library_and_a_function_pointer() {
     }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let nofp = "-fomit-frame-pointer";
-    let Some(_) = build(d, "unwind/hop.c", &[nofp, "-shared", "-fPIC"]) else {
-        return;
-    };
-    let rpath = format!("-Wl,-rpath,{}", d.display());
-    let libdir = format!("-L{}", d.display());
-    let Some(chain) = build(d, "unwind/chain.c", &[nofp, &libdir, "-lhop", &rpath]) else {
+    let Some(chain) = build_chain(d, &[]) else {
         return;
     };
     let perf = compare(d, "c", &[chain.to_str().unwrap(), "150000"]);
@@ -262,21 +271,11 @@ fn from_debug_frame_when_eh_frame_has_no_rule() {
     }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let nofp = "-fomit-frame-pointer";
-    let Some(_) = build(d, "unwind/hop.c", &[nofp, "-shared", "-fPIC"]) else {
-        return;
-    };
-    let rpath = format!("-Wl,-rpath,{}", d.display());
-    let libdir = format!("-L{}", d.display());
-    let flags = [
-        nofp,
-        "-fno-asynchronous-unwind-tables",
-        "-fno-unwind-tables",
-        &libdir,
-        "-lhop",
-        &rpath,
-    ];
-    let Some(chain) = build(d, "unwind/chain.c", &flags) else {
+    // Program and library with `.debug_frame` only (the startup files keep `.eh_frame`).
+    let Some(chain) = build_chain(
+        d,
+        &["-fno-asynchronous-unwind-tables", "-fno-unwind-tables"],
+    ) else {
         return;
     };
     let chain = chain.to_str().unwrap();
@@ -404,13 +403,7 @@ fn a_pure_python_loop() {
 fn raw_stacks_unwind_again_to_the_chains_found_while_recording() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let nofp = "-fomit-frame-pointer";
-    let Some(_) = build(d, "unwind/hop.c", &[nofp, "-shared", "-fPIC"]) else {
-        return;
-    };
-    let rpath = format!("-Wl,-rpath,{}", d.display());
-    let libdir = format!("-L{}", d.display());
-    let Some(chain) = build(d, "unwind/chain.c", &[nofp, &libdir, "-lhop", &rpath]) else {
+    let Some(chain) = build_chain(d, &[]) else {
         return;
     };
     let chain = chain.to_str().unwrap();

@@ -22,8 +22,7 @@
 use crate::data::stacks::{STACK_REF, StackInterner};
 use crate::decode::{self, Decoder, Record, context, kind};
 use crate::event::attr::{Attr, sample as st};
-use crate::symbol::FrameAddress;
-use crate::unwind::{UnwindStats, Unwinder};
+use crate::unwind::{FrameAddress, UnwindStats, Unwinder};
 
 /// Unwinds and rewrites the samples of record batches.
 #[derive(Debug)]

@@ -106,32 +106,21 @@ impl FileInfo {
         let file = File::open(path).ok()?;
         let cache = ReadCache::new(&file);
         let obj = object::File::parse(&cache).ok()?;
-        let segments: Vec<(u64, u64, u64)> = obj
-            .segments()
-            .map(|s| {
-                let (off, size) = s.file_range();
-                (s.address(), off, size)
-            })
-            .collect();
-        let range = |name: &str| {
-            obj.section_by_name(name)
-                .map(|s| s.address()..s.address().saturating_add(s.size()))
-        };
         // Read straight from the file, and only what the file holds.
-        let bytes = |name: &str| -> Option<(Range<u64>, Arc<[u8]>)> {
-            let s = obj.section_by_name(name)?;
-            let buf = crate::objfile::section_bytes(&file, &s)?;
-            Some((
-                s.address()..s.address().saturating_add(buf.len() as u64),
-                buf,
-            ))
-        };
-        FileInfo::from_parts(segments, range(".text"), range(".got"), bytes)
+        FileInfo::from_object(&obj, |s| crate::objfile::section_bytes(&file, s))
     }
 
     /// The same from an ELF image in memory (the vdso).
     fn from_image(image: &[u8]) -> Option<FileInfo> {
         let obj = object::File::parse(image).ok()?;
+        FileInfo::from_object(&obj, |s| s.data().ok().map(Arc::from))
+    }
+
+    /// The segments and sections of a parsed file, each section's bytes from `data`.
+    fn from_object<'d, R: object::ReadRef<'d>>(
+        obj: &object::File<'d, R>,
+        data: impl Fn(&object::Section<'d, '_, R>) -> Option<Arc<[u8]>>,
+    ) -> Option<FileInfo> {
         let segments: Vec<(u64, u64, u64)> = obj
             .segments()
             .map(|s| {
@@ -145,10 +134,10 @@ impl FileInfo {
         };
         let bytes = |name: &str| -> Option<(Range<u64>, Arc<[u8]>)> {
             let s = obj.section_by_name(name)?;
-            let data = s.data().ok()?;
+            let buf = data(&s)?;
             Some((
-                s.address()..s.address().saturating_add(data.len() as u64),
-                data.into(),
+                s.address()..s.address().saturating_add(buf.len() as u64),
+                buf,
             ))
         };
         FileInfo::from_parts(segments, range(".text"), range(".got"), bytes)
@@ -430,24 +419,8 @@ impl Unwinder {
         };
         let proc = self.procs.entry(pid).or_insert_with(Proc::new);
         // A new mapping replaces what it overlaps (and a module must not be added twice).
-        let mut kept = Vec::with_capacity(proc.modules.len());
-        for m in proc.modules.drain(..) {
-            if m.start < end && start < m.end {
-                proc.unwinder.remove_module(m.start);
-            } else {
-                kept.push(m);
-            }
-        }
-        proc.modules = kept;
-        let mut kept = Vec::with_capacity(proc.fallback_modules.len());
-        for m in proc.fallback_modules.drain(..) {
-            if m.start < end && start < m.end {
-                proc.fallback.remove_module(m.start);
-            } else {
-                kept.push(m);
-            }
-        }
-        proc.fallback_modules = kept;
+        remove_overlapping(&mut proc.unwinder, &mut proc.modules, start..end);
+        remove_overlapping(&mut proc.fallback, &mut proc.fallback_modules, start..end);
         if let Some(debug_frame) = &info.debug_frame {
             proc.fallback.add_module(Module::new(
                 String::from_utf8_lossy(name).into_owned(),
@@ -762,6 +735,21 @@ fn is_sigreturn(names: &[Mapped], symfs: Option<&Path>, addr: u64) -> bool {
     File::open(on_disk)
         .and_then(|f| f.read_exact_at(&mut code, off))
         .is_ok_and(|()| code == SIGRETURN)
+}
+
+/// Removes the modules of `unwinder` (their ranges in `modules`) that overlap `new`.
+fn remove_overlapping(
+    unwinder: &mut UnwinderX86_64<Arc<[u8]>>,
+    modules: &mut Vec<Range<u64>>,
+    new: Range<u64>,
+) {
+    modules.retain(|m| {
+        let overlaps = m.start < new.end && new.start < m.end;
+        if overlaps {
+            unwinder.remove_module(m.start);
+        }
+        !overlaps
+    });
 }
 
 /// Counts a walk that ended in `object` for `why`.
