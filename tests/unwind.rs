@@ -307,6 +307,71 @@ fn from_debug_frame_when_eh_frame_has_no_rule() {
     }
 }
 
+/// JIT code (anonymous executable memory named in `/tmp/perf-PID.map`): its frames are named
+/// from the map and the walk stops there, as perf's does, in perf's file and in hrec's own
+/// recording; the report says where the walks ended.
+#[test]
+fn stops_in_jit_code_named_from_the_perf_map() {
+    if support::perf().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let Some(prog) = build(d, "unwind/jit.c", &["-fomit-frame-pointer"]) else {
+        return;
+    };
+    let prog = prog.to_str().unwrap();
+    let record = ["-F", "2000", "-e", "cpu-clock", "--call-graph", "dwarf"];
+    let mut args = vec!["record", "-q"];
+    args.extend(record);
+    args.extend(["-o", "jit.perf.data", "--", prog, "1000"]);
+    run(d, "perf", &args);
+    let mut args = vec!["record"];
+    args.extend(record);
+    args.extend(["-o", "jit.hrec", "--", prog, "1000"]);
+    run(d, HREC, &args);
+    // The programs leave their maps behind, as JITs do, for the reports; removed at the end.
+    let pids: Vec<String> = ["jit.perf.data", "jit.hrec"]
+        .iter()
+        .filter_map(|f| {
+            let out = run(d, HREC, &["script", "-F", "pid", "-i", f]);
+            out.lines()
+                .map(str::trim)
+                .find(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_digit()))
+                .map(str::to_string)
+        })
+        .collect();
+    let jitted = |stacks: &[Stack]| {
+        stacks
+            .iter()
+            .filter(|s| s.first().is_some_and(|f| f.1 == "jitted_loop"))
+            .count()
+    };
+    let (perf, hrec) = dwarf_stacks(d, "jit.perf.data");
+    let own = script_stacks(&run(d, HREC, &["script", "-F", "ip,sym", "-i", "jit.hrec"]));
+    let report = run(d, HREC, &["report", "-i", "jit.hrec"]);
+    for pid in &pids {
+        let _ = std::fs::remove_file(format!("/tmp/perf-{pid}.map"));
+    }
+    assert!(
+        jitted(&perf) * 2 > perf.len(),
+        "{} of {}",
+        jitted(&perf),
+        perf.len()
+    );
+    assert_eq!(perf, hrec);
+    assert!(
+        jitted(&own) * 2 > own.len(),
+        "{} of {}",
+        jitted(&own),
+        own.len()
+    );
+    assert!(
+        report.contains("//anon: JIT or other code without unwind information"),
+        "{report}"
+    );
+}
+
 /// Samples in the vdso unwind through it and name it as perf does.
 #[test]
 fn through_the_vdso() {

@@ -379,7 +379,10 @@ impl Unwinder {
         // anonymous memory have nothing to read.
         let info = if name == b"[vdso]" {
             self.vdso.clone()
-        } else if !name.starts_with(b"/") || len > MAX_MODULE {
+        } else if !name.starts_with(b"/")
+            || is_anonymous(&String::from_utf8_lossy(name))
+            || len > MAX_MODULE
+        {
             return;
         } else {
             self.file_info(name)
@@ -531,13 +534,22 @@ impl Unwinder {
             (Some(o), false, false) if o.starts_with("[vdso]") => {
                 (o.as_ref(), "vdso image not read")
             }
+            // Anonymous memory (JIT compilers' code, named from /tmp/perf-PID.map): no unwind
+            // rules, and perf's unwinder stops there too.
+            (Some(o), false, false) if is_anonymous(o) => {
+                (o.as_ref(), "JIT or other code without unwind information")
+            }
             (Some(o), false, false) if o.starts_with('/') => (
                 o.as_ref(),
                 "no unwind information (no .eh_frame, or the file is missing)",
             ),
-            (Some(o), false, false) => (o.as_ref(), "code without unwind information (JIT?)"),
+            (Some(o), false, false) => (o.as_ref(), "code without unwind information"),
         };
-        let key_object = object.rsplit('/').next().unwrap_or(object).to_string();
+        let key_object = if is_anonymous(object) {
+            object.to_string()
+        } else {
+            object.rsplit('/').next().unwrap_or(object).to_string()
+        };
         if cut {
             self.stats.stack_cut += 1;
         } else {
@@ -735,6 +747,11 @@ fn is_sigreturn(names: &[Mapped], symfs: Option<&Path>, addr: u64) -> bool {
     File::open(on_disk)
         .and_then(|f| f.read_exact_at(&mut code, off))
         .is_ok_and(|()| code == SIGRETURN)
+}
+
+/// Whether a mapping's name says anonymous memory (perf's `//anon`, memfd, `[anon:...]`).
+fn is_anonymous(name: &str) -> bool {
+    name.starts_with("//anon") || name.starts_with("/memfd:") || name.starts_with("[anon")
 }
 
 /// Removes the modules of `unwinder` (their ranges in `modules`) that overlap `new`.
