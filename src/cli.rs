@@ -263,7 +263,8 @@ pub struct ReportArgs {
     /// Callers first in call graphs (`-g caller`).
     #[arg(short = 'G', long = "inverted")]
     pub inverted: bool,
-    /// Entries of a call chain kept, innermost first (perf's 127).
+    /// Frames of a call chain kept, innermost first (perf's 127; with dwarf, of the kernel
+    /// and of the user part each).
     #[arg(long = "max-stack", value_name = "N")]
     pub max_stack: Option<usize>,
     /// TopDown columns: 0 (none), 1 (level 1, default) or 2.

@@ -87,7 +87,8 @@ pub struct CallGraphOptions {
     pub key: Key,
     /// What nodes show.
     pub value: Value,
-    /// Entries of a chain kept, innermost first (`--max-stack`, perf's 127).
+    /// Frames of a chain kept, innermost first (`--max-stack`, perf's 127; see
+    /// [`kept_locs`]).
     pub max_stack: usize,
 }
 
