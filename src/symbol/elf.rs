@@ -238,10 +238,14 @@ fn plt_stubs<'a, Elf: FileHeader<Endian = Endianness>>(
     relocs
         .iter()
         .enumerate()
-        .filter_map(|(i, r)| {
+        .map(|(i, r)| {
             // Addresses come from the file: wrapping, never an overflow panic.
             let addr = base.wrapping_add(STUB.wrapping_mul(i as u64 + first));
-            Some((addr, plt_name(endian, dynsym, r.r_sym(endian, false))?))
+            // A slot without a symbol (R_X86_64_IRELATIVE: an ifunc resolved at load time)
+            // is `@plt`, as perf names it.
+            let name = plt_name(endian, dynsym, r.r_sym(endian, false))
+                .unwrap_or_else(|| super::names::plt(""));
+            (addr, name)
         })
         .collect()
 }
