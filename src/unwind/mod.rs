@@ -424,8 +424,9 @@ impl Unwinder {
         // A new mapping replaces what it overlaps (and a module must not be added twice).
         remove_overlapping(&mut proc.unwinder, &mut proc.modules, start..end);
         remove_overlapping(&mut proc.fallback, &mut proc.fallback_modules, start..end);
-        if let Some(debug_frame) = &info.debug_frame {
-            proc.fallback.add_module(Module::new(
+        // The module of a file with some of its sections: the same layout for both unwinders.
+        let module = |sections: ExplicitModuleSectionInfo<Arc<[u8]>>| {
+            Module::new(
                 String::from_utf8_lossy(name).into_owned(),
                 start..end,
                 base_avma,
@@ -433,31 +434,28 @@ impl Unwinder {
                     base_svma: info.base_svma(),
                     text_svma: info.text.clone(),
                     got_svma: info.got.clone(),
-                    debug_frame: Some(debug_frame.clone()),
-                    ..Default::default()
+                    ..sections
                 },
-            ));
+            )
+        };
+        if let Some(debug_frame) = &info.debug_frame {
+            proc.fallback.add_module(module(ExplicitModuleSectionInfo {
+                debug_frame: Some(debug_frame.clone()),
+                ..Default::default()
+            }));
             proc.fallback_modules.push(start..end);
         }
         let section =
             |s: &Option<(Range<u64>, Arc<[u8]>)>| s.as_ref().map(|(r, b)| (r.clone(), b.clone()));
         let (eh_frame_svma, eh_frame) = section(&info.eh_frame).unzip();
         let (eh_frame_hdr_svma, eh_frame_hdr) = section(&info.eh_frame_hdr).unzip();
-        proc.unwinder.add_module(Module::new(
-            String::from_utf8_lossy(name).into_owned(),
-            start..end,
-            base_avma,
-            ExplicitModuleSectionInfo {
-                base_svma: info.base_svma(),
-                text_svma: info.text.clone(),
-                got_svma: info.got.clone(),
-                eh_frame_svma,
-                eh_frame,
-                eh_frame_hdr_svma,
-                eh_frame_hdr,
-                ..Default::default()
-            },
-        ));
+        proc.unwinder.add_module(module(ExplicitModuleSectionInfo {
+            eh_frame_svma,
+            eh_frame,
+            eh_frame_hdr_svma,
+            eh_frame_hdr,
+            ..Default::default()
+        }));
         proc.modules.push(start..end);
     }
 
