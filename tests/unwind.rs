@@ -313,15 +313,50 @@ fn from_debug_frame_when_eh_frame_has_no_rule() {
     args.extend(&record[2..]);
     args.extend(["-o", "df.hrec", "--", chain, "100000"]);
     run(d, HREC, &args);
-    for file in ["df.perf.data", "df.hrec"] {
+    let rooted = |file: &str| {
         let stacks = script_stacks(&run(d, HREC, &["script", "-F", "ip,sym", "-i", file]));
         let rooted = stacks.iter().filter(|s| reaches_root(s)).count();
+        (rooted, stacks.len())
+    };
+    let mostly = |(rooted, all): (usize, usize)| all > 100 && rooted * 10 >= all * 9;
+    for file in ["df.perf.data", "df.hrec"] {
+        let (r, all) = rooted(file);
         assert!(
-            stacks.len() > 100 && rooted * 10 >= stacks.len() * 9,
-            "{file}: {rooted} of {} stacks reach the root",
-            stacks.len()
+            mostly((r, all)),
+            "{file}: {r} of {all} stacks reach the root"
         );
     }
+
+    // Stripped as distributions ship them: `.debug_frame` moves to a separate debug file,
+    // found by `.gnu_debuglink` next to the binary.
+    for f in ["chain", "libhop.so"] {
+        let debug = format!("{f}.debug");
+        let link = format!("--add-gnu-debuglink={debug}");
+        let stripped = format!("{f}.stripped");
+        run(d, "objcopy", &["--only-keep-debug", f, &debug]);
+        run(d, "objcopy", &["--strip-debug", &link, f, &stripped]);
+        std::fs::rename(d.join(&stripped), d.join(f)).unwrap();
+    }
+    let mut args = record[..1].to_vec();
+    args.extend(&record[2..]);
+    args.extend(["-o", "stripped.hrec", "--", chain, "100000"]);
+    run(d, HREC, &args);
+    for file in ["df.perf.data", "stripped.hrec"] {
+        let (r, all) = rooted(file);
+        assert!(
+            mostly((r, all)),
+            "{file}, stripped binaries: {r} of {all} stacks reach the root"
+        );
+    }
+    // Without the debug files the rules are gone: the walks end early.
+    for f in ["chain", "libhop.so"] {
+        std::fs::remove_file(d.join(format!("{f}.debug"))).unwrap();
+    }
+    let (r, all) = rooted("df.perf.data");
+    assert!(
+        r * 2 < all,
+        "{r} of {all} stacks reach the root without any .debug_frame"
+    );
 }
 
 /// JIT code (anonymous executable memory named in `/tmp/perf-PID.map`): its frames are named

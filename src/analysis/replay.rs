@@ -22,7 +22,7 @@ use crate::event::attr::{flag, sample as st};
 use crate::recording::{Comms, Recording};
 use crate::symbol::maps::{AddressSpaces, Mapping};
 use crate::symbol::symbolizer::{LocKey, Symbolizer};
-use crate::symbol::{FrameAddress, kallsyms};
+use crate::symbol::{FrameAddress, debuginfo, kallsyms};
 use crate::unwind::{UnwindStats, Unwinder};
 
 use super::FastMap;
@@ -135,7 +135,14 @@ impl Replay {
                 .iter()
                 .any(|e| e.attr.sample_type & st::STACK_USER != 0)
                 && (!meta.unwound_at_record || opts.reunwind))
-                .then(|| Unwinder::new(opts.symfs.clone()).with_vdso(vdso.as_deref())),
+                .then(|| {
+                    let search = opts.search.clone();
+                    Unwinder::new(opts.symfs.clone())
+                        .with_vdso(vdso.as_deref())
+                        .with_debug_files(Arc::new(move |binary: &std::path::Path| {
+                            debuginfo::debug_file_of(binary, &search)
+                        }))
+                }),
             vdso,
             stacks: meta.unwound_at_record.then(|| rec.stacks()),
             stored: Vec::new(),

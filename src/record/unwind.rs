@@ -22,6 +22,7 @@
 use crate::data::stacks::{STACK_REF, StackInterner};
 use crate::decode::{self, Decoder, Record, context, kind};
 use crate::event::attr::{Attr, sample as st};
+use crate::symbol::debuginfo::{self, SearchPaths};
 use crate::unwind::{FrameAddress, UnwindStats, Unwinder};
 
 /// Unwinds and rewrites the samples of record batches.
@@ -67,6 +68,9 @@ impl RecordUnwinder {
         RecordUnwinder {
             decoder: Decoder::new(events),
             unwinder: Unwinder::new(None)
+                .with_debug_files(std::sync::Arc::new(|binary: &std::path::Path| {
+                    debuginfo::debug_file_of(binary, &SearchPaths::default())
+                }))
                 .with_live_maps(procfs.to_path_buf())
                 .with_vdso(crate::kernel::own_vdso(procfs).as_deref()),
             stacks: StackInterner::new(),

@@ -88,6 +88,13 @@ pub fn find_debug_file(
         })
 }
 
+/// [`find_debug_file`] of `binary`, with the build id and `.gnu_debuglink` read from it.
+pub fn debug_file_of(binary: &Path, search: &SearchPaths) -> Option<PathBuf> {
+    let info = read_elf_info(binary).ok()?;
+    let link = info.debuglink.as_ref().map(|(n, crc)| (n.as_slice(), *crc));
+    find_debug_file(binary, info.build_id.as_deref(), link, search)
+}
+
 /// The dwz supplementary file named by `.gnu_debugaltlink` of `debug_file`: its name as
 /// recorded (relative names resolved against the debug file's directory, both as given and
 /// with symlinks resolved), else `<dir>/.build-id/xx/rest.debug` with the altlink's build id.

@@ -23,6 +23,11 @@
 //! given as the byte before its return address, inside the call instruction, which is what
 //! perf's unwinder reports and prints (its frame-pointer chains keep the return address).
 //!
+//! **`.debug_frame`** (code built with `-fno-asynchronous-unwind-tables`) is the fallback for a
+//! frame `.eh_frame` has no rule for: from the file itself, else from its separate debug file
+//! (distributions strip `.debug_*` sections into one), which the caller's [`DebugFiles`]
+//! finds.
+//!
 //! Nothing read from files or samples is trusted: sections larger than the file are not read,
 //! stack reads outside the copy fail the walk there, and the walk is bounded.
 
@@ -98,28 +103,28 @@ struct FileInfo {
 impl FileInfo {
     /// Reads what unwinding needs from `path`; `None` when it is no ELF file or has no
     /// `.eh_frame`.
-    fn load(path: &Path) -> Option<FileInfo> {
-        let meta = std::fs::metadata(path).ok()?;
-        if !meta.is_file() {
-            return None;
-        }
-        let file = File::open(path).ok()?;
+    /// `.debug_frame` comes from the file itself, else from its separate debug file when
+    /// `debug_files` finds one.
+    fn load(path: &Path, debug_files: Option<&DebugFiles>) -> Option<FileInfo> {
+        let file = open_regular(path)?;
         let cache = ReadCache::new(&file);
         let obj = object::File::parse(&cache).ok()?;
         // Read straight from the file, and only what the file holds.
-        FileInfo::from_object(&obj, |s| crate::objfile::section_bytes(&file, s))
+        let separate = || debug_frame_of(&debug_files?(path)?);
+        FileInfo::from_object(&obj, |s| crate::objfile::section_bytes(&file, s), separate)
     }
 
     /// The same from an ELF image in memory (the vdso).
     fn from_image(image: &[u8]) -> Option<FileInfo> {
         let obj = object::File::parse(image).ok()?;
-        FileInfo::from_object(&obj, |s| s.data().ok().map(Arc::from))
+        FileInfo::from_object(&obj, |s| s.data().ok().map(Arc::from), || None)
     }
 
     /// The segments and sections of a parsed file, each section's bytes from `data`.
     fn from_object<'d, R: object::ReadRef<'d>>(
         obj: &object::File<'d, R>,
         data: impl Fn(&object::Section<'d, '_, R>) -> Option<Arc<[u8]>>,
+        separate_debug_frame: impl FnOnce() -> Option<Arc<[u8]>>,
     ) -> Option<FileInfo> {
         let segments: Vec<(u64, u64, u64)> = obj
             .segments()
@@ -140,7 +145,13 @@ impl FileInfo {
                 buf,
             ))
         };
-        FileInfo::from_parts(segments, range(".text"), range(".got"), bytes)
+        FileInfo::from_parts(
+            segments,
+            range(".text"),
+            range(".got"),
+            bytes,
+            separate_debug_frame,
+        )
     }
 
     fn from_parts(
@@ -148,11 +159,15 @@ impl FileInfo {
         text: Option<Range<u64>>,
         got: Option<Range<u64>>,
         bytes: impl Fn(&str) -> Option<(Range<u64>, Arc<[u8]>)>,
+        separate_debug_frame: impl FnOnce() -> Option<Arc<[u8]>>,
     ) -> Option<FileInfo> {
         let eh_frame = bytes(".eh_frame");
         // Code built with -fno-asynchronous-unwind-tables has its rules in `.debug_frame`
-        // only (and the startup files' in a small `.eh_frame`).
-        let debug_frame = bytes(".debug_frame").map(|(_, b)| b);
+        // only (and the startup files' in a small `.eh_frame`); a stripped binary's are in
+        // its debug file.
+        let debug_frame = bytes(".debug_frame")
+            .map(|(_, b)| b)
+            .or_else(separate_debug_frame);
         if eh_frame.is_none() && debug_frame.is_none() {
             return None;
         }
@@ -187,6 +202,28 @@ impl FileInfo {
     fn base_svma(&self) -> u64 {
         self.segments.first().map_or(0, |s| s.0)
     }
+}
+
+/// Finds the separate debug file of a binary (the build-id tree, `.gnu_debuglink`): given by
+/// the caller, which knows the search paths, so that this stage needs nothing from the
+/// symbolizer.
+pub type DebugFiles = Arc<dyn Fn(&Path) -> Option<PathBuf> + Send + Sync>;
+
+/// A regular file opened for reading (a FIFO would block the open).
+fn open_regular(path: &Path) -> Option<File> {
+    std::fs::metadata(path)
+        .ok()
+        .filter(|m| m.is_file())
+        .and_then(|_| File::open(path).ok())
+}
+
+/// The `.debug_frame` of a (debug) file, read only as far as the file holds it.
+fn debug_frame_of(path: &Path) -> Option<Arc<[u8]>> {
+    let file = open_regular(path)?;
+    let cache = ReadCache::new(&file);
+    let obj = object::File::parse(&cache).ok()?;
+    let section = obj.section_by_name(".debug_frame")?;
+    crate::objfile::section_bytes(&file, &section)
 }
 
 /// An executable mapping: where, what, and from which file offset.
@@ -291,6 +328,8 @@ const REFRESH_EVERY: std::time::Duration = std::time::Duration::from_millis(100)
 /// Unwinds user stacks; see the module docs.
 pub struct Unwinder {
     symfs: Option<PathBuf>,
+    /// Where stripped binaries' `.debug_frame` is looked for.
+    debug_files: Option<DebugFiles>,
     /// `/proc`, when the processes are live (record time).
     live_maps: Option<PathBuf>,
     /// The vdso's unwind data, when its image is known.
@@ -319,6 +358,7 @@ impl Unwinder {
     pub fn new(symfs: Option<PathBuf>) -> Unwinder {
         Unwinder {
             symfs,
+            debug_files: None,
             live_maps: None,
             vdso: None,
             refreshed: HashMap::new(),
@@ -393,6 +433,7 @@ impl Unwinder {
 
     fn file_info(&mut self, name: &[u8]) -> Option<Arc<FileInfo>> {
         let symfs = self.symfs.as_deref();
+        let debug_files = self.debug_files.as_ref();
         self.files
             .entry(name.to_vec())
             .or_insert_with(|| {
@@ -402,7 +443,7 @@ impl Unwinder {
                     Some(root) => root.join(path.strip_prefix("/").unwrap_or(path)),
                     None => path.to_path_buf(),
                 };
-                FileInfo::load(&on_disk).map(Arc::new)
+                FileInfo::load(&on_disk, debug_files).map(Arc::new)
             })
             .clone()
     }
@@ -702,6 +743,13 @@ impl Unwinder {
     /// when it is the same).
     pub fn with_vdso(mut self, image: Option<&[u8]>) -> Unwinder {
         self.vdso = image.and_then(FileInfo::from_image).map(Arc::new);
+        self
+    }
+
+    /// Takes `.debug_frame` of binaries that have none from their separate debug files,
+    /// found by `find`.
+    pub fn with_debug_files(mut self, find: DebugFiles) -> Unwinder {
+        self.debug_files = Some(find);
         self
     }
 
