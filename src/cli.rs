@@ -133,7 +133,8 @@ pub struct RecordArgs {
     /// With --dry-run: print the plan as JSON.
     #[arg(long, requires = "dry_run")]
     pub json: bool,
-    /// The command to record, after --.
+    /// The command to record, after --; with -a, -C, -p or -t it only sets how long to
+    /// record.
     #[arg(trailing_var_arg = true, value_name = "COMMAND")]
     pub command: Vec<String>,
 }
@@ -739,9 +740,6 @@ impl RecordArgs {
         } else {
             Target::Workload
         };
-        if matches!(target, Target::Pids(_) | Target::Tids(_)) && !self.command.is_empty() {
-            return Err("a command cannot be combined with -p or -t".into());
-        }
         // As in perf: `-g` turns call graphs on (frame pointers unless said otherwise) and
         // `--call-graph MODE` picks the mode, so `-g --call-graph dwarf` records dwarf.
         let call_graph = self.call_graph.or(self.g.then_some(CallGraph::Fp));
@@ -858,11 +856,10 @@ mod tests {
                 .unwrap_err()
                 .contains("different targets")
         );
-        assert!(
-            record(&["-p", "1", "--", "ls"])
-                .unwrap_err()
-                .contains("cannot be combined")
-        );
+        // As perf: the command only sets how long -p/-t record.
+        let r = record(&["-p", "1", "--", "sleep", "1"]).unwrap();
+        assert_eq!(r.options.target, Target::Pids(vec![1]));
+        assert_eq!(r.command, ["sleep", "1"]);
         assert!(record(&["-F", "fast"]).is_err());
         assert!(
             record(&["--call-graph", "lbr"])

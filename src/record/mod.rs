@@ -18,6 +18,7 @@
 pub mod account;
 pub mod open;
 pub mod side;
+pub mod synth;
 pub mod unwind;
 
 use std::io::Write;
@@ -270,20 +271,47 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
         .spawn(move || writer_loop(writer, rx, &procfs, unwinder))
         .map_err(|e| RecordError::Os("cannot start the writer thread".into(), e))?;
 
-    // -p/-t: the kernel will not tell us about mappings made before now.
-    if matches!(plan.target, Target::Pids(_) | Target::Tids(_))
+    let ids = opened.fds.iter().map(|f| (f.id, f.event));
+    let mut acc = Accounting::new(&opened.attrs, ids, process::getpid());
+    // -a, -C, -p, -t: the kernel will not tell us about tasks and mappings made before now.
+    let existing = match &plan.target {
+        Target::Workload => None,
+        Target::SystemWide | Target::Cpus(_) => Some(synth::Tasks::All),
+        Target::Pids(_) | Target::Tids(_) => Some(synth::Tasks::These(&tasks)),
+    };
+    if let Some(existing) = existing
         && let Some(t) = plan.events.iter().position(|e| e.tracking)
         && let Some(f) = opened.fds.iter().find(|f| f.event == t)
     {
-        let synth = side::Synth::new(&opened.attrs[t], f.id);
-        let bytes = side::synthesize_tasks(&s.procfs_root, &tasks, &synth);
-        if unwinding {
-            let _ = tx.send(Msg::SideBand(bytes.clone()));
+        let began = Instant::now();
+        let found = synth::synthesize(
+            &s.procfs_root,
+            existing,
+            &synth::Synth::new(&opened.attrs[t], f.id),
+        );
+        if s.verbose > 0 {
+            let _ = writeln!(
+                err,
+                "hrec: synthesized the tasks running before the recording from /proc: {} processes, {} threads, {} bytes in {:.1} ms",
+                found.processes,
+                found.threads,
+                found.bytes.len(),
+                began.elapsed().as_secs_f64() * 1e3
+            );
         }
-        let _ = tx.send(Msg::Records(u32::MAX, bytes));
+        if let Some((pid, comm, why)) = found.unreadable_maps.first() {
+            let _ = writeln!(
+                err,
+                "hrec: warning: cannot read the mappings of {} process(es) that were running (e.g. {pid} {comm}: {why}); their user-space samples will be [unknown] (run as their user or as root)",
+                found.unreadable_maps.len()
+            );
+        }
+        acc.account(&found.bytes);
+        if unwinding {
+            let _ = tx.send(Msg::SideBand(found.bytes.clone()));
+        }
+        let _ = tx.send(Msg::Records(u32::MAX, found.bytes));
     }
-    let ids = opened.fds.iter().map(|f| (f.id, f.event));
-    let mut acc = Accounting::new(&opened.attrs, ids, process::getpid());
     let mut opened = opened;
     let run = drain_loop(
         &plan.target,

@@ -1,20 +1,13 @@
 //! Side information stored next to the samples: the host, the kernel's symbols and modules,
-//! the build-id of every mapped file, and the existing mappings of tasks recorded with `-p`/`-t`.
+//! and the build-id of every mapped file (the tasks that existed before the recording are in
+//! [`super::synth`]).
 //!
 //! A report may run on another machine or after the binaries changed. The build-id (the
 //! `NT_GNU_BUILD_ID` ELF note) lets it check that the file it symbolizes is the one that ran;
 //! `/proc/kallsyms` is snapshotted because kernel addresses mean nothing without it (under
 //! `kptr_restrict` the addresses read as zero, which the report must say rather than guess).
-//!
-//! Tasks attached with `-p`/`-t` mapped their files before the events were opened, so the
-//! kernel never sends MMAP2 or COMM records for them; like perf, hrec synthesizes those records
-//! from `/proc/PID/maps` and `/proc/PID/task/TID/comm`, in the kernel's byte layout with the
-//! sample_id trailer of the tracking event, so the decoder treats them like kernel records.
 
 use std::path::Path;
-
-use crate::event::Attr;
-use crate::event::attr::sample;
 
 /// Host facts for the file header.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -119,188 +112,6 @@ pub fn kallsyms_subset(kallsyms: &str, addrs: &std::collections::BTreeSet<u64>) 
     out
 }
 
-/// Encodes records in the kernel's layout with the sample_id trailer of `attr`.
-#[derive(Debug, Clone, Copy)]
-pub struct Synth {
-    sample_type: u64,
-    id: u64,
-}
-
-const MMAP2: u32 = 10;
-const COMM: u32 = 3;
-/// `PERF_RECORD_MISC_USER`
-const MISC_USER: u16 = 2;
-
-impl Synth {
-    /// Records that look as if `attr`'s event with this `id` had produced them.
-    pub fn new(attr: &Attr, id: u64) -> Synth {
-        Synth {
-            sample_type: attr.sample_type,
-            id,
-        }
-    }
-
-    fn finish(&self, ty: u32, misc: u16, mut body: Vec<u8>, pid: u32, tid: u32, out: &mut Vec<u8>) {
-        while !body.len().is_multiple_of(8) {
-            body.push(0);
-        }
-        let st = self.sample_type;
-        // Trailer order (perf-abi.md 5.4): TID, TIME, ID, STREAM_ID, CPU, IDENTIFIER.
-        if st & sample::TID != 0 {
-            body.extend_from_slice(&pid.to_le_bytes());
-            body.extend_from_slice(&tid.to_le_bytes());
-        }
-        if st & sample::TIME != 0 {
-            body.extend_from_slice(&0u64.to_le_bytes());
-        }
-        if st & sample::ID != 0 {
-            body.extend_from_slice(&self.id.to_le_bytes());
-        }
-        if st & sample::STREAM_ID != 0 {
-            body.extend_from_slice(&self.id.to_le_bytes());
-        }
-        if st & sample::CPU != 0 {
-            body.extend_from_slice(&u64::MAX.to_le_bytes()[..4]);
-            body.extend_from_slice(&0u32.to_le_bytes());
-        }
-        if st & sample::IDENTIFIER != 0 {
-            body.extend_from_slice(&self.id.to_le_bytes());
-        }
-        let size = 8 + body.len();
-        if size > usize::from(u16::MAX) {
-            return;
-        }
-        out.extend_from_slice(&ty.to_le_bytes());
-        out.extend_from_slice(&misc.to_le_bytes());
-        out.extend_from_slice(&(size as u16).to_le_bytes());
-        out.extend_from_slice(&body);
-    }
-
-    /// A COMM record.
-    pub fn comm(&self, pid: u32, tid: u32, comm: &str, out: &mut Vec<u8>) {
-        let mut b = Vec::new();
-        b.extend_from_slice(&pid.to_le_bytes());
-        b.extend_from_slice(&tid.to_le_bytes());
-        b.extend_from_slice(comm.as_bytes());
-        b.push(0);
-        self.finish(COMM, MISC_USER, b, pid, tid, out);
-    }
-
-    /// An MMAP2 record (inode form) for one `/proc/PID/maps` line.
-    pub fn mmap2(&self, pid: u32, m: &MapsLine, out: &mut Vec<u8>) {
-        let mut b = Vec::new();
-        b.extend_from_slice(&pid.to_le_bytes());
-        b.extend_from_slice(&pid.to_le_bytes());
-        b.extend_from_slice(&m.start.to_le_bytes());
-        b.extend_from_slice(&(m.end - m.start).to_le_bytes());
-        b.extend_from_slice(&m.offset.to_le_bytes());
-        b.extend_from_slice(&m.major.to_le_bytes());
-        b.extend_from_slice(&m.minor.to_le_bytes());
-        b.extend_from_slice(&m.inode.to_le_bytes());
-        b.extend_from_slice(&0u64.to_le_bytes());
-        b.extend_from_slice(&m.prot.to_le_bytes());
-        b.extend_from_slice(&m.flags.to_le_bytes());
-        b.extend_from_slice(m.path.as_bytes());
-        b.push(0);
-        self.finish(MMAP2, MISC_USER, b, pid, pid, out);
-    }
-}
-
-/// One line of `/proc/PID/maps`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MapsLine {
-    /// Start address.
-    pub start: u64,
-    /// End address.
-    pub end: u64,
-    /// `PROT_*` bits.
-    pub prot: u32,
-    /// `MAP_SHARED` or `MAP_PRIVATE`.
-    pub flags: u32,
-    /// File offset.
-    pub offset: u64,
-    /// Device major.
-    pub major: u32,
-    /// Device minor.
-    pub minor: u32,
-    /// Inode.
-    pub inode: u64,
-    /// Path or pseudo-name (`[stack]`); empty for anonymous memory.
-    pub path: String,
-}
-
-/// Parses one maps line; `None` for a malformed one.
-pub fn parse_maps_line(line: &str) -> Option<MapsLine> {
-    let mut it = line.splitn(6, ' ');
-    let range = it.next()?;
-    let perms = it.next()?.as_bytes();
-    let offset = u64::from_str_radix(it.next()?, 16).ok()?;
-    let (maj, min) = it.next()?.split_once(':')?;
-    let inode = it.next()?.parse().ok()?;
-    let path = it.next().unwrap_or("").trim_start().to_string();
-    let (s, e) = range.split_once('-')?;
-    if perms.len() < 4 {
-        return None;
-    }
-    let mut prot = 0;
-    if perms[0] == b'r' {
-        prot |= libc::PROT_READ as u32;
-    }
-    if perms[1] == b'w' {
-        prot |= libc::PROT_WRITE as u32;
-    }
-    if perms[2] == b'x' {
-        prot |= libc::PROT_EXEC as u32;
-    }
-    let flags = if perms[3] == b's' {
-        libc::MAP_SHARED as u32
-    } else {
-        libc::MAP_PRIVATE as u32
-    };
-    Some(MapsLine {
-        start: u64::from_str_radix(s, 16).ok()?,
-        end: u64::from_str_radix(e, 16).ok()?,
-        prot,
-        flags,
-        offset,
-        major: u32::from_str_radix(maj, 16).ok()?,
-        minor: u32::from_str_radix(min, 16).ok()?,
-        inode,
-        path,
-    })
-}
-
-/// COMM and executable MMAP2 records for existing tasks (`-p`, `-t`): what the kernel would
-/// have sent had the events been open since their exec.
-pub fn synthesize_tasks(procfs_root: &Path, tids: &[i32], synth: &Synth) -> Vec<u8> {
-    let mut out = Vec::new();
-    let mut seen_pids = std::collections::BTreeSet::new();
-    for &tid in tids {
-        if tid < 0 {
-            continue;
-        }
-        let status =
-            std::fs::read_to_string(procfs_root.join(format!("{tid}/status"))).unwrap_or_default();
-        let pid = status
-            .lines()
-            .find_map(|l| l.strip_prefix("Tgid:"))
-            .and_then(|v| v.trim().parse::<u32>().ok())
-            .unwrap_or(tid as u32);
-        let comm = read_trim(&procfs_root.join(format!("{pid}/task/{tid}/comm")));
-        synth.comm(pid, tid as u32, &comm, &mut out);
-        if seen_pids.insert(pid) {
-            let maps = std::fs::read_to_string(procfs_root.join(format!("{pid}/maps")))
-                .unwrap_or_default();
-            for m in maps.lines().filter_map(parse_maps_line) {
-                if m.prot & libc::PROT_EXEC as u32 != 0 && !m.path.is_empty() {
-                    synth.mmap2(pid, &m, &mut out);
-                }
-            }
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -322,24 +133,6 @@ mod tests {
     }
 
     #[test]
-    fn maps_lines_parse() {
-        let m = parse_maps_line(
-            "7f1c2a000000-7f1c2a028000 r-xp 00028000 fd:01 1835032                    /usr/lib/x86_64-linux-gnu/libc.so.6",
-        )
-        .unwrap();
-        assert_eq!(m.start, 0x7f1c_2a00_0000);
-        assert_eq!(m.end, 0x7f1c_2a02_8000);
-        assert_eq!(m.offset, 0x28000);
-        assert_eq!((m.major, m.minor, m.inode), (0xfd, 1, 1_835_032));
-        assert_eq!(m.prot, (libc::PROT_READ | libc::PROT_EXEC) as u32);
-        assert_eq!(m.flags, libc::MAP_PRIVATE as u32);
-        assert_eq!(m.path, "/usr/lib/x86_64-linux-gnu/libc.so.6");
-        let anon = parse_maps_line("7ffd1000-7ffd2000 rw-p 00000000 00:00 0 ").unwrap();
-        assert_eq!(anon.path, "");
-        assert!(parse_maps_line("garbage").is_none());
-    }
-
-    #[test]
     fn own_executable_has_a_build_id() {
         let exe = std::env::current_exe().unwrap();
         let id = build_id(&exe).expect("rustc links test binaries with a build-id");
@@ -348,22 +141,5 @@ mod tests {
             "{id}"
         );
         assert_eq!(build_id(Path::new("/nonexistent")), None);
-    }
-
-    #[test]
-    fn synthesized_records_have_the_tracking_trailer() {
-        let mut a = Attr::new(1, 0);
-        a.sample_type = sample::IP | sample::TID | sample::TIME | sample::IDENTIFIER;
-        let s = Synth::new(&a, 77);
-        let mut out = Vec::new();
-        s.comm(10, 11, "worker", &mut out);
-        let size = usize::from(u16::from_le_bytes([out[6], out[7]]));
-        assert_eq!(size, out.len());
-        assert_eq!(size % 8, 0);
-        // Last u64 is the IDENTIFIER, before it TIME, before it pid/tid.
-        let last = u64::from_le_bytes(out[size - 8..].try_into().unwrap());
-        assert_eq!(last, 77);
-        assert_eq!(&out[size - 24..size - 20], &10u32.to_le_bytes());
-        assert_eq!(&out[16..22], b"worker");
     }
 }

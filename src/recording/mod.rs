@@ -340,12 +340,14 @@ impl Comms {
         }
     }
 
-    /// The name of a thread (`:TID` when unknown, as perf prints it).
+    /// The name of a thread (`:TID` when unknown, as perf prints it; the idle task, pid 0,
+    /// is `swapper`, as perf names it: no record ever names it).
     pub fn name(&self, tid: u32) -> String {
-        self.0
-            .get(&tid)
-            .cloned()
-            .unwrap_or_else(|| format!(":{tid}"))
+        match self.0.get(&tid) {
+            Some(name) => name.clone(),
+            None if tid == 0 => "swapper".to_string(),
+            None => format!(":{tid}"),
+        }
     }
 }
 
