@@ -162,6 +162,28 @@ pub struct StatConfig {
     pub tpebs_mode: crate::stat::tpebs::TpebsMode,
     /// `--tpebs-from FILE`.
     pub tpebs_from: Option<PathBuf>,
+    /// What the counts are of, as perf's header says it (`'CMD'`, `'system wide'`,
+    /// `'CPU(s) 0-3'`, `process id '42'`, `thread id '43'`).
+    pub title: String,
+    /// Where the counts go.
+    pub output: StatOutput,
+}
+
+/// Where `hrec stat` prints its counts: stderr, as perf (the command's stdout stays its own).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum StatOutput {
+    /// Standard error.
+    #[default]
+    Stderr,
+    /// `-o FILE` (`--append`: added to its end).
+    File {
+        /// The file.
+        path: PathBuf,
+        /// `--append`.
+        append: bool,
+    },
+    /// `--log-fd N`: a descriptor the caller opened.
+    Fd(i32),
 }
 
 /// `hrec script`.
@@ -623,12 +645,19 @@ fn export(
 fn stat(
     env: &Env,
     cfg: &StatConfig,
-    out: &mut dyn Write,
+    // perf stat prints on stderr (or -o, --log-fd): the command's stdout stays its own.
+    _out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<u8, AppError> {
     use crate::stat::{count, output as so, tma, tpebs};
     let pmus = Pmus::read(&env.sysfs_root)?;
     let mut options = cfg.options.clone();
+    if options.target == count::StatTarget::AllCpus {
+        options.target = count::StatTarget::Cpus(pmus.online.clone());
+    }
+    options.online = Some(pmus.online.clone());
+    options.topology = count::cpu_topology(&env.sysfs_root, pmus.online.cpus());
+    options.procfs_root = env.procfs_root.clone();
     // -M: the metrics' events are counted (alone, like perf stat -M, unless -e is given too).
     let setup = if cfg.metrics.is_empty() {
         None
@@ -679,24 +708,58 @@ fn stat(
             }
         }
     }
+    let mut sink: Box<dyn Write> =
+        match &cfg.output {
+            StatOutput::Stderr => Box::new(&mut *err),
+            StatOutput::File { path, append } => Box::new(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .write(true)
+                    .append(*append)
+                    .truncate(!*append)
+                    .open(path)
+                    .map_err(|e| {
+                        AppError::Usage(format!(
+                            "-o {}: cannot open it for writing: {e}",
+                            path.display()
+                        ))
+                    })?,
+            ),
+            StatOutput::Fd(fd) => Box::new(crate::kernel::writer_of_fd(*fd).map_err(|e| {
+                AppError::Usage(format!("--log-fd {fd}: not an open descriptor: {e}"))
+            })?),
+        };
     let mut io_err = None;
     let style = cfg.style.clone();
-    let res = count::run(
-        &pmus,
-        &options,
-        &cfg.command,
-        &mut |at, counters, counts| {
-            let text = so::format(counters, counts, at, &style, Some(at));
-            if let Err(e) = out.write_all(text.as_bytes()) {
-                io_err.get_or_insert(e);
-            }
-        },
-    )?;
+    let aggr = options.aggr;
+    let res = count::run(&pmus, &options, &cfg.command, &mut |iv| {
+        let mut text = String::new();
+        if !style.json && style.csv.is_none() && iv.index % 25 == 0 {
+            text.push_str(so::interval_header(aggr));
+            text.push('\n');
+        }
+        text.push_str(&so::format_groups(
+            iv.counters,
+            iv.counts,
+            iv.groups,
+            aggr,
+            iv.len,
+            &style,
+            Some(iv.at),
+        ));
+        if let Err(e) = sink.write_all(text.as_bytes()) {
+            io_err.get_or_insert(e);
+        }
+    });
+    let res = match res {
+        Ok(r) => r,
+        Err(e) => {
+            drop(sink);
+            return Err(e.into());
+        }
+    };
     if let Some(e) = io_err {
         return Err(e.into());
-    }
-    for n in &res.notes {
-        writeln!(err, "hrec: {n}")?;
     }
     let mut res = res;
     if let Some((_, setup)) = &setup {
@@ -706,25 +769,21 @@ fn stat(
             }
         }
     }
-    let title = match cfg.options.target {
-        count::StatTarget::Workload => cfg.command.join(" "),
-        count::StatTarget::Cpus(_) => "system wide".to_string(),
-        count::StatTarget::Pids(ref p) => format!(
-            "process id '{}'",
-            p.iter()
-                .map(|x| x.to_string())
-                .collect::<Vec<_>>()
-                .join(",")
-        ),
+    // perf prints no summary after -I intervals (the last one is the end).
+    let mut text = if cfg.options.interval_ms.is_some() {
+        String::new()
+    } else {
+        so::report(
+            &cfg.title,
+            &res.counters,
+            &res.counts,
+            &res.groups,
+            aggr,
+            res.elapsed,
+            (cfg.options.target == count::StatTarget::Workload).then_some(res.user_sys),
+            &cfg.style,
+        )
     };
-    let mut text = so::report(
-        &title,
-        &res.counters,
-        &res.counts,
-        res.elapsed,
-        res.user_sys,
-        &cfg.style,
-    );
     if let Some((perfmon, setup)) = &setup {
         let defaults = setup
             .defaults_path
@@ -753,11 +812,11 @@ fn stat(
             &cfg.style,
         ));
     }
-    // perf prints the counts on stderr (so the workload's stdout stays clean), unless -I.
-    if cfg.options.interval_ms.is_some() {
-        out.write_all(text.as_bytes())?;
-    } else {
-        err.write_all(text.as_bytes())?;
+    sink.write_all(text.as_bytes())?;
+    sink.flush()?;
+    drop(sink);
+    for n in &res.notes {
+        writeln!(err, "hrec: {n}")?;
     }
     Ok(res.exit_code.map_or(0, |c| c.clamp(0, 255) as u8))
 }

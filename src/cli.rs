@@ -512,9 +512,41 @@ pub struct StatArgs {
     /// Count these CPUs.
     #[arg(short = 'C', long = "cpu", value_name = "CPUS")]
     pub cpu: Option<CpuList>,
-    /// Attach to these processes.
+    /// Attach to these processes (every thread they have).
     #[arg(short = 'p', long = "pid", value_delimiter = ',')]
     pub pid: Vec<u32>,
+    /// Attach to these threads.
+    #[arg(short = 't', long = "tid", value_delimiter = ',')]
+    pub tid: Vec<u32>,
+    /// With -a or -C: one count per CPU.
+    #[arg(short = 'A', long = "no-aggr")]
+    pub no_aggr: bool,
+    /// With -a or -C: one count per physical core.
+    #[arg(long = "per-core")]
+    pub per_core: bool,
+    /// With -a or -C: one count per socket.
+    #[arg(long = "per-socket")]
+    pub per_socket: bool,
+    /// With -p, -t or -a: one count per thread.
+    #[arg(long = "per-thread")]
+    pub per_thread: bool,
+    /// With -I: stop after this many intervals.
+    #[arg(long = "interval-count", value_name = "N", requires = "interval")]
+    pub interval_count: Option<u64>,
+    /// Write the counts to this file instead of stderr.
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "FILE",
+        conflicts_with = "log_fd"
+    )]
+    pub output: Option<PathBuf>,
+    /// With -o: add to the end of the file.
+    #[arg(long, requires = "output")]
+    pub append: bool,
+    /// Write the counts to this open file descriptor instead of stderr.
+    #[arg(long = "log-fd", value_name = "FD")]
+    pub log_fd: Option<i32>,
     /// TopDown level with --topdown: 1 or 2.
     #[arg(long = "td-level", default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=2))]
     pub td_level: u8,
@@ -551,7 +583,7 @@ pub struct StatArgs {
 
 impl StatArgs {
     fn into_config(self) -> Result<hrec::app::StatConfig, String> {
-        use hrec::stat::count::{StatOptions, StatTarget};
+        use hrec::stat::count::{Aggr, StatOptions, StatTarget};
         let tpebs_mode: hrec::stat::tpebs::TpebsMode =
             self.tpebs_mode.parse().map_err(|e| format!("{e}"))?;
         if (self.record_tpebs || self.tpebs_from.is_some()) && self.metrics.is_empty() {
@@ -560,40 +592,87 @@ impl StatArgs {
                     .into(),
             );
         }
-        let given = [self.all_cpus, self.cpu.is_some(), !self.pid.is_empty()]
-            .iter()
-            .filter(|&&b| b)
-            .count();
+        let given = [
+            self.all_cpus,
+            self.cpu.is_some(),
+            !self.pid.is_empty(),
+            !self.tid.is_empty(),
+        ]
+        .iter()
+        .filter(|&&b| b)
+        .count();
         if given > 1 {
-            return Err("choose one of -a, -C and -p".into());
+            return Err("choose one of -a, -C, -p and -t".into());
         }
         if self.interval == Some(0) {
             return Err(
                 "-I 0: the interval must be at least 1 ms (perf suggests 100 or more)".into(),
             );
         }
+        if self.interval_count == Some(0) {
+            return Err("--interval-count 0: give at least 1".into());
+        }
         if self.sep.is_some() && self.json {
             return Err("-x and --json cannot be combined".into());
         }
-        let target = if !self.pid.is_empty() {
-            StatTarget::Pids(self.pid)
+        let join = |v: &[u32]| {
+            v.iter()
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let (target, title) = if !self.pid.is_empty() {
+            let t = format!("process id '{}'", join(&self.pid));
+            (StatTarget::Pids(self.pid), t)
+        } else if !self.tid.is_empty() {
+            let t = format!("thread id '{}'", join(&self.tid));
+            (StatTarget::Tids(self.tid), t)
         } else if let Some(c) = self.cpu {
-            StatTarget::Cpus(c)
+            let t = format!("'CPU(s) {c}'");
+            (StatTarget::Cpus(c), t)
         } else if self.all_cpus {
-            let online =
-                std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
-            StatTarget::Cpus(
-                online
-                    .trim()
-                    .parse()
-                    .map_err(|e| format!("cannot read the online CPUs: {e}"))?,
-            )
+            (StatTarget::AllCpus, "'system wide'".to_string())
         } else {
-            StatTarget::Workload
+            (
+                StatTarget::Workload,
+                format!("'{}'", self.command.join(" ")),
+            )
         };
         if target == StatTarget::Workload && self.command.is_empty() {
-            return Err("nothing to count: give a command after --, or -a, -C or -p".into());
+            return Err("nothing to count: give a command after --, or -a, -C, -p or -t".into());
         }
+        let modes = [
+            (self.no_aggr, "-A", Aggr::PerCpu),
+            (self.per_core, "--per-core", Aggr::PerCore),
+            (self.per_socket, "--per-socket", Aggr::PerSocket),
+            (self.per_thread, "--per-thread", Aggr::PerThread),
+        ];
+        let chosen: Vec<_> = modes.iter().filter(|m| m.0).collect();
+        if chosen.len() > 1 {
+            return Err(format!(
+                "{} and {} aggregate differently: use one of them",
+                chosen[0].1, chosen[1].1
+            ));
+        }
+        let aggr = chosen.first().map_or(Aggr::Global, |m| m.2);
+        let cpu_wide = matches!(target, StatTarget::AllCpus | StatTarget::Cpus(_));
+        match aggr {
+            Aggr::PerCpu | Aggr::PerCore | Aggr::PerSocket if !cpu_wide => {
+                return Err(format!("{} counts per CPU: it needs -a or -C", chosen[0].1));
+            }
+            Aggr::PerThread if target == StatTarget::Workload => {
+                return Err("--per-thread needs -p, -t or -a (threads that exist now)".into());
+            }
+            _ => {}
+        }
+        let output = match (self.output, self.log_fd) {
+            (Some(path), _) => hrec::app::StatOutput::File {
+                path,
+                append: self.append,
+            },
+            (None, Some(fd)) => hrec::app::StatOutput::Fd(fd),
+            (None, None) => hrec::app::StatOutput::Stderr,
+        };
         Ok(hrec::app::StatConfig {
             options: StatOptions {
                 events: self.events,
@@ -601,7 +680,10 @@ impl StatArgs {
                 td_level: self.td_level,
                 target,
                 interval_ms: self.interval,
+                interval_count: self.interval_count,
+                aggr,
                 tpebs: Vec::new(),
+                ..Default::default()
             },
             style: hrec::stat::output::StatStyle {
                 csv: self.sep,
@@ -615,6 +697,8 @@ impl StatArgs {
             record_tpebs: self.record_tpebs,
             tpebs_mode,
             tpebs_from: self.tpebs_from,
+            title,
+            output,
         })
     }
 }

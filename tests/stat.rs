@@ -116,13 +116,189 @@ fn csv_json_and_interval_outputs() {
     );
     let (out, err) = text(&o);
     assert!(o.status.success(), "{err}");
-    let ticks: Vec<f64> = out
+    assert!(
+        !out.contains("task-clock"),
+        "intervals go to stderr, as perf's: {out}"
+    );
+    let ticks: Vec<f64> = err
         .lines()
         .filter(|l| l.contains("task-clock"))
         .map(|l| l.split_whitespace().next().unwrap().parse().unwrap())
         .collect();
     assert!(ticks.len() >= 2, "{out}");
     assert!(ticks.windows(2).all(|w| w[1] > w[0]), "{ticks:?}");
+}
+
+/// `(seconds since start, msec, CPUs utilized)` of each `-I` task-clock line.
+fn task_clock_intervals(err: &str) -> Vec<(f64, f64, f64)> {
+    err.lines()
+        .filter(|l| l.contains("msec task-clock"))
+        .map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            let cpus = w[w.iter().position(|&x| x == "#").unwrap() + 1];
+            (
+                w[0].parse().unwrap(),
+                w[1].parse().unwrap(),
+                cpus.parse().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// A busy single thread counted every 500 ms: each interval, the last (shorter) one too,
+/// shows about its own length of task-clock and about one CPU utilized; perf's header comes
+/// first and no summary follows.
+#[test]
+fn intervals_of_a_busy_thread_show_one_cpu_each() {
+    let o = hrec(
+        None,
+        &[
+            "stat",
+            "-I",
+            "500",
+            "-e",
+            "task-clock",
+            "--",
+            "timeout",
+            "1.7",
+            "sh",
+            "-c",
+            "while :; do :; done",
+        ],
+    );
+    let (out, err) = text(&o);
+    assert_eq!(out, "");
+    assert_eq!(
+        err.lines().next(),
+        Some("#           time             counts unit events"),
+        "{err}"
+    );
+    assert!(!err.contains("Performance counter stats"), "{err}");
+    let iv = task_clock_intervals(&err);
+    assert_eq!(
+        iv.len(),
+        4,
+        "three whole intervals and the last part: {err}"
+    );
+    let mut before = 0.0;
+    for &(at, ms, cpus) in &iv {
+        let len = at - before;
+        before = at;
+        // The honest unit: task-clock over the interval's own length (perf divides the
+        // last, shorter one by 500 ms too).
+        assert!(
+            (cpus - ms / (len * 1e3)).abs() < 0.02,
+            "{ms} ms in {len} s is not {cpus} CPUs: {err}"
+        );
+        assert!((0.7..=1.05).contains(&cpus), "{cpus} CPUs utilized: {err}");
+    }
+    assert!(
+        iv[3].0 - iv[2].0 < 0.45,
+        "the last interval is the partial one: {err}"
+    );
+}
+
+/// `-a`/`-C`/`-p`/`-t` with a command count for as long as it runs and exit with its status;
+/// `-o` and `--log-fd` take the counts instead of stderr; bad targets are one line.
+#[test]
+fn targets_with_a_command_end_with_it() {
+    let t = std::time::Instant::now();
+    let o = hrec(
+        None,
+        &[
+            "stat",
+            "-a",
+            "-e",
+            "task-clock",
+            "--",
+            "sh",
+            "-c",
+            "sleep 1; exit 3",
+        ],
+    );
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(2),
+        "{:?}",
+        t.elapsed()
+    );
+    assert!(
+        err.contains(" Performance counter stats for 'system wide':"),
+        "{err}"
+    );
+    assert!(!err.contains("seconds user"), "{err}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let me = std::process::id().to_string();
+    let file = dir.path().join("counts.txt");
+    let f = file.to_str().unwrap();
+    for args in [
+        vec!["-C", "0", "-o", f],
+        vec!["-p", me.as_str(), "-o", f, "--append"],
+        vec!["-t", me.as_str(), "-A", "-o", f],
+    ] {
+        let mut all = vec!["stat", "-e", "task-clock"];
+        all.extend(args.iter().copied());
+        all.extend(["--", "true"]);
+        let o = hrec(None, &all);
+        let (_, err) = text(&o);
+        if args.contains(&"-A") {
+            assert_eq!(o.status.code(), Some(2), "{err}");
+            assert_eq!(
+                err.trim(),
+                "hrec: error: -A counts per CPU: it needs -a or -C"
+            );
+            continue;
+        }
+        assert!(o.status.success(), "{args:?}: {err}");
+        assert!(
+            !err.contains("task-clock"),
+            "{args:?}: the counts went to -o: {err}"
+        );
+    }
+    let written = std::fs::read_to_string(&file).unwrap();
+    assert!(written.contains("for 'CPU(s) 0':"), "{written}");
+    assert!(
+        written.contains(&format!("for process id '{me}':")),
+        "--append kept the first: {written}"
+    );
+
+    // --log-fd: a descriptor the caller opened (here 3, the file).
+    let log = dir.path().join("log.txt");
+    let o = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "exec 3>{} && {} stat --log-fd 3 -e task-clock -- true",
+            log.display(),
+            env!("CARGO_BIN_EXE_hrec")
+        ))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .contains("task-clock")
+    );
+
+    for (args, want) in [
+        (vec!["-p", "999999999"], "process 999999999 does not exist"),
+        (vec!["-C", "4095"], "CPU 4095 in -C 4095 is not online"),
+        (
+            vec!["--log-fd", "97"],
+            "--log-fd 97: not an open descriptor",
+        ),
+    ] {
+        let mut all = vec!["stat"];
+        all.extend(args.iter().copied());
+        all.extend(["--", "true"]);
+        let o = hrec(None, &all);
+        let (_, err) = text(&o);
+        assert!(!o.status.success(), "{args:?}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
 }
 
 #[test]

@@ -400,6 +400,22 @@ pub fn memfd_with(name: &str, bytes: &[u8]) -> io::Result<std::fs::File> {
     Ok(file)
 }
 
+/// A writer to descriptor `fd`, which the caller opened (`--log-fd`): a duplicate of it, so
+/// that hrec closes only its own copy; an error when `fd` is not open.
+pub fn writer_of_fd(fd: RawFd) -> io::Result<std::fs::File> {
+    if fd < 0 {
+        return Err(io::Error::from_raw_os_error(libc::EBADF));
+    }
+    // SAFETY: fcntl with F_DUPFD_CLOEXEC reads no memory; on a descriptor that is not open it
+    // fails with EBADF, which is checked.
+    let dup = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3) };
+    if dup < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `dup` is a fresh descriptor this process owns and nothing else refers to.
+    Ok(std::fs::File::from(unsafe { OwnedFd::from_raw_fd(dup) }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

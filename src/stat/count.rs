@@ -11,6 +11,15 @@
 //! line per PMU: `cpu_core/cycles/`, `cpu_atom/cycles/`). Without a hardware PMU the kernel
 //! refuses the hardware ones, which print `<not supported>`; the software ones count for real.
 //!
+//! **Targets and aggregation.** A command is counted from its exec (`enable_on_exec`).
+//! `-a`/`-C` open one counter per CPU for every task; `-p` one per thread the processes have
+//! (`inherit` adds the threads they start), `-t` one per thread given; with a command these
+//! count for as long as the command runs, as in perf. Counts are added up over all places,
+//! or per aggregate: `-A` per CPU, `--per-core` per (socket, die, core) and `--per-socket`
+//! per package from sysfs topology, `--per-thread` per thread. `-I` prints the difference
+//! of each interval, derived metrics over the interval's own length, the last (shorter)
+//! interval when the run ends, and no summary.
+//!
 //! **TopDown** (`--topdown`) opens `{slots, topdown-*}` per PMU that has it: slots must lead
 //! the group because the kernel computes each metric event's value from the PERF_METRICS
 //! fractions times the leader's slots. Level 1 is normalised by the sum of the four level-1
@@ -44,10 +53,94 @@ pub enum StatTarget {
     /// The command hrec starts.
     #[default]
     Workload,
+    /// Every online CPU, every task (`-a`); made [`StatTarget::Cpus`] of the online CPUs
+    /// before counting.
+    AllCpus,
     /// These CPUs, every task (`-a`, `-C`).
     Cpus(CpuList),
-    /// These processes (`-p`).
+    /// These processes (`-p`): every thread they have, and the threads they start.
     Pids(Vec<u32>),
+    /// These threads (`-t`).
+    Tids(Vec<u32>),
+}
+
+/// How counts are added up before printing (perf's aggregation modes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Aggr {
+    /// One value per event (the default).
+    #[default]
+    Global,
+    /// `-A`/`--no-aggr`: one per CPU.
+    PerCpu,
+    /// `--per-core`: one per physical core (its SMT siblings added up).
+    PerCore,
+    /// `--per-socket`: one per package.
+    PerSocket,
+    /// `--per-thread`: one per thread.
+    PerThread,
+}
+
+/// What one aggregated value covers.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Label {
+    /// A CPU.
+    Cpu(u32),
+    /// A core: socket, die, core, and how many CPUs were added up.
+    Core {
+        /// Package.
+        socket: u32,
+        /// Die.
+        die: u32,
+        /// Core.
+        core: u32,
+        /// CPUs in it.
+        cpus: usize,
+    },
+    /// A socket and how many CPUs were added up.
+    Socket {
+        /// Package.
+        socket: u32,
+        /// CPUs in it.
+        cpus: usize,
+    },
+    /// A thread and its name when it was opened.
+    Thread {
+        /// `comm`.
+        comm: String,
+        /// Thread id.
+        tid: u32,
+    },
+}
+
+/// The counts of one aggregate (a CPU, core, socket or thread).
+#[derive(Debug, Clone)]
+pub struct Group {
+    /// What it covers.
+    pub label: Label,
+    /// Per counter, in plan order.
+    pub counts: Vec<Count>,
+}
+
+/// Where CPUs sit: `cpu -> (socket, die, core)`, from
+/// `devices/system/cpu/cpuN/topology/{physical_package_id,die_id,core_id}` under a sysfs root.
+/// A CPU without topology files is its own core on socket 0.
+pub fn cpu_topology(sysfs_root: &std::path::Path, cpus: &[u32]) -> HashMap<u32, (u32, u32, u32)> {
+    let read = |cpu: u32, f: &str| {
+        std::fs::read_to_string(
+            sysfs_root.join(format!("devices/system/cpu/cpu{cpu}/topology/{f}")),
+        )
+        .ok()
+        .and_then(|t| t.trim().parse::<i64>().ok())
+        .and_then(|v| u32::try_from(v).ok())
+    };
+    cpus.iter()
+        .map(|&c| {
+            let socket = read(c, "physical_package_id").unwrap_or(0);
+            let die = read(c, "die_id").unwrap_or(0);
+            let core = read(c, "core_id").unwrap_or(c);
+            (c, (socket, die, core))
+        })
+        .collect()
 }
 
 /// `hrec stat` options.
@@ -63,6 +156,16 @@ pub struct StatOptions {
     pub target: StatTarget,
     /// `-I`: print every this many milliseconds.
     pub interval_ms: Option<u64>,
+    /// `--interval-count`: stop after this many intervals.
+    pub interval_count: Option<u64>,
+    /// `-A`, `--per-core`, `--per-socket`, `--per-thread`.
+    pub aggr: Aggr,
+    /// Where the CPUs sit, for `--per-core`/`--per-socket` ([`cpu_topology`]).
+    pub topology: HashMap<u32, (u32, u32, u32)>,
+    /// The CPUs that are online (a `-C` list must be among them).
+    pub online: Option<CpuList>,
+    /// `/proc`, for the threads of `-p` and their names.
+    pub procfs_root: std::path::PathBuf,
     /// `--record-tpebs`: precise samplers of the metrics' retire-latency events.
     pub tpebs: Vec<TpebsSampler>,
 }
@@ -119,6 +222,19 @@ pub enum StatError {
         /// Why.
         #[source]
         source: std::io::Error,
+    },
+    /// `-p`/`-t` of a task that does not exist.
+    #[error("{0} does not exist (check the id with ps)")]
+    NoTask(String),
+    /// A `-C` CPU that is not online.
+    #[error("CPU {cpu} in -C {list} is not online (online CPUs: {online})")]
+    CpuOffline {
+        /// The CPU.
+        cpu: u32,
+        /// The user's list.
+        list: String,
+        /// Online CPUs.
+        online: String,
     },
     /// perf_event_paranoid refuses even user-only counting.
     #[error(
@@ -210,7 +326,10 @@ pub fn plan(pmus: &Pmus, o: &StatOptions) -> Result<Vec<Counter>, StatError> {
                 flag::ENABLE_ON_EXEC,
                 i == 0 && o.target == StatTarget::Workload,
             );
-            a.set(flag::INHERIT, !matches!(o.target, StatTarget::Cpus(_)));
+            a.set(
+                flag::INHERIT,
+                !matches!(o.target, StatTarget::Cpus(_) | StatTarget::AllCpus),
+            );
             out.push(Counter {
                 name: r.name.clone(),
                 pmu: r.pmu.clone(),
@@ -329,8 +448,10 @@ pub fn topdown_counts(counters: &[Counter], counts: &[Count], pmu: Option<&str>)
 pub struct StatResult {
     /// Counters, in plan order.
     pub counters: Vec<Counter>,
-    /// Final counts.
+    /// Final counts, all places added up.
     pub counts: Vec<Count>,
+    /// Final counts per aggregate (empty without `-A`/`--per-*`).
+    pub groups: Vec<Group>,
     /// Wall time from start to the end of the workload.
     pub elapsed: Duration,
     /// Children's user and system CPU seconds.
@@ -477,7 +598,11 @@ fn open_all(
     Ok(Opened { fds, errors })
 }
 
-fn read_counts(o: &Opened) -> Vec<Count> {
+/// Every fd's reading, `[counter][place]`: (value, enabled, running); `None` for an event
+/// the kernel refused (with its errno) or an fd that did not read.
+type Readings = Vec<Result<Vec<Option<(u64, u64, u64)>>, i32>>;
+
+fn read_all(o: &Opened) -> Readings {
     let mut buf = [0u8; 64];
     let rf = read::TOTAL_TIME_ENABLED | read::TOTAL_TIME_RUNNING;
     o.fds
@@ -485,11 +610,11 @@ fn read_counts(o: &Opened) -> Vec<Count> {
         .zip(&o.errors)
         .map(|(fds, err)| {
             if let Some(e) = err {
-                return Count::NotSupported(*e);
+                return Err(*e);
             }
-            let reads: Vec<(u64, u64, u64)> = fds
+            Ok(fds
                 .iter()
-                .filter_map(|fd| {
+                .map(|fd| {
                     let n = fd.read_raw(&mut buf).ok()?;
                     let v = ReadValues::from_read(&buf[..n], rf).ok()?;
                     Some((
@@ -498,17 +623,225 @@ fn read_counts(o: &Opened) -> Vec<Count> {
                         v.time_running.unwrap_or(0),
                     ))
                 })
-                .collect();
-            Count::from_reads(&reads)
+                .collect())
         })
         .collect()
 }
 
-/// Called with each `-I` period: time since start, the counters, their counts in the period.
-pub type IntervalFn<'a> = dyn FnMut(Duration, &[Counter], &[Count]) + 'a;
+/// The readings added up per aggregate (`key[place]`, `n` aggregates), minus an earlier
+/// reading when given (an interval).
+fn aggregate(
+    now: &Readings,
+    before: Option<&Readings>,
+    key: &[usize],
+    n: usize,
+) -> Vec<Vec<Count>> {
+    let mut out = vec![Vec::with_capacity(now.len()); n];
+    for (c, fds) in now.iter().enumerate() {
+        match fds {
+            Err(e) => out.iter_mut().for_each(|g| g.push(Count::NotSupported(*e))),
+            Ok(fds) => {
+                let mut per: Vec<Vec<(u64, u64, u64)>> = vec![Vec::new(); n];
+                for (place, r) in fds.iter().enumerate() {
+                    let Some(&(v, e, r)) = r.as_ref() else {
+                        continue;
+                    };
+                    let (v0, e0, r0) = before
+                        .and_then(|b| b.get(c)?.as_ref().ok()?.get(place).copied().flatten())
+                        .unwrap_or((0, 0, 0));
+                    if let Some(&k) = key.get(place)
+                        && let Some(g) = per.get_mut(k)
+                    {
+                        g.push((
+                            v.saturating_sub(v0),
+                            e.saturating_sub(e0),
+                            r.saturating_sub(r0),
+                        ));
+                    }
+                }
+                for (g, reads) in out.iter_mut().zip(per) {
+                    g.push(Count::from_reads(&reads));
+                }
+            }
+        }
+    }
+    out
+}
 
-/// Counts `command` (or the target) and returns the counts; `interval` is called with each
-/// `-I` period's counts (time since start, counts in the period).
+/// One `-I` interval.
+#[derive(Debug)]
+pub struct Interval<'a> {
+    /// Time since the start, at the end of the interval.
+    pub at: Duration,
+    /// The interval's length (the last one is shorter).
+    pub len: Duration,
+    /// Its number, from 0.
+    pub index: u64,
+    /// The counters.
+    pub counters: &'a [Counter],
+    /// The counts in the interval, all places added up.
+    pub counts: &'a [Count],
+    /// Per aggregate (empty without `-A`/`--per-*`).
+    pub groups: &'a [Group],
+}
+
+/// Called with each `-I` interval.
+pub type IntervalFn<'a> = dyn FnMut(&Interval<'_>) + 'a;
+
+/// The threads of the processes (from `/proc/PID/task`), sorted; an error names a missing one.
+fn threads_of(procfs: &std::path::Path, pids: &[u32]) -> Result<Vec<u32>, StatError> {
+    let mut out = Vec::new();
+    for &pid in pids {
+        let rd = std::fs::read_dir(procfs.join(format!("{pid}/task")))
+            .map_err(|_| StatError::NoTask(format!("process {pid}")))?;
+        let mut tids: Vec<u32> = rd
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+            .collect();
+        tids.sort_unstable();
+        out.extend(tids);
+    }
+    Ok(out)
+}
+
+/// A thread's name from `/proc/TID/comm` (`-` when gone).
+fn comm_of(procfs: &std::path::Path, tid: u32) -> String {
+    std::fs::read_to_string(procfs.join(format!("{tid}/comm")))
+        .map(|c| c.trim_end_matches('\n').to_string())
+        .unwrap_or_else(|_| "-".into())
+}
+
+/// Where the counters are opened, `(pid, cpu)`; the aggregate of each place (an index into
+/// the labels); the labels (none without `-A`/`--per-*`).
+type Places = (Vec<(i32, i32)>, Vec<usize>, Vec<Label>);
+
+/// Where to open the counters and the aggregate of each place.
+fn places(o: &StatOptions, child: Option<i32>) -> Result<Places, StatError> {
+    let per_thread = |tids: Vec<u32>| {
+        let labels: Vec<Label> = tids
+            .iter()
+            .map(|&tid| Label::Thread {
+                comm: comm_of(&o.procfs_root, tid),
+                tid,
+            })
+            .collect();
+        let places = tids.iter().map(|&t| (t as i32, -1)).collect();
+        (places, (0..tids.len()).collect(), labels)
+    };
+    Ok(match &o.target {
+        StatTarget::AllCpus => {
+            return Err(StatError::NoTask(
+                "the list of online CPUs (-a is resolved before counting)".into(),
+            ));
+        }
+        StatTarget::Workload => (
+            vec![(
+                child.ok_or_else(|| StatError::NoTask("the command".into()))?,
+                -1,
+            )],
+            vec![0],
+            Vec::new(),
+        ),
+        StatTarget::Pids(pids) => {
+            let tids = threads_of(&o.procfs_root, pids)?;
+            if o.aggr == Aggr::PerThread {
+                per_thread(tids)
+            } else {
+                let n = tids.len();
+                (
+                    tids.iter().map(|&t| (t as i32, -1)).collect(),
+                    vec![0; n],
+                    Vec::new(),
+                )
+            }
+        }
+        StatTarget::Tids(tids) => {
+            for &t in tids {
+                if !o.procfs_root.join(t.to_string()).exists() {
+                    return Err(StatError::NoTask(format!("thread {t}")));
+                }
+            }
+            if o.aggr == Aggr::PerThread {
+                per_thread(tids.clone())
+            } else {
+                let n = tids.len();
+                (
+                    tids.iter().map(|&t| (t as i32, -1)).collect(),
+                    vec![0; n],
+                    Vec::new(),
+                )
+            }
+        }
+        StatTarget::Cpus(list) => {
+            if let Some(online) = &o.online
+                && let Some(&cpu) = list.cpus().iter().find(|&&c| !online.contains(c))
+            {
+                return Err(StatError::CpuOffline {
+                    cpu,
+                    list: list.to_string(),
+                    online: online.to_string(),
+                });
+            }
+            let cpus = list.cpus();
+            if o.aggr == Aggr::PerThread {
+                // Every thread running now, on any CPU (perf's `-a --per-thread`).
+                let pids: Vec<u32> = std::fs::read_dir(&o.procfs_root)
+                    .map(|rd| {
+                        rd.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let mut tids = Vec::new();
+                for pid in pids {
+                    tids.extend(threads_of(&o.procfs_root, &[pid]).unwrap_or_default());
+                }
+                tids.sort_unstable();
+                return Ok(per_thread(tids));
+            }
+            let places: Vec<(i32, i32)> = cpus.iter().map(|&c| (-1, c as i32)).collect();
+            let where_ = |c: u32| o.topology.get(&c).copied().unwrap_or((0, 0, c));
+            // The aggregate of each CPU, in order of first appearance of its sorted key.
+            let keyed: Vec<Label> = cpus
+                .iter()
+                .map(|&c| {
+                    let (socket, die, core) = where_(c);
+                    match o.aggr {
+                        Aggr::PerCpu => Label::Cpu(c),
+                        Aggr::PerCore => Label::Core {
+                            socket,
+                            die,
+                            core,
+                            cpus: 0,
+                        },
+                        Aggr::PerSocket => Label::Socket { socket, cpus: 0 },
+                        Aggr::Global | Aggr::PerThread => Label::Cpu(0),
+                    }
+                })
+                .collect();
+            if o.aggr == Aggr::Global {
+                return Ok((places, vec![0; cpus.len()], Vec::new()));
+            }
+            let mut labels: Vec<Label> = keyed.clone();
+            labels.sort();
+            labels.dedup();
+            let key: Vec<usize> = keyed
+                .iter()
+                .map(|l| labels.binary_search(l).unwrap_or(0))
+                .collect();
+            for (i, l) in labels.iter_mut().enumerate() {
+                let n = key.iter().filter(|&&k| k == i).count();
+                match l {
+                    Label::Core { cpus, .. } | Label::Socket { cpus, .. } => *cpus = n,
+                    _ => {}
+                }
+            }
+            (places, key, labels)
+        }
+    })
+}
+
+/// Counts `command` (or the target; with both, the target for as long as the command runs)
+/// and returns the counts; `interval` is called with each `-I` interval, the last (shorter)
+/// one included.
 pub fn run(
     pmus: &Pmus,
     o: &StatOptions,
@@ -524,24 +857,25 @@ pub fn run(
                 source,
             }
         })?;
-    let workload = match o.target {
-        StatTarget::Workload => Some(Workload::spawn(command)?),
-        _ => None,
+    // With -a/-C/-p/-t a command only sets how long to count, as in perf.
+    let workload = if command.is_empty() {
+        None
+    } else {
+        Some(Workload::spawn(command)?)
     };
-    let places: Vec<(i32, i32)> = match (&o.target, &workload) {
-        (StatTarget::Workload, Some(w)) => vec![(w.pid(), -1)],
-        (StatTarget::Cpus(list), _) => list.cpus().iter().map(|&c| (-1, c as i32)).collect(),
-        (StatTarget::Pids(p), _) => p.iter().map(|&p| (p as i32, -1)).collect(),
-        _ => Vec::new(),
+    let abort = |w: Option<Workload>, e: StatError| {
+        if let Some(w) = w {
+            w.abort();
+        }
+        Err(e)
+    };
+    let (places, key, labels) = match places(o, workload.as_ref().map(Workload::pid)) {
+        Ok(p) => p,
+        Err(e) => return abort(workload, e),
     };
     let opened = match open_all(&mut counters, &places, &mut notes) {
         Ok(o) => o,
-        Err(e) => {
-            if let Some(w) = workload {
-                w.abort();
-            }
-            return Err(e);
-        }
+        Err(e) => return abort(workload, e),
     };
     // The kernel maps no ring buffer for an inherited per-task event (cpu -1), so samplers
     // of a task are opened once per CPU, as perf record does.
@@ -564,22 +898,23 @@ pub fn run(
         .collect();
     let mut samplers = Samplers::open(&o.tpebs, &sampler_places, &mut notes);
     let mut tpebs = super::tpebs::Collector::new();
+    // Events not on the command (-a, -C, -p, -t) start now; on the command, at its exec.
+    if o.target != StatTarget::Workload {
+        for (i, fds) in opened.fds.iter().enumerate() {
+            if counters[i].leader == i {
+                for fd in fds {
+                    let _ = fd.enable(true);
+                }
+            }
+        }
+        for (_, fd) in &samplers.rings {
+            let _ = fd.enable(false);
+        }
+    }
     let start = Instant::now();
     let child = match workload {
         Some(w) => Some(w.start()?),
-        None => {
-            for (i, fds) in opened.fds.iter().enumerate() {
-                if counters[i].leader == i {
-                    for fd in fds {
-                        let _ = fd.enable(true);
-                    }
-                }
-            }
-            for (_, fd) in &samplers.rings {
-                let _ = fd.enable(false);
-            }
-            None
-        }
+        None => None,
     };
     let epoll = Epoll::new().map_err(|source| StatError::Os {
         what: "epoll".into(),
@@ -587,10 +922,33 @@ pub fn run(
     })?;
     let _ = epoll.add(signals.fd(), 0);
     let mut events = Vec::new();
-    let mut last = vec![Count::NotCounted; counters.len()];
+    let n_groups = labels.len().max(1);
+    // The readings at the end of the last interval, and when that was.
+    let mut last: (Option<Readings>, Duration) = (None, Duration::ZERO);
+    let mut ticks = 0u64;
     let mut next_tick = o.interval_ms.map(|ms| start + Duration::from_millis(ms));
     let mut exit_code = None;
     let mut interrupted = 0;
+    let mut emit =
+        |now: Readings, last: &mut (Option<Readings>, Duration), at: Duration, index: u64| {
+            let groups = aggregate(&now, last.0.as_ref(), &key, n_groups);
+            let total = aggregate(&now, last.0.as_ref(), &vec![0; key.len()], 1);
+            let groups: Vec<Group> = labels
+                .iter()
+                .cloned()
+                .zip(groups)
+                .map(|(label, counts)| Group { label, counts })
+                .collect();
+            interval(&Interval {
+                at,
+                len: at.saturating_sub(last.1),
+                index,
+                counters: &counters,
+                counts: &total[0],
+                groups: &groups,
+            });
+            *last = (Some(now), at);
+        };
     loop {
         let timeout = match next_tick {
             Some(t) => t.saturating_duration_since(Instant::now()).as_millis() as i32,
@@ -625,28 +983,56 @@ pub fn run(
             exit_code = Some(status.shell_code());
             break;
         }
-        if let StatTarget::Pids(p) = &o.target
-            && p.iter()
-                .all(|pid| !std::path::Path::new(&format!("/proc/{pid}")).exists())
+        // -p/-t without a command end when every task they follow has exited.
+        let gone = |ids: &[u32]| {
+            ids.iter()
+                .all(|id| !o.procfs_root.join(id.to_string()).exists())
+        };
+        if child.is_none()
+            && match &o.target {
+                StatTarget::Pids(p) => gone(p),
+                StatTarget::Tids(t) => gone(t),
+                _ => false,
+            }
         {
             break;
         }
         if let (Some(t), Some(ms)) = (next_tick, o.interval_ms)
             && Instant::now() >= t
         {
-            let now = read_counts(&opened);
-            let delta: Vec<Count> = now.iter().zip(&last).map(|(n, l)| n.since(l)).collect();
-            interval(start.elapsed(), &counters, &delta);
-            last = now;
+            emit(read_all(&opened), &mut last, start.elapsed(), ticks);
+            ticks += 1;
             next_tick = Some(t + Duration::from_millis(ms));
+            if o.interval_count.is_some_and(|n| ticks >= n) {
+                // --interval-count: done; a command hrec started is asked to end (hrec
+                // ended it, so its status is not the run's).
+                if let Some(pid) = child {
+                    process::kill(pid, libc::SIGTERM);
+                    let _ = process::wait(pid, false);
+                }
+                break;
+            }
         }
     }
     let elapsed = start.elapsed();
-    let counts = read_counts(&opened);
+    let now = read_all(&opened);
+    // -I: what the last (partial) interval counted, unless --interval-count ended the run.
+    if o.interval_ms.is_some() && o.interval_count.is_none_or(|n| ticks < n) && elapsed > last.1 {
+        emit(now.clone(), &mut last, elapsed, ticks);
+    }
+    let counts = aggregate(&now, None, &vec![0; key.len()], 1)
+        .pop()
+        .unwrap_or_default();
+    let groups = labels
+        .into_iter()
+        .zip(aggregate(&now, None, &key, n_groups))
+        .map(|(label, counts)| Group { label, counts })
+        .collect();
     samplers.drain(&mut tpebs);
     Ok(StatResult {
         counters,
         counts,
+        groups,
         elapsed,
         user_sys: process::children_cpu_time(),
         exit_code,
@@ -665,4 +1051,84 @@ pub fn topdown_pmus(counters: &[Counter]) -> Vec<Option<String>> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two sockets of one core each, two SMT siblings per core; CPU 4 has no topology files.
+    fn topology() -> (tempfile::TempDir, HashMap<u32, (u32, u32, u32)>) {
+        let dir = tempfile::tempdir().unwrap();
+        for (cpu, socket, core) in [(0, 0, 0), (1, 1, 0), (2, 0, 0), (3, 1, 0)] {
+            let t = dir
+                .path()
+                .join(format!("devices/system/cpu/cpu{cpu}/topology"));
+            std::fs::create_dir_all(&t).unwrap();
+            std::fs::write(t.join("physical_package_id"), format!("{socket}\n")).unwrap();
+            std::fs::write(t.join("die_id"), "0\n").unwrap();
+            std::fs::write(t.join("core_id"), format!("{core}\n")).unwrap();
+        }
+        let topo = cpu_topology(dir.path(), &[0, 1, 2, 3, 4]);
+        (dir, topo)
+    }
+
+    #[test]
+    fn cpus_are_grouped_by_core_and_socket() {
+        let (_dir, topology) = topology();
+        assert_eq!(topology[&3], (1, 0, 0));
+        assert_eq!(
+            topology[&4],
+            (0, 0, 4),
+            "no files: its own core on socket 0"
+        );
+        let opts = |aggr| StatOptions {
+            target: StatTarget::Cpus("0-4".parse().unwrap()),
+            aggr,
+            topology: topology.clone(),
+            online: Some("0-4".parse().unwrap()),
+            ..Default::default()
+        };
+        let (at, key, labels) = places(&opts(Aggr::PerCore), None).unwrap();
+        assert_eq!(at, [(-1, 0), (-1, 1), (-1, 2), (-1, 3), (-1, 4)]);
+        let core = |socket, core, cpus| Label::Core {
+            socket,
+            die: 0,
+            core,
+            cpus,
+        };
+        assert_eq!(labels, [core(0, 0, 2), core(0, 4, 1), core(1, 0, 2)]);
+        assert_eq!(key, [0, 2, 0, 2, 1]);
+        let (_, key, labels) = places(&opts(Aggr::PerSocket), None).unwrap();
+        assert_eq!(
+            labels,
+            [
+                Label::Socket { socket: 0, cpus: 3 },
+                Label::Socket { socket: 1, cpus: 2 }
+            ]
+        );
+        assert_eq!(key, [0, 1, 0, 1, 0]);
+        let (_, key, labels) = places(&opts(Aggr::Global), None).unwrap();
+        assert_eq!((key, labels), (vec![0; 5], vec![]));
+        // A CPU that is not online is one clear error.
+        let mut o = opts(Aggr::PerCpu);
+        o.online = Some("0-3".parse().unwrap());
+        let e = places(&o, None).unwrap_err().to_string();
+        assert_eq!(e, "CPU 4 in -C 0-4 is not online (online CPUs: 0-3)");
+    }
+
+    #[test]
+    fn readings_add_up_per_aggregate_and_per_interval() {
+        let now: Readings = vec![
+            Ok(vec![Some((100, 10, 10)), Some((50, 10, 5)), None]),
+            Err(libc::ENOENT),
+        ];
+        let before: Readings = vec![Ok(vec![Some((40, 4, 4)), Some((10, 4, 2)), None]), Err(2)];
+        let g = aggregate(&now, None, &[0, 1, 1], 2);
+        assert_eq!(g[0][0], Count::from_reads(&[(100, 10, 10)]));
+        assert_eq!(g[1][0], Count::from_reads(&[(50, 10, 5)]));
+        assert_eq!(g[1][1], Count::NotSupported(libc::ENOENT));
+        let d = aggregate(&now, Some(&before), &[0, 0, 0], 1);
+        assert_eq!(d[0][0], Count::from_reads(&[(60, 6, 6), (40, 6, 3)]));
+    }
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::count::{Count, Counter, topdown_counts, topdown_pmus};
+use super::count::{Aggr, Count, Counter, Group, Label, topdown_counts, topdown_pmus};
 use crate::analysis::topdown::{L1_LABELS, L2_LABELS};
 
 /// How to print.
@@ -153,7 +153,151 @@ fn topdown_lines(counters: &[Counter], counts: &[Count], level: u8) -> Vec<Strin
     out
 }
 
-/// Formats one block of counts (the whole run, or one `-I` interval with its timestamp).
+/// The `-I` header line of an aggregation mode, as perf prints it (again every 25 intervals).
+pub fn interval_header(aggr: Aggr) -> &'static str {
+    match aggr {
+        Aggr::Global => "#           time             counts unit events",
+        Aggr::PerCpu => "#           time CPU                    counts unit events",
+        Aggr::PerCore => "#           time core            cpus             counts unit events",
+        Aggr::PerSocket => "#           time socket cpus             counts unit events",
+        Aggr::PerThread => {
+            "#           time             comm-pid                  counts unit events"
+        }
+    }
+}
+
+/// perf's `-I` timestamp: seconds in six columns, nanoseconds.
+fn timestamp(t: Duration) -> String {
+    format!("{:>6}.{:09}", t.as_secs(), t.subsec_nanos())
+}
+
+/// A label in perf's text columns, with the separating blank.
+fn label_text(l: &Label) -> String {
+    match l {
+        Label::Cpu(c) => format!("CPU{c:<7} "),
+        Label::Core {
+            socket,
+            die,
+            core,
+            cpus,
+        } => format!("S{socket}-D{die}-C{core:<8} {cpus:>4} "),
+        Label::Socket { socket, cpus } => format!("S{socket:<5} {cpus:>4} "),
+        Label::Thread { comm, tid } => format!("{comm:>16}-{tid:<8} "),
+    }
+}
+
+/// A label as CSV fields, each followed by the separator.
+fn label_csv(l: &Label, sep: &str) -> String {
+    match l {
+        Label::Cpu(c) => format!("CPU{c}{sep}"),
+        Label::Core {
+            socket,
+            die,
+            core,
+            cpus,
+        } => format!("S{socket}-D{die}-C{core}{sep}{cpus}{sep}"),
+        Label::Socket { socket, cpus } => format!("S{socket}{sep}{cpus}{sep}"),
+        Label::Thread { comm, tid } => format!("{comm}-{tid}{sep}"),
+    }
+}
+
+/// A label's JSON fields, as perf names them.
+fn label_json(l: &Label, o: &mut serde_json::Value) {
+    match l {
+        Label::Cpu(c) => o["cpu"] = json!(c.to_string()),
+        Label::Core {
+            socket,
+            die,
+            core,
+            cpus,
+        } => {
+            o["core"] = json!(format!("S{socket}-D{die}-C{core}"));
+            o["cpus"] = json!(cpus);
+        }
+        Label::Socket { socket, cpus } => {
+            o["socket"] = json!(format!("S{socket}"));
+            o["cpus"] = json!(cpus);
+        }
+        Label::Thread { comm, tid } => o["thread"] = json!(format!("{comm}-{tid}")),
+    }
+}
+
+/// One counter's line: `counts` are those of its aggregate (all places, or one `label`).
+#[allow(clippy::too_many_arguments)]
+fn row(
+    s: &mut String,
+    label: Option<&Label>,
+    i: usize,
+    counters: &[Counter],
+    counts: &[Count],
+    elapsed: Duration,
+    style: &StatStyle,
+    interval_at: Option<Duration>,
+) {
+    let (c, n) = (&counters[i], &counts[i]);
+    let sh = shadow(i, counters, counts, elapsed);
+    let pct = n.running_pct();
+    let run_ns = match n {
+        Count::Value { running, .. } => *running,
+        _ => 0,
+    };
+    if style.json {
+        let (v, unit) = value_text(c, n);
+        let mut o = json!({
+            "counter-value": match n { Count::Value { scaled, .. } => if is_msec(&c.name) { format!("{:.6}", scaled / 1e6) } else { format!("{scaled:.2}") }, _ => v },
+            "unit": unit,
+            "event": c.name,
+            "event-runtime": run_ns,
+            "pcnt-running": (pct * 100.0).round() / 100.0,
+        });
+        if let Some(l) = label {
+            label_json(l, &mut o);
+        }
+        if let Some((mv, mu)) = &sh {
+            o["metric-value"] = json!((mv * 1000.0).round() / 1000.0);
+            o["metric-unit"] = json!(mu);
+        }
+        if let Some(t) = interval_at {
+            o["interval"] = json!(t.as_secs_f64());
+        }
+        let _ = writeln!(s, "{o}");
+    } else if let Some(sep) = &style.csv {
+        let (v, unit) = match n {
+            Count::Value { scaled, .. } if is_msec(&c.name) => {
+                (format!("{:.2}", scaled / 1e6), "msec")
+            }
+            Count::Value { scaled, .. } => (format!("{}", scaled.round() as u64), ""),
+            other => value_text(c, other),
+        };
+        let (mv, mu) = sh.map(|(v, u)| (format!("{v:.3}"), u)).unwrap_or_default();
+        let t = interval_at
+            .map(|t| format!("{:.9}{sep}", t.as_secs_f64()))
+            .unwrap_or_default();
+        let l = label.map(|l| label_csv(l, sep)).unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "{t}{l}{v}{sep}{unit}{sep}{}{sep}{run_ns}{sep}{pct:.2}{sep}{mv}{sep}{mu}",
+            c.name
+        );
+    } else {
+        let prefix = interval_at
+            .map(|t| format!("{} ", timestamp(t)))
+            .unwrap_or_default();
+        let l = label.map(label_text).unwrap_or_default();
+        let (v, unit) = value_text(c, n);
+        let mut line = format!("{prefix}{l}{v:>18} {unit:<4} {:<32}", c.name);
+        if let Some((mv, mu)) = sh {
+            let _ = write!(line, " # {mv:>8.3} {mu}");
+        }
+        if matches!(n, Count::Value { .. }) && pct < 99.995 {
+            let _ = write!(line, "  ({pct:.2}%)");
+        }
+        let _ = writeln!(s, "{}", line.trim_end());
+    }
+}
+
+/// Formats one block of counts (the whole run, or one `-I` interval with its timestamp):
+/// `elapsed` is the time they were counted in (the interval's length with `-I`).
 pub fn format(
     counters: &[Counter],
     counts: &[Count],
@@ -161,64 +305,87 @@ pub fn format(
     style: &StatStyle,
     interval_at: Option<Duration>,
 ) -> String {
+    format_groups(
+        counters,
+        counts,
+        &[],
+        Aggr::Global,
+        elapsed,
+        style,
+        interval_at,
+    )
+}
+
+/// [`format`] with the counts per aggregate of `-A`/`--per-*` (`groups`; empty: one value
+/// per event), in perf's order: per CPU and per thread, each event's aggregates together
+/// (threads by count, highest first, those that counted nothing left out); per core and per
+/// socket, each aggregate's events together.
+pub fn format_groups(
+    counters: &[Counter],
+    counts: &[Count],
+    groups: &[Group],
+    aggr: Aggr,
+    elapsed: Duration,
+    style: &StatStyle,
+    interval_at: Option<Duration>,
+) -> String {
     let mut s = String::new();
-    let prefix = interval_at
-        .map(|t| format!("{:>15.9} ", t.as_secs_f64()))
-        .unwrap_or_default();
-    for (i, (c, n)) in counters.iter().zip(counts).enumerate() {
-        let sh = shadow(i, counters, counts, elapsed);
-        let pct = n.running_pct();
-        let run_ns = match n {
-            Count::Value { running, .. } => *running,
-            _ => 0,
-        };
-        if style.json {
-            let (v, unit) = value_text(c, n);
-            let mut o = json!({
-                "counter-value": match n { Count::Value { scaled, .. } => if is_msec(&c.name) { format!("{:.6}", scaled / 1e6) } else { format!("{scaled:.2}") }, _ => v },
-                "unit": unit,
-                "event": c.name,
-                "event-runtime": run_ns,
-                "pcnt-running": (pct * 100.0).round() / 100.0,
-            });
-            if let Some((mv, mu)) = &sh {
-                o["metric-value"] = json!((mv * 1000.0).round() / 1000.0);
-                o["metric-unit"] = json!(mu);
-            }
-            if let Some(t) = interval_at {
-                o["interval"] = json!(t.as_secs_f64());
-            }
-            let _ = writeln!(s, "{o}");
-        } else if let Some(sep) = &style.csv {
-            let (v, unit) = match n {
-                Count::Value { scaled, .. } if is_msec(&c.name) => {
-                    (format!("{:.2}", scaled / 1e6), "msec")
-                }
-                Count::Value { scaled, .. } => (format!("{}", scaled.round() as u64), ""),
-                other => value_text(c, other),
-            };
-            let (mv, mu) = sh.map(|(v, u)| (format!("{v:.3}"), u)).unwrap_or_default();
-            let t = interval_at
-                .map(|t| format!("{:.9}{sep}", t.as_secs_f64()))
-                .unwrap_or_default();
-            let _ = writeln!(
-                s,
-                "{t}{v}{sep}{unit}{sep}{}{sep}{run_ns}{sep}{pct:.2}{sep}{mv}{sep}{mu}",
-                c.name
+    if groups.is_empty() {
+        for i in 0..counters.len() {
+            row(
+                &mut s,
+                None,
+                i,
+                counters,
+                counts,
+                elapsed,
+                style,
+                interval_at,
             );
-        } else {
-            let (v, unit) = value_text(c, n);
-            let mut line = format!("{prefix}{v:>18} {unit:<4} {:<32}", c.name);
-            if let Some((mv, mu)) = sh {
-                let _ = write!(line, " # {mv:>8.3} {mu}");
+        }
+    } else if matches!(aggr, Aggr::PerCore | Aggr::PerSocket) {
+        for g in groups {
+            for i in 0..counters.len() {
+                row(
+                    &mut s,
+                    Some(&g.label),
+                    i,
+                    counters,
+                    &g.counts,
+                    elapsed,
+                    style,
+                    interval_at,
+                );
             }
-            if matches!(n, Count::Value { .. }) && pct < 99.995 {
-                let _ = write!(line, "  ({pct:.2}%)");
+        }
+    } else {
+        for i in 0..counters.len() {
+            let mut order: Vec<&Group> = groups.iter().collect();
+            if aggr == Aggr::PerThread {
+                order.retain(|g| g.counts[i].value().is_some_and(|v| v > 0.0));
+                order.sort_by(|a, b| {
+                    let v = |g: &Group| g.counts[i].value().unwrap_or(0.0);
+                    v(b).total_cmp(&v(a))
+                });
             }
-            let _ = writeln!(s, "{}", line.trim_end());
+            for g in order {
+                row(
+                    &mut s,
+                    Some(&g.label),
+                    i,
+                    counters,
+                    &g.counts,
+                    elapsed,
+                    style,
+                    interval_at,
+                );
+            }
         }
     }
     if !style.json && style.csv.is_none() {
+        let prefix = interval_at
+            .map(|t| format!("{} ", timestamp(t)))
+            .unwrap_or_default();
         let td = topdown_lines(counters, counts, style.td_level);
         if !td.is_empty() {
             s.push('\n');
@@ -230,28 +397,34 @@ pub fn format(
     s
 }
 
-/// The whole report after a run: perf's header, the counts, elapsed/user/sys.
+/// The whole report after a run: perf's header (`title` as perf words it, quotes included:
+/// `'CMD'`, `process id '42'`), the counts, the elapsed time, and the user
+/// and system time of the command when hrec ran one on its own.
+#[allow(clippy::too_many_arguments)]
 pub fn report(
     title: &str,
     counters: &[Counter],
     counts: &[Count],
+    groups: &[Group],
+    aggr: Aggr,
     elapsed: Duration,
-    user_sys: (f64, f64),
+    user_sys: Option<(f64, f64)>,
     style: &StatStyle,
 ) -> String {
-    let body = format(counters, counts, elapsed, style, None);
+    let body = format_groups(counters, counts, groups, aggr, elapsed, style, None);
     if style.json || style.csv.is_some() {
         return body;
     }
-    let mut s = format!("\n Performance counter stats for '{title}':\n\n");
+    let mut s = format!("\n Performance counter stats for {title}:\n\n");
     s.push_str(&body);
     let _ = write!(
         s,
-        "\n{:>18.9} seconds time elapsed\n\n{:>18.9} seconds user\n{:>18.9} seconds sys\n\n",
-        elapsed.as_secs_f64(),
-        user_sys.0,
-        user_sys.1
+        "\n{:>18.9} seconds time elapsed\n\n",
+        elapsed.as_secs_f64()
     );
+    if let Some((user, sys)) = user_sys {
+        let _ = write!(s, "{user:>18.9} seconds user\n{sys:>18.9} seconds sys\n\n");
+    }
     s
 }
 
@@ -457,6 +630,132 @@ mod tests {
         );
         let want = "TopDown level 1 (cpu), share of 1,000 slots:\n    40.0%  Retiring\n    10.0%  Bad Speculation\n    10.0%  Frontend Bound\n    40.0%  Backend Bound\nTopDown level 2 (cpu):\n    10.0%  Heavy Operations\n    30.0%  Light Operations\n     8.0%  Branch Mispredicts\n     2.0%  Machine Clears\n     6.0%  Fetch Latency\n     4.0%  Fetch Bandwidth\n    30.0%  Memory Bound\n    10.0%  Core Bound\n";
         assert!(s.ends_with(want), "{s}");
+    }
+
+    /// Lines as perf 6.1 prints them on this machine (trailing blanks aside) for `-A -I`,
+    /// `--per-core -I`, `--per-socket -I` and `--per-thread`.
+    #[test]
+    fn aggregated_lines_in_perfs_columns() {
+        let counters = vec![counter("task-clock", None, None)];
+        let group = |label, ns| Group {
+            label,
+            counts: vec![val(ns, 1, 1)],
+        };
+        let at = Some(Duration::new(0, 300_372_161));
+        let ms300 = Duration::from_millis(300);
+        let line = |groups: &[Group], aggr, elapsed, at| {
+            let s = format_groups(
+                &counters,
+                &[],
+                groups,
+                aggr,
+                elapsed,
+                &StatStyle::default(),
+                at,
+            );
+            s.lines().next().unwrap().to_string()
+        };
+        assert_eq!(
+            line(
+                &[group(Label::Cpu(0), 303_870_000)],
+                Aggr::PerCpu,
+                ms300,
+                at
+            ),
+            "     0.300372161 CPU0                   303.87 msec task-clock                       #    1.013 CPUs utilized"
+        );
+        let core = Label::Core {
+            socket: 0,
+            die: 0,
+            core: 0,
+            cpus: 1,
+        };
+        assert_eq!(
+            line(
+                &[group(core, 302_430_000)],
+                Aggr::PerCore,
+                ms300,
+                Some(Duration::new(0, 300_365_842))
+            ),
+            "     0.300365842 S0-D0-C0           1             302.43 msec task-clock                       #    1.008 CPUs utilized"
+        );
+        let socket = Label::Socket { socket: 0, cpus: 2 };
+        assert_eq!(
+            line(
+                &[group(socket, 610_840_000)],
+                Aggr::PerSocket,
+                ms300,
+                Some(Duration::new(0, 300_360_765))
+            ),
+            "     0.300360765 S0        2             610.84 msec task-clock                       #    2.036 CPUs utilized"
+        );
+        let thread = |tid, ns| {
+            group(
+                Label::Thread {
+                    comm: "python3".into(),
+                    tid,
+                },
+                ns,
+            )
+        };
+        // Threads by count, highest first; one that counted nothing is left out.
+        let s = format_groups(
+            &counters,
+            &[],
+            &[
+                thread(943, 101_920_000),
+                thread(946, 107_410_000),
+                thread(950, 0),
+            ],
+            Aggr::PerThread,
+            Duration::from_nanos(301_702_827),
+            &StatStyle::default(),
+            None,
+        );
+        assert_eq!(
+            s,
+            "         python3-946                  107.41 msec task-clock                       #    0.356 CPUs utilized\n         python3-943                  101.92 msec task-clock                       #    0.338 CPUs utilized\n"
+        );
+        assert_eq!(
+            interval_header(Aggr::PerThread),
+            "#           time             comm-pid                  counts unit events"
+        );
+        // CSV and JSON carry the label as perf's fields.
+        let csv = format_groups(
+            &counters,
+            &[],
+            &[group(
+                Label::Core {
+                    socket: 1,
+                    die: 0,
+                    core: 3,
+                    cpus: 2,
+                },
+                1_000_000,
+            )],
+            Aggr::PerCore,
+            ms300,
+            &StatStyle {
+                csv: Some(";".into()),
+                ..Default::default()
+            },
+            None,
+        );
+        assert!(csv.starts_with("S1-D0-C3;2;1.00;msec;task-clock;"), "{csv}");
+        let j = format_groups(
+            &counters,
+            &[],
+            &[group(Label::Cpu(5), 1_000_000)],
+            Aggr::PerCpu,
+            ms300,
+            &StatStyle {
+                json: true,
+                ..Default::default()
+            },
+            None,
+        );
+        let v: serde_json::Value = serde_json::from_str(j.trim()).unwrap();
+        assert_eq!(v["cpu"], "5");
     }
 
     #[test]
