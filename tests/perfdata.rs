@@ -306,6 +306,26 @@ fn plain_recording_matches_perf() {
             .contains("hot_multiply"),
         "{j}"
     );
+    // perf script's default output, byte for byte: its column widths, `[unknown]` where no
+    // symbol covers an address.
+    let perf = Command::new("perf")
+        .args(["script", "-i", "plain.data"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let (script, _) = hrec_ok(dir.path(), &["script", "-i", "plain.data"]);
+    let perf = String::from_utf8_lossy(&perf.stdout);
+    assert!(script.lines().count() > 100, "{script}");
+    let differ: Vec<(&str, &str)> = perf
+        .lines()
+        .zip(script.lines())
+        .filter(|(a, b)| a != b)
+        .take(5)
+        .collect();
+    assert!(
+        differ.is_empty() && perf.lines().count() == script.lines().count(),
+        "perf script and hrec script differ: {differ:#?}"
+    );
     // The info dump names the file's facts.
     let (info, _) = hrec_ok(dir.path(), &["info", "-i", "plain.data"]);
     for want in [

@@ -7,8 +7,8 @@
 //! `\taddress symbol+offset (dso)` line per frame and a blank line. Frames are the sampled
 //! location then its callers; every location is expanded into its inline chain (innermost
 //! first), the inlined functions on lines of their own, so a collapser builds the same stacks
-//! as `hrec report --folded` / `hrec flamegraph`. Unresolved frames carry the flame graph's
-//! label (`[dso: reason]`) instead of perf's bare `[unknown]`.
+//! as `hrec report --folded` / `hrec flamegraph`. An address no symbol covers is perf's
+//! `[unknown]` (the report's header says why; flame graphs label it `[dso: reason]`).
 //!
 //! `-F` picks fields as perf does (`-F comm,tid,time,ip,sym`, or `-F +field` / `-F -field`
 //! relative to the defaults), plus hrec's `weight`, `ins_lat`, `retire_lat` (the three parts of
@@ -143,6 +143,12 @@ fn frames_of(
     // With the inline chain every frame is named from DWARF, the function itself too, as
     // perf lists an address's inline chain; without it the function has its symbol-table
     // name, as perf prints a call-chain entry.
+    // perf prints `[unknown]` for an address no symbol covers (the report says why).
+    let addr = if chain { l.rel_addr } else { l.addr };
+    if l.sym.is_none() && l.frames.is_empty() {
+        out.push((addr, "[unknown]".to_string(), None, l.dso_path.to_string()));
+        return;
+    }
     let mut names = Vec::new();
     flame::frame_names_pub(l, &mut names);
     if !with_inline {
@@ -161,7 +167,6 @@ fn frames_of(
         let off = (outer && l.sym.is_some()).then_some(l.sym_offset);
         // perf prints call-chain frames relative to their file, a lone sample's address as
         // it is, and the file by its path.
-        let addr = if chain { l.rel_addr } else { l.addr };
         out.push((addr, name, off, l.dso_path.to_string()));
     }
 }
@@ -206,9 +211,17 @@ pub fn script(
         n += 1;
         line.clear();
         let event = meta.events.get(ev).map_or("?", |e| e.name.as_str());
-        header(&mut line, fields, s, &p.comms[ps.comm as usize], event, rec);
-        frames.clear();
         let chain = p.callchains && s.callchain.is_some();
+        header(
+            &mut line,
+            fields,
+            s,
+            &p.comms[ps.comm as usize],
+            event,
+            rec,
+            chain && has(Field::Ip),
+        );
+        frames.clear();
         frames_of(&p.locs[ps.leaf as usize], inline, chain, &mut frames);
         if chain {
             for &c in ps.callers {
@@ -268,20 +281,24 @@ fn header(
     comm: &str,
     event: &str,
     rec: &Recording,
+    chain_lines: bool,
 ) {
     let has = |f: Field| fields.contains(&f);
-    if has(Field::Comm) {
+    // perf pads the name to 16 columns, except above call-chain lines.
+    if has(Field::Comm) && chain_lines {
+        line.push_str(comm);
+    } else if has(Field::Comm) {
         let _ = write!(line, "{comm:>16}");
     }
     match (has(Field::Pid), has(Field::Tid), s.pid, s.tid) {
         (true, true, Some(pid), Some(tid)) => {
-            let _ = write!(line, " {pid:>7}/{tid:<7}");
+            let _ = write!(line, " {pid:>5}/{tid:<5}");
         }
         (true, false, Some(pid), _) => {
-            let _ = write!(line, " {pid:>7}");
+            let _ = write!(line, " {pid:>5}");
         }
         (false, true, _, Some(tid)) => {
-            let _ = write!(line, " {tid:>7}");
+            let _ = write!(line, " {tid:>5}");
         }
         _ => {}
     }
@@ -306,7 +323,15 @@ fn header(
         let _ = write!(line, " {p:>10}");
     }
     if has(Field::Event) {
-        let _ = write!(line, " {event}:");
+        // Right-aligned to the longest event name of the file, a blank after the colon.
+        let width = rec
+            .meta()
+            .events
+            .iter()
+            .map(|e| e.name.len())
+            .max()
+            .unwrap_or(0);
+        let _ = write!(line, " {event:>width$}: ");
     }
     let w = s.weight_struct();
     if has(Field::Weight)
