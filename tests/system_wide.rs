@@ -144,3 +144,30 @@ fn attach_with_a_command_records_for_as_long_as_it_runs() {
             .all(|s| s.1 == busy.pid())
     );
 }
+
+/// Targets that do not exist are one line each, with nothing recorded.
+#[test]
+fn missing_targets_are_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, want) in [
+        (
+            vec!["-p", "999999999", "--", "true"],
+            "process 999999999 does not exist",
+        ),
+        (vec!["-t", "999999999"], "thread 999999999 does not exist"),
+        (
+            vec!["-C", "4095", "--", "true"],
+            "CPU 4095 in -C 4095 is not online",
+        ),
+    ] {
+        let mut all = vec!["record", "-o", "x.hrec"];
+        all.extend(args.iter().copied());
+        let out = hrec_in(dir.path(), &all);
+        let (_, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        let errors: Vec<&str> = stderr.lines().filter(|l| l.contains("error")).collect();
+        assert_eq!(errors.len(), 1, "{args:?}: {stderr}");
+        assert!(errors[0].contains(want), "{args:?}: {stderr}");
+        assert!(!dir.path().join("x.hrec").exists(), "{args:?}");
+    }
+}
