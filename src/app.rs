@@ -186,6 +186,23 @@ pub enum StatOutput {
     Fd(i32),
 }
 
+/// `hrec annotate`.
+#[derive(Debug, Clone)]
+pub struct AnnotateConfig {
+    /// `-i`.
+    pub input: PathBuf,
+    /// `--symfs`, `--debug-dir`, `--time`.
+    pub profile: crate::analysis::profile::ProfileOptions,
+    /// Which functions, syntax, source lines.
+    pub options: crate::analysis::annotate::AnnotateOptions,
+    /// `--event` (default: the first sampling event).
+    pub event: Option<String>,
+    /// `--percent-type` / `--show-nr-samples`.
+    pub column: output::annotate::Column,
+    /// `--json`.
+    pub json: bool,
+}
+
 /// `hrec script`.
 #[derive(Debug, Clone)]
 pub struct ScriptConfig {
@@ -220,6 +237,8 @@ pub enum Command {
     Export(Box<ExportConfig>),
     /// `hrec stat`
     Stat(Box<StatConfig>),
+    /// `hrec annotate`
+    Annotate(Box<AnnotateConfig>),
 }
 
 /// Errors of the commands, each with enough context for one line.
@@ -303,6 +322,7 @@ pub fn run(
         Command::Flamegraph(cfg) => flamegraph(env, cfg, out, err),
         Command::Export(cfg) => export(env, cfg, out, err),
         Command::Stat(cfg) => stat(env, cfg, out, err),
+        Command::Annotate(cfg) => annotate(env, cfg, out, err),
     }
 }
 
@@ -372,8 +392,84 @@ fn with_threads(
     }
 }
 
+fn annotate(
+    env: &Env,
+    cfg: &AnnotateConfig,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8, AppError> {
+    use crate::analysis::{annotate, replay};
+    // Kernel code is not disassembled, so this machine's kernel symbols are not read.
+    let rec = open_recording_with(env, &cfg.input, false, err)?;
+    let popts = with_threads(&cfg.profile, env);
+    let p = replay::build(&rec, &popts, &mut |_| {});
+    read_warnings(&rec, err)?;
+    let event = match &cfg.event {
+        None => 0,
+        Some(want) => p
+            .events
+            .iter()
+            .position(|e| &e.name == want || crate::event::base_name(&e.name) == want)
+            .ok_or_else(|| {
+                let have: Vec<&str> = p.events.iter().map(|e| e.name.as_str()).collect();
+                AppError::Usage(format!(
+                    "--event {want}: the recording has no such sampling event (it has: {})",
+                    have.join(", ")
+                ))
+            })?,
+    };
+    let mut o = cfg.options.clone();
+    o.event = event;
+    o.symfs = popts.symfs.clone();
+    o.search = popts.search.clone();
+    o.build_ids =
+        crate::symbol::symbolizer::parse_build_ids(&rec.side("build-ids").unwrap_or_default());
+    let a = annotate::annotate(&p, &o);
+    for problem in &a.problems {
+        writeln!(err, "hrec: warning: {problem}")?;
+    }
+    let mut buf = io::BufWriter::new(out);
+    if cfg.json {
+        serde_json::to_writer_pretty(&mut buf, &output::annotate::json(&a))
+            .map_err(io::Error::from)?;
+        writeln!(buf)?;
+    } else {
+        let totals =
+            p.events
+                .get(event)
+                .map_or_else(Default::default, |e| output::annotate::Totals {
+                    samples: e.samples,
+                    period: e.period,
+                });
+        buf.write_all(output::annotate::text(&a, cfg.column, totals).as_bytes())?;
+    }
+    buf.flush()?;
+    if a.symbols.is_empty() {
+        return Err(AppError::Usage(format!(
+            "nothing to annotate in {}{}",
+            cfg.input.display(),
+            if a.problems.is_empty() {
+                ": no samples in functions hrec can read"
+            } else {
+                " (the warnings above say why)"
+            }
+        )));
+    }
+    Ok(0)
+}
+
 fn open_recording(env: &Env, input: &Path, err: &mut dyn Write) -> Result<Recording, AppError> {
-    let rec = Recording::open_with(input, env.threads)?;
+    open_recording_with(env, input, true, err)
+}
+
+/// [`open_recording`]; `kernel_symbols: false` for a command that names no kernel function.
+fn open_recording_with(
+    env: &Env,
+    input: &Path,
+    kernel_symbols: bool,
+    err: &mut dyn Write,
+) -> Result<Recording, AppError> {
+    let rec = Recording::open_with_kernel(input, env.threads, kernel_symbols)?;
     if let Some(why) = rec.truncated() {
         match &rec.source {
             Source::Hrec(_) => writeln!(

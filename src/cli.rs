@@ -69,6 +69,54 @@ pub enum Cmd {
     List(ListArgs),
     /// Show a recording's header: host, events, counts.
     Info(InputArgs),
+    /// Show the instructions and source lines of hot functions with their samples.
+    Annotate(AnnotateArgs),
+}
+
+/// `hrec annotate` flags (perf annotate's names).
+#[derive(Debug, Args)]
+pub struct AnnotateArgs {
+    /// Functions to annotate (default: every function with samples, hottest first).
+    #[arg(value_name = "SYMBOL")]
+    pub symbols: Vec<String>,
+    /// Input file.
+    #[arg(short = 'i', long = "input", default_value = "hrec.data")]
+    pub input: PathBuf,
+    /// A function to annotate (repeatable; as the SYMBOL arguments).
+    #[arg(short = 's', long = "symbol", value_name = "SYMBOL")]
+    pub symbol: Vec<String>,
+    /// Only functions of this object (file name or path).
+    #[arg(short = 'd', long = "dso", value_name = "DSO")]
+    pub dso: Option<String>,
+    /// Text output (the default; accepted for perf's habit).
+    #[arg(long)]
+    pub stdio: bool,
+    /// JSON output (`docs/annotate.md`).
+    #[arg(long, conflicts_with = "stdio")]
+    pub json: bool,
+    /// Source lines above their instructions (the default).
+    #[arg(long, overrides_with = "no_source")]
+    pub source: bool,
+    /// Instructions only.
+    #[arg(long = "no-source")]
+    pub no_source: bool,
+    /// Disassembler style: att (default) or intel.
+    #[arg(short = 'M', long = "disassembler-style", default_value = "att")]
+    pub style: String,
+    /// Sample counts instead of percentages.
+    #[arg(short = 'n', long = "show-nr-samples")]
+    pub show_nr_samples: bool,
+    /// local-period (default), global-period, local-hits or global-hits.
+    #[arg(long = "percent-type", default_value = "local-period")]
+    pub percent_type: String,
+    /// Without SYMBOL: only functions with at least this share of the samples.
+    #[arg(long = "percent-limit", default_value_t = 0.0)]
+    pub percent_limit: f64,
+    /// The sampling event (default: the first).
+    #[arg(long = "event", value_name = "EVENT")]
+    pub event: Option<String>,
+    #[command(flatten)]
+    pub symbols_args: SymbolArgs,
 }
 
 /// `hrec record` flags.
@@ -165,7 +213,7 @@ pub struct SymbolArgs {
 
 /// Which samples count: the same flags (perf report's names) for every command that reads
 /// samples (report, script, flamegraph, export).
-#[derive(Debug, Args)]
+#[derive(Debug, Args, Default)]
 pub struct FilterArgs {
     /// Time range START,END in seconds as `hrec script` prints them (either may be empty).
     #[arg(long = "time")]
@@ -794,6 +842,32 @@ impl Cli {
             Cmd::Export(a) => Command::Export(Box::new(a.into_config()?)),
             Cmd::Stat(a) => Command::Stat(Box::new(a.into_config()?)),
             Cmd::Info(a) => Command::Info(InputConfig { input: a.input }),
+            Cmd::Annotate(a) => {
+                let syntax: hrec::disasm::Syntax = a.style.parse()?;
+                let column: hrec::output::annotate::Column = if a.show_nr_samples {
+                    hrec::output::annotate::Column::Samples
+                } else {
+                    a.percent_type.parse()?
+                };
+                let (profile, _) = reading_options(a.symbols_args, FilterArgs::default())?;
+                let mut symbols = a.symbols;
+                symbols.extend(a.symbol);
+                Command::Annotate(Box::new(hrec::app::AnnotateConfig {
+                    input: a.input,
+                    options: hrec::analysis::annotate::AnnotateOptions {
+                        symbols,
+                        dso: a.dso,
+                        percent_limit: a.percent_limit,
+                        syntax,
+                        source: !a.no_source,
+                        ..Default::default()
+                    },
+                    profile,
+                    event: a.event,
+                    column,
+                    json: a.json,
+                }))
+            }
         };
         Ok((env, cmd))
     }

@@ -13,6 +13,7 @@ pub mod analysis;
 pub mod app;
 pub mod data;
 pub mod decode;
+pub mod disasm;
 pub mod event;
 pub mod kernel;
 pub mod metrics;

@@ -51,6 +51,8 @@ struct Synth {
     /// Cumulative group values per (tid, sampler).
     totals: std::collections::HashMap<(u32, usize), Vec<u64>>,
     time: u64,
+    /// Samples are of user code (else of the kernel).
+    user: bool,
 }
 
 fn id(i: usize) -> u64 {
@@ -99,6 +101,7 @@ impl Synth {
             records: Vec::new(),
             totals: Default::default(),
             time: 1,
+            user: false,
         };
         let enc = s.enc(s.sampler(None));
         let sid = SampleId {
@@ -176,9 +179,15 @@ impl Synth {
             .collect();
         let cpu = self.meta.events[sampler].ids[0].cpu as u32;
         let enc = self.enc(sampler);
+        // User mode (2) or the kernel's, exact; the chain's context marker to match.
+        let (misc, context) = if self.user {
+            (2 | (1 << 14), -512i64 as u64)
+        } else {
+            (KERNEL_EXACT, -128i64 as u64)
+        };
         self.records.extend(
             enc.sample(&SampleFields {
-                misc: KERNEL_EXACT,
+                misc,
                 id: id(sampler),
                 ip,
                 pid: 500,
@@ -191,12 +200,27 @@ impl Synth {
                     ..ReadFields::default()
                 },
                 weight: lat << 48,
-                callchain: std::iter::once(-128i64 as u64)
+                callchain: std::iter::once(context)
                     .chain(chain.iter().copied())
                     .collect(),
                 ..SampleFields::default()
             }),
         );
+    }
+
+    /// [`Synth::sample`] of user code: `ip` in a mapping of process 500.
+    fn user_sample(
+        &mut self,
+        sampler: usize,
+        tid: u32,
+        ip: u64,
+        period: u64,
+        td: Option<Td>,
+        lat: u64,
+    ) {
+        self.user = true;
+        self.sample_in(sampler, tid, &[ip], period, td, lat);
+        self.user = false;
     }
 
     fn write(&self, dir: &std::path::Path) {
@@ -800,4 +824,154 @@ fn pprof_export_has_a_column_per_event_and_the_retire_latency_sum() {
     assert_eq!(st(pb.mapping[0].filename), "[kernel.kallsyms]");
     let keys: Vec<&str> = pb.sample[0].label.iter().map(|l| st(l.key)).collect();
     assert_eq!(&keys[..4], ["event", "comm", "pid", "tid"]);
+}
+
+/// `hrec annotate` on a synthetic recording of user code: samples at three instructions of a
+/// real gcc -O2 function (mapped by an MMAP2), with retire latencies and TopDown group reads:
+/// per-instruction latency statistics and per-block TopDown fractions, exactly.
+#[test]
+fn annotate_attributes_latency_per_instruction_and_topdown_per_block() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(prog) = support::stacks::build(dir.path(), "annotate/three.c", &[]) else {
+        return;
+    };
+    // The function's instructions from objdump: the entry, and the loop's head (the target of
+    // its backward jump) and the instruction after it.
+    let dump = std::process::Command::new("objdump")
+        .args(["-d", "--no-show-raw-insn"])
+        .arg(&prog)
+        .output()
+        .unwrap();
+    let dump = String::from_utf8_lossy(&dump.stdout);
+    let body: Vec<(u64, &str)> = dump
+        .split("<mul_chain>:\n")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(|l| {
+            let (a, text) = l.trim().split_once(":\t")?;
+            Some((u64::from_str_radix(a, 16).ok()?, text))
+        })
+        .collect();
+    let entry = body[0].0;
+    let head = body
+        .iter()
+        .filter_map(|(_, t)| t.strip_prefix("jne"))
+        .filter_map(|t| u64::from_str_radix(t.split_whitespace().next()?, 16).ok())
+        .next()
+        .expect("mul_chain's loop");
+    let next = body[body.iter().position(|(a, _)| *a == head).unwrap() + 1].0;
+
+    const BASE: u64 = 0x5555_5555_0000;
+    let mut s = Synth::new("sapphirerapids", true, |_| 0);
+    let c = s.sampler(None);
+    let enc = s.enc(c);
+    let sid = SampleId {
+        pid: 500,
+        tid: 500,
+        time: 2,
+        id: id(c),
+        ..SampleId::default()
+    };
+    s.records.extend(enc.mmap2(
+        &sid,
+        &support::encode::Mmap2Fields {
+            misc: 2,
+            pid: 500,
+            tid: 500,
+            addr: BASE,
+            len: 0x4000,
+            pgoff: 0,
+            file: support::encode::Mmap2File::Inode {
+                maj: 0,
+                min: 0,
+                ino: 1,
+                ino_generation: 0,
+            },
+            prot: 5,
+            flags: 2,
+            filename: prog.to_str().unwrap().as_bytes().to_vec(),
+        },
+    ));
+    const FRONT: Td = [1000, 100, 100, 700, 100, 50, 50, 500, 50];
+    for (at, lat, td) in [
+        (head, 10, RETIRING),
+        (head, 20, RETIRING),
+        (head, 30, CORE_BOUND),
+        (next, 100, CORE_BOUND),
+        (next, 0, RETIRING),
+        (entry, 5, FRONT),
+    ] {
+        s.user_sample(c, 500, BASE + at, 100, Some(td), lat);
+    }
+    s.write(dir.path());
+    let o = hrec_in(dir.path(), &["annotate", "--json", "mul_chain"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let j: Value = serde_json::from_str(&out).unwrap();
+    let f = &j["symbols"][0];
+    let insn = |a: u64| {
+        f["instructions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["address"].as_u64() == Some(a))
+            .unwrap()
+            .clone()
+    };
+    let stats = |a: u64| {
+        let l = &insn(a)["retire_latency"];
+        (
+            l["count"].as_u64().unwrap(),
+            l["mean"].as_f64().unwrap(),
+            l["p90"].as_u64().unwrap(),
+            l["max"].as_u64().unwrap(),
+        )
+    };
+    assert_eq!(stats(head), (3, 20.0, 30, 30));
+    assert_eq!(stats(next), (2, 50.0, 100, 100), "a zero latency counts");
+    assert_eq!(stats(entry), (1, 5.0, 5, 5));
+    assert_eq!(insn(head)["samples"], 3);
+    // Blocks: the entry's, and the loop's (head and next), each with its samples' deltas.
+    let block = |a: u64| {
+        f["blocks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|b| b["start"].as_u64().unwrap() <= a && a < b["end"].as_u64().unwrap())
+            .unwrap()
+            .clone()
+    };
+    let l1 = |tds: &[Td]| -> Vec<f64> {
+        let sum: u64 = tds.iter().map(|t| t[1] + t[2] + t[3] + t[4]).sum();
+        (1..5)
+            .map(|k| 100.0 * tds.iter().map(|t| t[k]).sum::<u64>() as f64 / sum as f64)
+            .collect()
+    };
+    let got = |b: &Value| -> Vec<f64> {
+        b["topdown_l1"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect()
+    };
+    let lp = block(head);
+    assert_eq!(lp, block(next), "head and next share the loop's block");
+    assert_eq!(lp["samples"], 5);
+    assert_eq!(
+        got(&lp),
+        l1(&[RETIRING, RETIRING, CORE_BOUND, CORE_BOUND, RETIRING])
+    );
+    assert_eq!(got(&block(entry)), l1(&[FRONT]));
+    // The text shows the same, with a histogram of the hottest instruction's latencies.
+    let o = hrec_in(dir.path(), &["annotate", "mul_chain"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        out.contains("# retire lat n=3 mean=20.0 p90=30 max=30"),
+        "{out}"
+    );
+    assert!(out.contains("TopDown per basic block"), "{out}");
 }

@@ -5,6 +5,7 @@
 //! [`callgraph`] merges the call chains under each row, [`topdown`] and [`latency`] hold the
 //! domain rules for the two hardware-specific columns.
 
+pub mod annotate;
 pub mod callgraph;
 pub mod hist;
 pub mod latency;

@@ -2,6 +2,7 @@
 //! `hrec script` lines ([`script`]), the report ([`report`]), flame graphs ([`flame`]) and the
 //! pprof export ([`pprof`]) in their modules.
 
+pub mod annotate;
 pub mod flame;
 pub mod pprof;
 pub mod progress;

@@ -220,8 +220,19 @@ impl Recording {
 
     /// [`open`](Self::open) with `threads` decompression workers (0: one per CPU).
     pub fn open_with(path: &Path, threads: usize) -> Result<Recording, RecordingError> {
+        Recording::open_with_kernel(path, threads, true)
+    }
+
+    /// [`Recording::open_with`]; without `kernel_symbols` a perf.data's kernel addresses are
+    /// not named from this machine's `/proc/kallsyms` (which takes tens of milliseconds to
+    /// read), for commands that show no kernel function.
+    pub fn open_with_kernel(
+        path: &Path,
+        threads: usize,
+        kernel_symbols: bool,
+    ) -> Result<Recording, RecordingError> {
         if is_perf_data(path) {
-            let mut p = PerfData::read(path)?;
+            let mut p = PerfData::read_with(path, kernel_symbols)?;
             let blocks = std::mem::take(&mut p.blocks);
             let (decoder, id_event) = decoder_of(&p.meta);
             return Ok(Recording {

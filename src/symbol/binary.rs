@@ -15,6 +15,10 @@ use super::dwarf;
 use super::elf::{Load, Symbols, Want, build_id_matches, hex, open_elf, read_elf_file};
 use super::{Frame, Symbolized, Unresolved};
 
+/// The most bytes of code [`Binary::code`] reads at once (a function larger than this is not
+/// one a person reads instruction by instruction).
+pub const MAX_CODE: u64 = 16 << 20;
+
 /// A loaded ELF file, ready to answer address queries. `Send` (load and query it on a worker
 /// thread), not `Sync`: `addr2line` parses compilation units lazily behind cells.
 pub struct Binary {
@@ -143,6 +147,27 @@ impl Binary {
             .iter()
             .find(|load| offset >= load.offset && offset - load.offset < load.filesz)
             .map(|load| (offset - load.offset).wrapping_add(load.vaddr))
+    }
+
+    /// The file bytes of `[svma, svma + len)`, for disassembly: only from one `PT_LOAD`
+    /// segment's file bytes, and at most [`MAX_CODE`] of them; `None` when the range is not
+    /// all in the file.
+    pub fn code(&self, svma: u64, len: u64) -> Option<Vec<u8>> {
+        use std::os::unix::fs::FileExt as _;
+        if len == 0 || len > MAX_CODE {
+            return None;
+        }
+        let load = self.loads.iter().find(|l| {
+            svma >= l.vaddr
+                && svma
+                    .checked_add(len)
+                    .is_some_and(|end| end - l.vaddr <= l.filesz)
+        })?;
+        let offset = load.offset.checked_add(svma - load.vaddr)?;
+        let file = open_elf(&self.path).ok()?;
+        let mut buf = vec![0u8; usize::try_from(len).ok()?];
+        file.read_exact_at(&mut buf, offset).ok()?;
+        Some(buf)
     }
 
     /// Everything known at `svma`: the containing symbol-table symbol and the DWARF inline

@@ -426,7 +426,7 @@ impl SymbolizerBuilder {
 }
 
 /// The build-ids recorded for mapped files (`build-ids` side block: `hex path` lines).
-fn parse_build_ids(text: &[u8]) -> HashMap<PathBuf, Vec<u8>> {
+pub fn parse_build_ids(text: &[u8]) -> HashMap<PathBuf, Vec<u8>> {
     String::from_utf8_lossy(text)
         .lines()
         .filter_map(|l| {

@@ -154,12 +154,18 @@ pub struct PerfData {
 impl PerfData {
     /// Reads `path`.
     pub fn read(path: &Path) -> Result<PerfData, PerfDataError> {
+        PerfData::read_with(path, true)
+    }
+
+    /// Reads `path`; without `kernel_symbols` this machine's `/proc/kallsyms` is not read
+    /// (for a command that names no kernel function: kernel addresses stay unresolved).
+    pub fn read_with(path: &Path, kernel_symbols: bool) -> Result<PerfData, PerfDataError> {
         let build_id = running_kernel_build_id(Path::new(KERNEL_NOTES));
         let release = running_release();
         let running = Running {
             build_id: build_id.as_deref(),
             release: release.as_deref(),
-            kallsyms: Some(Path::new(KALLSYMS)),
+            kallsyms: kernel_symbols.then_some(Path::new(KALLSYMS)),
         };
         if let Some((sparse, data)) = streamable(path)
             && let Some(p) = read_bytes(path, sparse, &running, Some(data))?

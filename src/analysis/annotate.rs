@@ -1,0 +1,472 @@
+//! Per-instruction attribution of one function: what `perf annotate` shows, with hrec's
+//! retire latency per instruction and TopDown per basic block.
+//!
+//! A sample belongs to the instruction at its IP (the leaf of its chain, never a caller), in
+//! the function of the file it was symbolized in; its period and its retire latency go with
+//! it. The function's bytes are read from the same file (the build-id checked as for symbols)
+//! and disassembled ([`crate::disasm`]); its size comes from the symbol table. Basic blocks
+//! start at the function's entry, at every branch target inside it, and after every jump,
+//! call or return; the TopDown deltas of a block's samples (group-read deltas attributed to
+//! the sampled IP) add up per block.
+//!
+//! A function that cannot be read (the file missing, changed since the recording, without a
+//! symbol size, or in the kernel) is left out with one line saying why.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use crate::disasm::{self, Insn, Syntax};
+use crate::symbol::Unresolved;
+use crate::symbol::binary::Binary;
+use crate::symbol::debuginfo::SearchPaths;
+
+use super::latency::{LatHist, LatencyStats};
+use super::profile::{NONE, Profile};
+use super::topdown::TdCounts;
+
+/// What to annotate.
+#[derive(Debug, Clone, Default)]
+pub struct AnnotateOptions {
+    /// Functions by name (empty: the hottest ones).
+    pub symbols: Vec<String>,
+    /// Only functions of this object (file name or path).
+    pub dso: Option<String>,
+    /// The event (index into the profile's events).
+    pub event: usize,
+    /// Without names: functions with at least this share of the event's samples.
+    pub percent_limit: f64,
+    /// Disassembly syntax.
+    pub syntax: Syntax,
+    /// Look for binaries under this root instead of `/`.
+    pub symfs: Option<PathBuf>,
+    /// Where separate debug files are (for source lines).
+    pub search: SearchPaths,
+    /// The build-ids the recording saw (`path -> id`).
+    pub build_ids: HashMap<PathBuf, Vec<u8>>,
+    /// Read source lines from DWARF.
+    pub source: bool,
+}
+
+/// Where an instruction's code came from.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SourceLine {
+    /// Source file.
+    pub file: String,
+    /// Line.
+    pub line: u32,
+    /// The functions inlined here, outermost first (empty outside inlined code).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub inlined: Vec<String>,
+}
+
+/// One instruction and what was attributed to it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct AnnotatedInsn {
+    /// The ELF virtual address.
+    pub address: u64,
+    /// Samples at it.
+    pub samples: u64,
+    /// Their periods.
+    pub period: u64,
+    /// Disassembly.
+    pub text: String,
+    /// DWARF's source line, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<SourceLine>,
+    /// Retire latency of its samples, when they carried any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retire_latency: Option<LatencyStats>,
+    /// Their retire latencies, `(value, samples)` by value (for histograms).
+    #[serde(skip)]
+    pub latency_values: Vec<(u64, u64)>,
+}
+
+/// A basic block and what its instructions got.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Block {
+    /// First instruction's address.
+    pub start: u64,
+    /// The address after its last instruction.
+    pub end: u64,
+    /// Samples in it.
+    pub samples: u64,
+    /// Their periods.
+    pub period: u64,
+    /// TopDown level 1 of its samples' group-read deltas, percent (Retiring, Bad
+    /// Speculation, Frontend Bound, Backend Bound).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub topdown_l1: Option<[f64; 4]>,
+    /// Level 2, when counted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub topdown_l2: Option<[f64; 8]>,
+    /// The deltas themselves.
+    #[serde(skip)]
+    pub topdown: TdCounts,
+}
+
+/// One annotated function.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Annotated {
+    /// Its name.
+    pub name: String,
+    /// Its file as recorded.
+    pub dso: String,
+    /// First byte (ELF virtual address).
+    pub start: u64,
+    /// Size in bytes.
+    pub size: u64,
+    /// Samples in it.
+    pub samples: u64,
+    /// Their periods.
+    pub period: u64,
+    /// Its instructions.
+    pub instructions: Vec<AnnotatedInsn>,
+    /// Its basic blocks.
+    pub blocks: Vec<Block>,
+}
+
+/// The functions annotated and the ones that could not be.
+#[derive(Debug, Clone, Default)]
+pub struct Annotation {
+    /// The event's name.
+    pub event: String,
+    /// Annotated, hottest first (or in the order asked for).
+    pub symbols: Vec<Annotated>,
+    /// One line per function that could not be annotated.
+    pub problems: Vec<String>,
+}
+
+/// What the samples of one function add up to, per address.
+#[derive(Default)]
+struct Hits {
+    dso: String,
+    kernel: bool,
+    start: u64,
+    samples: u64,
+    by_addr: BTreeMap<u64, (u64, u64, LatHist, TdCounts)>,
+}
+
+/// Annotates the functions `o` picks out of `p`.
+pub fn annotate(p: &Profile, o: &AnnotateOptions) -> Annotation {
+    let mut out = Annotation {
+        event: p
+            .events
+            .get(o.event)
+            .map(|e| e.name.clone())
+            .unwrap_or_default(),
+        ..Default::default()
+    };
+    let Ok(event) = u16::try_from(o.event) else {
+        return out;
+    };
+    // (name, dso) -> hits, over the leaf locations of the event's samples.
+    let mut funcs: HashMap<(String, String), Hits> = HashMap::new();
+    let mut kernel_samples = 0u64;
+    for g in p.groups.iter().filter(|g| g.event == event) {
+        let l = &p.locs[g.leaf as usize];
+        if l.kernel {
+            kernel_samples += g.samples;
+        }
+        let Some(sym) = &l.sym else { continue };
+        if let Some(want) = &o.dso
+            && !dso_matches(&l.dso_path, want)
+        {
+            continue;
+        }
+        let h = funcs
+            .entry((sym.to_string(), l.dso_path.to_string()))
+            .or_insert_with(|| Hits {
+                dso: l.dso_path.to_string(),
+                kernel: l.kernel,
+                start: l.file_addr.wrapping_sub(l.sym_offset),
+                ..Default::default()
+            });
+        h.samples += g.samples;
+        let e = h.by_addr.entry(l.file_addr).or_default();
+        e.0 += g.samples;
+        e.1 += g.period;
+        if g.lat != NONE
+            && let Some(lat) = p.latencies.get(g.lat as usize)
+        {
+            e.2.merge(lat);
+        }
+        if g.td != NONE
+            && let Some(td) = p.topdown.get(g.td as usize)
+        {
+            e.3.add(td);
+        }
+    }
+    // Files whose samples could not be named, and why: a function asked for by name may be
+    // among them.
+    let mut unnamed: BTreeMap<String, (u64, String)> = BTreeMap::new();
+    for g in p.groups.iter().filter(|g| g.event == event) {
+        let l = &p.locs[g.leaf as usize];
+        if l.sym.is_none()
+            && !l.kernel
+            && let Some(why) = l.unresolved
+            && matches!(
+                why,
+                Unresolved::BinaryMissing | Unresolved::BuildIdMismatch | Unresolved::NotElf
+            )
+        {
+            let e = unnamed
+                .entry(l.dso_path.to_string())
+                .or_insert_with(|| (0, unreadable(&l.dso_path, why)));
+            e.0 += g.samples;
+        }
+    }
+    let total: u64 = p.events.get(o.event).map_or(0, |e| e.samples);
+    let mut picked: Vec<((String, String), Hits)> = if o.symbols.is_empty() {
+        if kernel_samples > 0 {
+            out.problems.push(format!(
+                "{kernel_samples} samples in kernel code are not annotated (hrec does not disassemble the kernel yet)"
+            ));
+        }
+        let mut v: Vec<_> = funcs
+            .into_iter()
+            .filter(|(_, h)| {
+                !h.kernel && 100.0 * h.samples as f64 >= o.percent_limit * total as f64
+            })
+            .collect();
+        v.sort_by(|a, b| b.1.samples.cmp(&a.1.samples).then(a.0.cmp(&b.0)));
+        v
+    } else {
+        let mut v = Vec::new();
+        for want in &o.symbols {
+            let mut found: Vec<_> = funcs.keys().filter(|(n, _)| n == want).cloned().collect();
+            found.sort();
+            if found.is_empty() {
+                let why = if unnamed.is_empty() {
+                    "check the name with hrec report".to_string()
+                } else {
+                    let files: Vec<String> = unnamed
+                        .values()
+                        .map(|(n, why)| format!("{n} samples could not be named: {why}"))
+                        .collect();
+                    files.join("; ")
+                };
+                out.problems.push(format!(
+                    "{want}: no samples of {} in a function of this name; {why}",
+                    out.event
+                ));
+            }
+            for k in found {
+                if let Some(h) = funcs.remove(&k) {
+                    v.push((k, h));
+                }
+            }
+        }
+        v
+    };
+    // Zero is a latency like any other once the event has any that is not.
+    let has_latency = p.events.get(o.event).is_some_and(|e| e.has_latency);
+    let mut binaries: HashMap<String, Result<Binary, String>> = HashMap::new();
+    for ((name, dso), h) in picked.drain(..) {
+        if h.kernel {
+            out.problems.push(format!(
+                "{name} [kernel]: kernel code is not disassembled yet (it needs the kernel image or /proc/kcore)"
+            ));
+            continue;
+        }
+        let binary = binaries.entry(dso.clone()).or_insert_with(|| load(&dso, o));
+        let b = match binary {
+            Ok(b) => b,
+            Err(why) => {
+                out.problems.push(format!("{name} ({dso}): {why}"));
+                continue;
+            }
+        };
+        match annotate_one(b, &name, h, o, has_latency) {
+            Ok(a) => out.symbols.push(a),
+            Err(why) => out.problems.push(format!("{name} ({dso}): {why}")),
+        }
+    }
+    out
+}
+
+/// `want` names the file `path` (its whole path, or its file name).
+fn dso_matches(path: &str, want: &str) -> bool {
+    path == want || Path::new(path).file_name().is_some_and(|n| n == want)
+}
+
+fn load(dso: &str, o: &AnnotateOptions) -> Result<Binary, String> {
+    let path = Path::new(dso);
+    let on_disk = match &o.symfs {
+        Some(root) => root.join(path.strip_prefix("/").unwrap_or(path)),
+        None => path.to_path_buf(),
+    };
+    let expected = o.build_ids.get(path).map(Vec::as_slice);
+    Binary::load(&on_disk, expected, &o.search)
+        .map_err(|why| unreadable(&on_disk.to_string_lossy(), why))
+}
+
+/// Why the code of `file` cannot be read, and what to do.
+fn unreadable(file: &str, why: Unresolved) -> String {
+    match why {
+        Unresolved::BuildIdMismatch => format!(
+            "{file} has changed since the recording (its build-id differs); give the binary that ran with --symfs"
+        ),
+        Unresolved::BinaryMissing => {
+            format!("{file} is missing; give the directory it is under with --symfs")
+        }
+        other => format!("cannot read {file}: {other}"),
+    }
+}
+
+fn annotate_one(
+    b: &Binary,
+    name: &str,
+    h: Hits,
+    o: &AnnotateOptions,
+    has_latency: bool,
+) -> Result<Annotated, String> {
+    let sym = b
+        .symbolize(h.start)
+        .ok()
+        .and_then(|s| s.sym)
+        .filter(|s| s.start == h.start)
+        .ok_or("the binary has no symbol there any more")?;
+    if sym.size == 0 {
+        return Err("the symbol table gives it no size, so its end is unknown".into());
+    }
+    let code = b
+        .code(sym.start, sym.size)
+        .ok_or("its bytes are not in the file (or it is larger than hrec disassembles)")?;
+    let end = sym.start + sym.size;
+    let namer = |a: u64| -> Option<(String, u64)> {
+        if (sym.start..end).contains(&a) {
+            return Some((name.to_string(), a - sym.start));
+        }
+        let s = b.symbolize(a).ok()?.sym?;
+        Some((s.name.to_string(), a - s.start))
+    };
+    let insns = disasm::disassemble(&code, sym.start, o.syntax, &namer);
+    let td_at: Vec<(u64, TdCounts)> = h.by_addr.iter().map(|(&a, e)| (a, e.3)).collect();
+    let dso = h.dso;
+    let mut by_addr = h.by_addr;
+    let mut instructions: Vec<AnnotatedInsn> = insns
+        .iter()
+        .map(|i| {
+            let (samples, period, lat, _) = by_addr.remove(&i.address).unwrap_or_default();
+            let source = o.source.then(|| source_line(b, i.address)).flatten();
+            AnnotatedInsn {
+                address: i.address,
+                samples,
+                period,
+                text: i.text.clone(),
+                source,
+                retire_latency: LatencyStats::of_hist(&lat).filter(|_| has_latency),
+                latency_values: super::latency::histogram_of(&lat),
+            }
+        })
+        .collect();
+    // Samples between instruction boundaries (the bytes were decoded from another start, or
+    // the file changed): kept on the instruction that holds the address.
+    for (addr, (samples, period, _, _)) in by_addr.iter() {
+        if let Some(i) = instructions.iter_mut().rev().find(|i| i.address <= *addr) {
+            i.samples += samples;
+            i.period += period;
+        }
+    }
+    let blocks = blocks(&insns, &instructions, &td_at);
+    Ok(Annotated {
+        name: name.to_string(),
+        dso,
+        start: sym.start,
+        size: sym.size,
+        samples: instructions.iter().map(|i| i.samples).sum(),
+        period: instructions.iter().map(|i| i.period).sum(),
+        instructions,
+        blocks,
+    })
+}
+
+/// The innermost source line of `addr` and the functions inlined there.
+fn source_line(b: &Binary, addr: u64) -> Option<SourceLine> {
+    let s = b.symbolize(addr).ok()?;
+    let first = s.frames.first()?;
+    let file = first.file.as_deref()?.to_string();
+    let inlined = s.frames[..s.frames.len().saturating_sub(1)]
+        .iter()
+        .rev()
+        .filter_map(|f| f.function.as_deref().map(str::to_string))
+        .collect();
+    Some(SourceLine {
+        file,
+        line: first.line,
+        inlined,
+    })
+}
+
+/// Splits the instructions into basic blocks and adds up each block's samples and TopDown
+/// deltas.
+fn blocks(insns: &[Insn], annotated: &[AnnotatedInsn], td_at: &[(u64, TdCounts)]) -> Vec<Block> {
+    let Some(first) = insns.first() else {
+        return Vec::new();
+    };
+    let end = insns
+        .last()
+        .map_or(first.address, |i| i.address + i.len as u64);
+    let mut starts: std::collections::BTreeSet<u64> = [first.address].into();
+    for i in insns {
+        if let Some(t) = i.target
+            && (first.address..end).contains(&t)
+        {
+            starts.insert(t);
+        }
+        if i.ends_block {
+            starts.insert(i.address + i.len as u64);
+        }
+    }
+    let starts: Vec<u64> = starts.into_iter().filter(|&s| s < end).collect();
+    let mut out: Vec<Block> = starts
+        .iter()
+        .enumerate()
+        .map(|(k, &s)| Block {
+            start: s,
+            end: starts.get(k + 1).copied().unwrap_or(end),
+            samples: 0,
+            period: 0,
+            topdown_l1: None,
+            topdown_l2: None,
+            topdown: TdCounts::default(),
+        })
+        .collect();
+    let block_of = |a: u64| out.partition_point(|b| b.start <= a).checked_sub(1);
+    let mut idx: Vec<(usize, u64, u64)> = Vec::new();
+    for i in annotated {
+        if let Some(k) = block_of(i.address) {
+            idx.push((k, i.samples, i.period));
+        }
+    }
+    let mut tds: Vec<(usize, TdCounts)> = Vec::new();
+    for &(a, td) in td_at {
+        if let Some(k) = block_of(a) {
+            tds.push((k, td));
+        }
+    }
+    for (k, s, p) in idx {
+        out[k].samples += s;
+        out[k].period += p;
+    }
+    for (k, td) in tds {
+        out[k].topdown.add(&td);
+    }
+    for b in &mut out {
+        b.topdown_l1 = b.topdown.level1();
+        b.topdown_l2 = b.topdown.level2();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dso_names_match_by_path_or_file_name() {
+        assert!(dso_matches("/usr/lib/libc.so.6", "libc.so.6"));
+        assert!(dso_matches("/usr/lib/libc.so.6", "/usr/lib/libc.so.6"));
+        assert!(!dso_matches("/usr/lib/libc.so.6", "libc"));
+    }
+}
