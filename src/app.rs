@@ -197,8 +197,8 @@ pub struct AnnotateConfig {
     pub options: crate::analysis::annotate::AnnotateOptions,
     /// `--event` (default: the first sampling event).
     pub event: Option<String>,
-    /// `--percent-type` / `--show-nr-samples`.
-    pub column: output::annotate::Column,
+    /// `--percent-type` / `--show-nr-samples`, `--asm-raw`, `--td-level`.
+    pub text: output::annotate::TextOptions,
     /// `--json`.
     pub json: bool,
 }
@@ -434,14 +434,12 @@ fn annotate(
             .map_err(io::Error::from)?;
         writeln!(buf)?;
     } else {
-        let totals =
-            p.events
-                .get(event)
-                .map_or_else(Default::default, |e| output::annotate::Totals {
-                    samples: e.samples,
-                    period: e.period,
-                });
-        buf.write_all(output::annotate::text(&a, cfg.column, totals).as_bytes())?;
+        let mut t = cfg.text;
+        if let Some(e) = p.events.get(event) {
+            t.samples = e.samples;
+            t.period = e.period;
+        }
+        buf.write_all(output::annotate::text(&a, &t).as_bytes())?;
     }
     buf.flush()?;
     if a.symbols.is_empty() {

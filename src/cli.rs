@@ -115,6 +115,12 @@ pub struct AnnotateArgs {
     /// The sampling event (default: the first).
     #[arg(long = "event", value_name = "EVENT")]
     pub event: Option<String>,
+    /// The instructions' bytes before their text.
+    #[arg(long = "asm-raw")]
+    pub asm_raw: bool,
+    /// TopDown per basic block: level 1, or 2 for level 2 as well.
+    #[arg(long = "td-level", default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=2))]
+    pub td_level: u8,
     #[command(flatten)]
     pub symbols_args: SymbolArgs,
 }
@@ -864,7 +870,12 @@ impl Cli {
                     },
                     profile,
                     event: a.event,
-                    column,
+                    text: hrec::output::annotate::TextOptions {
+                        column,
+                        asm_raw: a.asm_raw,
+                        td_level: a.td_level,
+                        ..Default::default()
+                    },
                     json: a.json,
                 }))
             }

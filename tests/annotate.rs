@@ -73,15 +73,44 @@ fn instruction_counts_equal_perf_annotate() {
             .unwrap();
         let perf = counts(&String::from_utf8_lossy(&perf.stdout));
         let out = hrec_in(d, &["annotate", "-i", "p.data", "-n", sym]);
-        let (hrec, err) = text(&out);
+        let (hrec_text, err) = text(&out);
         assert!(out.status.success(), "{err}");
-        let hrec = counts(&hrec);
+        let hrec = counts(&hrec_text);
         assert!(perf.len() > 5, "perf annotated {sym}: {perf:?}");
         assert!(
             perf.values().sum::<u64>() > 20,
             "{sym} has too few samples to compare: {perf:?}"
         );
         assert_eq!(hrec, perf, "{sym}: (address, samples) of every instruction");
+        // The instruction lines themselves, objdump's text included (these functions refer
+        // to no data symbol, whose names hrec does not print yet).
+        let lines = |t: &str| -> Vec<String> {
+            t.lines()
+                .filter(|l| {
+                    l.split_once(" : ")
+                        .is_some_and(|(c, _)| c.trim().parse::<u64>().is_ok())
+                })
+                .map(|l| l.trim_end().to_string())
+                .collect()
+        };
+        let perf_text = Command::new("perf")
+            .args([
+                "annotate",
+                "-i",
+                "p.data",
+                "--stdio",
+                "--show-nr-samples",
+                "-s",
+                sym,
+            ])
+            .current_dir(d)
+            .output()
+            .unwrap();
+        assert_eq!(
+            lines(&hrec_text),
+            lines(&String::from_utf8_lossy(&perf_text.stdout)),
+            "{sym}: instruction lines"
+        );
     }
 }
 
@@ -166,4 +195,68 @@ fn missing_or_changed_binaries_are_one_line_per_function() {
     let (_, err) = text(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("is missing"), "{err}");
+}
+
+/// Two programs in one recording, one stripped afterwards: the other's functions annotate,
+/// and the stripped one's samples are one line.
+#[test]
+fn a_stripped_program_is_one_line_and_the_rest_annotates() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    if support::perf().is_none() {
+        return;
+    }
+    let Some(prog) = build(d, "annotate/three.c", &[]) else {
+        return;
+    };
+    let other = d.join("other");
+    std::fs::copy(&prog, &other).unwrap();
+    let script = format!(
+        "{} 20000000 && {} 20000000",
+        prog.display(),
+        other.display()
+    );
+    run(
+        d,
+        "perf",
+        &[
+            "record",
+            "-q",
+            "-e",
+            "cpu-clock",
+            "-F",
+            "4000",
+            "-o",
+            "p.data",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    run(d, "strip", &[other.to_str().unwrap()]);
+    let out = hrec_in(d, &["annotate", "-i", "p.data", "--json"]);
+    let (stdout, err) = text(&out);
+    assert!(out.status.success(), "{err}");
+    let j: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let names: Vec<&str> = j["symbols"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["dso"].as_str().unwrap().ends_with("/three"))
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    for sym in HOT {
+        assert!(names.contains(&sym), "{sym} in {names:?}");
+    }
+    assert!(
+        j["symbols"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| !f["dso"].as_str().unwrap().ends_with("/other")),
+        "{stdout}"
+    );
+    let lines: Vec<&str> = err.lines().filter(|l| l.contains("/other")).collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(lines[0].contains("has no symbols"), "{err}");
 }

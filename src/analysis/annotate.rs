@@ -70,6 +70,9 @@ pub struct AnnotatedInsn {
     pub period: u64,
     /// Disassembly.
     pub text: String,
+    /// Its bytes.
+    #[serde(skip)]
+    pub raw: Vec<u8>,
     /// DWARF's source line, when known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source: Option<SourceLine>,
@@ -206,7 +209,10 @@ pub fn annotate(p: &Profile, o: &AnnotateOptions) -> Annotation {
             && let Some(why) = l.unresolved
             && matches!(
                 why,
-                Unresolved::BinaryMissing | Unresolved::BuildIdMismatch | Unresolved::NotElf
+                Unresolved::BinaryMissing
+                    | Unresolved::BuildIdMismatch
+                    | Unresolved::NotElf
+                    | Unresolved::NoSymbols
             )
         {
             let e = unnamed
@@ -215,12 +221,18 @@ pub fn annotate(p: &Profile, o: &AnnotateOptions) -> Annotation {
             e.0 += g.samples;
         }
     }
+    // A file with some named functions is readable: its other samples fell between them.
+    unnamed.retain(|file, _| !funcs.values().any(|h| &h.dso == file));
     let total: u64 = p.events.get(o.event).map_or(0, |e| e.samples);
     let mut picked: Vec<((String, String), Hits)> = if o.symbols.is_empty() {
         if kernel_samples > 0 {
             out.problems.push(format!(
                 "{kernel_samples} samples in kernel code are not annotated (hrec does not disassemble the kernel yet)"
             ));
+        }
+        for (n, why) in unnamed.values() {
+            out.problems
+                .push(format!("{n} samples are not annotated: {why}"));
         }
         let mut v: Vec<_> = funcs
             .into_iter()
@@ -309,6 +321,9 @@ fn unreadable(file: &str, why: Unresolved) -> String {
         Unresolved::BinaryMissing => {
             format!("{file} is missing; give the directory it is under with --symfs")
         }
+        Unresolved::NoSymbols => format!(
+            "{file} has no symbols (stripped); install its debug file or give the directory with --debug-dir"
+        ),
         other => format!("cannot read {file}: {other}"),
     }
 }
@@ -349,11 +364,16 @@ fn annotate_one(
         .map(|i| {
             let (samples, period, lat, _) = by_addr.remove(&i.address).unwrap_or_default();
             let source = o.source.then(|| source_line(b, i.address)).flatten();
+            let at = usize::try_from(i.address - sym.start).unwrap_or(usize::MAX);
             AnnotatedInsn {
                 address: i.address,
                 samples,
                 period,
                 text: i.text.clone(),
+                raw: code
+                    .get(at..at.saturating_add(i.len))
+                    .unwrap_or_default()
+                    .to_vec(),
                 source,
                 retire_latency: LatencyStats::of_hist(&lat).filter(|_| has_latency),
                 latency_values: super::latency::histogram_of(&lat),

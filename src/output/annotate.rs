@@ -57,13 +57,20 @@ impl Column {
     }
 }
 
-/// The event's totals, for the global percentages.
+/// How the text is laid out.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Totals {
-    /// Samples of the event.
+pub struct TextOptions {
+    /// The first column.
+    pub column: Column,
+    /// Samples of the event, for the global percentages.
     pub samples: u64,
     /// Their periods.
     pub period: u64,
+    /// `--asm-raw`: the instruction's bytes before its text (the first seven, as objdump's
+    /// line shows them).
+    pub asm_raw: bool,
+    /// `--td-level`: 2 adds TopDown level 2 per block.
+    pub td_level: u8,
 }
 
 fn pct(part: u64, whole: u64) -> f64 {
@@ -82,11 +89,11 @@ fn latency_text(s: &LatencyStats) -> String {
 }
 
 /// The text of every annotated function, one after another.
-pub fn text(a: &Annotation, column: Column, totals: Totals) -> String {
+pub fn text(a: &Annotation, o: &TextOptions) -> String {
     let mut s = String::new();
     let mut sources = Sources::default();
     for f in &a.symbols {
-        function_text(&mut s, f, &a.event, column, totals, &mut sources);
+        function_text(&mut s, f, &a.event, o, &mut sources);
     }
     s
 }
@@ -123,10 +130,10 @@ fn function_text(
     s: &mut String,
     f: &Annotated,
     event: &str,
-    column: Column,
-    totals: Totals,
+    o: &TextOptions,
     sources: &mut Sources,
 ) {
+    let column = o.column;
     let file = std::path::Path::new(&f.dso)
         .file_name()
         .map_or_else(|| f.dso.clone(), |n| n.to_string_lossy().into_owned());
@@ -166,23 +173,40 @@ fn function_text(
         let col = match column {
             Column::Samples => format!("{:>8}", i.samples),
             Column::LocalPeriod => format!("{:>8.2}", pct(i.period, f.period)),
-            Column::GlobalPeriod => format!("{:>8.2}", pct(i.period, totals.period)),
+            Column::GlobalPeriod => format!("{:>8.2}", pct(i.period, o.period)),
             Column::LocalHits => format!("{:>8.2}", pct(i.samples, f.samples)),
-            Column::GlobalHits => format!("{:>8.2}", pct(i.samples, totals.samples)),
+            Column::GlobalHits => format!("{:>8.2}", pct(i.samples, o.samples)),
         };
         let addr = format!("{:x}:", i.address);
-        let mut line = format!(
-            "{col} :   {addr:<8}{}{}",
-            if addr.len() >= 8 { " " } else { "" },
-            i.text
-        );
+        let raw = if o.asm_raw {
+            let hex: Vec<String> = i.raw.iter().take(7).map(|b| format!("{b:02x}")).collect();
+            format!("{:<20}    ", hex.join(" "))
+        } else {
+            String::new()
+        };
+        let gap = if addr.len() >= 8 { " " } else { "" };
+        let mut line = format!("{col} :   {addr:<8}{gap}{raw}{}", i.text);
         if let Some(l) = &i.retire_latency {
             let _ = write!(line, "    # {}", latency_text(l));
         }
         let _ = writeln!(s, "{line}");
+        // objdump goes on with the bytes past the seventh on lines of their own, which perf
+        // shows as instructions without samples.
+        if o.asm_raw {
+            let zero = match column {
+                Column::Samples => format!("{:>8}", 0),
+                _ => format!("{:>8.2}", 0.0),
+            };
+            for (k, chunk) in i.raw.chunks(7).enumerate().skip(1) {
+                let hex: Vec<String> = chunk.iter().map(|b| format!("{b:02x}")).collect();
+                let addr = format!("{:x}:", i.address + 7 * k as u64);
+                let gap = if addr.len() >= 8 { " " } else { "" };
+                let _ = writeln!(s, "{zero} :   {addr:<8}{gap}{}", hex.join(" "));
+            }
+        }
     }
     latency_histograms(s, f);
-    topdown_blocks(s, f);
+    topdown_blocks(s, f, o.td_level >= 2);
     s.push('\n');
 }
 
@@ -215,11 +239,11 @@ fn latency_histograms(s: &mut String, f: &Annotated) {
 }
 
 /// TopDown per basic block, when the samples carried group-read deltas.
-fn topdown_blocks(s: &mut String, f: &Annotated) {
+fn topdown_blocks(s: &mut String, f: &Annotated, want_level2: bool) {
     if f.blocks.iter().all(|b| b.topdown_l1.is_none()) {
         return;
     }
-    let level2 = f.blocks.iter().any(|b| b.topdown_l2.is_some());
+    let level2 = want_level2 && f.blocks.iter().any(|b| b.topdown_l2.is_some());
     let _ = write!(
         s,
         "\n TopDown per basic block (% of slots):\n   block              samples"
@@ -238,7 +262,7 @@ fn topdown_blocks(s: &mut String, f: &Annotated) {
         for v in b.topdown_l1.unwrap_or_default() {
             let _ = write!(s, "  {v:>16.1}");
         }
-        if let Some(l2) = b.topdown_l2 {
+        if let Some(l2) = b.topdown_l2.filter(|_| level2) {
             for v in l2 {
                 let _ = write!(s, "  {v:>18.1}");
             }
