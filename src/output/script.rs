@@ -145,7 +145,7 @@ fn frames_of(
     // name, as perf prints a call-chain entry.
     // perf prints `[unknown]` for an address no symbol covers (the report says why).
     let addr = if chain { l.rel_addr } else { l.addr };
-    if l.sym.is_none() && l.frames.is_empty() {
+    if l.sym.is_none() {
         out.push((addr, "[unknown]".to_string(), None, l.dso_path.to_string()));
         return;
     }
