@@ -399,8 +399,11 @@ fn annotate(
     err: &mut dyn Write,
 ) -> Result<u8, AppError> {
     use crate::analysis::{annotate, replay};
-    // Kernel code is not disassembled, so this machine's kernel symbols are not read.
-    let rec = open_recording_with(env, &cfg.input, false, err)?;
+    // Kernel code is read from /proc/kcore: without it this machine's kernel symbols (tens of
+    // milliseconds to read) are of no use here.
+    let kcore = env.procfs_root.join("kcore");
+    let kcore_readable = std::fs::File::open(&kcore).is_ok();
+    let rec = open_recording_with(env, &cfg.input, kcore_readable, err)?;
     let popts = with_threads(&cfg.profile, env);
     let p = replay::build(&rec, &popts, &mut |_| {});
     read_warnings(&rec, err)?;
@@ -422,6 +425,10 @@ fn annotate(
     o.event = event;
     o.symfs = popts.symfs.clone();
     o.search = popts.search.clone();
+    o.kernel = kcore_readable
+        .then(|| rec.kernel_symbols())
+        .filter(|k| !k.is_empty())
+        .map(|k| (k, kcore));
     o.build_ids =
         crate::symbol::symbolizer::parse_build_ids(&rec.side("build-ids").unwrap_or_default());
     let a = annotate::annotate(&p, &o);

@@ -230,7 +230,9 @@ mod tests {
             let len = (next() % 64) as usize;
             let bytes: Vec<u8> = (0..len).map(|_| next() as u8).collect();
             let base = 0x40_0000 + round;
-            let v = disassemble(&bytes, base, Syntax::Att, &|a| Some(("f".into(), a - base)));
+            let v = disassemble(&bytes, base, Syntax::Att, &|a| {
+                Some(("f".into(), a.wrapping_sub(base)))
+            });
             let covered: usize = v.iter().map(|i| i.len).sum();
             assert!(covered >= len && v.len() <= len, "{bytes:02x?}");
             let mut at = base;

@@ -975,3 +975,89 @@ fn annotate_attributes_latency_per_instruction_and_topdown_per_block() {
     );
     assert!(out.contains("TopDown per basic block"), "{out}");
 }
+
+/// An ELF core image of memory, as `/proc/kcore` is: one `PT_LOAD` holding `code` at the
+/// virtual address `vaddr`.
+fn core_image(vaddr: u64, code: &[u8]) -> Vec<u8> {
+    let mut b = Vec::new();
+    b.extend_from_slice(b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0"); // 64-bit, little-endian
+    b.extend_from_slice(&4u16.to_le_bytes()); // ET_CORE
+    b.extend_from_slice(&62u16.to_le_bytes()); // EM_X86_64
+    b.extend_from_slice(&1u32.to_le_bytes());
+    b.extend_from_slice(&0u64.to_le_bytes()); // e_entry
+    b.extend_from_slice(&64u64.to_le_bytes()); // e_phoff
+    b.extend_from_slice(&0u64.to_le_bytes()); // e_shoff
+    b.extend_from_slice(&0u32.to_le_bytes()); // e_flags
+    for v in [64u16, 56, 1, 64, 0, 0] {
+        // e_ehsize, e_phentsize, e_phnum, e_shentsize, e_shnum, e_shstrndx
+        b.extend_from_slice(&v.to_le_bytes());
+    }
+    let offset = 0x1000u64;
+    b.extend_from_slice(&1u32.to_le_bytes()); // PT_LOAD
+    b.extend_from_slice(&5u32.to_le_bytes()); // R|X
+    for v in [
+        offset,
+        vaddr,
+        0,
+        code.len() as u64,
+        code.len() as u64,
+        0x1000,
+    ] {
+        b.extend_from_slice(&v.to_le_bytes());
+    }
+    b.resize(offset as usize, 0);
+    b.extend_from_slice(code);
+    b
+}
+
+/// Kernel functions are read from `/proc/kcore` (here a core image in a stand-in `/proc`),
+/// their ends from the next kernel symbol; without it they are one line.
+#[test]
+fn annotate_reads_kernel_code_from_kcore() {
+    let mut s = Synth::new("sapphirerapids", true, |_| 0);
+    let c = s.sampler(None);
+    s.sample(c, 500, HOT_A, 100, Some(RETIRING), 7);
+    s.sample(c, 500, HOT_A, 100, Some(RETIRING), 9);
+    let dir = tempfile::tempdir().unwrap();
+    s.write(dir.path());
+    // hot_a (0xffffffff81001000, up to hot_b) : `push %rbp; mov %rsp,%rbp; ...` with the
+    // sampled address 0x10 bytes in, then int3 padding.
+    let mut code = vec![0x55, 0x48, 0x89, 0xe5];
+    code.resize(0x10, 0x90);
+    code.extend_from_slice(&[0x48, 0x01, 0xd8]); // add %rbx,%rax at HOT_A
+    code.resize(0x2000, 0xcc);
+    let proc = dir.path().join("proc");
+    std::fs::create_dir(&proc).unwrap();
+    std::fs::write(proc.join("kcore"), core_image(0xffff_ffff_8100_1000, &code)).unwrap();
+    let run = |procfs: &std::path::Path| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_hrec"))
+            .args(["annotate", "--json", "hot_a"])
+            .current_dir(dir.path())
+            .env("HREC_PROCFS_ROOT", procfs)
+            .output()
+            .unwrap()
+    };
+    let o = run(&proc);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let j: Value = serde_json::from_str(&out).unwrap();
+    let f = &j["symbols"][0];
+    assert_eq!(f["start"].as_u64(), Some(0xffff_ffff_8100_1000));
+    assert_eq!(f["size"].as_u64(), Some(0x1000), "up to hot_b");
+    let insns = f["instructions"].as_array().unwrap();
+    assert_eq!(insns[0]["text"], "push   %rbp");
+    let hot = insns
+        .iter()
+        .find(|i| i["address"].as_u64() == Some(HOT_A))
+        .unwrap();
+    assert_eq!(hot["text"], "add    %rbx,%rax");
+    assert_eq!(hot["samples"], 2);
+    assert_eq!(hot["retire_latency"]["max"], 9);
+    // Without a readable kcore: one line.
+    let o = run(&dir.path().join("nothing"));
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    let lines: Vec<&str> = err.lines().filter(|l| l.contains("hot_a")).collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(lines[0].contains("/proc/kcore"), "{err}");
+}

@@ -16,9 +16,12 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use crate::disasm::{self, Insn, Syntax};
+use std::sync::Arc;
+
 use crate::symbol::Unresolved;
 use crate::symbol::binary::Binary;
 use crate::symbol::debuginfo::SearchPaths;
+use crate::symbol::kallsyms::KernelSymbols;
 
 use super::latency::{LatHist, LatencyStats};
 use super::profile::{NONE, Profile};
@@ -45,6 +48,10 @@ pub struct AnnotateOptions {
     pub build_ids: HashMap<PathBuf, Vec<u8>>,
     /// Read source lines from DWARF.
     pub source: bool,
+    /// Kernel code: the kernel's symbols (names and, from the next symbol, sizes) and an ELF
+    /// core image of its memory (`/proc/kcore`) to read the bytes from; without both, kernel
+    /// functions are left out with one line.
+    pub kernel: Option<(Arc<KernelSymbols>, PathBuf)>,
 }
 
 /// Where an instruction's code came from.
@@ -225,9 +232,9 @@ pub fn annotate(p: &Profile, o: &AnnotateOptions) -> Annotation {
     unnamed.retain(|file, _| !funcs.values().any(|h| &h.dso == file));
     let total: u64 = p.events.get(o.event).map_or(0, |e| e.samples);
     let mut picked: Vec<((String, String), Hits)> = if o.symbols.is_empty() {
-        if kernel_samples > 0 {
+        if kernel_samples > 0 && o.kernel.is_none() {
             out.problems.push(format!(
-                "{kernel_samples} samples in kernel code are not annotated (hrec does not disassemble the kernel yet)"
+                "{kernel_samples} samples in kernel code are not annotated: {NO_KCORE}"
             ));
         }
         for (n, why) in unnamed.values() {
@@ -237,7 +244,8 @@ pub fn annotate(p: &Profile, o: &AnnotateOptions) -> Annotation {
         let mut v: Vec<_> = funcs
             .into_iter()
             .filter(|(_, h)| {
-                !h.kernel && 100.0 * h.samples as f64 >= o.percent_limit * total as f64
+                (!h.kernel || o.kernel.is_some())
+                    && 100.0 * h.samples as f64 >= o.percent_limit * total as f64
             })
             .collect();
         v.sort_by(|a, b| b.1.samples.cmp(&a.1.samples).then(a.0.cmp(&b.0)));
@@ -275,9 +283,14 @@ pub fn annotate(p: &Profile, o: &AnnotateOptions) -> Annotation {
     let mut binaries: HashMap<String, Result<Binary, String>> = HashMap::new();
     for ((name, dso), h) in picked.drain(..) {
         if h.kernel {
-            out.problems.push(format!(
-                "{name} [kernel]: kernel code is not disassembled yet (it needs the kernel image or /proc/kcore)"
-            ));
+            match &o.kernel {
+                None => out.problems.push(format!("{name} [kernel]: {NO_KCORE}")),
+                Some((syms, kcore)) => match annotate_kernel(syms, kcore, &name, h, o, has_latency)
+                {
+                    Ok(a) => out.symbols.push(a),
+                    Err(why) => out.problems.push(format!("{name} [kernel]: {why}")),
+                },
+            }
             continue;
         }
         let binary = binaries.entry(dso.clone()).or_insert_with(|| load(&dso, o));
@@ -294,6 +307,41 @@ pub fn annotate(p: &Profile, o: &AnnotateOptions) -> Annotation {
         }
     }
     out
+}
+
+/// Why kernel code is not annotated without `/proc/kcore`.
+const NO_KCORE: &str = "kernel code is read from /proc/kcore, which is not readable here (it needs root, and a kernel that has it)";
+
+/// The most bytes of a kernel function read (its size is the distance to the next symbol,
+/// which after the last symbol of a region can be large).
+const MAX_KERNEL_FUNCTION: u64 = 1 << 20;
+
+/// A kernel function, its bytes from the core image at its running address.
+fn annotate_kernel(
+    syms: &KernelSymbols,
+    kcore: &Path,
+    name: &str,
+    h: Hits,
+    o: &AnnotateOptions,
+    has_latency: bool,
+) -> Result<Annotated, String> {
+    let end = syms
+        .end_of(h.start)
+        .ok_or("its end is unknown (no kernel symbol follows it)")?;
+    let size = end.saturating_sub(h.start);
+    if size == 0 || size > MAX_KERNEL_FUNCTION {
+        return Err(format!(
+            "{size} bytes to the next kernel symbol is not one function"
+        ));
+    }
+    let code = crate::symbol::binary::core_code(kcore, h.start, size)
+        .ok_or_else(|| format!("{} does not hold its bytes", kcore.display()))?;
+    let namer = |a: u64| -> Option<(String, u64)> {
+        let (s, off) = syms.lookup(a)?;
+        Some((s.name.to_string(), off))
+    };
+    let insns = disasm::disassemble(&code, h.start, o.syntax, &namer);
+    Ok(assemble(name, h, &insns, &code, None, has_latency))
 }
 
 /// `want` names the file `path` (its whole path, or its file name).
@@ -356,6 +404,27 @@ fn annotate_one(
         Some((s.name.to_string(), a - s.start))
     };
     let insns = disasm::disassemble(&code, sym.start, o.syntax, &namer);
+    Ok(assemble(
+        name,
+        h,
+        &insns,
+        &code,
+        o.source.then_some(b),
+        has_latency,
+    ))
+}
+
+/// The annotated function from its decoded instructions (`code` their bytes, from the
+/// function's start) and its samples; source lines from `dwarf` when given.
+fn assemble(
+    name: &str,
+    h: Hits,
+    insns: &[Insn],
+    code: &[u8],
+    dwarf: Option<&Binary>,
+    has_latency: bool,
+) -> Annotated {
+    let start = insns.first().map_or(h.start, |i| i.address);
     let td_at: Vec<(u64, TdCounts)> = h.by_addr.iter().map(|(&a, e)| (a, e.3)).collect();
     let dso = h.dso;
     let mut by_addr = h.by_addr;
@@ -363,8 +432,7 @@ fn annotate_one(
         .iter()
         .map(|i| {
             let (samples, period, lat, _) = by_addr.remove(&i.address).unwrap_or_default();
-            let source = o.source.then(|| source_line(b, i.address)).flatten();
-            let at = usize::try_from(i.address - sym.start).unwrap_or(usize::MAX);
+            let at = usize::try_from(i.address - start).unwrap_or(usize::MAX);
             AnnotatedInsn {
                 address: i.address,
                 samples,
@@ -374,7 +442,7 @@ fn annotate_one(
                     .get(at..at.saturating_add(i.len))
                     .unwrap_or_default()
                     .to_vec(),
-                source,
+                source: dwarf.and_then(|b| source_line(b, i.address)),
                 retire_latency: LatencyStats::of_hist(&lat).filter(|_| has_latency),
                 latency_values: super::latency::histogram_of(&lat),
             }
@@ -388,17 +456,17 @@ fn annotate_one(
             i.period += period;
         }
     }
-    let blocks = blocks(&insns, &instructions, &td_at);
-    Ok(Annotated {
+    let blocks = blocks(insns, &instructions, &td_at);
+    Annotated {
         name: name.to_string(),
         dso,
-        start: sym.start,
-        size: sym.size,
+        start,
+        size: code.len() as u64,
         samples: instructions.iter().map(|i| i.samples).sum(),
         period: instructions.iter().map(|i| i.period).sum(),
         instructions,
         blocks,
-    })
+    }
 }
 
 /// The innermost source line of `addr` and the functions inlined there.

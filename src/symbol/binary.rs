@@ -19,6 +19,29 @@ use super::{Frame, Symbolized, Unresolved};
 /// one a person reads instruction by instruction).
 pub const MAX_CODE: u64 = 16 << 20;
 
+/// The bytes at `[addr, addr + len)` of an ELF core image of memory (`/proc/kcore`, whose
+/// `PT_LOAD` segments are at the kernel's virtual addresses): only from one segment's file
+/// bytes, at most [`MAX_CODE`]; `None` when the range is not all in one.
+pub fn core_code(path: &Path, addr: u64, len: u64) -> Option<Vec<u8>> {
+    use object::{Object as _, ObjectSegment as _};
+    use std::os::unix::fs::FileExt as _;
+    if len == 0 || len > MAX_CODE {
+        return None;
+    }
+    let file = std::fs::File::open(path).ok()?;
+    let cache = object::read::ReadCache::new(&file);
+    let obj = object::File::parse(&cache).ok()?;
+    let end = addr.checked_add(len)?;
+    let (offset, _) = obj.segments().find_map(|s| {
+        let (off, size) = s.file_range();
+        (addr >= s.address() && end - s.address() <= size)
+            .then(|| (off.checked_add(addr - s.address()), size))
+    })?;
+    let mut buf = vec![0u8; usize::try_from(len).ok()?];
+    file.read_exact_at(&mut buf, offset?).ok()?;
+    Some(buf)
+}
+
 /// A loaded ELF file, ready to answer address queries. `Send` (load and query it on a worker
 /// thread), not `Sync`: `addr2line` parses compilation units lazily behind cells.
 pub struct Binary {

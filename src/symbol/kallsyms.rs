@@ -135,6 +135,16 @@ impl KernelSymbols {
     }
 }
 
+impl KernelSymbols {
+    /// Where the symbol starting at `start` ends: the next symbol's start (kallsyms has no
+    /// sizes); `None` for the last symbol or an address that starts none.
+    pub fn end_of(&self, start: u64) -> Option<u64> {
+        let i = self.entries.partition_point(|s| s.start <= start);
+        (i > 0 && self.entries[i - 1].start == start).then_some(())?;
+        self.entries.get(i).map(|e| e.start)
+    }
+}
+
 impl KernelSym {
     /// The dso perf shows: `[kernel.kallsyms]` or `[module]`.
     pub fn dso(&self) -> String {
