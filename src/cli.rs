@@ -79,9 +79,9 @@ pub struct AnnotateArgs {
     /// Functions to annotate (default: every function with samples, hottest first).
     #[arg(value_name = "SYMBOL")]
     pub symbols: Vec<String>,
-    /// Input file.
-    #[arg(short = 'i', long = "input", default_value = "hrec.data")]
-    pub input: PathBuf,
+    /// Input file [default: hrec.data, else perf.data when only that is here].
+    #[arg(short = 'i', long = "input")]
+    pub input: Option<PathBuf>,
     /// A function to annotate (repeatable; as the SYMBOL arguments).
     #[arg(short = 's', long = "symbol", value_name = "SYMBOL")]
     pub symbol: Vec<String>,
@@ -196,9 +196,9 @@ pub struct RecordArgs {
 /// Commands that read a recording.
 #[derive(Debug, Args)]
 pub struct InputArgs {
-    /// Input file.
-    #[arg(short = 'i', long = "input", default_value = "hrec.data")]
-    pub input: PathBuf,
+    /// Input file [default: hrec.data, else perf.data when only that is here].
+    #[arg(short = 'i', long = "input")]
+    pub input: Option<PathBuf>,
 }
 
 /// Where binaries and their debug files are found: the same flags for every command that
@@ -238,6 +238,20 @@ pub struct FilterArgs {
     pub sym: Vec<String>,
 }
 
+/// `-i` when given; else `hrec.data`, or `perf.data` when only that is in the directory (as
+/// `perf report` users expect where perf recorded), said on stderr.
+fn input_file(given: Option<PathBuf>) -> PathBuf {
+    if let Some(p) = given {
+        return p;
+    }
+    let hrec = PathBuf::from("hrec.data");
+    if !hrec.exists() && std::path::Path::new("perf.data").exists() {
+        eprintln!("hrec: reading perf.data (there is no hrec.data here; -i picks the file)");
+        return PathBuf::from("perf.data");
+    }
+    hrec
+}
+
 /// The profile options and sample filters of the shared flags; `Err` is a usage error.
 fn reading_options(
     symbols: SymbolArgs,
@@ -272,9 +286,9 @@ fn reading_options(
 /// `hrec script` flags.
 #[derive(Debug, Args)]
 pub struct ScriptArgs {
-    /// Input file.
-    #[arg(short = 'i', long = "input", default_value = "hrec.data")]
-    pub input: PathBuf,
+    /// Input file [default: hrec.data, else perf.data when only that is here].
+    #[arg(short = 'i', long = "input")]
+    pub input: Option<PathBuf>,
     /// Fields: comm,pid,tid,cpu,time,period,event,ip,sym,symoff,dso,weight,ins_lat,retire_lat,read
     /// (or +field / -field to change the defaults).
     #[arg(short = 'F', long = "fields")]
@@ -291,9 +305,9 @@ pub struct ScriptArgs {
 /// `hrec report` flags (perf report's names).
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// Input file.
-    #[arg(short = 'i', long = "input", default_value = "hrec.data")]
-    pub input: PathBuf,
+    /// Input file [default: hrec.data, else perf.data when only that is here].
+    #[arg(short = 'i', long = "input")]
+    pub input: Option<PathBuf>,
     /// Sort keys: comm, pid, tid, dso, sym, srcline, ip, event, pmu, cpu.
     #[arg(short = 's', long = "sort", default_value = "comm,dso,sym")]
     pub sort: String,
@@ -400,7 +414,7 @@ impl ReportArgs {
             call_graph.max_stack = n;
         }
         Ok(hrec::app::ReportConfig {
-            input: self.input,
+            input: input_file(self.input),
             hist: hist::HistOptions {
                 sort,
                 children: self.children,
@@ -434,9 +448,9 @@ impl ReportArgs {
 /// `hrec flamegraph` flags.
 #[derive(Debug, Args)]
 pub struct FlamegraphArgs {
-    /// Input file.
-    #[arg(short = 'i', long = "input", default_value = "hrec.data")]
-    pub input: PathBuf,
+    /// Input file [default: hrec.data, else perf.data when only that is here].
+    #[arg(short = 'i', long = "input")]
+    pub input: Option<PathBuf>,
     /// Output SVG (or folded stacks with --folded; `-` for stdout).
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
@@ -480,7 +494,7 @@ impl FlamegraphArgs {
         let default_out = if self.folded { "-" } else { "flamegraph.svg" };
         let (profile, filters) = reading_options(self.symbols, self.filters)?;
         Ok(hrec::app::FlamegraphConfig {
-            input: self.input,
+            input: input_file(self.input),
             output: self.output.unwrap_or_else(|| PathBuf::from(default_out)),
             folded: self.folded,
             diff: self.diff,
@@ -513,9 +527,9 @@ impl FlamegraphArgs {
 /// `hrec export` flags.
 #[derive(Debug, Args)]
 pub struct ExportArgs {
-    /// Input file.
-    #[arg(short = 'i', long = "input", default_value = "hrec.data")]
-    pub input: PathBuf,
+    /// Input file [default: hrec.data, else perf.data when only that is here].
+    #[arg(short = 'i', long = "input")]
+    pub input: Option<PathBuf>,
     /// Output format: pprof (gzip-compressed profile.proto, for `go tool pprof` and others).
     #[arg(long, value_parser = ["pprof"])]
     pub format: String,
@@ -539,7 +553,7 @@ impl ExportArgs {
             hrec::app::ExportFormat::Pprof => "profile.pb.gz",
         };
         Ok(hrec::app::ExportConfig {
-            input: self.input,
+            input: input_file(self.input),
             output: self.output.unwrap_or_else(|| PathBuf::from(default_out)),
             format,
             profile,
@@ -834,7 +848,7 @@ impl Cli {
             Cmd::Script(a) => {
                 let (profile, filters) = reading_options(a.symbols, a.filters)?;
                 Command::Script(Box::new(hrec::app::ScriptConfig {
-                    input: a.input,
+                    input: input_file(a.input),
                     fields: match &a.fields {
                         Some(f) => hrec::output::script::parse_fields(f)?,
                         None => hrec::output::script::Field::DEFAULT.to_vec(),
@@ -847,7 +861,9 @@ impl Cli {
             Cmd::Flamegraph(a) => Command::Flamegraph(Box::new(a.into_config()?)),
             Cmd::Export(a) => Command::Export(Box::new(a.into_config()?)),
             Cmd::Stat(a) => Command::Stat(Box::new(a.into_config()?)),
-            Cmd::Info(a) => Command::Info(InputConfig { input: a.input }),
+            Cmd::Info(a) => Command::Info(InputConfig {
+                input: input_file(a.input),
+            }),
             Cmd::Annotate(a) => {
                 let syntax: hrec::disasm::Syntax = a.style.parse()?;
                 let column: hrec::output::annotate::Column = if a.show_nr_samples {
@@ -859,7 +875,7 @@ impl Cli {
                 let mut symbols = a.symbols;
                 symbols.extend(a.symbol);
                 Command::Annotate(Box::new(hrec::app::AnnotateConfig {
-                    input: a.input,
+                    input: input_file(a.input),
                     options: hrec::analysis::annotate::AnnotateOptions {
                         symbols,
                         dso: a.dso,
@@ -911,6 +927,12 @@ impl RecordArgs {
         };
         // As in perf: `-g` turns call graphs on (frame pointers unless said otherwise) and
         // `--call-graph MODE` picks the mode, so `-g --call-graph dwarf` records dwarf.
+        if self.count == Some(0) {
+            return Err(
+                "-c 0: a sample every 0 events is no period; give 1 or more (e.g. -c 100003)"
+                    .into(),
+            );
+        }
         let call_graph = self.call_graph.or(self.g.then_some(CallGraph::Fp));
         Ok(RecordConfig {
             options: RecordOptions {
@@ -1030,6 +1052,11 @@ mod tests {
         assert_eq!(r.options.target, Target::Pids(vec![1]));
         assert_eq!(r.command, ["sleep", "1"]);
         assert!(record(&["-F", "fast"]).is_err());
+        assert!(
+            record(&["-c", "0", "--", "true"])
+                .unwrap_err()
+                .contains("-c 0")
+        );
         assert!(
             record(&["--call-graph", "lbr"])
                 .unwrap_err()

@@ -293,3 +293,44 @@ fn shared_reading_flags_filter_every_reading_command() {
         assert!(err.contains("START must be before END"), "{cmd:?}: {err}");
     }
 }
+
+/// Without `-i`, the reading commands take `hrec.data`, else `perf.data` when only that is in
+/// the directory (saying so), as `perf report` users expect where perf recorded.
+#[test]
+fn without_input_perf_data_is_read_when_hrec_data_is_absent() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings");
+    std::fs::copy(
+        fixture.join("plain.perf.data"),
+        dir.path().join("perf.data"),
+    )
+    .unwrap();
+    let o = support::hrec_in(dir.path(), &["report"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("reading perf.data (there is no hrec.data here"),
+        "{err}"
+    );
+    let o = support::hrec_in(dir.path(), &["report", "-i", "perf.data"]);
+    assert_eq!(text(&o).0, out, "the same report as with -i perf.data");
+    // With hrec.data present, it is the one read, silently.
+    std::fs::copy(fixture.join("plain.hrec"), dir.path().join("hrec.data")).unwrap();
+    let o = support::hrec_in(dir.path(), &["script"]);
+    let (_, err) = text(&o);
+    assert!(o.status.success() && !err.contains("perf.data"), "{err}");
+}
+
+/// A period of 0 events is one line and exit 2, as a frequency of 0 is.
+#[test]
+fn zero_periods_and_frequencies_are_usage_errors() {
+    for args in [["-c", "0"], ["-F", "0"]] {
+        let mut all = vec!["record"];
+        all.extend(args);
+        all.extend(["--", "true"]);
+        let o = hrec(None, &all);
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    }
+}
