@@ -728,11 +728,11 @@ fn places(o: &StatOptions, child: Option<i32>) -> Result<Places, StatError> {
         (places, (0..tids.len()).collect(), labels)
     };
     Ok(match &o.target {
+        // -a: every online CPU (the caller usually resolved it already).
         StatTarget::AllCpus => {
-            return Err(StatError::NoTask(
-                "the list of online CPUs (-a is resolved before counting)".into(),
-            ));
+            return cpu_places(o, &o.online.clone().unwrap_or_default(), &per_thread);
         }
+        StatTarget::Cpus(list) => return cpu_places(o, list, &per_thread),
         StatTarget::Workload => (
             vec![(
                 child.ok_or_else(|| StatError::NoTask("the command".into()))?,
@@ -771,72 +771,78 @@ fn places(o: &StatOptions, child: Option<i32>) -> Result<Places, StatError> {
                 )
             }
         }
-        StatTarget::Cpus(list) => {
-            if let Some(online) = &o.online
-                && let Some(&cpu) = list.cpus().iter().find(|&&c| !online.contains(c))
-            {
-                return Err(StatError::CpuOffline {
-                    cpu,
-                    list: list.to_string(),
-                    online: online.to_string(),
-                });
-            }
-            let cpus = list.cpus();
-            if o.aggr == Aggr::PerThread {
-                // Every thread running now, on any CPU (perf's `-a --per-thread`).
-                let pids: Vec<u32> = std::fs::read_dir(&o.procfs_root)
-                    .map(|rd| {
-                        rd.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                let mut tids = Vec::new();
-                for pid in pids {
-                    tids.extend(threads_of(&o.procfs_root, &[pid]).unwrap_or_default());
-                }
-                tids.sort_unstable();
-                return Ok(per_thread(tids));
-            }
-            let places: Vec<(i32, i32)> = cpus.iter().map(|&c| (-1, c as i32)).collect();
-            let where_ = |c: u32| o.topology.get(&c).copied().unwrap_or((0, 0, c));
-            // The aggregate of each CPU, in order of first appearance of its sorted key.
-            let keyed: Vec<Label> = cpus
-                .iter()
-                .map(|&c| {
-                    let (socket, die, core) = where_(c);
-                    match o.aggr {
-                        Aggr::PerCpu => Label::Cpu(c),
-                        Aggr::PerCore => Label::Core {
-                            socket,
-                            die,
-                            core,
-                            cpus: 0,
-                        },
-                        Aggr::PerSocket => Label::Socket { socket, cpus: 0 },
-                        Aggr::Global | Aggr::PerThread => Label::Cpu(0),
-                    }
-                })
-                .collect();
-            if o.aggr == Aggr::Global {
-                return Ok((places, vec![0; cpus.len()], Vec::new()));
-            }
-            let mut labels: Vec<Label> = keyed.clone();
-            labels.sort();
-            labels.dedup();
-            let key: Vec<usize> = keyed
-                .iter()
-                .map(|l| labels.binary_search(l).unwrap_or(0))
-                .collect();
-            for (i, l) in labels.iter_mut().enumerate() {
-                let n = key.iter().filter(|&&k| k == i).count();
-                match l {
-                    Label::Core { cpus, .. } | Label::Socket { cpus, .. } => *cpus = n,
-                    _ => {}
-                }
-            }
-            (places, key, labels)
-        }
     })
+}
+
+/// The places of `-a`/`-C` (one per CPU of `list`, or every thread with `--per-thread`).
+fn cpu_places(
+    o: &StatOptions,
+    list: &CpuList,
+    per_thread: &dyn Fn(Vec<u32>) -> Places,
+) -> Result<Places, StatError> {
+    if let Some(online) = &o.online
+        && let Some(&cpu) = list.cpus().iter().find(|&&c| !online.contains(c))
+    {
+        return Err(StatError::CpuOffline {
+            cpu,
+            list: list.to_string(),
+            online: online.to_string(),
+        });
+    }
+    let cpus = list.cpus();
+    if o.aggr == Aggr::PerThread {
+        // Every thread running now, on any CPU (perf's `-a --per-thread`).
+        let pids: Vec<u32> = std::fs::read_dir(&o.procfs_root)
+            .map(|rd| {
+                rd.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut tids = Vec::new();
+        for pid in pids {
+            tids.extend(threads_of(&o.procfs_root, &[pid]).unwrap_or_default());
+        }
+        tids.sort_unstable();
+        return Ok(per_thread(tids));
+    }
+    let places: Vec<(i32, i32)> = cpus.iter().map(|&c| (-1, c as i32)).collect();
+    let where_ = |c: u32| o.topology.get(&c).copied().unwrap_or((0, 0, c));
+    // The aggregate of each CPU; aggregates in the order of their keys (socket, die, core).
+    let keyed: Vec<Label> = cpus
+        .iter()
+        .map(|&c| {
+            let (socket, die, core) = where_(c);
+            match o.aggr {
+                Aggr::PerCpu => Label::Cpu(c),
+                Aggr::PerCore => Label::Core {
+                    socket,
+                    die,
+                    core,
+                    cpus: 0,
+                },
+                Aggr::PerSocket => Label::Socket { socket, cpus: 0 },
+                Aggr::Global | Aggr::PerThread => Label::Cpu(0),
+            }
+        })
+        .collect();
+    if o.aggr == Aggr::Global {
+        return Ok((places, vec![0; cpus.len()], Vec::new()));
+    }
+    let mut labels: Vec<Label> = keyed.clone();
+    labels.sort();
+    labels.dedup();
+    let key: Vec<usize> = keyed
+        .iter()
+        .map(|l| labels.binary_search(l).unwrap_or(0))
+        .collect();
+    for (i, l) in labels.iter_mut().enumerate() {
+        let n = key.iter().filter(|&&k| k == i).count();
+        match l {
+            Label::Core { cpus, .. } | Label::Socket { cpus, .. } => *cpus = n,
+            _ => {}
+        }
+    }
+    Ok((places, key, labels))
 }
 
 /// Counts `command` (or the target; with both, the target for as long as the command runs)
