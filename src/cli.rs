@@ -336,6 +336,14 @@ pub struct ReportArgs {
     /// and of the user part each).
     #[arg(long = "max-stack", value_name = "N")]
     pub max_stack: Option<usize>,
+    /// With filters: percentages of all samples (absolute, perf's default) or of the kept
+    /// ones (relative).
+    #[arg(
+        long = "percentage",
+        default_value = "absolute",
+        value_name = "absolute|relative"
+    )]
+    pub percentage: String,
     /// TopDown columns: 0 (none), 1 (level 1, default) or 2.
     #[arg(long = "td-level", default_value_t = 1, value_parser = clap::value_parser!(u8).range(0..=2))]
     pub td_level: u8,
@@ -421,6 +429,15 @@ impl ReportArgs {
                 full_source_path: self.full_source_path,
                 filters,
                 max_stack: call_graph.max_stack,
+                relative: match self.percentage.as_str() {
+                    "absolute" => false,
+                    "relative" => true,
+                    other => {
+                        return Err(format!(
+                            "--percentage {other}: use absolute (each row's share of all samples, the default) or relative (of the samples the filters keep)"
+                        ));
+                    }
+                },
             },
             children: if self.children {
                 Some(true)

@@ -788,3 +788,78 @@ fn cut_and_damaged_files_give_a_partial_result_or_one_error_line() {
         );
     }
 }
+
+/// `--percentage`: with a filter, each row keeps its share of all samples (perf's default,
+/// absolute) or gets its share of the kept ones (relative), with the header's event count to
+/// match, as perf report prints them on the same file.
+#[test]
+fn percentage_absolute_and_relative_match_perf() {
+    if support::perf().is_none() {
+        return;
+    }
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings");
+    // `(overhead of hot, event count)` of a report.
+    let parse = |out: &str| -> (String, String) {
+        let hot = out
+            .lines()
+            .find(|l| l.trim_end().ends_with("[.] hot"))
+            .and_then(|l| l.split_whitespace().next())
+            .unwrap_or_default()
+            .to_string();
+        let count = out
+            .lines()
+            .find_map(|l| l.strip_prefix("# Event count (approx.): "))
+            .unwrap_or_default()
+            .to_string();
+        (hot, count)
+    };
+    for mode in [None, Some("absolute"), Some("relative")] {
+        let mut perf = vec![
+            "report",
+            "-i",
+            "plain.perf.data",
+            "--stdio",
+            "--sort",
+            "sym",
+        ];
+        perf.extend(["--symbols", "hot"]);
+        let mut hrec = vec![
+            "report",
+            "-i",
+            "plain.perf.data",
+            "--sort",
+            "sym",
+            "--sym",
+            "hot",
+        ];
+        if let Some(m) = mode {
+            perf.extend(["--percentage", m]);
+            hrec.extend(["--percentage", m]);
+        }
+        let p = Command::new("perf")
+            .args(&perf)
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        let want = parse(&String::from_utf8_lossy(&p.stdout));
+        let (out, _) = hrec_ok(&dir, &hrec);
+        let got = parse(&out);
+        assert!(!want.0.is_empty(), "perf printed no row for hot");
+        assert_eq!(got, want, "{mode:?}");
+        if mode == Some("relative") {
+            assert_eq!(got.0, "100.00%");
+        } else {
+            assert_ne!(
+                got.0, "100.00%",
+                "{mode:?}: the filter keeps the row's share"
+            );
+        }
+    }
+    let o = hrec_in(
+        &dir,
+        &["report", "-i", "plain.perf.data", "--percentage", "most"],
+    );
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}

@@ -194,6 +194,12 @@ pub struct Table {
     pub total_period: u64,
     /// Kept samples.
     pub total_samples: u64,
+    /// What percentages are shares of: the period of all the event's samples (perf's
+    /// `--percentage absolute`, the default: a filter keeps each row's share), or of the kept
+    /// ones (`relative`: the shown rows add up to 100%).
+    pub base_period: u64,
+    /// The samples [`Table::base_period`] counts.
+    pub base_samples: u64,
     /// TopDown totals over all kept samples.
     pub td: TdCounts,
     /// Kept samples with TopDown deltas.
@@ -220,6 +226,8 @@ pub struct HistOptions {
     /// Call-chain frames credited with `children`, innermost first (`--max-stack`, counted as
     /// perf counts them: [`callgraph::kept_locs`]).
     pub max_stack: usize,
+    /// `--percentage relative`: shares of the kept samples instead of all of them.
+    pub relative: bool,
 }
 
 impl Default for HistOptions {
@@ -230,6 +238,7 @@ impl Default for HistOptions {
             full_source_path: false,
             filters: Filters::default(),
             max_stack: 127,
+            relative: false,
         }
     }
 }
@@ -391,10 +400,12 @@ pub fn tables(p: &Profile, o: &HistOptions) -> Vec<Table> {
     let mut seen: Vec<Key> = Vec::new();
     let mut kept: Vec<u32> = Vec::new();
     for (si, s) in p.groups.iter().enumerate() {
+        let ev = usize::from(s.event);
+        out[ev].base_period += s.period;
+        out[ev].base_samples += s.samples;
         if !o.filters.keep(p, s) {
             continue;
         }
-        let ev = usize::from(s.event);
         let t = &mut out[ev];
         t.total_period += s.period;
         t.total_samples += s.samples;
@@ -490,6 +501,10 @@ pub fn tables(p: &Profile, o: &HistOptions) -> Vec<Table> {
         });
         t.rows = rows;
         t.latency = LatencyStats::of_hist(&t.latencies);
+        if o.relative {
+            t.base_period = t.total_period;
+            t.base_samples = t.total_samples;
+        }
     }
     out
 }
@@ -510,7 +525,7 @@ pub fn call_trees(
         if cg.mode == Mode::Fractal {
             share(t.rows.get(r).map_or(0, weight))
         } else {
-            share(t.total_period)
+            share(t.base_period)
         }
     };
     let rows: FastMap<Key, usize> = t

@@ -179,9 +179,9 @@ fn header_cells(c: &Cols, sort: &[SortKey]) -> Vec<String> {
 fn row_cells(c: &Cols, t: &Table, r: &Row) -> Vec<String> {
     let mut v = Vec::new();
     if c.children {
-        v.push(format!("{:.2}%", pct(r.children, t.total_period)));
+        v.push(format!("{:.2}%", pct(r.children, t.base_period)));
     }
-    v.push(format!("{:.2}%", pct(r.period, t.total_period)));
+    v.push(format!("{:.2}%", pct(r.period, t.base_period)));
     v.push(r.samples.to_string());
     if c.td >= 1 {
         let mark = if r.td_samples < MIN_TD_SAMPLES {
@@ -438,14 +438,14 @@ pub fn text(
         let _ = writeln!(
             s,
             "# Samples: {} of event '{}'{}",
-            t.total_samples,
+            t.base_samples,
             e.name,
             e.pmu
                 .as_deref()
                 .map(|p| format!(" (PMU {p})"))
                 .unwrap_or_default()
         );
-        let _ = writeln!(s, "# Event count (approx.): {}", t.total_period);
+        let _ = writeln!(s, "# Event count (approx.): {}", t.base_period);
         let td_level = if t.td_samples > 0 { style.td_level } else { 0 };
         if td_level > 0
             && let Some(line) = td_header_line(
@@ -486,7 +486,7 @@ pub fn text(
             .rows
             .iter()
             .enumerate()
-            .filter(|(_, r)| pct(weight(r), t.total_period) >= style.percent_limit)
+            .filter(|(_, r)| pct(weight(r), t.base_period) >= style.percent_limit)
             .collect();
         let cells: Vec<Vec<String>> = rows.iter().map(|(_, r)| row_cells(&cols, t, r)).collect();
         let numeric = head.len() - o.sort.len();
@@ -527,7 +527,7 @@ pub fn text(
             line(&mut s, c, false);
             if let (Some(cg), Some(Some(tree))) = (&style.callgraph, trees.get(ri)) {
                 let skip_first = o.sort.first() == Some(&SortKey::Sym);
-                write_tree(&mut s, tree, cg, t.total_period, weight(r), skip_first);
+                write_tree(&mut s, tree, cg, t.base_period, weight(r), skip_first);
             }
         }
         if rows.len() < t.rows.len() {
@@ -684,7 +684,7 @@ pub fn json(
                     .enumerate()
                     .filter(|(_, r)| {
                         let w = if o.children { r.children } else { r.period };
-                        pct(w, t.total_period) >= style.percent_limit
+                        pct(w, t.base_period) >= style.percent_limit
                     })
                     .map(|(ri, r)| JsonRow {
                         key: o
@@ -693,16 +693,16 @@ pub fn json(
                             .map(|k| k.name())
                             .zip(r.key.iter().cloned())
                             .collect(),
-                        overhead: pct(r.period, t.total_period),
+                        overhead: pct(r.period, t.base_period),
                         period: r.period,
                         samples: r.samples,
-                        children: o.children.then(|| pct(r.children, t.total_period)),
+                        children: o.children.then(|| pct(r.children, t.base_period)),
                         topdown: json_td(&r.td, r.td_samples),
                         retire_latency: r.latency,
                         callgraph: trees
                             .get(ri)
                             .and_then(Option::as_ref)
-                            .map(|tree| json_nodes(tree, tree.roots(), t.total_period)),
+                            .map(|tree| json_nodes(tree, tree.roots(), t.base_period)),
                     })
                     .collect(),
             }
