@@ -367,6 +367,12 @@ pub struct ReportArgs {
     /// Accepted for perf compatibility (text is the default).
     #[arg(long, hide = true)]
     pub stdio: bool,
+    /// Rows only, without the `#` header and notes (perf's -q).
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
+    /// Accepted for perf compatibility: the Samples column is always shown.
+    #[arg(short = 'n', long = "show-nr-samples")]
+    pub show_nr_samples: bool,
     /// Also write per-event retire-latency statistics to FILE, in the schema of Intel's
     /// <model>_retire_latency.json (for `hrec stat --tpebs-from`).
     #[arg(long = "retire-latency-json", value_name = "FILE")]
@@ -452,6 +458,7 @@ impl ReportArgs {
             style: hrec::output::report::ReportStyle {
                 td_level: self.td_level,
                 percent_limit: self.percent_limit,
+                quiet: self.quiet,
                 ..Default::default()
             },
             json: self.json,

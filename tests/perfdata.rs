@@ -863,3 +863,49 @@ fn percentage_absolute_and_relative_match_perf() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
 }
+
+/// `-q`: the rows and their call-graph trees only, as perf's `-q` prints them (hrec keeps its
+/// Samples column, and leaves out perf's two trailing blank lines).
+#[test]
+fn quiet_report_is_perfs_rows_and_trees() {
+    if support::perf().is_none() {
+        return;
+    }
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings");
+    let args = ["-i", "callchain.perf.data", "-q", "--no-children"];
+    let p = Command::new("perf")
+        .args(["report", "--stdio"])
+        .args(args)
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let perf = String::from_utf8_lossy(&p.stdout);
+    let mut hrec_args = vec!["report"];
+    hrec_args.extend(args);
+    let (hrec, _) = hrec_ok(&dir, &hrec_args);
+    assert!(!hrec.contains('#'), "{hrec}");
+    // Row lines without hrec's Samples column, tree lines as printed.
+    let norm = |t: &str, samples_column: bool| -> Vec<String> {
+        let mut v: Vec<String> = t
+            .lines()
+            .map(|l| {
+                if l.trim_start().starts_with(|c: char| c.is_ascii_digit()) {
+                    let mut w: Vec<&str> = l.split_whitespace().collect();
+                    if samples_column {
+                        w.remove(1);
+                    }
+                    w.join(" ")
+                } else {
+                    l.trim_end().to_string()
+                }
+            })
+            .collect();
+        while v.last().is_some_and(|l| l.is_empty()) {
+            v.pop();
+        }
+        v
+    };
+    let want = norm(&perf, false);
+    assert!(want.len() > 5, "{perf}");
+    assert_eq!(norm(&hrec, true), want);
+}

@@ -28,6 +28,8 @@ pub struct ReportStyle {
     pub callgraph: Option<CallGraphOptions>,
     /// Header lines about the recording (file, command, host).
     pub header: Vec<String>,
+    /// `-q`: the rows (and their trees) only, as perf's `-q` prints them: no `#` lines.
+    pub quiet: bool,
 }
 
 impl Default for ReportStyle {
@@ -37,6 +39,7 @@ impl Default for ReportStyle {
             percent_limit: 0.0,
             callgraph: None,
             header: Vec::new(),
+            quiet: false,
         }
     }
 }
@@ -394,6 +397,7 @@ pub fn text(
     out: &mut dyn Write,
 ) -> io::Result<()> {
     let mut s = String::new();
+    let mut started = false;
     for h in &style.header {
         let _ = writeln!(s, "# {h}");
     }
@@ -538,10 +542,25 @@ pub fn text(
                 style.percent_limit
             );
         }
-        out.write_all(s.as_bytes())?;
+        emit(out, &s, style.quiet, &mut started)?;
         s.clear();
     }
-    out.write_all(s.as_bytes())
+    emit(out, &s, style.quiet, &mut started)
+}
+
+/// Writes `s`; with `quiet` without its `#` lines and the blank lines before the first row.
+fn emit(out: &mut dyn Write, s: &str, quiet: bool, started: &mut bool) -> io::Result<()> {
+    if !quiet {
+        return out.write_all(s.as_bytes());
+    }
+    for line in s.lines() {
+        if line.starts_with('#') || (!*started && line.is_empty()) {
+            continue;
+        }
+        *started = true;
+        writeln!(out, "{line}")?;
+    }
+    Ok(())
 }
 
 /// A JSON object whose fields keep the order they were given in (`--sort` order, TopDown
