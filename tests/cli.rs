@@ -254,11 +254,14 @@ fn shared_reading_flags_filter_every_reading_command() {
     let script = run(&["script", "-F", "sym"]);
     assert_eq!(script.lines().count(), warm_samples, "{script}");
     assert!(script.lines().all(|l| l.trim() == "warm"), "{script}");
+    // The row keeps its share of all samples (perf's --percentage absolute, the default).
     let report = run(&["report", "-s", "sym"]);
     assert!(
-        report.contains("100.00%") && report.contains("warm"),
+        !report.contains("100.00%") && report.contains("[.] warm"),
         "{report}"
     );
+    let relative = run(&["report", "-s", "sym", "--percentage", "relative"]);
+    assert!(relative.contains("100.00%"), "{relative}");
     assert!(!report.contains("[.] hot"), "{report}");
     let folded = run(&["flamegraph", "--folded"]);
     assert_eq!(folded.lines().count(), 1, "{folded}");
