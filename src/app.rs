@@ -216,6 +216,10 @@ pub struct ScriptConfig {
     pub filters: crate::analysis::hist::Filters,
     /// `--inline`: inlined functions as frames of their own.
     pub inline: bool,
+    /// `--ns`: times to the nanosecond.
+    pub ns: bool,
+    /// `-G`: no call-chain lines.
+    pub hide_call_graph: bool,
 }
 
 /// One command to run.
@@ -940,7 +944,11 @@ fn script(
         &cfg.fields,
         &popts,
         &cfg.filters,
-        cfg.inline && cfg.fields.contains(&output::script::Field::Sym),
+        output::script::Layout {
+            inline: cfg.inline && cfg.fields.contains(&output::script::Field::Sym),
+            ns: cfg.ns,
+            hide_call_graph: cfg.hide_call_graph,
+        },
         &mut buf,
         &mut errors,
     )?;

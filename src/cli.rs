@@ -296,6 +296,12 @@ pub struct ScriptArgs {
     /// Print the functions inlined at each address as frames of their own (innermost first).
     #[arg(long)]
     pub inline: bool,
+    /// Times to the nanosecond.
+    #[arg(long)]
+    pub ns: bool,
+    /// One line per sample, without its call chain.
+    #[arg(short = 'G', long = "hide-call-graph")]
+    pub hide_call_graph: bool,
     #[command(flatten)]
     pub symbols: SymbolArgs,
     #[command(flatten)]
@@ -880,6 +886,8 @@ impl Cli {
                     profile,
                     filters,
                     inline: a.inline,
+                    ns: a.ns,
+                    hide_call_graph: a.hide_call_graph,
                 }))
             }
             Cmd::Flamegraph(a) => Command::Flamegraph(Box::new(a.into_config()?)),

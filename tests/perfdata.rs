@@ -909,3 +909,31 @@ fn quiet_report_is_perfs_rows_and_trees() {
     assert!(want.len() > 5, "{perf}");
     assert_eq!(norm(&hrec, true), want);
 }
+
+/// `script --ns` (times to the nanosecond) and `-G` (one line per sample, no call chain)
+/// print what perf script prints on the same files, byte for byte.
+#[test]
+fn script_ns_and_hide_call_graph_equal_perf_script() {
+    if support::perf().is_none() {
+        return;
+    }
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings");
+    for file in ["callchain.perf.data", "plain.perf.data"] {
+        for flags in [&["--ns"][..], &["-G"], &["-G", "--ns"]] {
+            let mut args = vec!["script", "--symfs", "root", "-i", file];
+            args.extend(flags);
+            let p = Command::new("perf")
+                .args(&args)
+                .current_dir(&dir)
+                .output()
+                .unwrap();
+            let (hrec, _) = hrec_ok(&dir, &args);
+            let perf = String::from_utf8_lossy(&p.stdout);
+            assert!(perf.lines().count() > 100, "{file} {flags:?}: {perf}");
+            assert!(
+                hrec == perf,
+                "{file} {flags:?}: hrec script differs from perf script"
+            );
+        }
+    }
+}

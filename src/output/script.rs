@@ -171,16 +171,28 @@ fn frames_of(
     }
 }
 
+/// How samples are laid out besides their fields.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Layout {
+    /// `--inline`: inlined functions as frames of their own.
+    pub inline: bool,
+    /// `--ns`: times to the nanosecond.
+    pub ns: bool,
+    /// `-G`/`--hide-call-graph`: one line per sample, its own location only.
+    pub hide_call_graph: bool,
+}
+
 /// Writes every sample. Returns the number of samples written.
 pub fn script(
     rec: &Recording,
     fields: &[Field],
     profile_options: &ProfileOptions,
     filters: &Filters,
-    inline: bool,
+    layout: Layout,
     out: &mut dyn Write,
     errors: &mut Vec<String>,
 ) -> io::Result<u64> {
+    let inline = layout.inline;
     // Fold once to learn every location and symbolize each once, then replay again and
     // print each sample as it streams by: the same replay gives the same location ids.
     let p: Profile = replay::build(rec, profile_options, &mut |_| {});
@@ -211,7 +223,7 @@ pub fn script(
         n += 1;
         line.clear();
         let event = meta.events.get(ev).map_or("?", |e| e.name.as_str());
-        let chain = p.callchains && s.callchain.is_some();
+        let chain = p.callchains && s.callchain.is_some() && !layout.hide_call_graph;
         header(
             &mut line,
             fields,
@@ -219,7 +231,7 @@ pub fn script(
             &p.comms[ps.comm as usize],
             event,
             rec,
-            chain && has(Field::Ip),
+            (chain && has(Field::Ip), layout.ns),
         );
         frames.clear();
         frames_of(&p.locs[ps.leaf as usize], inline, chain, &mut frames);
@@ -281,7 +293,7 @@ fn header(
     comm: &str,
     event: &str,
     rec: &Recording,
-    chain_lines: bool,
+    (chain_lines, ns): (bool, bool),
 ) {
     let has = |f: Field| fields.contains(&f);
     // perf pads the name to 16 columns, except above call-chain lines.
@@ -310,12 +322,12 @@ fn header(
     if has(Field::Time)
         && let Some(t) = s.time
     {
-        let _ = write!(
-            line,
-            " {:>5}.{:06}:",
-            t / 1_000_000_000,
-            (t % 1_000_000_000) / 1000
-        );
+        let (secs, frac) = (t / 1_000_000_000, t % 1_000_000_000);
+        let _ = if ns {
+            write!(line, " {secs:>5}.{frac:09}:")
+        } else {
+            write!(line, " {secs:>5}.{:06}:", frac / 1000)
+        };
     }
     if has(Field::Period)
         && let Some(p) = s.period
