@@ -229,7 +229,8 @@ pub fn annotate(p: &Profile, o: &AnnotateOptions) -> Annotation {
         }
     }
     // A file with some named functions is readable: its other samples fell between them.
-    unnamed.retain(|file, _| !funcs.values().any(|h| &h.dso == file));
+    let named: std::collections::HashSet<&str> = funcs.values().map(|h| h.dso.as_str()).collect();
+    unnamed.retain(|file, _| !named.contains(file.as_str()));
     let total: u64 = p.events.get(o.event).map_or(0, |e| e.samples);
     let mut picked: Vec<((String, String), Hits)> = if o.symbols.is_empty() {
         if kernel_samples > 0 && o.kernel.is_none() {

@@ -197,6 +197,8 @@ pub fn script(
     // print each sample as it streams by: the same replay gives the same location ids.
     let p: Profile = replay::build(rec, profile_options, &mut |_| {});
     let meta = rec.meta();
+    // Event names are right-aligned to the longest of the file (once, not per sample).
+    let event_width = meta.events.iter().map(|e| e.name.len()).max().unwrap_or(0);
     let has = |f: Field| fields.contains(&f);
     let mut line = String::new();
     let mut frames = Vec::new();
@@ -229,7 +231,7 @@ pub fn script(
             fields,
             s,
             &p.comms[ps.comm as usize],
-            event,
+            (event, event_width),
             rec,
             (chain && has(Field::Ip), layout.ns),
         );
@@ -291,7 +293,7 @@ fn header(
     fields: &[Field],
     s: &Sample<'_>,
     comm: &str,
-    event: &str,
+    (event, width): (&str, usize),
     rec: &Recording,
     (chain_lines, ns): (bool, bool),
 ) {
@@ -336,13 +338,6 @@ fn header(
     }
     if has(Field::Event) {
         // Right-aligned to the longest event name of the file, a blank after the colon.
-        let width = rec
-            .meta()
-            .events
-            .iter()
-            .map(|e| e.name.len())
-            .max()
-            .unwrap_or(0);
         let _ = write!(line, " {event:>width$}: ");
     }
     let w = s.weight_struct();
