@@ -221,8 +221,9 @@ pub struct SymbolArgs {
 /// samples (report, script, flamegraph, export).
 #[derive(Debug, Args, Default)]
 pub struct FilterArgs {
-    /// Time range START,END in seconds as `hrec script` prints them (either may be empty).
-    #[arg(long = "time")]
+    /// Time ranges: START,END in seconds as `script` prints them (either may be empty;
+    /// several separated by spaces), or percentages of the recording: 10%/2, 0%-10%,30%-40%.
+    #[arg(long = "time", value_name = "RANGES")]
     pub time: Option<String>,
     /// Only these thread names (comma-separated).
     #[arg(long = "comm", alias = "comms", value_delimiter = ',')]
@@ -263,7 +264,12 @@ fn reading_options(
     ),
     String,
 > {
-    let time = filters.time.as_deref().map(parse_time_range).transpose()?;
+    let time = filters
+        .time
+        .as_deref()
+        .map(hrec::analysis::timefilter::TimeSpec::parse)
+        .transpose()
+        .map_err(|e| e.to_string())?;
     let mut search = hrec::symbol::debuginfo::SearchPaths::default();
     search.debug_dirs.splice(0..0, symbols.debug_dir);
     Ok((
@@ -383,33 +389,6 @@ pub struct ReportArgs {
     /// <model>_retire_latency.json (for `hrec stat --tpebs-from`).
     #[arg(long = "retire-latency-json", value_name = "FILE")]
     pub retire_latency_json: Option<PathBuf>,
-}
-
-/// Parses `--time START,END` (seconds, as `hrec script` prints them) into nanoseconds.
-pub fn parse_time_range(s: &str) -> Result<(u64, u64), String> {
-    let (a, b) = s
-        .split_once(',')
-        .ok_or_else(|| format!("--time {s:?}: expected START,END in seconds (e.g. 12.5,13)"))?;
-    let secs = |v: &str, default: u64| -> Result<u64, String> {
-        let v = v.trim();
-        if v.is_empty() {
-            return Ok(default);
-        }
-        let f: f64 = v
-            .parse()
-            .map_err(|_| format!("--time {s:?}: {v:?} is not a number of seconds"))?;
-        if f.is_nan() || f < 0.0 {
-            return Err(format!(
-                "--time {s:?}: {v:?} is not a non-negative number of seconds"
-            ));
-        }
-        Ok((f * 1e9).round() as u64)
-    };
-    let (a, b) = (secs(a, 0)?, secs(b, u64::MAX)?);
-    if a >= b {
-        return Err(format!("--time {s:?}: START must be before END"));
-    }
-    Ok((a, b))
 }
 
 impl ReportArgs {

@@ -293,7 +293,7 @@ fn shared_reading_flags_filter_every_reading_command() {
         let o = hrec(None, &args);
         let (_, err) = text(&o);
         assert_eq!(o.status.code(), Some(2), "{cmd:?}: {err}");
-        assert!(err.contains("START must be before END"), "{cmd:?}: {err}");
+        assert!(err.contains("ends before it starts"), "{cmd:?}: {err}");
     }
 }
 
@@ -335,5 +335,48 @@ fn zero_periods_and_frequencies_are_usage_errors() {
         let (_, err) = text(&o);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    }
+}
+
+/// `--time` percentages on an hrec recording are of the span from its first to its last
+/// sample, with perf's slice rule: computed here from the sample times `script --ns` prints.
+#[test]
+fn time_percentages_are_slices_of_the_sample_span() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings");
+    let file = dir.join("plain.hrec");
+    let file = file.to_str().unwrap();
+    let times = |extra: &[&str]| -> Vec<u64> {
+        let mut args = vec!["script", "-i", file, "--ns", "-F", "time"];
+        args.extend_from_slice(extra);
+        let o = hrec(None, &args);
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "{err}");
+        out.lines()
+            .map(|l| {
+                l.trim()
+                    .trim_end_matches(':')
+                    .replace('.', "")
+                    .parse()
+                    .unwrap()
+            })
+            .collect()
+    };
+    let all = times(&[]);
+    assert!(all.len() > 100, "{} samples", all.len());
+    let (first, last) = (*all.iter().min().unwrap(), *all.iter().max().unwrap());
+    let span = (last - first) as f64;
+    for (arg, a, b) in [
+        ("10%/2", 0.1, 0.2),
+        ("0%-50%", 0.0, 0.5),
+        ("50%-100%", 0.5, 1.0),
+    ] {
+        let start = first + (a * span).round() as u64;
+        let mut end = first + (b * span).round() as u64;
+        if end > start && end != last {
+            end -= 1;
+        }
+        let want = all.iter().filter(|&&t| start <= t && t <= end).count();
+        assert!(want > 0, "{arg}");
+        assert_eq!(times(&["--time", arg]).len(), want, "--time {arg}");
     }
 }

@@ -92,6 +92,7 @@ fn trailer() -> Trailer {
     Trailer {
         end_time_unix_ns: 1_700_000_001_000_000_000,
         duration_ns: 1_000_000_000,
+        sample_time: Some((1_000, 1_000_000_999)),
         records: 301,
         record_bytes: 12_000,
         samples: 300,

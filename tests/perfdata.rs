@@ -937,3 +937,65 @@ fn script_ns_and_hide_call_graph_equal_perf_script() {
         }
     }
 }
+
+/// `--time` in all of perf's forms (absolute ranges, several of them, percentages of the
+/// recording as slices, dashes and lists) keeps the samples perf keeps: `script` prints the
+/// same bytes and `report` the same rows on the same files.
+#[test]
+fn time_ranges_keep_the_samples_perf_keeps() {
+    if support::perf().is_none() {
+        return;
+    }
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings");
+    for file in ["callchain.perf.data", "plain.perf.data"] {
+        // Absolute ranges from the file's own sample times (perf script's -F time column).
+        let times: Vec<String> = run_perf(&dir, &["script", "-i", file, "-F", "time"])
+            .lines()
+            .map(|l| l.trim().trim_end_matches(':').to_string())
+            .filter(|l| !l.is_empty())
+            .collect();
+        assert!(times.len() > 100, "{file}: {} samples", times.len());
+        let at = |i: usize| times[i].clone();
+        let ranges = [
+            format!("{},{}", at(10), at(60)),
+            format!("{},", at(times.len() - 30)),
+            format!(",{}", at(20)),
+            format!("{},{} {},{}", at(5), at(15), at(40), at(80)),
+            "10%/2".to_string(),
+            "0%-25%,50%-75%".to_string(),
+            "33%".to_string(),
+            "90%-100%".to_string(),
+        ];
+        for t in &ranges {
+            let args = ["script", "--symfs", "root", "-i", file, "--time", t];
+            let perf = run_perf(&dir, &args);
+            let (hrec, _) = hrec_ok(&dir, &args);
+            assert!(
+                perf.contains("cpu-clock"),
+                "{file} --time {t}: perf kept nothing"
+            );
+            assert!(
+                hrec == perf,
+                "{file} --time {t}: hrec script differs from perf script"
+            );
+        }
+        for t in ["10%/3", "20%-60%"] {
+            let perf = perf_table(&dir, file, "sym", &["--time", t, "-n"], true);
+            let (out, _) = hrec_ok(
+                &dir,
+                &["report", "--json", "--sort", "sym", "-i", file, "--time", t],
+            );
+            let j: Value = serde_json::from_str(&out).unwrap();
+            let hrec = hrec_table(&j, "sym", true);
+            assert_same(&perf, &hrec, 0.0, |_| true, &format!("{file} --time {t}"));
+        }
+    }
+    // Bad ranges: one line, exit 2.
+    for t in ["5%-1%", "3,2", "banana", "2,3 1,4", "10%/0"] {
+        let o = hrec_in(&dir, &["report", "-i", "plain.perf.data", "--time", t]);
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "--time {t}: {err}");
+        assert_eq!(err.lines().count(), 1, "--time {t}: {err}");
+        assert!(err.contains("--time"), "{err}");
+    }
+}

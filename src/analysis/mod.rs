@@ -11,6 +11,7 @@ pub mod hist;
 pub mod latency;
 pub mod profile;
 pub mod replay;
+pub mod timefilter;
 pub mod topdown;
 
 /// A fast, non-cryptographic hasher for the report's interning maps (keys are addresses and

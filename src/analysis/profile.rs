@@ -45,8 +45,8 @@ pub struct ProfileOptions {
     pub search: SearchPaths,
     /// Where `perf-PID.map` files are read from (`/tmp`).
     pub perf_map_dir: PathBuf,
-    /// Keep only samples with `start <= time < end` (nanoseconds, the recording's clock).
-    pub time: Option<(u64, u64)>,
+    /// Keep only the samples in these time ranges (perf's `--time`).
+    pub time: Option<super::timefilter::TimeSpec>,
     /// Worker threads for symbolization (0: one per CPU).
     pub threads: usize,
     /// Keep the time order of groups for `--flame-chart` ([`Profile::timeline`]).

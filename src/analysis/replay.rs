@@ -63,7 +63,7 @@ pub struct Replay {
     event_slot: Vec<Option<u16>>,
     inherit: Vec<bool>,
     events: Vec<EventInfo>,
-    time: Option<(u64, u64)>,
+    time: Option<super::timefilter::TimeRanges>,
     filtered_by_time: u64,
     frames: Vec<u32>,
     user_frames: Vec<FrameAddress>,
@@ -126,7 +126,10 @@ impl Replay {
             event_slot,
             inherit,
             events,
-            time: opts.time,
+            time: opts
+                .time
+                .as_ref()
+                .map(|spec| spec.resolve(|| rec.sample_time())),
             filtered_by_time: 0,
             frames: Vec::new(),
             user_frames: Vec::new(),
@@ -267,8 +270,8 @@ impl Replay {
                 return;
             };
             let time = s.time.unwrap_or(0);
-            if let Some((a, b)) = self.time
-                && !(a <= time && time < b)
+            if let Some(t) = &self.time
+                && !t.keeps(time)
             {
                 self.filtered_by_time += 1;
                 return;

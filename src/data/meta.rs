@@ -141,6 +141,8 @@ pub struct Trailer {
     pub end_time_unix_ns: u64,
     /// Duration of the recording.
     pub duration_ns: u64,
+    /// Times of the first and last sample (the span of `--time` percentages).
+    pub sample_time: Option<(u64, u64)>,
     /// Kernel records written.
     pub records: u64,
     /// Raw bytes of those records.

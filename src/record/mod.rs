@@ -353,6 +353,7 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
     let trailer = Trailer {
         end_time_unix_ns: end_unix,
         duration_ns: end_unix.saturating_sub(start_unix),
+        sample_time: acc.time_range,
         records: acc.records,
         record_bytes: acc.bytes,
         samples: acc.samples(),

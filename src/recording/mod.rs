@@ -80,6 +80,28 @@ impl Recording {
         }
     }
 
+    /// The times of the first and last sample (perf's `--time` percentages are of this span):
+    /// from the file (perf.data's `HEADER_SAMPLE_TIME`, hrec's trailer) or, for a file without
+    /// them (older writers, a recording cut short), from a walk of its samples. `None` without
+    /// timed samples.
+    pub fn sample_time(&self) -> Option<(u64, u64)> {
+        let stored = match &self.source {
+            Source::Hrec(r) => r.trailer().and_then(|t| t.sample_time),
+            Source::PerfData(p) => p.info.sample_time,
+        };
+        stored.or_else(|| {
+            let mut span: Option<(u64, u64)> = None;
+            self.for_each(|r| {
+                if let Ok(Record::Sample(s)) = r
+                    && let Some(t) = s.time.filter(|&t| t > 0)
+                {
+                    span = Some(span.map_or((t, t), |(a, b)| (a.min(t), b.max(t))));
+                }
+            });
+            span
+        })
+    }
+
     /// Why the file is incomplete, when it is.
     pub fn truncated(&self) -> Option<&str> {
         match &self.source {
