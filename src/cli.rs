@@ -205,7 +205,8 @@ pub struct InputArgs {
 /// symbolizes (report, script, flamegraph, export).
 #[derive(Debug, Args)]
 pub struct SymbolArgs {
-    /// Look for binaries under this directory (as if it were /).
+    /// Look for binaries under this directory (as if it were /), and not in perf's build-id
+    /// cache.
     #[arg(long = "symfs")]
     pub symfs: Option<PathBuf>,
     /// Extra debug-file directory (default /usr/lib/debug); repeatable.
@@ -226,16 +227,19 @@ pub struct FilterArgs {
     #[arg(long = "time", value_name = "RANGES")]
     pub time: Option<String>,
     /// Only these thread names (comma-separated).
-    #[arg(long = "comm", alias = "comms", value_delimiter = ',')]
+    #[arg(short = 'c', long = "comm", alias = "comms", value_delimiter = ',')]
     pub comm: Vec<String>,
     /// Only these process ids (comma-separated).
     #[arg(long = "pid", value_delimiter = ',')]
     pub pid: Vec<u32>,
+    /// Only these thread ids (comma-separated).
+    #[arg(long = "tid", value_delimiter = ',')]
+    pub tid: Vec<u32>,
     /// Only these shared objects (comma-separated).
-    #[arg(long = "dso", alias = "dsos", value_delimiter = ',')]
+    #[arg(short = 'd', long = "dso", alias = "dsos", value_delimiter = ',')]
     pub dso: Vec<String>,
     /// Only these symbols (comma-separated).
-    #[arg(long = "sym", alias = "symbols", value_delimiter = ',')]
+    #[arg(short = 'S', long = "sym", alias = "symbols", value_delimiter = ',')]
     pub sym: Vec<String>,
 }
 
@@ -272,6 +276,10 @@ fn reading_options(
         .map_err(|e| e.to_string())?;
     let mut search = hrec::symbol::debuginfo::SearchPaths::default();
     search.debug_dirs.splice(0..0, symbols.debug_dir);
+    if symbols.symfs.is_some() {
+        // Binaries come from the --symfs tree only, not from this machine's perf cache.
+        search.build_id_cache = None;
+    }
     Ok((
         hrec::analysis::profile::ProfileOptions {
             symfs: symbols.symfs,
@@ -283,8 +291,10 @@ fn reading_options(
         hrec::analysis::hist::Filters {
             comms: filters.comm,
             pids: filters.pid,
+            tids: filters.tid,
             dsos: filters.dso,
             syms: filters.sym,
+            ..Default::default()
         },
     ))
 }
@@ -364,6 +374,12 @@ pub struct ReportArgs {
     pub percent_limit: f64,
     #[command(flatten)]
     pub filters: FilterArgs,
+    /// Only symbols whose name contains this text.
+    #[arg(long = "symbol-filter", value_name = "TEXT")]
+    pub symbol_filter: Option<String>,
+    /// Leave out samples whose symbol is unknown (they count in no total either).
+    #[arg(short = 'U', long = "hide-unresolved")]
+    pub hide_unresolved: bool,
     #[command(flatten)]
     pub symbols: SymbolArgs,
     /// Show full source paths in srcline.
@@ -399,7 +415,9 @@ impl ReportArgs {
         if sort.is_empty() {
             return Err("--sort: give at least one key".into());
         }
-        let (profile, filters) = reading_options(self.symbols, self.filters)?;
+        let (profile, mut filters) = reading_options(self.symbols, self.filters)?;
+        filters.sym_part = self.symbol_filter;
+        filters.hide_unresolved = self.hide_unresolved;
         let mut call_graph: hrec::analysis::callgraph::CallGraphOptions = self
             .call_graph
             .as_deref()

@@ -187,8 +187,8 @@ fn errors_are_one_line_with_exit_codes() {
             &["--sort", "comm,bogus"][..],
             "unknown sort key \"bogus\"; the keys are: comm",
         ),
-        (&["--time", "5,1"][..], "START must be before END"),
-        (&["--time", "x"][..], "expected START,END"),
+        (&["--time", "5,1"][..], "\"5,1\" ends before it starts"),
+        (&["--time", "x"][..], "is not START,END"),
     ] {
         let mut v = vec!["report"];
         v.extend_from_slice(args);

@@ -999,3 +999,139 @@ fn time_ranges_keep_the_samples_perf_keeps() {
         assert!(err.contains("--time"), "{err}");
     }
 }
+
+/// Builds `three.c` as `dir/NAME` with a build-id of its own (so no earlier recording's copy
+/// in perf's build-id cache has it), records it with perf (`-N`: without caching it), and
+/// deletes it.
+fn record_vanished_binary(dir: &Path, name: &str, cache: bool) -> String {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/annotate/three.c");
+    let id: String = (0..20)
+        .map(|i| {
+            format!(
+                "{:02x}",
+                (std::process::id() as usize * 31 + i * 7 + name.len()) as u8
+            )
+        })
+        .collect();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    let id = format!("{}{nanos:08x}", &id[..32]);
+    let o = Command::new("gcc")
+        .args(["-O2", "-o", name])
+        .arg(&src)
+        .arg(format!("-Wl,--build-id=0x{id}"))
+        .current_dir(dir)
+        .output()
+        .expect("gcc");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let data = format!("{name}.data");
+    let mut opts = vec!["-e", "cpu-clock"];
+    if !cache {
+        opts.push("-N");
+    }
+    perf_record(dir, &data, &opts, &[&format!("./{name}"), "20000000"]);
+    std::fs::remove_file(dir.join(name)).unwrap();
+    data
+}
+
+/// Report's row filters as perf has them, on the same files: `--symbol-filter` (the part of a
+/// name), `--tid`, `-S`, `-c`, `-d` hide rows (each row keeps its share); `-U` leaves samples of unknown
+/// symbols out of everything, totals included. A binary deleted after `perf record` is still
+/// named from perf's build-id cache, as perf names it.
+#[test]
+fn report_filters_and_the_build_id_cache_match_perf() {
+    if support::perf().is_none() {
+        return;
+    }
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings");
+    let tid = run_perf(
+        &fixtures,
+        &["script", "-i", "callchain.perf.data", "-F", "tid"],
+    )
+    .lines()
+    .next()
+    .unwrap()
+    .trim()
+    .to_string();
+    // The first key is the thread (perf's `pid`: tid:comm) or the dso.
+    let report = |dir: &Path, file: &str, extra: &[&str]| -> HashMap<String, f64> {
+        let first = if extra.contains(&"--tid") {
+            "pid"
+        } else {
+            "dso"
+        };
+        let sort = format!("{first},sym");
+        let mut args = vec!["report", "--json", "--sort", &sort, "-i", file];
+        args.extend_from_slice(extra);
+        let (out, _) = hrec_ok(dir, &args);
+        let j: Value = serde_json::from_str(&out).unwrap();
+        let mut m = HashMap::new();
+        for r in j["events"][0]["rows"].as_array().unwrap() {
+            let key = format!(
+                "{}  {}",
+                r["key"][first].as_str().unwrap(),
+                r["key"]["sym"].as_str().unwrap()
+            );
+            m.insert(key, r["overhead"].as_f64().unwrap());
+        }
+        m
+    };
+    // perf decides --tid (and --pid) per merged row, by the thread of the row's first sample,
+    // so its rows are per-sample right only when the thread is a sort key: hrec filters every
+    // sample, and is compared with perf sorted by thread.
+    let perf = |dir: &Path, file: &str, extra: &[&str]| -> HashMap<String, f64> {
+        let first = if extra.contains(&"--tid") {
+            "pid"
+        } else {
+            "dso"
+        };
+        let t = perf_table(dir, file, &format!("{first},sym"), extra, false);
+        t.into_iter()
+            .map(|(k, v)| (k.split_whitespace().collect::<Vec<_>>().join("  "), v))
+            .collect()
+    };
+    let hrec_keyed = |m: HashMap<String, f64>| -> HashMap<String, f64> {
+        m.into_iter()
+            .map(|(k, v)| (k.split_whitespace().collect::<Vec<_>>().join("  "), v))
+            .collect()
+    };
+    // perf 6.1 applies --symbol-filter only in its TUI (--stdio prints every row); the rows
+    // it selects there are those of the one symbol containing "ot", which -S names.
+    for (perf_args, hrec_args) in [
+        (&["-S", "hot"][..], &["--symbol-filter", "ot"][..]),
+        (&["--tid", &tid], &["--tid", &tid]),
+        (&["-S", "hot,warm"], &["-S", "hot,warm"]),
+        (&["-c", "work"], &["-c", "work"]),
+        (&["-d", "work"], &["-d", "work"]),
+    ] {
+        let p = perf(&fixtures, "callchain.perf.data", perf_args);
+        let h = hrec_keyed(report(&fixtures, "callchain.perf.data", hrec_args));
+        assert_same(&p, &h, ROUNDING, |_| true, &format!("{hrec_args:?}"));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let gone = record_vanished_binary(dir.path(), "gone", false);
+    let all = hrec_keyed(report(dir.path(), &gone, &[]));
+    assert!(
+        all.keys().any(|k| k.starts_with("gone  [.]  0x")),
+        "the deleted binary's addresses stay unresolved: {all:?}"
+    );
+    let p = perf(dir.path(), &gone, &["-U"]);
+    let h = hrec_keyed(report(dir.path(), &gone, &["-U"]));
+    assert!(h.keys().all(|k| !k.contains("0x")), "{h:?}");
+    assert_same(&p, &h, ROUNDING, |_| true, "-U");
+    let cached = record_vanished_binary(dir.path(), "cached", true);
+    let p = perf(dir.path(), &cached, &[]);
+    let h = hrec_keyed(report(dir.path(), &cached, &[]));
+    for f in ["mul_chain", "sum_array", "branchy"] {
+        assert!(h.contains_key(&format!("cached  [.]  {f}")), "{f}: {h:?}");
+    }
+    assert_same(
+        &p,
+        &h,
+        ROUNDING,
+        |k| !k.starts_with("[kernel"),
+        "build-id cache",
+    );
+}

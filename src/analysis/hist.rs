@@ -27,7 +27,7 @@ use crate::symbol::symbolizer::Loc;
 pub enum SortKey {
     /// Thread name.
     Comm,
-    /// Process id.
+    /// The thread, as `tid:comm` (perf's `pid` key is per thread, despite its name).
     Pid,
     /// Thread id.
     Tid,
@@ -122,33 +122,56 @@ pub fn parse_sort(s: &str) -> Result<Vec<SortKey>, BadSortKey> {
         .collect()
 }
 
-/// Which samples a report keeps (perf's `--comms`, `--pid`, `--dsos`, `--symbols`).
+/// Which samples a report keeps (perf's `--comms`, `--pid`, `--tid`, `--dsos`, `--symbols`,
+/// `--symbol-filter`, `-U`).
+///
+/// perf applies `-U/--hide-unresolved` as it reads a sample, before any total is summed, so a
+/// sample whose symbol is unknown is not part of the report at all ([`Filters::counted`]); the
+/// other filters hide rows and leave the totals (perf's `--percentage absolute`).
 #[derive(Debug, Clone, Default)]
 pub struct Filters {
     /// Thread names.
     pub comms: Vec<String>,
     /// Process ids.
     pub pids: Vec<u32>,
+    /// Thread ids.
+    pub tids: Vec<u32>,
     /// Shared objects (short names).
     pub dsos: Vec<String>,
     /// Symbol names.
     pub syms: Vec<String>,
+    /// Part of a symbol name (perf's `--symbol-filter`; unresolved addresses never match).
+    pub sym_part: Option<String>,
+    /// Leave out samples whose symbol is unknown (perf's `-U`).
+    pub hide_unresolved: bool,
 }
 
 impl Filters {
     /// Whether a group's samples pass the filters.
     pub fn keep(&self, p: &Profile, s: &SampleGroup) -> bool {
-        self.keep_sample(p, s.comm, s.pid, s.leaf)
+        self.keep_sample(p, s.comm, s.pid, s.tid, s.leaf)
     }
 
-    /// Whether a sample of thread name `comm`, process `pid` and location `leaf` (ids of
-    /// `p`) passes the filters.
-    pub fn keep_sample(&self, p: &Profile, comm: u32, pid: u32, leaf: u32) -> bool {
-        let leaf = &p.locs[leaf as usize];
-        (self.comms.is_empty() || self.comms.iter().any(|c| **c == *p.comms[comm as usize]))
+    /// Whether a sample of thread name `comm`, process `pid`, thread `tid` and location `leaf`
+    /// (ids of `p`) passes the filters.
+    pub fn keep_sample(&self, p: &Profile, comm: u32, pid: u32, tid: u32, leaf: u32) -> bool {
+        let loc = &p.locs[leaf as usize];
+        self.counted(p, leaf)
+            && (self.comms.is_empty() || self.comms.iter().any(|c| **c == *p.comms[comm as usize]))
             && (self.pids.is_empty() || self.pids.contains(&pid))
-            && (self.dsos.is_empty() || self.dsos.iter().any(|d| **d == *leaf.dso))
-            && (self.syms.is_empty() || self.syms.iter().any(|n| *n == leaf.sym_name()))
+            && (self.tids.is_empty() || self.tids.contains(&tid))
+            && (self.dsos.is_empty() || self.dsos.iter().any(|d| **d == *loc.dso))
+            && (self.syms.is_empty() || self.syms.iter().any(|n| *n == loc.sym_name()))
+            && self
+                .sym_part
+                .as_ref()
+                .is_none_or(|f| loc.sym.as_ref().is_some_and(|s| s.contains(f.as_str())))
+    }
+
+    /// Whether a sample at `leaf` counts in the totals at all (`-U` leaves out unknown
+    /// symbols).
+    pub fn counted(&self, p: &Profile, leaf: u32) -> bool {
+        !self.hide_unresolved || p.locs[leaf as usize].sym.is_some()
     }
 }
 
@@ -341,7 +364,7 @@ fn key_of_entry(
     for (slot, key) in k.iter_mut().zip(sort) {
         *slot = match key {
             SortKey::Comm => u64::from(s.comm),
-            SortKey::Pid => u64::from(s.pid),
+            SortKey::Pid => u64::from(s.tid),
             SortKey::Tid => u64::from(s.tid),
             SortKey::Dso => u64::from(lk.dso[loc as usize]),
             SortKey::Sym => u64::from(sym(loc)),
@@ -368,7 +391,7 @@ fn render(
     sort.iter()
         .map(|k| match k {
             SortKey::Comm => p.comms[s.comm as usize].to_string(),
-            SortKey::Pid => format!("{}:{}", s.pid, p.comms[s.comm as usize]),
+            SortKey::Pid => format!("{}:{}", s.tid, p.comms[s.comm as usize]),
             SortKey::Tid => s.tid.to_string(),
             SortKey::Dso => lk.strings[lk.dso[loc as usize] as usize].clone(),
             SortKey::Sym => lk.strings[sym as usize].clone(),
@@ -401,6 +424,9 @@ pub fn tables(p: &Profile, o: &HistOptions) -> Vec<Table> {
     let mut kept: Vec<u32> = Vec::new();
     for (si, s) in p.groups.iter().enumerate() {
         let ev = usize::from(s.event);
+        if !o.filters.counted(p, s.leaf) {
+            continue;
+        }
         out[ev].base_period += s.period;
         out[ev].base_samples += s.samples;
         if !o.filters.keep(p, s) {

@@ -218,7 +218,7 @@ pub fn script(
                 return;
             }
         };
-        if !filters.keep_sample(&p, ps.comm, ps.pid, ps.leaf) {
+        if !filters.keep_sample(&p, ps.comm, ps.pid, ps.tid, ps.leaf) {
             return;
         }
         let ev = p.events[usize::from(ps.event)].index;

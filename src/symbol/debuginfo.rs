@@ -20,6 +20,11 @@
 //! layout. DWARF that refers into the supplementary file (`DW_FORM_GNU_ref_alt`,
 //! `DW_FORM_GNU_strp_alt`) can only be read with it.
 //!
+//! **perf's build-id cache.** `perf record` copies every binary with samples into
+//! `~/.debug/.build-id/xx/rest/elf` (the directory is `$PERF_BUILDID_DIR` when set), so
+//! `perf report` still names the functions of a binary that was rebuilt or deleted since.
+//! [`SearchPaths::cached_binary`] finds that copy by the recorded build id, for the same reason.
+//!
 //! All lookups are best effort: a missing or unreadable candidate is skipped, never an error.
 
 use std::ffi::OsStr;
@@ -38,13 +43,43 @@ pub struct SearchPaths {
     /// Global debug directories, searched in order, each holding a `.build-id/` tree and a
     /// mirror of the file system for `.gnu_debuglink` names (`/usr/lib/debug` by default).
     pub debug_dirs: Vec<PathBuf>,
+    /// perf's build-id cache (`$PERF_BUILDID_DIR`, else `~/.debug`), when there is one.
+    pub build_id_cache: Option<PathBuf>,
 }
 
 impl Default for SearchPaths {
     fn default() -> Self {
         SearchPaths {
             debug_dirs: vec![PathBuf::from("/usr/lib/debug")],
+            build_id_cache: std::env::var_os("PERF_BUILDID_DIR")
+                .filter(|d| !d.is_empty())
+                .map(PathBuf::from)
+                .or_else(|| {
+                    std::env::var_os("HOME")
+                        .filter(|h| !h.is_empty())
+                        .map(|h| Path::new(&h).join(".debug"))
+                }),
         }
+    }
+}
+
+impl SearchPaths {
+    /// The copy of the binary with `build_id` in perf's build-id cache
+    /// (`<cache>/.build-id/xx/rest/elf`), when it is there.
+    pub fn cached_binary(&self, build_id: &[u8]) -> Option<PathBuf> {
+        let (first, rest) = build_id.split_first()?;
+        let mut name = String::new();
+        for b in rest {
+            let _ = write!(name, "{b:02x}");
+        }
+        let p = self
+            .build_id_cache
+            .as_ref()?
+            .join(".build-id")
+            .join(format!("{first:02x}"))
+            .join(name)
+            .join("elf");
+        p.is_file().then_some(p)
     }
 }
 
@@ -358,6 +393,7 @@ mod tests {
     fn dirs(dirs: &[&Path]) -> SearchPaths {
         SearchPaths {
             debug_dirs: dirs.iter().map(|d| d.to_path_buf()).collect(),
+            build_id_cache: None,
         }
     }
 

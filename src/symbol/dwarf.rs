@@ -111,6 +111,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let search = SearchPaths {
             debug_dirs: Vec::new(),
+            build_id_cache: None,
         };
         let lookups = |path: &std::path::Path| -> usize {
             match Binary::load(path, None, &search) {
