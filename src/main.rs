@@ -7,10 +7,25 @@ mod cli;
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::Parser as _;
 
 fn main() -> ExitCode {
-    let parsed = cli::Cli::parse(); // prints usage errors itself and exits 2
+    let parsed = match cli::Cli::try_parse() {
+        Ok(p) => p,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(
+                e.kind(),
+                ErrorKind::DisplayHelp
+                    | ErrorKind::DisplayVersion
+                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            ) {
+                e.exit();
+            }
+            eprintln!("hrec: error: {}", one_line(&e.render().to_string()));
+            return ExitCode::from(2);
+        }
+    };
     let (env, cmd) = match parsed.into_command() {
         Ok(v) => v,
         Err(msg) => {
@@ -34,6 +49,25 @@ fn main() -> ExitCode {
             ExitCode::from(if usage { 2 } else { 1 })
         }
     }
+}
+
+/// clap's usage error in one line: its message, with its tip when it has one (a similar flag),
+/// and where the flags are listed instead of the usage block.
+fn one_line(rendered: &str) -> String {
+    let mut lines = rendered.lines().map(str::trim).filter(|l| !l.is_empty());
+    let mut msg = lines
+        .next()
+        .unwrap_or("bad arguments")
+        .trim_start_matches("error: ")
+        .to_string();
+    for tip in lines.filter_map(|l| l.strip_prefix("tip: ")) {
+        if !tip.starts_with("to pass ") {
+            msg.push_str("; ");
+            msg.push_str(tip);
+        }
+    }
+    msg.push_str(" (--help lists the flags)");
+    msg
 }
 
 fn is_broken_pipe(e: &hrec::app::AppError) -> bool {

@@ -380,3 +380,32 @@ fn time_percentages_are_slices_of_the_sample_span() {
         assert_eq!(times(&["--time", arg]).len(), want, "--time {arg}");
     }
 }
+
+/// Usage errors found by the flag parser are one line (the message, clap's suggestion when it
+/// has one, where the flags are listed) and exit 2, as hrec's own usage errors are; `--help`
+/// still prints the whole usage and exits 0.
+#[test]
+fn flag_parser_errors_are_one_line() {
+    for (args, want) in [
+        (
+            &["report", "--percent-limit", "x"][..],
+            "invalid value 'x' for '--percent-limit",
+        ),
+        (&["report", "--sortt", "sym"][..], "unexpected argument '--sortt'"),
+        (&["report", "--sortt", "sym"][..], "'--sort'"),
+        (&["record", "-c"][..], "a value is required for '-c"),
+        (&["frobnicate"][..], "unrecognized subcommand 'frobnicate'"),
+    ] {
+        let o = hrec(None, args);
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(out.is_empty(), "{args:?}: {out}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.starts_with("hrec: error: "), "{err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert!(err.contains("(--help lists the flags)"), "{err}");
+    }
+    let o = hrec(None, &["report", "--help"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(text(&o).0.contains("--percent-limit"));
+}
