@@ -100,6 +100,10 @@ pub struct ReportConfig {
     pub retire_latency_json: Option<PathBuf>,
     /// Show a progress bar on stderr (a terminal) when reading takes over a second.
     pub progress: bool,
+    /// `--header`: the recording's header (as `hrec info`) before the report.
+    pub header: bool,
+    /// `--header-only`: the header and nothing else (the samples are not read).
+    pub header_only: bool,
 }
 
 /// `hrec flamegraph`.
@@ -214,12 +218,10 @@ pub struct ScriptConfig {
     pub profile: crate::analysis::profile::ProfileOptions,
     /// `--comm`, `--pid`, `--dso`, `--sym`.
     pub filters: crate::analysis::hist::Filters,
-    /// `--inline`: inlined functions as frames of their own.
-    pub inline: bool,
-    /// `--ns`: times to the nanosecond.
-    pub ns: bool,
-    /// `-G`: no call-chain lines.
-    pub hide_call_graph: bool,
+    /// `--inline`, `--ns`, `-G`, `--show-mmap-events`, `--show-task-events`.
+    pub layout: output::script::Layout,
+    /// `--header`: the recording's header first.
+    pub header: bool,
 }
 
 /// One command to run.
@@ -520,6 +522,12 @@ fn report(
 ) -> Result<u8, AppError> {
     use crate::analysis::{hist, replay};
     let rec = open_recording(env, &cfg.input, err)?;
+    if cfg.header_only || (cfg.header && !cfg.json && !cfg.folded) {
+        output::header_block(&rec, out)?;
+        if cfg.header_only {
+            return Ok(0);
+        }
+    }
     let meta = rec.meta();
     let total = rec.trailer().map(|t| t.samples).unwrap_or(0);
     let mut bar =
@@ -939,15 +947,17 @@ fn script(
         ..cfg.profile.clone()
     };
     let mut buf = io::BufWriter::new(out);
+    if cfg.header {
+        output::header_block(&rec, &mut buf)?;
+    }
     output::script::script(
         &rec,
         &cfg.fields,
         &popts,
         &cfg.filters,
         output::script::Layout {
-            inline: cfg.inline && cfg.fields.contains(&output::script::Field::Sym),
-            ns: cfg.ns,
-            hide_call_graph: cfg.hide_call_graph,
+            inline: cfg.layout.inline && cfg.fields.contains(&output::script::Field::Sym),
+            ..cfg.layout
         },
         &mut buf,
         &mut errors,

@@ -318,6 +318,15 @@ pub struct ScriptArgs {
     /// One line per sample, without its call chain.
     #[arg(short = 'G', long = "hide-call-graph")]
     pub hide_call_graph: bool,
+    /// Print MMAP/MMAP2 records (mappings) where they occur, as perf does.
+    #[arg(long = "show-mmap-events")]
+    pub show_mmap_events: bool,
+    /// Print COMM, FORK and EXIT records where they occur, as perf does.
+    #[arg(long = "show-task-events")]
+    pub show_task_events: bool,
+    /// The recording's header (as `hrec info` / perf's `--header`) before the samples.
+    #[arg(long)]
+    pub header: bool,
     #[command(flatten)]
     pub symbols: SymbolArgs,
     #[command(flatten)]
@@ -401,6 +410,13 @@ pub struct ReportArgs {
     /// Accepted for perf compatibility: the Samples column is always shown.
     #[arg(short = 'n', long = "show-nr-samples")]
     pub show_nr_samples: bool,
+    /// The recording's header (host, command line, events, sample times: as `hrec info`)
+    /// before the report.
+    #[arg(long)]
+    pub header: bool,
+    /// Only the recording's header.
+    #[arg(long = "header-only")]
+    pub header_only: bool,
     /// Also write per-event retire-latency statistics to FILE, in the schema of Intel's
     /// <model>_retire_latency.json (for `hrec stat --tpebs-from`).
     #[arg(long = "retire-latency-json", value_name = "FILE")]
@@ -467,7 +483,9 @@ impl ReportArgs {
             json: self.json,
             folded: self.folded,
             retire_latency_json: self.retire_latency_json,
-            progress: std::io::stderr().is_terminal() && !self.json,
+            progress: std::io::stderr().is_terminal() && !self.json && !self.header_only,
+            header: self.header,
+            header_only: self.header_only,
         })
     }
 }
@@ -882,9 +900,14 @@ impl Cli {
                     },
                     profile,
                     filters,
-                    inline: a.inline,
-                    ns: a.ns,
-                    hide_call_graph: a.hide_call_graph,
+                    layout: hrec::output::script::Layout {
+                        inline: a.inline,
+                        ns: a.ns,
+                        hide_call_graph: a.hide_call_graph,
+                        show_mmap: a.show_mmap_events,
+                        show_task: a.show_task_events,
+                    },
+                    header: a.header,
                 }))
             }
             Cmd::Flamegraph(a) => Command::Flamegraph(Box::new(a.into_config()?)),

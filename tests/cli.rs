@@ -391,9 +391,12 @@ fn flag_parser_errors_are_one_line() {
             &["report", "--percent-limit", "x"][..],
             "invalid value 'x' for '--percent-limit",
         ),
-        (&["report", "--sortt", "sym"][..], "unexpected argument '--sortt'"),
+        (
+            &["report", "--sortt", "sym"][..],
+            "unexpected argument '--sortt'",
+        ),
         (&["report", "--sortt", "sym"][..], "'--sort'"),
-        (&["record", "-c"][..], "a value is required for '-c"),
+        (&["record", "-c"][..], "a value is required for '--count"),
         (&["frobnicate"][..], "unrecognized subcommand 'frobnicate'"),
     ] {
         let o = hrec(None, args);

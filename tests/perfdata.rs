@@ -643,6 +643,28 @@ fn system_wide_recording_matches_perf() {
         info.contains("role = tracking"),
         "perf's dummy event: {info}"
     );
+    // The side-band of a whole machine (threads forked by the idle task, tids reused by new
+    // threads) prints as perf prints it, thread names included.
+    let args = [
+        "script",
+        "-i",
+        f,
+        "--show-task-events",
+        "--show-mmap-events",
+    ];
+    let side = |s: &str| -> Vec<String> {
+        s.lines()
+            .filter(|l| l.contains(": PERF_RECORD_"))
+            .map(str::to_string)
+            .collect()
+    };
+    let perf = side(&run_perf(dir.path(), &args));
+    let hrec = side(&hrec_ok(dir.path(), &args).0);
+    assert!(perf.len() > 20, "{perf:?}");
+    for (a, b) in perf.iter().zip(&hrec) {
+        assert_eq!(a, b, "a.data side-band");
+    }
+    assert_eq!(perf.len(), hrec.len(), "a.data side-band lines");
 }
 
 #[test]
@@ -936,6 +958,100 @@ fn script_ns_and_hide_call_graph_equal_perf_script() {
             );
         }
     }
+}
+
+/// `script --show-mmap-events` / `--show-task-events` print the side-band records (COMM, FORK,
+/// EXIT, MMAP2) where they occur, byte for byte as perf script prints them on the same files,
+/// with and without call chains and times to the nanosecond.
+#[test]
+fn script_side_band_events_equal_perf_script() {
+    if support::perf().is_none() {
+        return;
+    }
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings");
+    for file in ["callchain.perf.data", "plain.perf.data"] {
+        for flags in [
+            &["--show-mmap-events"][..],
+            &["--show-task-events"],
+            &["--show-task-events", "--show-mmap-events", "-G", "--ns"],
+        ] {
+            let mut args = vec!["script", "--symfs", "root", "-i", file];
+            args.extend(flags);
+            let perf = run_perf(&dir, &args);
+            let (hrec, _) = hrec_ok(&dir, &args);
+            let records = perf.matches(": PERF_RECORD_").count();
+            assert!(records >= 4, "{file} {flags:?}: {perf}");
+            assert_eq!(hrec.matches(": PERF_RECORD_").count(), records);
+            assert!(
+                hrec == perf,
+                "{file} {flags:?}: hrec script differs from perf script"
+            );
+        }
+    }
+}
+
+/// `report --header-only` gives the header lines perf gives for a perf.data (host, kernel,
+/// perf version, CPUs, memory, command line, first and last sample); `--header` puts the same
+/// block before the report or the samples, which are unchanged.
+#[test]
+fn header_lines_match_perf() {
+    if support::perf().is_none() {
+        return;
+    }
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings");
+    let keys = [
+        "hostname",
+        "os release",
+        "perf version",
+        "arch",
+        "nrcpus online",
+        "nrcpus avail",
+        "cpudesc",
+        "cpuid",
+        "total memory",
+        "cmdline",
+        "time of first sample",
+        "time of last sample",
+        "sample duration",
+    ];
+    let fields = |s: &str| -> HashMap<String, String> {
+        s.lines()
+            .filter_map(|l| l.strip_prefix("# ")?.split_once(" : "))
+            .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+            .collect()
+    };
+    for file in ["callchain.perf.data", "plain.perf.data"] {
+        let perf = fields(&run_perf(&dir, &["report", "-i", file, "--header-only"]));
+        let (out, _) = hrec_ok(&dir, &["report", "-i", file, "--header-only"]);
+        assert!(out.starts_with("# ========\n") && out.ends_with("# ========\n#\n"));
+        let hrec = fields(&out);
+        for k in keys {
+            assert!(perf.contains_key(k), "{file}: perf has no {k:?}");
+            assert_eq!(hrec.get(k), perf.get(k), "{file}: {k}");
+        }
+        for sub in ["report", "script"] {
+            let (plain, _) = hrec_ok(&dir, &[sub, "--symfs", "root", "-i", file]);
+            let (with, _) = hrec_ok(&dir, &[sub, "--symfs", "root", "-i", file, "--header"]);
+            assert_eq!(with, format!("{out}{plain}"), "{sub} --header {file}");
+        }
+    }
+    // hrec's own file: the block is `hrec info` framed, with the sample span perf prints.
+    let (out, _) = hrec_ok(&dir, &["report", "-i", "callchain.hrec", "--header-only"]);
+    let (info, _) = hrec_ok(&dir, &["info", "-i", "callchain.hrec"]);
+    assert_eq!(out, format!("# ========\n{info}# ========\n#\n"));
+    let (script, _) = hrec_ok(&dir, &["script", "-i", "callchain.hrec", "--ns"]);
+    let times: Vec<&str> = script
+        .lines()
+        .filter(|l| l.contains("cpu-clock"))
+        .filter_map(|l| {
+            l.split_whitespace()
+                .find(|w| w.ends_with(':') && w.contains('.'))
+        })
+        .collect();
+    let usecs = |t: &str| t.trim_end_matches(':')[..t.len() - 4].to_string();
+    let h = fields(&out);
+    assert_eq!(h["time of first sample"], usecs(times[0]));
+    assert_eq!(h["time of last sample"], usecs(times[times.len() - 1]));
 }
 
 /// `--time` in all of perf's forms (absolute ranges, several of them, percentages of the

@@ -39,6 +39,9 @@ pub enum Item<'v, 'r> {
     Sample(&'r Sample<'r>, SampleView<'v>),
     /// A record that did not decode (it is skipped).
     Error(DecodeError),
+    /// A side-band record (MMAP, COMM, FORK, ...), after the replay applied it, with the name
+    /// its thread has then; only when [`Replay::with_side_band`] asked for them.
+    SideBand(&'r Record<'r>, &'v str),
 }
 
 /// The converter's state between records.
@@ -65,6 +68,8 @@ pub struct Replay {
     events: Vec<EventInfo>,
     time: Option<super::timefilter::TimeRanges>,
     filtered_by_time: u64,
+    /// Hand side-band records on ([`Item::SideBand`]).
+    side_band: bool,
     frames: Vec<u32>,
     user_frames: Vec<FrameAddress>,
     /// Only for recordings whose samples carry user stacks (`--call-graph dwarf`) that were
@@ -131,6 +136,7 @@ impl Replay {
                 .as_ref()
                 .map(|spec| spec.resolve(|| rec.sample_time())),
             filtered_by_time: 0,
+            side_band: false,
             frames: Vec::new(),
             user_frames: Vec::new(),
             unwinder: (meta
@@ -231,6 +237,13 @@ impl Replay {
         c
     }
 
+    /// Hands side-band records on too ([`Item::SideBand`]), as `script --show-*-events`
+    /// prints them.
+    pub fn with_side_band(mut self) -> Replay {
+        self.side_band = true;
+        self
+    }
+
     /// Replays every record of `rec` in time order, calling `f` for each sample of a
     /// sampling event inside `--time` and for each record that does not decode.
     pub fn run(&mut self, rec: &Recording, mut f: impl FnMut(Item<'_, '_>)) {
@@ -259,6 +272,17 @@ impl Replay {
                             self.tid_comm.remove(&t.tid);
                         }
                         _ => {}
+                    }
+                    if self.side_band {
+                        let tid = match other {
+                            Record::Comm(c) => Some(c.tid),
+                            Record::Fork(t) | Record::Exit(t) => Some(t.tid),
+                            Record::Mmap(m) => Some(m.tid),
+                            Record::Mmap2(m) => Some(m.tid),
+                            _ => other.sample_id().and_then(|s| s.tid),
+                        };
+                        let name = tid.map_or_else(|| ":-1".to_string(), |t| self.comms.name(t));
+                        f(Item::SideBand(other, &name));
                     }
                     return;
                 }
@@ -452,6 +476,7 @@ pub fn build(rec: &Recording, opts: &ProfileOptions, progress: &mut dyn FnMut(u6
                 tick();
                 folder.add(&view);
             }
+            Item::SideBand(..) => {}
         });
     } else {
         // Two stages on two threads: this one reads, orders, decodes and resolves samples to
@@ -475,6 +500,7 @@ pub fn build(rec: &Recording, opts: &ProfileOptions, progress: &mut dyn FnMut(u6
                         open = tx.send(std::mem::take(&mut batch)).is_ok();
                     }
                 }
+                Item::SideBand(..) => {}
             });
             if open {
                 let _ = tx.send(batch);

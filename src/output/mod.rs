@@ -17,6 +17,27 @@ use crate::data::Meta;
 use crate::recording::perfdata::{KernelCheck, PerfData, user};
 use crate::recording::{Recording, Source};
 
+/// perf's three lines of the first and last sample times (perf clock) and the span between.
+fn sample_span((first, last): (u64, u64), out: &mut dyn Write) -> io::Result<()> {
+    let secs = |t: u64| format!("{}.{:06}", t / 1_000_000_000, (t % 1_000_000_000) / 1000);
+    writeln!(out, "# time of first sample : {}", secs(first))?;
+    writeln!(out, "# time of last sample : {}", secs(last))?;
+    writeln!(
+        out,
+        "# sample duration : {:10.3} ms",
+        last.saturating_sub(first) as f64 / 1e6
+    )
+}
+
+/// `--header` of report and script: the `hrec info` lines between perf's `# ========` rules,
+/// then a `#` line, as perf frames its header before the report or the samples.
+pub fn header_block(rec: &Recording, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out, "# ========")?;
+    info(rec, out)?;
+    writeln!(out, "# ========")?;
+    writeln!(out, "#")
+}
+
 /// `hrec info`: the header, the events, the statistics and the blocks of a recording; for a
 /// perf.data file, its header and feature sections in the style of `perf report --header-only`.
 pub fn info(rec: &Recording, out: &mut dyn Write) -> io::Result<()> {
@@ -71,6 +92,9 @@ pub fn info(rec: &Recording, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "# notice : {n}")?;
     }
     write_events(m, out)?;
+    if let Some(span) = rec.sample_time() {
+        sample_span(span, out)?;
+    }
     match r.trailer() {
         Some(t) => {
             let per: Vec<String> = m
@@ -308,15 +332,8 @@ fn perf_data_info(rec: &Recording, p: &PerfData, out: &mut dyn Write) -> io::Res
             members.join(", ")
         )?;
     }
-    if let Some((first, last)) = i.sample_time {
-        let secs = |t: u64| format!("{}.{:06}", t / 1_000_000_000, (t % 1_000_000_000) / 1000);
-        writeln!(out, "# time of first sample : {}", secs(first))?;
-        writeln!(out, "# time of last sample : {}", secs(last))?;
-        writeln!(
-            out,
-            "# sample duration : {:10.3} ms",
-            last.saturating_sub(first) as f64 / 1e6
-        )?;
+    if let Some(span) = i.sample_time {
+        sample_span(span, out)?;
     }
     if let Some(c) = &i.compression {
         writeln!(out, "# compressed : {c}")?;

@@ -21,6 +21,7 @@ use crate::analysis::hist::Filters;
 use crate::analysis::profile::{Profile, ProfileOptions};
 use crate::analysis::replay::{self, Item, Replay};
 use crate::decode::Sample;
+use crate::decode::{FileId, Record};
 use crate::event::attr::sample;
 use crate::recording::Recording;
 use crate::symbol::symbolizer::Loc;
@@ -180,6 +181,10 @@ pub struct Layout {
     pub ns: bool,
     /// `-G`/`--hide-call-graph`: one line per sample, its own location only.
     pub hide_call_graph: bool,
+    /// `--show-mmap-events`: MMAP and MMAP2 records in the stream, as perf prints them.
+    pub show_mmap: bool,
+    /// `--show-task-events`: COMM, FORK and EXIT records in the stream, as perf prints them.
+    pub show_task: bool,
 }
 
 /// Writes every sample. Returns the number of samples written.
@@ -205,6 +210,11 @@ pub fn script(
     let mut io_err = None;
     let mut n = 0u64;
     let mut r = Replay::new(rec, profile_options);
+    if layout.show_mmap || layout.show_task {
+        r = r.with_side_band();
+    }
+    // perf leaves the thread name unpadded above call-chain lines, side-band lines too.
+    let chain_file = p.callchains && !layout.hide_call_graph && has(Field::Ip);
     r.run(rec, |item| {
         if io_err.is_some() {
             return;
@@ -214,6 +224,15 @@ pub fn script(
             Item::Error(e) => {
                 if errors.len() < 10 {
                     errors.push(e.to_string());
+                }
+                return;
+            }
+            Item::SideBand(record, comm) => {
+                line.clear();
+                if side_band_line(&mut line, record, comm, fields, layout, chain_file)
+                    && let Err(e) = out.write_all(line.as_bytes())
+                {
+                    io_err = Some(e);
                 }
                 return;
             }
@@ -286,6 +305,141 @@ pub fn script(
         Some(e) => Err(e),
         None => Ok(n),
     }
+}
+
+/// `%#lx` as C prints it: `0` for zero, `0x..` otherwise.
+fn c_hex(v: u64) -> String {
+    if v == 0 {
+        "0".to_string()
+    } else {
+        format!("{v:#x}")
+    }
+}
+
+/// A side-band record as `perf script --show-mmap-events / --show-task-events` prints it:
+/// the thread's name, tid, cpu and time from its sample_id, then perf's text of the record.
+/// Returns false for records the layout does not show.
+fn side_band_line(
+    line: &mut String,
+    r: &Record<'_>,
+    comm: &str,
+    fields: &[Field],
+    layout: Layout,
+    chain_file: bool,
+) -> bool {
+    let show = match r {
+        Record::Mmap(_) | Record::Mmap2(_) => layout.show_mmap,
+        Record::Comm(_) | Record::Fork(_) | Record::Exit(_) => layout.show_task,
+        _ => false,
+    };
+    let Some(id) = r.sample_id().filter(|_| show) else {
+        return false;
+    };
+    let has = |f: Field| fields.contains(&f);
+    if has(Field::Comm) && chain_file {
+        line.push_str(comm);
+    } else if has(Field::Comm) {
+        let _ = write!(line, "{comm:>16}");
+    }
+    let signed = |v: Option<u32>| v.map(|x| x as i32);
+    match (
+        has(Field::Pid),
+        has(Field::Tid),
+        signed(id.pid),
+        signed(id.tid),
+    ) {
+        (true, true, Some(pid), Some(tid)) => {
+            let _ = write!(line, " {pid:>5}/{tid:<5}");
+        }
+        (true, false, Some(pid), _) => {
+            let _ = write!(line, " {pid:>5}");
+        }
+        (false, true, _, Some(tid)) => {
+            let _ = write!(line, " {tid:>5}");
+        }
+        _ => {}
+    }
+    if has(Field::Cpu)
+        && let Some(cpu) = id.cpu
+    {
+        let _ = write!(line, " [{cpu:03}]");
+    }
+    if has(Field::Time)
+        && let Some(t) = id.time
+    {
+        let (secs, frac) = (t / 1_000_000_000, t % 1_000_000_000);
+        let _ = if layout.ns {
+            write!(line, " {secs:>5}.{frac:09}:")
+        } else {
+            write!(line, " {secs:>5}.{:06}:", frac / 1000)
+        };
+    }
+    line.push_str(" PERF_RECORD_");
+    let id2 = |pid: u32, tid: u32| format!("{}/{}", pid as i32, tid as i32);
+    let _ = match r {
+        Record::Comm(c) => write!(
+            line,
+            "COMM{}: {}:{}/{}",
+            if c.exec { " exec" } else { "" },
+            String::from_utf8_lossy(c.comm),
+            c.pid as i32,
+            c.tid as i32
+        ),
+        Record::Fork(t) | Record::Exit(t) => write!(
+            line,
+            "{}({}:{}):({}:{})",
+            if matches!(r, Record::Fork(_)) {
+                "FORK"
+            } else {
+                "EXIT"
+            },
+            t.pid as i32,
+            t.tid as i32,
+            t.ppid as i32,
+            t.ptid as i32
+        ),
+        Record::Mmap(m) => write!(
+            line,
+            "MMAP {}: [{}({}) @ {}]: {} {}",
+            id2(m.pid, m.tid),
+            c_hex(m.addr),
+            c_hex(m.len),
+            c_hex(m.pgoff),
+            if m.data { 'r' } else { 'x' },
+            String::from_utf8_lossy(m.filename)
+        ),
+        Record::Mmap2(m) => {
+            let file = match m.file {
+                FileId::Inode {
+                    maj,
+                    min,
+                    ino,
+                    ino_generation,
+                } => format!("{maj:02x}:{min:02x} {ino} {ino_generation}"),
+                FileId::BuildId(b) => {
+                    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+                    format!("<{hex}>")
+                }
+            };
+            let bit = |mask: u32, c: char| if m.prot & mask != 0 { c } else { '-' };
+            write!(
+                line,
+                "MMAP2 {}: [{}({}) @ {} {file}]: {}{}{}{} {}",
+                id2(m.pid, m.tid),
+                c_hex(m.addr),
+                c_hex(m.len),
+                c_hex(m.pgoff),
+                bit(1, 'r'),
+                bit(2, 'w'),
+                bit(4, 'x'),
+                if m.flags & 1 != 0 { 's' } else { 'p' },
+                String::from_utf8_lossy(m.filename)
+            )
+        }
+        _ => return false,
+    };
+    line.push('\n');
+    true
 }
 
 fn header(

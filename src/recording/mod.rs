@@ -352,7 +352,8 @@ impl Recording {
 }
 
 /// Thread names as the records set them: COMM sets a thread's name, FORK gives the child its
-/// parent's name (perf's rule), so a thread that never called exec still has a name.
+/// parent's name (perf's rule, replacing what an earlier thread of that tid was called), so a
+/// thread that never called exec still has a name.
 #[derive(Debug, Clone, Default)]
 pub struct Comms(HashMap<u32, String>);
 
@@ -365,9 +366,18 @@ impl Comms {
                     .insert(c.tid, String::from_utf8_lossy(c.comm).into_owned());
             }
             Record::Fork(t) => {
-                if let Some(name) = self.0.get(&t.ptid).or_else(|| self.0.get(&t.ppid)).cloned() {
-                    self.0.entry(t.tid).or_insert(name);
-                }
+                // The child is a new thread, whatever had its tid before (tids are reused):
+                // it has its parent's name, the idle task's `swapper` too, or none yet.
+                let parent = self
+                    .0
+                    .get(&t.ptid)
+                    .or_else(|| self.0.get(&t.ppid))
+                    .cloned()
+                    .or_else(|| (t.ptid == 0).then(|| "swapper".to_string()));
+                match parent {
+                    Some(name) => self.0.insert(t.tid, name),
+                    None => self.0.remove(&t.tid),
+                };
             }
             _ => {}
         }
