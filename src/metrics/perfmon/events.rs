@@ -75,6 +75,10 @@ pub struct CoreEvent {
     pub offcore: bool,
     /// `BriefDescription`.
     pub description: String,
+    /// `PublicDescription`: the longer text (`perf list -v`); empty when absent.
+    pub public_description: String,
+    /// `Unit`: the PMU of uncore events (`CHA`, `IMC`); `None` for core events.
+    pub unit: Option<String>,
     /// perf's converted lists carry `RetirementLatencyMean`/`Min`/`Max`; Intel's do not.
     pub retirement_latency: Option<RetireLatency>,
 }
@@ -195,6 +199,8 @@ impl CoreEvent {
             deprecated: flag("Deprecated")?,
             offcore: flag("Offcore")?,
             description: text("BriefDescription")?.unwrap_or_default(),
+            public_description: text("PublicDescription")?.unwrap_or_default(),
+            unit: text("Unit")?,
             retirement_latency,
             name,
         })
