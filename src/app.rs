@@ -1004,17 +1004,19 @@ fn list(
     if cfg.pmus {
         return list_pmus(&pmus, cfg.json, out);
     }
+    let filters: Vec<Filter> = cfg.filters.iter().map(|f| Filter::parse(f)).collect();
     let cpuid = match &cfg.cpuid {
         Some(c) => Some(c.clone()),
         None => crate::stat::tma::cpuid(&env.procfs_root).ok(),
     };
-    let source = cpuid.map(|cpuid| PerfmonSource {
-        dir: crate::stat::tma::perfmon_dir(cfg.perfmon.as_deref()),
-        cpuid,
-        explicit: cfg.perfmon.is_some(),
-    });
+    let source = cpuid
+        .filter(|_| filters.is_empty() || filters.iter().any(Filter::needs_perfmon))
+        .map(|cpuid| PerfmonSource {
+            dir: crate::stat::tma::perfmon_dir(cfg.perfmon.as_deref()),
+            cpuid,
+            explicit: cfg.perfmon.is_some(),
+        });
     let cat = listing::catalogue(&pmus, source.as_ref(), cfg.deprecated)?;
-    let filters: Vec<Filter> = cfg.filters.iter().map(|f| Filter::parse(f)).collect();
     let notes = if cfg.json {
         listing::write_json(&cat, &filters, out)?
     } else {

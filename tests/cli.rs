@@ -87,7 +87,10 @@ fn real_sys_dry_run_and_list() {
     let o = hrec(None, &["list", "--pmus"]);
     let (out, err) = text(&o);
     assert!(o.status.success(), "{err}");
-    assert!(out.contains("software") && out.contains("cpu-clock"), "{out}");
+    assert!(
+        out.contains("software") && out.contains("cpu-clock"),
+        "{out}"
+    );
     let o = hrec(None, &["list", "--pmus", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("valid JSON");
     assert!(

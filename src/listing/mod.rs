@@ -189,7 +189,7 @@ pub fn catalogue(
         hardware: hardware_events(pmus),
         software: software_events(),
         cache: cache_events(pmus),
-        raw: raw_descriptors(pmus),
+        raw: raw_descriptors(),
         tracepoints: tracepoints(&pmus.root),
         pmu: alias_events(pmus),
         metrics: Vec::new(),
@@ -288,16 +288,12 @@ fn cache_events(pmus: &Pmus) -> Vec<Event> {
     out
 }
 
-fn raw_descriptors(pmus: &Pmus) -> Vec<Event> {
-    let core = pmus.core_pmus();
-    let pmu = core.first().map_or("cpu", |p| p.name.as_str());
-    [
-        "rNNN".to_string(),
-        format!("{pmu}/t1=v1[,t2=v2,t3 ...]/modifier"),
-    ]
-    .into_iter()
-    .map(|d| Event::simple(d, Vec::new(), EventType::RawDescriptor))
-    .collect()
+/// perf's two syntax hints, printed as perf prints them (`cpu/` even on hybrid parts).
+fn raw_descriptors() -> Vec<Event> {
+    ["rNNN", "cpu/t1=v1[,t2=v2,t3 ...]/modifier"]
+        .into_iter()
+        .map(|d| Event::simple(d.to_string(), Vec::new(), EventType::RawDescriptor))
+        .collect()
 }
 
 /// `pmu/alias/` with the `?` terms the user must give, as perf's `format_alias`.
@@ -603,6 +599,14 @@ pub enum Filter {
 }
 
 impl Filter {
+    /// Whether this filter can show perfmon events or metrics (the files are read only then).
+    pub fn needs_perfmon(&self) -> bool {
+        matches!(
+            self,
+            Filter::Pmu | Filter::Metric | Filter::MetricGroup | Filter::Glob(_)
+        )
+    }
+
     /// Classifies an argument as perf's `cmd_list` does.
     pub fn parse(arg: &str) -> Filter {
         match arg {

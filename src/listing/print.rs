@@ -99,12 +99,17 @@ fn select<'a>(cat: &'a Catalogue, filters: &[Filter]) -> (Vec<Section<'a>>, Vec<
                 "SDT markers are not listed: hrec does not read the build-id cache's probes"
                     .to_string(),
             ),
-            Filter::Metric => out.push(Section::Metrics {
-                groups: false,
-                metrics: true,
-                list: vec![(String::new(), cat.metrics.iter().collect())],
-                glob: false,
-            }),
+            Filter::Metric => {
+                let mut all: Vec<&MetricItem> = cat.metrics.iter().collect();
+                all.sort_by(|a, b| a.name.cmp(&b.name));
+                all.dedup_by(|a, b| a.name == b.name);
+                out.push(Section::Metrics {
+                    groups: false,
+                    metrics: true,
+                    list: vec![(String::new(), all)],
+                    glob: false,
+                });
+            }
             Filter::MetricGroup => out.push(Section::Metrics {
                 groups: true,
                 metrics: false,
