@@ -493,14 +493,29 @@ fn perfmon_event(ev: &CoreEvent, pmu: String, is_core: bool) -> Event {
         ..RawEvent::default()
     };
     let encoding = raw.perf_terms().ok().map(|t| format!("{pmu}/{t}/"));
-    let unit_note = |d: &str| {
-        if pmu == "cpu" || d.is_empty() {
-            d.to_string()
-        } else if d.ends_with('.') {
-            format!("{d} Unit: {pmu}")
-        } else {
-            format!("{d}. Unit: {pmu}")
+    // perf's wording (its jevents): the final full stop dropped, then the data-address,
+    // spec-update and precise notes, then the unit of events off the `cpu` PMU.
+    let describe = |d: &str| {
+        if d.is_empty() {
+            return String::new();
         }
+        let mut s = d.trim_end().trim_end_matches('.').to_string();
+        if ev.data_la {
+            s += "  Supports address when precise";
+            if ev.errata.is_some() {
+                s += ".";
+            }
+        }
+        if let Some(e) = &ev.errata {
+            s += &format!("  Spec update: {e}");
+        }
+        if ev.precise && !s.contains("(Precise Event)") {
+            s += " (Precise event)";
+        }
+        if pmu != "cpu" {
+            s += &format!(". Unit: {pmu}");
+        }
+        s
     };
     let name = ev.name.to_ascii_lowercase();
     let topic = topic_of(&ev.name, (!is_core).then_some(pmu.as_str()));
@@ -509,9 +524,9 @@ fn perfmon_event(ev: &CoreEvent, pmu: String, is_core: bool) -> Event {
         names: vec![name],
         kind: EventType::KernelPmu,
         topic: Some(topic.to_string()),
-        description: Some(unit_note(&ev.description)),
+        description: Some(describe(&ev.description)),
         long_description: (!ev.public_description.is_empty())
-            .then(|| unit_note(&ev.public_description)),
+            .then(|| describe(&ev.public_description)),
         encoding,
         is_core,
         pmu: Some(pmu),
