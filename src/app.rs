@@ -63,8 +63,27 @@ pub struct RecordConfig {
 /// `hrec list`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ListConfig {
+    /// The filters: perf's classes (`hw`, `sw`, `cache`, `pmu`, `tracepoint`, `metric`,
+    /// `metricgroup`) or globs; empty lists everything.
+    pub filters: Vec<String>,
     /// `--json`.
     pub json: bool,
+    /// `--pmus`: hrec's PMU table (type, CPUs, TopDown level) instead of the event list.
+    pub pmus: bool,
+    /// Descriptions (`-d`, on unless `--no-desc`).
+    pub desc: bool,
+    /// `-v/--long-desc`: Intel's longer descriptions.
+    pub long_desc: bool,
+    /// `--details`: encodings and metric formulas.
+    pub details: bool,
+    /// `--deprecated`: Intel's deprecated events too.
+    pub deprecated: bool,
+    /// Wrap descriptions before this column.
+    pub columns: usize,
+    /// `--perfmon DIR` (default: `HREC_PERFMON_DIR`, else `~/.cache/hrec/perfmon`).
+    pub perfmon: Option<PathBuf>,
+    /// `--cpuid` (default: this CPU).
+    pub cpuid: Option<String>,
 }
 
 /// `hrec script` / `hrec info`.
@@ -266,6 +285,9 @@ pub enum AppError {
     /// Counting failed.
     #[error(transparent)]
     Stat(#[from] crate::stat::count::StatError),
+    /// The event list could not be made.
+    #[error(transparent)]
+    List(#[from] crate::listing::ListError),
     /// Metrics could not be set up.
     #[error(transparent)]
     Tma(#[from] crate::stat::tma::TmaError),
@@ -321,7 +343,7 @@ pub fn run(
 ) -> Result<u8, AppError> {
     match cmd {
         Command::Record(cfg) => record(env, cfg, out, err),
-        Command::List(cfg) => list(env, cfg, out),
+        Command::List(cfg) => list(env, cfg, out, err),
         Command::Script(cfg) => script(env, cfg, out, err),
         Command::Info(cfg) => info(env, cfg, out, err),
         Command::Report(cfg) => report(env, cfg, out, err),
@@ -981,9 +1003,55 @@ fn info(
     Ok(0)
 }
 
-fn list(env: &Env, cfg: &ListConfig, out: &mut dyn Write) -> Result<u8, AppError> {
+fn list(
+    env: &Env,
+    cfg: &ListConfig,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8, AppError> {
+    use crate::listing::{self, Filter, PerfmonSource, Style};
     let pmus = Pmus::read(&env.sysfs_root)?;
-    if cfg.json {
+    if cfg.pmus {
+        return list_pmus(&pmus, cfg.json, out);
+    }
+    let filters: Vec<Filter> = cfg.filters.iter().map(|f| Filter::parse(f)).collect();
+    let cpuid = match &cfg.cpuid {
+        Some(c) => Some(c.clone()),
+        None => crate::stat::tma::cpuid(&env.procfs_root).ok(),
+    };
+    let source = cpuid
+        .filter(|_| filters.is_empty() || filters.iter().any(Filter::needs_perfmon))
+        .map(|cpuid| PerfmonSource {
+            dir: crate::stat::tma::perfmon_dir(cfg.perfmon.as_deref()),
+            cpuid,
+            explicit: cfg.perfmon.is_some(),
+        });
+    let cat = listing::catalogue(&pmus, source.as_ref(), cfg.deprecated)?;
+    let notes = if cfg.json {
+        listing::write_json(&cat, &filters, out)?
+    } else {
+        let style = Style {
+            desc: cfg.desc,
+            long_desc: cfg.long_desc,
+            details: cfg.details,
+            columns: cfg.columns,
+        };
+        listing::write_text(&cat, &filters, &style, out)?
+    };
+    for n in &notes {
+        writeln!(err, "hrec: note: {n}")?;
+    }
+    if env.verbose > 0 {
+        for n in &cat.notes {
+            writeln!(err, "hrec: note: {n}")?;
+        }
+    }
+    Ok(0)
+}
+
+/// `hrec list --pmus`: the PMUs of the snapshot with their TopDown level and aliases.
+fn list_pmus(pmus: &Pmus, json: bool, out: &mut dyn Write) -> Result<u8, AppError> {
+    if json {
         serde_json::to_writer_pretty(&mut *out, &pmus).map_err(io::Error::from)?;
         writeln!(out)?;
         return Ok(0);

@@ -15,7 +15,7 @@ use hrec::pmu::CpuList;
 #[command(after_help = "EXAMPLES:
   hrec record -W -- ./prog            sample cycles (+TopDown group, retire latency)
   hrec record --dry-run -- true       print the perf_event_attr plan, open nothing
-  hrec list                           PMUs, their TopDown level and events
+  hrec list [sw|hw|cache|pmu|GLOB]    events and metrics, as perf list
   hrec export --format pprof          profile.pb.gz for go tool pprof")]
 pub struct Cli {
     /// Be more verbose (repeat for more).
@@ -65,7 +65,7 @@ pub enum Cmd {
     Export(ExportArgs),
     /// Count events (TopDown, TMA metrics) for a command.
     Stat(StatArgs),
-    /// List PMUs, TopDown levels and events.
+    /// List events and metrics as perf list does (--pmus: PMUs and TopDown levels).
     List(ListArgs),
     /// Show a recording's header: host, events, counts.
     Info(InputArgs),
@@ -819,9 +819,61 @@ impl StatArgs {
 /// `hrec list` flags.
 #[derive(Debug, Args)]
 pub struct ListArgs {
-    /// JSON output.
-    #[arg(long)]
+    /// What to list: hw, sw, cache, pmu, tracepoint, metric, metricgroup, or a glob matched
+    /// as *GLOB* against event names ('cache-*', mem_load); subsys:event for tracepoints.
+    #[arg(value_name = "FILTER")]
+    pub filters: Vec<String>,
+    /// JSON output: an array with one object per event or metric.
+    #[arg(short = 'j', long)]
     pub json: bool,
+    /// Print descriptions (the default; perf's -d).
+    #[arg(short = 'd', long = "desc", overrides_with = "no_desc")]
+    pub desc: bool,
+    /// Leave the descriptions out.
+    #[arg(long = "no-desc")]
+    pub no_desc: bool,
+    /// Print Intel's longer descriptions (perf's -v; hrec's -v is --verbose).
+    #[arg(long = "long-desc")]
+    pub long_desc: bool,
+    /// Print each event's encoding and each metric's formula.
+    #[arg(long)]
+    pub details: bool,
+    /// List deprecated events too.
+    #[arg(long)]
+    pub deprecated: bool,
+    /// hrec's PMU table (type, CPUs, core, TopDown level, aliases) instead of the events.
+    #[arg(long)]
+    pub pmus: bool,
+    /// Directory with Intel's perfmon files (mapfile.csv and the model folders); default
+    /// $HREC_PERFMON_DIR, else ~/.cache/hrec/perfmon.
+    #[arg(long, value_name = "DIR")]
+    pub perfmon: Option<PathBuf>,
+    /// The CPU to pick event and metric files for, as mapfile.csv spells it (default: this
+    /// CPU).
+    #[arg(long, value_name = "CPUID", hide = true)]
+    pub cpuid: Option<String>,
+}
+
+impl ListArgs {
+    fn into_config(self) -> ListConfig {
+        // perf wraps descriptions at $COLUMNS, else 78 (80 less 2) when not paging.
+        let columns = std::env::var("COLUMNS")
+            .ok()
+            .and_then(|c| c.trim().parse().ok())
+            .unwrap_or(78);
+        ListConfig {
+            filters: self.filters,
+            json: self.json,
+            pmus: self.pmus,
+            desc: !self.no_desc,
+            long_desc: self.long_desc,
+            details: self.details,
+            deprecated: self.deprecated,
+            columns,
+            perfmon: self.perfmon,
+            cpuid: self.cpuid,
+        }
+    }
 }
 
 fn parse_freq(s: &str) -> Result<Freq, String> {
@@ -888,7 +940,7 @@ impl Cli {
         }
         let cmd = match self.command {
             Cmd::Record(a) => Command::Record(a.into_config()?),
-            Cmd::List(a) => Command::List(ListConfig { json: a.json }),
+            Cmd::List(a) => Command::List(a.into_config()),
             Cmd::Report(a) => Command::Report(Box::new(a.into_config()?)),
             Cmd::Script(a) => {
                 let (profile, filters) = reading_options(a.symbols, a.filters)?;

@@ -16,6 +16,7 @@ pub mod decode;
 pub mod disasm;
 pub mod event;
 pub mod kernel;
+pub mod listing;
 pub mod metrics;
 pub mod objfile;
 pub mod output;

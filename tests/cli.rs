@@ -80,10 +80,18 @@ fn real_sys_dry_run_and_list() {
     let (out, err) = text(&o);
     assert!(o.status.success(), "{err}");
     assert!(
+        out.lines()
+            .any(|l| l.starts_with("  cpu-clock ") && l.ends_with("[Software event]")),
+        "{out}"
+    );
+    let o = hrec(None, &["list", "--pmus"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
         out.contains("software") && out.contains("cpu-clock"),
         "{out}"
     );
-    let o = hrec(None, &["list", "--json"]);
+    let o = hrec(None, &["list", "--pmus", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("valid JSON");
     assert!(
         v["pmus"]
@@ -96,7 +104,7 @@ fn real_sys_dry_run_and_list() {
 
 #[test]
 fn list_shows_topdown_and_hybrid() {
-    let o = hrec(Some("alderlake"), &["list"]);
+    let o = hrec(Some("alderlake"), &["list", "--pmus"]);
     let (out, _) = text(&o);
     let line = |name: &str| {
         out.lines()

@@ -75,6 +75,14 @@ pub struct CoreEvent {
     pub offcore: bool,
     /// `BriefDescription`.
     pub description: String,
+    /// `PublicDescription`: the longer text (`perf list -v`); empty when absent.
+    pub public_description: String,
+    /// `Unit`: the PMU of uncore events (`CHA`, `IMC`); `None` for core events.
+    pub unit: Option<String>,
+    /// `Data_LA`: precise samples carry the data address.
+    pub data_la: bool,
+    /// `Errata`: the spec-update items that affect the event (`None` for `"null"`).
+    pub errata: Option<String>,
     /// perf's converted lists carry `RetirementLatencyMean`/`Min`/`Max`; Intel's do not.
     pub retirement_latency: Option<RetireLatency>,
 }
@@ -195,6 +203,10 @@ impl CoreEvent {
             deprecated: flag("Deprecated")?,
             offcore: flag("Offcore")?,
             description: text("BriefDescription")?.unwrap_or_default(),
+            public_description: text("PublicDescription")?.unwrap_or_default(),
+            unit: text("Unit")?,
+            data_la: flag("Data_LA")?,
+            errata: text("Errata")?.filter(|e| !e.is_empty() && e != "null" && e != "NA"),
             retirement_latency,
             name,
         })
