@@ -58,6 +58,12 @@ pub struct RecordConfig {
     pub command: Vec<String>,
     /// hrec's own command line, stored in the file header.
     pub command_line: Vec<String>,
+    /// `-q`: errors only.
+    pub quiet: bool,
+    /// `-z N`: zstd level of the blocks.
+    pub zstd_level: Option<i32>,
+    /// `-B`: no build-ids.
+    pub no_buildid: bool,
 }
 
 /// `hrec list`.
@@ -254,6 +260,10 @@ pub enum Command {
     Script(Box<ScriptConfig>),
     /// `hrec info`
     Info(InputConfig),
+    /// `hrec evlist`
+    Evlist(InputConfig, output::EvlistStyle),
+    /// `hrec buildid-list`
+    BuildidList(InputConfig),
     /// `hrec report`
     Report(Box<ReportConfig>),
     /// `hrec flamegraph`
@@ -346,6 +356,16 @@ pub fn run(
         Command::List(cfg) => list(env, cfg, out, err),
         Command::Script(cfg) => script(env, cfg, out, err),
         Command::Info(cfg) => info(env, cfg, out, err),
+        Command::Evlist(cfg, style) => {
+            let rec = open_recording(env, &cfg.input, err)?;
+            output::evlist(&rec, *style, out)?;
+            Ok(0)
+        }
+        Command::BuildidList(cfg) => {
+            let rec = open_recording(env, &cfg.input, err)?;
+            output::buildid_list(&rec, out)?;
+            Ok(0)
+        }
         Command::Report(cfg) => report(env, cfg, out, err),
         Command::Flamegraph(cfg) => flamegraph(env, cfg, out, err),
         Command::Export(cfg) => export(env, cfg, out, err),
@@ -375,7 +395,7 @@ fn record(
     let pmus = Pmus::read(&env.sysfs_root)?;
     let host = read_host(&env.procfs_root);
     let plan = plan::plan_record(&pmus, &host, &cfg.options)?;
-    for n in &plan.notices {
+    for n in plan.notices.iter().filter(|_| !cfg.quiet) {
         writeln!(err, "hrec: {n}")?;
     }
     if cfg.dry_run {
@@ -400,11 +420,19 @@ fn record(
             cfg.options.call_graph,
             Some(plan::CallGraph::Dwarf { raw: true, .. })
         ),
+        zstd_level: cfg.zstd_level,
+        no_buildid: cfg.no_buildid,
     };
-    let outcome = record::record(&session, err)?;
-    writeln!(err, "{}", outcome.summary)?;
-    for w in &outcome.warnings {
-        writeln!(err, "hrec: {w}")?;
+    let outcome = if cfg.quiet {
+        record::record(&session, &mut io::sink())?
+    } else {
+        record::record(&session, err)?
+    };
+    if !cfg.quiet {
+        writeln!(err, "{}", outcome.summary)?;
+        for w in &outcome.warnings {
+            writeln!(err, "hrec: {w}")?;
+        }
     }
     Ok(u8::try_from(outcome.exit_code).unwrap_or(1))
 }

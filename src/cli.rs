@@ -69,6 +69,11 @@ pub enum Cmd {
     List(ListArgs),
     /// Show a recording's header: host, events, counts.
     Info(InputArgs),
+    /// List a recording's events (perf evlist; -v for their attrs).
+    Evlist(EvlistArgs),
+    /// List the build-ids of the binaries a recording saw (perf buildid-list).
+    #[command(name = "buildid-list")]
+    BuildidList(InputArgs),
     /// Show the instructions and source lines of hot functions with their samples.
     Annotate(AnnotateArgs),
 }
@@ -181,6 +186,32 @@ pub struct RecordArgs {
     /// Data pages per ring buffer (power of two).
     #[arg(short = 'm', long = "mmap-pages", value_name = "PAGES")]
     pub mmap_pages: Option<u64>,
+    /// No summary line, notices or warnings: errors only.
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
+    /// zstd level of the file's blocks, 1 (fastest) to 22 (smallest); hrec always
+    /// compresses (level 3 without -z or with a bare -z).
+    #[arg(
+        short = 'z',
+        long = "compression-level",
+        value_name = "N",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "3",
+        value_parser = clap::value_parser!(i32).range(1..=22)
+    )]
+    pub compression_level: Option<i32>,
+    /// Do not store the build-ids of the binaries seen (a report then cannot tell that a
+    /// binary was rebuilt since).
+    #[arg(short = 'B', long = "no-buildid")]
+    pub no_buildid: bool,
+    /// Accepted for perf's habit: hrec never fills perf's build-id cache (~/.debug).
+    #[arg(short = 'N', long = "no-buildid-cache")]
+    pub no_buildid_cache: bool,
+    /// perf's filter of perf's own tracepoint events: hrec records no tracepoints, so it is
+    /// refused with the reason.
+    #[arg(long = "exclude-perf", hide = true)]
+    pub exclude_perf: bool,
     /// Print the plan (perf_event_attr per event, perf -vv layout) and open nothing.
     #[arg(long = "dry-run")]
     pub dry_run: bool,
@@ -191,6 +222,20 @@ pub struct RecordArgs {
     /// record.
     #[arg(trailing_var_arg = true, value_name = "COMMAND")]
     pub command: Vec<String>,
+}
+
+/// `hrec evlist` flags (perf evlist's; `-v` is the global verbose flag, as in perf).
+#[derive(Debug, Args)]
+pub struct EvlistArgs {
+    /// Input file [default: hrec.data, else perf.data when only that is here].
+    #[arg(short = 'i', long = "input")]
+    pub input: Option<PathBuf>,
+    /// Groups as {leader,member,...}.
+    #[arg(short = 'g', long = "group")]
+    pub group: bool,
+    /// The sampling frequency or period of each event.
+    #[arg(short = 'F', long = "freq")]
+    pub freq: bool,
 }
 
 /// Commands that read a recording.
@@ -968,6 +1013,19 @@ impl Cli {
             Cmd::Info(a) => Command::Info(InputConfig {
                 input: input_file(a.input),
             }),
+            Cmd::Evlist(a) => Command::Evlist(
+                InputConfig {
+                    input: input_file(a.input),
+                },
+                hrec::output::EvlistStyle {
+                    verbose: env.verbose > 0,
+                    group: a.group,
+                    freq: a.freq,
+                },
+            ),
+            Cmd::BuildidList(a) => Command::BuildidList(InputConfig {
+                input: input_file(a.input),
+            }),
             Cmd::Annotate(a) => {
                 let syntax: hrec::disasm::Syntax = a.style.parse()?;
                 let column: hrec::output::annotate::Column = if a.show_nr_samples {
@@ -1006,6 +1064,9 @@ impl Cli {
 
 impl RecordArgs {
     fn into_config(self) -> Result<RecordConfig, String> {
+        if self.exclude_perf {
+            return Err("--exclude-perf filters out perf's own tracepoint events (perf's rule: it follows a tracepoint -e); hrec records no tracepoints, so there is nothing to exclude: leave it out".into());
+        }
         let given = [
             self.all_cpus,
             self.cpu.is_some(),
@@ -1055,6 +1116,9 @@ impl RecordArgs {
             json: self.json,
             command: self.command,
             command_line: std::env::args().collect(),
+            quiet: self.quiet,
+            zstd_level: self.compression_level,
+            no_buildid: self.no_buildid,
         })
     }
 }

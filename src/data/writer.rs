@@ -14,6 +14,19 @@ use super::{BlockInfo, BlockKind, Codec, DataError, MAGIC, Meta, Trailer, VERSIO
 /// below the ring-buffer drain rate (the writer compresses a few MB/s at most), so 3.
 pub const ZSTD_LEVEL: i32 = 3;
 
+/// A block compressor at `level`, with checksums and content sizes in its frames.
+fn compressor(path: &Path, level: i32) -> Result<zstd::bulk::Compressor<'static>, DataError> {
+    let err = |source| DataError::Compress {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut zstd = zstd::bulk::Compressor::new(level).map_err(err)?;
+    zstd.set_parameter(zstd::zstd_safe::CParameter::ChecksumFlag(true))
+        .and_then(|()| zstd.set_parameter(zstd::zstd_safe::CParameter::ContentSizeFlag(true)))
+        .map_err(err)?;
+    Ok(zstd)
+}
+
 /// Writes a recording: the header at [`Writer::create`], then one block per call, then the
 /// trailer and footer at [`Writer::finish`]. It is `Send`, for a dedicated writer thread.
 ///
@@ -95,17 +108,7 @@ impl Writer {
         file.write_all(&header).map_err(io_err("write to", path))?;
         // The header reaches the disk before any block: a file that has blocks has a header.
         file.sync_data().map_err(io_err("sync", path))?;
-        let mut zstd =
-            zstd::bulk::Compressor::new(ZSTD_LEVEL).map_err(|source| DataError::Compress {
-                path: path.to_path_buf(),
-                source,
-            })?;
-        zstd.set_parameter(zstd::zstd_safe::CParameter::ChecksumFlag(true))
-            .and_then(|()| zstd.set_parameter(zstd::zstd_safe::CParameter::ContentSizeFlag(true)))
-            .map_err(|source| DataError::Compress {
-                path: path.to_path_buf(),
-                source,
-            })?;
+        let zstd = compressor(path, ZSTD_LEVEL)?;
         Ok(Writer {
             path: path.to_path_buf(),
             file,
@@ -114,6 +117,13 @@ impl Writer {
             zstd,
             failed: None,
         })
+    }
+
+    /// Compresses the blocks written from now on at zstd `level` (1 fastest ..= 22 smallest;
+    /// `record -z N`); readers need nothing to know it.
+    pub fn set_level(&mut self, level: i32) -> Result<(), DataError> {
+        self.zstd = compressor(&self.path, level)?;
+        Ok(())
     }
 
     /// Writes one block of raw kernel records from ring buffer `source` (`u32::MAX` if none).

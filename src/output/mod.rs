@@ -17,6 +17,74 @@ use crate::data::Meta;
 use crate::recording::perfdata::{KernelCheck, PerfData, user};
 use crate::recording::{Recording, Source};
 
+/// What `evlist` prints of each event (perf evlist's flags).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EvlistStyle {
+    /// `-v`: every non-zero attr field, `name: value` as perf prints them.
+    pub verbose: bool,
+    /// `-g`: groups as `{leader,member,...}`, members not on lines of their own.
+    pub group: bool,
+    /// `-F`: the sampling frequency or period.
+    pub freq: bool,
+}
+
+/// `hrec evlist`: the recording's events, one per line, as `perf evlist` prints them.
+pub fn evlist(rec: &Recording, style: EvlistStyle, out: &mut dyn Write) -> io::Result<()> {
+    let events = &rec.meta().events;
+    for (i, e) in events.iter().enumerate() {
+        let members: Vec<&str> = events
+            .iter()
+            .enumerate()
+            .filter(|&(j, m)| m.leader == i && j != i)
+            .map(|(_, m)| m.name.as_str())
+            .collect();
+        let mut line = if style.group && e.leader != i {
+            continue;
+        } else if style.group && !members.is_empty() {
+            format!("{{{},{}}}", e.name, members.join(","))
+        } else {
+            e.name.clone()
+        };
+        // perf's separators: a colon before the first detail, commas between the others.
+        let mut first = true;
+        let mut detail = |line: &mut String, text: String| {
+            line.push_str(if first { ":" } else { "," });
+            line.push(' ');
+            line.push_str(&text);
+            first = false;
+        };
+        // perf: -v prints every field, the frequency among them, so -F adds nothing to it.
+        if style.freq && !style.verbose {
+            let term = if e.attr.freq() {
+                "sample_freq"
+            } else {
+                "sample_period"
+            };
+            detail(
+                &mut line,
+                format!("{term}={}", e.attr.sample_period_or_freq),
+            );
+        }
+        if style.verbose {
+            for (k, v) in e.attr.fields() {
+                detail(&mut line, format!("{k}: {v}"));
+            }
+        }
+        writeln!(out, "{line}")?;
+    }
+    Ok(())
+}
+
+/// `hrec buildid-list`: `build-id path` per binary the recording has a build-id of, as
+/// `perf buildid-list` prints the build-ids of a perf.data header.
+pub fn buildid_list(rec: &Recording, out: &mut dyn Write) -> io::Result<()> {
+    let text = rec.side("build-ids").unwrap_or_default();
+    for line in String::from_utf8_lossy(&text).lines() {
+        writeln!(out, "{line}")?;
+    }
+    Ok(())
+}
+
 /// perf's three lines of the first and last sample times (perf clock) and the span between.
 fn sample_span((first, last): (u64, u64), out: &mut dyn Write) -> io::Result<()> {
     let secs = |t: u64| format!("{}.{:06}", t / 1_000_000_000, (t % 1_000_000_000) / 1000);

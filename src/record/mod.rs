@@ -127,6 +127,10 @@ pub struct Session<'a> {
     pub verbose: u8,
     /// `--call-graph dwarf,SIZE,raw`: keep the user stack copies after unwinding them.
     pub keep_raw_stacks: bool,
+    /// `-z N`: zstd level of the blocks (`None`: [`crate::data::ZSTD_LEVEL`]).
+    pub zstd_level: Option<i32>,
+    /// `-B/--no-buildid`: no build-ids side block (reports then cannot tell a rebuilt binary).
+    pub no_buildid: bool,
 }
 
 /// How a recording went.
@@ -243,7 +247,13 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
     };
 
     let meta = build_meta(s, &opened, data_pages, start_unix, clock_start, child);
-    let writer = match Writer::create(&s.output, &meta) {
+    let created = Writer::create(&s.output, &meta).and_then(|mut w| {
+        if let Some(level) = s.zstd_level {
+            w.set_level(level)?;
+        }
+        Ok(w)
+    });
+    let writer = match created {
         Ok(w) => w,
         Err(e) => {
             if let Some(pid) = child {
@@ -329,8 +339,10 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
 
     let (counts, lost_read) = final_counts(plan, &opened);
     let files: Vec<&[u8]> = acc.mapped_files.iter().map(Vec::as_slice).collect();
-    let build_ids = side::build_ids(files);
-    let _ = tx.send(Msg::Side("build-ids", build_ids.into_bytes()));
+    if !s.no_buildid {
+        let build_ids = side::build_ids(files);
+        let _ = tx.send(Msg::Side("build-ids", build_ids.into_bytes()));
+    }
     if !acc.kernel_addrs.is_empty() {
         let all = std::fs::read_to_string(s.procfs_root.join("kallsyms")).unwrap_or_default();
         let subset = side::kallsyms_subset(&all, &acc.kernel_addrs);
