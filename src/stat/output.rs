@@ -503,7 +503,11 @@ pub fn report(
         None => {
             let _ = write!(s, "{secs:>18.9} seconds time elapsed\n\n");
             if let Some((user, sys)) = user_sys {
-                let _ = write!(s, "{user:>18.9} seconds user\n{sys:>18.9} seconds sys\n\n");
+                // perf ends with two blank lines here.
+                let _ = write!(
+                    s,
+                    "{user:>18.9} seconds user\n{sys:>18.9} seconds sys\n\n\n"
+                );
             }
         }
     }
@@ -1005,7 +1009,7 @@ mod tests {
         );
         assert_eq!(
             s,
-            "\n Performance counter stats for 'sleep 0.25':\n\n       0.252364479 seconds time elapsed\n\n       0.002350000 seconds user\n       0.000000000 seconds sys\n\n"
+            "\n Performance counter stats for 'sleep 0.25':\n\n       0.252364479 seconds time elapsed\n\n       0.002350000 seconds user\n       0.000000000 seconds sys\n\n\n"
         );
     }
 
