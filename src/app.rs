@@ -191,6 +191,8 @@ pub struct StatConfig {
     pub tpebs_mode: crate::stat::tpebs::TpebsMode,
     /// `--tpebs-from FILE`.
     pub tpebs_from: Option<PathBuf>,
+    /// `-r N`: count the command N times and print the means (1: once).
+    pub repeat: u32,
     /// What the counts are of, as perf's header says it (`'CMD'`, `'system wide'`,
     /// `'CPU(s) 0-3'`, `process id '42'`, `thread id '43'`).
     pub title: String,
@@ -893,11 +895,15 @@ fn stat(
             })?),
         };
     let mut io_err = None;
-    let style = cfg.style.clone();
+    let mut style = cfg.style.clone();
+    // --big-num groups text counts as the locale does (perf's printf with the ' flag).
+    if style.big_num && style.csv.is_none() && !style.json {
+        style.numeric = crate::stat::numeric::Numeric::from_environment();
+    }
     let aggr = options.aggr;
-    let res = count::run(&pmus, &options, &cfg.command, &mut |iv| {
+    let mut on_interval = |iv: &count::Interval<'_>| {
         let mut text = String::new();
-        if !style.json && style.csv.is_none() && iv.index % 25 == 0 {
+        if !style.json && style.csv.is_none() && iv.index.is_multiple_of(25) {
             text.push_str(so::interval_header(aggr));
             text.push('\n');
         }
@@ -909,22 +915,47 @@ fn stat(
             iv.len,
             &style,
             Some(iv.at),
+            None,
         ));
         if let Err(e) = sink.write_all(text.as_bytes()) {
             io_err.get_or_insert(e);
         }
-    });
-    let res = match res {
-        Ok(r) => r,
-        Err(e) => {
-            drop(sink);
-            return Err(e.into());
-        }
     };
+    // -r: the command counted again and again (until interrupted); the means are printed.
+    let mut repeated = crate::stat::repeat::Repeated::new();
+    let mut last = None;
+    for _ in 0..cfg.repeat.max(1) {
+        match count::run(&pmus, &options, &cfg.command, &mut on_interval) {
+            Ok(r) => {
+                repeated.add(&r);
+                let stop = r.interrupted;
+                last = Some(r);
+                if stop {
+                    break;
+                }
+            }
+            Err(e) => {
+                drop(sink);
+                return Err(e.into());
+            }
+        }
+    }
     if let Some(e) = io_err {
         return Err(e.into());
     }
-    let mut res = res;
+    let Some(mut res) = last else {
+        return Ok(0);
+    };
+    let runs = (cfg.repeat > 1).then(|| {
+        res.counts = repeated.counts();
+        res.groups = repeated.groups();
+        res.elapsed = repeated.elapsed();
+        so::Runs {
+            runs: repeated.runs(),
+            noise: repeated.noise(),
+            elapsed_sd: repeated.elapsed_sd(),
+        }
+    });
     if let Some((_, setup)) = &setup {
         for c in &mut res.counters {
             if let Some(n) = tma::display_name(setup, c) {
@@ -943,8 +974,10 @@ fn stat(
             &res.groups,
             aggr,
             res.elapsed,
-            (cfg.options.target == count::StatTarget::Workload).then_some(res.user_sys),
-            &cfg.style,
+            (cfg.options.target == count::StatTarget::Workload && runs.is_none())
+                .then_some(res.user_sys),
+            &style,
+            runs.as_ref(),
         )
     };
     if let Some((perfmon, setup)) = &setup {
@@ -972,7 +1005,7 @@ fn stat(
             &values,
             &latencies,
             &missing,
-            &cfg.style,
+            &style,
         ));
     }
     sink.write_all(text.as_bytes())?;

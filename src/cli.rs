@@ -717,6 +717,28 @@ pub struct StatArgs {
     /// JSON lines output.
     #[arg(short = 'j', long)]
     pub json: bool,
+    /// Count the command N times; print the mean of each count and its spread (+- x.xx%).
+    #[arg(
+        short = 'r',
+        long = "repeat",
+        value_name = "N",
+        allow_hyphen_values = true,
+        value_parser = parse_repeat
+    )]
+    pub repeat: Option<u32>,
+    /// Add perf's cache events: -d L1 data and last-level cache, -dd also L1 instruction cache
+    /// and TLBs, -ddd also L1 data prefetches.
+    #[arg(short = 'd', long = "detailed", action = clap::ArgAction::Count)]
+    pub detailed: u8,
+    /// Print counts with the locale's thousands separators (the default).
+    #[arg(short = 'B', long = "big-num", overrides_with = "no_big_num")]
+    pub big_num: bool,
+    /// Print counts as plain digits.
+    #[arg(long = "no-big-num", overrides_with = "big_num")]
+    pub no_big_num: bool,
+    /// Null run: count no default events, only time the command.
+    #[arg(short = 'n', long = "null")]
+    pub null: bool,
     /// Directory with Intel's perfmon files (mapfile.csv and the model folders); default
     /// $HREC_PERFMON_DIR, else ~/.cache/hrec/perfmon.
     #[arg(long, value_name = "DIR")]
@@ -737,6 +759,17 @@ pub struct StatArgs {
     /// The command to count, after --.
     #[arg(trailing_var_arg = true, value_name = "COMMAND")]
     pub command: Vec<String>,
+}
+
+/// `-r N`: a whole number of runs, at least one.
+fn parse_repeat(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<u32>() {
+        Ok(0) => Err(
+            "give at least 1 run (perf's -r 0, repeat until interrupted, is not supported)".into(),
+        ),
+        Ok(n) => Ok(n),
+        Err(_) => Err("the number of runs must be a whole number, 1 or more".into()),
+    }
 }
 
 impl StatArgs {
@@ -772,6 +805,28 @@ impl StatArgs {
         }
         if self.sep.is_some() && self.json {
             return Err("-x and --json cannot be combined".into());
+        }
+        if self.big_num && self.sep.is_some() {
+            return Err(
+                "-B/--big-num and -x cannot be combined: CSV counts are plain digits (as in perf)"
+                    .into(),
+            );
+        }
+        let repeat = self.repeat.unwrap_or(1);
+        if repeat > 1 {
+            if self.interval.is_some() {
+                return Err(format!(
+                    "-r {repeat} and -I cannot be combined: -r prints the means of whole runs, -I the counts as they go"
+                ));
+            }
+            if self.command.is_empty() {
+                return Err(format!("-r {repeat} repeats a command: give one after --"));
+            }
+            if self.record_tpebs {
+                return Err(format!(
+                    "-r {repeat} and --record-tpebs cannot be combined: the retire latencies are sampled in one run"
+                ));
+            }
         }
         let join = |v: &[u32]| {
             v.iter()
@@ -841,13 +896,20 @@ impl StatArgs {
                 interval_count: self.interval_count,
                 aggr,
                 tpebs: Vec::new(),
+                detailed: self.detailed,
+                null_run: self.null,
                 ..Default::default()
             },
             style: hrec::stat::output::StatStyle {
                 csv: self.sep,
                 json: self.json,
                 td_level: self.td_level,
+                // perf's default; -x turns it off.
+                big_num: !self.no_big_num,
+                null_run: self.null,
+                ..Default::default()
             },
+            repeat,
             command: self.command,
             metrics: self.metrics,
             perfmon: self.perfmon,

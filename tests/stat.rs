@@ -663,3 +663,407 @@ fn fetch_perfmon_script_picks_this_models_files() {
         text(&o).1
     );
 }
+
+/// `perf stat ARGS` (its report is on stderr, like hrec's), with `env`; `None` after saying
+/// why when perf is missing or refuses to count (kernel.perf_event_paranoid).
+fn perf_stat(args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> Option<(i32, String)> {
+    support::perf()?;
+    let o = Command::new("perf")
+        .arg("stat")
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .ok()?;
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    if err.contains("perf_event_paranoid") || err.contains("Permission denied") {
+        eprintln!("skipped: perf may not count here (perf_event_paranoid): {err}");
+        return None;
+    }
+    Some((o.status.code().unwrap_or(-1), err))
+}
+
+/// hrec stat with the same arguments and environment.
+fn hrec_stat(args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> (i32, String, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_hrec"))
+        .arg("stat")
+        .args(args)
+        .env_remove("HREC_SYSFS_ROOT")
+        .env_remove("HREC_PROCFS_ROOT")
+        .envs(env.iter().copied())
+        .output()
+        .expect("run hrec");
+    let (out, err) = text(&o);
+    (o.status.code().unwrap_or(-1), out, err)
+}
+
+/// The counter lines of a text report: (event name, `<not supported>`, the column of the
+/// variance `( +-` when the line has one).
+fn counter_lines(err: &str) -> Vec<(String, bool, Option<usize>)> {
+    err.lines()
+        .filter(|l| l.len() > 24 && !l.contains("seconds") && !l.contains("Performance"))
+        .map(|l| {
+            // The value takes 18 columns, the unit 4 more after a blank: the name follows.
+            let name = l[24..].split_whitespace().next().unwrap_or("").to_string();
+            (name, l.contains("<not supported>"), l.find("( +-"))
+        })
+        .collect()
+}
+
+/// perf's variance text at the end of a line: `( +-` then `%6.2f` then `% )`.
+fn is_variance(tail: &str) -> bool {
+    let Some(v) = tail
+        .strip_prefix("( +-")
+        .and_then(|t| t.strip_suffix("% )"))
+    else {
+        return false;
+    };
+    v.len() >= 6
+        && v.trim_start().parse::<f64>().is_ok()
+        && v.split('.').nth(1).map(str::len) == Some(2)
+}
+
+/// `MEAN +- STDERR seconds time elapsed  ( +- x.xx% )`: its decimals, after checking the
+/// line's shape.
+fn repeated_elapsed(err: &str) -> usize {
+    let line = err
+        .lines()
+        .find(|l| l.contains("seconds time elapsed"))
+        .unwrap_or_else(|| panic!("no elapsed line: {err}"));
+    let (nums, rest) = line.split_once(" seconds time elapsed").unwrap();
+    let (mean, sd) = nums
+        .trim()
+        .split_once(" +- ")
+        .unwrap_or_else(|| panic!("{line}"));
+    let decimals = |x: &str| {
+        x.parse::<f64>().unwrap_or_else(|_| panic!("{x} in {line}"));
+        x.split('.').nth(1).map_or(0, str::len)
+    };
+    assert_eq!(decimals(mean), decimals(sd), "{line}");
+    assert!(
+        rest.is_empty() || (rest.starts_with("  ") && is_variance(&rest[2..])),
+        "{line}"
+    );
+    decimals(mean)
+}
+
+/// `-r 3` against perf's on the same command: the header's run count, the same events with
+/// the same `<not supported>` ones, the variance column at the same place and in the same
+/// format, the `MEAN +- STDERR` elapsed line, no user/system times, each run's output, the
+/// last run's exit status; CSV's variance field and JSON's `variance`.
+#[test]
+fn repeat_prints_perfs_variance_column_and_run_count() {
+    let args = [
+        "-r",
+        "3",
+        "-e",
+        "task-clock,context-switches,page-faults,cycles",
+        "--",
+        "sh",
+        "-c",
+        "echo run; exit 3",
+    ];
+    let Some((perf_code, perf)) = perf_stat(&args, &[]) else {
+        return;
+    };
+    let (code, out, ours) = hrec_stat(&args, &[]);
+    assert_eq!((code, perf_code), (3, 3), "the last run's status: {ours}");
+    assert_eq!(out, "run\nrun\nrun\n", "three runs");
+    let header = " Performance counter stats for 'sh -c echo run; exit 3' (3 runs):";
+    for r in [&perf, &ours] {
+        assert!(r.lines().any(|l| l == header), "{r}");
+        assert!(!r.contains("seconds user"), "no user time with -r: {r}");
+    }
+    let (p, h) = (counter_lines(&perf), counter_lines(&ours));
+    let names = |v: &[(String, bool, Option<usize>)]| {
+        v.iter()
+            .map(|(n, ns, _)| (n.clone(), *ns))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(names(&h), names(&p), "perf:\n{perf}\nhrec:\n{ours}");
+    // task-clock never repeats to the nanosecond: both print its spread, at the same column.
+    assert!(
+        p[0].2.is_some() && p[0].2 == h[0].2,
+        "perf:\n{perf}\nhrec:\n{ours}"
+    );
+    let columns: Vec<usize> = p.iter().chain(&h).filter_map(|x| x.2).collect();
+    assert!(columns.iter().all(|&c| c == columns[0]), "{columns:?}");
+    for l in ours.lines().chain(perf.lines()) {
+        if let Some(at) = l.find("( +-") {
+            assert!(is_variance(&l[at..]), "{l}");
+        }
+    }
+    repeated_elapsed(&perf);
+    let decimals = repeated_elapsed(&ours);
+    assert!(decimals >= 2, "{ours}");
+
+    // CSV: the variance after the event name on every line, `<not supported>` ones included.
+    let csv = [
+        "-x",
+        ",",
+        "-r",
+        "2",
+        "-e",
+        "task-clock,cycles",
+        "--",
+        "true",
+    ];
+    let (_, perf) = perf_stat(&csv, &[]).unwrap();
+    let (code, _, ours) = hrec_stat(&csv, &[]);
+    assert_eq!(code, 0, "{ours}");
+    let rows = |s: &str| -> Vec<(usize, String, bool)> {
+        s.lines()
+            .map(|l| {
+                let f: Vec<&str> = l.split(',').collect();
+                (f.len(), f[2].to_string(), f[3].ends_with('%'))
+            })
+            .collect()
+    };
+    assert_eq!(rows(&ours), rows(&perf), "perf:\n{perf}\nhrec:\n{ours}");
+    assert!(rows(&ours).iter().all(|r| r.2), "{ours}");
+    // JSON: "variance" on every line.
+    let json = ["-j", "-r", "2", "-e", "task-clock,cycles", "--", "true"];
+    let (_, perf) = perf_stat(&json, &[]).unwrap();
+    let (_, _, ours) = hrec_stat(&json, &[]);
+    let keyed = |s: &str| -> Vec<(String, bool)> {
+        s.lines()
+            .map(|l| {
+                let v: serde_json::Value =
+                    serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"));
+                (
+                    v["event"].as_str().unwrap_or("").to_string(),
+                    v["variance"].is_number(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(keyed(&ours), keyed(&perf), "perf:\n{perf}\nhrec:\n{ours}");
+    assert!(keyed(&ours).iter().all(|k| k.1), "{ours}");
+}
+
+/// `-r 1` is one ordinary run (no run count, no spread, user and system times).
+#[test]
+fn repeat_once_is_a_plain_run() {
+    let args = ["-r", "1", "-e", "task-clock", "--", "true"];
+    let Some((_, perf)) = perf_stat(&args, &[]) else {
+        return;
+    };
+    let (code, _, ours) = hrec_stat(&args, &[]);
+    assert_eq!(code, 0, "{ours}");
+    for r in [&perf, &ours] {
+        assert!(
+            r.contains(" Performance counter stats for 'true':\n"),
+            "{r}"
+        );
+        assert!(!r.contains("+-") && r.contains("seconds user"), "{r}");
+    }
+}
+
+/// Bad `-r` values and refused combinations: one line, exit 2 (perf refuses the same ones it
+/// can parse, except that it takes `-r 0` as "forever" and accepts `-r N -I` with an
+/// output that mixes the runs).
+#[test]
+fn bad_repeat_and_big_num_values_are_one_line() {
+    for (args, want, perf_refuses) in [
+        (&["-r", "0"][..], "give at least 1 run", false),
+        (&["-r", "abc"][..], "whole number", true),
+        (&["-r", "-1"][..], "whole number", true),
+        (&["-r", "2.5"][..], "whole number", false),
+        (
+            &["-r", "2", "-I", "100"][..],
+            "-r 2 and -I cannot be combined",
+            false,
+        ),
+        (
+            &["-B", "-x", ","][..],
+            "-B/--big-num and -x cannot be combined",
+            true,
+        ),
+    ] {
+        let mut all = args.to_vec();
+        all.extend(["-e", "task-clock", "--", "true"]);
+        let (code, _, err) = hrec_stat(&all, &[]);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.starts_with("hrec: error: ") && err.contains(want),
+            "{args:?}: {err}"
+        );
+        if perf_refuses && let Some((perf_code, perf)) = perf_stat(&all, &[]) {
+            assert_ne!(perf_code, 0, "perf refuses {args:?} too: {perf}");
+        }
+    }
+    // -r without a command has nothing to repeat.
+    let (code, _, err) = hrec_stat(&["-r", "2", "-a"], &[]);
+    assert_eq!((code, err.lines().count()), (2, 1), "{err}");
+}
+
+/// `-d`, `-dd`, `-ddd`: the same events as perf's, after the defaults or the `-e` ones, and
+/// the same `<not supported>` ones (all of them on a machine without a PMU).
+#[test]
+fn detailed_event_sets_match_perf() {
+    for args in [
+        &["-d"][..],
+        &["-dd"][..],
+        &["-ddd"][..],
+        &["--detailed", "--detailed"][..],
+        &["-d", "-e", "task-clock"][..],
+    ] {
+        let mut all = args.to_vec();
+        all.extend(["--", "true"]);
+        let Some((_, perf)) = perf_stat(&all, &[]) else {
+            return;
+        };
+        let (code, _, ours) = hrec_stat(&all, &[]);
+        assert_eq!(code, 0, "{ours}");
+        let set = |s: &str| -> Vec<(String, bool)> {
+            values(s)
+                .into_iter()
+                .map(|(n, v)| (n, v == "<not supported>"))
+                .collect()
+        };
+        assert_eq!(
+            set(&ours),
+            set(&perf),
+            "{args:?}\nperf:\n{perf}\nhrec:\n{ours}"
+        );
+        assert!(
+            set(&ours).iter().any(|(n, _)| n == "LLC-load-misses"),
+            "{ours}"
+        );
+        if !support::host_has_core_pmu() {
+            assert!(
+                set(&ours)
+                    .iter()
+                    .filter(|(n, _)| n.contains("cache")
+                        || n.contains("TLB")
+                        || n.starts_with("LLC"))
+                    .all(|x| x.1),
+                "{ours}"
+            );
+        }
+    }
+}
+
+/// Digits as `9`: a line's shape without its values.
+fn shape(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_ascii_digit() { '9' } else { c })
+        .collect()
+}
+
+/// `--big-num` (the default) groups counts as the locale does, like perf: no separators in
+/// the C locale, `4,185` in en_US.UTF-8 (built with localedef when its source is installed);
+/// `--no-big-num` never groups.
+#[test]
+fn big_num_follows_the_locale_like_perf() {
+    // Some 4,000 page faults: a 16 MiB buffer touched once.
+    let workload = [
+        "-e",
+        "page-faults",
+        "--",
+        "dd",
+        "if=/dev/zero",
+        "of=/dev/null",
+        "bs=16M",
+        "count=1",
+    ];
+    let count_shape = |s: &str| {
+        let l = s
+            .lines()
+            .find(|l| l.contains("page-faults"))
+            .unwrap_or_else(|| panic!("{s}"));
+        shape(l.split_whitespace().next().unwrap())
+    };
+    let c: [(&str, &std::ffi::OsStr); 1] = [("LC_ALL", "C".as_ref())];
+    let Some((_, perf)) = perf_stat(&workload, &c) else {
+        return;
+    };
+    let (_, _, ours) = hrec_stat(&workload, &c);
+    assert_eq!(count_shape(&ours), "9999", "{ours}");
+    assert_eq!(count_shape(&perf), count_shape(&ours), "{perf}");
+
+    let src = std::path::Path::new("/usr/share/i18n/locales/en_US");
+    if !src.exists() {
+        eprintln!(
+            "skipped: no en_US locale source ({}) to build a grouping locale with",
+            src.display()
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let built = Command::new("localedef")
+        .args(["-i", "en_US", "-f", "UTF-8"])
+        .arg(dir.path().join("en_US.UTF-8"))
+        .output();
+    if !dir.path().join("en_US.UTF-8/LC_NUMERIC").exists() {
+        eprintln!("skipped: localedef could not build en_US.UTF-8: {built:?}");
+        return;
+    }
+    let en: [(&str, &std::ffi::OsStr); 2] = [
+        ("LOCPATH", dir.path().as_os_str()),
+        ("LC_ALL", "en_US.UTF-8".as_ref()),
+    ];
+    let (_, perf) = perf_stat(&workload, &en).unwrap();
+    let (_, _, ours) = hrec_stat(&workload, &en);
+    assert_eq!(count_shape(&ours), "9,999", "{ours}");
+    assert_eq!(count_shape(&perf), count_shape(&ours), "{perf}");
+    let mut plain = vec!["--no-big-num"];
+    plain.extend(workload);
+    let (_, perf) = perf_stat(&plain, &en).unwrap();
+    let (_, _, ours) = hrec_stat(&plain, &en);
+    assert_eq!(count_shape(&ours), "9999", "{ours}");
+    assert_eq!(count_shape(&perf), count_shape(&ours), "{perf}");
+    // -B after --no-big-num turns it back on, as in perf.
+    let mut again = vec!["--no-big-num", "-B"];
+    again.extend(workload);
+    let (_, _, ours) = hrec_stat(&again, &en);
+    assert_eq!(count_shape(&ours), "9,999", "{ours}");
+}
+
+/// `-n`: no counters, only the elapsed (and user/system) time, in perf's layout; `-e` events
+/// are still counted, and with `-r` the elapsed line carries the spread.
+#[test]
+fn null_run_times_the_command_like_perf() {
+    let args = ["-n", "--", "true"];
+    let Some((_, perf)) = perf_stat(&args, &[]) else {
+        return;
+    };
+    let (code, _, ours) = hrec_stat(&args, &[]);
+    assert_eq!(code, 0, "{ours}");
+    assert_eq!(shape(&ours), shape(&perf), "perf:\n{perf}\nhrec:\n{ours}");
+    let args = ["-n", "-e", "task-clock", "--", "true"];
+    let (_, perf) = perf_stat(&args, &[]).unwrap();
+    let (_, _, ours) = hrec_stat(&args, &[]);
+    let skeleton = |s: &str| -> Vec<String> {
+        s.lines()
+            .map(|l| {
+                l.split_whitespace()
+                    .filter(|w| !w.starts_with(|c: char| c.is_ascii_digit()))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect()
+    };
+    assert_eq!(
+        skeleton(&ours),
+        skeleton(&perf),
+        "perf:\n{perf}\nhrec:\n{ours}"
+    );
+    let args = ["-n", "-r", "3", "--", "true"];
+    let (_, perf) = perf_stat(&args, &[]).unwrap();
+    let (_, _, ours) = hrec_stat(&args, &[]);
+    assert_eq!(
+        skeleton(&ours),
+        skeleton(&perf),
+        "perf:\n{perf}\nhrec:\n{ours}"
+    );
+    repeated_elapsed(&ours);
+    // CSV and JSON of a null run: nothing to print.
+    for fmt in [&["-x", ","][..], &["-j"][..]] {
+        let mut all = fmt.to_vec();
+        all.extend(["-n", "--", "true"]);
+        let (_, perf) = perf_stat(&all, &[]).unwrap();
+        let (_, _, ours) = hrec_stat(&all, &[]);
+        assert_eq!((ours.as_str(), perf.as_str()), ("", ""), "{fmt:?}");
+    }
+}

@@ -10,6 +10,8 @@
 //! and cycles, instructions, branches, branch-misses on every core PMU (on hybrid parts one
 //! line per PMU: `cpu_core/cycles/`, `cpu_atom/cycles/`). Without a hardware PMU the kernel
 //! refuses the hardware ones, which print `<not supported>`; the software ones count for real.
+//! `-d`, `-dd`, `-ddd` append perf's cache events ([`DETAILED`]) to them, or to the `-e`
+//! events; `-n` (a null run) counts neither the defaults nor those, only what `-e` names.
 //!
 //! **Targets and aggregation.** A command is counted from its exec (`enable_on_exec`).
 //! `-a`/`-C` open one counter per CPU for every task; `-p` one per thread the processes have
@@ -46,6 +48,28 @@ pub const DEFAULT_SOFTWARE: [&str; 4] = [
 ];
 /// perf stat's default hardware events (per core PMU).
 pub const DEFAULT_HARDWARE: [&str; 4] = ["cycles", "instructions", "branches", "branch-misses"];
+
+/// perf's `-d`, `-dd`, `-ddd` cache events, each level adding its set to the ones before
+/// (`detailed_attrs`, `very_detailed_attrs`, `very_very_detailed_attrs` in perf 6.1): L1 data
+/// and last-level cache loads; L1 instruction cache, data and instruction TLB; L1 data
+/// prefetches.
+pub const DETAILED: [&[&str]; 3] = [
+    &[
+        "L1-dcache-loads",
+        "L1-dcache-load-misses",
+        "LLC-loads",
+        "LLC-load-misses",
+    ],
+    &[
+        "L1-icache-loads",
+        "L1-icache-load-misses",
+        "dTLB-loads",
+        "dTLB-load-misses",
+        "iTLB-loads",
+        "iTLB-load-misses",
+    ],
+    &["L1-dcache-prefetches", "L1-dcache-prefetch-misses"],
+];
 
 /// What is counted.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -168,6 +192,12 @@ pub struct StatOptions {
     pub procfs_root: std::path::PathBuf,
     /// `--record-tpebs`: precise samplers of the metrics' retire-latency events.
     pub tpebs: Vec<TpebsSampler>,
+    /// `-d` given this many times (perf uses up to three): [`DETAILED`] sets added after the
+    /// other events, `-e` ones included.
+    pub detailed: u8,
+    /// `-n`/`--null`: no default and no detailed events, only the wall time (and the `-e`
+    /// events, which perf counts all the same).
+    pub null_run: bool,
 }
 
 /// One `--record-tpebs` sampler: precise samples of an event with `WEIGHT_STRUCT`, whose
@@ -251,7 +281,7 @@ pub enum StatError {
 /// The `-e` strings stat resolves: the given ones, or perf's defaults, plus the TopDown
 /// groups with `--topdown`.
 pub fn event_strings(pmus: &Pmus, o: &StatOptions) -> Result<Vec<String>, StatError> {
-    let mut v: Vec<String> = if o.events.is_empty() && !o.topdown {
+    let mut v: Vec<String> = if o.events.is_empty() && !o.topdown && !o.null_run {
         DEFAULT_SOFTWARE
             .iter()
             .chain(DEFAULT_HARDWARE.iter())
@@ -295,6 +325,11 @@ pub fn event_strings(pmus: &Pmus, o: &StatOptions) -> Result<Vec<String>, StatEr
                     format!("core PMUs: {}", have.join(", "))
                 },
             });
+        }
+    }
+    if !o.null_run {
+        for set in DETAILED.iter().take(usize::from(o.detailed)) {
+            v.extend(set.iter().map(|s| s.to_string()));
         }
     }
     Ok(v)
@@ -462,6 +497,8 @@ pub struct StatResult {
     pub notes: Vec<String>,
     /// Retire latencies sampled by `--record-tpebs`.
     pub tpebs: super::tpebs::Collector,
+    /// Whether SIGINT or SIGTERM ended the run (`-r` repeats no further).
+    pub interrupted: bool,
 }
 
 /// The open `--record-tpebs` samplers: one ring buffer per sampler and task/CPU.
@@ -1044,6 +1081,7 @@ pub fn run(
         exit_code,
         notes,
         tpebs,
+        interrupted: interrupted > 0,
     })
 }
 
@@ -1121,6 +1159,67 @@ mod tests {
         o.online = Some("0-3".parse().unwrap());
         let e = places(&o, None).unwrap_err().to_string();
         assert_eq!(e, "CPU 4 in -C 0-4 is not online (online CPUs: 0-3)");
+    }
+
+    /// The events of `-d`/`-dd`/`-ddd` after the defaults or the `-e` ones, none with `-n`;
+    /// the sets are those perf 6.1 prints for `perf stat -d/-dd/-ddd -- true`.
+    #[test]
+    fn detailed_sets_follow_the_other_events() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysfs/vm");
+        let pmus = Pmus::read(&root).unwrap();
+        let strings = |o: &StatOptions| event_strings(&pmus, o).unwrap();
+        let mut o = StatOptions {
+            detailed: 1,
+            ..Default::default()
+        };
+        let d = strings(&o);
+        assert_eq!(d.len(), 8 + 4);
+        assert_eq!(&d[..4], DEFAULT_SOFTWARE);
+        assert_eq!(
+            &d[8..],
+            [
+                "L1-dcache-loads",
+                "L1-dcache-load-misses",
+                "LLC-loads",
+                "LLC-load-misses"
+            ]
+        );
+        o.detailed = 2;
+        let dd = strings(&o);
+        assert_eq!(&dd[..12], &d[..]);
+        assert_eq!(&dd[12..], DETAILED[1]);
+        o.detailed = 3;
+        let ddd = strings(&o);
+        assert_eq!(
+            &ddd[18..],
+            ["L1-dcache-prefetches", "L1-dcache-prefetch-misses"]
+        );
+        // More d's than perf has sets add nothing more.
+        o.detailed = 5;
+        assert_eq!(strings(&o), ddd);
+        // After the -e events.
+        o.detailed = 1;
+        o.events = vec!["task-clock".into()];
+        assert_eq!(strings(&o)[..2], ["task-clock", "L1-dcache-loads"]);
+        // -n: only the -e events.
+        o.null_run = true;
+        assert_eq!(strings(&o), ["task-clock"]);
+        o.events.clear();
+        assert!(strings(&o).is_empty());
+        // Every detailed name resolves (a legacy cache event).
+        let all: Vec<String> = DETAILED
+            .iter()
+            .flat_map(|s| s.iter())
+            .map(|s| s.to_string())
+            .collect();
+        let res = resolve::resolve(&pmus, &all).unwrap();
+        let names: Vec<&str> = res
+            .groups
+            .iter()
+            .flat_map(|g| &g.events)
+            .map(|e| e.name.as_str())
+            .collect();
+        assert_eq!(names, all);
     }
 
     #[test]

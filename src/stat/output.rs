@@ -1,6 +1,16 @@
 //! `hrec stat` output in perf stat's layouts: the text block, `-x SEP` CSV and `--json`
 //! lines, with perf's derived metrics ("CPUs utilized", "/sec", "GHz", "insn per cycle",
 //! "of all branches") and the share of time a multiplexed counter ran.
+//!
+//! **Repeated runs** (`-r N`, [`Runs`]): the header says `(N runs)`, each count is the mean
+//! of the runs and is followed by its spread, perf's variance column: `( +-  x.xx% )` in the
+//! text after the (padded) metric column, left out when it is 0; a `x.xx%` field after the
+//! event name in CSV; `"variance"` in JSON (both always there). The elapsed line reads
+//! `MEAN +- STDERR seconds time elapsed  ( +- x.xx% )` and the user and system times are not
+//! printed. With `-n` no blank line separates the counts from the elapsed time, as in perf.
+//!
+//! **Counts** are printed like printf's `%.0f` (`%.2f` msec), ties to even, with the locale's
+//! thousands separators under `--big-num` ([`super::numeric`]).
 
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -8,6 +18,8 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::count::{Aggr, Count, Counter, Group, Label, topdown_counts, topdown_pmus};
+use super::numeric::Numeric;
+use super::repeat::{precision, rel_pct};
 use crate::analysis::topdown::{L1_LABELS, L2_LABELS};
 
 /// How to print.
@@ -19,6 +31,23 @@ pub struct StatStyle {
     pub json: bool,
     /// `--td-level`.
     pub td_level: u8,
+    /// `--big-num`: group the digits of text counts as [`StatStyle::numeric`] says.
+    pub big_num: bool,
+    /// The locale's numeric conventions, for `--big-num`.
+    pub numeric: Numeric,
+    /// `-n`/`--null`: perf's layout of a run without counters.
+    pub null_run: bool,
+}
+
+/// `-r N` with N > 1: what the counts are the means of.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Runs {
+    /// How many runs.
+    pub runs: usize,
+    /// Per counter: the standard error of its mean, relative to the mean, in percent.
+    pub noise: Vec<f64>,
+    /// The standard error of the mean elapsed time, in seconds.
+    pub elapsed_sd: f64,
 }
 
 /// `1234567` → `1,234,567`.
@@ -101,16 +130,23 @@ fn shadow(
     }
 }
 
-fn value_text(c: &Counter, n: &Count) -> (String, &'static str) {
+/// The text of a count and its unit: `%.2f` msec or `%.0f`, grouped with `--big-num`.
+fn value_text(c: &Counter, n: &Count, style: &StatStyle) -> (String, &'static str) {
+    let grouped = |t: String| {
+        if style.big_num {
+            style.numeric.group(&t)
+        } else {
+            t
+        }
+    };
     match n {
         Count::NotSupported(_) => ("<not supported>".into(), ""),
         Count::NotCounted => ("<not counted>".into(), ""),
         Count::Value { scaled, .. } => {
             if is_msec(&c.name) {
-                (format!("{:.2}", scaled / 1e6), "msec")
+                (grouped(format!("{:.2}", scaled / 1e6)), "msec")
             } else {
-                // perf 6.1 in the C locale prints counts without separators.
-                (format!("{}", scaled.round() as u64), "")
+                (grouped(format!("{scaled:.0}")), "")
             }
         }
     }
@@ -222,7 +258,8 @@ fn label_json(l: &Label, o: &mut serde_json::Value) {
     }
 }
 
-/// One counter's line: `counts` are those of its aggregate (all places, or one `label`).
+/// One counter's line: `counts` are those of its aggregate (all places, or one `label`);
+/// `noise` is its variance with `-r`.
 #[allow(clippy::too_many_arguments)]
 fn row(
     s: &mut String,
@@ -233,6 +270,7 @@ fn row(
     elapsed: Duration,
     style: &StatStyle,
     interval_at: Option<Duration>,
+    noise: Option<f64>,
 ) {
     let (c, n) = (&counters[i], &counts[i]);
     let sh = shadow(i, counters, counts, elapsed);
@@ -242,7 +280,7 @@ fn row(
         _ => 0,
     };
     if style.json {
-        let (v, unit) = value_text(c, n);
+        let (v, unit) = value_text(c, n, style);
         let mut o = json!({
             "counter-value": match n { Count::Value { scaled, .. } => if is_msec(&c.name) { format!("{:.6}", scaled / 1e6) } else { format!("{scaled:.2}") }, _ => v },
             "unit": unit,
@@ -252,6 +290,9 @@ fn row(
         });
         if let Some(l) = label {
             label_json(l, &mut o);
+        }
+        if let Some(pct) = noise {
+            o["variance"] = json!((pct * 100.0).round() / 100.0);
         }
         if let Some((mv, mu)) = &sh {
             o["metric-value"] = json!((mv * 1000.0).round() / 1000.0);
@@ -266,9 +307,12 @@ fn row(
             Count::Value { scaled, .. } if is_msec(&c.name) => {
                 (format!("{:.2}", scaled / 1e6), "msec")
             }
-            Count::Value { scaled, .. } => (format!("{}", scaled.round() as u64), ""),
-            other => value_text(c, other),
+            Count::Value { scaled, .. } => (format!("{scaled:.0}"), ""),
+            other => value_text(c, other, style),
         };
+        let var = noise
+            .map(|pct| format!("{pct:.2}%{sep}"))
+            .unwrap_or_default();
         let (mv, mu) = sh.map(|(v, u)| (format!("{v:.3}"), u)).unwrap_or_default();
         let t = interval_at
             .map(|t| format!("{:.9}{sep}", t.as_secs_f64()))
@@ -276,7 +320,7 @@ fn row(
         let l = label.map(|l| label_csv(l, sep)).unwrap_or_default();
         let _ = writeln!(
             s,
-            "{t}{l}{v}{sep}{unit}{sep}{}{sep}{run_ns}{sep}{pct:.2}{sep}{mv}{sep}{mu}",
+            "{t}{l}{v}{sep}{unit}{sep}{}{sep}{var}{run_ns}{sep}{pct:.2}{sep}{mv}{sep}{mu}",
             c.name
         );
     } else {
@@ -284,10 +328,19 @@ fn row(
             .map(|t| format!("{} ", timestamp(t)))
             .unwrap_or_default();
         let l = label.map(label_text).unwrap_or_default();
-        let (v, unit) = value_text(c, n);
+        let (v, unit) = value_text(c, n, style);
         let mut line = format!("{prefix}{l}{v:>18} {unit:<4} {:<32}", c.name);
-        if let Some((mv, mu)) = sh {
-            let _ = write!(line, " # {mv:>8.3} {mu}");
+        // The metric column is 35 wide (perf's METRIC_LEN) when something follows it.
+        match sh {
+            Some((mv, mu)) => {
+                let _ = write!(line, " # {mv:>8.3} {mu:<23}");
+            }
+            None => line.push_str(&" ".repeat(35)),
+        }
+        if let Some(pct) = noise
+            && pct != 0.0
+        {
+            let _ = write!(line, "  ( +-{pct:6.2}% )");
         }
         if matches!(n, Count::Value { .. }) && pct < 99.995 {
             let _ = write!(line, "  ({pct:.2}%)");
@@ -313,13 +366,17 @@ pub fn format(
         elapsed,
         style,
         interval_at,
+        None,
     )
 }
 
 /// [`format`] with the counts per aggregate of `-A`/`--per-*` (`groups`; empty: one value
 /// per event), in perf's order: per CPU and per thread, each event's aggregates together
 /// (threads by count, highest first, those that counted nothing left out); per core and per
-/// socket, each aggregate's events together.
+/// socket, each aggregate's events together. With `runs` (`-r`) every line carries its
+/// variance: a counter's own in one value per event, 0 per aggregate (perf keeps run
+/// statistics of the totals only).
+#[allow(clippy::too_many_arguments)]
 pub fn format_groups(
     counters: &[Counter],
     counts: &[Count],
@@ -328,10 +385,13 @@ pub fn format_groups(
     elapsed: Duration,
     style: &StatStyle,
     interval_at: Option<Duration>,
+    runs: Option<&Runs>,
 ) -> String {
     let mut s = String::new();
+    let group_noise = runs.map(|_| 0.0);
     if groups.is_empty() {
         for i in 0..counters.len() {
+            let noise = runs.map(|r| r.noise.get(i).copied().unwrap_or(0.0));
             row(
                 &mut s,
                 None,
@@ -341,6 +401,7 @@ pub fn format_groups(
                 elapsed,
                 style,
                 interval_at,
+                noise,
             );
         }
     } else if matches!(aggr, Aggr::PerCore | Aggr::PerSocket) {
@@ -355,6 +416,7 @@ pub fn format_groups(
                     elapsed,
                     style,
                     interval_at,
+                    group_noise,
                 );
             }
         }
@@ -378,6 +440,7 @@ pub fn format_groups(
                     elapsed,
                     style,
                     interval_at,
+                    group_noise,
                 );
             }
         }
@@ -398,8 +461,9 @@ pub fn format_groups(
 }
 
 /// The whole report after a run: perf's header (`title` as perf words it, quotes included:
-/// `'CMD'`, `process id '42'`), the counts, the elapsed time, and the user
-/// and system time of the command when hrec ran one on its own.
+/// `'CMD'`, `process id '42'`; `(N runs)` after it with `runs`), the counts, the elapsed
+/// time (`MEAN +- STDERR` with `runs`), and the user and system time of the command when hrec
+/// ran one on its own.
 #[allow(clippy::too_many_arguments)]
 pub fn report(
     title: &str,
@@ -410,20 +474,42 @@ pub fn report(
     elapsed: Duration,
     user_sys: Option<(f64, f64)>,
     style: &StatStyle,
+    runs: Option<&Runs>,
 ) -> String {
-    let body = format_groups(counters, counts, groups, aggr, elapsed, style, None);
+    let body = format_groups(counters, counts, groups, aggr, elapsed, style, None, runs);
     if style.json || style.csv.is_some() {
         return body;
     }
-    let mut s = format!("\n Performance counter stats for {title}:\n\n");
+    let times = runs
+        .map(|r| format!(" ({} runs)", r.runs))
+        .unwrap_or_default();
+    let mut s = format!("\n Performance counter stats for {title}{times}:\n\n");
     s.push_str(&body);
-    let _ = write!(
-        s,
-        "\n{:>18.9} seconds time elapsed\n\n",
-        elapsed.as_secs_f64()
-    );
-    if let Some((user, sys)) = user_sys {
-        let _ = write!(s, "{user:>18.9} seconds user\n{sys:>18.9} seconds sys\n\n");
+    if !style.null_run {
+        s.push('\n');
+    }
+    let secs = elapsed.as_secs_f64();
+    match runs {
+        Some(r) => {
+            let sd = r.elapsed_sd;
+            let p = precision(sd);
+            let _ = write!(s, " {secs:>17.p$} +- {sd:.p$} seconds time elapsed");
+            let pct = rel_pct(sd, secs);
+            if pct != 0.0 {
+                let _ = write!(s, "  ( +-{pct:6.2}% )");
+            }
+            s.push_str("\n\n");
+        }
+        None => {
+            let _ = write!(s, "{secs:>18.9} seconds time elapsed\n\n");
+            if let Some((user, sys)) = user_sys {
+                // perf ends with two blank lines here.
+                let _ = write!(
+                    s,
+                    "{user:>18.9} seconds user\n{sys:>18.9} seconds sys\n\n\n"
+                );
+            }
+        }
     }
     s
 }
@@ -560,9 +646,13 @@ mod tests {
         );
         assert!(lines[2].ends_with("#    4.000 M/sec"), "{}", lines[2]);
         assert_eq!(lines[3], "   <not supported>      cycles");
+        // No metric: perf pads the 35-wide metric column before the running share.
         assert_eq!(
             lines[4],
-            "        6000000000      instructions                      (50.00%)"
+            format!(
+                "        6000000000      instructions{}  (50.00%)",
+                " ".repeat(20 + 35)
+            )
         );
         assert!(
             lines[6].ends_with("#    2.500 % of all branches"),
@@ -652,6 +742,7 @@ mod tests {
                 elapsed,
                 &StatStyle::default(),
                 at,
+                None,
             );
             s.lines().next().unwrap().to_string()
         };
@@ -711,6 +802,7 @@ mod tests {
             Duration::from_nanos(301_702_827),
             &StatStyle::default(),
             None,
+            None,
         );
         assert_eq!(
             s,
@@ -740,6 +832,7 @@ mod tests {
                 ..Default::default()
             },
             None,
+            None,
         );
         assert!(csv.starts_with("S1-D0-C3;2;1.00;msec;task-clock;"), "{csv}");
         let j = format_groups(
@@ -753,9 +846,223 @@ mod tests {
                 ..Default::default()
             },
             None,
+            None,
         );
         let v: serde_json::Value = serde_json::from_str(j.trim()).unwrap();
         assert_eq!(v["cpu"], "5");
+    }
+
+    /// `-r 3` lines as perf 6.1 printed them on this machine, from the same means, spreads and
+    /// elapsed time.
+    #[test]
+    fn repeated_runs_in_perfs_layout() {
+        let counters: Vec<Counter> = ["task-clock", "context-switches", "cycles"]
+            .iter()
+            .map(|n| counter(n, None, None))
+            .collect();
+        let counts = vec![
+            val(810_000, 810_000, 810_000),
+            val(0, 1, 1),
+            Count::NotSupported(libc::ENOENT),
+        ];
+        let runs = Runs {
+            runs: 3,
+            noise: vec![4.79, 0.0, 0.0],
+            elapsed_sd: 0.0000562,
+        };
+        // 0.81 ms of task-clock in 1.467391 ms: 0.552 CPUs.
+        let elapsed = Duration::from_nanos(1_467_391);
+        let text = |style: &StatStyle| {
+            report(
+                "'true'",
+                &counters,
+                &counts,
+                &[],
+                Aggr::Global,
+                elapsed,
+                None,
+                style,
+                Some(&runs),
+            )
+        };
+        let s = text(&StatStyle::default());
+        let lines: Vec<&str> = s.lines().collect();
+        assert_eq!(lines[1], " Performance counter stats for 'true' (3 runs):");
+        assert_eq!(
+            lines[3],
+            "              0.81 msec task-clock                       #    0.552 CPUs utilized            ( +-  4.79% )"
+        );
+        // A spread of 0 is not printed.
+        assert_eq!(
+            lines[4],
+            "                 0      context-switches                 #    0.000 /sec"
+        );
+        assert_eq!(lines[5], "   <not supported>      cycles");
+        assert_eq!(lines[6], "");
+        // The elapsed mean with two significant digits of its spread (perf: 0.0012585 +-
+        // 0.0000562, 4.47%), and no user and system times.
+        let s = report(
+            "'true'",
+            &[],
+            &[],
+            &[],
+            Aggr::Global,
+            Duration::from_nanos(1_258_500),
+            Some((0.1, 0.2)),
+            &StatStyle::default(),
+            Some(&runs),
+        );
+        assert!(
+            s.ends_with(
+                "\n\n         0.0012585 +- 0.0000562 seconds time elapsed  ( +-  4.47% )\n\n"
+            ),
+            "{s:?}"
+        );
+        assert!(!s.contains("user"), "{s}");
+        // A counter without a metric: the metric column is padded before the spread.
+        let pf = [counter("page-faults", None, None)];
+        let one = Runs {
+            runs: 3,
+            noise: vec![0.68],
+            elapsed_sd: 0.0,
+        };
+        let s = format_groups(
+            &pf,
+            &[val(49, 1, 1)],
+            &[],
+            Aggr::Global,
+            elapsed,
+            &StatStyle::default(),
+            None,
+            Some(&one),
+        );
+        assert_eq!(
+            s,
+            "                49      page-faults                                                          ( +-  0.68% )\n"
+        );
+        // CSV: the variance after the event name, 0.00% included; JSON: "variance".
+        let csv = text(&StatStyle {
+            csv: Some(",".into()),
+            ..Default::default()
+        });
+        let rows: Vec<&str> = csv.lines().collect();
+        assert_eq!(
+            rows[0],
+            "0.81,msec,task-clock,4.79%,810000,100.00,0.552,CPUs utilized"
+        );
+        assert_eq!(rows[2], "<not supported>,,cycles,0.00%,0,100.00,,");
+        let json = text(&StatStyle {
+            json: true,
+            ..Default::default()
+        });
+        let first: serde_json::Value = serde_json::from_str(json.lines().next().unwrap()).unwrap();
+        assert_eq!(first["variance"], 4.79);
+        // Per aggregate the variance is 0 (perf keeps run statistics of the totals only).
+        let groups = [Group {
+            label: Label::Cpu(0),
+            counts: vec![val(49, 1, 1)],
+        }];
+        let csv = format_groups(
+            &pf,
+            &[],
+            &groups,
+            Aggr::PerCpu,
+            elapsed,
+            &StatStyle {
+                csv: Some(",".into()),
+                ..Default::default()
+            },
+            None,
+            Some(&one),
+        );
+        assert_eq!(csv, "CPU0,49,,page-faults,0.00%,1,100.00,,\n");
+        // Without -r there is no variance field.
+        let csv = format(
+            &pf,
+            &[val(49, 1, 1)],
+            elapsed,
+            &StatStyle {
+                csv: Some(",".into()),
+                ..Default::default()
+            },
+            None,
+        );
+        assert_eq!(csv, "49,,page-faults,1,100.00,,\n");
+    }
+
+    /// `-n`: no blank line between the counts and the elapsed time (perf's null-run layout).
+    #[test]
+    fn null_run_layout() {
+        let s = report(
+            "'sleep 0.25'",
+            &[],
+            &[],
+            &[],
+            Aggr::Global,
+            Duration::from_nanos(252_364_479),
+            Some((0.00235, 0.0)),
+            &StatStyle {
+                null_run: true,
+                ..Default::default()
+            },
+            None,
+        );
+        assert_eq!(
+            s,
+            "\n Performance counter stats for 'sleep 0.25':\n\n       0.252364479 seconds time elapsed\n\n       0.002350000 seconds user\n       0.000000000 seconds sys\n\n\n"
+        );
+    }
+
+    /// `--big-num` groups the text counts as the locale does; CSV stays plain.
+    #[test]
+    fn big_num_groups_text_counts_only() {
+        let counters = [
+            counter("page-faults", None, None),
+            counter("task-clock", None, None),
+        ];
+        let counts = [val(21_788, 1, 1), val(1_234_567_890, 1, 1)];
+        let en = Numeric::parse("thousands_sep=\",\"\ndecimal_point=\".\"\ngrouping=3;3\n");
+        let style = |big_num| StatStyle {
+            big_num,
+            numeric: en.clone(),
+            ..Default::default()
+        };
+        let s = format(
+            &counters,
+            &counts,
+            Duration::from_secs(2),
+            &style(true),
+            None,
+        );
+        let lines: Vec<&str> = s.lines().collect();
+        // perf in en_US.UTF-8: `            21,788      page-faults`.
+        assert!(
+            lines[0].starts_with("            21,788      page-faults "),
+            "{s}"
+        );
+        assert!(
+            lines[1].starts_with("          1,234.57 msec task-clock "),
+            "{s}"
+        );
+        let s = format(
+            &counters,
+            &counts,
+            Duration::from_secs(2),
+            &style(false),
+            None,
+        );
+        assert!(s.starts_with("             21788      page-faults "), "{s}");
+        let csv = format(
+            &counters,
+            &counts,
+            Duration::from_secs(2),
+            &StatStyle {
+                csv: Some(",".into()),
+                ..style(true)
+            },
+            None,
+        );
+        assert!(csv.starts_with("21788,,page-faults,"), "{csv}");
     }
 
     #[test]
