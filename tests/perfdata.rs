@@ -1251,3 +1251,41 @@ fn report_filters_and_the_build_id_cache_match_perf() {
         "build-id cache",
     );
 }
+
+/// `evlist` (plain, `-v`, `-F`, `-g`) and `buildid-list` print what perf prints on the same
+/// files, a group of two events included.
+#[test]
+fn evlist_and_buildid_list_equal_perf() {
+    if support::perf().is_none() {
+        return;
+    }
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings");
+    let tmp = tempfile::tempdir().unwrap();
+    let group = perf_record(
+        tmp.path(),
+        "group.data",
+        &["-e", "{cpu-clock,task-clock}"],
+        &["sleep", "0.05"],
+    );
+    let mut files = vec![
+        fixtures.join("callchain.perf.data"),
+        fixtures.join("plain.perf.data"),
+    ];
+    files.push(group);
+    for f in &files {
+        let f = f.to_str().unwrap();
+        for flags in [&[][..], &["-v"], &["-F"], &["-g"], &["-v", "-F"]] {
+            let mut args = vec!["evlist", "-i", f];
+            args.extend(flags);
+            let perf = run_perf(tmp.path(), &args);
+            assert!(!perf.is_empty(), "{f} {flags:?}");
+            assert_eq!(hrec_ok(tmp.path(), &args).0, perf, "{f} {flags:?}");
+        }
+    }
+    for f in &files[..2] {
+        let args = ["buildid-list", "-i", f.to_str().unwrap()];
+        let perf = run_perf(tmp.path(), &args);
+        assert!(perf.lines().count() >= 2, "{perf}");
+        assert_eq!(hrec_ok(tmp.path(), &args).0, perf, "{f:?}");
+    }
+}

@@ -329,3 +329,78 @@ fn sigint_ends_with_a_complete_file() {
     assert!(out.contains("# complete"), "{out}");
     assert!(out.contains(&format!("# samples : {samples} ")), "{out}");
 }
+
+/// perf's everyday record flags: `-q` prints nothing on success, `-z N` changes only how hard
+/// the blocks are compressed (the samples read back the same), `-B` leaves the build-ids out,
+/// `-N` is accepted, and bad values are one line with exit 2.
+#[test]
+fn quiet_compression_level_and_no_buildid() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = support::release_example("hotspots");
+    let spin = bin.to_str().unwrap();
+    let mut scripts = Vec::new();
+    for (file, level) in [
+        ("fast.hrec", "-z=1"),
+        ("small.hrec", "--compression-level=19"),
+    ] {
+        let o = hrec_in(
+            dir.path(),
+            &[
+                "record", "-q", level, "-F", "2000", "-o", file, "--", spin, "1",
+            ],
+        );
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "{err}");
+        // Only the workload's own output (its checksum line) is left.
+        assert!(err.is_empty(), "-q printed: {err}");
+        assert!(
+            out.starts_with("hotspots:") && !out.contains("hrec"),
+            "{out}"
+        );
+        // Both files read back whole: every sample of one is a sample line of the other's
+        // format, and the recorded levels do not change what is read.
+        let (script, _) = text(&hrec_in(dir.path(), &["script", "-i", file]));
+        assert!(script.lines().count() > 50, "{file}: {script}");
+        scripts.push(script);
+    }
+    for s in &scripts {
+        assert!(s.lines().all(|l| l.contains("cpu-clock")), "{s}");
+    }
+    // Without -q the same recording prints its summary line.
+    let o = hrec_in(dir.path(), &["record", "-o", "loud.hrec", "--", "true"]);
+    assert!(text(&o).1.contains("samples"), "{}", text(&o).1);
+    // -B: no build-ids stored; without it, the workload's binary has one.
+    let ids = |file: &str| text(&hrec_in(dir.path(), &["buildid-list", "-i", file])).0;
+    assert!(ids("fast.hrec").contains(spin), "{}", ids("fast.hrec"));
+    let o = hrec_in(
+        dir.path(),
+        &[
+            "record",
+            "-q",
+            "-B",
+            "-N",
+            "-o",
+            "noid.hrec",
+            "--",
+            spin,
+            "1",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o).1);
+    assert_eq!(ids("noid.hrec"), "");
+    for bad in [
+        &["-z=0"][..],
+        &["-z=23"],
+        &["--compression-level=x"],
+        &["--exclude-perf"],
+    ] {
+        let mut args = vec!["record", "-o", "bad.hrec"];
+        args.extend(bad);
+        args.extend(["--", "true"]);
+        let o = hrec_in(dir.path(), &args);
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{bad:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{bad:?}: {err}");
+        assert!(!dir.path().join("bad.hrec").exists(), "{bad:?}");
+    }
+}
