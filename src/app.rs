@@ -241,6 +241,8 @@ pub struct ScriptConfig {
     pub input: PathBuf,
     /// `-F` fields.
     pub fields: Vec<output::script::Field>,
+    /// The fields `-F` names (printing them needs the samples to have them).
+    pub named_fields: Vec<output::script::Field>,
     /// `--symfs`, `--debug-dir`, `--time`.
     pub profile: crate::analysis::profile::ProfileOptions,
     /// `--comm`, `--pid`, `--dso`, `--sym`.
@@ -1029,6 +1031,7 @@ fn script(
         threads: env.threads,
         ..cfg.profile.clone()
     };
+    output::script::check_fields(&rec, &cfg.named_fields).map_err(AppError::Usage)?;
     let mut buf = io::BufWriter::new(out);
     if cfg.header {
         output::header_block(&rec, &mut buf)?;

@@ -350,9 +350,10 @@ pub struct ScriptArgs {
     /// Input file [default: hrec.data, else perf.data when only that is here].
     #[arg(short = 'i', long = "input")]
     pub input: Option<PathBuf>,
-    /// Fields: comm,pid,tid,cpu,time,period,event,ip,sym,symoff,dso,weight,ins_lat,retire_lat,read
-    /// (or +field / -field to change the defaults).
-    #[arg(short = 'F', long = "fields")]
+    /// Fields: comm,pid,tid,cpu,time,period,event,ip,sym,symoff,dso,srcline,weight,ins_lat,
+    /// retire_lat,read (or +field / -field to change the defaults); sym, symoff, dso and
+    /// srcline are printed with ip, as perf prints them.
+    #[arg(short = 'F', long = "fields", allow_hyphen_values = true)]
     pub fields: Option<String>,
     /// Print the functions inlined at each address as frames of their own (innermost first).
     #[arg(long)]
@@ -1057,6 +1058,11 @@ impl Cli {
                         Some(f) => hrec::output::script::parse_fields(f)?,
                         None => hrec::output::script::Field::DEFAULT.to_vec(),
                     },
+                    named_fields: a
+                        .fields
+                        .as_deref()
+                        .map(hrec::output::script::named_fields)
+                        .unwrap_or_default(),
                     profile,
                     filters,
                     layout: hrec::output::script::Layout {

@@ -16,8 +16,8 @@
 //!   the `..... id X, value Y` lines of `perf report -D` (perf 6.1's `perf script` has no field
 //!   for read values; it prints each member as a sample whose period is the delta, which would
 //!   only check differences);
-//! * weights: `hrec script`'s `weight V ins_lat L` = `perf script -F weight,ins_lat`, sample by
-//!   sample.
+//! * weights: `hrec script -F weight,ins_lat` = `perf script -F weight,ins_lat`, byte for
+//!   byte.
 //!
 //! Kernel symbols come from this machine's kallsyms only when the file's kernel build-id is the
 //! running kernel's. perf 6.1 writes no build-ids with `-z` or in pipe mode, so there hrec's
@@ -100,22 +100,13 @@ fn hrec_ok(dir: &Path, args: &[&str]) -> (String, String) {
 }
 
 /// Sample lines of `hrec script` (callchain frames are tab-indented, then a blank line).
-fn hrec_script(dir: &Path, file: &str) -> Vec<String> {
-    hrec_ok(
-        dir,
-        &[
-            "script",
-            "-i",
-            file,
-            "-F",
-            "+pid,+weight,+ins_lat,+retire_lat,+read",
-        ],
-    )
-    .0
-    .lines()
-    .filter(|l| !l.is_empty() && !l.starts_with('\t'))
-    .map(str::to_string)
-    .collect()
+fn hrec_script(dir: &Path, file: &str, fields: &str) -> Vec<String> {
+    hrec_ok(dir, &["script", "-i", file, "-F", fields])
+        .0
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('\t'))
+        .map(str::to_string)
+        .collect()
 }
 
 /// One line per sample.
@@ -263,7 +254,7 @@ fn total(t: &HashMap<String, f64>, keep: impl Fn(&str) -> bool) -> f64 {
 
 /// Samples and per-symbol overheads of one file, all rows or those `keep` selects.
 fn check_counts_and_symbols(dir: &Path, file: &str, keep: impl Fn(&str) -> bool + Copy) -> Value {
-    let hrec_lines = hrec_script(dir, file);
+    let hrec_lines = hrec_script(dir, file, "+pid");
     let perf_n = perf_script_samples(dir, file);
     let j = hrec_report(dir, file, "sym");
     assert_eq!(
@@ -396,37 +387,17 @@ fn weight_struct_samples_decode_with_their_weight() {
         "all zero: no latencies"
     );
     // Sample by sample, in time order: var1 and ins_lat as perf prints them (0 here: cpu-clock
-    // fills no weight).
-    let perf: Vec<(u64, u64)> = run_perf(
-        dir.path(),
-        &["script", "-i", "w.data", "-F", "weight,ins_lat"],
-    )
-    .lines()
-    .filter_map(|l| {
-        let mut it = l.split_whitespace().map(|v| v.parse::<u64>().unwrap());
-        Some((it.next()?, it.next()?))
-    })
-    .collect();
-    let hrec: Vec<(u64, u64)> = hrec_script(dir.path(), "w.data")
-        .iter()
-        .map(|l| {
-            let w = l
-                .split_once(" weight ")
-                .expect("every sample has its weight")
-                .1;
-            let v: Vec<u64> = w
-                .split_whitespace()
-                .filter_map(|x| x.parse().ok())
-                .collect();
-            (v[0], v[1])
-        })
-        .collect();
-    assert!(!hrec.is_empty());
+    // fills no weight), byte for byte.
+    let args = ["script", "-i", "w.data", "-F", "weight,ins_lat"];
+    let perf = run_perf(dir.path(), &args);
+    let (hrec, _) = hrec_ok(dir.path(), &args);
+    assert!(perf.lines().count() > 100, "{perf}");
     assert_eq!(hrec, perf);
+    let samples_of_file = perf.lines().count() as u64;
     // `hrec stat --tpebs-from` reads it too: its samples, all without a retire latency here.
     match hrec::stat::tpebs::from_file(&dir.path().join("w.data")) {
         Err(hrec::stat::tpebs::TpebsError::NoLatencies { samples, .. }) => {
-            assert_eq!(samples, hrec.len() as u64)
+            assert_eq!(samples, samples_of_file)
         }
         other => panic!("{other:?}"),
     }
@@ -492,7 +463,7 @@ fn group_reads_match_perf_sample_by_sample() {
         .unwrap()
         .parse()
         .unwrap();
-    let lines = hrec_script(dir.path(), f);
+    let lines = hrec_script(dir.path(), f, "+pid,+read");
     assert_eq!(lines.len(), perf_leader);
     assert_eq!(lines.len(), perf_samples);
     // Group values: every sample, every member, equal.
@@ -840,6 +811,8 @@ fn percentage_absolute_and_relative_match_perf() {
             "report",
             "-i",
             "plain.perf.data",
+            "--symfs",
+            "root",
             "--stdio",
             "--sort",
             "sym",
@@ -849,6 +822,8 @@ fn percentage_absolute_and_relative_match_perf() {
             "report",
             "-i",
             "plain.perf.data",
+            "--symfs",
+            "root",
             "--sort",
             "sym",
             "--sym",
@@ -986,6 +961,73 @@ fn script_side_band_events_equal_perf_script() {
                 hrec == perf,
                 "{file} {flags:?}: hrec script differs from perf script"
             );
+        }
+    }
+}
+
+/// `script -F` prints what perf prints for the same field lists on the same files: each
+/// field followed by its blank, call chains and `sym`/`dso`/`srcline` only with `ip`, `+`/`-`
+/// changes to the defaults. With call chains, perf finds source lines of libc frames it has no
+/// symbol for (its debug file is outside `--symfs`); those `srcline` lines are the only ones
+/// left out of the comparison. Fields the samples lack, or `symoff` without `sym`, are one
+/// line and exit 2.
+#[test]
+fn script_field_lists_equal_perf_script() {
+    if support::perf().is_none() {
+        return;
+    }
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings");
+    for file in ["callchain.perf.data", "plain.perf.data"] {
+        for f in [
+            "comm,tid",
+            "comm,tid,time",
+            "+srcline",
+            "+period",
+            "ip,sym",
+            "comm,event",
+            "+dso",
+            "-ip",
+            "tid,ip",
+            "ip",
+            "ip,dso",
+            "comm,sym",
+            "-symoff",
+            "+pid",
+            "pid,tid,ip,sym,srcline",
+        ] {
+            let args = ["script", "--symfs", "root", "-i", file, "-F", f];
+            let mut perf = run_perf(&dir, &args);
+            if f.contains("srcline") && file.starts_with("callchain") {
+                // Drop the lines perf found for `[unknown]` frames (see above).
+                let mut kept = String::new();
+                let mut unknown = false;
+                for l in perf.lines() {
+                    if !(unknown && l.starts_with("  ")) {
+                        kept.push_str(l);
+                        kept.push('\n');
+                    }
+                    unknown = l.contains("[unknown]");
+                }
+                perf = kept;
+            }
+            let (hrec, _) = hrec_ok(&dir, &args);
+            assert!(perf.lines().count() > 100, "{file} -F {f}: {perf}");
+            assert!(
+                hrec == perf,
+                "{file} -F {f}: hrec script differs from perf script"
+            );
+        }
+        for f in ["weight", "+ins_lat", "-sym", "cpu"] {
+            let o = hrec_in(&dir, &["script", "-i", file, "-F", f]);
+            let (out, err) = text(&o);
+            assert_eq!(o.status.code(), Some(2), "-F {f}: {err}");
+            assert!(out.is_empty() && err.lines().count() == 1, "-F {f}: {err}");
+            let p = Command::new("perf")
+                .args(["script", "-i", file, "-F", f])
+                .current_dir(&dir)
+                .output()
+                .unwrap();
+            assert!(!p.status.success(), "perf accepts -F {f}");
         }
     }
 }
@@ -1180,6 +1222,9 @@ fn report_filters_and_the_build_id_cache_match_perf() {
         };
         let sort = format!("{first},sym");
         let mut args = vec!["report", "--json", "--sort", &sort, "-i", file];
+        if dir == fixtures {
+            args.extend(["--symfs", "root"]);
+        }
         args.extend_from_slice(extra);
         let (out, _) = hrec_ok(dir, &args);
         let j: Value = serde_json::from_str(&out).unwrap();
@@ -1203,7 +1248,11 @@ fn report_filters_and_the_build_id_cache_match_perf() {
         } else {
             "dso"
         };
-        let t = perf_table(dir, file, &format!("{first},sym"), extra, false);
+        let mut extra = extra.to_vec();
+        if dir == fixtures {
+            extra.extend(["--symfs", "root"]);
+        }
+        let t = perf_table(dir, file, &format!("{first},sym"), &extra, false);
         t.into_iter()
             .map(|(k, v)| (k.split_whitespace().collect::<Vec<_>>().join("  "), v))
             .collect()

@@ -138,7 +138,7 @@ fn topdown_group_reads_and_retire_latency_survive_the_file() {
         assert!(line.contains(&format!("{k}.000000:")), "{line}");
         assert!(line.contains("cycles:P:"), "{line}");
         assert!(
-            line.contains(&format!("weight 7 ins_lat 3 retire_lat {lat}")),
+            line.contains(&format!("{:>16}{:>16}{lat:>16}", 7, 3)),
             "{line}"
         );
         // The group read, leader first, every member named by its id.

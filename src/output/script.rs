@@ -1,18 +1,28 @@
-//! `hrec script`: every sample in time order, in `perf script`'s default layout, so tools that
-//! read perf script output (inferno-collapse-perf, FlameGraph's stackcollapse-perf.pl,
-//! speedscope) read hrec's too.
+//! `hrec script`: every sample in time order, in `perf script`'s layout, so tools that read
+//! perf script output (inferno-collapse-perf, FlameGraph's stackcollapse-perf.pl, speedscope)
+//! read hrec's too, and the same `-F` gives the same bytes on the same perf.data.
 //!
-//! A sample is one line `comm tid [cpu] secs.usecs: period event: ` followed, without
-//! callchains, by `ip symbol+offset (dso)` on the same line, or, with callchains, by one
-//! `\taddress symbol+offset (dso)` line per frame and a blank line. Frames are the sampled
-//! location then its callers; every location is expanded into its inline chain (innermost
-//! first), the inlined functions on lines of their own, so a collapser builds the same stacks
-//! as `hrec report --folded` / `hrec flamegraph`. An address no symbol covers is perf's
-//! `[unknown]` (the report's header says why; flame graphs label it `[dso: reason]`).
+//! A sample is `comm tid [cpu] secs.usecs: period event: ` (each field followed by a blank, as
+//! perf prints them), then, without call chains, ` ip symbol+offset (dso)` on the same line,
+//! or, with call chains, one `\taddress symbol+offset (dso)` line per frame and a blank line.
+//! `sym`, `symoff`, `dso` and `srcline` belong to the address: perf prints them, and the call
+//! chain, only when `ip` is a field. `srcline` adds `  file:line` under each address (the
+//! innermost inline frame's line, the file's base name), nothing where DWARF has no line.
+//! Frames are the sampled location then its callers; with `--inline` every location is
+//! expanded into its inline chain (innermost first), the inlined functions on lines of their
+//! own, so a collapser builds the same stacks as `hrec report --folded` / `hrec flamegraph`.
+//! An address no symbol covers is perf's `[unknown]` (the report's header says why; flame
+//! graphs label it `[dso: reason]`).
 //!
 //! `-F` picks fields as perf does (`-F comm,tid,time,ip,sym`, or `-F +field` / `-F -field`
-//! relative to the defaults), plus hrec's `weight`, `ins_lat`, `retire_lat` (the three parts of
-//! `WEIGHT_STRUCT`) and `read` (the group values of a sampling-read group).
+//! relative to the defaults), `weight`, `ins_lat` and `retire_lat` (the parts of
+//! `WEIGHT_STRUCT`, 16 columns each as perf prints them), and hrec's `read` (the group values
+//! of a sampling-read group, `{event value ...}`).
+//!
+//! `--show-mmap-events` / `--show-task-events` print MMAP/MMAP2 and COMM/FORK/EXIT records
+//! where they occur in time, in perf's text (`PERF_RECORD_MMAP2 pid/tid: [start(len) @ pgoff
+//! maj:min ino gen]: prot path`, `PERF_RECORD_FORK(pid:tid):(ppid:ptid)`), after the thread
+//! part of their sample_id.
 
 use std::fmt::Write as _;
 use std::io::{self, Write};
@@ -53,6 +63,8 @@ pub enum Field {
     Symoff,
     /// Shared object.
     Dso,
+    /// `file:line` of the address (the innermost inline frame's), on a line of its own.
+    Srcline,
     /// WEIGHT / WEIGHT_STRUCT var1.
     Weight,
     /// WEIGHT_STRUCT instruction latency.
@@ -64,7 +76,7 @@ pub enum Field {
 }
 
 impl Field {
-    const NAMES: [(&'static str, Field); 16] = [
+    const NAMES: [(&'static str, Field); 17] = [
         ("comm", Field::Comm),
         ("pid", Field::Pid),
         ("tid", Field::Tid),
@@ -76,6 +88,7 @@ impl Field {
         ("sym", Field::Sym),
         ("symoff", Field::Symoff),
         ("dso", Field::Dso),
+        ("srcline", Field::Srcline),
         ("weight", Field::Weight),
         ("ins_lat", Field::InsLat),
         ("retire_lat", Field::RetireLat),
@@ -129,47 +142,131 @@ pub fn parse_fields(spec: &str) -> Result<Vec<Field>, String> {
             }
         }
     }
+    if out.is_empty() {
+        return Err(format!("-F {spec:?}: no fields left to print"));
+    }
+    if out.contains(&Field::Symoff) && !out.contains(&Field::Sym) {
+        return Err(format!(
+            "-F {spec:?}: symoff is an offset into sym, which is not selected (as perf refuses it)"
+        ));
+    }
     Ok(out)
+}
+
+/// One frame as script prints it: address, name, offset (outer functions only), dso, and
+/// `file:line` when DWARF has it.
+type FrameText = (u64, String, Option<u64>, String, Option<String>);
+
+/// `file:line` as perf's srcline prints it: the file's base name (`--full-source-path` is a
+/// report flag), nothing when DWARF does not know the line.
+fn srcline(f: &crate::symbol::Frame) -> Option<String> {
+    let file = f.file.as_deref()?;
+    let base = file.rsplit('/').next().unwrap_or(file);
+    (f.line > 0).then(|| format!("{base}:{}", f.line))
 }
 
 /// The frames of a location as script prints them: address, name, offset (outer functions
 /// only), dso; with `with_inline` (`--inline`) the inline chain too, innermost first (perf
 /// prints only the outer function unless asked).
-fn frames_of(
-    l: &Loc,
-    with_inline: bool,
-    chain: bool,
-    out: &mut Vec<(u64, String, Option<u64>, String)>,
-) {
+fn frames_of(l: &Loc, with_inline: bool, chain: bool, out: &mut Vec<FrameText>) {
     // With the inline chain every frame is named from DWARF, the function itself too, as
     // perf lists an address's inline chain; without it the function has its symbol-table
     // name, as perf prints a call-chain entry.
     // perf prints `[unknown]` for an address no symbol covers (the report says why).
     let addr = if chain { l.rel_addr } else { l.addr };
+    let line_of = |i: usize| l.frames.get(i).and_then(srcline);
     if l.sym.is_none() {
-        out.push((addr, "[unknown]".to_string(), None, l.dso_path.to_string()));
+        out.push((
+            addr,
+            "[unknown]".to_string(),
+            None,
+            l.dso_path.to_string(),
+            line_of(0),
+        ));
+        return;
+    }
+    if !with_inline {
+        // The address's line is its innermost frame's, as addr2line reports it.
+        out.push((
+            addr,
+            l.sym_name(),
+            Some(l.sym_offset),
+            l.dso_path.to_string(),
+            line_of(0),
+        ));
         return;
     }
     let mut names = Vec::new();
     flame::frame_names_pub(l, &mut names);
-    if !with_inline {
-        names = vec![match &l.sym {
-            Some(_) => l.sym_name(),
-            None => names.first().cloned().unwrap_or_default(),
-        }];
-    }
-    // `names` is outer function first; script lists the innermost first.
+    // `names` is outer function first; script lists the innermost first, each inline frame
+    // at its own line.
     let n = names.len();
     for (i, name) in names.into_iter().rev().enumerate() {
         let outer = i == n - 1;
-        if !outer && !with_inline {
-            continue;
-        }
-        let off = (outer && l.sym.is_some()).then_some(l.sym_offset);
+        let off = outer.then_some(l.sym_offset);
         // perf prints call-chain frames relative to their file, a lone sample's address as
         // it is, and the file by its path.
-        out.push((addr, name, off, l.dso_path.to_string()));
+        out.push((addr, name, off, l.dso_path.to_string(), line_of(i)));
     }
+}
+
+/// The fields a `-F` spec names to be printed (`+x` and plain `x`, not `-x`): the ones
+/// [`check_fields`] holds to the recording (defaults print where the samples have them).
+pub fn named_fields(spec: &str) -> Vec<Field> {
+    spec.split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty() && !p.starts_with('-'))
+        .filter_map(|p| {
+            let name = p.trim_start_matches('+');
+            Field::NAMES
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, f)| *f)
+        })
+        .collect()
+}
+
+/// Fields named in `-F` that need a `sample_type` bit no sampling event of the recording has
+/// are refused, as perf refuses them (`Samples for 'E' event do not have WEIGHT attribute set`), rather
+/// than printing nothing for them.
+pub fn check_fields(rec: &Recording, fields: &[Field]) -> Result<(), String> {
+    let needs = [
+        (Field::Cpu, sample::CPU, "CPU", "cpu"),
+        (Field::Time, sample::TIME, "TIME", "time"),
+        (Field::Period, sample::PERIOD, "PERIOD", "period"),
+        (
+            Field::Weight,
+            sample::WEIGHT | sample::WEIGHT_STRUCT,
+            "WEIGHT",
+            "weight",
+        ),
+        (
+            Field::InsLat,
+            sample::WEIGHT_STRUCT,
+            "WEIGHT_STRUCT",
+            "ins_lat",
+        ),
+        (
+            Field::RetireLat,
+            sample::WEIGHT_STRUCT,
+            "WEIGHT_STRUCT",
+            "retire_lat",
+        ),
+        (Field::Read, sample::READ, "READ", "read"),
+    ];
+    let events = &rec.meta().events;
+    let Some(first) = events.first() else {
+        return Ok(());
+    };
+    for (f, bits, bit_name, name) in needs {
+        if fields.contains(&f) && events.iter().all(|e| e.attr.sample_type & bits == 0) {
+            return Err(format!(
+                "-F {name}: the samples of '{}' do not have {bit_name} set (record with the option that adds it); leave the field out",
+                first.name
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// How samples are laid out besides their fields.
@@ -244,15 +341,17 @@ pub fn script(
         n += 1;
         line.clear();
         let event = meta.events.get(ev).map_or("?", |e| e.name.as_str());
-        let chain = p.callchains && s.callchain.is_some() && !layout.hide_call_graph;
-        header(
+        // perf prints a call chain only under the address (`ip`), one frame per line.
+        let chain =
+            p.callchains && s.callchain.is_some() && !layout.hide_call_graph && has(Field::Ip);
+        sample_start(
             &mut line,
             fields,
             s,
             &p.comms[ps.comm as usize],
             (event, event_width),
             rec,
-            (chain && has(Field::Ip), layout.ns),
+            (chain_file, layout.ns),
         );
         frames.clear();
         frames_of(&p.locs[ps.leaf as usize], inline, chain, &mut frames);
@@ -261,42 +360,49 @@ pub fn script(
                 frames_of(&p.locs[c as usize], inline, chain, &mut frames);
             }
         }
-        let frame_text =
-            |line: &mut String, (addr, name, off, dso): &(u64, String, Option<u64>, String)| {
-                if has(Field::Ip) {
-                    let _ = write!(line, "{addr:>16x}");
+        let frame_text = |line: &mut String, (addr, name, off, dso, _): &FrameText| {
+            let _ = write!(line, "{addr:>16x}");
+            if has(Field::Sym) {
+                let _ = write!(line, " {name}");
+                if has(Field::Symoff)
+                    && let Some(o) = off
+                {
+                    let _ = write!(line, "+{o:#x}");
                 }
-                if has(Field::Sym) {
-                    let _ = write!(line, " {name}");
-                    if has(Field::Symoff)
-                        && let Some(o) = off
-                    {
-                        let _ = write!(line, "+{o:#x}");
-                    }
-                }
-                if has(Field::Dso) {
-                    let _ = write!(line, " ({dso})");
-                }
-            };
+            }
+            if has(Field::Dso) {
+                let _ = write!(line, " ({dso})");
+            }
+        };
+        let src = |line: &mut String, text: &Option<String>| {
+            if has(Field::Srcline)
+                && let Some(t) = text
+            {
+                line.push_str("\n  ");
+                line.push_str(t);
+            }
+        };
         if chain {
+            // The frames start on a new line (an empty one under an empty header, as perf).
             line.push('\n');
             for f in &frames {
                 line.push('\t');
                 frame_text(&mut line, f);
+                src(&mut line, &f.4);
                 line.push('\n');
             }
-            line.push('\n');
-        } else {
-            if has(Field::Ip) || has(Field::Sym) || has(Field::Dso) {
-                line.push(' ');
-                // Without callchains the sampled location is one line; inline frames are
-                // joined innermost last, as perf does with its srcline-less default.
-                if let Some(outer) = frames.last() {
-                    frame_text(&mut line, outer);
-                }
+        } else if has(Field::Ip) {
+            line.push(' ');
+            // Without call chains the sampled location is one line, named by its function
+            // (the outermost of its inline chain), with the line of the innermost.
+            if let Some(outer) = frames.last() {
+                frame_text(&mut line, outer);
             }
-            line.push('\n');
+            if let Some(inner) = frames.first() {
+                src(&mut line, &inner.4);
+            }
         }
+        line.push('\n');
         if let Err(e) = out.write_all(line.as_bytes()) {
             io_err = Some(e);
         }
@@ -335,46 +441,14 @@ fn side_band_line(
     let Some(id) = r.sample_id().filter(|_| show) else {
         return false;
     };
-    let has = |f: Field| fields.contains(&f);
-    if has(Field::Comm) && chain_file {
-        line.push_str(comm);
-    } else if has(Field::Comm) {
-        let _ = write!(line, "{comm:>16}");
-    }
-    let signed = |v: Option<u32>| v.map(|x| x as i32);
-    match (
-        has(Field::Pid),
-        has(Field::Tid),
-        signed(id.pid),
-        signed(id.tid),
-    ) {
-        (true, true, Some(pid), Some(tid)) => {
-            let _ = write!(line, " {pid:>5}/{tid:<5}");
-        }
-        (true, false, Some(pid), _) => {
-            let _ = write!(line, " {pid:>5}");
-        }
-        (false, true, _, Some(tid)) => {
-            let _ = write!(line, " {tid:>5}");
-        }
-        _ => {}
-    }
-    if has(Field::Cpu)
-        && let Some(cpu) = id.cpu
-    {
-        let _ = write!(line, " [{cpu:03}]");
-    }
-    if has(Field::Time)
-        && let Some(t) = id.time
-    {
-        let (secs, frac) = (t / 1_000_000_000, t % 1_000_000_000);
-        let _ = if layout.ns {
-            write!(line, " {secs:>5}.{frac:09}:")
-        } else {
-            write!(line, " {secs:>5}.{:06}:", frac / 1000)
-        };
-    }
-    line.push_str(" PERF_RECORD_");
+    thread_start(
+        line,
+        fields,
+        (id.pid, id.tid, id.cpu, id.time),
+        comm,
+        (chain_file, layout.ns),
+    );
+    line.push_str("PERF_RECORD_");
     let id2 = |pid: u32, tid: u32| format!("{}/{}", pid as i32, tid as i32);
     let _ = match r {
         Record::Comm(c) => write!(
@@ -442,57 +516,75 @@ fn side_band_line(
     true
 }
 
-fn header(
+/// What perf prints before every record: the thread's name, pid/tid, cpu and time, each
+/// followed by a blank (`--ns`: time to the nanosecond). Above call-chain lines the name is
+/// not padded.
+fn thread_start(
+    line: &mut String,
+    fields: &[Field],
+    id: (Option<u32>, Option<u32>, Option<u32>, Option<u64>),
+    comm: &str,
+    (chain_file, ns): (bool, bool),
+) {
+    let (pid, tid, cpu, time) = id;
+    let has = |f: Field| fields.contains(&f);
+    if has(Field::Comm) && chain_file {
+        let _ = write!(line, "{comm} ");
+    } else if has(Field::Comm) {
+        let _ = write!(line, "{comm:>16} ");
+    }
+    let signed = |v: Option<u32>| v.map(|x| x as i32);
+    match (has(Field::Pid), has(Field::Tid), signed(pid), signed(tid)) {
+        (true, true, Some(pid), Some(tid)) => {
+            let _ = write!(line, "{pid:>5}/{tid:<5} ");
+        }
+        (true, false, Some(pid), _) => {
+            let _ = write!(line, "{pid:>5} ");
+        }
+        (false, true, _, Some(tid)) => {
+            let _ = write!(line, "{tid:>5} ");
+        }
+        _ => {}
+    }
+    if has(Field::Cpu)
+        && let Some(cpu) = cpu
+    {
+        let _ = write!(line, "[{cpu:03}] ");
+    }
+    if has(Field::Time)
+        && let Some(t) = time
+    {
+        let (secs, frac) = (t / 1_000_000_000, t % 1_000_000_000);
+        let _ = if ns {
+            write!(line, "{secs:>5}.{frac:09}: ")
+        } else {
+            write!(line, "{secs:>5}.{:06}: ", frac / 1000)
+        };
+    }
+}
+
+/// A sample's fields before its location, as perf prints them: the thread part, the period
+/// (10 columns and a blank), the event (right-aligned to the file's longest name, `: `), the
+/// weights (16 columns each, as perf's `weight`, `ins_lat` and `retire_lat`), and hrec's
+/// sampling-read group values in braces.
+fn sample_start(
     line: &mut String,
     fields: &[Field],
     s: &Sample<'_>,
     comm: &str,
     (event, width): (&str, usize),
     rec: &Recording,
-    (chain_lines, ns): (bool, bool),
+    layout: (bool, bool),
 ) {
     let has = |f: Field| fields.contains(&f);
-    // perf pads the name to 16 columns, except above call-chain lines.
-    if has(Field::Comm) && chain_lines {
-        line.push_str(comm);
-    } else if has(Field::Comm) {
-        let _ = write!(line, "{comm:>16}");
-    }
-    match (has(Field::Pid), has(Field::Tid), s.pid, s.tid) {
-        (true, true, Some(pid), Some(tid)) => {
-            let _ = write!(line, " {pid:>5}/{tid:<5}");
-        }
-        (true, false, Some(pid), _) => {
-            let _ = write!(line, " {pid:>5}");
-        }
-        (false, true, _, Some(tid)) => {
-            let _ = write!(line, " {tid:>5}");
-        }
-        _ => {}
-    }
-    if has(Field::Cpu)
-        && let Some(cpu) = s.cpu
-    {
-        let _ = write!(line, " [{cpu:03}]");
-    }
-    if has(Field::Time)
-        && let Some(t) = s.time
-    {
-        let (secs, frac) = (t / 1_000_000_000, t % 1_000_000_000);
-        let _ = if ns {
-            write!(line, " {secs:>5}.{frac:09}:")
-        } else {
-            write!(line, " {secs:>5}.{:06}:", frac / 1000)
-        };
-    }
+    thread_start(line, fields, (s.pid, s.tid, s.cpu, s.time), comm, layout);
     if has(Field::Period)
         && let Some(p) = s.period
     {
-        let _ = write!(line, " {p:>10}");
+        let _ = write!(line, "{p:>10} ");
     }
     if has(Field::Event) {
-        // Right-aligned to the longest event name of the file, a blank after the colon.
-        let _ = write!(line, " {event:>width$}: ");
+        let _ = write!(line, "{event:>width$}: ");
     }
     let w = s.weight_struct();
     if has(Field::Weight)
@@ -503,14 +595,14 @@ fn header(
         } else {
             v
         };
-        let _ = write!(line, " weight {v}");
+        let _ = write!(line, "{v:>16}");
     }
     if let Some(w) = w {
         if has(Field::InsLat) {
-            let _ = write!(line, " ins_lat {}", w.ins_lat);
+            let _ = write!(line, "{:>16}", w.ins_lat);
         }
         if has(Field::RetireLat) {
-            let _ = write!(line, " retire_lat {}", w.retire_lat);
+            let _ = write!(line, "{:>16}", w.retire_lat);
         }
     }
     if has(Field::Read)
