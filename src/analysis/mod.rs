@@ -7,6 +7,7 @@
 
 pub mod annotate;
 pub mod callgraph;
+pub mod diff;
 pub mod hist;
 pub mod latency;
 pub mod profile;
