@@ -506,9 +506,9 @@ mod tests {
         let run = |o: &DiffOptions| {
             diff(
                 &[ev("cpu-clock:u")],
-                &[old.clone()],
+                std::slice::from_ref(&old),
                 &[ev("cpu-clock")],
-                &[new.clone()],
+                std::slice::from_ref(&new),
                 o,
             )
             .remove(0)

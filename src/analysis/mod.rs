@@ -1,7 +1,8 @@
 //! From resolved samples to numbers: histograms by sort key, TopDown attribution from
 //! group-read deltas, retire-latency statistics.
 //!
-//! [`profile`] turns a recording into compact resolved samples, [`hist`] groups them,
+//! [`profile`] turns a recording into compact resolved samples, [`hist`] groups them, [`diff`]
+//! compares the tables of two recordings as perf diff does,
 //! [`callgraph`] merges the call chains under each row, [`topdown`] and [`latency`] hold the
 //! domain rules for the two hardware-specific columns.
 
