@@ -495,7 +495,8 @@ impl ReportArgs {
 /// `hrec diff` flags (perf diff's names).
 #[derive(Debug, Args)]
 pub struct DiffArgs {
-    /// The baseline [default: hrec.data.old, else perf.data.old when only that is here].
+    /// The baseline [default: hrec.data.old, else perf.data.old when only that is here]; a
+    /// single file given is NEW, compared with that default baseline, as in perf diff.
     pub old: Option<PathBuf>,
     /// The recording compared with it [default: hrec.data, or perf.data with perf.data.old].
     pub new: Option<PathBuf>,
