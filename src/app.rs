@@ -131,6 +131,25 @@ pub struct ReportConfig {
     pub header_only: bool,
 }
 
+/// `hrec diff`.
+#[derive(Debug, Clone)]
+pub struct DiffConfig {
+    /// The baseline recording.
+    pub old: PathBuf,
+    /// The recording compared with it.
+    pub new: PathBuf,
+    /// Aggregation of each file (sort keys, filters, `--percentage`).
+    pub hist: crate::analysis::hist::HistOptions,
+    /// Symbol search and time range.
+    pub profile: crate::analysis::profile::ProfileOptions,
+    /// What to compute and how to order.
+    pub diff: crate::analysis::diff::DiffOptions,
+    /// Printing.
+    pub style: output::diff::DiffStyle,
+    /// `--json`.
+    pub json: bool,
+}
+
 /// `hrec flamegraph`.
 #[derive(Debug, Clone)]
 pub struct FlamegraphConfig {
@@ -278,6 +297,8 @@ pub enum Command {
     Stat(Box<StatConfig>),
     /// `hrec annotate`
     Annotate(Box<AnnotateConfig>),
+    /// `hrec diff`
+    Diff(Box<DiffConfig>),
 }
 
 /// Errors of the commands, each with enough context for one line.
@@ -375,6 +396,7 @@ pub fn run(
         Command::Export(cfg) => export(env, cfg, out, err),
         Command::Stat(cfg) => stat(env, cfg, out, err),
         Command::Annotate(cfg) => annotate(env, cfg, out, err),
+        Command::Diff(cfg) => diff(env, cfg, out, err),
     }
 }
 
@@ -687,6 +709,39 @@ fn report(
                 why.join("; ")
             )?;
         }
+    }
+    Ok(0)
+}
+
+fn diff(
+    env: &Env,
+    cfg: &DiffConfig,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8, AppError> {
+    use crate::analysis::{diff, hist, replay};
+    // Both files open before either is read: a missing NEW fails at once.
+    let old = open_recording(env, &cfg.old, err)?;
+    let new = open_recording(env, &cfg.new, err)?;
+    let opts = with_threads(&cfg.profile, env);
+    let po = replay::build(&old, &opts, &mut |_| {});
+    read_warnings(&old, err)?;
+    let pn = replay::build(&new, &opts, &mut |_| {});
+    read_warnings(&new, err)?;
+    let to = hist::tables(&po, &cfg.hist);
+    let tn = hist::tables(&pn, &cfg.hist);
+    let tables = diff::diff(&po.events, &to, &pn.events, &tn, &cfg.diff);
+    if cfg.json {
+        let files = (cfg.old.to_string_lossy(), cfg.new.to_string_lossy());
+        output::diff::json(
+            &tables,
+            &cfg.hist.sort,
+            (&files.0, &files.1),
+            &cfg.style,
+            out,
+        )?;
+    } else {
+        output::diff::text(&tables, &cfg.hist.sort, &cfg.style, out)?;
     }
     Ok(0)
 }

@@ -76,6 +76,8 @@ pub enum Cmd {
     BuildidList(InputArgs),
     /// Show the instructions and source lines of hot functions with their samples.
     Annotate(AnnotateArgs),
+    /// Compare two recordings per symbol, as perf diff (baseline share, delta, ratio).
+    Diff(DiffArgs),
 }
 
 /// `hrec annotate` flags (perf annotate's names).
@@ -532,6 +534,176 @@ impl ReportArgs {
             progress: std::io::stderr().is_terminal() && !self.json && !self.header_only,
             header: self.header,
             header_only: self.header_only,
+        })
+    }
+}
+
+/// `hrec diff` flags (perf diff's names).
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The baseline [default: hrec.data.old, else perf.data.old when only that is here]; a
+    /// single file given is NEW, compared with that default baseline, as in perf diff.
+    pub old: Option<PathBuf>,
+    /// The recording compared with it [default: hrec.data, or perf.data with perf.data.old].
+    pub new: Option<PathBuf>,
+    /// Sort keys: comm, pid, tid, dso, sym, srcline, ip, event, pmu, cpu.
+    #[arg(short = 's', long = "sort", default_value = "dso,sym")]
+    pub sort: String,
+    /// What to compute: delta, delta-abs (ordered by magnitude), ratio or wdiff:W1,W2.
+    #[arg(short = 'c', long = "compute", default_value = "delta-abs")]
+    pub compute: String,
+    /// Show both files' periods.
+    #[arg(short = 'p', long = "period")]
+    pub period: bool,
+    /// Show how each value was computed.
+    #[arg(short = 'F', long = "formula")]
+    pub formula: bool,
+    /// Order by the computed value (1, the default) or by the baseline's period (0).
+    #[arg(short = 'o', long = "order", default_value_t = 1)]
+    pub order: u32,
+    /// Only rows both files have.
+    #[arg(short = 'b', long = "baseline-only")]
+    pub baseline_only: bool,
+    /// With filters: shares of all samples (absolute, perf's default) or of the kept ones
+    /// (relative).
+    #[arg(
+        long = "percentage",
+        default_value = "absolute",
+        value_name = "absolute|relative"
+    )]
+    pub percentage: String,
+    /// Hide rows below this share in both files.
+    #[arg(long = "percent-limit", default_value_t = 0.0)]
+    pub percent_limit: f64,
+    /// Only these thread names (comma-separated).
+    #[arg(short = 'C', long = "comms", alias = "comm", value_delimiter = ',')]
+    pub comms: Vec<String>,
+    /// Only these shared objects (comma-separated).
+    #[arg(short = 'd', long = "dsos", alias = "dso", value_delimiter = ',')]
+    pub dsos: Vec<String>,
+    /// Only these symbols (comma-separated).
+    #[arg(short = 'S', long = "symbols", alias = "sym", value_delimiter = ',')]
+    pub symbols: Vec<String>,
+    /// Only these process ids (comma-separated).
+    #[arg(long = "pid", value_delimiter = ',')]
+    pub pid: Vec<u32>,
+    /// Only these thread ids (comma-separated).
+    #[arg(long = "tid", value_delimiter = ',')]
+    pub tid: Vec<u32>,
+    /// Time ranges of both files (as report's --time).
+    #[arg(long = "time", value_name = "RANGES")]
+    pub time: Option<String>,
+    #[command(flatten)]
+    pub symbol_args: SymbolArgs,
+    /// Rows only, without the `#` lines.
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
+    /// Accepted for perf compatibility (text is the default).
+    #[arg(long, hide = true)]
+    pub stdio: bool,
+    /// JSON instead of the text table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// perf diff's file defaults with hrec's names first: `hrec.data.old hrec.data`, or perf's
+/// `perf.data.old perf.data` when only those are here; one argument is the new file. Said on
+/// stderr when a default was taken.
+fn diff_inputs(old: Option<PathBuf>, new: Option<PathBuf>) -> (PathBuf, PathBuf) {
+    if let (Some(o), Some(n)) = (&old, &new) {
+        return (o.clone(), n.clone());
+    }
+    let here = |p: &str| std::path::Path::new(p).exists();
+    let perf = !here("hrec.data.old") && here("perf.data.old");
+    let (d_old, d_new) = if perf {
+        ("perf.data.old", "perf.data")
+    } else {
+        ("hrec.data.old", "hrec.data")
+    };
+    // perf diff FILE compares FILE with the default baseline.
+    let (o, n) = match old {
+        Some(n) => (PathBuf::from(d_old), n),
+        None => (PathBuf::from(d_old), PathBuf::from(d_new)),
+    };
+    eprintln!(
+        "hrec: comparing {} (baseline) with {}",
+        o.display(),
+        n.display()
+    );
+    (o, n)
+}
+
+impl DiffArgs {
+    fn into_config(self) -> Result<hrec::app::DiffConfig, String> {
+        use hrec::analysis::hist;
+        let sort = hist::parse_sort(&self.sort).map_err(|e| format!("--sort: {e}"))?;
+        if sort.is_empty() {
+            return Err("--sort: give at least one key".into());
+        }
+        let compute: hrec::analysis::diff::Compute = self
+            .compute
+            .parse()
+            .map_err(|e| format!("-c/--compute: {e}"))?;
+        if self.order > 1 {
+            return Err(format!(
+                "-o/--order {}: use 1 (by the computed value, the default) or 0 (by the baseline); hrec compares two files",
+                self.order
+            ));
+        }
+        let relative = match self.percentage.as_str() {
+            "absolute" => false,
+            "relative" => true,
+            other => {
+                return Err(format!(
+                    "--percentage {other}: use absolute (each row's share of all samples, the default) or relative (of the samples the filters keep)"
+                ));
+            }
+        };
+        let one = |v: &[String]| v.len() == 1;
+        let elide = [
+            (hist::SortKey::Comm, one(&self.comms)),
+            (hist::SortKey::Dso, one(&self.dsos)),
+            (hist::SortKey::Sym, one(&self.symbols)),
+        ]
+        .into_iter()
+        .filter_map(|(k, pinned)| pinned.then_some(k))
+        .collect();
+        let (profile, filters) = reading_options(
+            self.symbol_args,
+            FilterArgs {
+                time: self.time,
+                comm: self.comms,
+                pid: self.pid,
+                tid: self.tid,
+                dso: self.dsos,
+                sym: self.symbols,
+            },
+        )?;
+        let (old, new) = diff_inputs(self.old, self.new);
+        Ok(hrec::app::DiffConfig {
+            old,
+            new,
+            hist: hist::HistOptions {
+                sort,
+                filters,
+                relative,
+                ..Default::default()
+            },
+            profile,
+            diff: hrec::analysis::diff::DiffOptions {
+                compute,
+                by_baseline: self.order == 0,
+                baseline_only: self.baseline_only,
+                percent_limit: self.percent_limit,
+            },
+            style: hrec::output::diff::DiffStyle {
+                compute,
+                period: self.period,
+                formula: self.formula,
+                quiet: self.quiet,
+                elide,
+            },
+            json: self.json,
         })
     }
 }
@@ -1050,6 +1222,7 @@ impl Cli {
             Cmd::Record(a) => Command::Record(a.into_config()?),
             Cmd::List(a) => Command::List(a.into_config()),
             Cmd::Report(a) => Command::Report(Box::new(a.into_config()?)),
+            Cmd::Diff(a) => Command::Diff(Box::new(a.into_config()?)),
             Cmd::Script(a) => {
                 let (profile, filters) = reading_options(a.symbols, a.filters)?;
                 Command::Script(Box::new(hrec::app::ScriptConfig {

@@ -1,12 +1,14 @@
 //! From resolved samples to numbers: histograms by sort key, TopDown attribution from
 //! group-read deltas, retire-latency statistics.
 //!
-//! [`profile`] turns a recording into compact resolved samples, [`hist`] groups them,
+//! [`profile`] turns a recording into compact resolved samples, [`hist`] groups them, [`diff`]
+//! compares the tables of two recordings as perf diff does,
 //! [`callgraph`] merges the call chains under each row, [`topdown`] and [`latency`] hold the
 //! domain rules for the two hardware-specific columns.
 
 pub mod annotate;
 pub mod callgraph;
+pub mod diff;
 pub mod hist;
 pub mod latency;
 pub mod profile;

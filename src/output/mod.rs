@@ -3,6 +3,7 @@
 //! pprof export ([`pprof`]) in their modules.
 
 pub mod annotate;
+pub mod diff;
 pub mod flame;
 pub mod pprof;
 pub mod progress;
