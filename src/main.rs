@@ -54,13 +54,28 @@ fn main() -> ExitCode {
 /// clap's usage error in one line: its message, with its tip when it has one (a similar flag),
 /// and where the flags are listed instead of the usage block.
 fn one_line(rendered: &str) -> String {
-    let mut lines = rendered.lines().map(str::trim).filter(|l| !l.is_empty());
+    let lines: Vec<&str> = rendered
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
     let mut msg = lines
-        .next()
+        .first()
+        .copied()
         .unwrap_or("bad arguments")
         .trim_start_matches("error: ")
         .to_string();
-    for tip in lines.filter_map(|l| l.strip_prefix("tip: ")) {
+    // A message ending in ':' lists what it means on the next lines (missing arguments).
+    if msg.ends_with(':') {
+        let listed: Vec<&str> = lines[1..]
+            .iter()
+            .copied()
+            .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("tip:"))
+            .collect();
+        msg.push(' ');
+        msg.push_str(&listed.join(", "));
+    }
+    for tip in lines.iter().filter_map(|l| l.strip_prefix("tip: ")) {
         if !tip.starts_with("to pass ") {
             msg.push_str("; ");
             msg.push_str(tip);

@@ -407,6 +407,10 @@ fn flag_parser_errors_are_one_line() {
         (&["report", "--sortt", "sym"][..], "'--sort'"),
         (&["record", "-c"][..], "a value is required for '--count"),
         (&["frobnicate"][..], "unrecognized subcommand 'frobnicate'"),
+        (
+            &["export"][..],
+            "the following required arguments were not provided: --format",
+        ),
     ] {
         let o = hrec(None, args);
         let (out, err) = text(&o);

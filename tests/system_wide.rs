@@ -53,16 +53,17 @@ impl Drop for Busy {
 
 /// `(comm, pid, symbol, dso)` of every sample in `file`.
 fn samples(dir: &Path, file: &str) -> Vec<(String, u32, String, String)> {
-    let out = hrec_in(dir, &["script", "-i", file, "-F", "comm,pid,sym,dso"]);
+    let out = hrec_in(dir, &["script", "-i", file, "-F", "comm,pid,ip,sym,dso"]);
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stderr}");
     stdout
         .lines()
         .filter_map(|l| {
-            // `comm pid sym (dso)`; the comm may hold spaces, the pid never does.
+            // `comm pid ip sym (dso)`; the comm may hold spaces, the pid and ip never do.
             let (head, dso) = l.trim_end().rsplit_once(" (")?;
             let mut words: Vec<&str> = head.split_whitespace().collect();
             let sym = words.pop()?.to_string();
+            let _ip = words.pop()?;
             let pid = words.pop()?.parse().ok()?;
             Some((
                 words.join(" "),
