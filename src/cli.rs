@@ -191,6 +191,10 @@ pub struct RecordArgs {
     /// No summary line, notices or warnings: errors only.
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
+    /// Per-thread counts of each event (the kernel reports every inherited thread's count
+    /// when it exits); `hrec report -T` shows them.
+    #[arg(short = 's', long = "stat")]
+    pub stat: bool,
     /// zstd level of the file's blocks, 1 (fastest) to 22 (smallest); hrec always
     /// compresses (level 3 without -z or with a bare -z).
     #[arg(
@@ -1350,6 +1354,7 @@ impl RecordArgs {
                 target,
                 per_thread: self.per_thread,
                 no_inherit: self.no_inherit,
+                inherit_stat: self.stat,
             },
             output: self.output,
             mmap_pages: self.mmap_pages,

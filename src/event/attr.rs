@@ -161,6 +161,7 @@ pub mod flag {
     pub const MMAP: u64 = 1 << 8;
     pub const COMM: u64 = 1 << 9;
     pub const FREQ: u64 = 1 << 10;
+    pub const INHERIT_STAT: u64 = 1 << 11;
     pub const ENABLE_ON_EXEC: u64 = 1 << 12;
     pub const TASK: u64 = 1 << 13;
     pub const WATERMARK: u64 = 1 << 14;

@@ -106,6 +106,9 @@ pub struct RecordOptions {
     pub per_thread: bool,
     /// `-i` / `--no-inherit`.
     pub no_inherit: bool,
+    /// `-s` / `--stat`: per-thread counts (`inherit_stat`: the kernel writes a READ record
+    /// with each inherited thread's own count when it exits; `report -T` shows them).
+    pub inherit_stat: bool,
 }
 
 /// Facts about the running kernel that planning needs besides the PMUs.
@@ -581,6 +584,11 @@ fn plan_group(
         a.read_format = read::ID | read::LOST;
         a.set(flag::SAMPLE_ID_ALL, true);
         a.set(flag::INHERIT, inherit(opts));
+        if opts.inherit_stat && inherit(opts) {
+            // perf's -s: the thread counts with the times they ran, to scale them.
+            a.set(flag::INHERIT_STAT, true);
+            a.read_format |= read::TOTAL_TIME_ENABLED | read::TOTAL_TIME_RUNNING;
+        }
         if i == 0 {
             a.set(flag::DISABLED, true);
             if opts.target == Target::Workload {
