@@ -655,6 +655,7 @@ mod tests {
             function: Some(function.into()),
             file: Some(file.into()),
             line,
+            decl_line: 0,
         }
     }
 
