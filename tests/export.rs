@@ -1,9 +1,14 @@
 //! `hrec export --format pprof` on a real recording of the optimised example program (DWARF,
-//! an inlined function): the file decodes (prost here; `protoc` with the wire schema in
-//! `tests/fixtures/pprof/` and `go tool pprof` when installed), every id it references
-//! exists, each event's value column adds up to `hrec report --json`'s totals, and the inlined
-//! `mix` is a `Line` of the location in `hot_multiply`. The retire-latency column is checked
-//! on synthetic recordings in `tests/report_synthetic.rs`.
+//! an inlined function) and on the checked-in recordings (perf.data and hrec files): the file
+//! decodes (prost here; `protoc` with the wire schema in `tests/fixtures/pprof/` and
+//! `go tool pprof` when installed), every id it references exists, each event's value column
+//! adds up to `hrec report --json`'s totals, and the inlined `mix` is a `Line` of the location
+//! in `hot_multiply`. A cpu-clock column is `cpu`/`nanoseconds` with the period type and
+//! period to match; the duration is the span of the samples `hrec script --ns` prints; every
+//! mapping is a recorded MMAP2 (`hrec script --show-mmap-events`) with its path and offset,
+//! every location's address lies inside its mapping, and functions start at their line in
+//! the source. The retire-latency column is checked on synthetic recordings in
+//! `tests/report_synthetic.rs`.
 
 mod support;
 
@@ -55,8 +60,9 @@ fn check_references(pb: &Profile) {
         assert!(f.name != 0, "function {} has no name", f.id);
     }
     for l in &pb.location {
+        // 0: no mapping (an address outside every mapping).
         assert!(
-            mappings.contains(&l.mapping_id),
+            l.mapping_id == 0 || mappings.contains(&l.mapping_id),
             "location {}: mapping",
             l.id
         );
@@ -99,10 +105,203 @@ fn line_of(file: &Path, needle: &str) -> i64 {
     text.lines().position(|l| l.contains(needle)).unwrap() as i64 + 1
 }
 
+/// cpu-clock and task-clock count nanoseconds of CPU time.
+fn is_clock(event: &str) -> bool {
+    event.starts_with("cpu-clock") || event.starts_with("task-clock")
+}
+
+/// The value column of an event: `cpu` for a clock, else its name.
+fn event_column(pb: &Profile, event: &str) -> usize {
+    column(pb, if is_clock(event) { "cpu" } else { event })
+}
+
+/// `hrec` in `dir`, which must succeed; its stdout.
+fn hrec_ok(dir: &Path, args: &[&str]) -> String {
+    let o = hrec_in(dir, args);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "hrec {args:?}: {err}");
+    out
+}
+
+/// The sample times `hrec script --ns` prints (`comm pid SECONDS.NANOS: ...`), in ns.
+fn script_sample_times(dir: &Path, input: &[&str]) -> Vec<u64> {
+    let mut args = vec!["script", "--ns"];
+    args.extend(input);
+    hrec_ok(dir, &args)
+        .lines()
+        .filter(|l| !l.starts_with('\t'))
+        .filter_map(|l| {
+            l.split_ascii_whitespace().find_map(|w| {
+                let (s, ns) = w.strip_suffix(':')?.split_once('.')?;
+                (ns.len() == 9).then_some(())?;
+                Some(s.parse::<u64>().ok()? * 1_000_000_000 + ns.parse::<u64>().ok()?)
+            })
+        })
+        .collect()
+}
+
+/// A file mapping as `hrec script --show-mmap-events` prints it.
+#[derive(Debug)]
+struct MmapRecord {
+    start: u64,
+    len: u64,
+    pgoff: u64,
+    path: String,
+}
+
+/// The MMAP/MMAP2 records of `hrec script --show-mmap-events`, as perf prints them:
+/// `PERF_RECORD_MMAP2 pid/tid: [0xSTART(0xLEN) @ PGOFF ...]: prot path`.
+fn script_mmaps(dir: &Path, input: &[&str]) -> Vec<MmapRecord> {
+    let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap();
+    let mut args = vec!["script", "--show-mmap-events"];
+    args.extend(input);
+    hrec_ok(dir, &args)
+        .lines()
+        .filter(|l| l.contains("PERF_RECORD_MMAP"))
+        .map(|l| {
+            let (_, range) = l.split_once(": [").unwrap();
+            let (start, rest) = range.split_once('(').unwrap();
+            let (len, rest) = rest.split_once(") @ ").unwrap();
+            let pgoff = rest.split([' ', ']']).next().unwrap();
+            let (_, tail) = rest.split_once("]: ").unwrap();
+            let (_prot, path) = tail.split_once(' ').unwrap();
+            MmapRecord {
+                start: hex(start),
+                len: hex(len),
+                pgoff: hex(pgoff),
+                path: path.to_string(),
+            }
+        })
+        .collect()
+}
+
+/// The units, period, duration and start time of an export of `input` (run in `dir`), and
+/// its mappings and locations against the recorded MMAPs. `first` is the first event;
+/// `start` the window the wall-clock start must lie in (`None`: the file has none, 0).
+fn check_time_and_mappings(
+    dir: &Path,
+    input: &[&str],
+    pb: &Profile,
+    first: &str,
+    start: Option<(i64, i64)>,
+) {
+    let st = |i: i64| pb.string_table[i as usize].as_str();
+    let types: Vec<(&str, &str)> = pb
+        .sample_type
+        .iter()
+        .map(|v| (st(v.r#type), st(v.unit)))
+        .collect();
+    assert!(types.contains(&("samples", "count")), "{types:?}");
+    let want = if is_clock(first) {
+        ("cpu", "nanoseconds")
+    } else {
+        (first, "count")
+    };
+    assert_eq!(types[0], want, "{types:?}");
+    assert_eq!(st(pb.default_sample_type), want.0);
+    let pt = pb.period_type.as_ref().expect("period_type");
+    assert_eq!((st(pt.r#type), st(pt.unit)), want);
+    // Frequency mode: the mean period of the first event's samples.
+    let samples_col = column(pb, "samples");
+    let (sum, n) = pb
+        .sample
+        .iter()
+        .filter(|s| label(pb, s, "event") == first)
+        .fold((0, 0), |(a, b), s| {
+            (a + s.value[0], b + s.value[samples_col])
+        });
+    assert!(n > 0);
+    assert_eq!(pb.period, (sum + n / 2) / n, "period");
+    // The duration is the span of the samples.
+    let times = script_sample_times(dir, input);
+    let (lo, hi) = (times.iter().min().unwrap(), times.iter().max().unwrap());
+    assert!(
+        (pb.duration_nanos - (hi - lo) as i64).abs() <= 1000,
+        "duration {} vs samples from {lo} to {hi}",
+        pb.duration_nanos
+    );
+    match start {
+        Some((from, to)) => assert!(
+            from <= pb.time_nanos && pb.time_nanos <= to,
+            "time_nanos {} outside {from}..{to}",
+            pb.time_nanos
+        ),
+        None => assert_eq!(pb.time_nanos, 0),
+    }
+    // Every location inside its mapping; every location of a file with DWARF has one.
+    let mapping = |id: u64| pb.mapping.iter().find(|m| m.id == id).unwrap();
+    for l in &pb.location {
+        if l.mapping_id == 0 {
+            continue;
+        }
+        let m = mapping(l.mapping_id);
+        assert!(
+            m.memory_start <= l.address && l.address < m.memory_limit,
+            "location {l:?} outside {m:?}"
+        );
+    }
+    let with_source = |l: &&hrec::output::pprof::proto::Location| {
+        l.line.iter().any(|x| {
+            let f = pb.function.iter().find(|f| f.id == x.function_id).unwrap();
+            f.filename != 0
+        })
+    };
+    assert!(pb.location.iter().filter(with_source).count() > 0);
+    assert!(
+        pb.location
+            .iter()
+            .filter(with_source)
+            .all(|l| l.mapping_id != 0)
+    );
+    // Every file mapping is (part of) a recorded one: its path, and its offset that of the
+    // record at its start. The main binary's is the record itself.
+    let mmaps = script_mmaps(dir, input);
+    for m in pb
+        .mapping
+        .iter()
+        .filter(|m| !st(m.filename).starts_with('['))
+    {
+        let r = mmaps
+            .iter()
+            .find(|r| {
+                r.path == st(m.filename)
+                    && r.start <= m.memory_start
+                    && m.memory_limit <= r.start + r.len
+                    && m.file_offset - r.pgoff == m.memory_start - r.start
+            })
+            .unwrap_or_else(|| panic!("mapping {m:?} ({}) is no recorded MMAP", st(m.filename)));
+        if m.id == 1 {
+            assert_eq!(
+                (m.memory_start, m.memory_limit, m.file_offset),
+                (r.start, r.start + r.len, r.pgoff),
+                "{}",
+                r.path
+            );
+        }
+    }
+}
+
+/// The `start_line` of the function named `name` (which must be there).
+fn start_line(pb: &Profile, name: &str) -> i64 {
+    pb.function
+        .iter()
+        .find(|f| pb.string_table[f.name as usize] == name)
+        .unwrap_or_else(|| panic!("no function {name}"))
+        .start_line
+}
+
+fn now_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as i64
+}
+
 #[test]
 fn pprof_export_of_a_real_recording_matches_the_report() {
     let bin = support::release_example("hotspots");
     let dir = tempfile::tempdir().unwrap();
+    let started = now_ns();
     let o = hrec_in(
         dir.path(),
         &[
@@ -145,7 +344,7 @@ fn pprof_export_of_a_real_recording_matches_the_report() {
     let mut all = 0;
     for e in events {
         let name = e["event"].as_str().unwrap();
-        let c = column(&pb, name);
+        let c = event_column(&pb, name);
         let period: i64 = pb.sample.iter().map(|s| s.value[c]).sum();
         assert_eq!(Some(period as u64), e["period"].as_u64(), "{name}");
         let samples: i64 = pb
@@ -156,20 +355,19 @@ fn pprof_export_of_a_real_recording_matches_the_report() {
             .sum();
         assert_eq!(Some(samples as u64), e["samples"].as_u64(), "{name}");
         all += samples;
-        assert_eq!(pb.string_table[pb.sample_type[c].unit as usize], "count");
+        let unit = if is_clock(name) {
+            "nanoseconds"
+        } else {
+            "count"
+        };
+        assert_eq!(pb.string_table[pb.sample_type[c].unit as usize], unit);
     }
     assert_eq!(
         pb.sample.iter().map(|s| s.value[samples_col]).sum::<i64>(),
         all
     );
     let first = events[0]["event"].as_str().unwrap();
-    assert_eq!(pb.string_table[pb.default_sample_type as usize], first);
-    assert!(
-        pb.time_nanos > 1_600_000_000_000_000_000,
-        "{}",
-        pb.time_nanos
-    );
-    assert!(pb.duration_nanos > 0);
+    check_time_and_mappings(dir.path(), &[], &pb, first, Some((started, now_ns())));
     // The main binary comes first, with its path and build-id.
     let main = &pb.mapping[0];
     assert_eq!(
@@ -209,6 +407,16 @@ fn pprof_export_of_a_real_recording_matches_the_report() {
         !inlined.is_empty(),
         "no location with mix inlined in hot_multiply"
     );
+    // Functions start at their definitions, inlined ones too.
+    assert_eq!(
+        start_line(&pb, "hotspots::hot_multiply"),
+        line_of(&src, "fn hot_multiply(")
+    );
+    assert_eq!(start_line(&pb, "hotspots::mix"), line_of(&src, "fn mix("));
+    assert_eq!(
+        start_line(&pb, "hotspots::hot_scan"),
+        line_of(&src, "fn hot_scan(")
+    );
     let weight: i64 = pb
         .sample
         .iter()
@@ -217,8 +425,9 @@ fn pprof_export_of_a_real_recording_matches_the_report() {
         .sum();
     assert!(weight > 0);
 
-    protoc_decodes(&path, first);
-    go_pprof_reads(&path);
+    let col = if is_clock(first) { "cpu" } else { first };
+    protoc_decodes(&path, col, &["string_table: \"hotspots::hot_multiply\""]);
+    go_pprof_reads(&path, "hotspots::hot_multiply");
 
     // An output that cannot be written: one line naming it, exit 1, and stdout with `-o -`.
     let o = hrec_in(
@@ -263,8 +472,9 @@ fn bad_inputs_and_formats_are_one_line_errors() {
     }
 }
 
-/// `protoc --decode` with the wire schema, when protoc is installed.
-fn protoc_decodes(path: &Path, event: &str) {
+/// `protoc --decode` with the wire schema, when protoc is installed: the column `event`,
+/// its unit, and the `extra` lines are in the text.
+fn protoc_decodes(path: &Path, event: &str, extra: &[&str]) {
     if !Command::new("protoc")
         .arg("--version")
         .output()
@@ -300,18 +510,30 @@ fn protoc_decodes(path: &Path, event: &str) {
         "{}",
         &out[..200.min(out.len())]
     );
-    for s in [
+    let unit = if event == "cpu" {
+        "nanoseconds"
+    } else {
+        "count"
+    };
+    let mut want = vec![
         format!("string_table: {event:?}"),
+        format!("string_table: {unit:?}"),
         "string_table: \"samples\"".to_string(),
-        "string_table: \"hotspots::hot_multiply\"".to_string(),
         "has_inline_frames: true".to_string(),
-    ] {
+        "duration_nanos: ".to_string(),
+        "period_type {".to_string(),
+        "memory_start: ".to_string(),
+        "start_line: ".to_string(),
+    ];
+    want.extend(extra.iter().map(|s| s.to_string()));
+    for s in want {
         assert!(out.contains(&s), "protoc output lacks {s}");
     }
 }
 
-/// `go tool pprof -top`, when Go is installed (optional).
-fn go_pprof_reads(path: &Path) {
+/// `go tool pprof -top`, when Go is installed (optional): it shows `function` and, for a
+/// time column, the profile's type, duration and total as times.
+fn go_pprof_reads(path: &Path, function: &str) {
     if !Command::new("go")
         .arg("version")
         .output()
@@ -327,5 +549,142 @@ fn go_pprof_reads(path: &Path) {
         .unwrap();
     let (out, err) = text(&o);
     assert!(o.status.success(), "go tool pprof: {err}");
-    assert!(out.contains("hotspots::hot_multiply"), "{out}");
+    assert!(out.contains(function), "{out}");
+    let pb = support::read_pprof(path);
+    if pb.string_table[pb.default_sample_type as usize] != "cpu" {
+        return;
+    }
+    // `Type: cpu`, `Duration: 300ms, Total samples = 280ms (93.33%)`.
+    assert!(out.lines().any(|l| l == "Type: cpu"), "{out}");
+    let total = out
+        .lines()
+        .find_map(|l| l.split_once("Total samples = "))
+        .and_then(|(head, tail)| {
+            assert!(head.starts_with("Duration: "), "{out}");
+            tail.split_whitespace().next()
+        })
+        .unwrap_or_else(|| panic!("no total: {out}"));
+    let unit = total.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.');
+    assert!(
+        ["ns", "us", "µs", "ms", "s", "mins", "hrs"].contains(&unit),
+        "total {total} is not a time: {out}"
+    );
+}
+
+/// The checked-in recordings (perf.data files of `perf record`, hrec files) exported: the
+/// report's totals, time units, period, duration, mappings against the recorded MMAPs, the
+/// fixture program's functions starting at their lines in `work.c`.
+#[test]
+fn pprof_export_of_the_checked_in_recordings() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings");
+    let root = fixtures.join("root");
+    let src = root.join("tmp/hrec-fixture/work.c");
+    let dir = tempfile::tempdir().unwrap();
+    for name in [
+        "plain.perf.data",
+        "callchain.perf.data",
+        "callchain-z.perf.data",
+        "plain.hrec",
+        "callchain.hrec",
+    ] {
+        let input = fixtures.join(name);
+        let input = [
+            "-i",
+            input.to_str().unwrap(),
+            "--symfs",
+            root.to_str().unwrap(),
+        ];
+        let out = dir.path().join(format!("{name}.pb.gz"));
+        let mut args = vec!["export", "--format", "pprof", "-o", out.to_str().unwrap()];
+        args.extend(input);
+        hrec_ok(dir.path(), &args);
+        let pb = support::read_pprof(&out);
+        check_references(&pb);
+        let mut args = vec!["report", "--json"];
+        args.extend(input);
+        let j: Value = serde_json::from_str(&hrec_ok(dir.path(), &args)).unwrap();
+        let events = j["events"].as_array().unwrap();
+        for e in events {
+            let event = e["event"].as_str().unwrap();
+            let c = event_column(&pb, event);
+            let period: i64 = pb.sample.iter().map(|s| s.value[c]).sum();
+            assert_eq!(Some(period as u64), e["period"].as_u64(), "{name}: {event}");
+        }
+        let first = events[0]["event"].as_str().unwrap();
+        assert!(is_clock(first), "{name}: {first}");
+        // perf.data has no start time without `perf record -k` (CLOCK_DATA).
+        let start = name
+            .ends_with(".hrec")
+            .then_some((1_600_000_000_000_000_000, now_ns()));
+        check_time_and_mappings(dir.path(), &input, &pb, first, start);
+        assert_eq!(
+            pb.string_table[pb.mapping[0].filename as usize], "/tmp/hrec-fixture/work",
+            "{name}"
+        );
+        for (function, def) in [("hot", "uint64_t hot("), ("warm", "uint64_t warm(")] {
+            assert_eq!(
+                start_line(&pb, function),
+                line_of(&src, def),
+                "{name}: {function}"
+            );
+        }
+        if name.starts_with("callchain") {
+            // mix is inlined into hot.
+            assert_eq!(
+                start_line(&pb, "mix"),
+                line_of(&src, "static inline uint64_t mix("),
+                "{name}"
+            );
+        }
+        protoc_decodes(&out, "cpu", &[]);
+        go_pprof_reads(&out, "hot");
+    }
+}
+
+/// A perf.data recorded with `perf record -k CLOCK_MONOTONIC` carries CLOCK_DATA: the
+/// profile's start is the first sample's wall-clock time.
+#[test]
+fn perf_data_with_clock_data_has_a_start_time() {
+    let Some(perf) = support::perf() else {
+        return;
+    };
+    let bin = support::release_example("hotspots");
+    let dir = tempfile::tempdir().unwrap();
+    let started = now_ns();
+    let o = Command::new(perf)
+        .args([
+            "record",
+            "-q",
+            "-k",
+            "CLOCK_MONOTONIC",
+            "-e",
+            "cpu-clock:u",
+            "-F",
+            "1000",
+        ])
+        .args(["-o", "perf.data", "--"])
+        .arg(&bin)
+        .arg("1")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    if !o.status.success() {
+        eprintln!("skipped: perf record -k failed: {}", text(&o).1);
+        return;
+    }
+    let input = ["-i", "perf.data"];
+    hrec_ok(
+        dir.path(),
+        &["export", "--format", "pprof", "-i", "perf.data"],
+    );
+    let pb = support::read_pprof(&dir.path().join("profile.pb.gz"));
+    check_references(&pb);
+    check_time_and_mappings(
+        dir.path(),
+        &input,
+        &pb,
+        "cpu-clock:u",
+        Some((started, now_ns())),
+    );
+    go_pprof_reads(&dir.path().join("profile.pb.gz"), "hotspots::hot_multiply");
 }

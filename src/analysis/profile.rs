@@ -16,6 +16,11 @@
 //! anonymous address of a process, or an unmapped address. Each distinct location is
 //! symbolized once at the end by a [`crate::symbol::symbolizer::Symbolizer`].
 //!
+//! **Sites** ([`Sites`]) keep what each location was looked up at and, per process, the
+//! mappings the user-space locations were found in, so that an export that needs runtime
+//! addresses (pprof's mappings) can give each process its own: a location is interned by
+//! file offset, and with ASLR the same offset lies at another address in another process.
+//!
 //! Return addresses in a callchain point after the call; they are looked up at `addr - 1`
 //! so the caller's line and inline chain are those of the call instruction
 //! ([`crate::symbol::FrameAddress`]).
@@ -28,9 +33,10 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::symbol::Unresolved;
 use crate::symbol::debuginfo::SearchPaths;
-use crate::symbol::symbolizer::Loc;
+use crate::symbol::maps::{MappedFile, Mapping};
+use crate::symbol::symbolizer::{Loc, LocKey};
+use crate::symbol::{FrameAddress, Unresolved};
 
 use super::FastMap;
 use super::latency::LatHist;
@@ -176,6 +182,20 @@ pub struct Resolution {
     pub unresolved: Vec<(Unresolved, u64, String)>,
 }
 
+/// Where the locations of a profile were found (see the module docs).
+#[derive(Debug, Clone, Default)]
+pub struct Sites {
+    /// Per location (parallel to [`Profile::locs`]): what it was interned as, and the frame
+    /// as the first sample that met it recorded it.
+    pub keys: Vec<(LocKey, FrameAddress)>,
+    /// Every mapping a location of a process was found in, file-backed or anonymous, as
+    /// `(pid, mapping)`, each once, in the order first used. A mapping is the MMAP record's
+    /// range, or the part of it that later overlapping mappings left.
+    pub mappings: Vec<(u32, Mapping)>,
+    /// The mapped files, indexed by the mappings' and keys' [`crate::symbol::maps::FileIdx`].
+    pub files: Vec<MappedFile>,
+}
+
 /// Resolved, folded samples of one recording.
 #[derive(Debug, Default)]
 pub struct Profile {
@@ -193,6 +213,8 @@ pub struct Profile {
     chain_locs: Vec<u32>,
     /// Distinct locations.
     pub locs: Vec<Loc>,
+    /// Where the locations were found (empty for a profile not built by the converter).
+    pub sites: Sites,
     /// TopDown delta sums of the groups that have them.
     pub topdown: Vec<TdCounts>,
     /// Retire-latency histograms of the groups that have them.

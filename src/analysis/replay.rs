@@ -26,7 +26,9 @@ use crate::symbol::{FrameAddress, debuginfo, kallsyms};
 use crate::unwind::{UnwindStats, Unwinder};
 
 use super::FastMap;
-use super::profile::{EventInfo, Folder, NONE, Profile, ProfileOptions, SampleView, resolution};
+use super::profile::{
+    EventInfo, Folder, NONE, Profile, ProfileOptions, SampleView, Sites, resolution,
+};
 use super::topdown::{DeltaTracker, TdEvent};
 
 /// The bit of a file location's key that marks a return address.
@@ -60,6 +62,11 @@ pub struct Replay {
     /// The mapping of the last address looked up in a file or anonymous memory (samples come
     /// in runs from one process and one library); cleared when any mapping changes.
     last_map: Option<(u32, Mapping, bool)>,
+    /// The mappings locations were found in, `(pid, mapping)` in the order first used
+    /// ([`super::profile::Sites::mappings`]); recorded when `last_map` misses.
+    used_maps: Vec<(u32, Mapping)>,
+    used_set:
+        std::collections::HashSet<(u32, Mapping), std::hash::BuildHasherDefault<super::FastHasher>>,
     key_list: Vec<(LocKey, FrameAddress)>,
     tracker: DeltaTracker,
     td_of_id: HashMap<u64, TdEvent>,
@@ -125,6 +132,8 @@ impl Replay {
             file_ids: Vec::new(),
             other_ids: FastMap::default(),
             last_map: None,
+            used_maps: Vec::new(),
+            used_set: Default::default(),
             key_list: Vec::new(),
             tracker: DeltaTracker::new(),
             td_of_id,
@@ -189,6 +198,9 @@ impl Replay {
                 _ => self.maps.find(pid, addr).map(|&m| {
                     let anon = self.maps.file(m.file).is_anonymous();
                     self.last_map = Some((pid, m, anon));
+                    if self.used_set.insert((pid, m)) {
+                        self.used_maps.push((pid, m));
+                    }
                     (m, anon)
                 }),
             };
@@ -528,6 +540,11 @@ pub fn build(rec: &Recording, opts: &ProfileOptions, progress: &mut dyn FnMut(u6
         .build();
     let (locs, mismatches) = symbolizer.symbolize(&r.maps, &r.key_list);
     p.locs = locs;
+    p.sites = Sites {
+        keys: std::mem::take(&mut r.key_list),
+        mappings: std::mem::take(&mut r.used_maps),
+        files: r.maps.files().to_vec(),
+    };
     p.build_id_mismatches = mismatches;
     p.resolution = resolution(&p);
     p.dwarf_stacks = r.unwinder.is_some() || r.stacks.is_some();

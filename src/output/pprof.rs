@@ -7,32 +7,73 @@
 //! **Value columns.** pprof gives every sample the same list of values, one per
 //! `sample_type`. hrec samples several events at once (hybrid parts sample `cpu_core` and
 //! `cpu_atom` cycles; `-e` takes lists), and their counts are in different units of work, so
-//! they cannot share one column: each event gets its own column `(<event name>, count)` with
-//! the periods (the event count each sample stands for), and a sample puts its period into its
-//! own event's column and zero into the others. Then come `(samples, count)`, one per sample
-//! of any event, and, when some event has retire latencies, `(retire-latency, cycles)` with the
-//! sum of the samples' retire latencies. Summing a column over all samples gives exactly the
-//! event's total in `hrec report`. The first event's count is the default sample type, as the
-//! first table is in the report; `go tool pprof -sample_index=NAME` picks another. Samples
-//! with the same stack, event, thread and CPU are merged into one (values add up).
+//! they cannot share one column: each event gets its own column with the periods (the event
+//! count each sample stands for), and a sample puts its period into its own event's column
+//! and zero into the others. A CPU-time clock (`cpu-clock`, `task-clock`: software events 0
+//! and 1, whose period is nanoseconds of CPU time) is the column `(cpu, nanoseconds)`, as
+//! Go's CPU profiles and `go tool pprof` spell it, so pprof shows times (`Total samples =
+//! 280ms`); any other event is `(<event name>, count)`. Names that repeat get `#2`, `#3`
+//! (two clock events: `cpu`, `cpu#2`); the `event` label keeps the event's own name. Then
+//! come `(samples, count)`, one per sample of any event, and, when some event has retire
+//! latencies, `(retire-latency, cycles)` with the sum of the samples' retire latencies.
+//! Summing a column over all samples gives exactly the event's total in `hrec report`. The
+//! first event's column is `default_sample_type` (`cpu` for a clock), as the first table is in
+//! the report; `go tool pprof -sample_index=NAME` picks another. Samples with the same stack,
+//! event, thread and CPU are merged into one (values add up).
 //!
-//! **Labels.** `event` and `comm` (strings), `pid` and `tid` (numbers), and `cpu` when
-//! sampled. `cpu` is a string because a numeric label without a unit cannot hold 0 in proto3
-//! (a zero `num` is the same as no value, and pprof drops such labels), and CPU 0 is
-//! everywhere; a pid or tid of 0 is only the idle task, whose samples still carry `comm`.
+//! **Period, duration, time.** `period_type` is the first event's column type and unit.
+//! `profile.proto` defines `period` as "the number of events between sampled occurrences":
+//! with a fixed period (`record -c N`) that is N; in frequency mode (`-F`) the kernel varies
+//! the period, and the number that fits the definition is the mean period of the first
+//! event's samples (its total over its sample count, rounded), which for a clock at `-F 4000`
+//! is about 250000 ns, as Go writes 10000000 ns for its 100 Hz. It is not left 0: readers
+//! such as pprof's merge compare it, and 0 says nothing. `duration_nanos` is the span from
+//! the first to the last sample (the recording's sample-time header, what `perf report
+//! --header` calls the sample duration and `hrec script --ns` shows), else the recording's
+//! duration when no sample has a time. `time_nanos` is the recording's wall-clock start: an
+//! hrec file's `start_time_unix_ns`; for perf.data, which stores no start time, the first
+//! sample's time on the wall clock through `HEADER_CLOCK_DATA` when `perf record -k CLOCK`
+//! wrote it, else 0 (unknown).
 //!
-//! **Locations and inline frames.** Each distinct resolved location of the profile is one
-//! `Location`. Its address is the address inside the file (what `objdump` shows) when hrec
-//! could read the file, else the runtime address; every mapping spans the whole address
-//! space from 0 with file offset 0, which pprof reads as "addresses are already relative to
-//! the file", so `go tool pprof -disasm` finds the sampled instructions in the binary. An inline
-//! chain becomes the location's `Line` list, innermost first as addr2line prints it: when
-//! `mix` is inlined into `hot_multiply`, `line[0]` is `mix` at the line in `mix`, and the
-//! last `line` is `hot_multiply` at the line of the inlined call. The outermost function is
-//! named by the symbol table, as in the report and the flame graph. A `Function` is a distinct
-//! (name, source file); its `start_line` is not known and left 0. Unresolved locations get a
-//! function named like the flame graph's frames, `[dso: reason]` (`[hotspots: binary
-//! missing]`).
+//! **Locations and mappings.** A `Mapping` is a file (or anonymous memory) as a process
+//! mapped it: the range and file offset of its MMAP/MMAP2 record (`memory_start` = start,
+//! `memory_limit` = start + len, `file_offset` = pgoff; if a later mapping overlapped part of
+//! it, the part that was left), the recorded path as `filename`, and the recorded build-id
+//! (from the recording's `build-ids` block: the entry with that path, else the only entry
+//! with that base name). Only mappings that hold a location are written. A `Location`'s
+//! address is the runtime address in its mapping (for a return address, the byte before it,
+//! inside the call instruction: what hrec symbolizes, and what `profile.proto` allows for
+//! non-leaf addresses), so pprof's own translation `address - memory_start + file_offset` is
+//! the offset in the file, as for Go's profiles. hrec interns a location by (file, offset),
+//! and with ASLR the same offset lies at other addresses in other processes: the export
+//! places a location per process, through the mappings that process found its locations in
+//! ([`crate::analysis::profile::Sites`]), and writes one `Location` per (location, mapping).
+//! Processes that mapped the file at the same place (forked children, non-PIE binaries)
+//! share the mapping and the location; two processes with different bases get two mappings
+//! of the same file and two locations, each inside its own. When one process mapped the same
+//! file offset twice, the mapping it used first is taken. Kernel locations are in a mapping
+//! named `[kernel.kallsyms]` (modules `[name]`) whose range is the kernel text `_text` to
+//! `_etext` from the recording's kallsyms (a module's from `/proc/modules` as recorded),
+//! widened to hold every kernel location in it (addresses without symbols may lie outside);
+//! without a recorded range, the span of its locations. Its `file_offset` is its start, as in
+//! perf's kernel MMAP record, so the translation gives the address itself. Addresses outside
+//! every mapping (and, in a profile not built from a recording, every location) have no
+//! mapping (`mapping_id` 0), the address as recorded. The main binary (the user-space file
+//! mapping with the most samples at the leaf) is `mapping[0]`. `has_functions` is set on
+//! every mapping: hrec has looked up every location, and pprof re-symbolizes only mappings
+//! without it, which would misattribute the addresses of unresolved locations.
+//! `has_filenames`, `has_line_numbers` and `has_inline_frames` say whether any location of
+//! the mapping had DWARF source information.
+//!
+//! **Inline frames and functions.** An inline chain becomes the location's `Line` list,
+//! innermost first as addr2line prints it: when `mix` is inlined into `hot_multiply`,
+//! `line[0]` is `mix` at the line in `mix`, and the last `line` is `hot_multiply` at the line
+//! of the inlined call. The outermost function is named by the symbol table, as in the report
+//! and the flame graph. A `Function` is a distinct (name, source file, start line); its
+//! `start_line` is the `DW_AT_decl_line` of the function's DWARF subprogram (reached from an
+//! inlined instance or out-of-line copy through its abstract origin; see
+//! [`crate::symbol::Frame::decl_line`]), 0 without DWARF. Unresolved locations get a function
+//! named like the flame graph's frames, `[dso: reason]` (`[hotspots: binary missing]`).
 //!
 //! **Names are demangled, `system_name` is empty.** hrec keeps only demangled names, and pprof
 //! "simplifies" a function whose `system_name` equals its name by cutting everything in `<>`
@@ -40,21 +81,27 @@
 //! `<Vec<T> as FromIterator<T>>::from_iter` as `::from_iter`. With no system name pprof shows
 //! the names as the report does.
 //!
-//! **Mappings** are one per shared object (`dso` of the report), the main binary (the
-//! user-space file with the most samples) first. The file name is the full path and the
-//! build-id the recorded one, from the recording's `build-ids` block, when exactly one recorded
-//! file has that base name. `has_functions` is set on every mapping: hrec has looked up every
-//! location, and pprof re-symbolizes only mappings without it, which would misattribute the
-//! runtime addresses of unresolved locations. `has_filenames`, `has_line_numbers` and
-//! `has_inline_frames` say whether any location of the mapping had DWARF source information.
+//! **`-disasm`.** With these mappings, pprof's binutils-based tools (the standalone
+//! `pprof`) find each sampled instruction at `address - memory_start + file_offset` in the
+//! file and annotate its disassembly, as for Go's profiles. pprof computes a file's
+//! relocation once, from the first sample address it is asked about, and asks with every
+//! graph node in map order, so in a profile with several mappings `-disasm` finds a function
+//! only when a node of its own mapping comes first (pprof's `nodesPerSymbol` and
+//! `file.computeBase`); a profile whose locations all lie in one mapping always works. The
+//! `go tool pprof` of Go's distribution disassembles with Go's own object reader instead,
+//! which does not relocate position-independent binaries (its `ObjAddr` is the identity):
+//! there `-disasm` finds nothing in a PIE, for hrec's profiles as for Go's own.
 
 use std::collections::HashMap;
 use std::io::{self, Write};
 
 use crate::analysis::hist::Filters;
 use crate::analysis::profile::{NONE, Profile};
+use crate::event::attr::types;
 use crate::recording::Recording;
-use crate::symbol::symbolizer::Loc;
+use crate::symbol::kallsyms;
+use crate::symbol::maps::{FileIdx, Mapping};
+use crate::symbol::symbolizer::{Loc, LocKey};
 
 /// The messages of `profile.proto` (package `perftools.profiles`), field numbers as there.
 pub mod proto {
@@ -240,20 +287,46 @@ pub mod proto {
 /// What the export takes from the recording besides its samples.
 #[derive(Debug, Clone, Default)]
 pub struct PprofMeta {
-    /// Wall-clock start, ns since the epoch.
+    /// Wall-clock time of the recording's start, ns since the epoch; 0 when unknown.
     pub start_time_unix_ns: u64,
-    /// Duration, when the recording finished.
+    /// From the first to the last sample, else the recording's duration, in ns.
     pub duration_ns: Option<u64>,
     /// `(build-id hex, path)` of the recorded files.
     pub build_ids: Vec<(String, String)>,
     /// The first event's fixed period (`record -c N`); `None` in frequency mode.
     pub period: Option<u64>,
+    /// Per profile event: a CPU-time clock (`cpu-clock`, `task-clock`), whose periods are
+    /// nanoseconds.
+    pub clock: Vec<bool>,
+    /// The kernel's text, `[_text, _etext)`, from the recording's kernel symbols.
+    pub kernel_text: Option<(u64, u64)>,
+    /// Loaded modules as `/proc/modules` listed them at record time: name, start, end.
+    pub modules: Vec<(String, u64, u64)>,
     /// Lines for `comment` (command line, host, warnings).
     pub comments: Vec<String>,
 }
 
+/// `PERF_COUNT_SW_CPU_CLOCK` and `PERF_COUNT_SW_TASK_CLOCK`: periods in nanoseconds.
+const CLOCK_CONFIGS: [u64; 2] = [0, 1];
+
+/// The modules of `/proc/modules` text (`name size refs deps state address ...`): name,
+/// start, end. Lines that do not parse, and modules at address 0 (hidden addresses), are
+/// left out.
+pub fn parse_modules(text: &str) -> Vec<(String, u64, u64)> {
+    text.lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_ascii_whitespace().collect();
+            let size: u64 = f.get(1)?.parse().ok()?;
+            let start = u64::from_str_radix(f.get(5)?.strip_prefix("0x")?, 16).ok()?;
+            let end = start.checked_add(size)?;
+            (start != 0 && size > 0).then(|| (f[0].to_string(), start, end))
+        })
+        .collect()
+}
+
 impl PprofMeta {
-    /// Takes the start time, duration, build-ids, period and comments from a recording.
+    /// Takes the start time, duration, build-ids, period, clocks, kernel ranges and comments
+    /// from a recording.
     pub fn from_recording(rec: &Recording, p: &Profile) -> PprofMeta {
         let meta = rec.meta();
         let text = rec.side("build-ids").unwrap_or_default();
@@ -270,7 +343,30 @@ impl PprofMeta {
             .and_then(|e| meta.events.get(e.index))
             .filter(|e| !e.attr.freq() && e.attr.sample_period_or_freq > 0)
             .map(|e| e.attr.sample_period_or_freq);
-        let mut comments = vec![format!("hrec {} recording", meta.hrec_version)];
+        let clock = p
+            .events
+            .iter()
+            .map(|e| {
+                meta.events.get(e.index).is_some_and(|m| {
+                    m.attr.type_ == types::SOFTWARE && CLOCK_CONFIGS.contains(&m.attr.config)
+                })
+            })
+            .collect();
+        // Kernel symbols are read (for perf.data maybe all of this machine's) only when a
+        // kernel location needs its mapping.
+        let (kernel_text, modules) = if p.locs.iter().any(|l| l.kernel) {
+            let modules = rec
+                .side("modules")
+                .map(|b| parse_modules(&String::from_utf8_lossy(&b)))
+                .unwrap_or_default();
+            (rec.kernel_symbols().text_range(), modules)
+        } else {
+            (None, Vec::new())
+        };
+        let mut comments = Vec::new();
+        if !meta.hrec_version.is_empty() {
+            comments.push(format!("hrec {} recording", meta.hrec_version));
+        }
         if !meta.command_line.is_empty() {
             comments.push(format!("command: {}", meta.command_line.join(" ")));
         }
@@ -289,11 +385,18 @@ impl PprofMeta {
         if let Some(why) = rec.truncated() {
             comments.push(format!("truncated recording ({why})"));
         }
+        let duration_ns = rec
+            .sample_time()
+            .map(|(first, last)| last.saturating_sub(first))
+            .or_else(|| rec.trailer().map(|t| t.duration_ns).filter(|&d| d > 0));
         PprofMeta {
-            start_time_unix_ns: meta.start_time_unix_ns,
-            duration_ns: rec.trailer().map(|t| t.duration_ns),
+            start_time_unix_ns: rec.start_time_unix_ns().unwrap_or(0),
+            duration_ns,
             build_ids,
             period,
+            clock,
+            kernel_text,
+            modules,
             comments,
         }
     }
@@ -337,26 +440,43 @@ pub fn unresolved_name(l: &Loc) -> String {
     format!("[{dso}: {why}]")
 }
 
+/// What a pprof mapping stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum MapKey<'p> {
+    /// A file or anonymous memory as a process mapped it (processes that mapped it at the
+    /// same place share it).
+    Mapped(Mapping),
+    /// The kernel image or a module, by dso name.
+    Kernel(&'p str),
+}
+
 /// Locations, functions and mappings, added as samples reference them.
 struct Tables<'p> {
     p: &'p Profile,
+    meta: &'p PprofMeta,
     strings: Strings,
-    /// Location id per profile location (0: not emitted yet).
-    loc_ids: Vec<u64>,
+    /// Location id per (profile location, mapping id).
+    loc_ids: HashMap<(u32, u64), u64>,
     locations: Vec<proto::Location>,
     functions: Vec<proto::Function>,
-    function_ids: HashMap<(String, String), u64>,
+    function_ids: HashMap<(String, String, u32), u64>,
     mappings: Vec<proto::Mapping>,
-    mapping_ids: HashMap<(bool, &'p str), u64>,
+    mapping_ids: HashMap<MapKey<'p>, u64>,
     /// Per mapping (index = id - 1): samples with the leaf in it, and whether it is a
     /// user-space file (to find the main binary).
     mapping_samples: Vec<(u64, bool)>,
-    paths: HashMap<&'p str, Option<(&'p str, &'p str)>>,
+    /// Kernel mappings: id, and the lowest and highest address of their locations.
+    kernel_spans: Vec<(u64, u64, u64)>,
+    /// The mappings each process found locations in, per file.
+    proc_maps: HashMap<(u32, FileIdx), Vec<Mapping>>,
+    /// Build-ids by recorded path, and by base name when only one recorded file has it.
+    ids_by_path: HashMap<&'p str, &'p str>,
+    ids_by_base: HashMap<&'p str, Option<&'p str>>,
 }
 
 impl<'p> Tables<'p> {
-    fn function(&mut self, name: &str, file: &str) -> u64 {
-        let key = (name.to_string(), file.to_string());
+    fn function(&mut self, name: &str, file: &str, start_line: u32) -> u64 {
+        let key = (name.to_string(), file.to_string(), start_line);
         if let Some(&id) = self.function_ids.get(&key) {
             return id;
         }
@@ -366,63 +486,114 @@ impl<'p> Tables<'p> {
             name: self.strings.id(name),
             system_name: 0,
             filename: self.strings.id(file),
-            start_line: 0,
+            start_line: i64::from(start_line),
         };
         self.functions.push(f);
         self.function_ids.insert(key, id);
         id
     }
 
-    fn mapping(&mut self, l: &'p Loc) -> u64 {
-        let key = (l.kernel, &*l.dso);
-        let id = match self.mapping_ids.get(&key) {
-            Some(&id) => id,
-            None => {
-                let id = self.mappings.len() as u64 + 1;
-                let (path, build_id) = match self.paths.get(&*l.dso).copied().flatten() {
-                    Some((hex, path)) if !l.kernel => (path, hex),
-                    _ => (&*l.dso, ""),
-                };
-                let m = proto::Mapping {
-                    id,
-                    memory_start: 0,
-                    memory_limit: u64::MAX,
-                    file_offset: 0,
-                    filename: self.strings.id(path),
-                    build_id: self.strings.id(build_id),
-                    has_functions: true,
-                    ..Default::default()
-                };
-                self.mappings.push(m);
-                self.mapping_samples
-                    .push((0, !l.kernel && !l.dso.starts_with('[')));
-                self.mapping_ids.insert(key, id);
-                id
+    fn build_id(&self, path: &str) -> &'p str {
+        if let Some(&hex) = self.ids_by_path.get(path) {
+            return hex;
+        }
+        let base = path.rsplit('/').next().unwrap_or(path);
+        self.ids_by_base.get(base).copied().flatten().unwrap_or("")
+    }
+
+    /// Where profile location `i` lies in process `pid`: its mapping and runtime address
+    /// (for a return address, the byte before it, inside the call instruction).
+    fn place(&self, i: u32, pid: u32) -> (Option<MapKey<'p>>, u64) {
+        let p: &'p Profile = self.p;
+        let l = &p.locs[i as usize];
+        let Some(&(key, frame)) = p.sites.keys.get(i as usize) else {
+            return (None, l.addr);
+        };
+        let maps = |f: FileIdx| self.proc_maps.get(&(pid, f)).map_or(&[][..], Vec::as_slice);
+        match key {
+            LocKey::Kernel(a) => (Some(MapKey::Kernel(&l.dso)), a),
+            LocKey::File(f, off) => maps(f)
+                .iter()
+                .find(|m| m.pgoff <= off && off - m.pgoff < m.end - m.start)
+                .map_or((None, frame.lookup()), |m| {
+                    (Some(MapKey::Mapped(*m)), m.start + (off - m.pgoff))
+                }),
+            LocKey::Anon(_, f, a) => (
+                maps(f)
+                    .iter()
+                    .find(|m| m.start <= a && a < m.end)
+                    .map(|m| MapKey::Mapped(*m)),
+                a,
+            ),
+            LocKey::Unmapped(_, a) => (None, a),
+        }
+    }
+
+    fn mapping(&mut self, key: MapKey<'p>) -> u64 {
+        if let Some(&id) = self.mapping_ids.get(&key) {
+            return id;
+        }
+        let id = self.mappings.len() as u64 + 1;
+        let (m, user) = match key {
+            MapKey::Mapped(m) => {
+                let file = self.p.sites.files.get(m.file.0 as usize);
+                let path = file.map_or_else(String::new, |f| f.path.to_string_lossy().into_owned());
+                let user = file.is_some_and(|f| !f.is_anonymous() && !f.is_pseudo());
+                let build_id = self.build_id(&path);
+                (
+                    proto::Mapping {
+                        id,
+                        memory_start: m.start,
+                        memory_limit: m.end,
+                        file_offset: m.pgoff,
+                        filename: self.strings.id(&path),
+                        build_id: self.strings.id(build_id),
+                        has_functions: true,
+                        ..Default::default()
+                    },
+                    user,
+                )
+            }
+            MapKey::Kernel(dso) => {
+                // The range is set once every location is known ([`Tables::kernel_ranges`]).
+                let build_id = self.ids_by_path.get(dso).copied().unwrap_or("");
+                self.kernel_spans.push((id, u64::MAX, 0));
+                (
+                    proto::Mapping {
+                        id,
+                        filename: self.strings.id(dso),
+                        build_id: self.strings.id(build_id),
+                        has_functions: true,
+                        ..Default::default()
+                    },
+                    false,
+                )
             }
         };
-        let m = &mut self.mappings[id as usize - 1];
-        m.has_filenames |= l.frames.iter().any(|f| f.file.is_some());
-        m.has_line_numbers |= l.frames.iter().any(|f| f.line > 0);
-        m.has_inline_frames |= !l.frames.is_empty();
+        self.mappings.push(m);
+        self.mapping_samples.push((0, user));
+        self.mapping_ids.insert(key, id);
         id
     }
 
-    fn location(&mut self, i: u32) -> u64 {
-        let i = i as usize;
-        if self.loc_ids[i] != 0 {
-            return self.loc_ids[i];
+    /// The location id of profile location `i` in process `pid`.
+    fn location(&mut self, i: u32, pid: u32) -> u64 {
+        let (key, address) = self.place(i, pid);
+        let mapping_id = key.map_or(0, |k| self.mapping(k));
+        if let Some(&id) = self.loc_ids.get(&(i, mapping_id)) {
+            return id;
         }
-        let l = &self.p.locs[i];
+        let p: &'p Profile = self.p;
+        let l = &p.locs[i as usize];
         let id = self.locations.len() as u64 + 1;
-        let mapping_id = self.mapping(l);
         let mut line = Vec::new();
         match &l.sym {
             None => line.push(proto::Line {
-                function_id: self.function(&unresolved_name(l), ""),
+                function_id: self.function(&unresolved_name(l), "", 0),
                 ..Default::default()
             }),
             Some(sym) if l.frames.is_empty() => line.push(proto::Line {
-                function_id: self.function(sym, ""),
+                function_id: self.function(sym, "", 0),
                 ..Default::default()
             }),
             Some(sym) => {
@@ -434,22 +605,63 @@ impl<'p> Tables<'p> {
                         f.function.as_deref().unwrap_or("??")
                     };
                     line.push(proto::Line {
-                        function_id: self.function(name, f.file.as_deref().unwrap_or("")),
+                        function_id: self.function(
+                            name,
+                            f.file.as_deref().unwrap_or(""),
+                            f.decl_line,
+                        ),
                         line: i64::from(f.line),
                         column: 0,
                     });
                 }
             }
         }
+        if mapping_id != 0 {
+            let m = &mut self.mappings[mapping_id as usize - 1];
+            m.has_filenames |= l.frames.iter().any(|f| f.file.is_some());
+            m.has_line_numbers |= l.frames.iter().any(|f| f.line > 0);
+            m.has_inline_frames |= !l.frames.is_empty();
+            if let Some(s) = self.kernel_spans.iter_mut().find(|s| s.0 == mapping_id) {
+                s.1 = s.1.min(address);
+                s.2 = s.2.max(address);
+            }
+        }
         self.locations.push(proto::Location {
             id,
             mapping_id,
-            address: l.file_addr,
+            address,
             line,
             is_folded: false,
         });
-        self.loc_ids[i] = id;
+        self.loc_ids.insert((i, mapping_id), id);
         id
+    }
+
+    /// The kernel mappings' ranges: the kernel text or the module as recorded, widened to
+    /// hold every location in it; the file offset is the start, as in perf's kernel MMAP
+    /// records, so that pprof's address - start + offset is the address itself.
+    fn kernel_ranges(&mut self) {
+        for &(id, lo, hi) in &self.kernel_spans {
+            let m = &mut self.mappings[id as usize - 1];
+            let name = &self.strings.table[m.filename as usize];
+            let recorded = if name == kallsyms::KERNEL_DSO {
+                self.meta.kernel_text
+            } else {
+                let module = name.trim_start_matches('[').trim_end_matches(']');
+                self.meta
+                    .modules
+                    .iter()
+                    .find(|(n, _, _)| n == module)
+                    .map(|&(_, s, e)| (s, e))
+            };
+            let (start, limit) = match recorded {
+                Some((s, e)) => (s.min(lo), e.max(hi.saturating_add(1))),
+                None => (lo, hi.saturating_add(1)),
+            };
+            m.memory_start = start;
+            m.memory_limit = limit;
+            m.file_offset = start;
+        }
     }
 }
 
@@ -458,43 +670,58 @@ type SampleKey = (u16, u32, u32, u32, u32, u32);
 
 /// Builds the pprof profile of the samples that pass `filters`.
 pub fn build(p: &Profile, meta: &PprofMeta, filters: &Filters) -> proto::Profile {
-    let mut paths: HashMap<&str, Option<(&str, &str)>> = HashMap::new();
+    let mut ids_by_base: HashMap<&str, Option<&str>> = HashMap::new();
+    let mut ids_by_path: HashMap<&str, &str> = HashMap::new();
     for (hex, path) in &meta.build_ids {
         let base = path.rsplit('/').next().unwrap_or(path);
-        paths
+        ids_by_base
             .entry(base)
             .and_modify(|v| *v = None)
-            .or_insert(Some((hex.as_str(), path.as_str())));
+            .or_insert(Some(hex.as_str()));
+        ids_by_path.insert(path.as_str(), hex.as_str());
+    }
+    let mut proc_maps: HashMap<(u32, FileIdx), Vec<Mapping>> = HashMap::new();
+    for &(pid, m) in &p.sites.mappings {
+        proc_maps.entry((pid, m.file)).or_default().push(m);
     }
     let mut t = Tables {
         p,
+        meta,
         strings: Strings::new(),
-        loc_ids: vec![0; p.locs.len()],
+        loc_ids: HashMap::new(),
         locations: Vec::new(),
         functions: Vec::new(),
         function_ids: HashMap::new(),
         mappings: Vec::new(),
         mapping_ids: HashMap::new(),
         mapping_samples: Vec::new(),
-        paths,
+        kernel_spans: Vec::new(),
+        proc_maps,
+        ids_by_path,
+        ids_by_base,
     };
-    // Value columns: one per event (duplicate names get `#2`, `#3`), samples, retire latency.
+    // Value columns: one per event (clocks as `cpu`; duplicate names get `#2`, `#3`),
+    // samples, retire latency.
     let count = t.strings.id("count");
+    let nanoseconds = t.strings.id("nanoseconds");
+    let is_clock = |k: usize| meta.clock.get(k).copied().unwrap_or(false);
     let mut names: Vec<String> = Vec::new();
-    for e in &p.events {
-        let mut name = e.name.clone();
-        let mut k = 2;
+    for (k, e) in p.events.iter().enumerate() {
+        let base = if is_clock(k) { "cpu" } else { &e.name };
+        let mut name = base.to_string();
+        let mut n = 2;
         while names.contains(&name) {
-            name = format!("{}#{k}", e.name);
-            k += 1;
+            name = format!("{base}#{n}");
+            n += 1;
         }
         names.push(name);
     }
     let mut sample_type: Vec<proto::ValueType> = names
         .iter()
-        .map(|n| proto::ValueType {
+        .enumerate()
+        .map(|(k, n)| proto::ValueType {
             r#type: t.strings.id(n),
-            unit: count,
+            unit: if is_clock(k) { nanoseconds } else { count },
         })
         .collect();
     let samples_col = sample_type.len();
@@ -520,12 +747,14 @@ pub fn build(p: &Profile, meta: &PprofMeta, filters: &Filters) -> proto::Profile
             continue;
         }
         stack.clear();
-        stack.push(t.location(s.leaf));
+        stack.push(t.location(s.leaf, s.pid));
         for &c in p.callers(s) {
-            stack.push(t.location(c));
+            stack.push(t.location(c, s.pid));
         }
         let leaf_mapping = t.locations[stack[0] as usize - 1].mapping_id;
-        t.mapping_samples[leaf_mapping as usize - 1].0 += s.samples;
+        if leaf_mapping != 0 {
+            t.mapping_samples[leaf_mapping as usize - 1].0 += s.samples;
+        }
         let stack_id = match stacks.get(stack.as_slice()) {
             Some(&id) => id,
             None => {
@@ -547,9 +776,10 @@ pub fn build(p: &Profile, meta: &PprofMeta, filters: &Filters) -> proto::Profile
             v[c] = v[c].saturating_add(to_i64(lat.sum()));
         }
     }
+    t.kernel_ranges();
 
     let keys = ["event", "comm", "pid", "tid", "cpu"].map(|k| t.strings.id(k));
-    let event_names: Vec<i64> = names.iter().map(|n| t.strings.id(n)).collect();
+    let event_names: Vec<i64> = p.events.iter().map(|e| t.strings.id(&e.name)).collect();
     let sample = samples
         .into_iter()
         .map(|((event, comm, pid, tid, cpu, _), location_id, value)| {
@@ -590,7 +820,7 @@ pub fn build(p: &Profile, meta: &PprofMeta, filters: &Filters) -> proto::Profile
         })
         .collect();
 
-    // The main binary first: the user-space file with the most samples at the leaf.
+    // The main binary first: the user-space file mapping with the most samples at the leaf.
     let main = t
         .mapping_samples
         .iter()
@@ -614,7 +844,16 @@ pub fn build(p: &Profile, meta: &PprofMeta, filters: &Filters) -> proto::Profile
     }
 
     let comment = meta.comments.iter().map(|c| t.strings.id(c)).collect();
-    let period_type = p.events.first().map(|_| sample_type[0].clone());
+    let period_type = sample_type
+        .first()
+        .filter(|_| !p.events.is_empty())
+        .cloned();
+    // A fixed period as asked for; in frequency mode the mean period of the first event's
+    // samples, the number of its units one sample stands for.
+    let period = meta.period.or_else(|| {
+        let e = p.events.first().filter(|e| e.samples > 0)?;
+        Some(e.period.saturating_add(e.samples / 2) / e.samples)
+    });
     proto::Profile {
         default_sample_type: period_type.as_ref().map_or(0, |v| v.r#type),
         sample_type,
@@ -625,7 +864,7 @@ pub fn build(p: &Profile, meta: &PprofMeta, filters: &Filters) -> proto::Profile
         time_nanos: to_i64(meta.start_time_unix_ns),
         duration_nanos: meta.duration_ns.map_or(0, to_i64),
         period_type,
-        period: meta.period.map_or(0, to_i64),
+        period: period.map_or(0, to_i64),
         comment,
         string_table: t.strings.table,
         ..Default::default()
@@ -643,18 +882,22 @@ pub fn write_gz(profile: &proto::Profile, out: &mut dyn Write) -> io::Result<()>
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
     use std::sync::Arc;
 
     use super::*;
-    use crate::analysis::profile::{EventInfo, Folder, SampleView};
-    use crate::symbol::{Frame, Unresolved};
+    use crate::analysis::profile::{EventInfo, Folder, SampleView, Sites};
+    use crate::symbol::kallsyms::KernelSymbols;
+    use crate::symbol::maps::MappedFile;
+    use crate::symbol::{Frame, FrameAddress, Unresolved};
     use prost::Message as _;
 
-    fn frame(function: &str, file: &str, line: u32) -> Frame {
+    fn frame(function: &str, file: &str, line: u32, decl_line: u32) -> Frame {
         Frame {
             function: Some(function.into()),
             file: Some(file.into()),
             line,
+            decl_line,
         }
     }
 
@@ -670,6 +913,22 @@ mod tests {
             unresolved: sym.is_none().then_some(Unresolved::BinaryMissing),
             rel_addr: 0,
             dso_path: Arc::default(),
+        }
+    }
+
+    fn file(path: &str) -> MappedFile {
+        MappedFile {
+            path: Path::new(path).into(),
+            short: path.rsplit('/').next().unwrap_or(path).into(),
+        }
+    }
+
+    fn map(start: u64, end: u64, pgoff: u64, file: u32) -> Mapping {
+        Mapping {
+            start,
+            end,
+            pgoff,
+            file: FileIdx(file),
         }
     }
 
@@ -696,7 +955,9 @@ mod tests {
         }
     }
 
-    /// Two events, an inline chain, an unresolved caller, a merged pair of samples.
+    /// Two events, an inline chain, an unresolved caller, a merged pair of samples; the
+    /// process (pid 7) maps `app`'s text at 0x1000 and `libgone.so`'s at 0x7000 from file
+    /// offset 0x3000.
     fn profile() -> Profile {
         let events = vec![
             EventInfo {
@@ -729,12 +990,27 @@ mod tests {
                 0x1100,
                 Some("app::outer"),
                 vec![
-                    frame("app::inner", "/src/a.rs", 5),
-                    frame("x", "/src/a.rs", 20),
+                    frame("app::inner", "/src/a.rs", 5, 3),
+                    frame("x", "/src/a.rs", 20, 17),
                 ],
             ),
-            loc("libgone.so", 0x7000, None, vec![]),
+            loc("libgone.so", 0x7001, None, vec![]),
         ];
+        p.sites = Sites {
+            keys: vec![
+                (LocKey::File(FileIdx(0), 0x100), FrameAddress::Ip(0x1100)),
+                // A return address: looked up (and placed) at the byte before it.
+                (
+                    LocKey::File(FileIdx(1), 0x3000),
+                    FrameAddress::Return(0x7001),
+                ),
+            ],
+            mappings: vec![
+                (7, map(0x1000, 0x2000, 0, 0)),
+                (7, map(0x7000, 0x8000, 0x3000, 1)),
+            ],
+            files: vec![file("/opt/bin/app"), file("/usr/lib/libgone.so")],
+        };
         p.comms = vec!["app".into()];
         p
     }
@@ -743,9 +1019,13 @@ mod tests {
         PprofMeta {
             start_time_unix_ns: 5,
             duration_ns: Some(9),
-            build_ids: vec![("abcd".into(), "/opt/bin/app".into())],
+            build_ids: vec![
+                ("abcd".into(), "/opt/bin/app".into()),
+                ("ef01".into(), "/elsewhere/libgone.so".into()),
+            ],
             period: None,
             comments: vec!["hello".into()],
+            ..Default::default()
         }
     }
 
@@ -770,6 +1050,12 @@ mod tests {
             ]
         );
         assert_eq!(s(pb.default_sample_type), "cpu_core/cycles/P");
+        // Frequency mode: the first event's mean period, 600 / 3.
+        let pt = pb.period_type.as_ref().unwrap();
+        assert_eq!(
+            (s(pt.r#type), s(pt.unit), pb.period),
+            ("cpu_core/cycles/P", "count", 200)
+        );
         // The two samples with the callchain share a stack: merged.
         assert_eq!(pb.sample.len(), 4);
         let totals: Vec<i64> = (0..4)
@@ -778,32 +1064,53 @@ mod tests {
         assert_eq!(totals, [600, 60, 5, 10]);
         assert_eq!(pb.sample[1].value, [300, 0, 2, 10]);
         // The inline chain is one location with two lines, innermost first, the outer one
-        // named by the symbol.
+        // named by the symbol; each function starts at its declaration line.
         let l = &pb.location[1];
         let f = |id: u64| &pb.function[id as usize - 1];
-        let lines: Vec<(&str, i64)> = l
+        let lines: Vec<(&str, i64, i64)> = l
             .line
             .iter()
-            .map(|x| (s(f(x.function_id).name), x.line))
+            .map(|x| {
+                (
+                    s(f(x.function_id).name),
+                    x.line,
+                    f(x.function_id).start_line,
+                )
+            })
             .collect();
-        assert_eq!(lines, [("app::inner", 5), ("app::outer", 20)]);
-        assert_eq!(l.address, 0x100);
+        assert_eq!(lines, [("app::inner", 5, 3), ("app::outer", 20, 17)]);
+        // The runtime address, inside its mapping.
+        assert_eq!(l.address, 0x1100);
         assert_eq!(s(f(l.line[0].function_id).filename), "/src/a.rs");
-        // The unresolved caller: a placeholder; no system names.
+        // The unresolved caller: a placeholder; no system names; the return address 0x7001
+        // placed at 0x7000, inside the call.
         let u = f(pb.location[0].line[0].function_id);
         assert_eq!(
             (s(u.name), u.system_name),
             ("[libgone.so: binary missing]", 0)
         );
-        // Mappings: the main binary first with its recorded path and build-id.
+        assert_eq!(pb.location[0].address, 0x7000);
+        // Mappings: the main binary first with its recorded path, range and build-id.
         let m = &pb.mapping[0];
         assert_eq!((s(m.filename), s(m.build_id)), ("/opt/bin/app", "abcd"));
+        assert_eq!(
+            (m.memory_start, m.memory_limit, m.file_offset),
+            (0x1000, 0x2000, 0)
+        );
         // It was the second mapping met: the ids were renumbered.
         assert_eq!((m.id, pb.location[1].mapping_id), (1, 1));
         assert_eq!((pb.mapping[1].id, pb.location[0].mapping_id), (2, 2));
         assert!(m.has_functions && m.has_filenames && m.has_line_numbers && m.has_inline_frames);
         let gone = &pb.mapping[1];
-        assert_eq!(s(gone.filename), "libgone.so");
+        // The build-id of the one recorded file of that base name.
+        assert_eq!(
+            (s(gone.filename), s(gone.build_id)),
+            ("/usr/lib/libgone.so", "ef01")
+        );
+        assert_eq!(
+            (gone.memory_start, gone.memory_limit, gone.file_offset),
+            (0x7000, 0x8000, 0x3000)
+        );
         assert!(!gone.has_inline_frames);
         let labels: Vec<(&str, String)> = pb.sample[1]
             .label
@@ -829,6 +1136,179 @@ mod tests {
         );
         assert_eq!((pb.time_nanos, pb.duration_nanos), (5, 9));
         assert_eq!(s(pb.comment[0]), "hello");
+    }
+
+    /// A cpu-clock profile of three processes running `app` (two at one address, one
+    /// elsewhere), with kernel, module and unmapped addresses.
+    #[test]
+    fn clock_time_columns_per_process_mappings_and_kernel_ranges() {
+        let events = vec![EventInfo {
+            name: "cpu-clock:u".into(),
+            ..Default::default()
+        }];
+        let mut f = Folder::new(events, false);
+        for (pid, leaf) in [(7, 0), (8, 0), (9, 0), (7, 1), (7, 2), (7, 3), (7, 4)] {
+            f.add(&SampleView {
+                pid,
+                tid: pid,
+                ..sample(0, leaf, &[], 250_000, None)
+            });
+        }
+        let mut p = f.finish();
+        let kernel = |addr: u64, sym: Option<&str>, dso: &str| Loc {
+            kernel: true,
+            dso: dso.into(),
+            file_addr: addr,
+            ..loc(dso, addr, sym, vec![])
+        };
+        p.locs = vec![
+            loc(
+                "app",
+                0x1100,
+                Some("app::f"),
+                vec![frame("app::f", "/src/a.rs", 9, 4)],
+            ),
+            kernel(0xffff_ffff_8100_0100, Some("do_one"), "[kernel.kallsyms]"),
+            // Outside the kernel text (no symbol): the mapping widens to hold it.
+            kernel(0xffff_ffff_8300_0000, None, "[kernel.kallsyms]"),
+            kernel(0xffff_ffff_c0a0_0010, Some("kvm_fn"), "[kvm]"),
+            loc("[unknown]", 0x1234, None, vec![]),
+        ];
+        p.sites = Sites {
+            keys: vec![
+                (LocKey::File(FileIdx(0), 0x100), FrameAddress::Ip(0x1100)),
+                (
+                    LocKey::Kernel(0xffff_ffff_8100_0100),
+                    FrameAddress::Ip(0xffff_ffff_8100_0100),
+                ),
+                (
+                    LocKey::Kernel(0xffff_ffff_8300_0000),
+                    FrameAddress::Ip(0xffff_ffff_8300_0000),
+                ),
+                (
+                    LocKey::Kernel(0xffff_ffff_c0a0_0010),
+                    FrameAddress::Ip(0xffff_ffff_c0a0_0010),
+                ),
+                (LocKey::Unmapped(7, 0x1234), FrameAddress::Ip(0x1234)),
+            ],
+            mappings: vec![
+                (7, map(0x1000, 0x2000, 0, 0)),
+                (8, map(0x5000, 0x6000, 0, 0)),
+                (9, map(0x1000, 0x2000, 0, 0)),
+            ],
+            files: vec![file("/opt/bin/app")],
+        };
+        p.comms = vec!["app".into()];
+        let ks = KernelSymbols::parse(
+            "ffffffff81000000 T _text\nffffffff81000000 T _stext\nffffffff81000080 T do_one\nffffffff82000000 T _etext\n",
+        );
+        let meta = PprofMeta {
+            period: Some(250_000),
+            clock: vec![true],
+            kernel_text: ks.text_range(),
+            modules: parse_modules(
+                "kvm 1114112 1 kvm_intel, Live 0xffffffffc0a00000\nbad line\nhidden 4096 0 - Live 0x0000000000000000\n",
+            ),
+            ..Default::default()
+        };
+        assert_eq!(
+            meta.modules,
+            [(
+                "kvm".to_string(),
+                0xffff_ffff_c0a0_0000,
+                0xffff_ffff_c0b1_0000
+            )]
+        );
+        let pb = build(&p, &meta, &Filters::default());
+        let s = |i: i64| pb.string_table[i as usize].as_str();
+        let types: Vec<(&str, &str)> = pb
+            .sample_type
+            .iter()
+            .map(|v| (s(v.r#type), s(v.unit)))
+            .collect();
+        assert_eq!(types, [("cpu", "nanoseconds"), ("samples", "count")]);
+        assert_eq!(s(pb.default_sample_type), "cpu");
+        let pt = pb.period_type.as_ref().unwrap();
+        assert_eq!(
+            (s(pt.r#type), s(pt.unit), pb.period),
+            ("cpu", "nanoseconds", 250_000)
+        );
+        // The event label keeps the event's name.
+        assert_eq!(s(pb.sample[0].label[0].str), "cpu-clock:u");
+        // `app` at 0x1000 (pids 7 and 9: one mapping, one location) and at 0x5000 (pid 8).
+        let by_addr = |a: u64| pb.location.iter().find(|l| l.address == a).unwrap();
+        let (at1, at5) = (by_addr(0x1100), by_addr(0x5100));
+        assert_ne!(at1.mapping_id, at5.mapping_id);
+        assert_eq!(
+            pb.location
+                .iter()
+                .filter(|l| l.line.len() == 1
+                    && s(pb.function[l.line[0].function_id as usize - 1].name) == "app::f")
+                .count(),
+            2
+        );
+        let mapping = |id: u64| &pb.mapping[id as usize - 1];
+        let starts = [at1, at5].map(|l| {
+            let m = mapping(l.mapping_id);
+            (s(m.filename), m.memory_start, m.memory_limit)
+        });
+        assert_eq!(
+            starts,
+            [
+                ("/opt/bin/app", 0x1000, 0x2000),
+                ("/opt/bin/app", 0x5000, 0x6000)
+            ]
+        );
+        // Every location with a mapping lies inside it.
+        for l in &pb.location {
+            if l.mapping_id != 0 {
+                let m = mapping(l.mapping_id);
+                assert!(
+                    m.memory_start <= l.address && l.address < m.memory_limit,
+                    "{l:?} {m:?}"
+                );
+            }
+        }
+        // The function starts at its declaration line.
+        let func = &pb.function[at1.line[0].function_id as usize - 1];
+        assert_eq!((s(func.name), func.start_line), ("app::f", 4));
+        // The kernel: its text from _text to _etext, widened to the address past it; the
+        // file offset is the start (perf's kernel MMAP).
+        let k = mapping(by_addr(0xffff_ffff_8100_0100).mapping_id);
+        assert_eq!(
+            (s(k.filename), k.memory_start, k.memory_limit, k.file_offset),
+            (
+                "[kernel.kallsyms]",
+                0xffff_ffff_8100_0000,
+                0xffff_ffff_8300_0001,
+                0xffff_ffff_8100_0000
+            )
+        );
+        let kvm = mapping(by_addr(0xffff_ffff_c0a0_0010).mapping_id);
+        assert_eq!(
+            (s(kvm.filename), kvm.memory_start, kvm.memory_limit),
+            ("[kvm]", 0xffff_ffff_c0a0_0000, 0xffff_ffff_c0b1_0000)
+        );
+        // An unmapped address has no mapping.
+        assert_eq!(by_addr(0x1234).mapping_id, 0);
+        // Without a recorded text range, the kernel mapping spans its locations.
+        let pb = build(
+            &p,
+            &PprofMeta {
+                kernel_text: None,
+                ..meta
+            },
+            &Filters::default(),
+        );
+        let k = pb
+            .mapping
+            .iter()
+            .find(|m| pb.string_table[m.filename as usize] == "[kernel.kallsyms]")
+            .unwrap();
+        assert_eq!(
+            (k.memory_start, k.memory_limit),
+            (0xffff_ffff_8100_0100, 0xffff_ffff_8300_0001)
+        );
     }
 
     #[test]
@@ -868,5 +1348,13 @@ mod tests {
             names,
             ["cpu_core/cycles/P", "cpu_core/cycles/P#2", "samples"]
         );
+        // Without sites (a profile not built by the converter): no mappings, the
+        // addresses as recorded.
+        let mut p = profile();
+        p.sites = Sites::default();
+        let pb = build(&p, &PprofMeta::default(), &Filters::default());
+        assert!(pb.mapping.is_empty());
+        assert!(pb.location.iter().all(|l| l.mapping_id == 0));
+        assert_eq!(pb.location[1].address, 0x1100);
     }
 }

@@ -102,6 +102,21 @@ impl Recording {
         })
     }
 
+    /// Wall-clock time of the recording's start, ns since the epoch, when the file tells it:
+    /// an hrec file's meta; for perf.data, the first sample's time put on the wall clock
+    /// through `HEADER_CLOCK_DATA`, which `perf record -k CLOCK` writes (perf.data has no
+    /// start time otherwise).
+    pub fn start_time_unix_ns(&self) -> Option<u64> {
+        match &self.source {
+            Source::Hrec(r) => Some(r.meta().start_time_unix_ns).filter(|&t| t > 0),
+            Source::PerfData(p) => {
+                let (tod, clock) = p.info.clock_data?;
+                let (first, _) = self.sample_time()?;
+                tod.checked_add(first)?.checked_sub(clock)
+            }
+        }
+    }
+
     /// Why the file is incomplete, when it is.
     pub fn truncated(&self) -> Option<&str> {
         match &self.source {

@@ -218,6 +218,8 @@ impl Binary {
         let Ok(mut iter) = dwarf.find_frames(svma).skip_all_loads() else {
             return frames;
         };
+        // The unit the frames' DIEs are in, for their declaration lines.
+        let unit = dwarf.find_dwarf_and_unit(svma).skip_all_loads();
         while let Ok(Some(frame)) = iter.next() {
             let function = frame
                 .function
@@ -231,12 +233,49 @@ impl Binary {
             if function.is_none() && file.is_none() {
                 continue;
             }
+            let decl_line = match (unit, frame.dw_die_offset) {
+                (Some(unit), Some(die)) => decl_line(unit, die),
+                _ => 0,
+            };
             frames.push(Frame {
                 function,
                 file,
                 line,
+                decl_line,
             });
         }
         frames
     }
+}
+
+/// `DW_AT_decl_line` of the function whose DIE is at `die`: a subprogram has it, or the
+/// declaration it points to does (`DW_AT_specification`), or for an inlined instance or an
+/// out-of-line copy the abstract instance (`DW_AT_abstract_origin`). References into other
+/// units (LTO) are not followed: 0, unknown.
+fn decl_line(unit: gimli::UnitRef<'_, dwarf::Reader>, die: gimli::UnitOffset) -> u32 {
+    let mut at = die;
+    // Chains are a link or two long; the bound stops a reference cycle in damaged DWARF.
+    for _ in 0..8 {
+        let Ok(entry) = unit.entry(at) else {
+            return 0;
+        };
+        if let Some(line) = entry
+            .attr_value(gimli::DW_AT_decl_line)
+            .and_then(|v| v.udata_value())
+        {
+            return u32::try_from(line).unwrap_or(0);
+        }
+        at = match entry
+            .attr_value(gimli::DW_AT_abstract_origin)
+            .or_else(|| entry.attr_value(gimli::DW_AT_specification))
+        {
+            Some(gimli::AttributeValue::UnitRef(o)) => o,
+            Some(gimli::AttributeValue::DebugInfoRef(o)) => match o.to_unit_offset(&unit.header) {
+                Some(o) => o,
+                None => return 0,
+            },
+            _ => return 0,
+        };
+    }
+    0
 }

@@ -136,6 +136,23 @@ impl KernelSymbols {
 }
 
 impl KernelSymbols {
+    /// The kernel image's text, from `_text` (else `_stext`) to `_etext`, when the table has
+    /// those symbols (the recorder keeps them in its subset).
+    pub fn text_range(&self) -> Option<(u64, u64)> {
+        let find = |want: &str| {
+            self.entries
+                .iter()
+                .find(|e| {
+                    let at = e.name_at as usize;
+                    e.module == 0 && self.names.get(at..at + usize::from(e.name_len)) == Some(want)
+                })
+                .map(|e| e.start)
+        };
+        let start = find("_text").or_else(|| find("_stext"))?;
+        let end = find("_etext")?;
+        (start < end).then_some((start, end))
+    }
+
     /// Where the symbol starting at `start` ends: the next symbol's start (kallsyms has no
     /// sizes); `None` for the last symbol or an address that starts none.
     pub fn end_of(&self, start: u64) -> Option<u64> {

@@ -26,7 +26,7 @@ use crate::decode::Record;
 pub struct FileIdx(pub u32);
 
 /// One mapping of a file (or anonymous memory) into a process.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Mapping {
     /// First address.
     pub start: u64,

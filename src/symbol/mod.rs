@@ -51,6 +51,10 @@ pub struct Frame {
     pub file: Option<Arc<str>>,
     /// Source line; 0 when unknown.
     pub line: u32,
+    /// The line where the function is declared (DWARF's `DW_AT_decl_line` of its
+    /// subprogram, through the inlined instance's or out-of-line copy's abstract origin);
+    /// 0 when unknown.
+    pub decl_line: u32,
 }
 
 /// A symbol-table entry (`.symtab`, else `.dynsym`), demangled.

@@ -37,6 +37,7 @@ pub mod feature {
     pub const GROUP_DESC: u32 = 17;
     pub const SAMPLE_TIME: u32 = 21;
     pub const COMPRESSED: u32 = 27;
+    pub const CLOCK_DATA: u32 = 29;
 
     /// perf's name of a feature section.
     pub fn name(f: u32) -> String {

@@ -42,6 +42,9 @@ pub struct PerfDataInfo {
     pub total_mem_kb: Option<u64>,
     /// Times of the first and last sample, as perf wrote them.
     pub sample_time: Option<(u64, u64)>,
+    /// `HEADER_CLOCK_DATA` (`perf record -k CLOCK`): the wall-clock time (ns since the
+    /// epoch) and the sample clock's time at one moment.
+    pub clock_data: Option<(u64, u64)>,
     /// `perf record -z`: "zstd level 1, ratio 13".
     pub compression: Option<String>,
     /// The feature sections present (perf's names).
@@ -138,6 +141,13 @@ pub(super) fn meta_of(p: &Prepared, info: &mut PerfDataInfo) -> Meta {
         .get(&feature::SAMPLE_TIME)
         .and_then(|d| Some((u64_at(d, 0)?, u64_at(d, 8)?)))
         .filter(|&(first, last)| last > 0 && first <= last);
+    // Version 1: version u32, clockid u32, wall-clock ns u64, clockid ns u64.
+    info.clock_data = p
+        .features
+        .get(&feature::CLOCK_DATA)
+        .filter(|d| u32_at(d, 0) == Some(1))
+        .and_then(|d| Some((u64_at(d, 8)?, u64_at(d, 16)?)))
+        .filter(|&(tod, clock)| tod > 0 && clock > 0);
     info.compression = p.features.get(&feature::COMPRESSED).and_then(|d| {
         let (ty, level, ratio) = (u32_at(d, 4)?, u32_at(d, 8)?, u32_at(d, 12)?);
         let name = if ty == 1 {
