@@ -129,6 +129,8 @@ pub struct ReportConfig {
     pub header: bool,
     /// `--header-only`: the header and nothing else (the samples are not read).
     pub header_only: bool,
+    /// `-T/--threads`: the per-thread counts of `record -s` after the report.
+    pub thread_counts: bool,
 }
 
 /// `hrec diff`.
@@ -672,6 +674,11 @@ fn report(
         output::report::json(&p, &tables, &hist_opts, &style, out)?;
     } else {
         output::report::text(&p, &tables, &hist_opts, &style, out)?;
+        if cfg.thread_counts {
+            writeln!(out)?;
+            let t = crate::analysis::threads::thread_counts(&rec);
+            output::report::thread_counts(&t, out)?;
+        }
     }
     if let Some(path) = &cfg.retire_latency_json {
         let platform = [

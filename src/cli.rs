@@ -29,7 +29,7 @@ pub struct Cli {
     pub procfs_root: Option<PathBuf>,
     /// Worker threads for reading recordings (0: one per CPU; also HREC_THREADS).
     #[arg(
-        long,
+        long = "reader-threads",
         global = true,
         hide = true,
         env = "HREC_THREADS",
@@ -469,6 +469,9 @@ pub struct ReportArgs {
     /// Only the recording's header.
     #[arg(long = "header-only")]
     pub header_only: bool,
+    /// Per-thread counts of each event after the report (recorded with `record -s`).
+    #[arg(short = 'T', long = "threads")]
+    pub show_threads: bool,
     /// Also write per-event retire-latency statistics to FILE, in the schema of Intel's
     /// <model>_retire_latency.json (for `hrec stat --tpebs-from`).
     #[arg(long = "retire-latency-json", value_name = "FILE")]
@@ -538,6 +541,7 @@ impl ReportArgs {
             progress: std::io::stderr().is_terminal() && !self.json && !self.header_only,
             header: self.header,
             header_only: self.header_only,
+            thread_counts: self.show_threads,
         })
     }
 }
@@ -1372,6 +1376,14 @@ impl RecordArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// clap's own checks of the definitions (clashing names, bad defaults), which otherwise
+    /// only fail when a command line reaches them.
+    #[test]
+    fn flag_definitions_are_consistent() {
+        use clap::CommandFactory as _;
+        Cli::command().debug_assert();
+    }
 
     fn record(args: &[&str]) -> Result<RecordConfig, String> {
         let mut v = vec!["hrec", "record"];

@@ -1338,3 +1338,68 @@ fn evlist_and_buildid_list_equal_perf() {
         assert_eq!(hrec_ok(tmp.path(), &args).0, perf, "{f:?}");
     }
 }
+
+/// `report -T` prints the per-thread counts of `record -s` (READ records written as each
+/// inherited thread exits) as perf prints them, on perf's file; hrec's own `record -s` gives a
+/// table of the same shape whose threads are the recording's.
+#[test]
+fn per_thread_counts_of_record_s_match_perf() {
+    if support::perf().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let threads = support::example("threads");
+    let threads = threads.to_str().unwrap();
+    perf_record(
+        dir.path(),
+        "s.data",
+        &["-s", "-e", "cpu-clock,task-clock"],
+        &[threads, "0.3"],
+    );
+    let table = |s: &str| -> Vec<String> {
+        s.lines()
+            .skip_while(|l| !(l.starts_with('#') && l.contains("PID") && l.contains("TID")))
+            .take_while(|l| !l.trim().is_empty())
+            .map(str::to_string)
+            .collect()
+    };
+    let perf = table(&run_perf(
+        dir.path(),
+        &["report", "-i", "s.data", "-T", "--stdio"],
+    ));
+    assert!(perf.len() >= 2, "perf -T printed no thread: {perf:?}");
+    let hrec = table(&hrec_ok(dir.path(), &["report", "-i", "s.data", "-T"]).0);
+    assert_eq!(hrec, perf);
+    // Without -T no table; a file recorded without -s has no counts: the header alone, as
+    // perf prints it.
+    let plain = table(&hrec_ok(dir.path(), &["report", "-i", "s.data"]).0);
+    assert!(plain.is_empty(), "{plain:?}");
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings");
+    let args = ["report", "-i", "plain.perf.data", "-T", "--stdio"];
+    let perf = table(&run_perf(&fixtures, &args));
+    assert_eq!(perf, ["# PID  TID"]);
+    assert_eq!(table(&hrec_ok(&fixtures, &args).0), perf);
+    let o = hrec_in(
+        dir.path(),
+        &["record", "-q", "-s", "-o", "s.hrec", "--", threads, "0.3"],
+    );
+    assert!(o.status.success(), "{}", text(&o).1);
+    let own = table(&hrec_ok(dir.path(), &["report", "-i", "s.hrec", "-T"]).0);
+    assert!(own.len() >= 2, "{own:?}");
+    assert!(own[0].ends_with("TID  cpu-clock"), "{own:?}");
+    let tids: std::collections::HashSet<String> =
+        hrec_ok(dir.path(), &["script", "-i", "s.hrec", "-F", "tid"])
+            .0
+            .split_whitespace()
+            .map(str::to_string)
+            .collect();
+    for row in &own[1..] {
+        let cols: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(cols.len(), 3, "{row}");
+        assert!(
+            tids.contains(cols[1]),
+            "{row}: not a thread of the recording"
+        );
+        assert!(cols[2].parse::<u64>().unwrap() > 0, "{row}");
+    }
+}

@@ -4,7 +4,8 @@
 //! [`profile`] turns a recording into compact resolved samples, [`hist`] groups them, [`diff`]
 //! compares the tables of two recordings as perf diff does,
 //! [`callgraph`] merges the call chains under each row, [`topdown`] and [`latency`] hold the
-//! domain rules for the two hardware-specific columns.
+//! domain rules for the two hardware-specific columns, [`threads`] sums the per-thread
+//! counts of `record -s`.
 
 pub mod annotate;
 pub mod callgraph;
@@ -13,6 +14,7 @@ pub mod hist;
 pub mod latency;
 pub mod profile;
 pub mod replay;
+pub mod threads;
 pub mod timefilter;
 pub mod topdown;
 

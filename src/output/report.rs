@@ -798,3 +798,46 @@ pub fn retire_latency_json(
     writeln!(out)?;
     Ok(n)
 }
+
+/// `report -T`: the per-thread counts of `record -s` in perf's layout: `# PID  TID  EVENT...`
+/// right-aligned to the widest of each column (at least 3 for the ids), a row per thread.
+pub fn thread_counts(
+    t: &crate::analysis::threads::ThreadCounts,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let digits = |v: i64| v.to_string().len();
+    let pid_w = t
+        .threads
+        .iter()
+        .map(|r| digits(r.0.into()))
+        .fold(3, usize::max);
+    let tid_w = t
+        .threads
+        .iter()
+        .map(|r| digits(r.1.into()))
+        .fold(3, usize::max);
+    let widths: Vec<usize> = t
+        .events
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            t.threads
+                .iter()
+                .map(|r| r.2.get(i).map_or(1, |v| v.to_string().len()))
+                .fold(name.len(), usize::max)
+        })
+        .collect();
+    write!(out, "# {:>pid_w$}  {:>tid_w$}", "PID", "TID")?;
+    for (name, w) in t.events.iter().zip(&widths) {
+        write!(out, "  {name:>w$}")?;
+    }
+    writeln!(out)?;
+    for (pid, tid, values) in &t.threads {
+        write!(out, "  {pid:>pid_w$}  {tid:>tid_w$}")?;
+        for (v, w) in values.iter().zip(&widths) {
+            write!(out, "  {v:>w$}")?;
+        }
+        writeln!(out)?;
+    }
+    Ok(())
+}
