@@ -472,6 +472,13 @@ pub struct ReportArgs {
     /// Per-thread counts of each event after the report (recorded with `record -s`).
     #[arg(short = 'T', long = "threads")]
     pub show_threads: bool,
+    /// Functions inlined at an address of an unwound (dwarf) chain are entries of their own
+    /// (the default, as in perf).
+    #[arg(long, overrides_with = "no_inline")]
+    pub inline: bool,
+    /// Only the function itself at each address of a call chain.
+    #[arg(long = "no-inline", overrides_with = "inline")]
+    pub no_inline: bool,
     /// Also write per-event retire-latency statistics to FILE, in the schema of Intel's
     /// <model>_retire_latency.json (for `hrec stat --tpebs-from`).
     #[arg(long = "retire-latency-json", value_name = "FILE")]
@@ -486,7 +493,8 @@ impl ReportArgs {
         if sort.is_empty() {
             return Err("--sort: give at least one key".into());
         }
-        let (profile, mut filters) = reading_options(self.symbols, self.filters)?;
+        let (mut profile, mut filters) = reading_options(self.symbols, self.filters)?;
+        profile.no_inline = self.no_inline;
         filters.sym_part = self.symbol_filter;
         filters.hide_unresolved = self.hide_unresolved;
         let mut call_graph: hrec::analysis::callgraph::CallGraphOptions = self

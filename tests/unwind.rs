@@ -205,36 +205,82 @@ fn same_report_trees_as_perf(dir: &Path, name: &str) {
         &["-g", "graph,0.05,caller,function,count", "--no-children"],
         &["-G", "--no-children", "--max-stack", "6"],
     ] {
-        let mut perf_args = vec!["report", "--stdio", "-i", name];
-        perf_args.extend_from_slice(args);
-        let mut hrec_args = vec!["report", "-i", name];
-        hrec_args.extend_from_slice(args);
-        let perf = report_rows(&run(dir, "perf", &perf_args), false);
-        let hrec = report_rows(&run(dir, HREC, &hrec_args), true);
-        assert!(
-            !perf.is_empty() && perf.iter().any(|r| !r.1.is_empty()),
-            "{args:?}: {perf:?}"
-        );
-        let mut same = 0;
-        let mut first_diff = None;
-        for (row, tree) in &perf {
-            match hrec.iter().find(|h| &h.0 == row) {
-                Some(h) if &h.1 == tree || same_but_tie_order(&h.1, tree) => same += 1,
-                other => {
-                    first_diff.get_or_insert((row, tree, other));
-                }
+        same_trees_in(dir, name, args);
+    }
+}
+
+/// [`same_report_trees_as_perf`] in one mode.
+fn same_trees_in(dir: &Path, name: &str, args: &[&str]) {
+    let mut perf_args = vec!["report", "--stdio", "-i", name];
+    perf_args.extend_from_slice(args);
+    let mut hrec_args = vec!["report", "-i", name];
+    hrec_args.extend_from_slice(args);
+    let perf = report_rows(&run(dir, "perf", &perf_args), false);
+    let hrec = report_rows(&run(dir, HREC, &hrec_args), true);
+    assert!(
+        !perf.is_empty() && perf.iter().any(|r| !r.1.is_empty()),
+        "{args:?}: {perf:?}"
+    );
+    let mut same = 0;
+    let mut first_diff = None;
+    for (row, tree) in &perf {
+        match hrec.iter().find(|h| &h.0 == row) {
+            Some(h) if &h.1 == tree || same_but_tie_order(&h.1, tree) => same += 1,
+            other => {
+                first_diff.get_or_insert((row, tree, other));
             }
         }
-        // The heaviest rows at least, and nearly all others (a sample whose stack perf's
-        // unwinder ends early and hrec's goes on changes a tree): all but 5%, or but one.
-        assert!(
-            same + (perf.len() / 20).max(1) >= perf.len()
-                && first_diff.as_ref().is_none_or(|d| d.0 != &perf[0].0),
-            "{args:?}: {same} of {} rows alike; first that differs:\nperf {:#?}\nhrec {:#?}",
-            perf.len(),
-            first_diff.as_ref().map(|d| (d.0, d.1)),
-            first_diff.as_ref().map(|d| d.2)
-        );
+    }
+    // The heaviest rows at least, and nearly all others (a sample whose stack perf's
+    // unwinder ends early and hrec's goes on changes a tree): all but 5%, or but one.
+    assert!(
+        same + (perf.len() / 20).max(1) >= perf.len()
+            && first_diff.as_ref().is_none_or(|d| d.0 != &perf[0].0),
+        "{args:?}: {same} of {} rows alike; first that differs:\nperf {:#?}\nhrec {:#?}",
+        perf.len(),
+        first_diff.as_ref().map(|d| (d.0, d.1)),
+        first_diff.as_ref().map(|d| d.2)
+    );
+}
+
+/// `--no-inline` leaves the functions inlined at each address out of unwound chains, as
+/// perf's does, and the trees are perf's in both settings: on a Rust release binary whose
+/// `mix` is inlined into `hot_multiply`.
+#[test]
+fn no_inline_drops_inlined_entries_as_perf_does() {
+    if support::perf().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let bin = support::release_example("hotspots");
+    run(
+        d,
+        "perf",
+        &[
+            "record",
+            "-q",
+            "--call-graph",
+            "dwarf",
+            "-F",
+            "2000",
+            "-o",
+            "hs.data",
+            "--",
+            bin.to_str().unwrap(),
+            "1",
+        ],
+    );
+    for args in [
+        &["--no-children"][..],
+        &["--no-inline"],
+        &["--no-inline", "--no-children", "-g", "caller"],
+    ] {
+        same_trees_in(d, "hs.data", args);
+        let mut a = vec!["report", "-i", "hs.data"];
+        a.extend_from_slice(args);
+        let inlined = run(d, HREC, &a).matches("(inlined)").count();
+        assert_eq!(inlined == 0, args.contains(&"--no-inline"), "{args:?}");
     }
 }
 

@@ -371,7 +371,7 @@ impl Entries {
         let mut e = Entries::default();
         for (li, l) in p.locs.iter().enumerate() {
             let mut v = Vec::new();
-            for (name, inline_index) in entry_names(l, key, p.dwarf_stacks) {
+            for (name, inline_index) in entry_names(l, key, p.inline_entries) {
                 let id_key = match key {
                     Key::Function => (l.dso.to_string(), name.clone()),
                     Key::Address => (format!("{li}:{inline_index}"), name.clone()),

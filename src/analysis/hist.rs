@@ -303,7 +303,7 @@ impl LocKeys {
                 // process (a row of its own by the file offset).
                 vec![intern(format!("[{mode}] {:#018x}", l.addr))]
             } else {
-                callgraph::entry_names(l, callgraph::Key::Function, p.dwarf_stacks)
+                callgraph::entry_names(l, callgraph::Key::Function, p.inline_entries)
                     .into_iter()
                     .map(|(name, _)| intern(format!("[{mode}] {name}")))
                     .collect()

@@ -60,6 +60,9 @@ pub struct ProfileOptions {
     /// Unwind the user stacks kept by `record --call-graph dwarf,SIZE,raw` again instead of
     /// taking the chains found at record time.
     pub reunwind: bool,
+    /// `--no-inline`: no entries of their own for the functions inlined at the addresses of
+    /// unwound chains ([`Profile::inline_entries`]).
+    pub no_inline: bool,
 }
 
 impl Default for ProfileOptions {
@@ -72,6 +75,7 @@ impl Default for ProfileOptions {
             threads: 0,
             timeline: false,
             reunwind: false,
+            no_inline: false,
         }
     }
 }
@@ -227,6 +231,9 @@ pub struct Profile {
     /// at report or at record time. perf lists the functions inlined at each address of
     /// such chains as entries of their own, and not for frame-pointer chains.
     pub dwarf_stacks: bool,
+    /// Call-chain entries list the functions inlined at each address (perf's `--inline`, on
+    /// by default): unwound chains unless `--no-inline`.
+    pub inline_entries: bool,
     /// Group reads with `time_running < time_enabled`.
     pub multiplexed: u64,
     /// Records that failed to decode (with the first error).

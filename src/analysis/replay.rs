@@ -548,6 +548,7 @@ pub fn build(rec: &Recording, opts: &ProfileOptions, progress: &mut dyn FnMut(u6
     p.build_id_mismatches = mismatches;
     p.resolution = resolution(&p);
     p.dwarf_stacks = r.unwinder.is_some() || r.stacks.is_some();
+    p.inline_entries = p.dwarf_stacks && !opts.no_inline;
     p.unwind = match &r.unwinder {
         Some(u) => Some(u.stats.clone()),
         // Unwound at record time: what the recorder's walks met.
