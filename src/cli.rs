@@ -391,9 +391,14 @@ pub struct ReportArgs {
     /// Input file [default: hrec.data, else perf.data when only that is here].
     #[arg(short = 'i', long = "input")]
     pub input: Option<PathBuf>,
-    /// Sort keys: comm, pid, tid, dso, sym, srcline, ip, event, pmu, cpu.
-    #[arg(short = 's', long = "sort", default_value = "comm,dso,sym")]
-    pub sort: String,
+    /// Sort keys: comm, pid, tid, dso, sym, srcline, ip, event, pmu, cpu [default:
+    /// comm,dso,sym].
+    #[arg(short = 's', long = "sort")]
+    pub sort: Option<String>,
+    /// Output fields, perf's: overhead, overhead_children, sample, period, then sort keys (the
+    /// keys listed here are the sort keys unless -s gives them).
+    #[arg(short = 'F', long = "fields", value_name = "FIELDS")]
+    pub fields: Option<String>,
     /// Credit every function on the call chain (Children column; the default when the
     /// recording has call chains, as in perf).
     #[arg(long, overrides_with = "no_children")]
@@ -488,8 +493,32 @@ pub struct ReportArgs {
 impl ReportArgs {
     fn into_config(self) -> Result<hrec::app::ReportConfig, String> {
         use hrec::analysis::hist;
+        use hrec::output::report::Column;
         use std::io::IsTerminal;
-        let sort = hist::parse_sort(&self.sort).map_err(|e| format!("--sort: {e}"))?;
+        let mut columns = Vec::new();
+        let mut field_keys = Vec::new();
+        for f in self.fields.iter().flat_map(|f| f.split(',')).map(str::trim) {
+            match Column::from_name(f) {
+                Some(c) => columns.push(c),
+                None if !f.is_empty() => field_keys.push(f),
+                None => {}
+            }
+        }
+        if self.fields.is_some() && columns.is_empty() && field_keys.is_empty() {
+            return Err("-F: give output fields (overhead, sample, period, sort keys)".into());
+        }
+        let sort_spec = match (&self.sort, field_keys.is_empty()) {
+            (Some(s), _) => s.clone(),
+            (None, false) => field_keys.join(","),
+            (None, true) if self.fields.is_some() => {
+                return Err(
+                    "-F: list a sort key too (e.g. -F overhead,sym), or give them with -s".into(),
+                );
+            }
+            (None, true) => "comm,dso,sym".to_string(),
+        };
+        let sort = hist::parse_sort(&sort_spec)
+            .map_err(|e| format!("{}: {e}", if self.sort.is_some() { "--sort" } else { "-F" }))?;
         if sort.is_empty() {
             return Err("--sort: give at least one key".into());
         }
@@ -541,6 +570,7 @@ impl ReportArgs {
                 td_level: self.td_level,
                 percent_limit: self.percent_limit,
                 quiet: self.quiet,
+                fields: self.fields.is_some().then_some(columns),
                 ..Default::default()
             },
             json: self.json,

@@ -1403,3 +1403,69 @@ fn per_thread_counts_of_record_s_match_perf() {
         assert!(cols[2].parse::<u64>().unwrap() > 0, "{row}");
     }
 }
+
+/// `report -F` picks perf's output fields (overhead, overhead_children, sample, period, then
+/// sort keys) and sorts by them as perf does: the same header names and the same rows with
+/// the same numbers on the same files (rows of equal values may come in another order);
+/// `N/A` for Children without call chains, as perf prints it.
+#[test]
+fn report_output_fields_match_perf() {
+    if support::perf().is_none() {
+        return;
+    }
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings");
+    let rows = |s: &str| -> (Vec<String>, Vec<Vec<String>>) {
+        let head = s
+            .lines()
+            .rev()
+            .find(|l| l.starts_with("# ") && l.contains("Symbol") || l.contains("Shared Object"))
+            .map(|l| {
+                l.trim_start_matches('#')
+                    .split("  ")
+                    .map(str::trim)
+                    .filter(|w| !w.is_empty())
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let body = s
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+            .map(|l| l.split_whitespace().map(str::to_string).collect())
+            .collect();
+        (head, body)
+    };
+    for file in ["plain.perf.data", "callchain.perf.data"] {
+        for f in [
+            "overhead,sym",
+            "overhead,period,sample,comm,sym",
+            "sample,dso",
+            "period,overhead,dso,sym",
+            "overhead,overhead_children,sym",
+            "overhead_children,overhead,sym",
+        ] {
+            let args = [
+                "report", "--symfs", "root", "-i", file, "-g", "none", "-F", f,
+            ];
+            let mut perf_args = args.to_vec();
+            perf_args.push("--stdio");
+            let (perf_head, mut perf) = rows(&run_perf(&dir, &perf_args));
+            let (hrec_head, mut hrec) = rows(&hrec_ok(&dir, &args).0);
+            assert_eq!(hrec_head, perf_head, "{file} -F {f}");
+            assert!(!perf.is_empty(), "{file} -F {f}");
+            // Sorted by the first field, largest first, on both sides.
+            let first = |r: &Vec<String>| r[0].trim_end_matches('%').parse::<f64>().unwrap_or(0.0);
+            assert!(
+                hrec.windows(2).all(|w| first(&w[0]) >= first(&w[1])),
+                "{hrec:?}"
+            );
+            perf.sort();
+            hrec.sort();
+            assert_eq!(hrec, perf, "{file} -F {f}");
+        }
+    }
+    // Only value columns and no -s: nothing to group by, one line.
+    let o = hrec_in(&dir, &["report", "-i", "plain.perf.data", "-F", "overhead"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(text(&o).1.lines().count(), 1);
+}

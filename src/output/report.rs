@@ -30,6 +30,45 @@ pub struct ReportStyle {
     pub header: Vec<String>,
     /// `-q`: the rows (and their trees) only, as perf's `-q` prints them: no `#` lines.
     pub quiet: bool,
+    /// `-F`: exactly these value columns, in this order, before the keys (perf's output
+    /// fields; no TopDown or latency columns then).
+    pub fields: Option<Vec<Column>>,
+}
+
+/// A value column `-F` can pick (perf's output field names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Column {
+    /// `overhead_children`: the row and all it called (`--children`).
+    Children,
+    /// `overhead`: the row's own share.
+    Overhead,
+    /// `sample`: samples.
+    Samples,
+    /// `period`: the event count of the samples.
+    Period,
+}
+
+impl Column {
+    /// perf's field name of a column, `None` for other words (sort keys).
+    pub fn from_name(name: &str) -> Option<Column> {
+        Some(match name {
+            "overhead_children" => Column::Children,
+            "overhead" => Column::Overhead,
+            "sample" => Column::Samples,
+            "period" => Column::Period,
+            _ => return None,
+        })
+    }
+
+    /// perf's header of the column (`Overhead` beside `Children` too, as perf prints it).
+    fn header(self) -> &'static str {
+        match self {
+            Column::Children => "Children",
+            Column::Overhead => "Overhead",
+            Column::Samples => "Samples",
+            Column::Period => "Period",
+        }
+    }
 }
 
 impl Default for ReportStyle {
@@ -40,6 +79,7 @@ impl Default for ReportStyle {
             callgraph: None,
             header: Vec::new(),
             quiet: false,
+            fields: None,
         }
     }
 }
@@ -146,14 +186,20 @@ fn lat_line(l: &LatencyStats) -> String {
 }
 
 /// Columns of one table.
-struct Cols {
+struct Cols<'a> {
     td: u8,
     lat: bool,
     children: bool,
+    fields: Option<&'a [Column]>,
 }
 
 fn header_cells(c: &Cols, sort: &[SortKey]) -> Vec<String> {
     let mut h = Vec::new();
+    if let Some(f) = c.fields {
+        h.extend(f.iter().map(|col| col.header().to_string()));
+        h.extend(sort.iter().map(|k| k.header().to_string()));
+        return h;
+    }
     if c.children {
         h.push("Children".to_string());
         h.push("Self".to_string());
@@ -181,6 +227,20 @@ fn header_cells(c: &Cols, sort: &[SortKey]) -> Vec<String> {
 
 fn row_cells(c: &Cols, t: &Table, r: &Row) -> Vec<String> {
     let mut v = Vec::new();
+    if let Some(f) = c.fields {
+        for col in f {
+            v.push(match col {
+                // perf's N/A: nothing is credited to callers without call chains.
+                Column::Children if !c.children => "N/A".to_string(),
+                Column::Children => format!("{:.2}%", pct(r.children, t.base_period)),
+                Column::Overhead => format!("{:.2}%", pct(r.period, t.base_period)),
+                Column::Samples => r.samples.to_string(),
+                Column::Period => r.period.to_string(),
+            });
+        }
+        v.extend(r.key.iter().cloned());
+        return v;
+    }
     if c.children {
         v.push(format!("{:.2}%", pct(r.children, t.base_period)));
     }
@@ -482,16 +542,32 @@ pub fn text(
             td: td_level,
             lat: t.latency.is_some(),
             children: o.children,
+            fields: style.fields.as_deref(),
         };
         let head = header_cells(&cols, &o.sort);
         let weight = |r: &Row| if o.children { r.children } else { r.period };
         let trees = trees_of(p, t, o, style);
-        let rows: Vec<(usize, &Row)> = t
+        let mut rows: Vec<(usize, &Row)> = t
             .rows
             .iter()
             .enumerate()
             .filter(|(_, r)| pct(weight(r), t.base_period) >= style.percent_limit)
             .collect();
+        if let Some(f) = &style.fields {
+            // perf sorts by the output fields, in their order, largest first.
+            let value = |r: &Row, c: Column| match c {
+                Column::Children if o.children => r.children,
+                Column::Children => 0,
+                Column::Overhead | Column::Period => r.period,
+                Column::Samples => r.samples,
+            };
+            rows.sort_by(|a, b| {
+                f.iter()
+                    .map(|&c| value(b.1, c).cmp(&value(a.1, c)))
+                    .find(|o| o.is_ne())
+                    .unwrap_or(std::cmp::Ordering::Equal)
+            });
+        }
         let cells: Vec<Vec<String>> = rows.iter().map(|(_, r)| row_cells(&cols, t, r)).collect();
         let numeric = head.len() - o.sort.len();
         let widths: Vec<usize> = (0..head.len())
