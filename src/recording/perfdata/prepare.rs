@@ -18,8 +18,6 @@ pub(super) struct Prepared {
     pub(super) records: (usize, usize),
     /// Some records are zstd-compressed (`perf record -z`).
     pub(super) compressed: bool,
-    /// Pipe-mode records that failed their checks, left out of the crate's copy.
-    pub(super) dropped: Vec<(usize, usize)>,
     /// Bodies of ID_INDEX records.
     pub(super) id_index: Vec<Vec<u8>>,
     pub(super) attrs: Vec<RawAttr>,
@@ -298,7 +296,7 @@ pub(super) fn prepare_file_with(b: &[u8], walk: &mut DataWalk<'_>) -> Result<Pre
     Ok(p)
 }
 
-/// Checks a pipe-mode perf.data and copies the records the crate may read.
+/// Checks a pipe-mode perf.data: its attr and feature records and every record's size.
 pub(super) fn prepare_pipe(b: &[u8]) -> Result<Prepared, Fail> {
     prepare_pipe_with(b, &mut |p, start, end, on_record| {
         walk_records(b, start, end, p, on_record)
@@ -330,10 +328,8 @@ pub(super) fn prepare_pipe_with(b: &[u8], walk: &mut StreamWalk<'_>) -> Result<P
     let mut warnings = Vec::new();
     let mut attrs = Vec::new();
     let mut features = BTreeMap::new();
-    let mut dropped = Vec::new();
-    let (end, stop) = walk(&mut p, 16, b.len(), &mut |here, t, rec| {
+    let (end, stop) = walk(&mut p, 16, b.len(), &mut |_, t, rec| {
         let body = &rec[8..];
-        let mut keep = true;
         match t {
             user::HEADER_ATTR => {
                 let own = u32_at(body, 4).unwrap_or(0) as usize;
@@ -348,7 +344,6 @@ pub(super) fn prepare_pipe_with(b: &[u8], walk: &mut StreamWalk<'_>) -> Result<P
                     });
                 } else {
                     warnings.push(format!("a HEADER_ATTR record has attr size {own}; dropped"));
-                    keep = false;
                 }
             }
             user::HEADER_FEATURE => {
@@ -363,7 +358,6 @@ pub(super) fn prepare_pipe_with(b: &[u8], walk: &mut StreamWalk<'_>) -> Result<P
                             warnings.push(
                                 "the EVENT_DESC record is damaged: event names are lost".into(),
                             );
-                            keep = false;
                         }
                     }
                 }
@@ -375,9 +369,6 @@ pub(super) fn prepare_pipe_with(b: &[u8], walk: &mut StreamWalk<'_>) -> Result<P
                 }
             }
             _ => {}
-        }
-        if !keep {
-            dropped.push((here, here + rec.len()));
         }
     });
     if let Some(why) = stop {
@@ -397,7 +388,6 @@ pub(super) fn prepare_pipe_with(b: &[u8], walk: &mut StreamWalk<'_>) -> Result<P
     p.attrs = attrs;
     p.features = features;
     p.warnings = warnings;
-    p.dropped = dropped;
     p.data_section = (16, (end - 16) as u64);
     p.records = (16, end);
     Ok(p)
