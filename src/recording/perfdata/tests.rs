@@ -803,6 +803,71 @@ fn compressed_streams_that_lie_are_one_reason_with_the_offset() {
     assert_eq!(compressed::cap_of(None), 1 << 20);
 }
 
+/// A data size damaged so that the feature table lands on the records: one warning naming
+/// every section lost, not one line each.
+#[test]
+fn a_feature_table_on_garbage_is_one_warning() {
+    let s = synth();
+    let mut b = file(&s);
+    let size = u64_at(&b, 48).unwrap();
+    // The table now starts 40 bytes before the real one, inside the records.
+    b[48..56].copy_from_slice(&(size - 40).to_le_bytes());
+    let p = read(&b, None).unwrap();
+    let lost: Vec<&String> = p
+        .info
+        .warnings
+        .iter()
+        .filter(|w| w.contains("feature"))
+        .collect();
+    assert_eq!(lost.len(), 1, "{:?}", p.info.warnings);
+    assert!(
+        lost[0].starts_with("6 feature sections unreadable (")
+            && lost[0].ends_with(
+                "): BUILD_ID, HOSTNAME, NRCPUS, CMDLINE, EVENT_DESC, PMU_MAPPINGS not used"
+            ),
+        "{}",
+        lost[0]
+    );
+    // Past the end of the file: the same one line.
+    let mut b = file(&s);
+    let size = b.len() as u64 - data_off_of(&b) - 8;
+    b[48..56].copy_from_slice(&size.to_le_bytes());
+    let p = read(&b, None).unwrap();
+    let w: Vec<&String> = p.info.warnings.iter().collect();
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].contains("lies outside the file"), "{}", w[0]);
+}
+
+fn data_off_of(b: &[u8]) -> u64 {
+    u64_at(b, 40).unwrap()
+}
+
+/// Attrs whose id sections all name one large range would copy it once per attr: refused.
+#[test]
+fn overlapping_attr_id_sections_are_refused() {
+    use super::prepare::parse_attr_section;
+    let mut b = vec![0u8; 4096];
+    let attr_size = 128 + 16;
+    let n = 20u64;
+    for e in 0..n as usize {
+        let at = 1024 + e * attr_size;
+        if at + attr_size > b.len() {
+            b.resize(at + attr_size, 0);
+        }
+        b[at + 4..at + 8].copy_from_slice(&128u32.to_le_bytes());
+        b[at + 128..at + 136].copy_from_slice(&0u64.to_le_bytes());
+        b[at + 136..at + 144].copy_from_slice(&1024u64.to_le_bytes());
+    }
+    let len = b.len() as u64;
+    let e = parse_attr_section(&b, attr_size as u64, (1024, n * attr_size as u64))
+        .map(|a| a.len())
+        .unwrap_err();
+    assert!(
+        e.contains(&format!("more than the file's {len} bytes")),
+        "{e}"
+    );
+}
+
 /// Every byte of a compressed recording damaged in turn, file and pipe mode: it reads or gives
 /// one error, and walking it never panics.
 #[test]
