@@ -14,7 +14,7 @@
 //!   everything after it is newer than everything before the round before it, so at each
 //!   marker the queued records up to the newest time of the previous round are final and
 //!   leave the queue; the queue holds at most two rounds. A file without markers is one round,
-//!   as in perf, but hrec holds at most [`HELD_BYTES`] of records: past that, everything
+//!   as in perf, but hrec holds at most 256 MiB of records: past that, everything
 //!   queued leaves (the records it could not wait for are counted below). perf's queue has no
 //!   such bound, and a `-z` file's records inflate from the file, up to a thousand times.
 //!
