@@ -1469,3 +1469,277 @@ fn report_output_fields_match_perf() {
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(text(&o).1.lines().count(), 1);
 }
+
+/// The fixture's records: (offset, type, size) of each in the data section, and the header's
+/// data offset and size.
+fn data_records(b: &[u8]) -> (Vec<(usize, u32, usize)>, usize, usize) {
+    let u64_at = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap()) as usize;
+    let (off, size) = (u64_at(40), u64_at(48));
+    let mut v = Vec::new();
+    let mut at = off;
+    while at < off + size {
+        let t = u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+        let n = usize::from(u16::from_le_bytes([b[at + 6], b[at + 7]]));
+        v.push((at, t, n));
+        at += n;
+    }
+    (v, off, size)
+}
+
+/// A zstd frame crafted by hand: `blocks` RLE blocks (a 3-byte block header and the byte) of
+/// 128 KiB of `byte` each, so four bytes of the file inflate to 128 KiB.
+fn rle_frame(byte: u8, blocks: usize) -> Vec<u8> {
+    let mut f = 0xFD2F_B528u32.to_le_bytes().to_vec();
+    // Frame header: no content size, no checksum, single byte window descriptor of 128 KiB.
+    f.extend([0x00, 0x38]);
+    for i in 0..blocks {
+        let header = u32::from(i + 1 == blocks) | 1 << 1 | (128 << 10) << 3;
+        f.extend(&header.to_le_bytes()[..3]);
+        f.push(byte);
+    }
+    f
+}
+
+/// `file` (a `perf record -z` recording) with its first COMPRESSED record replaced by
+/// `frame`: the data size and the feature table's offsets move with it. Returns the bytes and
+/// the COMPRESSED record's offset.
+fn with_first_compressed(file: &[u8], frame: &[u8]) -> (Vec<u8>, usize) {
+    let (records, off, size) = data_records(file);
+    let &(at, _, old) = records.iter().find(|r| r.1 == 81).unwrap();
+    let mut rec = 81u32.to_le_bytes().to_vec();
+    rec.extend([0, 0]);
+    rec.extend(u16::try_from(8 + frame.len()).unwrap().to_le_bytes());
+    rec.extend(frame);
+    let delta = rec.len() as i64 - old as i64;
+    let mut b = file[..at].to_vec();
+    b.extend(&rec);
+    b.extend(&file[at + old..]);
+    let new_size = (size as i64 + delta) as u64;
+    b[48..56].copy_from_slice(&new_size.to_le_bytes());
+    let features: u32 = (0..4)
+        .map(|w| u64::from_le_bytes(b[72 + 8 * w..80 + 8 * w].try_into().unwrap()).count_ones())
+        .sum();
+    let table = off + new_size as usize;
+    for k in 0..features as usize {
+        let e = table + 16 * k;
+        let o = u64::from_le_bytes(b[e..e + 8].try_into().unwrap());
+        b[e..e + 8].copy_from_slice(&((o as i64 + delta) as u64).to_le_bytes());
+    }
+    (b, at)
+}
+
+/// Runs `hrec ARGS` in `dir` and returns its output with its peak resident memory in KiB:
+/// GNU time's `%M` (the child's `ru_maxrss` from wait4) when `/usr/bin/time` is installed,
+/// else the highest `VmHWM` of `/proc/<pid>/status` seen while it ran (which can miss growth
+/// in its last milliseconds).
+fn hrec_peak_kib(dir: &Path, args: &[&str]) -> (std::process::Output, u64) {
+    let time = Path::new("/usr/bin/time");
+    if time.exists() {
+        let report = dir.join("maxrss");
+        let o = Command::new(time)
+            .arg("-o")
+            .arg(&report)
+            .args(["-f", "%M", env!("CARGO_BIN_EXE_hrec")])
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("run /usr/bin/time hrec");
+        let kib = std::fs::read_to_string(&report).unwrap();
+        let kib = kib.lines().last().unwrap().trim().parse().unwrap();
+        return (o, kib);
+    }
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hrec"))
+        .args(args)
+        .current_dir(dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = format!("/proc/{}/status", child.id());
+    // The pipes are drained on other threads so the child never blocks on them.
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let out = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(&mut out, &mut v).unwrap();
+        v
+    });
+    let err = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(&mut err, &mut v).unwrap();
+        v
+    });
+    let mut peak = 0;
+    loop {
+        if let Ok(s) = std::fs::read_to_string(&status)
+            && let Some(l) = s.lines().find(|l| l.starts_with("VmHWM:"))
+        {
+            let kib: u64 = l.split_whitespace().nth(1).unwrap().parse().unwrap();
+            peak = peak.max(kib);
+        }
+        if let Some(st) = child.try_wait().unwrap() {
+            let o = std::process::Output {
+                status: st,
+                stdout: out.join().unwrap(),
+                stderr: err.join().unwrap(),
+            };
+            return (o, peak);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+}
+
+/// A `-z` recording whose first COMPRESSED record is a 64 KiB zstd frame inflating to 2 GiB
+/// (of zeros, and of 0x08 bytes, which parse as records of 2056 bytes): info, report and
+/// script each say so in one line naming the record's offset, exit as for other damage, and
+/// stay under 256 MB. (hrec through linux-perf-data took 2.1 GB and 19 s; perf 6.1 stops at
+/// its buffer of mmap_len bytes with "failed to decompress (B): ... Destination buffer is
+/// too small".)
+#[test]
+fn a_zstd_bomb_in_a_compressed_record_is_one_line_in_bounded_memory() {
+    const LIMIT_KIB: u64 = 256 * 1024;
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings");
+    let z = std::fs::read(fixtures.join("callchain-z.perf.data")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // As many blocks as one COMPRESSED record holds: 65,527 bytes of payload.
+    let blocks = (65527 - 6) / 4;
+    for byte in [0u8, 8] {
+        let frame = rle_frame(byte, blocks);
+        assert!(
+            frame.len() > 65000 && frame.len() <= 65527,
+            "{}",
+            frame.len()
+        );
+        // The zstd crate agrees that it inflates to 2 GiB (streamed, not held).
+        let inflated = std::io::copy(
+            &mut zstd::stream::read::Decoder::new(&frame[..]).unwrap(),
+            &mut std::io::sink(),
+        )
+        .unwrap();
+        assert_eq!(inflated, blocks as u64 * (128 << 10));
+        assert!(inflated > (2 << 30) - (16 << 20), "{inflated}");
+        let (bomb, at) = with_first_compressed(&z, &frame);
+        std::fs::write(dir.path().join("bomb.data"), &bomb).unwrap();
+        for cmd in ["info", "report", "script"] {
+            let (o, kib) = hrec_peak_kib(dir.path(), &[cmd, "-i", "bomb.data"]);
+            let (_, err) = text(&o);
+            assert!(kib < LIMIT_KIB, "{cmd} {byte}: peak {kib} KiB");
+            let lines: Vec<&str> = err.lines().collect();
+            assert_eq!(lines.len(), 1, "{cmd} {byte}: {err}");
+            let why = if byte == 0 {
+                "has size 0: the stream is damaged"
+            } else {
+                "inflates past 1048576 bytes (perf's buffer for one is mmap_len, 528384 bytes)"
+            };
+            assert!(
+                lines[0].contains(why)
+                    && lines[0].contains(&format!("COMPRESSED record at offset {at}"))
+                    && lines[0].contains("the 1 COMPRESSED record after it"),
+                "{cmd} {byte}: {err}"
+            );
+            // As other damaged files: the whole records before it with a warning, or
+            // nothing readable and one error.
+            match o.status.code() {
+                Some(0) => assert!(lines[0].starts_with("hrec: warning: "), "{err}"),
+                Some(1) => assert!(lines[0].starts_with("hrec: error: "), "{err}"),
+                other => panic!("{cmd} {byte}: exit {other:?}: {err}"),
+            }
+        }
+    }
+}
+
+/// A data size damaged so that the feature table lands on the records: one warning for all
+/// the feature sections lost, then the records' own message, not a line per section.
+#[test]
+fn a_damaged_data_size_is_one_feature_warning() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings");
+    let mut b = std::fs::read(fixtures.join("callchain.perf.data")).unwrap();
+    let (records, _, size) = data_records(&b);
+    let features: u32 = (0..4)
+        .map(|w| u64::from_le_bytes(b[72 + 8 * w..80 + 8 * w].try_into().unwrap()).count_ones())
+        .sum();
+    assert!(features >= 6, "{features}");
+    // The data ends 12 bytes into the tenth record from the end.
+    let (at, _, _) = records[records.len() - 10];
+    let cut = size - (records.last().unwrap().0 + records.last().unwrap().2 - at) + 12;
+    b[48..56].copy_from_slice(&(cut as u64).to_le_bytes());
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("bad.data"), &b).unwrap();
+    for cmd in ["report", "script", "info"] {
+        let o = hrec_in(dir.path(), &[cmd, "-i", "bad.data"]);
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(0), "{cmd}: {err}");
+        let lines: Vec<&str> = err.lines().collect();
+        assert_eq!(lines.len(), 2, "{cmd}: {err}");
+        assert!(
+            lines[0].contains(&format!(
+                "is cut short (the record at offset {at} is cut short"
+            )),
+            "{cmd}: {err}"
+        );
+        assert!(
+            lines[1].contains(&format!("{features} feature sections unreadable (")),
+            "{cmd}: {err}"
+        );
+    }
+}
+
+/// `perf record -z -o - | cat > f`: a pipe-mode stream of COMPRESSED records (its attrs and
+/// features as records in front), read by `hrec script` as `perf script` reads the same file,
+/// byte for byte. With `--call-graph dwarf` each sample carries 8 KiB of stack, so perf
+/// writes over a hundred COMPRESSED records with records cut across them.
+#[test]
+fn compressed_pipe_mode_script_equals_perf_script() {
+    if support::perf().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bin = hotspots();
+    for (name, call_graph, fields) in [
+        ("fp.data", "fp", &["script"][..]),
+        (
+            "dwarf.data",
+            "dwarf",
+            &["script", "-G", "-F", "comm,tid,time,period,ip,sym"],
+        ),
+    ] {
+        let path = dir.path().join(name);
+        let out = std::fs::File::create(&path).unwrap();
+        let st = Command::new("sh")
+            .args([
+                "-c",
+                "perf record -q -z -F 4000 --call-graph \"$1\" -e cpu-clock:u -o - -- \"$2\" 1 | cat",
+                "sh",
+                call_graph,
+                &bin,
+            ])
+            .current_dir(dir.path())
+            .stdout(out)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let dump = run_perf(dir.path(), &["report", "-D", "-i", name]);
+        // perf's statistics at the end of the dump: `COMPRESSED events: N (...)`.
+        let compressed: usize = dump
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("COMPRESSED events:"))
+            .and_then(|n| n.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0);
+        assert!(compressed >= 1, "{name}: no COMPRESSED records");
+        let mut args = fields.to_vec();
+        args.extend(["-i", name]);
+        let perf = run_perf(dir.path(), &args);
+        let (hrec, err) = hrec_ok(dir.path(), &args);
+        assert!(perf.lines().count() > 500, "{name}: {perf}");
+        assert!(err.is_empty(), "{name}: {err}");
+        assert!(hrec == perf, "{name}: hrec script differs from perf script");
+        let (info, _) = hrec_ok(dir.path(), &["info", "-i", name]);
+        assert!(
+            info.contains("perf.data (pipe mode)") && info.contains("# compressed : zstd"),
+            "{info}"
+        );
+        if call_graph == "dwarf" {
+            assert!(compressed > 20, "{name}: {compressed} COMPRESSED records");
+        }
+    }
+}

@@ -13,8 +13,10 @@
 //! * **perf.data** is one stream with perf's own rule: a `FINISHED_ROUND` record promises that
 //!   everything after it is newer than everything before the round before it, so at each
 //!   marker the queued records up to the newest time of the previous round are final and
-//!   leave the queue; the queue holds at most two rounds. A file without markers is one round
-//!   (the whole file is queued, as perf does).
+//!   leave the queue; the queue holds at most two rounds. A file without markers is one round,
+//!   as in perf, but hrec holds at most 256 MiB of records: past that, everything
+//!   queued leaves (the records it could not wait for are counted below). perf's queue has no
+//!   such bound, and a `-z` file's records inflate from the file, up to a thousand times.
 //!
 //! A record older than one already handed on cannot be put in its place any more: it is
 //! handed on where it is found and counted, and the count is reported, so misordering is
@@ -33,6 +35,10 @@ const FINISHED_ROUND: u32 = 68;
 
 /// Blocks decompressed ahead of the merge, at most.
 const AHEAD: usize = 8;
+
+/// Bytes of perf.data records held for ordering, at most: two rounds of 128 CPUs, each
+/// filling perf's default 516 KiB buffer, take 130 MiB.
+pub(crate) const HELD_BYTES: usize = 256 << 20;
 
 /// A record's place in its block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -352,6 +358,16 @@ pub(crate) fn walk_rounds<'b>(
     decoder: &Decoder,
     f: &mut dyn for<'a> FnMut(Result<Record<'a>, DecodeError>),
 ) -> WalkStats {
+    walk_rounds_holding(blocks, decoder, HELD_BYTES, f)
+}
+
+/// [`walk_rounds`] holding at most `most` bytes of blocks (and the newest block).
+fn walk_rounds_holding<'b>(
+    blocks: &mut dyn Iterator<Item = Cow<'b, [u8]>>,
+    decoder: &Decoder,
+    most: usize,
+    f: &mut dyn for<'a> FnMut(Result<Record<'a>, DecodeError>),
+) -> WalkStats {
     let mut mark = Watermark::default();
     let mut queue: Vec<u128> = Vec::new();
     // Blocks still holding queued records: (bytes, records queued), the first is block
@@ -405,6 +421,11 @@ pub(crate) fn walk_rounds<'b>(
             }
         }
         held.push_back((bytes, 0));
+        // Too much held: everything queued leaves now, as at the end of a round.
+        let held_bytes: usize = held.iter().map(|h| h.0.len()).sum();
+        if held_bytes > most && held.len() > 1 {
+            flush(&mut queue, &mut held, &mut first, None, &mut mark, f);
+        }
         for &(type_, time, off) in &records {
             if type_ == FINISHED_ROUND {
                 if let Some(upto) = previous_round {
@@ -502,6 +523,27 @@ mod tests {
         let (got, stats) = times(&[a]);
         assert_eq!(got, [5, 6, 2, 8, 9]);
         assert_eq!(stats.reordered, 1);
+    }
+
+    /// Without markers, what is held stays under the bound: at the bound everything queued
+    /// leaves, and a record older than what left is counted.
+    #[test]
+    fn the_blocks_held_for_ordering_are_bounded() {
+        let d = decoder();
+        let blocks: Vec<Vec<u8>> = [[5u64, 1], [2, 9], [7, 3]]
+            .iter()
+            .map(|ts| ts.iter().flat_map(|&t| at(t)).collect())
+            .collect();
+        let mut got = Vec::new();
+        let mut it = blocks.iter().map(|b| Cow::Borrowed(b.as_slice()));
+        // Room for one block of 32 bytes: each new block flushes the ones before it.
+        let stats = walk_rounds_holding(&mut it, &d, 40, &mut |r| {
+            if let Ok(Record::Sample(s)) = r {
+                got.push(s.time.unwrap());
+            }
+        });
+        assert_eq!(got, [1, 5, 2, 9, 3, 7]);
+        assert_eq!(stats.reordered, 3);
     }
 
     #[test]

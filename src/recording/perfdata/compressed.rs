@@ -1,37 +1,64 @@
-//! `perf record -z` data, streamed: decompressed a block of records at a time each time the
-//! recording is walked, never held whole.
+//! `perf record -z` data, inflated as it is walked, in bounded memory, by hrec itself.
 //!
-//! perf writes one zstd stream across its COMPRESSED records, with records straddling them;
-//! linux-perf-data decompresses it and hands the records on sorted by perf's rounds. It sizes
-//! allocations from counts it has not checked, so it reads a view that holds only what passed
-//! hrec's checks ([`crate_view`]): in file mode the file up to its last whole record with the
-//! data size set to theirs and EVENT_DESC as the only feature section, in pipe mode the
-//! stream without the records that failed. The view is a list of segments, patched bytes
-//! and ranges of the source read as they are needed, so a gigabyte file is not copied.
+//! The domain rules:
 //!
-//! The records are walked once when the file is opened (to count them) and again on every
-//! walk; each walk stops after the records the first one read, so damage found at open (a cut
-//! stream) is reported once, as the file's truncation, and only a file that changed after it
-//! was opened makes a walk report an error. A parser panic is caught: the records before it
-//! are kept.
+//! * **One zstd stream across the records.** perf compresses what it copies out of the ring
+//!   buffers into `PERF_RECORD_COMPRESSED` records (type 81; `COMPRESSED2`, type 83, adds a
+//!   `data_size` after the header and pads the record to 8 bytes) with one zstd stream for the
+//!   whole recording, flushed at the end of every copy, so one COMPRESSED record's bytes
+//!   continue the previous one's and a record inside the stream may start in one COMPRESSED
+//!   record and end in a later one: the partial record is carried over. Between them, in
+//!   the data section itself, perf writes uncompressed records: FINISHED_ROUND after each pass
+//!   over the buffers, the synthesized MMAP/COMM records of the start, and in pipe mode the
+//!   attrs and features. A damaged stream cannot be resumed (zstd has no resync point inside a
+//!   frame), so the first error ends the walk; the records before it are kept.
+//! * **Bounded inflation.** perf inflates each COMPRESSED record into a buffer of `mmap_len`
+//!   bytes, the size of one ring buffer, which the `HEADER_COMPRESSED` feature records
+//!   (`u32` version, type, level, ratio, mmap_len): what one copy out of a ring buffer
+//!   compressed cannot inflate to more. hrec inflates into a window of [`WINDOW`] bytes that
+//!   is handed on, record by record, as it fills, and refuses a COMPRESSED record that
+//!   inflates past `max(mmap_len, 1 MiB)` (at most 64 MiB, [`cap_of`]): 64 KiB of zstd can
+//!   claim 2 GiB of output, and several such records would exhaust any machine. A record
+//!   inside the stream whose size the stream's end does not back, or whose size is below its
+//!   header's 8 bytes, is damage too. Each is one line with the file offset of the
+//!   COMPRESSED record and how many COMPRESSED records were not read.
+//! * **Records in perf's order.** Blocks hand on the kernel records and perf's FINISHED_ROUND
+//!   markers in file order; [`crate::recording::order`] orders them by time with perf's round
+//!   rule, as it does uncompressed data.
+//! * **Never held whole.** The file is read a megabyte at a time, the stream inflates into
+//!   one window, and a block of about [`BLOCK_BYTES`] is handed on at a time. The records are
+//!   walked once when the file is opened (to count them) and again on every walk; each walk
+//!   stops after the records the first one read, so damage found at open is reported once, as
+//!   the file's truncation, and only a file that changed after it was opened makes a walk
+//!   report an error.
 
 use std::fs::File;
-use std::io::{self, Read, Seek, SeekFrom};
 use std::os::unix::fs::FileExt as _;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex};
 
-use linux_perf_data::linux_perf_event_reader::RawData;
-use linux_perf_data::{PerfFileReader, PerfFileRecord};
+use zstd::stream::raw::{Decoder, Operation as _};
 
-use super::layout::feature;
+use super::layout::{feature, u16_at, u32_at, u64_at, user};
 use super::prepare::Prepared;
 
-/// Records per block handed on (each block ends with a FINISHED_ROUND marker: the crate hands
-/// records on in time order, so a block's records are final).
-const BLOCK_RECORDS: usize = 4096;
+/// The inflated bytes held at once: the stream inflates into this window, whole records leave
+/// it as it fills, and a partial one (at most 64 KiB) waits there for the rest.
+const WINDOW: usize = 1 << 20;
+/// Bytes of records per block handed on (a block may pass it by its last record).
+const BLOCK_BYTES: usize = 1 << 20;
+/// Bytes of the file read at a time.
+const READ_BYTES: usize = 1 << 20;
+/// The least and the most one COMPRESSED record may inflate to, whatever `mmap_len` says.
+const CAP_MIN: u64 = 1 << 20;
+const CAP_MAX: u64 = 64 << 20;
 
-/// Where the view's bytes come from.
+/// How much one COMPRESSED record may inflate to: perf's own buffer for it, `mmap_len` from
+/// `HEADER_COMPRESSED` (offset 16 of the section), at least 1 MiB and at most 64 MiB.
+pub(super) fn cap_of(mmap_len: Option<u32>) -> u64 {
+    mmap_len.map_or(CAP_MIN, u64::from).clamp(CAP_MIN, CAP_MAX)
+}
+
+/// Where the records' bytes come from.
 #[derive(Debug)]
 pub(super) enum Source {
     /// The file (read with `pread`).
@@ -40,71 +67,43 @@ pub(super) enum Source {
     Memory(Arc<[u8]>),
 }
 
-/// A piece of the view.
-#[derive(Debug, Clone)]
-enum Segment {
-    /// Bytes of the view itself (a patched header, a feature table).
-    Bytes(Arc<[u8]>),
-    /// `len` bytes of the source from `offset`.
-    Source { offset: u64, len: u64 },
-}
-
 /// The compressed records of a perf.data, ready to be walked.
 #[derive(Debug)]
 pub struct Compressed {
     source: Source,
-    segments: Vec<Segment>,
-    pipe: bool,
+    /// The file offsets of the first record and past the last whole one.
+    start: u64,
+    end: u64,
+    /// `mmap_len` of `HEADER_COMPRESSED`, when the file has it.
+    mmap_len: Option<u32>,
+    /// What one COMPRESSED record may inflate to.
+    cap: u64,
+    /// COMPRESSED records in the file (for the line saying how many were not read).
+    total: u64,
     /// Kernel records the walk at open read; later walks stop there.
     limit: Option<u64>,
     blocks: usize,
     error: Mutex<Option<String>>,
 }
 
-/// The view linux-perf-data reads, as segments (see the module docs). `head` is the file's
-/// first bytes (at least the header; the rest of the file may be zeros in it).
-fn crate_view(p: &Prepared, head: &[u8], pipe: bool) -> Vec<Segment> {
-    let (start, end) = p.records;
-    let range = |from: usize, to: usize| Segment::Source {
-        offset: from as u64,
-        len: (to - from) as u64,
-    };
-    if pipe {
-        let mut segments = Vec::new();
-        let mut copied = 0;
-        for &(from, to) in &p.dropped {
-            segments.push(range(copied, from));
-            copied = to;
-        }
-        segments.push(range(copied, end));
-        return segments;
-    }
-    let mut header = head[..104].to_vec();
-    header[48..56].copy_from_slice(&((end - start) as u64).to_le_bytes());
-    header[56..72].fill(0); // event_types: obsolete, and the crate would prefer it
-    header[72..104].fill(0);
-    let mut segments = vec![Segment::Bytes(Arc::default()), range(104, end)];
-    if let Some(d) = p.features.get(&feature::EVENT_DESC) {
-        let f = feature::EVENT_DESC as usize;
-        header[72 + (f / 64) * 8..80 + (f / 64) * 8]
-            .copy_from_slice(&(1u64 << (f % 64)).to_le_bytes());
-        let mut table = Vec::with_capacity(16 + d.len());
-        table.extend_from_slice(&(end as u64 + 16).to_le_bytes());
-        table.extend_from_slice(&(d.len() as u64).to_le_bytes());
-        table.extend_from_slice(d);
-        segments.push(Segment::Bytes(table.into()));
-    }
-    segments[0] = Segment::Bytes(header.into());
-    segments
-}
-
 impl Compressed {
-    /// The compressed records of a checked file (`p`); `head` holds at least its header.
-    pub(super) fn new(source: Source, p: &Prepared, head: &[u8], pipe: bool) -> Compressed {
+    /// The compressed records of a checked file (`p`).
+    pub(super) fn new(source: Source, p: &Prepared) -> Compressed {
+        let mmap_len = p
+            .features
+            .get(&feature::COMPRESSED)
+            .and_then(|d| u32_at(d, 16));
+        let total = [user::COMPRESSED, user::COMPRESSED2]
+            .iter()
+            .filter_map(|t| p.user_records.get(t))
+            .sum();
         Compressed {
             source,
-            segments: crate_view(p, head, pipe),
-            pipe,
+            start: p.records.0 as u64,
+            end: p.records.1 as u64,
+            mmap_len,
+            cap: cap_of(mmap_len),
+            total,
             limit: None,
             blocks: 0,
             error: Mutex::new(None),
@@ -117,7 +116,8 @@ impl Compressed {
         let (mut records, mut blocks) = (0, 0);
         for block in self.blocks() {
             blocks += 1;
-            // The blocks hold whole records, built above; the round markers are not counted.
+            // The blocks hold whole records, checked as they were cut; the round markers are
+            // not counted.
             for raw in crate::decode::records(&block).flatten() {
                 if raw.header.type_ < 64 {
                     count(raw.bytes);
@@ -140,47 +140,28 @@ impl Compressed {
         self.error.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
 
-    /// The records, a block at a time, in the crate's order (time order by perf's rounds):
-    /// whole kernel records, each block ended by a FINISHED_ROUND marker.
+    /// The records, a block at a time, in file order: whole kernel records and perf's
+    /// FINISHED_ROUND markers (see the module docs).
     pub fn blocks(&self) -> Blocks<'_> {
-        let view = View {
-            c: self,
-            starts: self
-                .segments
-                .iter()
-                .scan(0u64, |at, s| {
-                    let here = *at;
-                    *at += match s {
-                        Segment::Bytes(b) => b.len() as u64,
-                        Segment::Source { len, .. } => *len,
-                    };
-                    Some(here)
-                })
-                .collect(),
-            pos: 0,
-        };
-        let reader = catch_unwind(AssertUnwindSafe(|| {
-            if self.pipe {
-                PerfFileReader::parse_pipe(view)
-            } else {
-                PerfFileReader::parse_file(view)
-            }
-        }));
-        let reader = match reader {
-            Ok(Ok(r)) => Some(r),
-            Ok(Err(e)) => {
-                self.fail(format!("the container does not parse: {e}"));
-                None
-            }
-            Err(_) => {
-                self.fail("the container parser failed".into());
-                None
-            }
-        };
         Blocks {
             c: self,
-            reader,
+            outer: Outer {
+                source: &self.source,
+                buf: Vec::new(),
+                buf_at: 0,
+                pos: self.start,
+                end: self.end,
+            },
+            decoder: None,
+            input: Vec::new(),
+            in_pos: 0,
+            current: None,
+            seen: 0,
+            last_at: 0,
+            window: Vec::new(),
+            filled: 0,
             records: 0,
+            done: false,
         }
     }
 
@@ -189,18 +170,299 @@ impl Compressed {
     }
 }
 
+/// The records of the data section itself, read from the source as they are walked.
+struct Outer<'a> {
+    source: &'a Source,
+    /// File bytes from `buf_at` (file mode).
+    buf: Vec<u8>,
+    buf_at: u64,
+    pos: u64,
+    end: u64,
+}
+
+/// A record of the data section: its file offset and type, and its bytes when they are
+/// needed (kernel records, FINISHED_ROUND, COMPRESSED).
+struct OuterRecord<'b> {
+    at: u64,
+    type_: u32,
+    bytes: Option<&'b [u8]>,
+}
+
+impl Outer<'_> {
+    /// `len` bytes of the file from `at`, which must lie before the end of the records.
+    fn get(&mut self, at: u64, len: usize) -> Result<&[u8], String> {
+        let short = || {
+            format!(
+                "the records end at offset {at} (the file changed after it was opened?); the records after it are lost"
+            )
+        };
+        let past = at.checked_add(len as u64).filter(|&e| e <= self.end);
+        let Some(past) = past else {
+            return Err(short());
+        };
+        match self.source {
+            Source::Memory(m) => m.get(at as usize..past as usize).ok_or_else(short),
+            Source::File(f) => {
+                let held = self.buf_at + self.buf.len() as u64;
+                if at < self.buf_at || past > held {
+                    let n = usize::try_from(self.end - at)
+                        .map_or(READ_BYTES, |n| n.min(READ_BYTES.max(len)));
+                    if self.buf.len() != n {
+                        self.buf = vec![0; n];
+                    }
+                    self.buf_at = at;
+                    if let Err(e) = f.read_exact_at(&mut self.buf, at) {
+                        self.buf.clear();
+                        return Err(format!(
+                            "cannot read the records at offset {at}: {e}; the records after it are lost"
+                        ));
+                    }
+                }
+                let from = (at - self.buf_at) as usize;
+                Ok(&self.buf[from..from + len])
+            }
+        }
+    }
+
+    /// The next record, `None` after the last.
+    fn next(&mut self) -> Result<Option<OuterRecord<'_>>, String> {
+        let at = self.pos;
+        if at >= self.end {
+            return Ok(None);
+        }
+        let head = self.get(at, 8)?;
+        let (type_, size) = (
+            u32_at(head, 0).unwrap_or(0),
+            usize::from(u16_at(head, 6).unwrap_or(0)),
+        );
+        if size < 8 {
+            return Err(format!("the record at offset {at} has size {size}"));
+        }
+        let mut total = size as u64;
+        if type_ == user::AUXTRACE {
+            let aux = u64_at(self.get(at, size.max(16))?, 8).unwrap_or(u64::MAX);
+            total = total.saturating_add(aux);
+        }
+        if at.checked_add(total).is_none_or(|e| e > self.end) {
+            return Err(format!(
+                "the record at offset {at} is cut short ({} of {total} bytes)",
+                self.end - at
+            ));
+        }
+        self.pos = at + total;
+        let wanted = type_ < 64
+            || matches!(
+                type_,
+                user::FINISHED_ROUND | user::COMPRESSED | user::COMPRESSED2
+            );
+        let bytes = if wanted {
+            Some(self.get(at, size)?)
+        } else {
+            None
+        };
+        Ok(Some(OuterRecord { at, type_, bytes }))
+    }
+}
+
+/// The COMPRESSED record being inflated.
+#[derive(Debug, Clone, Copy)]
+struct Inflating {
+    at: u64,
+    /// Bytes it has inflated to so far.
+    out: u64,
+}
+
 /// Iterator of [`Compressed::blocks`].
 pub struct Blocks<'a> {
     c: &'a Compressed,
-    reader: Option<PerfFileReader<View<'a>>>,
+    outer: Outer<'a>,
+    /// The stream's state, made at the first COMPRESSED record.
+    decoder: Option<Decoder<'static>>,
+    /// The compressed bytes of the current COMPRESSED record, `in_pos` of them consumed.
+    input: Vec<u8>,
+    in_pos: usize,
+    current: Option<Inflating>,
+    /// COMPRESSED records met so far, the current one included, and the last one's offset.
+    seen: u64,
+    last_at: u64,
+    /// Inflated bytes not yet handed on (at most a partial record between steps).
+    window: Vec<u8>,
+    filled: usize,
+    /// Kernel records handed on.
     records: u64,
+    done: bool,
 }
 
 impl std::fmt::Debug for Blocks<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Blocks")
             .field("records", &self.records)
+            .field("done", &self.done)
             .finish_non_exhaustive()
+    }
+}
+
+/// How a walk stops.
+enum Stop {
+    /// At the end of the records, or where the walk at open stopped.
+    End,
+    /// At damage (the reason, without what is kept).
+    Damaged(String),
+}
+
+impl Blocks<'_> {
+    /// The line for damage in the stream at the current COMPRESSED record.
+    fn damaged(&self, what: String) -> Stop {
+        let later = match self.c.total.saturating_sub(self.seen) {
+            0 => String::new(),
+            1 => " and the 1 COMPRESSED record after it".into(),
+            n => format!(" and the {n} COMPRESSED records after it"),
+        };
+        Stop::Damaged(format!(
+            "{what}; the records before it are read, not it{later}"
+        ))
+    }
+
+    /// Moves the whole records of the window into `block`.
+    fn take_records(&mut self, block: &mut Vec<u8>) -> Result<(), Stop> {
+        let mut at = 0;
+        while self.filled - at >= 8 {
+            let w = &self.window[at..self.filled];
+            let size = usize::from(u16_at(w, 6).unwrap_or(0));
+            if size < 8 {
+                let c = self.last_at;
+                return Err(self.damaged(format!(
+                    "a record inflated from the COMPRESSED record at offset {c} has size {size}: the stream is damaged"
+                )));
+            }
+            if size > w.len() {
+                break;
+            }
+            let type_ = u32_at(w, 0).unwrap_or(0);
+            if type_ < 64 || type_ == user::FINISHED_ROUND {
+                if type_ < 64 && self.c.limit.is_some_and(|l| self.records >= l) {
+                    return Err(Stop::End);
+                }
+                block.extend_from_slice(&w[..size]);
+                if type_ < 64 {
+                    self.records += 1;
+                }
+            }
+            at += size;
+        }
+        self.window.copy_within(at..self.filled, 0);
+        self.filled -= at;
+        Ok(())
+    }
+
+    /// One step of inflating the current COMPRESSED record into the window; `true` when its
+    /// bytes are used up and nothing more comes out of them.
+    fn inflate(&mut self, block: &mut Vec<u8>) -> Result<bool, Stop> {
+        let Some(mut cur) = self.current else {
+            return Ok(true);
+        };
+        if self.window.len() < WINDOW {
+            self.window = vec![0; WINDOW];
+        }
+        if self.decoder.is_none() {
+            let d = Decoder::new().map_err(|e| self.damaged(format!("zstd cannot start: {e}")))?;
+            self.decoder = Some(d);
+        }
+        let space = WINDOW - self.filled;
+        let status = match self.decoder.as_mut() {
+            Some(d) => {
+                d.run_on_buffers(&self.input[self.in_pos..], &mut self.window[self.filled..])
+            }
+            None => return Ok(true),
+        };
+        let status = status.map_err(|e| {
+            self.damaged(format!(
+                "the COMPRESSED record at offset {} does not decompress ({e})",
+                cur.at
+            ))
+        })?;
+        self.in_pos += status.bytes_read;
+        self.filled += status.bytes_written;
+        cur.out += status.bytes_written as u64;
+        self.current = Some(cur);
+        if cur.out > self.c.cap {
+            let mmap_len = match self.c.mmap_len {
+                Some(n) => format!("perf's buffer for one is mmap_len, {n} bytes"),
+                None => "the file has no HEADER_COMPRESSED mmap_len".into(),
+            };
+            return Err(self.damaged(format!(
+                "the COMPRESSED record at offset {} inflates past {} bytes ({mmap_len}): a zstd bomb or damage",
+                cur.at, self.c.cap
+            )));
+        }
+        self.take_records(block)?;
+        let used_up = self.in_pos >= self.input.len();
+        if status.bytes_read == 0 && status.bytes_written == 0 && !used_up {
+            return Err(self.damaged(format!(
+                "the COMPRESSED record at offset {} does not decompress (no progress)",
+                cur.at
+            )));
+        }
+        // Output that filled the space may have more behind it.
+        Ok(used_up && status.bytes_written < space)
+    }
+
+    /// Fills `block` up to [`BLOCK_BYTES`].
+    fn fill(&mut self, block: &mut Vec<u8>) -> Result<(), Stop> {
+        while block.len() < BLOCK_BYTES {
+            if self.current.is_some() {
+                if self.inflate(block)? {
+                    self.current = None;
+                }
+                continue;
+            }
+            let r = self.outer.next().map_err(Stop::Damaged)?;
+            let Some(OuterRecord { at, type_, bytes }) = r else {
+                if self.filled > 0 {
+                    let size = u16_at(&self.window[..self.filled], 6)
+                        .map_or_else(|| "its header".to_string(), |s| format!("{s} bytes"));
+                    return Err(self.damaged(format!(
+                        "the compressed stream ends inside a record ({} bytes of {size}) after the COMPRESSED record at offset {}",
+                        self.filled, self.last_at
+                    )));
+                }
+                return Err(Stop::End);
+            };
+            let Some(bytes) = bytes else { continue };
+            match type_ {
+                user::COMPRESSED | user::COMPRESSED2 => {
+                    let payload = if type_ == user::COMPRESSED {
+                        bytes.get(8..)
+                    } else {
+                        u64_at(bytes, 8)
+                            .and_then(|n| usize::try_from(n).ok())
+                            .and_then(|n| bytes.get(16..16usize.checked_add(n)?))
+                    };
+                    let whole = payload.is_some();
+                    self.input.clear();
+                    self.input.extend_from_slice(payload.unwrap_or_default());
+                    self.in_pos = 0;
+                    self.seen += 1;
+                    self.last_at = at;
+                    self.current = Some(Inflating { at, out: 0 });
+                    if !whole {
+                        return Err(self.damaged(format!(
+                            "the COMPRESSED2 record at offset {at} has a data size past its end"
+                        )));
+                    }
+                }
+                _ => {
+                    if type_ < 64 {
+                        if self.c.limit.is_some_and(|l| self.records >= l) {
+                            return Err(Stop::End);
+                        }
+                        self.records += 1;
+                    }
+                    block.extend_from_slice(bytes);
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -208,136 +470,26 @@ impl Iterator for Blocks<'_> {
     type Item = Vec<u8>;
 
     fn next(&mut self) -> Option<Vec<u8>> {
-        let PerfFileReader {
-            perf_file,
-            record_iter,
-        } = self.reader.as_mut()?;
-        let mut block = Vec::new();
-        let (c, records) = (self.c, &mut self.records);
-        let end = catch_unwind(AssertUnwindSafe(|| -> Result<bool, String> {
-            let mut n = 0;
-            while n < BLOCK_RECORDS {
-                if c.limit.is_some_and(|l| *records >= l) {
-                    return Ok(true);
-                }
-                match record_iter.next_record(perf_file) {
-                    Ok(Some(PerfFileRecord::EventRecord { record, .. })) => {
-                        let body: [&[u8]; 2] = match record.data {
-                            RawData::Single(a) => [a, &[]],
-                            RawData::Split(a, b) => [a, b],
-                        };
-                        let len = 8 + body[0].len() + body[1].len();
-                        let Ok(size) = u16::try_from(len) else {
-                            continue;
-                        };
-                        block.extend_from_slice(&record.record_type.0.to_le_bytes());
-                        block.extend_from_slice(&record.misc.to_le_bytes());
-                        block.extend_from_slice(&size.to_le_bytes());
-                        block.extend_from_slice(body[0]);
-                        block.extend_from_slice(body[1]);
-                        *records += 1;
-                        n += 1;
-                    }
-                    // perf's own records were seen by the walk that checked the file.
-                    Ok(Some(PerfFileRecord::UserRecord(_))) => {}
-                    Ok(None) => return Ok(true),
-                    Err(e) => {
-                        return Err(format!(
-                            "record {} does not read: {e}; the records before it are read",
-                            *records + 1
-                        ));
-                    }
-                }
-            }
-            Ok(false)
-        }));
-        let done = match end {
-            Ok(Ok(done)) => done,
-            Ok(Err(why)) => {
-                c.fail(why);
-                true
-            }
-            Err(_) => {
-                c.fail(format!(
-                    "the container parser failed after {} records; the records before it are read",
-                    self.records
-                ));
-                true
-            }
-        };
-        if done {
-            self.reader = None;
-        }
-        if block.is_empty() {
+        if self.done {
             return None;
         }
-        // The crate hands records on in time order: this block's records are final.
-        block.extend_from_slice(&[68, 0, 0, 0, 0, 0, 8, 0]);
-        Some(block)
-    }
-}
-
-/// The view as a file for the crate: reads go to the segments.
-struct View<'a> {
-    c: &'a Compressed,
-    /// Where each segment starts in the view.
-    starts: Vec<u64>,
-    pos: u64,
-}
-
-impl View<'_> {
-    fn len(&self) -> u64 {
-        match (self.starts.last(), self.c.segments.last()) {
-            (Some(&at), Some(Segment::Bytes(b))) => at + b.len() as u64,
-            (Some(&at), Some(Segment::Source { len, .. })) => at + len,
-            _ => 0,
-        }
-    }
-}
-
-impl Read for View<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let i = self.starts.partition_point(|&s| s <= self.pos);
-        let Some(i) = i.checked_sub(1) else {
-            return Ok(0);
-        };
-        let within = self.pos - self.starts[i];
-        let n = match &self.c.segments[i] {
-            Segment::Bytes(b) => {
-                let rest = b.get(within as usize..).unwrap_or_default();
-                let n = rest.len().min(buf.len());
-                buf[..n].copy_from_slice(&rest[..n]);
-                n
-            }
-            Segment::Source { offset, len } => {
-                let n = usize::try_from(len - within.min(*len))
-                    .unwrap_or(usize::MAX)
-                    .min(buf.len());
-                let at = offset + within;
-                match &self.c.source {
-                    Source::File(f) => f.read_at(&mut buf[..n], at)?,
-                    Source::Memory(m) => {
-                        let from = m.get(at as usize..).unwrap_or_default();
-                        let n = n.min(from.len());
-                        buf[..n].copy_from_slice(&from[..n]);
-                        n
-                    }
+        let mut block = Vec::new();
+        match self.fill(&mut block) {
+            Ok(()) => {}
+            Err(stop) => {
+                self.done = true;
+                // Damage past the records the walk at open read was reported then.
+                if let Stop::Damaged(why) = stop
+                    && self.c.limit.is_none_or(|l| self.records < l)
+                {
+                    self.c.fail(why);
                 }
             }
-        };
-        self.pos += n as u64;
-        Ok(n)
-    }
-}
-
-impl Seek for View<'_> {
-    fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
-        let pos = match to {
-            SeekFrom::Start(p) => Some(p),
-            SeekFrom::End(d) => self.len().checked_add_signed(d),
-            SeekFrom::Current(d) => self.pos.checked_add_signed(d),
-        };
-        self.pos = pos.ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
-        Ok(self.pos)
+        }
+        if block.is_empty() {
+            self.done = true;
+            return None;
+        }
+        Some(block)
     }
 }

@@ -25,18 +25,15 @@
 //!   section's bounds, and parses the feature sections itself (build-ids, strings, groups, PMU
 //!   mappings, cmdline, EVENT_DESC with the raw attr bytes), one bounds-checked path for file
 //!   and pipe mode.
-//! * **linux-perf-data for compressed data.** `perf record -z` writes one zstd stream across
-//!   its COMPRESSED records, with records straddling them; the crate decompresses it and
-//!   yields the records (in FINISHED_ROUND order). It sizes allocations from counts it has not
-//!   checked (`Vec::with_capacity(nr)` for event descriptions, command lines, PMU mappings),
-//!   which can abort the process on a damaged file, past any `catch_unwind`; so it reads a
-//!   view holding only what passed the checks: the data cut at the last whole record,
-//!   EVENT_DESC as its only feature ([`Compressed`], which decompresses a block of records at
-//!   a time on every walk). A parser panic is still caught, as a last resort, and the
-//!   records before it are kept. Uncompressed data needs none of that: its records are taken
-//!   straight from the checked data section, since hrec orders records by time itself
-//!   ([`crate::recording`]) and the crate's per-record path (a buffer per record, the round
-//!   sorter) costs more than the rest of reading the file (47 of 66 ms for 367 000 samples).
+//! * **Compressed data inflated by hrec, in bounded memory.** `perf record -z` writes one zstd
+//!   stream across its COMPRESSED records, with records straddling them; [`Compressed`]
+//!   inflates it as the records are walked into a window of fixed size, refusing a COMPRESSED
+//!   record that inflates past what perf's own buffer for it (`mmap_len` of
+//!   `HEADER_COMPRESSED`) could hold, so a 64 KiB zstd bomb claiming 2 GiB is one line, not
+//!   2 GiB of memory. (linux-perf-data, used for this before, inflated each record whole
+//!   into a buffer of whatever size the stream claimed, and sized other allocations from
+//!   counts it had not checked.) Uncompressed data is taken straight from the checked data
+//!   section, since hrec orders records by time itself ([`crate::recording`]).
 //! * **Records are read from the file as they are walked** ([`DataFile`]): a file-mode data
 //!   section or a pipe-mode stream is never held; the rest of the file (header, attrs,
 //!   features) is.
@@ -383,7 +380,7 @@ fn read_bytes(
         (KernelCheck::Matches { .. }, Some(k)) => Kallsyms::start(k),
         _ => Kallsyms::None,
     };
-    // Compressed records are counted as the crate decompresses them, not by the walk above.
+    // Compressed records are counted as they are inflated, not by the walk above.
     let mut sink = match counted {
         Some(s) if !p.compressed => s,
         _ => Sink::new(&meta),
@@ -407,7 +404,7 @@ fn read_bytes(
             Some(d) => Source::File(d.into_file()),
             None => Source::Memory(Arc::from(b)),
         };
-        let mut c = Compressed::new(source, &p, b, pipe);
+        let mut c = Compressed::new(source, &p);
         let stop = c.count(|rec| sink.count(rec));
         compressed = Some(c);
         stop

@@ -18,8 +18,6 @@ pub(super) struct Prepared {
     pub(super) records: (usize, usize),
     /// Some records are zstd-compressed (`perf record -z`).
     pub(super) compressed: bool,
-    /// Pipe-mode records that failed their checks, left out of the crate's copy.
-    pub(super) dropped: Vec<(usize, usize)>,
     /// Bodies of ID_INDEX records.
     pub(super) id_index: Vec<Vec<u8>>,
     pub(super) attrs: Vec<RawAttr>,
@@ -54,6 +52,9 @@ pub(super) fn parse_attr_section(
         ));
     }
     let mut out = Vec::new();
+    // Every attr's ids are copied: their sections together may hold no more than the file
+    // does, or a few thousand attrs pointing at one large range would copy it each time.
+    let mut ids_total = 0u64;
     for e in 0..size / attr_size {
         let at = (off + e * attr_size) as usize;
         let own = u64::from(u32_at(b, at + 4).unwrap_or(0));
@@ -68,6 +69,13 @@ pub(super) fn parse_attr_section(
         if !inside(ids_off, ids_size) || ids_size % 8 != 0 {
             return Err(format!(
                 "the ids of attr {e} (offset {ids_off}, {ids_size} bytes) do not fit the file"
+            ));
+        }
+        ids_total += ids_size;
+        if ids_total > b.len() as u64 {
+            return Err(format!(
+                "the id sections of the attrs add up to more than the file's {} bytes (at attr {e}: they overlap)",
+                b.len()
             ));
         }
         let ids = b[ids_off as usize..(ids_off + ids_size) as usize]
@@ -179,7 +187,75 @@ pub(super) fn walk_records_at(
     (pos, None)
 }
 
-/// Checks a file-mode perf.data and rebuilds the copy the crate reads.
+/// Reads the feature sections the header's bits announce from the table at `table_off` (one
+/// 16-byte entry, offset and size, per set bit, in bit order). The table's place follows from
+/// the data section's, so one damaged data size puts it on garbage and every entry fails: the
+/// sections that cannot be read are one warning, naming them all, not one line each.
+fn read_feature_table(b: &[u8], table_off: u64, bits: [u64; 4], p: &mut Prepared) {
+    let len = b.len() as u64;
+    let mut lost = Vec::new();
+    let mut cut = false;
+    let mut k = 0u64;
+    let mut budget = len.saturating_sub(table_off);
+    for (w, word) in bits.iter().enumerate() {
+        for bit in 0..64 {
+            if word & (1 << bit) == 0 {
+                continue;
+            }
+            let f = (w * 64 + bit) as u32;
+            let entry = table_off.saturating_add(16 * k);
+            k += 1;
+            let at = usize::try_from(entry).unwrap_or(usize::MAX);
+            let (Some(off), Some(size)) = (u64_at(b, at), u64_at(b, at.saturating_add(8))) else {
+                cut = true;
+                lost.push(f);
+                continue;
+            };
+            // perf writes the sections after the table, one after the other: one that starts
+            // before the table or lies past the end of the file is damage, and together they
+            // cannot hold more than the bytes after the table (a damaged table could name the
+            // whole file for every one of 256 features).
+            if off < table_off || off.checked_add(size).is_none_or(|e| e > len) || size > budget {
+                lost.push(f);
+                continue;
+            }
+            budget -= size;
+            p.features
+                .insert(f, b[off as usize..(off + size) as usize].to_vec());
+        }
+    }
+    let names: Vec<String> = lost.iter().map(|&f| feature::name(f)).collect();
+    let where_ = if table_off.saturating_add(16) > len {
+        format!("the feature table at offset {table_off} lies outside the file ({len} bytes)")
+    } else if cut && lost.len() == 1 {
+        format!("the feature table at offset {table_off} is cut short by the end of the file")
+    } else if cut {
+        format!(
+            "the feature table at offset {table_off} is cut short by the end of the file and its entries point outside it"
+        )
+    } else if lost.len() == 1 {
+        format!(
+            "its entry in the feature table at offset {table_off} points outside the sections after it"
+        )
+    } else {
+        format!(
+            "their entries in the feature table at offset {table_off} point outside the sections after it"
+        )
+    };
+    match lost.len() {
+        0 => {}
+        1 => p.warnings.push(format!(
+            "the {} feature section is unreadable ({where_}); not used",
+            names[0]
+        )),
+        n => p.warnings.push(format!(
+            "{n} feature sections unreadable ({where_}; a damaged data size in the header moves the table): {} not used",
+            names.join(", ")
+        )),
+    }
+}
+
+/// Checks a file-mode perf.data: header, attrs, feature sections and every record's size.
 pub(super) fn prepare_file(b: &[u8]) -> Result<Prepared, Fail> {
     prepare_file_with(b, &mut |p, start, end| {
         walk_records(b, start, end, p, |_, _, _| {})
@@ -236,33 +312,7 @@ pub(super) fn prepare_file_with(b: &[u8], walk: &mut DataWalk<'_>) -> Result<Pre
     }
     let table_off = data_off + data_size;
     if keep_features {
-        let mut k = 0u64;
-        'bits: for (w, word) in feature_bits.iter().enumerate() {
-            for bit in 0..64 {
-                if word & (1 << bit) == 0 {
-                    continue;
-                }
-                let f = (w * 64 + bit) as u32;
-                let entry = (table_off + 16 * k) as usize;
-                k += 1;
-                let (Some(off), Some(size)) = (u64_at(b, entry), u64_at(b, entry + 8)) else {
-                    p.warnings.push(format!(
-                        "the feature table is cut short at {}: later feature sections are lost",
-                        feature::name(f)
-                    ));
-                    break 'bits;
-                };
-                if off.checked_add(size).is_none_or(|e| e > len) {
-                    p.warnings.push(format!(
-                        "the {} feature section (offset {off}, {size} bytes) lies outside the file; ignored",
-                        feature::name(f)
-                    ));
-                    continue;
-                }
-                p.features
-                    .insert(f, b[off as usize..(off + size) as usize].to_vec());
-            }
-        }
+        read_feature_table(b, table_off, feature_bits, &mut p);
     }
     let desc = p
         .features
@@ -298,7 +348,7 @@ pub(super) fn prepare_file_with(b: &[u8], walk: &mut DataWalk<'_>) -> Result<Pre
     Ok(p)
 }
 
-/// Checks a pipe-mode perf.data and copies the records the crate may read.
+/// Checks a pipe-mode perf.data: its attr and feature records and every record's size.
 pub(super) fn prepare_pipe(b: &[u8]) -> Result<Prepared, Fail> {
     prepare_pipe_with(b, &mut |p, start, end, on_record| {
         walk_records(b, start, end, p, on_record)
@@ -330,10 +380,8 @@ pub(super) fn prepare_pipe_with(b: &[u8], walk: &mut StreamWalk<'_>) -> Result<P
     let mut warnings = Vec::new();
     let mut attrs = Vec::new();
     let mut features = BTreeMap::new();
-    let mut dropped = Vec::new();
-    let (end, stop) = walk(&mut p, 16, b.len(), &mut |here, t, rec| {
+    let (end, stop) = walk(&mut p, 16, b.len(), &mut |_, t, rec| {
         let body = &rec[8..];
-        let mut keep = true;
         match t {
             user::HEADER_ATTR => {
                 let own = u32_at(body, 4).unwrap_or(0) as usize;
@@ -348,7 +396,6 @@ pub(super) fn prepare_pipe_with(b: &[u8], walk: &mut StreamWalk<'_>) -> Result<P
                     });
                 } else {
                     warnings.push(format!("a HEADER_ATTR record has attr size {own}; dropped"));
-                    keep = false;
                 }
             }
             user::HEADER_FEATURE => {
@@ -363,7 +410,6 @@ pub(super) fn prepare_pipe_with(b: &[u8], walk: &mut StreamWalk<'_>) -> Result<P
                             warnings.push(
                                 "the EVENT_DESC record is damaged: event names are lost".into(),
                             );
-                            keep = false;
                         }
                     }
                 }
@@ -375,9 +421,6 @@ pub(super) fn prepare_pipe_with(b: &[u8], walk: &mut StreamWalk<'_>) -> Result<P
                 }
             }
             _ => {}
-        }
-        if !keep {
-            dropped.push((here, here + rec.len()));
         }
     });
     if let Some(why) = stop {
@@ -397,7 +440,6 @@ pub(super) fn prepare_pipe_with(b: &[u8], walk: &mut StreamWalk<'_>) -> Result<P
     p.attrs = attrs;
     p.features = features;
     p.warnings = warnings;
-    p.dropped = dropped;
     p.data_section = (16, (end - 16) as u64);
     p.records = (16, end);
     Ok(p)

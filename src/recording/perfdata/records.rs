@@ -119,7 +119,7 @@ impl Counter {
 }
 
 /// The kernel records of checked, uncompressed data, taken straight from the file: every size
-/// was checked by [`walk_records`](super::prepare::walk_records), and hrec orders records by time itself, so the crate's
+/// was checked by [`walk_records`](super::prepare::walk_records), and hrec orders records by time itself, so a
 /// per-record path (a buffer per record, the round sorter) would only add time. With `copy`
 /// false they are only counted (the caller keeps the data section itself as the block).
 pub(super) fn records_direct(b: &[u8], (start, end): (usize, usize), sink: &mut Sink, copy: bool) {

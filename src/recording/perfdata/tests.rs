@@ -664,3 +664,227 @@ fn a_pipe_mode_stream_is_read_from_the_file_in_chunks_with_the_same_result() {
     assert_eq!(streamed.info.truncated, whole.info.truncated);
     assert!(whole.info.truncated.is_some());
 }
+
+/// `synth`'s recording as `perf record -z` writes it: the kernel records in one zstd stream
+/// over COMPRESSED records, each made by `parts` (byte ranges of the kernel records, each
+/// compressed and flushed as perf does after a copy out of a ring buffer), then perf's
+/// FINISHED_ROUND and ID_INDEX uncompressed; HEADER_COMPRESSED with `mmap_len`.
+fn compressed_synth(cuts: &[usize], mmap_len: u32) -> (Synth, Vec<u8>) {
+    use std::io::Write as _;
+    let mut s = synth();
+    // The first five records are the kernel's (MMAP, COMM, three SAMPLEs).
+    let mut at = 0;
+    for _ in 0..5 {
+        at += usize::from(u16_at(&s.records, at + 6).unwrap());
+    }
+    let kernel = s.records[..at].to_vec();
+    let perfs = s.records[at..].to_vec();
+    let mut z = zstd::stream::write::Encoder::new(Vec::new(), 1).unwrap();
+    let mut records = Vec::new();
+    let mut from = 0;
+    for &cut in cuts.iter().chain([&kernel.len()]) {
+        z.write_all(&kernel[from..cut]).unwrap();
+        z.flush().unwrap();
+        let frame = std::mem::take(z.get_mut());
+        records.extend(record(user::COMPRESSED, 0, &frame));
+        from = cut;
+    }
+    records.extend(perfs);
+    s.records = records;
+    let mut comp = Vec::new();
+    for v in [1u32, 1, 1, 10, mmap_len] {
+        comp.extend(v.to_le_bytes());
+    }
+    s.features.push((feature::COMPRESSED, comp));
+    (s, kernel)
+}
+
+/// Records cut across COMPRESSED records (inside a record's header, inside its body, on its
+/// edge) come out whole and equal to the records compressed, in file and pipe mode, read
+/// whole and from the file.
+#[test]
+fn compressed_records_straddling_their_compressed_records_come_out_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("z.data");
+    let plain = read(&file(&synth()), None).unwrap();
+    for cuts in [&[][..], &[3], &[60, 61, 100], &[8, 16, 24, 200]] {
+        let (s, kernel) = compressed_synth(cuts, 528384);
+        for b in [file(&s), pipe(&s)] {
+            let whole = read(&b, None).unwrap();
+            std::fs::write(&path, &b).unwrap();
+            let streamed = PerfData::read(&path).unwrap();
+            for p in [&whole, &streamed] {
+                assert_eq!(p.info.truncated, None, "{cuts:?}");
+                let c = p.compressed().expect("compressed");
+                let blocks: Vec<Vec<u8>> = c.blocks().collect();
+                assert_eq!(kernel_records(&blocks).concat(), kernel, "{cuts:?}");
+                assert_eq!(p.trailer, plain.trailer, "{cuts:?}");
+                // perf's FINISHED_ROUND is handed on for the ordering.
+                assert!(
+                    blocks
+                        .concat()
+                        .windows(8)
+                        .any(|w| w == [68, 0, 0, 0, 0, 0, 8, 0])
+                );
+                assert_eq!(c.take_error(), None);
+            }
+        }
+    }
+}
+
+/// A zstd frame of `blocks` RLE blocks of 128 KiB of `byte`: four bytes of the file inflate to
+/// 128 KiB, so 64 KiB claim 2 GiB.
+fn rle_frame(byte: u8, blocks: usize) -> Vec<u8> {
+    let mut f = 0xFD2F_B528u32.to_le_bytes().to_vec();
+    // No content size, no checksum; window 128 KiB.
+    f.extend([0x00, 0x38]);
+    for i in 0..blocks {
+        let last = u32::from(i + 1 == blocks);
+        let header = last | 1 << 1 | (128 << 10) << 3;
+        f.extend(&header.to_le_bytes()[..3]);
+        f.push(byte);
+    }
+    f
+}
+
+/// What a damaged or hostile stream gives: the records before the damage and one reason
+/// naming the COMPRESSED record's file offset, in bounded memory.
+#[test]
+fn compressed_streams_that_lie_are_one_reason_with_the_offset() {
+    let data_off = |b: &[u8]| u64_at(b, 40).unwrap();
+    // The stream ends inside the COMM record: the MMAP before it is kept.
+    let mmap = usize::from(u16_at(&synth().records, 6).unwrap());
+    let (mut s, kernel) = compressed_synth(&[mmap + 12], 528384);
+    let second = usize::from(u16_at(&s.records, 6).unwrap());
+    let cut_len = usize::from(u16_at(&s.records, second + 6).unwrap());
+    s.records.drain(second..second + cut_len);
+    let b = file(&s);
+    let p = read(&b, None).unwrap();
+    let why = p.info.truncated.clone().unwrap();
+    assert!(
+        why.contains(&format!(
+            "ends inside a record (12 bytes of {} bytes) after the COMPRESSED record at offset {}",
+            u16_at(&kernel, mmap + 6).unwrap(),
+            data_off(&b)
+        )),
+        "{why}"
+    );
+    assert_eq!(p.trailer.records, 1);
+    // Valid-looking records inflating past the cap (1 MiB with perf's usual mmap_len): the
+    // records of 0x0808 bytes are not the kernel's and are not kept.
+    for (byte, want) in [
+        (
+            8u8,
+            "inflates past 1048576 bytes (perf's buffer for one is mmap_len, 528384 bytes)",
+        ),
+        (0, "has size 0: the stream is damaged"),
+    ] {
+        let (mut s, _) = compressed_synth(&[], 528384);
+        let first = usize::from(u16_at(&s.records, 6).unwrap());
+        s.records
+            .splice(..first, record(user::COMPRESSED, 0, &rle_frame(byte, 16)));
+        let b = file(&s);
+        let at = data_off(&b);
+        match read(&b, None) {
+            Err(e) => {
+                let e = e.to_string();
+                assert!(
+                    e.contains(want) && e.contains(&format!("offset {at}")),
+                    "{e}"
+                );
+            }
+            Ok(p) => panic!("{byte}: {:?}", p.info.truncated),
+        }
+    }
+    // A larger mmap_len allows more, up to 64 MiB.
+    assert_eq!(compressed::cap_of(Some(528384)), 1 << 20);
+    assert_eq!(compressed::cap_of(Some(8 << 20)), 8 << 20);
+    assert_eq!(compressed::cap_of(Some(u32::MAX)), 64 << 20);
+    assert_eq!(compressed::cap_of(None), 1 << 20);
+}
+
+/// A data size damaged so that the feature table lands on the records: one warning naming
+/// every section lost, not one line each.
+#[test]
+fn a_feature_table_on_garbage_is_one_warning() {
+    let s = synth();
+    let mut b = file(&s);
+    let size = u64_at(&b, 48).unwrap();
+    // The table now starts 40 bytes before the real one, inside the records.
+    b[48..56].copy_from_slice(&(size - 40).to_le_bytes());
+    let p = read(&b, None).unwrap();
+    let lost: Vec<&String> = p
+        .info
+        .warnings
+        .iter()
+        .filter(|w| w.contains("feature"))
+        .collect();
+    assert_eq!(lost.len(), 1, "{:?}", p.info.warnings);
+    assert!(
+        lost[0].starts_with("6 feature sections unreadable (")
+            && lost[0].ends_with(
+                "): BUILD_ID, HOSTNAME, NRCPUS, CMDLINE, EVENT_DESC, PMU_MAPPINGS not used"
+            ),
+        "{}",
+        lost[0]
+    );
+    // Past the end of the file: the same one line.
+    let mut b = file(&s);
+    let size = b.len() as u64 - data_off_of(&b) - 8;
+    b[48..56].copy_from_slice(&size.to_le_bytes());
+    let p = read(&b, None).unwrap();
+    let w: Vec<&String> = p.info.warnings.iter().collect();
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].contains("lies outside the file"), "{}", w[0]);
+}
+
+fn data_off_of(b: &[u8]) -> u64 {
+    u64_at(b, 40).unwrap()
+}
+
+/// Attrs whose id sections all name one large range would copy it once per attr: refused.
+#[test]
+fn overlapping_attr_id_sections_are_refused() {
+    use super::prepare::parse_attr_section;
+    let mut b = vec![0u8; 4096];
+    let attr_size = 128 + 16;
+    let n = 20u64;
+    for e in 0..n as usize {
+        let at = 1024 + e * attr_size;
+        if at + attr_size > b.len() {
+            b.resize(at + attr_size, 0);
+        }
+        b[at + 4..at + 8].copy_from_slice(&128u32.to_le_bytes());
+        b[at + 128..at + 136].copy_from_slice(&0u64.to_le_bytes());
+        b[at + 136..at + 144].copy_from_slice(&1024u64.to_le_bytes());
+    }
+    let len = b.len() as u64;
+    let e = parse_attr_section(&b, attr_size as u64, (1024, n * attr_size as u64))
+        .map(|a| a.len())
+        .unwrap_err();
+    assert!(
+        e.contains(&format!("more than the file's {len} bytes")),
+        "{e}"
+    );
+}
+
+/// Every byte of a compressed recording damaged in turn, file and pipe mode: it reads or gives
+/// one error, and walking it never panics.
+#[test]
+fn damaged_compressed_data_never_panics() {
+    let (s, _) = compressed_synth(&[100], 528384);
+    for b in [file(&s), pipe(&s)] {
+        for at in 0..b.len() {
+            for v in [0x00, 0xff, 0x08] {
+                let mut bad = b.clone();
+                bad[at] = v;
+                if let Ok(p) = read(&bad, None)
+                    && let Some(c) = p.compressed()
+                {
+                    let n: usize = c.blocks().map(|b| b.len()).sum();
+                    assert!(n <= 1 << 21);
+                }
+            }
+        }
+    }
+}
