@@ -140,10 +140,18 @@ pub fn same_dwarf_stacks_as_perf(dir: &Path, name: &str) {
     // The report says how many stacks unwound to the root: nearly all of these.
     let unwound = unwound_share(dir, name);
     assert!(unwound >= 90.0, "{name}: unwound {unwound}%");
+    // perf stretches a zero-size `_init` over the `.plt` after it and names the stubs there
+    // `_init`; hrec names a stub after its target (`clock_gettime@plt`, README): the same
+    // frame.
+    let same_frame = |p: &(String, String), h: &(String, String)| {
+        p == h || (p.0 == h.0 && p.1 == "_init" && h.1.ends_with("@plt"))
+    };
     let differ: Vec<_> = perf
         .iter()
         .zip(&hrec)
-        .filter(|(p, h)| !h.starts_with(p))
+        .filter(|(p, h)| {
+            h.len() < p.len() || !p.iter().zip(h.iter()).all(|(a, b)| same_frame(a, b))
+        })
         .collect();
     let deep = perf.iter().filter(|p| p.len() > 3).count();
     assert!(
