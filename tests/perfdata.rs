@@ -1743,3 +1743,75 @@ fn compressed_pipe_mode_script_equals_perf_script() {
         }
     }
 }
+
+/// A perf.data without GROUP_DESC (older perf, a rewritten file) gets its groups from the
+/// events its samples read (leader first), so a sampling-read group reads as with the
+/// feature; a single-event file whose attrs list no ids still maps every sample to its event
+/// (perf 6.1 fails on it: `failed to process type: 69`).
+#[test]
+fn groups_without_group_desc_and_events_without_ids() {
+    if support::perf().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bin = hotspots();
+    perf_record(
+        dir.path(),
+        "g.data",
+        &["-e", "{cpu-clock,task-clock}:S"],
+        &[&bin, "1"],
+    );
+    let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+    // Drop GROUP_DESC (feature 17): its bit in the header and its entry in the section table.
+    let mut b = std::fs::read(dir.path().join("g.data")).unwrap();
+    let table = (u64_at(&b, 40) + u64_at(&b, 48)) as usize;
+    let bits: Vec<usize> = (0..256)
+        .filter(|&i| u64_at(&b, 72 + 8 * (i / 64)) >> (i % 64) & 1 == 1)
+        .collect();
+    let k = bits
+        .iter()
+        .position(|&f| f == 17)
+        .expect("perf wrote GROUP_DESC");
+    let entries: Vec<u8> = b[table..table + 16 * bits.len()].to_vec();
+    let mut kept = entries[..16 * k].to_vec();
+    kept.extend_from_slice(&entries[16 * (k + 1)..]);
+    b[table..table + kept.len()].copy_from_slice(&kept);
+    b[72 + 2] &= !(1 << 1); // bit 17: byte 2 of the first word, bit 1
+    std::fs::write(dir.path().join("nodesc.data"), &b).unwrap();
+    let leaders = |f: &str| -> Vec<String> {
+        hrec_ok(dir.path(), &["info", "-i", f])
+            .0
+            .lines()
+            .filter(|l| l.starts_with("# event "))
+            .map(|l| {
+                l.split(", ")
+                    .find(|w| w.starts_with("leader = "))
+                    .unwrap()
+                    .to_string()
+            })
+            .collect()
+    };
+    assert_eq!(leaders("g.data"), ["leader = 0", "leader = 0"]);
+    assert_eq!(leaders("nodesc.data"), leaders("g.data"));
+    let args = |f: &'static str| ["script", "-i", f, "-F", "+read"];
+    let with = hrec_ok(dir.path(), &args("g.data")).0;
+    assert!(with.contains("{cpu-clock "), "{with}");
+    assert_eq!(hrec_ok(dir.path(), &args("nodesc.data")).0, with);
+    // No ids in the attr section of a single-event file.
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings");
+    let mut b = std::fs::read(fixtures.join("plain.perf.data")).unwrap();
+    let (attr_size, attrs, len) = (
+        u64_at(&b, 16) as usize,
+        u64_at(&b, 24) as usize,
+        u64_at(&b, 32) as usize,
+    );
+    for e in (attrs..attrs + len).step_by(attr_size) {
+        b[e + attr_size - 16..e + attr_size].fill(0);
+    }
+    let noids = dir.path().join("noids.data");
+    std::fs::write(&noids, &b).unwrap();
+    let script = |f: &str| hrec_ok(&fixtures, &["script", "--symfs", "root", "-i", f]).0;
+    let plain = script("plain.perf.data");
+    assert!(plain.lines().count() > 100);
+    assert_eq!(script(noids.to_str().unwrap()), plain);
+}

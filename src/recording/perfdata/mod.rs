@@ -422,7 +422,26 @@ fn read_bytes(
         records_direct(b, p.records, &mut sink, !in_place);
         None
     };
+    let group_reads = std::mem::take(&mut sink.counter.group_reads);
     let (mut blocks, mut t, recorded_text) = sink.finish();
+    if info.groups.is_empty() {
+        // No GROUP_DESC (older perf, `perf inject`): the groups are those the samples read.
+        for events in &group_reads {
+            let leader = events[0];
+            for &m in &events[1..] {
+                if let Some(e) = meta.events.get_mut(m) {
+                    e.leader = leader;
+                }
+            }
+            if events.iter().enumerate().all(|(k, &e)| e == leader + k) {
+                info.groups.push(features::GroupDesc {
+                    name: String::new(),
+                    leader,
+                    members: events.len(),
+                });
+            }
+        }
+    }
     // Without a build-id, only the kernel's address in the recording can tie it to this boot.
     if matches!(info.kernel, KernelCheck::SameRelease { .. }) {
         match (recorded_text, running.kallsyms) {

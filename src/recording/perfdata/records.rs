@@ -27,6 +27,11 @@ pub(super) struct Counter {
     pub(super) decoder: Decoder,
     pub(super) id_event: HashMap<u64, usize>,
     pub(super) recorded_text: Option<u64>,
+    /// Per event with a group `read_format`: its first sample's group read was looked at.
+    pub(super) read_seen: Vec<bool>,
+    /// The events of each group read met (leader first, as the kernel lists them): where a
+    /// file has no GROUP_DESC (older perf, `perf inject`), its groups.
+    pub(super) group_reads: Vec<Vec<usize>>,
 }
 
 impl Sink {
@@ -43,6 +48,13 @@ impl Sink {
                 decoder,
                 id_event,
                 recorded_text: None,
+                // Events without a group read_format have nothing to look at.
+                read_seen: meta
+                    .events
+                    .iter()
+                    .map(|e| e.attr.read_format & crate::event::attr::read::GROUP == 0)
+                    .collect(),
+                group_reads: Vec::new(),
             },
         }
     }
@@ -89,6 +101,27 @@ impl Counter {
                 };
                 if let Some(c) = ev.and_then(|e| t.samples_per_event.get_mut(e)) {
                     *c += 1;
+                }
+                if let Some(seen) = ev.and_then(|e| self.read_seen.get_mut(e))
+                    && !*seen
+                {
+                    *seen = true;
+                    let group = RawRecord::new(bytes, 0)
+                        .ok()
+                        .and_then(|r| self.decoder.decode(&r).ok());
+                    if let Some(crate::decode::Record::Sample(s)) = group
+                        && let Some(read) = &s.read
+                    {
+                        let events: Option<Vec<usize>> = read
+                            .iter()
+                            .map(|e| e.id.and_then(|id| self.id_event.get(&id).copied()))
+                            .collect();
+                        if let Some(events) = events.filter(|v| v.len() > 1)
+                            && !self.group_reads.contains(&events)
+                        {
+                            self.group_reads.push(events);
+                        }
+                    }
                 }
             }
             kind::LOST => {
