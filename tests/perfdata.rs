@@ -1732,7 +1732,18 @@ fn compressed_pipe_mode_script_equals_perf_script() {
         let (hrec, err) = hrec_ok(dir.path(), &args);
         assert!(perf.lines().count() > 500, "{name}: {perf}");
         assert!(err.is_empty(), "{name}: {err}");
-        assert!(hrec == perf, "{name}: hrec script differs from perf script");
+        // A frame-pointer chain through code built without frame pointers can hold a stray
+        // "return address" that is a function's first byte: perf names that function
+        // (`f+0x0`), hrec looks return addresses up a byte earlier (README). Those lines may
+        // differ in the name only; every other byte is perf's.
+        assert_eq!(hrec.lines().count(), perf.lines().count(), "{name}");
+        for (h, p) in hrec.lines().zip(perf.lines()) {
+            let addr = |l: &str| l.split_whitespace().next().map(str::to_string);
+            assert!(
+                h == p || (p.starts_with('\t') && p.contains("+0x0 (") && addr(h) == addr(p)),
+                "{name}: hrec script differs from perf script:\nhrec {h}\nperf {p}"
+            );
+        }
         let (info, _) = hrec_ok(dir.path(), &["info", "-i", name]);
         assert!(
             info.contains("perf.data (pipe mode)") && info.contains("# compressed : zstd"),

@@ -766,7 +766,10 @@ fn repeat_prints_perfs_variance_column_and_run_count() {
         return;
     };
     let (code, out, ours) = hrec_stat(&args, &[]);
-    assert_eq!((code, perf_code), (3, 3), "the last run's status: {ours}");
+    // perf 6.1's own status after -r is the last run's only when its last wait sees it (0
+    // under load at times), so only hrec's is held to it.
+    assert_eq!(code, 3, "the last run's status: {ours}");
+    assert!(matches!(perf_code, 0 | 3), "perf: {perf_code}");
     assert_eq!(out, "run\nrun\nrun\n", "three runs");
     let header = " Performance counter stats for 'sh -c echo run; exit 3' (3 runs):";
     for r in [&perf, &ours] {
