@@ -70,12 +70,15 @@ pub(super) fn parse_attr_section(
                 "the ids of attr {e} (offset {ids_off}, {ids_size} bytes) do not fit the file"
             ));
         }
-        let ids = b[ids_off as usize..(ids_off + ids_size) as usize]
-            .chunks_exact(8)
-            .filter_map(|c| u64_at(c, 0))
-            .collect();
+        let (Some(ids), Some(attr)) = (
+            b.get(ids_off as usize..(ids_off + ids_size) as usize),
+            b.get(at..at + own as usize),
+        ) else {
+            return Err(format!("attr {e} does not fit the file"));
+        };
+        let ids = ids.chunks_exact(8).filter_map(|c| u64_at(c, 0)).collect();
         out.push(RawAttr {
-            bytes: b[at..at + own as usize].to_vec(),
+            bytes: attr.to_vec(),
             ids,
             name: None,
         });
@@ -154,7 +157,12 @@ pub(super) fn walk_records_at(
                 }
             }
         }
-        if pos.checked_add(total).is_none_or(|e| e > end) {
+        let (Some(whole), Some(own)) = (
+            pos.checked_add(total)
+                .filter(|&e| e <= end)
+                .and_then(|e| b.get(pos..e)),
+            b.get(pos..pos + size),
+        ) else {
             return (
                 pos,
                 Some(format!(
@@ -163,17 +171,17 @@ pub(super) fn walk_records_at(
                     end - pos
                 )),
             );
-        }
+        };
         if t >= 64 {
             *p.user_records.entry(t).or_default() += 1;
             match t {
-                user::ID_INDEX => p.id_index.push(b[pos + 8..pos + size].to_vec()),
-                user::HEADER_BUILD_ID => p.build_id_records.push(b[pos..pos + size].to_vec()),
+                user::ID_INDEX => p.id_index.push(own.get(8..).unwrap_or_default().to_vec()),
+                user::HEADER_BUILD_ID => p.build_id_records.push(own.to_vec()),
                 user::COMPRESSED | user::COMPRESSED2 => p.compressed = true,
                 _ => {}
             }
         }
-        on_record(pos, t, &b[pos..pos + total]);
+        on_record(pos, t, whole);
         pos += total;
     }
     (pos, None)
@@ -259,8 +267,9 @@ pub(super) fn prepare_file_with(b: &[u8], walk: &mut DataWalk<'_>) -> Result<Pre
                     ));
                     continue;
                 }
-                p.features
-                    .insert(f, b[off as usize..(off + size) as usize].to_vec());
+                if let Some(section) = b.get(off as usize..(off + size) as usize) {
+                    p.features.insert(f, section.to_vec());
+                }
             }
         }
     }
@@ -281,7 +290,7 @@ pub(super) fn prepare_file_with(b: &[u8], walk: &mut DataWalk<'_>) -> Result<Pre
     // The attrs are read before the records are walked, so the walk can decode them (and
     // count them as it checks them: one pass over the data section). They must lie before
     // the end of the data section.
-    let prefix = &b[..(data_off + data_size) as usize];
+    let prefix = b.get(..(data_off + data_size) as usize).unwrap_or(b);
     let from_section = parse_attr_section(prefix, attr_size, attr_section);
     p.attrs = match (from_desc, from_section) {
         (Some(a), _) => a,
@@ -332,18 +341,17 @@ pub(super) fn prepare_pipe_with(b: &[u8], walk: &mut StreamWalk<'_>) -> Result<P
     let mut features = BTreeMap::new();
     let mut dropped = Vec::new();
     let (end, stop) = walk(&mut p, 16, b.len(), &mut |here, t, rec| {
-        let body = &rec[8..];
+        let body = rec.get(8..).unwrap_or_default();
         let mut keep = true;
         match t {
             user::HEADER_ATTR => {
                 let own = u32_at(body, 4).unwrap_or(0) as usize;
-                if own >= ATTR_SIZE_VER0 as usize && own <= body.len() {
+                if let (Some(attr), Some(ids)) = (body.get(..own), body.get(own..))
+                    && own >= ATTR_SIZE_VER0 as usize
+                {
                     attrs.push(RawAttr {
-                        bytes: body[..own].to_vec(),
-                        ids: body[own..]
-                            .chunks_exact(8)
-                            .filter_map(|c| u64_at(c, 0))
-                            .collect(),
+                        bytes: attr.to_vec(),
+                        ids: ids.chunks_exact(8).filter_map(|c| u64_at(c, 0)).collect(),
                         name: None,
                     });
                 } else {
