@@ -1,6 +1,8 @@
 //! Every input the fuzzer (`examples/fuzz`) ever found, replayed through its target: none may
-//! panic or take longer than a minute (the fuzzer's hang limit is 10 s in release builds;
-//! debug builds are several times slower). Files are `tests/fuzz-regressions/<target>/*.bin`;
+//! panic, take longer than a minute (the fuzzer's hang limit is 10 s in release builds;
+//! debug builds are several times slower) or raise the process's peak resident size by more
+//! than 256 MiB (the fuzzer's memory bound; this test binary holds this one test, so the
+//! process-wide peak is this test's). Files are `tests/fuzz-regressions/<target>/*.bin`;
 //! a `*.known.bin` file is a find that is not fixed yet (named in docs/reliability.md) and is
 //! skipped.
 
@@ -34,6 +36,22 @@ fn regression_files() -> Vec<(String, PathBuf)> {
     files
 }
 
+fn vm_hwm() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// Resets the peak resident size to the current one (`clear_refs` 5).
+fn reset_hwm() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
 #[test]
 fn every_fuzz_find_stays_fixed() {
     let env = Arc::new(
@@ -43,6 +61,8 @@ fn every_fuzz_find_stays_fixed() {
     let mut failures = Vec::new();
     for (target, path) in &files {
         let input = std::fs::read(path).expect("regression file");
+        reset_hwm();
+        let baseline = vm_hwm();
         let (tx, rx) = std::sync::mpsc::channel();
         let env2 = env.clone();
         let t = target.clone();
@@ -51,12 +71,18 @@ fn every_fuzz_find_stays_fixed() {
             let _ = tx.send(r);
         });
         match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(Ok(true)) if vm_hwm() > baseline + (256 << 20) => failures.push(format!(
+                "{}: peak memory +{} MiB",
+                path.display(),
+                (vm_hwm() - baseline) >> 20
+            )),
             Ok(Ok(true)) => {}
             Ok(Ok(false)) => failures.push(format!("{}: unknown target", path.display())),
             Ok(Err(_)) => failures.push(format!("{}: panicked", path.display())),
             Err(_) => failures.push(format!("{}: still running after 60 s", path.display())),
         }
     }
+    assert!(!files.is_empty(), "no regression files found");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     eprintln!("replayed {} fuzz regression files", files.len());
 }
