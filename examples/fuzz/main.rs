@@ -58,12 +58,13 @@ struct Args {
     corpus: Option<PathBuf>,
     out: PathBuf,
     worker: Option<PathBuf>,
+    replay: Vec<PathBuf>,
 }
 
 fn usage() -> String {
     format!(
         "usage: fuzz TARGET|all [--seconds S] [--iterations N] [--seed N] [--corpus DIR] \
-         [--out DIR]\ntargets: {}",
+         [--out DIR]\n       fuzz TARGET --replay FILE [--replay FILE ...]\ntargets: {}",
         TARGETS.join(", ")
     )
 }
@@ -78,6 +79,7 @@ fn parse_args() -> Result<Args, String> {
         corpus: None,
         out: root.join("tests/fuzz-regressions"),
         worker: None,
+        replay: Vec::new(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -93,6 +95,7 @@ fn parse_args() -> Result<Args, String> {
             "--corpus" => a.corpus = Some(value("--corpus")?.into()),
             "--out" => a.out = value("--out")?.into(),
             "--worker" => a.worker = Some(value("--worker")?.into()),
+            "--replay" => a.replay.push(value("--replay")?.into()),
             "-h" | "--help" => return Err(usage()),
             "all" => a.targets.extend(TARGETS.iter().map(|t| t.to_string())),
             t if TARGETS.contains(&t) => a.targets.push(t.to_string()),
@@ -511,6 +514,57 @@ fn supervise(args: &Args) -> ExitCode {
     }
 }
 
+/// Runs each file once through the target, with the panic and memory checks, and says how
+/// it went (a hang is left to the caller's patience: nothing stops it).
+fn replay(target: &str, files: &[PathBuf]) -> ExitCode {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let env = match Env::new(root) {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("fuzz: cannot set up the scratch directory: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    install_panic_hook();
+    reset_hwm();
+    let runner = Runner {
+        env: &env,
+        target,
+        baseline: vm_hwm(),
+    };
+    let mut failed = false;
+    for f in files {
+        let input = match std::fs::read(f) {
+            Ok(b) => b,
+            Err(e) => {
+                eprintln!("fuzz: {}: {e}", f.display());
+                failed = true;
+                continue;
+            }
+        };
+        let start = Instant::now();
+        reset_hwm();
+        let outcome = runner.run(&input);
+        let took = start.elapsed();
+        match outcome {
+            Outcome::Ok => println!("{}: ok ({took:.1?})", f.display()),
+            Outcome::Panic(at) => {
+                failed = true;
+                println!("{}: PANIC at {at}", f.display());
+            }
+            Outcome::Memory(b) => {
+                failed = true;
+                println!("{}: OVER MEMORY (peak +{} MiB)", f.display(), b >> 20);
+            }
+        }
+    }
+    if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
 fn main() -> ExitCode {
     let args = match parse_args() {
         Ok(a) => a,
@@ -519,6 +573,15 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if !args.replay.is_empty() {
+        return match args.targets.as_slice() {
+            [target] => replay(target, &args.replay),
+            _ => {
+                eprintln!("fuzz: --replay takes one target");
+                ExitCode::from(2)
+            }
+        };
+    }
     match (&args.worker, args.targets.as_slice()) {
         (Some(state), [target]) => worker(&args, target, state),
         (Some(_), _) => {

@@ -274,6 +274,56 @@ fn synthetic(attr: &Attr) -> Vec<u8> {
     out
 }
 
+/// An expanded hrec file (see `targets::hrec_expand`) as if recorded with `--call-graph
+/// dwarf`: `unwound_at_record` set in the header and two `stacks` side blocks (the tables
+/// of chains unwound at record time) appended.
+fn with_stacks(expanded: &[u8]) -> Vec<u8> {
+    let meta_len = u64_at(expanded, 8) >> 32;
+    let Ok(meta_len) = usize::try_from(meta_len) else {
+        return expanded.to_vec();
+    };
+    let (Some(json), Some(blocks)) = (
+        expanded.get(16..16 + meta_len),
+        expanded.get((16 + meta_len).next_multiple_of(8)..),
+    ) else {
+        return expanded.to_vec();
+    };
+    let mut new_json = br#"{"unwound_at_record":true,"#.to_vec();
+    new_json.extend(json.get(1..).unwrap_or_default());
+    let mut out = expanded.get(..12).unwrap_or_default().to_vec();
+    out.extend((new_json.len() as u32).to_le_bytes());
+    out.extend(&new_json);
+    out.resize(out.len().next_multiple_of(8), 0);
+    out.extend(blocks);
+    let mut interner = hrec::data::stacks::StackInterner::new();
+    for round in 0..2u64 {
+        for depth in 1..6u64 {
+            let chain: Vec<u64> = (0..depth)
+                .map(|d| MAP_BASE + 0x1200 + d * 0x10 + round)
+                .collect();
+            let _ = interner.intern(&chain);
+        }
+        let Some(payload) = interner.take_block() else {
+            continue;
+        };
+        let name = b"stacks";
+        let mut h = b"HBLK".to_vec();
+        h.push(2); // side block
+        h.push(0); // zstd
+        h.extend((name.len() as u16).to_le_bytes());
+        h.extend((payload.len() as u32).to_le_bytes());
+        h.extend((payload.len() as u32).to_le_bytes());
+        h.extend(0u32.to_le_bytes()); // records
+        h.extend(u32::MAX.to_le_bytes()); // source
+        h.extend([0u8; 16]); // first and last time
+        h.extend([0u8; 8]); // check value (the target computes it), reserved
+        out.extend(h);
+        out.extend(name);
+        out.extend(payload);
+    }
+    out
+}
+
 /// `sample` seeds: the fixtures' attrs with their records, then synthetic records for a
 /// spread of sample_type / read_format / branch combinations.
 fn sample_seeds(root: &Path) -> Vec<Vec<u8>> {
@@ -396,7 +446,8 @@ pub fn seeds(env: &Env, target: &str) -> Vec<Vec<u8>> {
                 .iter()
                 .map(|f| super::targets::hrec_expand(f))
                 .collect();
-            files.into_iter().chain(expanded).collect()
+            let stacks: Vec<Vec<u8>> = expanded.iter().map(|f| with_stacks(f)).collect();
+            files.into_iter().chain(expanded).chain(stacks).collect()
         }
         "perfdata" => {
             let mut s: Vec<Vec<u8>> = ["plain.perf.data", "callchain.perf.data"]
@@ -494,6 +545,44 @@ pub fn seeds(env: &Env, target: &str) -> Vec<Vec<u8>> {
             s.truncate(2000);
             s
         }
+        "text" => TEXTS
+            .iter()
+            .map(|(k, t)| {
+                let mut s = vec![*k];
+                s.extend(t.as_bytes());
+                s
+            })
+            .collect(),
         _ => Vec::new(),
     }
 }
+
+const TEXTS: &[(u8, &str)] = &[
+    (
+        0,
+        "ffffffff81000000 T _text\nffffffff81001000 t do_one [mod]\nffffffff81001000 T alias\n",
+    ),
+    (
+        1,
+        "7f0000001000 40 jitted_fn\n7f0000001040 0x20 other one\n",
+    ),
+    (2, "config:0-7,32-35"),
+    (2, "config1:63"),
+    (3, "event=0xc0,umask=0x1,period=2000003,name='x'"),
+    (4, "0x1f"),
+    (5, "0-3,8,10-11"),
+    (6, "10%/2,30%/2"),
+    (6, "1.5,2.25"),
+    (7, "comm,dso,sym,srcline"),
+    (8, "graph,0.5,caller,function,percent"),
+    (9, "+srcline,-cpu"),
+    (
+        10,
+        "thousands_sep=\",\"\ndecimal_point=\".\"\ngrouping=3;3\n",
+    ),
+    (11, "cpu_*/cy[a-c]les?/\ncpu_core/cycles/"),
+    (
+        12,
+        "vendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 151\nstepping\t: 2\n",
+    ),
+];

@@ -9,7 +9,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use hrec::analysis::callgraph::CallGraphOptions;
-use hrec::analysis::hist::{self, HistOptions};
+use hrec::analysis::hist::{self, Filters, HistOptions};
 use hrec::analysis::profile::ProfileOptions;
 use hrec::analysis::replay;
 use hrec::decode::{Decoder, FileId, Mmap2, Regs, SampleId, StackUser, U64s, records};
@@ -20,7 +20,9 @@ use hrec::metrics::perfmon::{
     CoreEvents, Encoding, EventRef, Mapfile, MetricFile, Perfmon, RetireLatencies,
 };
 use hrec::output;
+use hrec::output::flame::FlameOptions;
 use hrec::output::report::ReportStyle;
+use hrec::output::script::Field;
 use hrec::pmu::Pmus;
 use hrec::recording::Recording;
 use hrec::symbol::binary::Binary;
@@ -30,6 +32,7 @@ use hrec::unwind::{FrameAddress, Unwinder};
 /// The names of the targets, in the order `all` runs them.
 pub const TARGETS: &[&str] = &[
     "hrec", "perfdata", "sample", "unwind", "elf", "disasm", "event", "sysfs", "perfmon", "expr",
+    "text",
 ];
 
 /// Where the unwinder fixture binary is mapped in the synthetic process.
@@ -125,6 +128,7 @@ impl Env {
             "sysfs" => self.sysfs(input),
             "perfmon" => perfmon(input),
             "expr" => expr(input),
+            "text" => text(input),
             _ => return false,
         }
         true
@@ -163,17 +167,54 @@ impl Env {
             threads: 1,
             ..ProfileOptions::default()
         };
-        let p = replay::build(&rec, &opts, &mut |_| {});
-        let h = HistOptions {
-            children: p.callchains,
-            ..HistOptions::default()
-        };
-        let tables = hist::tables(&p, &h);
-        let style = ReportStyle {
-            callgraph: p.callchains.then(CallGraphOptions::default),
-            ..ReportStyle::default()
-        };
-        let _ = output::report::text(&p, &tables, &h, &style, &mut sink);
+        // One of three commands, by the input's length: report, script, or flamegraph and
+        // export.
+        match input.len() % 3 {
+            0 => {
+                let p = replay::build(&rec, &opts, &mut |_| {});
+                let h = HistOptions {
+                    children: p.callchains,
+                    ..HistOptions::default()
+                };
+                let tables = hist::tables(&p, &h);
+                let style = ReportStyle {
+                    callgraph: p.callchains.then(CallGraphOptions::default),
+                    ..ReportStyle::default()
+                };
+                let _ = output::report::text(&p, &tables, &h, &style, &mut sink);
+                let _ = output::report::json(&p, &tables, &h, &style, &mut sink);
+            }
+            1 => {
+                let mut fields = Field::DEFAULT.to_vec();
+                fields.extend([Field::Sym, Field::Dso, Field::Period, Field::Srcline]);
+                let layout = output::script::Layout {
+                    inline: true,
+                    show_mmap: true,
+                    show_task: true,
+                    ..Default::default()
+                };
+                let mut errors = Vec::new();
+                let _ = output::script::script(
+                    &rec,
+                    &fields,
+                    &opts,
+                    &Filters::default(),
+                    layout,
+                    &mut sink,
+                    &mut errors,
+                );
+            }
+            _ => {
+                let p = replay::build(&rec, &opts, &mut |_| {});
+                for ev in 0..p.events.len() {
+                    if let Ok(f) = output::flame::fold(&p, ev, &FlameOptions::default()) {
+                        let _ = output::flame::write_folded(&f, &mut sink);
+                    }
+                }
+                let meta = output::pprof::PprofMeta::default();
+                let _ = output::pprof::build(&p, &meta, &Filters::default());
+            }
+        }
     }
 
     /// Unwinds a synthetic sample: the fixture binary mapped at [`MAP_BASE`], BP, SP and IP
@@ -501,5 +542,81 @@ pub fn expr(input: &[u8]) {
         let _ = e.eval(&|n| Some(n.len() as f64 - 3.0));
         let _ = e.eval(&|_| Some(0.0));
         let _ = e.eval(&|_| None);
+    }
+}
+
+/// The small text parsers, the first byte picking one: kallsyms, perf maps, sysfs format
+/// fields, alias terms, numbers, CPU lists, `--time`, `--sort`, `-g`, `script -F`, `locale
+/// -k` output, `list` globs and `/proc/cpuinfo`.
+pub fn text(input: &[u8]) {
+    use std::str::FromStr as _;
+    let [kind, rest @ ..] = input else {
+        return;
+    };
+    let t = String::from_utf8_lossy(rest);
+    match kind % 13 {
+        0 => {
+            let k = hrec::symbol::kallsyms::KernelSymbols::parse(&t);
+            for a in [0, 0xffff_ffff_8100_0000, 0xffff_ffff_8100_1234, u64::MAX] {
+                if let Some((sym, _)) = k.lookup(a) {
+                    let _ = k.end_of(sym.start);
+                }
+            }
+            let _ = (k.len(), k.is_empty());
+        }
+        1 => {
+            let m = hrec::symbol::perfmap::PerfMap::parse(&t);
+            for a in [0, 0x7f00_0000_1000, u64::MAX] {
+                let _ = m.lookup(a);
+            }
+        }
+        2 => {
+            if let Ok(f) = hrec::pmu::FormatField::parse(&t) {
+                let _ = (f.width(), f.max_value(), f.mask(), f.decode(u64::MAX));
+                let _ = f.encode(u64::MAX);
+                let _ = f.encode(1);
+            }
+        }
+        3 => {
+            let _ = hrec::pmu::parse_alias_terms(&t);
+        }
+        4 => {
+            let _ = hrec::pmu::parse_number(&t);
+        }
+        5 => {
+            if let Ok(c) = hrec::pmu::CpuList::from_str(&t) {
+                let _ = c.to_string();
+                let _ = c.intersect(&c);
+            }
+        }
+        6 => {
+            if let Ok(spec) = hrec::analysis::timefilter::TimeSpec::parse(&t) {
+                let r = spec.resolve(|| Some((1_000, 5_000_000_000)));
+                let _ = (r.keeps(0), r.keeps(2_000_000_000), r.keeps(u64::MAX));
+            }
+        }
+        7 => {
+            let _ = hist::parse_sort(&t);
+        }
+        8 => {
+            let _ = CallGraphOptions::from_str(&t);
+        }
+        9 => {
+            if let Ok(f) = output::script::parse_fields(&t) {
+                let _ = f.len();
+            }
+        }
+        10 => {
+            let n = hrec::stat::numeric::Numeric::parse(&t);
+            let _ = n.group("1234567890.125");
+        }
+        11 => {
+            let (pattern, text) = t.split_once('\n').unwrap_or((&t, "cpu_core/cycles/"));
+            let _ = hrec::listing::glob_match(pattern, text, true);
+            let _ = hrec::listing::glob_match(pattern, text, false);
+        }
+        _ => {
+            let _ = hrec::metrics::perfmon::cpuid_from_cpuinfo(&t);
+        }
     }
 }
