@@ -274,9 +274,10 @@ fn write_state(f: &mut Option<std::fs::File>, n: u64, input: &[u8]) {
     }
 }
 
-/// Reads what [`write_state`] wrote: the count and the input.
-fn read_state(path: &Path) -> (u64, Vec<u8>) {
-    let b = std::fs::read(path).unwrap_or_default();
+/// Reads what [`write_state`] wrote: the count and the input; `None` when the worker never
+/// got to an input.
+fn read_state(path: &Path) -> Option<(u64, Vec<u8>)> {
+    let b = std::fs::read(path).ok().filter(|b| b.len() >= 16)?;
     let word = |at: usize| {
         b.get(at..at + 8)
             .and_then(|w| w.try_into().ok())
@@ -287,7 +288,7 @@ fn read_state(path: &Path) -> (u64, Vec<u8>) {
         .get(16..16usize.saturating_add(len))
         .unwrap_or(&[])
         .to_vec();
-    (word(8), input)
+    Some((word(8), input))
 }
 
 /// The worker: fuzzes one target in this process. `state` receives each input (after an
@@ -477,7 +478,10 @@ fn supervise(args: &Args) -> ExitCode {
             }
             failed = true;
             restarts += 1;
-            let (count, input) = read_state(&state);
+            let Some((count, input)) = read_state(&state) else {
+                eprintln!("fuzz: {target}: the worker failed before its first input ({status})");
+                break;
+            };
             let _ = std::fs::remove_file(&state);
             let ran = count + 1;
             done += ran;
