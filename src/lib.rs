@@ -27,4 +27,8 @@ pub mod stat;
 pub mod symbol;
 #[cfg(test)]
 mod testutil;
+#[cfg_attr(
+    not(test),
+    deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)
+)]
 pub mod unwind;

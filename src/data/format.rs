@@ -148,23 +148,25 @@ pub(super) fn block_header(info: &BlockInfo) -> Vec<u8> {
     b.extend_from_slice(&info.source.to_le_bytes());
     b.extend_from_slice(&info.first_time.to_le_bytes());
     b.extend_from_slice(&info.last_time.to_le_bytes());
-    let check = fnv1a(&[&b[..40], info.name.as_bytes()]);
+    let check = fnv1a(&[b.get(..40).unwrap_or_default(), info.name.as_bytes()]);
     b.extend_from_slice(&check.to_le_bytes());
     b.extend_from_slice(&[0u8; 4]);
     b.extend_from_slice(info.name.as_bytes());
     b
 }
 
-fn le32(b: &[u8], at: usize) -> u32 {
-    let mut w = [0u8; 4];
-    w.copy_from_slice(&b[at..at + 4]);
-    u32::from_le_bytes(w)
+/// The little-endian u32 at `at`; 0 past the end (callers pass fixed-size arrays).
+pub(super) fn le32(b: &[u8], at: usize) -> u32 {
+    b.get(at..at + 4)
+        .and_then(|w| w.try_into().ok())
+        .map_or(0, u32::from_le_bytes)
 }
 
+/// The little-endian u64 at `at`; 0 past the end (callers pass fixed-size arrays).
 pub(super) fn le64(b: &[u8], at: usize) -> u64 {
-    let mut w = [0u8; 8];
-    w.copy_from_slice(&b[at..at + 8]);
-    u64::from_le_bytes(w)
+    b.get(at..at + 8)
+        .and_then(|w| w.try_into().ok())
+        .map_or(0, u64::from_le_bytes)
 }
 
 /// The fixed part of a block header, before its name has been read.

@@ -214,8 +214,8 @@ mod attr_hex {
     pub fn serialize<S: Serializer>(attr: &Attr, s: S) -> Result<S::Ok, S::Error> {
         let mut hex = String::with_capacity(272);
         for b in attr.to_bytes() {
-            hex.push(char::from(b"0123456789abcdef"[usize::from(b >> 4)]));
-            hex.push(char::from(b"0123456789abcdef"[usize::from(b & 15)]));
+            hex.push(char::from_digit(u32::from(b >> 4), 16).unwrap_or('0'));
+            hex.push(char::from_digit(u32::from(b & 15), 16).unwrap_or('0'));
         }
         s.serialize_str(&hex)
     }
@@ -240,7 +240,10 @@ mod attr_hex {
         let bytes = hex
             .as_bytes()
             .chunks(2)
-            .map(|p| Ok(digit(p[0])? << 4 | digit(p[1])?))
+            .map(|p| match p {
+                [hi, lo] => Ok(digit(*hi)? << 4 | digit(*lo)?),
+                _ => Err(D::Error::custom("attr hex of an odd length")),
+            })
             .collect::<Result<Vec<u8>, D::Error>>()?;
         Ok(Attr::from_bytes(&bytes))
     }

@@ -36,9 +36,25 @@
 //!   turns ~4.5-6 bytes per sample (zstd of the raw records) into ~2.
 
 pub mod codec;
+#[cfg_attr(
+    not(test),
+    deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)
+)]
 mod format;
+#[cfg_attr(
+    not(test),
+    deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)
+)]
 pub mod meta;
+#[cfg_attr(
+    not(test),
+    deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)
+)]
 mod reader;
+#[cfg_attr(
+    not(test),
+    deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)
+)]
 pub mod stacks;
 mod writer;
 

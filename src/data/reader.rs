@@ -182,23 +182,24 @@ impl Reader {
             needed,
         };
         let n = head.len().min(8);
-        if head[..n] != MAGIC[..n] {
+        let start = head.get(..n).unwrap_or_default();
+        if MAGIC.get(..n) != Some(start) {
             return Err(DataError::NotHrec {
                 path: self.path.clone(),
-                found: format!("{:?}", String::from_utf8_lossy(&head[..n])),
+                found: format!("{:?}", String::from_utf8_lossy(start)),
             });
         }
         if head.len() < FILE_HEADER {
             return Err(truncated(FILE_HEADER as u64));
         }
-        let version = u32::from_le_bytes([head[8], head[9], head[10], head[11]]);
+        let version = format::le32(&head, 8);
         if version > VERSION {
             return Err(DataError::NewerVersion {
                 path: self.path.clone(),
                 version,
             });
         }
-        let meta_len = u64::from(u32::from_le_bytes([head[12], head[13], head[14], head[15]]));
+        let meta_len = u64::from(format::le32(&head, 12));
         if version == 0 || meta_len > MAX_META {
             return Err(DataError::BadHeader {
                 path: self.path.clone(),
@@ -224,7 +225,7 @@ impl Reader {
         let mut damaged = None;
         if self.len >= self.data_start + (FOOTER + BLOCK_HEADER) as u64 {
             let footer = self.read_at(self.len - FOOTER as u64, FOOTER as u64)?;
-            if footer[16..] == END_MAGIC {
+            if footer.get(16..) == Some(&END_MAGIC[..]) {
                 match self.trailer_from_footer(le64(&footer, 0), le64(&footer, 8))? {
                     Ok(trailer) => {
                         self.blocks = trailer.blocks.clone();

@@ -71,7 +71,10 @@ impl<'a> Cursor<'a> {
         if n > self.remaining() {
             return Err(self.short(n));
         }
-        let out = &self.buf[self.pos..self.pos + n];
+        let out = self
+            .buf
+            .get(self.pos..self.pos + n)
+            .ok_or_else(|| self.short(n))?;
         self.pos += n;
         Ok(out)
     }
@@ -117,7 +120,7 @@ impl<'a> Cursor<'a> {
 
     /// Everything not read yet (consumes it).
     pub fn rest(&mut self) -> &'a [u8] {
-        let out = &self.buf[self.pos..];
+        let out = self.buf.get(self.pos..).unwrap_or_default();
         self.pos = self.buf.len();
         out
     }
@@ -145,7 +148,7 @@ impl<'a> U64s<'a> {
     /// A view of `bytes`; a trailing partial u64 is ignored.
     pub fn new(bytes: &'a [u8]) -> Self {
         U64s {
-            bytes: &bytes[..bytes.len() / 8 * 8],
+            bytes: bytes.get(..bytes.len() / 8 * 8).unwrap_or_default(),
         }
     }
 

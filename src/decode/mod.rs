@@ -58,6 +58,13 @@
 //! }
 //! ```
 
+// Bytes from files and ring buffers are untrusted: every read goes through the cursor's
+// checked accessors, and the lints keep it that way.
+#![cfg_attr(
+    not(test),
+    deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)
+)]
+
 mod cursor;
 mod layout;
 mod record;
@@ -273,7 +280,7 @@ impl<'a> Iterator for Records<'a> {
             return None;
         }
         let offset = self.pos;
-        let rest = &self.bytes[offset..];
+        let rest = self.bytes.get(offset..).unwrap_or_default();
         let fail = |s: &mut Self, e| {
             s.done = true;
             Some(Err(e))
@@ -312,7 +319,7 @@ impl<'a> Iterator for Records<'a> {
         self.pos += size;
         Some(Ok(RawRecord {
             header,
-            bytes: &rest[..size],
+            bytes: rest.get(..size).unwrap_or(rest),
             offset,
         }))
     }
@@ -561,7 +568,7 @@ impl Decoder {
             // pid, ppid, tid, ptid (u32 each), then time.
             return cursor::u64_at(raw.bytes, 8 + 16);
         }
-        let layout = &self.layouts[self.locate(raw).ok()?.index];
+        let layout = self.layouts.get(self.locate(raw).ok()?.index)?;
         let at = if t == kind::SAMPLE {
             layout.sample_time_offset()?
         } else {
@@ -581,7 +588,15 @@ impl Decoder {
             return Ok(Record::Unknown { header: raw.header });
         }
         let loc = self.locate(raw)?;
-        Record::parse(raw, &self.layouts[loc.index])
+        Record::parse(raw, self.layout_of(raw, &loc)?)
+    }
+
+    /// The layout of a located record (the index comes from this decoder, so it exists).
+    fn layout_of(&self, raw: &RawRecord<'_>, loc: &Located) -> Result<&Layout, DecodeError> {
+        self.layouts.get(loc.index).ok_or(DecodeError::NoAttrs {
+            kind: RecordKind(raw.header.type_),
+            offset: raw.offset,
+        })
     }
 
     /// [`Decoder::decode`], also saying which attr the record belongs to (`None` for records
@@ -595,7 +610,7 @@ impl Decoder {
             return Ok((None, Record::Unknown { header: raw.header }));
         }
         let loc = self.locate(raw)?;
-        let layout = &self.layouts[loc.index];
+        let layout = self.layout_of(raw, &loc)?;
         Record::parse(raw, layout).map(|r| (Some(loc), r))
     }
 }

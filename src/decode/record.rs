@@ -447,7 +447,7 @@ impl<'a> Record<'a> {
                     let n = c.u8()?;
                     c.bytes(3)?;
                     let id = c.bytes(20)?;
-                    FileId::BuildId(&id[..usize::from(n).min(20)])
+                    FileId::BuildId(id.get(..usize::from(n)).unwrap_or(id))
                 } else {
                     FileId::Inode {
                         maj: c.field("maj").u32()?,
@@ -601,7 +601,7 @@ impl<'a> Record<'a> {
 
 /// `b` up to its first NUL (all of it when there is none).
 fn cstr(b: &[u8]) -> &[u8] {
-    b.iter().position(|&x| x == 0).map_or(b, |n| &b[..n])
+    b.split(|&x| x == 0).next().unwrap_or(b)
 }
 
 #[cfg(test)]

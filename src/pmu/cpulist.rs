@@ -107,12 +107,11 @@ impl fmt::Display for CpuList {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut i = 0;
         let mut first = true;
-        while i < self.0.len() {
-            let start = self.0[i];
+        while let Some(&start) = self.0.get(i) {
             let mut end = start;
-            while i + 1 < self.0.len() && self.0[i + 1] == end + 1 {
+            while self.0.get(i + 1) == Some(&(end + 1)) {
                 i += 1;
-                end = self.0[i];
+                end += 1;
             }
             if !first {
                 f.write_str(",")?;

@@ -23,6 +23,10 @@
 //! Reading is a pure function of the tree: nothing here opens a perf event. A malformed file is an
 //! error that names the file.
 
+#[cfg_attr(
+    not(test),
+    deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)
+)]
 mod cpulist;
 
 use std::collections::BTreeMap;

@@ -19,6 +19,10 @@ pub mod account;
 pub mod open;
 pub mod side;
 pub mod synth;
+#[cfg_attr(
+    not(test),
+    deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)
+)]
 pub mod unwind;
 
 use std::io::Write;

@@ -114,7 +114,7 @@ impl RecordUnwinder {
             done = it.offset();
         }
         // What did not split into records stays as it was (the reader reports it).
-        out.extend_from_slice(&records[done..]);
+        out.extend_from_slice(records.get(done..).unwrap_or_default());
         (out, self.stacks.take_block())
     }
 
@@ -132,6 +132,15 @@ impl RecordUnwinder {
             return false;
         };
         let Some((chain_span, stack_span)) = s.chain_and_stack_spans(raw.bytes) else {
+            return false;
+        };
+        let b = raw.bytes;
+        let (Some(head), Some(between), Some(stack_bytes), Some(tail)) = (
+            b.get(..chain_span.start),
+            b.get(chain_span.end..stack_span.start),
+            b.get(stack_span.clone()),
+            b.get(stack_span.end..),
+        ) else {
             return false;
         };
         let (Some(cc), Some(regs), Some(stack)) = (s.callchain, s.regs_user, s.stack_user) else {
@@ -153,21 +162,22 @@ impl RecordUnwinder {
         }
         // Ids run out after 2^32 nodes, far beyond any recording; the chain is empty then.
         let id = self.stacks.intern(&self.chain).unwrap_or(0);
-        let b = raw.bytes;
         let start = out.len();
-        out.extend_from_slice(&b[..chain_span.start]);
+        out.extend_from_slice(head);
         out.extend_from_slice(&2u64.to_le_bytes());
         out.extend_from_slice(&STACK_REF.to_le_bytes());
         out.extend_from_slice(&u64::from(id).to_le_bytes());
-        out.extend_from_slice(&b[chain_span.end..stack_span.start]);
+        out.extend_from_slice(between);
         if self.keep_raw {
-            out.extend_from_slice(&b[stack_span.clone()]);
+            out.extend_from_slice(stack_bytes);
         }
-        out.extend_from_slice(&b[stack_span.end..]);
+        out.extend_from_slice(tail);
         let size = out.len() - start;
         match u16::try_from(size) {
             Ok(size) => {
-                out[start + 6..start + 8].copy_from_slice(&size.to_le_bytes());
+                if let Some(field) = out.get_mut(start + 6..start + 8) {
+                    field.copy_from_slice(&size.to_le_bytes());
+                }
                 true
             }
             Err(_) => {

@@ -172,7 +172,7 @@ fn parse_elf<'a, Elf: FileHeader<Endian = Endianness>>(
             b".gnu_debugaltlink" => {
                 info.altlink = section.data(endian, data).ok().and_then(|bytes| {
                     let nul = bytes.iter().position(|&b| b == 0)?;
-                    Some((bytes[..nul].to_vec(), bytes[nul + 1..].to_vec()))
+                    Some((bytes.get(..nul)?.to_vec(), bytes.get(nul + 1..)?.to_vec()))
                 });
             }
             b".debug_info" | b".zdebug_info" => {
@@ -331,7 +331,7 @@ fn parse_debuglink(bytes: &[u8], endian: Endianness) -> Option<(Vec<u8>, u32)> {
         Endianness::Little => u32::from_le_bytes(crc),
         Endianness::Big => u32::from_be_bytes(crc),
     };
-    Some((bytes[..nul].to_vec(), crc))
+    Some((bytes.get(..nul)?.to_vec(), crc))
 }
 
 /// A code symbol as read from a table, before de-duplication.
@@ -452,9 +452,11 @@ impl SymbolsBuilder {
         // for the few addresses with several equal candidates.
         let names = &self.names;
         let mut i = 0;
-        while i < self.candidates.len() {
-            let c = &self.candidates[i];
-            let tied = self.candidates[i..]
+        while let Some(rest) = self.candidates.get(i..) {
+            let Some(c) = rest.first() else {
+                break;
+            };
+            let tied = rest
                 .iter()
                 .take_while(|d| d.start == c.start && d.rank == c.rank)
                 .count();
@@ -468,9 +470,13 @@ impl SymbolsBuilder {
                         std::cmp::Reverse(d.order),
                     )
                 };
-                let best = (i..i + tied)
-                    .max_by_key(|&j| key(&self.candidates[j]))
-                    .unwrap_or(i);
+                let best = rest
+                    .get(..tied)
+                    .unwrap_or_default()
+                    .iter()
+                    .enumerate()
+                    .max_by_key(|&(_, d)| key(d))
+                    .map_or(i, |(j, _)| i + j);
                 self.candidates.swap(i, best);
             }
             i += tied.max(1);
@@ -512,7 +518,7 @@ fn name_of(names: &str, (at, len): (usize, usize)) -> &str {
 fn cstr_at(strings: &[u8], offset: u32) -> Option<&[u8]> {
     let rest = strings.get(usize::try_from(offset).ok()?..)?;
     let len = rest.iter().position(|&b| b == 0)?;
-    Some(&rest[..len])
+    rest.get(..len)
 }
 
 /// Sorted, de-duplicated code symbols.
@@ -546,7 +552,9 @@ impl Symbols {
 
     pub(super) fn lookup(&self, addr: u64) -> Option<Sym> {
         let below = self.entries.partition_point(|e| e.start <= addr);
-        let entry = self.entries[..below]
+        let entry = self
+            .entries
+            .get(..below)?
             .iter()
             .rev()
             .take(ENCLOSING_LOOKBACK)

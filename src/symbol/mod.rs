@@ -29,6 +29,10 @@
 pub mod binary;
 pub mod debuginfo;
 mod dwarf;
+#[cfg_attr(
+    not(test),
+    deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)
+)]
 pub mod elf;
 pub mod kallsyms;
 pub mod maps;

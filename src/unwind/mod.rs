@@ -174,7 +174,10 @@ impl FileInfo {
         // A header without its search table (table_enc DW_EH_PE_omit, or no entries) would
         // make every lookup fail: framehop indexes `.eh_frame` itself then.
         let eh_frame_hdr = bytes(".eh_frame_hdr").filter(|(_, h)| {
-            h.len() >= 12 && h[3] != 0xff && u32::from_le_bytes([h[8], h[9], h[10], h[11]]) > 0
+            h.get(3).is_some_and(|&enc| enc != 0xff)
+                && h.get(8..12)
+                    .and_then(|n| n.try_into().ok())
+                    .is_some_and(|n| u32::from_le_bytes(n) > 0)
         });
         Some(FileInfo {
             segments,
@@ -530,7 +533,7 @@ impl Unwinder {
         if copied == stack.data.len() && copied > 0 {
             self.stats.stack_full += 1;
         }
-        let bytes = &stack.data[..copied];
+        let bytes = stack.data.get(..copied).unwrap_or_default();
         let start = out.len();
         let mut walk = self.walk(pid, (ip, sp, bp), bytes, out);
         // At record time a library's MMAP can still be on its way in another CPU's buffer:

@@ -79,7 +79,7 @@ fn inner_index_len(b: &[u8], i: usize) -> Option<usize> {
         return None;
     }
     let mut j = i + 1;
-    while j < b.len() && b[j].is_ascii_digit() {
+    while b.get(j).is_some_and(u8::is_ascii_digit) {
         j += 1;
     }
     if j == i + 1 || b.get(j) != Some(&b']') {
@@ -94,8 +94,7 @@ pub(super) fn lex(input: &str) -> Result<Vec<Token>, ExprError> {
     let b = input.as_bytes();
     let mut out = Vec::new();
     let mut i = 0;
-    while i < b.len() {
-        let c = b[i];
+    while let Some(&c) = b.get(i) {
         if c.is_ascii_whitespace() {
             i += 1;
             continue;
@@ -105,7 +104,7 @@ pub(super) fn lex(input: &str) -> Result<Vec<Token>, ExprError> {
         // `> =`. Returns the index after the '=' when one follows.
         let eq_after = |from: usize| {
             let mut j = from;
-            while j < b.len() && b[j].is_ascii_whitespace() {
+            while b.get(j).is_some_and(u8::is_ascii_whitespace) {
                 j += 1;
             }
             (b.get(j) == Some(&b'=')).then_some(j + 1)
@@ -171,7 +170,7 @@ pub(super) fn lex(input: &str) -> Result<Vec<Token>, ExprError> {
             c if is_ident_start(c) => {
                 let mut j = i + 1;
                 loop {
-                    if j < b.len() && is_ident_char(b[j]) {
+                    if b.get(j).is_some_and(|&c| is_ident_char(c)) {
                         j += 1;
                     } else if let Some(n) = inner_index_len(b, j) {
                         j += n;
@@ -211,7 +210,7 @@ pub(super) fn lex(input: &str) -> Result<Vec<Token>, ExprError> {
 fn lex_number(input: &str, i: usize) -> Result<(f64, usize), ExprError> {
     let b = input.as_bytes();
     let digits = |mut j: usize| {
-        while j < b.len() && b[j].is_ascii_digit() {
+        while b.get(j).is_some_and(u8::is_ascii_digit) {
             j += 1;
         }
         j
@@ -242,9 +241,9 @@ fn lex_number(input: &str, i: usize) -> Result<(f64, usize), ExprError> {
         }
         j = e;
     }
-    if j < b.len() && is_ident_char(b[j]) {
+    if b.get(j).is_some_and(|&c| is_ident_char(c)) {
         let mut k = j;
-        while k < b.len() && is_ident_char(b[k]) {
+        while b.get(k).is_some_and(|&c| is_ident_char(c)) {
             k += 1;
         }
         return Err(ExprError::new(

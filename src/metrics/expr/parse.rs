@@ -37,7 +37,14 @@ impl P {
 impl Parser<'_> {
     pub(super) fn peek(&self) -> &Token {
         // The token list always ends with Eof and `pos` never passes it.
-        &self.tokens[self.pos.min(self.tokens.len() - 1)]
+        const EOF: &Token = &Token {
+            tok: Tok::Eof,
+            start: 0,
+        };
+        self.tokens
+            .get(self.pos)
+            .or(self.tokens.last())
+            .unwrap_or(EOF)
     }
 
     fn next(&mut self) -> Token {
@@ -313,14 +320,10 @@ impl Parser<'_> {
         self.expect(Tok::RParen, || {
             format!("unbalanced '(': expected ')' to close {name}( at column {open}")
         })?;
-        if args.len() != 2 {
-            return Err(self.err(
-                at,
-                format!("{name}() takes 2 arguments, got {}", args.len()),
-            ));
-        }
-        let b = args.pop().expect("two arguments");
-        let a = args.pop().expect("two arguments");
+        let n = args.len();
+        let (Some(b), Some(a), None) = (args.pop(), args.pop(), args.pop()) else {
+            return Err(self.err(at, format!("{name}() takes 2 arguments, got {n}")));
+        };
         let d = [a.depth, b.depth];
         self.join(at, Node::Call(func, Box::new(a.node), Box::new(b.node)), &d)
     }

@@ -72,37 +72,38 @@ pub(super) fn pattern_matches(pattern: &str, cpuid: &str) -> bool {
     let p = pattern.as_bytes();
     let s = cpuid.as_bytes();
     let (mut i, mut j) = (0, 0);
-    while i < p.len() {
+    while let Some(&pc) = p.get(i) {
         let Some(&c) = s.get(j) else {
             return false;
         };
-        if p[i] == b'[' {
-            let Some(len) = p[i..].iter().position(|&x| x == b']') else {
+        if pc == b'[' {
+            let rest = p.get(i + 1..).unwrap_or_default();
+            let Some(len) = rest.iter().position(|&x| x == b']') else {
                 return false;
             };
-            if !class_contains(&p[i + 1..i + len], c) {
+            if !class_contains(rest.get(..len).unwrap_or_default(), c) {
                 return false;
             }
-            i += len + 1;
+            i += len + 2;
         } else {
-            if !p[i].eq_ignore_ascii_case(&c) {
+            if !pc.eq_ignore_ascii_case(&c) {
                 return false;
             }
             i += 1;
         }
         j += 1;
     }
-    j == s.len() || s[j] == b'-'
+    matches!(s.get(j), None | Some(b'-'))
 }
 
 /// `class` is the inside of `[...]`: single characters and `a-z` ranges.
 fn class_contains(class: &[u8], c: u8) -> bool {
     let c = c.to_ascii_uppercase();
     let mut k = 0;
-    while k < class.len() {
-        let lo = class[k].to_ascii_uppercase();
-        if k + 2 < class.len() && class[k + 1] == b'-' {
-            let hi = class[k + 2].to_ascii_uppercase();
+    while let Some(lo) = class.get(k) {
+        let lo = lo.to_ascii_uppercase();
+        if let (Some(b'-'), Some(hi)) = (class.get(k + 1), class.get(k + 2)) {
+            let hi = hi.to_ascii_uppercase();
             if (lo..=hi).contains(&c) {
                 return true;
             }
@@ -169,7 +170,7 @@ impl Mapfile {
                     ),
                 ));
             }
-            let pattern = cols[0];
+            let pattern = cols.first().copied().unwrap_or_default();
             if pattern.matches('[').count() != pattern.matches(']').count() {
                 return Err(malformed(
                     path,

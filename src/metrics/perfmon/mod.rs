@@ -27,11 +27,27 @@
 //! but lenient about content: a formula that does not parse makes only that metric fail, when
 //! it is evaluated, and [`MetricFile::formula_errors`] lists such metrics upfront.
 
+#[cfg_attr(
+    not(test),
+    deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)
+)]
 mod event_ref;
 mod events;
+#[cfg_attr(
+    not(test),
+    deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)
+)]
 mod file;
+#[cfg_attr(
+    not(test),
+    deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)
+)]
 mod mapfile;
 mod metrics;
+#[cfg_attr(
+    not(test),
+    deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)
+)]
 mod retire;
 
 use std::path::Path;

@@ -221,8 +221,8 @@ pub(super) fn streamable(path: &Path) -> Option<(FileBytes, DataFile)> {
         .map_anon()
         .ok()?;
     let (a, b) = (data_off as usize, data_end as usize);
-    file.read_exact_at(&mut sparse[..a], 0).ok()?;
-    file.read_exact_at(&mut sparse[b..], data_end).ok()?;
+    file.read_exact_at(sparse.get_mut(..a)?, 0).ok()?;
+    file.read_exact_at(sparse.get_mut(b..)?, data_end).ok()?;
     Some((
         FileBytes::Sparse(sparse),
         DataFile {

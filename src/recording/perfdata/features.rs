@@ -67,7 +67,7 @@ pub(super) fn parse_event_desc(b: &[u8]) -> Option<Vec<RawAttr>> {
         let ids_bytes = b.get(at..at.checked_add(nr_ids.checked_mul(8)?)?)?;
         at += ids_bytes.len();
         out.push(RawAttr {
-            bytes: attr[..own].to_vec(),
+            bytes: attr.get(..own)?.to_vec(),
             ids: ids_bytes
                 .chunks_exact(8)
                 .filter_map(|c| u64_at(c, 0))
@@ -88,21 +88,22 @@ pub(super) fn parse_build_ids(b: &[u8], out: &mut Vec<BuildIdEntry>) {
             break;
         };
         let misc = u16_at(rec, 4).unwrap_or(0);
-        let id = &rec[12..36];
+        let (Some(id), Some(path)) = (rec.get(12..36), rec.get(36..)) else {
+            break;
+        };
         let n = if misc & MISC_BUILD_ID_SIZE != 0 {
-            usize::from(id[20]).min(20)
+            id.get(20).map_or(20, |&n| usize::from(n).min(20))
         } else {
             let mut n = 20;
-            while n >= 4 && id[n - 4..n].iter().all(|&x| x == 0) {
+            while n >= 4 && id.get(n - 4..n).is_some_and(|w| w.iter().all(|&x| x == 0)) {
                 n -= 4;
             }
             n
         };
-        let path = &rec[36..];
-        let path_end = path.iter().position(|&c| c == 0).unwrap_or(path.len());
+        let path = path.split(|&c| c == 0).next().unwrap_or(path);
         out.push(BuildIdEntry {
-            build_id: hex(&id[..n]),
-            path: String::from_utf8_lossy(&path[..path_end]).into_owned(),
+            build_id: hex(id.get(..n).unwrap_or(id)),
+            path: String::from_utf8_lossy(path).into_owned(),
             kernel: misc & 7 == 1 || misc & 7 == 4,
         });
         at += size;

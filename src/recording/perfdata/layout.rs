@@ -157,6 +157,6 @@ pub(super) fn string_at(b: &[u8], at: &mut usize) -> Option<String> {
     let start = at.checked_add(4)?;
     let s = b.get(start..start.checked_add(len)?)?;
     *at = start + len;
-    let end = s.iter().position(|&c| c == 0).unwrap_or(s.len());
-    Some(String::from_utf8_lossy(&s[..end]).into_owned())
+    let s = s.split(|&c| c == 0).next().unwrap_or(s);
+    Some(String::from_utf8_lossy(s).into_owned())
 }

@@ -78,12 +78,15 @@ pub(super) fn parse_attr_section(
                 b.len()
             ));
         }
-        let ids = b[ids_off as usize..(ids_off + ids_size) as usize]
-            .chunks_exact(8)
-            .filter_map(|c| u64_at(c, 0))
-            .collect();
+        let (Some(ids), Some(attr)) = (
+            b.get(ids_off as usize..(ids_off + ids_size) as usize),
+            b.get(at..at + own as usize),
+        ) else {
+            return Err(format!("attr {e} does not fit the file"));
+        };
+        let ids = ids.chunks_exact(8).filter_map(|c| u64_at(c, 0)).collect();
         out.push(RawAttr {
-            bytes: b[at..at + own as usize].to_vec(),
+            bytes: attr.to_vec(),
             ids,
             name: None,
         });
@@ -162,7 +165,12 @@ pub(super) fn walk_records_at(
                 }
             }
         }
-        if pos.checked_add(total).is_none_or(|e| e > end) {
+        let (Some(whole), Some(own)) = (
+            pos.checked_add(total)
+                .filter(|&e| e <= end)
+                .and_then(|e| b.get(pos..e)),
+            b.get(pos..pos + size),
+        ) else {
             return (
                 pos,
                 Some(format!(
@@ -171,17 +179,17 @@ pub(super) fn walk_records_at(
                     end - pos
                 )),
             );
-        }
+        };
         if t >= 64 {
             *p.user_records.entry(t).or_default() += 1;
             match t {
-                user::ID_INDEX => p.id_index.push(b[pos + 8..pos + size].to_vec()),
-                user::HEADER_BUILD_ID => p.build_id_records.push(b[pos..pos + size].to_vec()),
+                user::ID_INDEX => p.id_index.push(own.get(8..).unwrap_or_default().to_vec()),
+                user::HEADER_BUILD_ID => p.build_id_records.push(own.to_vec()),
                 user::COMPRESSED | user::COMPRESSED2 => p.compressed = true,
                 _ => {}
             }
         }
-        on_record(pos, t, &b[pos..pos + total]);
+        on_record(pos, t, whole);
         pos += total;
     }
     (pos, None)
@@ -219,9 +227,12 @@ fn read_feature_table(b: &[u8], table_off: u64, bits: [u64; 4], p: &mut Prepared
                 lost.push(f);
                 continue;
             }
+            let Some(section) = b.get(off as usize..(off + size) as usize) else {
+                lost.push(f);
+                continue;
+            };
             budget -= size;
-            p.features
-                .insert(f, b[off as usize..(off + size) as usize].to_vec());
+            p.features.insert(f, section.to_vec());
         }
     }
     let names: Vec<String> = lost.iter().map(|&f| feature::name(f)).collect();
@@ -246,7 +257,7 @@ fn read_feature_table(b: &[u8], table_off: u64, bits: [u64; 4], p: &mut Prepared
         0 => {}
         1 => p.warnings.push(format!(
             "the {} feature section is unreadable ({where_}); not used",
-            names[0]
+            names.join("")
         )),
         n => p.warnings.push(format!(
             "{n} feature sections unreadable ({where_}; a damaged data size in the header moves the table): {} not used",
@@ -331,7 +342,7 @@ pub(super) fn prepare_file_with(b: &[u8], walk: &mut DataWalk<'_>) -> Result<Pre
     // The attrs are read before the records are walked, so the walk can decode them (and
     // count them as it checks them: one pass over the data section). They must lie before
     // the end of the data section.
-    let prefix = &b[..(data_off + data_size) as usize];
+    let prefix = b.get(..(data_off + data_size) as usize).unwrap_or(b);
     let from_section = parse_attr_section(prefix, attr_size, attr_section);
     p.attrs = match (from_desc, from_section) {
         (Some(a), _) => a,
@@ -381,17 +392,16 @@ pub(super) fn prepare_pipe_with(b: &[u8], walk: &mut StreamWalk<'_>) -> Result<P
     let mut attrs = Vec::new();
     let mut features = BTreeMap::new();
     let (end, stop) = walk(&mut p, 16, b.len(), &mut |_, t, rec| {
-        let body = &rec[8..];
+        let body = rec.get(8..).unwrap_or_default();
         match t {
             user::HEADER_ATTR => {
                 let own = u32_at(body, 4).unwrap_or(0) as usize;
-                if own >= ATTR_SIZE_VER0 as usize && own <= body.len() {
+                if let (Some(attr), Some(ids)) = (body.get(..own), body.get(own..))
+                    && own >= ATTR_SIZE_VER0 as usize
+                {
                     attrs.push(RawAttr {
-                        bytes: body[..own].to_vec(),
-                        ids: body[own..]
-                            .chunks_exact(8)
-                            .filter_map(|c| u64_at(c, 0))
-                            .collect(),
+                        bytes: attr.to_vec(),
+                        ids: ids.chunks_exact(8).filter_map(|c| u64_at(c, 0)).collect(),
                         name: None,
                     });
                 } else {

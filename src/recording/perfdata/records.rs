@@ -173,14 +173,14 @@ pub(super) fn records_direct(b: &[u8], (start, end): (usize, usize), sink: &mut 
         let Some(next) = aux.and_then(|a| pos.checked_add(size)?.checked_add(a)) else {
             break;
         };
-        if size < 8 || next > end {
+        let Some(rec) = b.get(pos..pos + size).filter(|_| size >= 8 && next <= end) else {
             break;
-        }
+        };
         if t < 64 {
             if copy {
-                sink.push_raw(&b[pos..pos + size]);
+                sink.push_raw(rec);
             } else {
-                sink.counter.count(&b[pos..pos + size]);
+                sink.counter.count(rec);
             }
         }
         pos = next;
