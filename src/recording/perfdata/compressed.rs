@@ -219,7 +219,9 @@ impl Outer<'_> {
                     }
                 }
                 let from = (at - self.buf_at) as usize;
-                Ok(&self.buf[from..from + len])
+                self.buf
+                    .get(from..from + len)
+                    .ok_or_else(|| format!("cannot read the records at offset {at}: short read"))
             }
         }
     }
@@ -327,7 +329,9 @@ impl Blocks<'_> {
     fn take_records(&mut self, block: &mut Vec<u8>) -> Result<(), Stop> {
         let mut at = 0;
         while self.filled - at >= 8 {
-            let w = &self.window[at..self.filled];
+            let Some(w) = self.window.get(at..self.filled) else {
+                break;
+            };
             let size = usize::from(u16_at(w, 6).unwrap_or(0));
             if size < 8 {
                 let c = self.last_at;
@@ -343,7 +347,7 @@ impl Blocks<'_> {
                 if type_ < 64 && self.c.limit.is_some_and(|l| self.records >= l) {
                     return Err(Stop::End);
                 }
-                block.extend_from_slice(&w[..size]);
+                block.extend_from_slice(w.get(..size).unwrap_or_default());
                 if type_ < 64 {
                     self.records += 1;
                 }
@@ -370,9 +374,13 @@ impl Blocks<'_> {
         }
         let space = WINDOW - self.filled;
         let status = match self.decoder.as_mut() {
-            Some(d) => {
-                d.run_on_buffers(&self.input[self.in_pos..], &mut self.window[self.filled..])
-            }
+            Some(d) => match (
+                self.input.get(self.in_pos..),
+                self.window.get_mut(self.filled..),
+            ) {
+                (Some(input), Some(output)) => d.run_on_buffers(input, output),
+                _ => return Ok(true),
+            },
             None => return Ok(true),
         };
         let status = status.map_err(|e| {
@@ -419,7 +427,7 @@ impl Blocks<'_> {
             let r = self.outer.next().map_err(Stop::Damaged)?;
             let Some(OuterRecord { at, type_, bytes }) = r else {
                 if self.filled > 0 {
-                    let size = u16_at(&self.window[..self.filled], 6)
+                    let size = u16_at(self.window.get(..self.filled).unwrap_or_default(), 6)
                         .map_or_else(|| "its header".to_string(), |s| format!("{s} bytes"));
                     return Err(self.damaged(format!(
                         "the compressed stream ends inside a record ({} bytes of {size}) after the COMPRESSED record at offset {}",

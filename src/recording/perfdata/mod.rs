@@ -59,6 +59,10 @@
     deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)
 )]
 mod bytes;
+#[cfg_attr(
+    not(test),
+    deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)
+)]
 mod compressed;
 #[cfg_attr(
     not(test),
