@@ -40,26 +40,16 @@
 //!   `X if C else Y` is evaluated, so an unknown name in a branch not taken is no error.
 //!   [`Expr::names`] lists every name for an upfront check.
 
-#[cfg_attr(
+// Byte and text parsing: no indexing that can panic, no unwrap/expect outside tests.
+#![cfg_attr(
     not(test),
     deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)
 )]
+
 mod ast;
 mod error;
-#[cfg_attr(
-    not(test),
-    deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)
-)]
 mod eval;
-#[cfg_attr(
-    not(test),
-    deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)
-)]
 mod lex;
-#[cfg_attr(
-    not(test),
-    deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)
-)]
 mod parse;
 
 use std::fmt;

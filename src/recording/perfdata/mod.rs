@@ -54,45 +54,19 @@
 //!   that does not sample is `counted` (its values arrive in the sampler's group read),
 //!   `dummy` is `tracking` (perf's carrier of MMAP/COMM records in `-a` mode).
 
-#[cfg_attr(
+// Byte and text parsing: no indexing that can panic, no unwrap/expect outside tests.
+#![cfg_attr(
     not(test),
     deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)
 )]
+
 mod bytes;
-#[cfg_attr(
-    not(test),
-    deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)
-)]
 mod compressed;
-#[cfg_attr(
-    not(test),
-    deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)
-)]
 mod features;
-#[cfg_attr(
-    not(test),
-    deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)
-)]
 mod kernel;
-#[cfg_attr(
-    not(test),
-    deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)
-)]
 mod layout;
-#[cfg_attr(
-    not(test),
-    deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)
-)]
 mod prepare;
-#[cfg_attr(
-    not(test),
-    deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)
-)]
 mod records;
-#[cfg_attr(
-    not(test),
-    deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)
-)]
 mod to_meta;
 
 use std::collections::HashMap;
@@ -459,8 +433,11 @@ fn read_bytes(
     if info.groups.is_empty() {
         // No GROUP_DESC (older perf, `perf inject`): the groups are those the samples read.
         for events in &group_reads {
-            let leader = events[0];
-            for &m in &events[1..] {
+            let [leader, members @ ..] = events.as_slice() else {
+                continue;
+            };
+            let leader = *leader;
+            for &m in members {
                 if let Some(e) = meta.events.get_mut(m) {
                     e.leader = leader;
                 }
