@@ -64,6 +64,8 @@ pub struct RecordConfig {
     pub zstd_level: Option<i32>,
     /// `-B`: no build-ids.
     pub no_buildid: bool,
+    /// `--switch-output` (with `--switch-max-files`).
+    pub switch_output: Option<record::switch::SwitchOutput>,
 }
 
 /// `hrec list`.
@@ -450,6 +452,7 @@ fn record(
         ),
         zstd_level: cfg.zstd_level,
         no_buildid: cfg.no_buildid,
+        switch_output: cfg.switch_output,
     };
     let outcome = if cfg.quiet {
         record::record(&session, &mut io::sink())?

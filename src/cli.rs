@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand};
 use hrec::app::{Command, Env, InputConfig, ListConfig, RecordConfig};
 use hrec::event::plan::{CallGraph, DEFAULT_DWARF_STACK, Freq, RecordOptions, Target};
 use hrec::pmu::CpuList;
+use hrec::record::switch::{SwitchOutput, Trigger};
 
 /// hrec: sampling profiler for modern Intel PMUs (hybrid, TopDown, retire latency).
 #[derive(Debug, Parser)]
@@ -214,6 +215,26 @@ pub struct RecordArgs {
     /// Accepted for perf's habit: hrec never fills perf's build-id cache (~/.debug).
     #[arg(short = 'N', long = "no-buildid-cache")]
     pub no_buildid_cache: bool,
+    /// Cut the recording into files OUTPUT.<YYYYmmddHHMMSScc>, each readable alone: on
+    /// SIGUSR2 (signal, the default), when the file reaches a size (100M; B, K, M, G) or
+    /// every period (30s; s, m, h, d).
+    #[arg(
+        long = "switch-output",
+        value_name = "signal|SIZE|TIME",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "signal",
+        value_parser = clap::value_parser!(Trigger)
+    )]
+    pub switch_output: Option<Trigger>,
+    /// With --switch-output: keep only the newest N files.
+    #[arg(
+        long = "switch-max-files",
+        value_name = "N",
+        requires = "switch_output",
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub switch_max_files: Option<u64>,
     /// perf's filter of perf's own tracepoint events: hrec records no tracepoints, so it is
     /// refused with the reason.
     #[arg(long = "exclude-perf", hide = true)]
@@ -1407,6 +1428,12 @@ impl RecordArgs {
             quiet: self.quiet,
             zstd_level: self.compression_level,
             no_buildid: self.no_buildid,
+            switch_output: self.switch_output.map(|trigger| SwitchOutput {
+                trigger,
+                max_files: self
+                    .switch_max_files
+                    .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+            }),
         })
     }
 }

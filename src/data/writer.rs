@@ -209,6 +209,14 @@ impl Writer {
         Ok(self.offset)
     }
 
+    /// Renames the file being written (`record --switch-output`); it stays open, and later
+    /// messages name the new path.
+    pub fn rename(&mut self, to: &Path) -> Result<(), DataError> {
+        std::fs::rename(&self.path, to).map_err(io_err("rename", &self.path))?;
+        self.path = to.to_path_buf();
+        Ok(())
+    }
+
     /// Bytes in the file so far (header and complete blocks).
     pub fn bytes_written(&self) -> u64 {
         self.offset

@@ -359,6 +359,30 @@ pub fn gettid() -> u32 {
     unsafe { libc::gettid() as u32 }
 }
 
+/// The local calendar time of `unix_secs` by the C library's time-zone rules (`TZ`,
+/// `/etc/localtime`), as `[year, month 1-12, day, hour, minute, second]`; `None` if the C
+/// library cannot convert it.
+pub fn local_time(unix_secs: i64) -> Option<[i32; 6]> {
+    let t: libc::time_t = unix_secs;
+    // SAFETY: a zeroed `tm` is a valid out-parameter; localtime_r is the thread-safe form and
+    // writes only into it; both pointers are valid for the call.
+    let tm = unsafe {
+        let mut tm: libc::tm = std::mem::zeroed();
+        if libc::localtime_r(&t, &mut tm).is_null() {
+            return None;
+        }
+        tm
+    };
+    Some([
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec,
+    ])
+}
+
 /// This process's vdso image (the kernel maps the same image into every process of an
 /// architecture), read from `/proc/self/mem` at the `[vdso]` mapping; `None` when the maps do
 /// not show one or it cannot be read.
@@ -492,5 +516,20 @@ mod tests {
         assert!(copy_records(&ring, 0, 4, &mut Vec::new()).is_err());
         assert!(copy_records(&ring, 4, 20, &mut Vec::new()).is_err());
         assert!(copy_records(&[0u8; 4], 0, 8, &mut Vec::new()).is_err());
+    }
+
+    #[test]
+    fn local_time_agrees_with_date() {
+        for t in [0i64, 1_764_079_750, 951_782_400] {
+            let out = std::process::Command::new("date")
+                .args([&format!("-d@{t}"), "+%Y %m %d %H %M %S"])
+                .output()
+                .expect("date runs");
+            let want: Vec<i32> = String::from_utf8_lossy(&out.stdout)
+                .split_whitespace()
+                .map(|w| w.parse().expect("a number"))
+                .collect();
+            assert_eq!(local_time(t).map(|a| a.to_vec()), Some(want), "t = {t}");
+        }
     }
 }

@@ -125,6 +125,54 @@ impl Accounting {
         self.samples_per_event.iter().sum::<u64>() + self.unknown_samples
     }
 
+    /// Hands over the counts of the file just finished (`--switch-output`) and starts the
+    /// next file's from zero. The file names and kernel addresses seen so far stay: each
+    /// file's build-ids and kernel symbols cover what its synthesized mappings refer to.
+    pub fn take_file(&mut self) -> Accounting {
+        let next = Accounting {
+            id_to_event: self.id_to_event.clone(),
+            offsets: self.offsets,
+            self_pid: self.self_pid,
+            samples_per_event: vec![0; self.samples_per_event.len()],
+            mapped_files: self.mapped_files.clone(),
+            kernel_addrs: self.kernel_addrs.clone(),
+            layouts: self.layouts.clone(),
+            ..Accounting::default()
+        };
+        std::mem::replace(self, next)
+    }
+
+    /// Adds the counts of `other` (a finished file's) to these: the totals of a switched
+    /// recording.
+    pub fn absorb(&mut self, other: &Accounting) {
+        if self.samples_per_event.len() < other.samples_per_event.len() {
+            self.samples_per_event
+                .resize(other.samples_per_event.len(), 0);
+        }
+        for (a, b) in self
+            .samples_per_event
+            .iter_mut()
+            .zip(&other.samples_per_event)
+        {
+            *a += b;
+        }
+        for (k, v) in &other.per_thread {
+            *self.per_thread.entry(*k).or_default() += v;
+        }
+        self.unknown_samples += other.unknown_samples;
+        self.self_samples += other.self_samples;
+        self.lost_records += other.lost_records;
+        self.lost_samples += other.lost_samples;
+        self.throttles += other.throttles;
+        self.unthrottles += other.unthrottles;
+        self.records += other.records;
+        self.bytes += other.bytes;
+        self.time_range = match (self.time_range, other.time_range) {
+            (Some((a, b)), Some((c, d))) => Some((a.min(c), b.max(d))),
+            (x, None) | (None, x) => x,
+        };
+    }
+
     /// Walks a batch of whole records (as the ring buffer hands them out).
     pub fn account(&mut self, bytes: &[u8]) {
         let mut at = 0usize;
@@ -289,6 +337,34 @@ mod tests {
         );
         assert_eq!(acc.time_range, Some((90, 300)));
         assert_eq!(acc.records, 6);
+    }
+
+    #[test]
+    fn a_switched_file_starts_from_zero_and_totals_add_up() {
+        let mut a = Attr::new(1, 0);
+        a.sample_period_or_freq = 4000;
+        a.sample_type = sample::IP | sample::TID | sample::TIME | sample::ID;
+        let mut acc = Accounting::new(&[a], [(10, 0)], 99);
+        let tid = |pid: u64, tid: u64| pid | (tid << 32);
+        acc.account(&rec(kind::SAMPLE, &[0x1000, tid(5, 6), 100, 10]));
+        acc.account(&rec(kind::LOST, &[10, 3]));
+        let first = acc.take_file();
+        assert_eq!((first.samples(), first.lost_samples), (1, 3));
+        assert_eq!((acc.samples(), acc.lost_samples, acc.records), (0, 0, 0));
+        assert!(acc.per_thread.is_empty() && acc.time_range.is_none());
+        acc.account(&rec(kind::SAMPLE, &[0x1000, tid(5, 7), 200, 10]));
+        acc.account(&rec(kind::SAMPLE, &[0x1000, tid(5, 6), 300, 10]));
+        assert_eq!(
+            acc.samples_per_event,
+            vec![2],
+            "ids still known after the switch"
+        );
+        let mut total = first.clone();
+        total.absorb(&acc);
+        assert_eq!(total.samples(), 3);
+        assert_eq!(total.per_thread[&(5, 6)], 2);
+        assert_eq!(total.time_range, Some((100, 300)));
+        assert_eq!((total.lost_samples, total.records), (3, 4));
     }
 
     #[test]

@@ -14,10 +14,15 @@
 //! 5. When the workload exits (or SIGINT/SIGTERM, which are forwarded to it), drain once more,
 //!    read every fd for its final count and `read_format LOST`, write the build-ids, the
 //!    trailer, and print one summary line.
+//!
+//! With `--switch-output` ([`switch`]) step 5's file ending also happens whenever a file is
+//! due: the drain loop flushes every buffer, the file is finished and renamed, and the next
+//! one starts with the tasks alive synthesized from `/proc`.
 
 pub mod account;
 pub mod open;
 pub mod side;
+pub mod switch;
 pub mod synth;
 #[cfg_attr(
     not(test),
@@ -27,11 +32,13 @@ pub mod unwind;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::data::{self, EventId, EventMeta, FinalCount, Meta, PmuMeta, Trailer, Writer};
 use crate::decode::ReadValues;
+use crate::event::Attr;
 use crate::event::attr::read;
 use crate::event::plan::{Plan, Role, Target};
 use crate::kernel::process::{self, Epoll, ExitStatus, Signals, SpawnError, Workload};
@@ -135,6 +142,8 @@ pub struct Session<'a> {
     pub zstd_level: Option<i32>,
     /// `-B/--no-buildid`: no build-ids side block (reports then cannot tell a rebuilt binary).
     pub no_buildid: bool,
+    /// `--switch-output`: a series of files instead of one.
+    pub switch_output: Option<switch::SwitchOutput>,
 }
 
 /// How a recording went.
@@ -152,11 +161,24 @@ pub struct Outcome {
 
 enum Msg {
     Records(u32, Vec<u8>),
-    Side(&'static str, Vec<u8>),
     /// With record-time unwinding: copies of the side-band records (MMAP, COMM, FORK, EXIT)
     /// of one drain pass over every ring, sent before any batch of that pass, for the
     /// unwinder (they are written with their batches as usual).
     SideBand(Vec<u8>),
+    /// The end of a file: the build-ids of these mapped files and the kernel symbols around
+    /// these addresses (worked out on the writer thread: reading every binary and
+    /// `/proc/kallsyms` would stall the drain).
+    FileSides {
+        files: std::collections::BTreeSet<Vec<u8>>,
+        kernel_addrs: std::collections::BTreeSet<u64>,
+    },
+    /// `--switch-output`: finish the file with this trailer, rename it `to`, and start the
+    /// next one at the output path with this header.
+    Switch {
+        to: PathBuf,
+        trailer: Box<Trailer>,
+        meta: Box<Meta>,
+    },
 }
 
 /// A batch is handed to the writer at [`data::BATCH_BYTES`] (the block size the codec is
@@ -212,7 +234,15 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
     for n in &opened.notices {
         let _ = writeln!(err, "hrec: {n}");
     }
-    let signals = Signals::catch(&[libc::SIGINT, libc::SIGTERM, libc::SIGCHLD])
+    let mut caught = vec![libc::SIGINT, libc::SIGTERM, libc::SIGCHLD];
+    if let Some(switch::SwitchOutput {
+        trigger: switch::Trigger::Signal,
+        ..
+    }) = s.switch_output
+    {
+        caught.push(libc::SIGUSR2);
+    }
+    let signals = Signals::catch(&caught)
         .map_err(|e| RecordError::Os("cannot install signal handlers".into(), e));
     let signals = match signals {
         Ok(sg) => sg,
@@ -269,20 +299,26 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
     };
 
     let (tx, rx) = mpsc::sync_channel::<Msg>(64);
-    let procfs = s.procfs_root.clone();
     let unwinding = meta.unwound_at_record;
     let unwinder = meta.unwound_at_record.then(|| {
         let events = opened.fds.iter().map(|f| (f.id, opened.attrs[f.event]));
         RecordUnwinder::new(events, s.keep_raw_stacks, &s.procfs_root)
     });
-    // The vdso every process of this kernel maps: its frames are named from it, and stacks
-    // kept raw unwind through it again later.
-    if let Some(image) = crate::kernel::own_vdso(&s.procfs_root) {
-        let _ = tx.send(Msg::Side("vdso", image));
-    }
+    let file_bytes = Arc::new(AtomicU64::new(writer.bytes_written()));
+    let ctx = WriterCtx {
+        procfs: s.procfs_root.clone(),
+        // The vdso every process of this kernel maps: its frames are named from it, and
+        // stacks kept raw unwind through it again later.
+        vdso: crate::kernel::own_vdso(&s.procfs_root),
+        unwinder,
+        output: s.output.clone(),
+        level: s.zstd_level,
+        file_bytes: Arc::clone(&file_bytes),
+        no_buildid: s.no_buildid,
+    };
     let writer_thread = std::thread::Builder::new()
         .name("hrec-writer".into())
-        .spawn(move || writer_loop(writer, rx, &procfs, unwinder))
+        .spawn(move || writer_loop(writer, rx, ctx))
         .map_err(|e| RecordError::Os("cannot start the writer thread".into(), e))?;
 
     let ids = opened.fds.iter().map(|f| (f.id, f.event));
@@ -293,16 +329,16 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
         Target::SystemWide | Target::Cpus(_) => Some(synth::Tasks::All),
         Target::Pids(_) | Target::Tids(_) => Some(synth::Tasks::These(&tasks)),
     };
+    // The tracking event's attr and id: synthesized records are written as its.
+    let synth = plan.events.iter().position(|e| e.tracking).and_then(|t| {
+        let f = opened.fds.iter().find(|f| f.event == t)?;
+        Some(synth::Synth::new(&opened.attrs[t], f.id))
+    });
     if let Some(existing) = existing
-        && let Some(t) = plan.events.iter().position(|e| e.tracking)
-        && let Some(f) = opened.fds.iter().find(|f| f.event == t)
+        && let Some(synth) = &synth
     {
         let began = Instant::now();
-        let found = synth::synthesize(
-            &s.procfs_root,
-            existing,
-            &synth::Synth::new(&opened.attrs[t], f.id),
-        );
+        let found = synth::synthesize(&s.procfs_root, existing, synth);
         if s.verbose > 0 {
             let _ = writeln!(
                 err,
@@ -327,6 +363,21 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
         let _ = tx.send(Msg::Records(u32::MAX, found.bytes));
     }
     let mut opened = opened;
+    let mut switcher = s.switch_output.map(|so| Switcher {
+        due: switch::Due::new(so.trigger),
+        file_bytes: Arc::clone(&file_bytes),
+        session: s,
+        meta: meta.clone(),
+        attrs: &opened.attrs,
+        fds: &opened.fds,
+        tasks: &tasks,
+        workload: child,
+        synth: synth.as_ref(),
+        totals: Accounting::default(),
+        lost_read: 0,
+        file_start_unix: start_unix,
+        err: &mut *err,
+    });
     let run = drain_loop(
         &plan.target,
         &mut opened.rings,
@@ -338,53 +389,28 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
             side_band: unwinding,
         },
         &mut acc,
+        switcher.as_mut(),
     )?;
     drop(signals);
 
-    let (counts, lost_read) = final_counts(plan, &opened);
-    let files: Vec<&[u8]> = acc.mapped_files.iter().map(Vec::as_slice).collect();
-    if !s.no_buildid {
-        let build_ids = side::build_ids(files);
-        let _ = tx.send(Msg::Side("build-ids", build_ids.into_bytes()));
-    }
-    if !acc.kernel_addrs.is_empty() {
-        let all = std::fs::read_to_string(s.procfs_root.join("kallsyms")).unwrap_or_default();
-        let subset = side::kallsyms_subset(&all, &acc.kernel_addrs);
-        let _ = tx.send(Msg::Side("kallsyms", subset.into_bytes()));
-    }
+    let (counts, lost_read) = final_counts(plan, &opened.attrs, &opened.fds);
+    send_file_sides(&tx, &acc);
     drop(tx);
-    let (writer, write_error) = writer_thread
+    let (writer, write_error, mut dumped) = writer_thread
         .join()
         .map_err(|_| RecordError::Internal("the writer thread panicked".into()))?;
 
-    let end_unix = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
-    let mut threads: Vec<data::ThreadCount> = acc
-        .per_thread
-        .iter()
-        .map(|(&(pid, tid), &samples)| data::ThreadCount { pid, tid, samples })
-        .collect();
-    threads.sort_by_key(|t| (t.pid, t.tid));
-    let trailer = Trailer {
-        end_time_unix_ns: end_unix,
-        duration_ns: end_unix.saturating_sub(start_unix),
-        sample_time: acc.time_range,
-        records: acc.records,
-        record_bytes: acc.bytes,
-        samples: acc.samples(),
-        samples_per_event: acc.samples_per_event.clone(),
-        threads,
-        self_samples: acc.self_samples,
-        lost_records: acc.lost_records,
-        lost_samples: acc.lost_samples,
-        lost_samples_read: lost_read,
-        throttles: acc.throttles,
-        unthrottles: acc.unthrottles,
-        counts,
-        workload_status: run.status.map(ExitStatus::shell_code),
-        ..Trailer::default()
+    let (file_start, lost_before, mut totals) = match switcher {
+        Some(sw) => (sw.file_start_unix, sw.lost_read, Some(sw.totals)),
+        None => (start_unix, 0, None),
     };
+    let mut trailer = trailer_of(
+        &acc,
+        counts,
+        lost_read.saturating_sub(lost_before),
+        file_start,
+    );
+    trailer.workload_status = run.status.map(ExitStatus::shell_code);
     let (size, write_error) = match write_error {
         Some(e) => (writer.bytes_written(), Some(e)),
         None => match writer.finish(trailer.clone()) {
@@ -396,13 +422,43 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
         // What is on disk up to the failing block stays readable.
         return Err(e.into());
     }
+    // --switch-output: the last file is named like the others, and the totals cover all.
+    let (shown, size, acc) = match totals.as_mut() {
+        Some(t) => {
+            let to = switch::name_now(&s.output);
+            std::fs::rename(&s.output, &to).map_err(|source| {
+                RecordError::Data(data::DataError::Io {
+                    action: "rename",
+                    path: s.output.clone(),
+                    source,
+                })
+            })?;
+            let _ = writeln!(err, "[ hrec record: dump {} ]", to.display());
+            dumped.files.push(to);
+            keep_newest(&mut dumped.files, s.switch_output.and_then(|x| x.max_files));
+            t.absorb(&acc);
+            let mut shown = s.output.as_os_str().to_owned();
+            shown.push(".<timestamp>");
+            (
+                format!(
+                    "{} file{} {}",
+                    dumped.count + 1,
+                    if dumped.count == 0 { "" } else { "s" },
+                    PathBuf::from(shown).display()
+                ),
+                dumped.bytes + size,
+                &*t,
+            )
+        }
+        None => (s.output.display().to_string(), size, &acc),
+    };
 
     let exit_code = match (run.status, child) {
         (Some(st), _) => st.shell_code(),
         (None, Some(_)) => 128 + run.stop_signal.unwrap_or(libc::SIGINT),
         (None, None) => 0,
     };
-    let (summary, mut warnings) = summarize(s, &opened, &acc, lost_read, size, run.woken);
+    let (summary, mut warnings) = summarize(s, &opened, acc, lost_read, size, &shown, run.woken);
     if run.corrupt > 0 {
         warnings.push(format!(
             "warning: {} batches held a corrupt record size and were cut short (see hrec info)",
@@ -502,33 +558,61 @@ fn join(v: &[u32]) -> String {
     v.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
 }
 
+/// What the writer thread works with besides the first file and the channel.
+struct WriterCtx {
+    procfs: PathBuf,
+    vdso: Option<Vec<u8>>,
+    unwinder: Option<RecordUnwinder>,
+    /// `-o`: where each file is written while it is the current one.
+    output: PathBuf,
+    /// `-z N`.
+    level: Option<i32>,
+    /// The current file's size, for `--switch-output=SIZE`.
+    file_bytes: Arc<AtomicU64>,
+    /// `-B`: no build-ids block.
+    no_buildid: bool,
+}
+
+/// The files `--switch-output` finished before the last one.
+#[derive(Debug, Default)]
+struct Dumped {
+    /// Their names, oldest first (those removed by `--switch-max-files` left out).
+    files: Vec<PathBuf>,
+    /// How many there were.
+    count: usize,
+    /// Their sizes added up.
+    bytes: u64,
+}
+
+/// The side blocks every file starts with: the kernel's modules and the vdso.
+fn start_file(w: &mut Writer, ctx: &WriterCtx) -> Result<(), data::DataError> {
+    if let Ok(bytes) = std::fs::read(ctx.procfs.join("modules")) {
+        w.write_side("modules", &bytes)?;
+    }
+    if let Some(image) = &ctx.vdso {
+        w.write_side("vdso", image)?;
+    }
+    Ok(())
+}
+
 /// Runs on the writer thread: side blocks first, then every batch, in arrival order, its
 /// samples unwound first when the recording has user stacks ([`unwind`]). After a write
 /// error it keeps receiving (so the drain never blocks on a full channel) but drops data.
 fn writer_loop(
     mut w: Writer,
     rx: mpsc::Receiver<Msg>,
-    procfs_root: &Path,
-    mut unwinder: Option<RecordUnwinder>,
-) -> (Writer, Option<data::DataError>) {
-    let mut failed = None;
-    let side = |w: &mut Writer, name: &str, path: &Path, failed: &mut Option<data::DataError>| {
-        if failed.is_some() {
-            return;
-        }
-        if let Ok(bytes) = std::fs::read(path)
-            && let Err(e) = w.write_side(name, &bytes).map(|_| ())
-        {
-            *failed = Some(e);
-        }
-    };
-    side(&mut w, "modules", &procfs_root.join("modules"), &mut failed);
+    mut ctx: WriterCtx,
+) -> (Writer, Option<data::DataError>, Dumped) {
+    let mut failed = start_file(&mut w, &ctx).err();
+    let mut dumped = Dumped::default();
+    // /proc/kallsyms, read once (at the first file's end) for every file of a series.
+    let mut kallsyms = None;
     for msg in rx {
         if failed.is_some() {
             continue;
         }
         let r = match msg {
-            Msg::Records(source, bytes) => match &mut unwinder {
+            Msg::Records(source, bytes) => match &mut ctx.unwinder {
                 Some(u) => {
                     let (records, stacks) = u.process(&bytes);
                     match stacks {
@@ -539,25 +623,204 @@ fn writer_loop(
                 }
                 None => w.write_records(&bytes, source).map(|_| ()),
             },
-            Msg::Side(name, bytes) => w.write_side(name, &bytes).map(|_| ()),
+            Msg::FileSides {
+                files,
+                kernel_addrs,
+            } => write_file_sides(&mut w, &ctx, &files, &kernel_addrs, &mut kallsyms),
             Msg::SideBand(bytes) => {
-                if let Some(u) = &mut unwinder {
+                if let Some(u) = &mut ctx.unwinder {
                     u.apply_side_band(&bytes);
                 }
                 Ok(())
             }
+            Msg::Switch { to, trailer, meta } => switch_file(&mut w, &ctx, &to, *trailer, &meta)
+                .map(|size| {
+                    dumped.files.push(to);
+                    dumped.count += 1;
+                    dumped.bytes += size;
+                    if let Some(u) = &mut ctx.unwinder {
+                        u.new_file();
+                    }
+                }),
         };
         if let Err(e) = r {
             failed = Some(e);
         }
+        ctx.file_bytes.store(w.bytes_written(), Ordering::Relaxed);
     }
-    if let (Some(u), None) = (&unwinder, &failed)
+    if let (Some(u), None) = (&ctx.unwinder, &failed)
         && let Ok(json) = serde_json::to_vec(u.stats())
         && let Err(e) = w.write_side("unwind", &json)
     {
         failed = Some(e);
     }
-    (w, failed)
+    (w, failed, dumped)
+}
+
+/// Renames the current file `to`, starts the next one at the output path and finishes the
+/// renamed one with `trailer`; returns the finished file's size.
+fn switch_file(
+    w: &mut Writer,
+    ctx: &WriterCtx,
+    to: &Path,
+    trailer: Trailer,
+    meta: &Meta,
+) -> Result<u64, data::DataError> {
+    w.rename(to)?;
+    let mut next = Writer::create(&ctx.output, meta)?;
+    if let Some(level) = ctx.level {
+        next.set_level(level)?;
+    }
+    let done = std::mem::replace(w, next);
+    let size = done.finish(trailer)?;
+    start_file(w, ctx)?;
+    Ok(size)
+}
+
+/// `--switch-max-files N`: removes all but the newest `max` of `files` (oldest first).
+fn keep_newest(files: &mut Vec<PathBuf>, max: Option<usize>) {
+    let Some(max) = max else { return };
+    let extra = files.len().saturating_sub(max);
+    for old in files.drain(..extra) {
+        let _ = std::fs::remove_file(old);
+    }
+}
+
+/// The side blocks that end a file: the build-ids of the files mapped and the kernel
+/// symbols around the kernel addresses sampled.
+fn write_file_sides(
+    w: &mut Writer,
+    ctx: &WriterCtx,
+    files: &std::collections::BTreeSet<Vec<u8>>,
+    kernel_addrs: &std::collections::BTreeSet<u64>,
+    kallsyms: &mut Option<String>,
+) -> Result<(), data::DataError> {
+    if !ctx.no_buildid {
+        let build_ids = side::build_ids(files.iter().map(Vec::as_slice));
+        w.write_side("build-ids", build_ids.as_bytes())?;
+    }
+    if !kernel_addrs.is_empty() {
+        let all = kallsyms.get_or_insert_with(|| {
+            std::fs::read_to_string(ctx.procfs.join("kallsyms")).unwrap_or_default()
+        });
+        let subset = side::kallsyms_subset(all, kernel_addrs);
+        w.write_side("kallsyms", subset.as_bytes())?;
+    }
+    Ok(())
+}
+
+/// Asks the writer for the side blocks that end the current file ([`Msg::FileSides`]).
+fn send_file_sides(tx: &mpsc::SyncSender<Msg>, acc: &Accounting) {
+    let _ = tx.send(Msg::FileSides {
+        files: acc.mapped_files.clone(),
+        kernel_addrs: acc.kernel_addrs.clone(),
+    });
+}
+
+fn unix_now_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// The trailer of a file from its counts (the workload's status is the caller's to add).
+fn trailer_of(
+    acc: &Accounting,
+    counts: Vec<FinalCount>,
+    lost_read: u64,
+    start_unix: u64,
+) -> Trailer {
+    let end_unix = unix_now_ns();
+    let mut threads: Vec<data::ThreadCount> = acc
+        .per_thread
+        .iter()
+        .map(|(&(pid, tid), &samples)| data::ThreadCount { pid, tid, samples })
+        .collect();
+    threads.sort_by_key(|t| (t.pid, t.tid));
+    Trailer {
+        end_time_unix_ns: end_unix,
+        duration_ns: end_unix.saturating_sub(start_unix),
+        sample_time: acc.time_range,
+        records: acc.records,
+        record_bytes: acc.bytes,
+        samples: acc.samples(),
+        samples_per_event: acc.samples_per_event.clone(),
+        threads,
+        self_samples: acc.self_samples,
+        lost_records: acc.lost_records,
+        lost_samples: acc.lost_samples,
+        lost_samples_read: lost_read,
+        throttles: acc.throttles,
+        unthrottles: acc.unthrottles,
+        counts,
+        ..Trailer::default()
+    }
+}
+
+/// `--switch-output` on the drain thread: decides when a file is due and, once the drain
+/// loop has flushed every buffer, sends the file's side blocks and trailer to the writer
+/// (which renames it and starts the next), then writes the tasks alive into the next file.
+struct Switcher<'a> {
+    due: switch::Due,
+    file_bytes: Arc<AtomicU64>,
+    session: &'a Session<'a>,
+    /// The first file's header: each next one is this with its own start time.
+    meta: Meta,
+    attrs: &'a [Attr],
+    fds: &'a [open::OpenFd],
+    /// `-p`/`-t`'s tasks.
+    tasks: &'a [i32],
+    /// The workload's pid.
+    workload: Option<i32>,
+    synth: Option<&'a synth::Synth>,
+    /// Counts of the files finished so far.
+    totals: Accounting,
+    /// `read_format LOST` summed at the last switch.
+    lost_read: u64,
+    /// When the current file started.
+    file_start_unix: u64,
+    err: &'a mut dyn Write,
+}
+
+impl Switcher<'_> {
+    /// Finishes the current file (every buffer was just flushed into it) and starts the next.
+    fn switch(&mut self, tx: &mpsc::SyncSender<Msg>, acc: &mut Accounting) {
+        let s = self.session;
+        let file = acc.take_file();
+        send_file_sides(tx, &file);
+        let (counts, lost_read) = final_counts(s.plan, self.attrs, self.fds);
+        let trailer = trailer_of(
+            &file,
+            counts,
+            lost_read.saturating_sub(self.lost_read),
+            self.file_start_unix,
+        );
+        self.lost_read = lost_read;
+        self.totals.absorb(&file);
+        let to = switch::name_now(&s.output);
+        let mut meta = self.meta.clone();
+        meta.start_time_unix_ns = unix_now_ns();
+        meta.clock_start_ns = process::monotonic_ns();
+        self.file_start_unix = meta.start_time_unix_ns;
+        let _ = writeln!(self.err, "[ hrec record: dump {} ]", to.display());
+        let _ = tx.send(Msg::Switch {
+            to,
+            trailer: Box::new(trailer),
+            meta: Box::new(meta),
+        });
+        // The next file reads alone: the tasks alive now, with their names and mappings.
+        let tasks = match (&s.plan.target, self.workload) {
+            (Target::SystemWide | Target::Cpus(_), _) => synth::Tasks::All,
+            (Target::Pids(_) | Target::Tids(_), _) => synth::Tasks::These(self.tasks),
+            (Target::Workload, Some(pid)) => synth::Tasks::Tree(pid.unsigned_abs()),
+            (Target::Workload, None) => return,
+        };
+        if let Some(synth) = self.synth {
+            let found = synth::synthesize(&s.procfs_root, tasks, synth);
+            acc.account(&found.bytes);
+            let _ = tx.send(Msg::Records(u32::MAX, found.bytes));
+        }
+    }
 }
 
 /// Where the drain loop hands its batches.
@@ -577,6 +840,7 @@ struct RunEnd {
 }
 
 /// The drain loop. Returns when the workload has exited, or on SIGINT/SIGTERM.
+#[allow(clippy::too_many_arguments)]
 fn drain_loop(
     target: &Target,
     rings: &mut [Ring],
@@ -585,6 +849,7 @@ fn drain_loop(
     child: Option<i32>,
     out: Outlet<'_>,
     acc: &mut Accounting,
+    mut switcher: Option<&mut Switcher<'_>>,
 ) -> Result<RunEnd, RecordError> {
     let epoll = Epoll::new().map_err(|e| RecordError::Os("epoll_create1 failed".into(), e))?;
     const SIGNAL_TOKEN: u64 = u64::MAX;
@@ -657,9 +922,18 @@ fn drain_loop(
             // -p/-t end when every task they follow has exited, as in perf.
             None => stop_at.is_some() || (attached && hung.iter().all(|h| *h)),
         };
-        drain_all(rings, &mut batches, out, acc, last, &mut corrupt);
+        // --switch-output: every buffer goes into the file being finished.
+        let switch = !last
+            && switcher.as_mut().is_some_and(|sw| {
+                let usr2 = sigs & (1 << libc::SIGUSR2) != 0;
+                sw.due.check(usr2, sw.file_bytes.load(Ordering::Relaxed))
+            });
+        drain_all(rings, &mut batches, out, acc, last || switch, &mut corrupt);
         if last {
             break;
+        }
+        if switch && let Some(sw) = switcher.as_mut() {
+            sw.switch(out.tx, acc);
         }
     }
     Ok(RunEnd {
@@ -715,12 +989,12 @@ fn drain_all(
 
 /// Reads every fd once more: final counts, and the samples the kernel dropped
 /// (`read_format LOST`) even when no LOST record reached the buffer.
-fn final_counts(plan: &Plan, o: &Opened) -> (Vec<FinalCount>, u64) {
+fn final_counts(plan: &Plan, attrs: &[Attr], fds: &[open::OpenFd]) -> (Vec<FinalCount>, u64) {
     let mut counts = Vec::new();
     let mut lost = 0u64;
     let mut buf = vec![0u8; 64 * 1024];
-    for f in &o.fds {
-        let rf = o.attrs[f.event].read_format;
+    for f in fds {
+        let rf = attrs[f.event].read_format;
         if rf & read::GROUP != 0 && plan.events[f.event].leader != f.event {
             continue; // the leader's read covers the whole group
         }
@@ -734,11 +1008,7 @@ fn final_counts(plan: &Plan, o: &Opened) -> (Vec<FinalCount>, u64) {
             let id = e.id.unwrap_or(f.id);
             lost += e.lost.unwrap_or(0);
             counts.push(FinalCount {
-                event: o
-                    .fds
-                    .iter()
-                    .find(|x| x.id == id)
-                    .map_or(f.event, |x| x.event),
+                event: fds.iter().find(|x| x.id == id).map_or(f.event, |x| x.event),
                 id,
                 cpu: f.slot.cpu,
                 value: e.value,
@@ -750,12 +1020,15 @@ fn final_counts(plan: &Plan, o: &Opened) -> (Vec<FinalCount>, u64) {
     (counts, lost)
 }
 
+/// The summary line and warnings; `shown` names where it went (the file, or a switched
+/// series), `size` its bytes.
 fn summarize(
     s: &Session<'_>,
     o: &Opened,
     acc: &Accounting,
     lost_read: u64,
     size: u64,
+    shown: &str,
     woken: u64,
 ) -> (String, Vec<String>) {
     let samples = acc.samples();
@@ -773,9 +1046,8 @@ fn summarize(
         String::new()
     };
     let summary = format!(
-        "[ hrec record: woken up {woken} times; wrote {:.3} MB to {} ({samples} samples: {}; {} threads; {lost} lost{bps}) ]",
+        "[ hrec record: woken up {woken} times; wrote {:.3} MB to {shown} ({samples} samples: {}; {} threads; {lost} lost{bps}) ]",
         size as f64 / 1e6,
-        s.output.display(),
         per_event.join(", "),
         acc.per_thread.len(),
     );

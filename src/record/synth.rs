@@ -203,6 +203,9 @@ pub enum Tasks<'a> {
     All,
     /// These threads (`-p`: every thread of the processes, `-t`: the threads given).
     These(&'a [i32]),
+    /// This process and every process descended from it, with all their threads (a
+    /// workload's tree, when `--switch-output` starts a new file).
+    Tree(u32),
 }
 
 /// `Name`-less facts of `/proc/PID/status`: `(tgid, ppid)`.
@@ -265,6 +268,27 @@ pub fn synthesize(procfs: &Path, tasks: Tasks<'_>, synth: &Synth) -> Synthesized
                 tids.retain(|&t| t != pid);
                 tids.insert(0, pid);
                 procs.insert(pid, tids);
+            }
+        }
+        Tasks::Tree(root) => {
+            let parents: std::collections::HashMap<u32, u32> = numeric_entries(procfs)
+                .into_iter()
+                .filter_map(|pid| Some((pid, ids(procfs, pid)?.1)))
+                .collect();
+            for &pid in parents.keys() {
+                // Up the parent chain (bounded: pid 1 and 0 end it, a loop cannot).
+                let mut at = pid;
+                let mut steps = 0;
+                while at != root && at > 1 && steps < parents.len() {
+                    at = parents.get(&at).copied().unwrap_or(0);
+                    steps += 1;
+                }
+                if at == root {
+                    let mut tids = numeric_entries(&procfs.join(format!("{pid}/task")));
+                    tids.retain(|&t| t != pid);
+                    tids.insert(0, pid);
+                    procs.insert(pid, tids);
+                }
             }
         }
         Tasks::These(tids) => {
@@ -508,5 +532,15 @@ mod tests {
                 r(MMAP2, 40, 40, "//anon"),
             ]
         );
+        // A workload's tree: 40, and 70 whose parent 65 is 40's child; not 50 or 2.
+        task(65, 65, "child", 40);
+        std::fs::write(proc.join("65/maps"), "").unwrap();
+        task(70, 70, "grandchild", 65);
+        std::fs::write(proc.join("70/maps"), "").unwrap();
+        let tree = synthesize(proc, Tasks::Tree(40), &s);
+        let pids: std::collections::BTreeSet<u32> =
+            decoded(&tree.bytes).iter().map(|d| d.1).collect();
+        assert_eq!(pids, [40, 65, 70].into());
+        assert_eq!((tree.processes, tree.threads), (3, 4));
     }
 }

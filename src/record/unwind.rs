@@ -80,6 +80,12 @@ impl RecordUnwinder {
         }
     }
 
+    /// Starts a new file (`--switch-output`): the chains of its samples are defined again in
+    /// its own `stacks` blocks, so each file reads alone.
+    pub fn new_file(&mut self) {
+        self.stacks = StackInterner::new();
+    }
+
     /// What the walks met so far.
     pub fn stats(&self) -> &UnwindStats {
         &self.unwinder.stats
