@@ -531,16 +531,13 @@ impl ReportArgs {
         let sort_spec = match (&self.sort, field_keys.is_empty()) {
             (Some(s), _) => s.clone(),
             (None, false) => field_keys.join(","),
-            (None, true) if self.fields.is_some() => {
-                return Err(
-                    "-F: list a sort key too (e.g. -F overhead,sym), or give them with -s".into(),
-                );
-            }
+            // perf: output fields without a key sum every sample into one row.
+            (None, true) if self.fields.is_some() => String::new(),
             (None, true) => "comm,dso,sym".to_string(),
         };
         let sort = hist::parse_sort(&sort_spec)
             .map_err(|e| format!("{}: {e}", if self.sort.is_some() { "--sort" } else { "-F" }))?;
-        if sort.is_empty() {
+        if sort.is_empty() && self.fields.is_none() {
             return Err("--sort: give at least one key".into());
         }
         let (mut profile, mut filters) = reading_options(self.symbols, self.filters)?;

@@ -1070,3 +1070,75 @@ fn null_run_times_the_command_like_perf() {
         assert_eq!((ours.as_str(), perf.as_str()), ("", ""), "{fmt:?}");
     }
 }
+
+/// `comm-tid -> msec` of `stat --per-thread` task-clock rows (perf's layout).
+fn per_thread_rows(err: &str) -> std::collections::BTreeMap<String, f64> {
+    err.lines()
+        .filter(|l| l.contains("msec task-clock"))
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            let who = it.next()?;
+            let v: f64 = it.next()?.parse().ok()?;
+            Some((who.to_string(), v))
+        })
+        .collect()
+}
+
+#[test]
+fn per_thread_rows_match_perf_on_the_same_process() {
+    let threads = support::example("threads");
+    let mut busy = Command::new(&threads).arg("3").spawn().unwrap();
+    let pid = busy.id().to_string();
+    // Wait until its workers exist (they name themselves at start).
+    let task_dir = format!("/proc/{pid}/task");
+    let named = || {
+        std::fs::read_dir(&task_dir)
+            .map(|d| {
+                d.filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("comm")).ok())
+                    .filter(|c| c.starts_with("worker-"))
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+    let t = std::time::Instant::now();
+    while named() < 3 && t.elapsed() < std::time::Duration::from_secs(5) {
+        std::thread::yield_now();
+    }
+    let args = [
+        "--per-thread",
+        "-p",
+        &pid,
+        "-e",
+        "task-clock",
+        "--",
+        "sleep",
+        "0.4",
+    ];
+    let (code, _, err) = hrec_stat(&args, &[]);
+    assert_eq!(code, 0, "{err}");
+    let ours = per_thread_rows(&err);
+    let perf = perf_stat(&args, &[]);
+    let _ = busy.kill();
+    let _ = busy.wait();
+    // The process's threads, each as comm-tid, the busy workers with time counted.
+    for n in 0..3 {
+        let w = ours
+            .iter()
+            .find(|(k, _)| k.starts_with(&format!("worker-{n}-")))
+            .unwrap_or_else(|| panic!("no worker-{n} row: {err}"));
+        assert!(*w.1 > 10.0, "{err}");
+    }
+    let Some((pcode, perr)) = perf else { return };
+    assert_eq!(pcode, 0, "{perr}");
+    let theirs = per_thread_rows(&perr);
+    let labels =
+        |m: &std::collections::BTreeMap<String, f64>| m.keys().cloned().collect::<Vec<_>>();
+    assert_eq!(
+        labels(&ours),
+        labels(&theirs),
+        "hrec:\n{err}\nperf:\n{perr}"
+    );
+    assert!(err.contains(&format!(
+        " Performance counter stats for process id '{pid}':"
+    )));
+}
