@@ -303,6 +303,29 @@ pub enum Command {
     Annotate(Box<AnnotateConfig>),
     /// `hrec diff`
     Diff(Box<DiffConfig>),
+    /// `hrec top`
+    Top(Box<TopConfig>),
+}
+
+/// `hrec top`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopConfig {
+    /// What to sample (system-wide unless `-p`/`-t`/`-C`).
+    pub options: RecordOptions,
+    /// `-d`: seconds between refreshes.
+    pub delay: std::time::Duration,
+    /// `-n`: stop after this many refreshes.
+    pub refreshes: Option<u64>,
+    /// `-z`: each refresh shows only its interval (no decayed history).
+    pub zero: bool,
+    /// `-s`: the row keys (default `dso,sym`, perf top's).
+    pub sort: Vec<crate::analysis::hist::SortKey>,
+    /// `-E`: rows shown (default: the terminal's height, else 50).
+    pub entries: Option<usize>,
+    /// `--stdio`, or stdout not a terminal: no clear-screen between refreshes.
+    pub stdio: bool,
+    /// `-m`.
+    pub mmap_pages: Option<u64>,
 }
 
 /// Errors of the commands, each with enough context for one line.
@@ -401,6 +424,7 @@ pub fn run(
         Command::Stat(cfg) => stat(env, cfg, out, err),
         Command::Annotate(cfg) => annotate(env, cfg, out, err),
         Command::Diff(cfg) => diff(env, cfg, out, err),
+        Command::Top(cfg) => top(env, cfg, out, err),
     }
 }
 
@@ -453,6 +477,9 @@ fn record(
         zstd_level: cfg.zstd_level,
         no_buildid: cfg.no_buildid,
         switch_output: cfg.switch_output,
+        on_file: None,
+        stop: None,
+        live: false,
     };
     let outcome = if cfg.quiet {
         record::record(&session, &mut io::sink())?
@@ -466,6 +493,212 @@ fn record(
         }
     }
     Ok(u8::try_from(outcome.exit_code).unwrap_or(1))
+}
+
+/// `hrec top`: the recorder runs on a thread with `--switch-output` every `-d` seconds into a
+/// private directory; each finished file is read as it comes (symbolized by one symbolizer
+/// for the whole run, so each binary is loaded once, with this machine's kernel symbols),
+/// folded into perf top's decayed table ([`crate::analysis::top`]), shown, and removed.
+fn top(
+    env: &Env,
+    cfg: &TopConfig,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8, AppError> {
+    use crate::analysis::{hist, replay, top as live};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, mpsc};
+
+    if let Some(m) = cfg.mmap_pages
+        && (m == 0 || !m.is_power_of_two())
+    {
+        return Err(AppError::Usage(format!(
+            "-m {m}: the number of mmap data pages must be a power of two (e.g. 128)"
+        )));
+    }
+    let pmus = Pmus::read(&env.sysfs_root)?;
+    let host = read_host(&env.procfs_root);
+    let plan = plan::plan_record(&pmus, &host, &cfg.options)?;
+    for n in &plan.notices {
+        writeln!(err, "hrec: {n}")?;
+    }
+    let dir = PrivateDir::new("hrec-top")?;
+    let kallsyms = std::fs::read_to_string(env.procfs_root.join("kallsyms")).unwrap_or_default();
+    let symbolizer = crate::symbol::symbolizer::Symbolizer::builder()
+        .threads(1)
+        .kernel(
+            Arc::new(crate::symbol::kallsyms::KernelSymbols::parse(&kallsyms)),
+            crate::symbol::Unresolved::NoKernelSymbols,
+        )
+        .vdso(crate::kernel::own_vdso(&env.procfs_root).as_deref())
+        .build();
+    let popts = crate::analysis::profile::ProfileOptions {
+        threads: 1,
+        ..Default::default()
+    };
+    let hopts = hist::HistOptions {
+        sort: cfg.sort.clone(),
+        ..Default::default()
+    };
+    let target = match &plan.target {
+        plan::Target::Pids(p) => format!("target_pid: {}", join_ids(p)),
+        plan::Target::Tids(t) => format!("target_tid: {}", join_ids(t)),
+        plan::Target::Cpus(c) => format!("CPUs: {c}"),
+        _ => {
+            let n = pmus.online.len();
+            format!("all, {n} CPU{}", if n == 1 { "" } else { "s" })
+        }
+    };
+    let entries = cfg.entries.unwrap_or_else(|| {
+        crate::kernel::terminal_rows()
+            .filter(|_| !cfg.stdio)
+            .map_or(50, |r| usize::from(r).saturating_sub(7).max(1))
+    });
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = mpsc::channel::<PathBuf>();
+    let output = dir.path.join("top.data");
+    let (recorded, failure) = std::thread::scope(|sc| {
+        let (plan, pmus, stop_rec) = (&plan, &pmus, Arc::clone(&stop));
+        let recorder = sc.spawn(move || {
+            let session = record::Session {
+                plan,
+                pmus,
+                output,
+                mmap_pages: cfg.mmap_pages.map(|m| m as usize),
+                command: Vec::new(),
+                command_line: std::env::args().collect(),
+                procfs_root: env.procfs_root.clone(),
+                verbose: env.verbose,
+                keep_raw_stacks: false,
+                zstd_level: Some(1),
+                no_buildid: true,
+                switch_output: Some(record::switch::SwitchOutput {
+                    trigger: record::switch::Trigger::Time(cfg.delay),
+                    max_files: None,
+                }),
+                on_file: Some(tx),
+                stop: Some(stop_rec),
+                live: true,
+            };
+            record::record(&session, &mut io::sink())
+        });
+        let mut table = live::Live::new();
+        let mut shown = 0u64;
+        let mut failure: Option<AppError> = None;
+        for path in &rx {
+            if failure.is_none() && !stop.load(Ordering::Relaxed) {
+                let step = (|| -> Result<(), AppError> {
+                    let rec = Recording::open_with_kernel(&path, 1, false)?;
+                    let p = replay::build_with(&rec, &popts, &mut |_| {}, Some(&symbolizer));
+                    let trailer = rec.trailer().cloned().unwrap_or_default();
+                    let iv = live::interval_of(
+                        &p,
+                        trailer.lost_samples,
+                        trailer.duration_ns as f64 / 1e9,
+                    );
+                    if let Some(t) = hist::tables(&p, &hopts).first() {
+                        table.add(t);
+                    }
+                    let status = output::top::Status {
+                        event: top_event(&rec),
+                        target: target.clone(),
+                    };
+                    let screen =
+                        output::top::screen(&table, &iv, &status, &cfg.sort, entries, !cfg.stdio);
+                    out.write_all(screen.as_bytes())?;
+                    if cfg.stdio {
+                        writeln!(out)?;
+                    }
+                    out.flush()?;
+                    Ok(())
+                })();
+                match step {
+                    Ok(()) => {
+                        shown += 1;
+                        if cfg.zero {
+                            table.zero();
+                        } else {
+                            table.decay();
+                        }
+                    }
+                    Err(e) => {
+                        failure = Some(e);
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                }
+                if cfg.refreshes.is_some_and(|n| shown >= n) {
+                    stop.store(true, Ordering::Relaxed);
+                }
+            }
+            let _ = std::fs::remove_file(&path);
+        }
+        let recorded = recorder
+            .join()
+            .unwrap_or_else(|e| std::panic::resume_unwind(e));
+        (recorded, failure)
+    });
+    drop(dir);
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    recorded?;
+    Ok(0)
+}
+
+/// `4000Hz cpu-clock` (or `100003 cpu-clock` with a fixed period): the first sampling event
+/// of a recording as perf top's status line names it.
+fn top_event(rec: &Recording) -> String {
+    use crate::event::attr::flag;
+    let meta = rec.meta();
+    let e = meta
+        .events
+        .iter()
+        .find(|e| e.role == crate::data::Role::Sampler)
+        .or(meta.events.first());
+    match e {
+        Some(e) if e.attr.has(flag::FREQ) => {
+            format!("{}Hz {}", e.attr.sample_period_or_freq, e.name)
+        }
+        Some(e) => format!("{} {}", e.attr.sample_period_or_freq, e.name),
+        None => String::new(),
+    }
+}
+
+fn join_ids(v: &[u32]) -> String {
+    v.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+}
+
+/// A directory only this user can read (mode 0700) under `$TMPDIR` (or /tmp), removed with
+/// what is in it when dropped.
+#[derive(Debug)]
+struct PrivateDir {
+    path: PathBuf,
+}
+
+impl PrivateDir {
+    fn new(prefix: &str) -> Result<PrivateDir, AppError> {
+        use std::os::unix::fs::DirBuilderExt;
+        let base = std::env::temp_dir();
+        let mut last = None;
+        for i in 0..100u32 {
+            let path = base.join(format!("{prefix}.{}.{i}", std::process::id()));
+            match std::fs::DirBuilder::new().mode(0o700).create(&path) {
+                Ok(()) => return Ok(PrivateDir { path }),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = Some(e),
+                Err(source) => return Err(AppError::Output { path, source }),
+            }
+        }
+        Err(AppError::Output {
+            path: base,
+            source: last.unwrap_or_else(|| io::Error::from(io::ErrorKind::AlreadyExists)),
+        })
+    }
+}
+
+impl Drop for PrivateDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
 }
 
 /// The profile options with the worker count of the environment.

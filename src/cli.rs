@@ -79,6 +79,134 @@ pub enum Cmd {
     Annotate(AnnotateArgs),
     /// Compare two recordings per symbol, as perf diff (baseline share, delta, ratio).
     Diff(DiffArgs),
+    /// Sample the whole machine (or -p/-t/-C) and show the hottest functions, refreshed.
+    Top(TopArgs),
+}
+
+/// `hrec top` flags (perf top's names; `-n` counts refreshes).
+#[derive(Debug, Args)]
+pub struct TopArgs {
+    /// Event to sample, perf syntax.
+    #[arg(short = 'e', long = "event", value_name = "EVENT")]
+    pub events: Vec<String>,
+    /// Sampling frequency in Hz, or "max".
+    #[arg(short = 'F', long = "freq", value_name = "HZ|max", value_parser = parse_freq)]
+    pub freq: Option<Freq>,
+    /// Sample every N events (fixed period).
+    #[arg(short = 'c', long = "count", value_name = "N")]
+    pub count: Option<u64>,
+    /// Every CPU (the default).
+    #[arg(short = 'a', long = "all-cpus")]
+    pub all_cpus: bool,
+    /// These CPUs (e.g. 0-3,8).
+    #[arg(short = 'C', long = "cpu", value_name = "CPUS")]
+    pub cpu: Option<CpuList>,
+    /// These processes.
+    #[arg(
+        short = 'p',
+        long = "pid",
+        value_name = "PID[,PID]",
+        value_delimiter = ','
+    )]
+    pub pid: Vec<u32>,
+    /// These threads.
+    #[arg(
+        short = 't',
+        long = "tid",
+        value_name = "TID[,TID]",
+        value_delimiter = ','
+    )]
+    pub tid: Vec<u32>,
+    /// Seconds between refreshes (decimals allowed).
+    #[arg(short = 'd', long = "delay", value_name = "SECS", default_value = "2", value_parser = parse_delay)]
+    pub delay: std::time::Duration,
+    /// Stop after N refreshes (for scripts and tests).
+    #[arg(short = 'n', long = "refreshes", value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub refreshes: Option<u64>,
+    /// Each refresh shows only its own interval (no decayed history).
+    #[arg(short = 'z', long = "zero")]
+    pub zero: bool,
+    /// Row keys (perf top's default: dso,sym).
+    #[arg(
+        short = 's',
+        long = "sort",
+        value_name = "KEYS",
+        default_value = "dso,sym"
+    )]
+    pub sort: String,
+    /// Rows shown [default: the terminal's height, else 50].
+    #[arg(short = 'E', long = "entries", value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub entries: Option<u64>,
+    /// Print each refresh as text after the last (no screen clearing).
+    #[arg(long)]
+    pub stdio: bool,
+    /// Data pages per ring buffer (power of two).
+    #[arg(short = 'm', long = "mmap-pages", value_name = "PAGES")]
+    pub mmap_pages: Option<u64>,
+}
+
+fn parse_delay(s: &str) -> Result<std::time::Duration, String> {
+    let secs: f64 = s
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number of seconds (e.g. 1 or 0.5)"))?;
+    if !(0.1..=3600.0).contains(&secs) {
+        return Err(format!("{s}: give 0.1 to 3600 seconds"));
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
+}
+
+impl TopArgs {
+    fn into_config(self) -> Result<hrec::app::TopConfig, String> {
+        use std::io::IsTerminal;
+        let given = [
+            self.all_cpus,
+            self.cpu.is_some(),
+            !self.pid.is_empty(),
+            !self.tid.is_empty(),
+        ];
+        if given.iter().filter(|g| **g).count() > 1 {
+            return Err("-a, -C, -p and -t pick different targets: use one of them".into());
+        }
+        let target = if let Some(c) = self.cpu {
+            Target::Cpus(c)
+        } else if !self.pid.is_empty() {
+            Target::Pids(self.pid)
+        } else if !self.tid.is_empty() {
+            Target::Tids(self.tid)
+        } else {
+            Target::SystemWide
+        };
+        if self.count == Some(0) {
+            return Err("-c 0: a sample every 0 events is no period; give 1 or more".into());
+        }
+        let sort =
+            hrec::analysis::hist::parse_sort(&self.sort).map_err(|e| format!("--sort: {e}"))?;
+        if sort.is_empty() {
+            return Err("--sort: give at least one key".into());
+        }
+        Ok(hrec::app::TopConfig {
+            options: RecordOptions {
+                events: self.events,
+                freq: self.freq,
+                count: self.count,
+                weight: false,
+                call_graph: None,
+                target,
+                per_thread: false,
+                no_inherit: false,
+                inherit_stat: false,
+            },
+            delay: self.delay,
+            refreshes: self.refreshes,
+            zero: self.zero,
+            sort,
+            entries: self
+                .entries
+                .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+            stdio: self.stdio || !std::io::stdout().is_terminal(),
+            mmap_pages: self.mmap_pages,
+        })
+    }
 }
 
 /// `hrec annotate` flags (perf annotate's names).
@@ -1287,6 +1415,7 @@ impl Cli {
             Cmd::List(a) => Command::List(a.into_config()),
             Cmd::Report(a) => Command::Report(Box::new(a.into_config()?)),
             Cmd::Diff(a) => Command::Diff(Box::new(a.into_config()?)),
+            Cmd::Top(a) => Command::Top(Box::new(a.into_config()?)),
             Cmd::Script(a) => {
                 let (profile, filters) = reading_options(a.symbols, a.filters)?;
                 Command::Script(Box::new(hrec::app::ScriptConfig {

@@ -16,6 +16,7 @@ pub mod profile;
 pub mod replay;
 pub mod threads;
 pub mod timefilter;
+pub mod top;
 pub mod topdown;
 
 /// A fast, non-cryptographic hasher for the report's interning maps (keys are addresses and

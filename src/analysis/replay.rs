@@ -467,6 +467,18 @@ impl Batch {
 /// Builds the folded, symbolized profile of a recording. `progress` is called with the
 /// number of samples seen every 65 536 samples.
 pub fn build(rec: &Recording, opts: &ProfileOptions, progress: &mut dyn FnMut(u64)) -> Profile {
+    build_with(rec, opts, progress, None)
+}
+
+/// [`build`] with a symbolizer that outlives the recording (`hrec top`: one per run, so each
+/// binary is loaded once); `None` makes one from the recording (its kernel symbols, build-ids
+/// and vdso).
+pub fn build_with(
+    rec: &Recording,
+    opts: &ProfileOptions,
+    progress: &mut dyn FnMut(u64),
+    symbolizer: Option<&Symbolizer>,
+) -> Profile {
     let mut r = Replay::new(rec, opts);
     let mut folder = Folder::new(r.events().to_vec(), opts.timeline);
     let mut decode_errors: (u64, Option<String>) = (0, None);
@@ -529,15 +541,22 @@ pub fn build(rec: &Recording, opts: &ProfileOptions, progress: &mut dyn FnMut(u6
     p.filtered_by_time = r.filtered_by_time;
     p.multiplexed = r.tracker.multiplexed;
     p.warnings = r.warnings();
-    let symbolizer = Symbolizer::builder()
-        .symfs(opts.symfs.clone())
-        .search(opts.search.clone())
-        .perf_map_dir(opts.perf_map_dir.clone())
-        .threads(opts.threads)
-        .kernel(rec.kernel_symbols(), rec.kernel_unresolved())
-        .recorded_build_ids(&rec.side("build-ids").unwrap_or_default())
-        .vdso(r.vdso.as_deref())
-        .build();
+    let own;
+    let symbolizer = match symbolizer {
+        Some(s) => s,
+        None => {
+            own = Symbolizer::builder()
+                .symfs(opts.symfs.clone())
+                .search(opts.search.clone())
+                .perf_map_dir(opts.perf_map_dir.clone())
+                .threads(opts.threads)
+                .kernel(rec.kernel_symbols(), rec.kernel_unresolved())
+                .recorded_build_ids(&rec.side("build-ids").unwrap_or_default())
+                .vdso(r.vdso.as_deref())
+                .build();
+            &own
+        }
+    };
     let (locs, mismatches) = symbolizer.symbolize(&r.maps, &r.key_list);
     p.locs = locs;
     p.sites = Sites {

@@ -359,6 +359,20 @@ pub fn gettid() -> u32 {
     unsafe { libc::gettid() as u32 }
 }
 
+/// The height of the terminal on stdout, if stdout is one.
+pub fn terminal_rows() -> Option<u16> {
+    // SAFETY: a zeroed `winsize` is valid; TIOCGWINSZ writes only into it, and fails (checked)
+    // when fd 1 is not a terminal.
+    let ws = unsafe {
+        let mut ws: libc::winsize = std::mem::zeroed();
+        if libc::ioctl(1, libc::TIOCGWINSZ, &mut ws) != 0 {
+            return None;
+        }
+        ws
+    };
+    (ws.ws_row > 0).then_some(ws.ws_row)
+}
+
 /// The local calendar time of `unix_secs` by the C library's time-zone rules (`TZ`,
 /// `/etc/localtime`), as `[year, month 1-12, day, hour, minute, second]`; `None` if the C
 /// library cannot convert it.

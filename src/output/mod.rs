@@ -9,6 +9,7 @@ pub mod pprof;
 pub mod progress;
 pub mod report;
 pub mod script;
+pub mod top;
 
 use std::fmt::Write as _;
 use std::io::{self, Write};

@@ -144,6 +144,15 @@ pub struct Session<'a> {
     pub no_buildid: bool,
     /// `--switch-output`: a series of files instead of one.
     pub switch_output: Option<switch::SwitchOutput>,
+    /// Each finished file of a `--switch-output` series is sent here once it is complete
+    /// (`hrec top` reads them as they come).
+    pub on_file: Option<mpsc::Sender<PathBuf>>,
+    /// Set by the caller to end the recording as a SIGINT would (without a workload to
+    /// forward it to: `hrec top`'s end).
+    pub stop: Option<Arc<std::sync::atomic::AtomicBool>>,
+    /// Files read at once on this machine (`hrec top`): no modules, build-ids or kernel
+    /// symbols blocks, whose reader takes them from the running system.
+    pub live: bool,
 }
 
 /// How a recording went.
@@ -315,6 +324,8 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
         level: s.zstd_level,
         file_bytes: Arc::clone(&file_bytes),
         no_buildid: s.no_buildid,
+        on_file: s.on_file.clone(),
+        live: s.live,
     };
     let writer_thread = std::thread::Builder::new()
         .name("hrec-writer".into())
@@ -390,6 +401,7 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
         },
         &mut acc,
         switcher.as_mut(),
+        s.stop.as_deref(),
     )?;
     drop(signals);
 
@@ -434,6 +446,9 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
                 })
             })?;
             let _ = writeln!(err, "[ hrec record: dump {} ]", to.display());
+            if let Some(tx) = &s.on_file {
+                let _ = tx.send(to.clone());
+            }
             dumped.files.push(to);
             keep_newest(&mut dumped.files, s.switch_output.and_then(|x| x.max_files));
             t.absorb(&acc);
@@ -571,6 +586,10 @@ struct WriterCtx {
     file_bytes: Arc<AtomicU64>,
     /// `-B`: no build-ids block.
     no_buildid: bool,
+    /// Where finished files are announced.
+    on_file: Option<mpsc::Sender<PathBuf>>,
+    /// [`Session::live`].
+    live: bool,
 }
 
 /// The files `--switch-output` finished before the last one.
@@ -586,7 +605,9 @@ struct Dumped {
 
 /// The side blocks every file starts with: the kernel's modules and the vdso.
 fn start_file(w: &mut Writer, ctx: &WriterCtx) -> Result<(), data::DataError> {
-    if let Ok(bytes) = std::fs::read(ctx.procfs.join("modules")) {
+    if !ctx.live
+        && let Ok(bytes) = std::fs::read(ctx.procfs.join("modules"))
+    {
         w.write_side("modules", &bytes)?;
     }
     if let Some(image) = &ctx.vdso {
@@ -635,6 +656,9 @@ fn writer_loop(
             }
             Msg::Switch { to, trailer, meta } => switch_file(&mut w, &ctx, &to, *trailer, &meta)
                 .map(|size| {
+                    if let Some(tx) = &ctx.on_file {
+                        let _ = tx.send(to.clone());
+                    }
                     dumped.files.push(to);
                     dumped.count += 1;
                     dumped.bytes += size;
@@ -695,6 +719,9 @@ fn write_file_sides(
     kernel_addrs: &std::collections::BTreeSet<u64>,
     kallsyms: &mut Option<String>,
 ) -> Result<(), data::DataError> {
+    if ctx.live {
+        return Ok(());
+    }
     if !ctx.no_buildid {
         let build_ids = side::build_ids(files.iter().map(Vec::as_slice));
         w.write_side("build-ids", build_ids.as_bytes())?;
@@ -850,6 +877,7 @@ fn drain_loop(
     out: Outlet<'_>,
     acc: &mut Accounting,
     mut switcher: Option<&mut Switcher<'_>>,
+    stop: Option<&std::sync::atomic::AtomicBool>,
 ) -> Result<RunEnd, RecordError> {
     let epoll = Epoll::new().map_err(|e| RecordError::Os("epoll_create1 failed".into(), e))?;
     const SIGNAL_TOKEN: u64 = u64::MAX;
@@ -909,6 +937,10 @@ fn drain_loop(
                     }
                 }
             }
+        }
+        // The caller's stop: now, as a second signal would.
+        if stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+            stop_at = Some(Instant::now());
         }
         let last = match child {
             Some(pid) => {

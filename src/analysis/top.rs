@@ -1,0 +1,209 @@
+//! `hrec top`'s table: the rows of successive intervals merged with perf top's decay.
+//!
+//! perf top keeps one histogram for the whole run. After each refresh it is shown, then every
+//! entry's period and sample count are multiplied by 7/8 (integer arithmetic, perf's
+//! `hists__decay_entries`), and entries that reach zero leave the table; the next interval's
+//! samples are added on top. So a function that stopped running fades out over a few
+//! refreshes instead of vanishing, and a steady one converges to its share of the recent
+//! samples. `-z` (perf's `--zero`) clears the table after each refresh instead: every
+//! refresh then shows only its own interval.
+//!
+//! Percentages are of the table's total period at the time it is shown, as perf top prints
+//! them. Rows are keyed by the display values of the sort keys (perf top's default is
+//! `dso,sym`), so the same function keeps its row across intervals whatever ids the interval's
+//! profile gave it.
+
+use std::collections::HashMap;
+
+use super::hist::Table;
+use super::profile::Profile;
+
+/// One row's weight.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Weight {
+    /// Sum of the periods (the event counts the samples stand for), decayed.
+    pub period: u64,
+    /// Samples, decayed.
+    pub samples: u64,
+}
+
+/// What one interval saw, for the header line.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Interval {
+    /// Samples in the interval.
+    pub samples: u64,
+    /// Of which in the kernel (the sampled location is a kernel address).
+    pub kernel_samples: u64,
+    /// Samples the kernel dropped (LOST records).
+    pub lost: u64,
+    /// The interval's length in seconds.
+    pub seconds: f64,
+}
+
+impl Interval {
+    /// Samples per second.
+    pub fn rate(&self) -> f64 {
+        if self.seconds > 0.0 {
+            self.samples as f64 / self.seconds
+        } else {
+            0.0
+        }
+    }
+
+    /// The kernel's share of the samples, in percent.
+    pub fn kernel_pct(&self) -> f64 {
+        if self.samples == 0 {
+            0.0
+        } else {
+            self.kernel_samples as f64 * 100.0 / self.samples as f64
+        }
+    }
+}
+
+/// The samples of `p` and how many of them are in the kernel.
+pub fn interval_of(p: &Profile, lost: u64, seconds: f64) -> Interval {
+    let mut iv = Interval {
+        lost,
+        seconds,
+        ..Interval::default()
+    };
+    for g in &p.groups {
+        iv.samples += g.samples;
+        if p.locs.get(g.leaf as usize).is_some_and(|l| l.kernel) {
+            iv.kernel_samples += g.samples;
+        }
+    }
+    iv
+}
+
+/// The decayed histogram (see the module docs).
+#[derive(Debug, Clone, Default)]
+pub struct Live {
+    rows: HashMap<Vec<String>, Weight>,
+}
+
+impl Live {
+    /// An empty table.
+    pub fn new() -> Live {
+        Live::default()
+    }
+
+    /// Adds an interval's rows.
+    pub fn add(&mut self, t: &Table) {
+        for r in &t.rows {
+            self.add_row(&r.key, r.period, r.samples);
+        }
+    }
+
+    /// Adds one row's period and samples under its key.
+    pub fn add_row(&mut self, key: &[String], period: u64, samples: u64) {
+        let w = match self.rows.get_mut(key) {
+            Some(w) => w,
+            None => self.rows.entry(key.to_vec()).or_default(),
+        };
+        w.period = w.period.saturating_add(period);
+        w.samples = w.samples.saturating_add(samples);
+    }
+
+    /// perf top's decay after a refresh: every weight times 7/8, empty rows dropped.
+    pub fn decay(&mut self) {
+        self.rows.retain(|_, w| {
+            w.period = w.period / 8 * 7 + w.period % 8 * 7 / 8;
+            w.samples = w.samples / 8 * 7 + w.samples % 8 * 7 / 8;
+            w.period > 0
+        });
+    }
+
+    /// `-z`: forgets every row.
+    pub fn zero(&mut self) {
+        self.rows.clear();
+    }
+
+    /// The sum of the rows' periods.
+    pub fn total_period(&self) -> u64 {
+        self.rows.values().map(|w| w.period).sum()
+    }
+
+    /// The rows, heaviest first (ties by key, so equal rows keep their place between
+    /// refreshes).
+    pub fn rows(&self) -> Vec<(&[String], Weight)> {
+        let mut v: Vec<(&[String], Weight)> =
+            self.rows.iter().map(|(k, w)| (k.as_slice(), *w)).collect();
+        v.sort_by(|a, b| b.1.period.cmp(&a.1.period).then_with(|| a.0.cmp(b.0)));
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(rows: &[(&str, u64)]) -> Live {
+        let mut live = Live::new();
+        for &(k, p) in rows {
+            live.add_row(&[k.to_string()], p, p / 10);
+        }
+        live
+    }
+
+    impl Live {
+        fn merge(&mut self, other: &Live) {
+            for (k, w) in &other.rows {
+                self.add_row(k, w.period, w.samples);
+            }
+        }
+    }
+
+    #[test]
+    fn rows_merge_by_key_and_decay_by_seven_eighths() {
+        let mut live = Live::new();
+        live.merge(&table(&[("a", 800), ("b", 80)]));
+        live.merge(&table(&[("a", 800)]));
+        let rows = live.rows();
+        assert_eq!(rows[0].0, ["a".to_string()]);
+        assert_eq!(rows[0].1.period, 1600);
+        assert_eq!(live.total_period(), 1680);
+        live.decay();
+        assert_eq!(live.rows()[0].1.period, 1400);
+        assert_eq!(live.rows()[0].1.samples, 140);
+        assert_eq!(live.rows()[1].1.period, 70);
+        // A row that stopped fades away: 70 → 61 → 53 → ... → 0, then it is gone.
+        let mut steps = 0;
+        while live.rows().len() > 1 {
+            live.decay();
+            steps += 1;
+            assert!(steps < 64);
+        }
+        assert!(steps > 10, "{steps}");
+        // No overflow on big periods.
+        let mut big = Live::new();
+        big.merge(&table(&[("x", u64::MAX)]));
+        big.decay();
+        assert_eq!(big.rows()[0].1.period, u64::MAX / 8 * 7 + 7 * 7 / 8);
+    }
+
+    #[test]
+    fn zero_forgets_and_ties_keep_their_order() {
+        let mut live = Live::new();
+        live.merge(&table(&[("b", 5), ("a", 5), ("c", 9)]));
+        let keys: Vec<String> = live.rows().iter().map(|r| r.0[0].clone()).collect();
+        assert_eq!(keys, ["c", "a", "b"]);
+        live.zero();
+        assert!(live.rows().is_empty());
+        assert_eq!(live.total_period(), 0);
+    }
+
+    #[test]
+    fn interval_rates() {
+        let iv = Interval {
+            samples: 3000,
+            kernel_samples: 750,
+            lost: 0,
+            seconds: 1.5,
+        };
+        assert_eq!(iv.rate(), 2000.0);
+        assert_eq!(iv.kernel_pct(), 25.0);
+        assert_eq!(Interval::default().rate(), 0.0);
+        assert_eq!(Interval::default().kernel_pct(), 0.0);
+    }
+}

@@ -1,0 +1,138 @@
+//! `hrec top`'s screen, in perf top's `--stdio` layout: a status line (samples per second,
+//! the kernel's share, losses, the event and the target), a rule, then the hottest rows of
+//! the decayed table ([`crate::analysis::top`]) with their share of it.
+
+use std::fmt::Write as _;
+
+use crate::analysis::hist::SortKey;
+use crate::analysis::top::{Interval, Live};
+
+/// What the status line says about the recording.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Status {
+    /// `4000Hz cpu-clock` or `100003 cpu-clock` (period), as perf top prints it.
+    pub event: String,
+    /// `all, 2 CPUs`, `target_pid: 42`, `CPUs: 0-1`.
+    pub target: String,
+}
+
+/// One refresh of the screen: the status line, the rule, the header and at most `entries`
+/// rows (`clear`: start with the terminal's clear-screen sequence, as perf top does on a
+/// terminal).
+pub fn screen(
+    live: &Live,
+    iv: &Interval,
+    status: &Status,
+    sort: &[SortKey],
+    entries: usize,
+    clear: bool,
+) -> String {
+    let mut s = String::new();
+    if clear {
+        s.push_str("\x1b[H\x1b[2J");
+    }
+    let _ = writeln!(
+        s,
+        "   hrec top: {:7.0} samples/sec  kernel:{:4.1}%  lost: {} [{}],  ({})",
+        iv.rate(),
+        iv.kernel_pct(),
+        iv.lost,
+        status.event,
+        status.target
+    );
+    let _ = writeln!(s, "{}", "-".repeat(79));
+    s.push('\n');
+    let total = live.total_period();
+    let rows = live.rows();
+    let shown = &rows[..rows.len().min(entries)];
+    // Every key column as wide as its widest cell (the last one unpadded).
+    let mut widths: Vec<usize> = sort.iter().map(|k| k.header().len()).collect();
+    for (key, _) in shown {
+        for (w, cell) in widths.iter_mut().zip(key.iter()) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut header = String::from("# Overhead  Samples");
+    let mut rule = String::from("# ........  .......");
+    for (i, k) in sort.iter().enumerate() {
+        let w = widths[i];
+        let last = i + 1 == sort.len();
+        header.push_str("  ");
+        rule.push_str("  ");
+        if last {
+            header.push_str(k.header());
+        } else {
+            let _ = write!(header, "{:<w$}", k.header());
+        }
+        rule.push_str(&".".repeat(w));
+    }
+    let _ = writeln!(s, "{header}\n{rule}\n#");
+    for (key, w) in shown {
+        let pct = if total == 0 {
+            0.0
+        } else {
+            w.period as f64 * 100.0 / total as f64
+        };
+        let mut line = format!("{pct:9.2}%  {:>7}", w.samples);
+        for (i, cell) in key.iter().enumerate() {
+            line.push_str("  ");
+            if i + 1 == key.len() {
+                line.push_str(cell);
+            } else {
+                let _ = write!(line, "{cell:<width$}", width = widths[i]);
+            }
+        }
+        s.push_str(line.trim_end());
+        s.push('\n');
+    }
+    if rows.is_empty() {
+        s.push_str("(no samples yet)\n");
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn screen_lists_the_hottest_rows_with_their_share() {
+        let mut live = Live::new();
+        for (dso, sym, p) in [
+            ("spin", "[.] spin", 300),
+            ("[kernel.kallsyms]", "[k] tick", 100),
+        ] {
+            live.add_row(&[dso.to_string(), sym.to_string()], p, p / 100);
+        }
+        let iv = Interval {
+            samples: 4,
+            kernel_samples: 1,
+            lost: 0,
+            seconds: 1.0,
+        };
+        let st = Status {
+            event: "4000Hz cpu-clock".into(),
+            target: "all, 2 CPUs".into(),
+        };
+        let s = screen(&live, &iv, &st, &[SortKey::Dso, SortKey::Sym], 10, false);
+        let want = "   hrec top:       4 samples/sec  kernel:25.0%  lost: 0 [4000Hz cpu-clock],  (all, 2 CPUs)\n";
+        assert!(s.starts_with(want), "{s}");
+        assert!(
+            s.contains("# Overhead  Samples  Shared Object      Symbol\n"),
+            "{s}"
+        );
+        assert!(
+            s.contains("    75.00%        3  spin               [.] spin\n"),
+            "{s}"
+        );
+        assert!(
+            s.contains("    25.00%        1  [kernel.kallsyms]  [k] tick\n"),
+            "{s}"
+        );
+        let one = screen(&live, &iv, &st, &[SortKey::Dso, SortKey::Sym], 1, true);
+        assert!(one.starts_with("\x1b[H\x1b[2J"));
+        assert!(!one.contains("tick"), "{one}");
+        let empty = screen(&Live::new(), &iv, &st, &[SortKey::Sym], 5, false);
+        assert!(empty.contains("(no samples yet)"), "{empty}");
+    }
+}
