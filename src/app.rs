@@ -531,6 +531,9 @@ fn top(
             crate::symbol::Unresolved::NoKernelSymbols,
         )
         .vdso(crate::kernel::own_vdso(&env.procfs_root).as_deref())
+        .keep_binaries(true)
+        // perf top names functions from symbol tables; source lines need DWARF.
+        .dwarf(cfg.sort.contains(&hist::SortKey::Srcline))
         .build();
     let popts = crate::analysis::profile::ProfileOptions {
         threads: 1,
@@ -585,22 +588,31 @@ fn top(
         let mut table = live::Live::new();
         let mut shown = 0u64;
         let mut failure: Option<AppError> = None;
-        for path in &rx {
+        // Files that came while the last screen was being made are folded into one refresh,
+        // so a slow first read (loading every binary's symbols) does not leave the screens
+        // behind the clock.
+        while let Ok(first) = rx.recv() {
+            let batch: Vec<PathBuf> = std::iter::once(first).chain(rx.try_iter()).collect();
             if failure.is_none() && !stop.load(Ordering::Relaxed) {
                 let step = (|| -> Result<(), AppError> {
-                    let rec = Recording::open_with_kernel(&path, 1, false)?;
-                    let p = replay::build_with(&rec, &popts, &mut |_| {}, Some(&symbolizer));
-                    let trailer = rec.trailer().cloned().unwrap_or_default();
-                    let iv = live::interval_of(
-                        &p,
-                        trailer.lost_samples,
-                        trailer.duration_ns as f64 / 1e9,
-                    );
-                    if let Some(t) = hist::tables(&p, &hopts).first() {
-                        table.add(t);
+                    let mut iv = live::Interval::default();
+                    let mut event = String::new();
+                    for path in &batch {
+                        let rec = Recording::open_with_kernel(path, 1, false)?;
+                        let p = replay::build_with(&rec, &popts, &mut |_| {}, Some(&symbolizer));
+                        let trailer = rec.trailer().cloned().unwrap_or_default();
+                        iv.merge(&live::interval_of(
+                            &p,
+                            trailer.lost_samples,
+                            trailer.duration_ns as f64 / 1e9,
+                        ));
+                        if let Some(t) = hist::tables(&p, &hopts).first() {
+                            table.add(t);
+                        }
+                        event = top_event(&rec);
                     }
                     let status = output::top::Status {
-                        event: top_event(&rec),
+                        event,
                         target: target.clone(),
                     };
                     let screen =
@@ -630,7 +642,9 @@ fn top(
                     stop.store(true, Ordering::Relaxed);
                 }
             }
-            let _ = std::fs::remove_file(&path);
+            for path in &batch {
+                let _ = std::fs::remove_file(path);
+            }
         }
         let recorded = recorder
             .join()

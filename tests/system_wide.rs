@@ -172,3 +172,118 @@ fn missing_targets_are_one_line() {
         assert!(!dir.path().join("x.hrec").exists(), "{args:?}");
     }
 }
+
+/// The screens of `hrec top --stdio` output: each is its rows as (percent, samples, keys...).
+fn top_screens(stdout: &str) -> Vec<Vec<(f64, u64, Vec<String>)>> {
+    let mut screens = Vec::new();
+    for part in stdout.split("   hrec top:").skip(1) {
+        let rows = part
+            .lines()
+            .filter(|l| !l.starts_with('#') && l.contains('%'))
+            .skip(1) // the status line's own percentages
+            .filter_map(|l| {
+                let mut w = l.split_whitespace();
+                let pct = w.next()?.strip_suffix('%')?.parse().ok()?;
+                let samples = w.next()?.parse().ok()?;
+                Some((pct, samples, w.map(str::to_string).collect()))
+            })
+            .collect();
+        screens.push(rows);
+    }
+    screens
+}
+
+/// `hrec top --stdio -d 1 -n 3`: three refreshes, and a busy process started before is in
+/// them by name and function; with `-p` only that process is sampled.
+#[test]
+fn top_shows_a_busy_process_by_name_and_function() {
+    let busy = Busy::start();
+    let dir = tempfile::tempdir().unwrap();
+    let out = hrec_in(dir.path(), &["top", "--stdio", "-d", "1", "-n", "3"]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    let screens = top_screens(&stdout);
+    assert_eq!(screens.len(), 3, "{stdout}");
+    assert!(
+        stdout.contains("# Overhead  Samples  Shared Object"),
+        "{stdout}"
+    );
+    // The last screen has the hot function among its rows, under the program's name.
+    let last = screens.last().unwrap();
+    let busy_rows: Vec<_> = last
+        .iter()
+        .filter(|r| r.2.first().is_some_and(|d| d == "hotspots"))
+        .collect();
+    assert!(
+        busy_rows
+            .iter()
+            .any(|r| r.2.join(" ").contains("hotspots::hot_")),
+        "no hot function of hotspots in the last screen:\n{stdout}"
+    );
+    // It keeps one CPU busy: a good share of all samples (of two CPUs).
+    let busy_share: f64 = busy_rows.iter().map(|r| r.0).sum();
+    assert!(busy_share > 20.0, "{busy_share}\n{stdout}");
+    // Shares are of the table's total: they add up to at most 100%.
+    let sum: f64 = last.iter().map(|r| r.0).sum();
+    assert!(sum <= 100.5, "{sum}\n{stdout}");
+    // The table is decayed, not reset: the samples of the last screen are more than one
+    // interval's worth of the busy process alone (1 s at 4000 Hz of one CPU at most).
+    let busy_samples: u64 = busy_rows.iter().map(|r| r.1).sum();
+    assert!(busy_samples > 1000, "{busy_samples}\n{stdout}");
+    // Nothing left behind in the temporary directory.
+    let tmp = std::env::temp_dir();
+    assert!(
+        std::fs::read_dir(&tmp)
+            .unwrap()
+            .flatten()
+            .all(|e| !e.file_name().to_string_lossy().starts_with("hrec-top.")),
+        "hrec top left its directory in {}",
+        tmp.display()
+    );
+
+    // -p: only the busy process, by command name and function, one refresh; -z shows the
+    // interval alone.
+    let pid = busy.pid().to_string();
+    let out = hrec_in(
+        dir.path(),
+        &[
+            "top", "--stdio", "-d", "0.5", "-n", "2", "-z", "-p", &pid, "-s", "comm,sym",
+        ],
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains(&format!("(target_pid: {pid})")), "{stdout}");
+    let screens = top_screens(&stdout);
+    assert_eq!(screens.len(), 2, "{stdout}");
+    for s in &screens {
+        assert!(!s.is_empty(), "{stdout}");
+        assert!(s.iter().all(|r| r.2[0] == "hotspots"), "{stdout}");
+        let sum: f64 = s.iter().map(|r| r.0).sum();
+        assert!((sum - 100.0).abs() < 1.0, "{sum}\n{stdout}");
+    }
+    assert!(
+        stdout.contains("hot_multiply") || stdout.contains("hot_scan"),
+        "{stdout}"
+    );
+}
+
+/// Bad `hrec top` values are one line and exit 2.
+#[test]
+fn top_bad_values_are_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        &["top", "-d", "0"][..],
+        &["top", "-d", "x"][..],
+        &["top", "-n", "0"][..],
+        &["top", "-s", "banana"][..],
+        &["top", "-p", "1", "-C", "0"][..],
+        &["top", "-m", "3", "-n", "1"][..],
+    ] {
+        let out = hrec_in(dir.path(), args);
+        let (stdout, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.starts_with("hrec: error: "), "{args:?}: {stderr}");
+        assert!(stdout.is_empty(), "{args:?}: {stdout}");
+    }
+}

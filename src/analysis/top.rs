@@ -41,6 +41,14 @@ pub struct Interval {
 }
 
 impl Interval {
+    /// Adds a following interval (files read together for one refresh).
+    pub fn merge(&mut self, next: &Interval) {
+        self.samples += next.samples;
+        self.kernel_samples += next.kernel_samples;
+        self.lost += next.lost;
+        self.seconds += next.seconds;
+    }
+
     /// Samples per second.
     pub fn rate(&self) -> f64 {
         if self.seconds > 0.0 {

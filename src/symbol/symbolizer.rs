@@ -98,6 +98,9 @@ pub enum LocKey {
 /// A loaded binary (or why it cannot be loaded), shared by the workers that need it.
 type Cached = Arc<Mutex<Result<Binary, Unresolved>>>;
 
+/// How many resolved locations a symbolizer that keeps its binaries remembers.
+const MAX_KEPT_LOCS: usize = 1 << 20;
+
 /// A binary on this machine and the build-id it must have.
 type BinaryKey = (PathBuf, Option<Vec<u8>>);
 
@@ -112,6 +115,14 @@ pub struct Symbolizer {
     kernel_unresolved: Unresolved,
     build_ids: HashMap<PathBuf, Vec<u8>>,
     binaries: Mutex<HashMap<BinaryKey, Cached>>,
+    /// Keep loaded binaries after a `symbolize` call (`hrec top` symbolizes every refresh
+    /// with the same binaries); otherwise each is dropped after its last use in a call.
+    keep: bool,
+    /// With `keep`: the locations already resolved, by binary, address and file offset (at
+    /// most [`MAX_KEPT_LOCS`], then started afresh).
+    kept_locs: Mutex<HashMap<(BinaryKey, FrameAddress, u64), Loc>>,
+    /// Read DWARF (source lines, inline frames); off: symbol tables only.
+    dwarf: bool,
     /// The vdso's image in an in-memory file, read by its `/proc/self/fd` path.
     vdso: Option<(std::fs::File, PathBuf)>,
 }
@@ -137,6 +148,9 @@ impl Symbolizer {
                 kernel_unresolved: Unresolved::NoKernelSymbols,
                 build_ids: HashMap::new(),
                 binaries: Mutex::new(HashMap::new()),
+                keep: false,
+                kept_locs: Mutex::new(HashMap::new()),
+                dwarf: true,
                 vdso: None,
             },
         }
@@ -154,11 +168,12 @@ impl Symbolizer {
                 } else {
                     // A binary deleted or rebuilt since the recording: perf's build-id cache
                     // may hold the one that ran.
-                    match Binary::load(path, expected, &self.search) {
+                    let load = |p: &Path| Binary::load_with(p, expected, &self.search, self.dwarf);
+                    match load(path) {
                         Err(why @ (Unresolved::BinaryMissing | Unresolved::BuildIdMismatch)) => {
                             expected
                                 .and_then(|id| self.search.cached_binary(id))
-                                .and_then(|p| Binary::load(&p, expected, &self.search).ok())
+                                .and_then(|p| load(&p).ok())
                                 .ok_or(why)
                         }
                         loaded => loaded,
@@ -166,6 +181,25 @@ impl Symbolizer {
                 }))
             })
             .clone()
+    }
+
+    /// The remembered location for `key`, resolved (and remembered) on first use.
+    fn kept_loc(&self, key: (BinaryKey, FrameAddress, u64), resolve: impl FnOnce() -> Loc) -> Loc {
+        if let Some(l) = self
+            .kept_locs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+        {
+            return l.clone();
+        }
+        let loc = resolve();
+        let mut kept = self.kept_locs.lock().unwrap_or_else(|e| e.into_inner());
+        if kept.len() >= MAX_KEPT_LOCS {
+            kept.clear();
+        }
+        kept.insert(key, loc.clone());
+        loc
     }
 
     /// Symbolizes every distinct location once: kernel, JIT and unmapped ones here, files on
@@ -276,7 +310,7 @@ impl Symbolizer {
             let mut u = uses.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(n) = u.get_mut(&key) {
                 *n -= 1;
-                if *n == 0 {
+                if *n == 0 && !self.keep {
                     u.remove(&key);
                     self.binaries
                         .lock()
@@ -308,9 +342,10 @@ impl Symbolizer {
                             let bin = cached.lock().unwrap_or_else(|e| e.into_inner());
                             let mut mismatch = matches!(*bin, Err(Unresolved::BuildIdMismatch))
                                 .then(|| file.path.display().to_string());
+                            let bkey = self.keep.then(|| key_of(*f));
                             for &(i, off) in addrs {
                                 let (_, frame) = keys[i];
-                                let loc = match &*bin {
+                                let resolve = || match &*bin {
                                     Err(why) => unresolved_loc(
                                         frame.lookup(),
                                         false,
@@ -318,6 +353,10 @@ impl Symbolizer {
                                         *why,
                                     ),
                                     Ok(b) => resolve_in(b, frame, off, file.short.clone()),
+                                };
+                                let loc = match &bkey {
+                                    None => resolve(),
+                                    Some(k) => self.kept_loc((k.clone(), frame, off), resolve),
                                 };
                                 out.push((i, loc, mismatch.take()));
                             }
@@ -426,6 +465,21 @@ impl SymbolizerBuilder {
                 let path = PathBuf::from(format!("/proc/self/fd/{}", f.as_raw_fd()));
                 (f, path)
             });
+        self
+    }
+
+    /// Keep every binary loaded, and every location resolved, for later calls (a live view
+    /// symbolizing the same processes again and again) instead of dropping each binary after
+    /// its last use in a call.
+    pub fn keep_binaries(mut self, keep: bool) -> Self {
+        self.s.keep = keep;
+        self
+    }
+
+    /// Whether to read DWARF (the default): without it, functions come from symbol tables
+    /// only, with no source lines or inline frames.
+    pub fn dwarf(mut self, on: bool) -> Self {
+        self.s.dwarf = on;
         self
     }
 
