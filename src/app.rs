@@ -127,6 +127,8 @@ pub struct ReportConfig {
     pub retire_latency_json: Option<PathBuf>,
     /// Show a progress bar on stderr (a terminal) when reading takes over a second.
     pub progress: bool,
+    /// The interactive view instead of the text (`--tui`, or the default on a terminal).
+    pub tui: bool,
     /// `--header`: the recording's header (as `hrec info`) before the report.
     pub header: bool,
     /// `--header-only`: the header and nothing else (the samples are not read).
@@ -659,6 +661,56 @@ fn top(
     Ok(0)
 }
 
+/// `hrec report`'s interactive view of profile `p` of `rec`; `a` annotates with the options
+/// `hrec annotate` would take for the same file.
+fn report_tui(
+    env: &Env,
+    cfg: &ReportConfig,
+    rec: &Recording,
+    p: &crate::analysis::profile::Profile,
+    hist_opts: crate::analysis::hist::HistOptions,
+    style: output::report::ReportStyle,
+) -> Result<(), AppError> {
+    use crate::analysis::annotate;
+    let kcore = env.procfs_root.join("kcore");
+    let kernel = std::fs::File::open(&kcore)
+        .is_ok()
+        .then(|| rec.kernel_symbols())
+        .filter(|k| !k.is_empty())
+        .map(|k| (k, kcore));
+    let build_ids =
+        crate::symbol::symbolizer::parse_build_ids(&rec.side("build-ids").unwrap_or_default());
+    let annotator = |sym: &str, dso: &str, event: usize| -> Vec<String> {
+        let o = annotate::AnnotateOptions {
+            symbols: vec![sym.to_string()],
+            dso: Some(dso.to_string()),
+            event,
+            percent_limit: 0.0,
+            syntax: Default::default(),
+            symfs: cfg.profile.symfs.clone(),
+            search: cfg.profile.search.clone(),
+            build_ids: build_ids.clone(),
+            source: true,
+            kernel: kernel.clone(),
+        };
+        let a = annotate::annotate(p, &o);
+        let mut t = output::annotate::TextOptions::default();
+        if let Some(e) = p.events.get(event) {
+            t.samples = e.samples;
+            t.period = e.period;
+        }
+        let mut lines: Vec<String> = a.problems.iter().map(|w| format!("warning: {w}")).collect();
+        if !a.symbols.is_empty() {
+            lines.extend(output::annotate::text(&a, &t).lines().map(str::to_string));
+        }
+        lines
+    };
+    let title = format!("hrec report of {}", cfg.input.display());
+    let mut view = output::tui::View::new(p, hist_opts, style, title, &annotator);
+    output::tui::run(&mut view)?;
+    Ok(())
+}
+
 /// `4000Hz cpu-clock` (or `100003 cpu-clock` with a fixed period): the first sampling event
 /// of a recording as perf top's status line names it.
 fn top_event(rec: &Recording) -> String {
@@ -922,6 +974,8 @@ fn report(
         }
     } else if cfg.json {
         output::report::json(&p, &tables, &hist_opts, &style, out)?;
+    } else if cfg.tui {
+        report_tui(env, cfg, &rec, &p, hist_opts.clone(), style.clone())?;
     } else {
         output::report::text(&p, &tables, &hist_opts, &style, out)?;
         if cfg.thread_counts {

@@ -607,9 +607,12 @@ pub struct ReportArgs {
     /// input of flamegraph.pl / inferno-flamegraph.
     #[arg(long)]
     pub folded: bool,
-    /// Accepted for perf compatibility (text is the default).
-    #[arg(long, hide = true)]
+    /// Print the text report even on a terminal (where the interactive view is the default).
+    #[arg(long, conflicts_with = "tui")]
     pub stdio: bool,
+    /// The interactive view (the default when stdin and stdout are terminals).
+    #[arg(long)]
+    pub tui: bool,
     /// Rows only, without the `#` header and notes (perf's -q).
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
@@ -641,6 +644,7 @@ pub struct ReportArgs {
 
 impl ReportArgs {
     fn into_config(self) -> Result<hrec::app::ReportConfig, String> {
+        let rl_json = self.retire_latency_json.is_some();
         use hrec::analysis::hist;
         use hrec::output::report::Column;
         use std::io::IsTerminal;
@@ -723,6 +727,18 @@ impl ReportArgs {
             folded: self.folded,
             retire_latency_json: self.retire_latency_json,
             progress: std::io::stderr().is_terminal() && !self.json && !self.header_only,
+            // perf report's default on a terminal; any output that is not the table, or a
+            // redirected stdin or stdout, prints text.
+            tui: self.tui
+                || (!self.stdio
+                    && !self.json
+                    && !self.folded
+                    && !self.quiet
+                    && !self.header_only
+                    && !self.show_threads
+                    && !rl_json
+                    && std::io::stdout().is_terminal()
+                    && std::io::stdin().is_terminal()),
             header: self.header,
             header_only: self.header_only,
             thread_counts: self.show_threads,

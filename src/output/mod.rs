@@ -10,6 +10,7 @@ pub mod progress;
 pub mod report;
 pub mod script;
 pub mod top;
+pub mod tui;
 
 use std::fmt::Write as _;
 use std::io::{self, Write};

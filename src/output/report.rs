@@ -448,6 +448,176 @@ fn trees_of(p: &Profile, t: &Table, o: &HistOptions, style: &ReportStyle) -> Vec
     }
 }
 
+/// One table of the text report as lines: what `text` prints for it and what the TUI shows.
+#[derive(Debug, Clone, Default)]
+pub struct TableLines {
+    /// The `#` lines before the column headers (samples, event count, TopDown totals, retire
+    /// latency).
+    pub preamble: Vec<String>,
+    /// The column headers (`# Children      Self  Samples  Command ...`).
+    pub head: String,
+    /// The dotted rule under them.
+    pub dots: String,
+    /// The rows above `--percent-limit`, in the report's order.
+    pub rows: Vec<RowLines>,
+    /// Rows below `--percent-limit`, not shown.
+    pub hidden: usize,
+}
+
+/// One row of [`TableLines`].
+#[derive(Debug, Clone, Default)]
+pub struct RowLines {
+    /// Index into the table's rows.
+    pub row: usize,
+    /// The row as the text report prints it.
+    pub line: String,
+    /// Its call-graph tree's lines (empty without call graphs).
+    pub tree: Vec<String>,
+}
+
+/// The lines of table `t` as the text report prints them (see [`TableLines`]).
+pub fn table_lines(p: &Profile, t: &Table, o: &HistOptions, style: &ReportStyle) -> TableLines {
+    let mut s = String::new();
+    let e = &p.events[t.event];
+    let _ = writeln!(s, "#");
+    let _ = writeln!(
+        s,
+        "# Samples: {} of event '{}'{}",
+        t.base_samples,
+        e.name,
+        e.pmu
+            .as_deref()
+            .map(|p| format!(" (PMU {p})"))
+            .unwrap_or_default()
+    );
+    let _ = writeln!(s, "# Event count (approx.): {}", t.base_period);
+    let td_level = if t.td_samples > 0 { style.td_level } else { 0 };
+    if td_level > 0
+        && let Some(line) = td_header_line(
+            &format!("totals from {} group reads", t.td_samples),
+            &t.td,
+            td_level,
+        )
+    {
+        let _ = writeln!(s, "{line}");
+        let _ = writeln!(
+            s,
+            "#   (TopDown columns: share of slots{}; * = fewer than {MIN_TD_SAMPLES} group reads in the row)",
+            if o.children {
+                " of the row and all it called, as Children"
+            } else {
+                ""
+            }
+        );
+    }
+    match (&t.latency, no_latency_reason(e)) {
+        (Some(l), _) => {
+            let _ = writeln!(s, "# Retire latency (cycles): {}", lat_line(l));
+        }
+        (None, Some(why)) if e.weight_struct || t.td_samples > 0 => {
+            let _ = writeln!(s, "# Retire latency: none, {why}");
+        }
+        _ => {}
+    }
+    let cols = Cols {
+        td: td_level,
+        lat: t.latency.is_some(),
+        children: o.children,
+        fields: style.fields.as_deref(),
+    };
+    let head = header_cells(&cols, &o.sort);
+    let weight = |r: &Row| if o.children { r.children } else { r.period };
+    let trees = trees_of(p, t, o, style);
+    let mut rows: Vec<(usize, &Row)> = t
+        .rows
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| pct(weight(r), t.base_period) >= style.percent_limit)
+        .collect();
+    if let Some(f) = &style.fields {
+        // perf sorts by the output fields, in their order, largest first.
+        let value = |r: &Row, c: Column| match c {
+            Column::Children if o.children => r.children,
+            Column::Children => 0,
+            Column::Overhead | Column::Period => r.period,
+            Column::Samples => r.samples,
+        };
+        rows.sort_by(|a, b| {
+            f.iter()
+                .map(|&c| value(b.1, c).cmp(&value(a.1, c)))
+                .find(|o| o.is_ne())
+                .unwrap_or(std::cmp::Ordering::Equal)
+        });
+    }
+    let cells: Vec<Vec<String>> = rows.iter().map(|(_, r)| row_cells(&cols, t, r)).collect();
+    let numeric = head.len() - o.sort.len();
+    let widths: Vec<usize> = (0..head.len())
+        .map(|i| {
+            cells
+                .iter()
+                .map(|c| c[i].chars().count())
+                .chain([head[i].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |s: &mut String, c: &[String], dots: bool| {
+        s.push_str(if dots { "# " } else { "  " });
+        let last = c.len() - 1;
+        for (i, v) in c.iter().enumerate() {
+            let w = widths[i];
+            if i < numeric {
+                let _ = write!(s, "{v:>w$}");
+            } else if i == last {
+                s.push_str(v);
+            } else {
+                let _ = write!(s, "{v:<w$}");
+            }
+            if i != last {
+                s.push_str("  ");
+            }
+        }
+        s.push('\n');
+    };
+    let mut head_line = String::new();
+    line(&mut head_line, &head, true);
+    let dots: Vec<String> = widths.iter().map(|&w| ".".repeat(w)).collect();
+    let mut dots_line = String::new();
+    line(&mut dots_line, &dots, true);
+    let mut out_rows = Vec::with_capacity(rows.len());
+    for (&(ri, r), c) in rows.iter().zip(&cells) {
+        let mut l = String::new();
+        line(&mut l, c, false);
+        let mut tree_text = String::new();
+        if let (Some(cg), Some(Some(tree))) = (&style.callgraph, trees.get(ri)) {
+            let skip_first = o.sort.first() == Some(&SortKey::Sym);
+            write_tree(
+                &mut tree_text,
+                tree,
+                cg,
+                t.base_period,
+                weight(r),
+                skip_first,
+            );
+        }
+        l.pop();
+        out_rows.push(RowLines {
+            row: ri,
+            line: l,
+            tree: tree_text.lines().map(str::to_string).collect(),
+        });
+    }
+    head_line.pop();
+    dots_line.pop();
+    TableLines {
+        preamble: s.lines().map(str::to_string).collect(),
+        head: head_line,
+        dots: dots_line,
+        rows: out_rows,
+        hidden: t.rows.len() - rows.len(),
+    }
+}
+
 /// Writes the text report.
 pub fn text(
     p: &Profile,
@@ -497,125 +667,22 @@ pub fn text(
         );
     }
     for t in tables {
-        let e = &p.events[t.event];
-        let _ = writeln!(s, "#");
-        let _ = writeln!(
-            s,
-            "# Samples: {} of event '{}'{}",
-            t.base_samples,
-            e.name,
-            e.pmu
-                .as_deref()
-                .map(|p| format!(" (PMU {p})"))
-                .unwrap_or_default()
-        );
-        let _ = writeln!(s, "# Event count (approx.): {}", t.base_period);
-        let td_level = if t.td_samples > 0 { style.td_level } else { 0 };
-        if td_level > 0
-            && let Some(line) = td_header_line(
-                &format!("totals from {} group reads", t.td_samples),
-                &t.td,
-                td_level,
-            )
-        {
-            let _ = writeln!(s, "{line}");
-            let _ = writeln!(
-                s,
-                "#   (TopDown columns: share of slots{}; * = fewer than {MIN_TD_SAMPLES} group reads in the row)",
-                if o.children {
-                    " of the row and all it called, as Children"
-                } else {
-                    ""
-                }
-            );
+        let tl = table_lines(p, t, o, style);
+        for l in &tl.preamble {
+            let _ = writeln!(s, "{l}");
         }
-        match (&t.latency, no_latency_reason(e)) {
-            (Some(l), _) => {
-                let _ = writeln!(s, "# Retire latency (cycles): {}", lat_line(l));
-            }
-            (None, Some(why)) if e.weight_struct || t.td_samples > 0 => {
-                let _ = writeln!(s, "# Retire latency: none, {why}");
-            }
-            _ => {}
-        }
-        let cols = Cols {
-            td: td_level,
-            lat: t.latency.is_some(),
-            children: o.children,
-            fields: style.fields.as_deref(),
-        };
-        let head = header_cells(&cols, &o.sort);
-        let weight = |r: &Row| if o.children { r.children } else { r.period };
-        let trees = trees_of(p, t, o, style);
-        let mut rows: Vec<(usize, &Row)> = t
-            .rows
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| pct(weight(r), t.base_period) >= style.percent_limit)
-            .collect();
-        if let Some(f) = &style.fields {
-            // perf sorts by the output fields, in their order, largest first.
-            let value = |r: &Row, c: Column| match c {
-                Column::Children if o.children => r.children,
-                Column::Children => 0,
-                Column::Overhead | Column::Period => r.period,
-                Column::Samples => r.samples,
-            };
-            rows.sort_by(|a, b| {
-                f.iter()
-                    .map(|&c| value(b.1, c).cmp(&value(a.1, c)))
-                    .find(|o| o.is_ne())
-                    .unwrap_or(std::cmp::Ordering::Equal)
-            });
-        }
-        let cells: Vec<Vec<String>> = rows.iter().map(|(_, r)| row_cells(&cols, t, r)).collect();
-        let numeric = head.len() - o.sort.len();
-        let widths: Vec<usize> = (0..head.len())
-            .map(|i| {
-                cells
-                    .iter()
-                    .map(|c| c[i].chars().count())
-                    .chain([head[i].len()])
-                    .max()
-                    .unwrap_or(0)
-            })
-            .collect();
-        let _ = writeln!(s, "#");
-        let line = |s: &mut String, c: &[String], dots: bool| {
-            s.push_str(if dots { "# " } else { "  " });
-            let last = c.len() - 1;
-            for (i, v) in c.iter().enumerate() {
-                let w = widths[i];
-                if i < numeric {
-                    let _ = write!(s, "{v:>w$}");
-                } else if i == last {
-                    s.push_str(v);
-                } else {
-                    let _ = write!(s, "{v:<w$}");
-                }
-                if i != last {
-                    s.push_str("  ");
-                }
-            }
-            s.push('\n');
-        };
-        line(&mut s, &head, true);
-        let dots: Vec<String> = widths.iter().map(|&w| ".".repeat(w)).collect();
-        line(&mut s, &dots, true);
-        let _ = writeln!(s, "#");
-        for (&(ri, r), c) in rows.iter().zip(&cells) {
-            line(&mut s, c, false);
-            if let (Some(cg), Some(Some(tree))) = (&style.callgraph, trees.get(ri)) {
-                let skip_first = o.sort.first() == Some(&SortKey::Sym);
-                write_tree(&mut s, tree, cg, t.base_period, weight(r), skip_first);
+        let _ = writeln!(s, "#\n{}\n{}\n#", tl.head, tl.dots);
+        for r in &tl.rows {
+            let _ = writeln!(s, "{}", r.line);
+            for l in &r.tree {
+                let _ = writeln!(s, "{l}");
             }
         }
-        if rows.len() < t.rows.len() {
+        if tl.hidden > 0 {
             let _ = writeln!(
                 s,
                 "# {} rows below --percent-limit {} not shown",
-                t.rows.len() - rows.len(),
-                style.percent_limit
+                tl.hidden, style.percent_limit
             );
         }
         emit(out, &s, style.quiet, &mut started)?;

@@ -1,0 +1,243 @@
+//! `hrec report`'s interactive view in a real terminal (tmux): it opens by default on a
+//! terminal, shows the rows the text report prints for the same file, opens a row's call
+//! graph, annotates a function, filters, zooms, shows its help and quits; `--stdio` prints
+//! the text on a terminal.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use support::tmux::{Tmux, available};
+use support::{hrec_in, text};
+
+const WAIT: Duration = Duration::from_secs(60);
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings")
+}
+
+/// The text report's rows (without their first column, where the view puts its `+`/`-`
+/// marks) and, for each, its call-graph lines.
+fn text_rows(args: &[&str]) -> Vec<(String, Vec<String>)> {
+    let dir = tempfile::tempdir().unwrap();
+    let out = hrec_in(dir.path(), args);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    let mut rows: Vec<(String, Vec<String>)> = Vec::new();
+    for line in stdout.lines() {
+        if line.starts_with('#') {
+            continue;
+        }
+        let is_row = line.len() > 2
+            && line
+                .trim_start()
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_digit())
+            && line.contains('%')
+            && !line.contains("--");
+        if is_row {
+            rows.push((line[1..].trim_end().to_string(), Vec::new()));
+        } else if let Some(last) = rows.last_mut() {
+            last.1.push(line.trim_end().to_string());
+        }
+    }
+    rows
+}
+
+/// Whether a screen line, without its first column, is `row`.
+fn shows_row(screen: &str, row: &str) -> bool {
+    screen
+        .lines()
+        .any(|l| l.get(1..).is_some_and(|rest| rest.trim_end() == row))
+}
+
+#[test]
+fn report_view_shows_the_text_reports_rows_graphs_and_annotation() {
+    if !available() {
+        eprintln!("skipped: tmux not installed");
+        return;
+    }
+    let r = fixtures();
+    let file = r.join("callchain.hrec");
+    let symfs = r.join("root");
+    let (file, symfs) = (file.to_str().unwrap(), symfs.to_str().unwrap());
+    let rows = text_rows(&["report", "--stdio", "-i", file, "--symfs", symfs]);
+    assert!(rows.len() > 5, "{rows:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let hrec = env!("CARGO_BIN_EXE_hrec");
+    let t = Tmux::start(
+        dir.path(),
+        100,
+        30,
+        &format!("{hrec} report -i {file} --symfs {symfs}"),
+    );
+    let screen = t.wait_screen(WAIT, |s| s.contains("Samples: 540 of event 'cpu-clock'"));
+    assert!(
+        screen.contains("Children    Self  Samples  Command  Shared Object"),
+        "{screen}"
+    );
+    // The rows of the text report, in its order, with the same numbers.
+    let mut at = 0;
+    for (row, _) in rows.iter().take(10) {
+        let pos = screen
+            .lines()
+            .position(|l| l.get(1..).is_some_and(|rest| rest.trim_end() == row))
+            .unwrap_or_else(|| panic!("row {row:?} not on the screen:\n{screen}"));
+        assert!(pos >= at, "row {row:?} out of order:\n{screen}");
+        at = pos;
+    }
+    // The first row has a call graph: marked `+`, opened by Enter with the text report's
+    // lines, closed again by `+`.
+    let (first, tree) = &rows[0];
+    assert!(!tree.is_empty(), "{rows:?}");
+    assert!(
+        screen
+            .lines()
+            .any(|l| l.starts_with('+') && l[1..].trim_end() == first)
+    );
+    t.send_keys(&["Enter"]);
+    let opened = t.wait_screen(WAIT, |s| s.lines().any(|l| l.starts_with('-')));
+    let shown: Vec<&str> = opened.lines().map(str::trim_end).collect();
+    let start = shown
+        .iter()
+        .position(|l| l.get(1..) == Some(first.as_str()))
+        .unwrap_or_else(|| panic!("{opened}"));
+    for (i, want) in tree.iter().take(8).enumerate() {
+        assert_eq!(
+            shown.get(start + 1 + i).copied(),
+            Some(want.as_str()),
+            "{opened}"
+        );
+    }
+    t.send_keys(&["+"]);
+    t.wait_screen(WAIT, |s| !s.lines().any(|l| l.starts_with('-')));
+
+    // `a`: the annotation of the selected function, as `hrec annotate` prints it.
+    let sym = first.rsplit("[.] ").next().unwrap().to_string();
+    let ann = hrec_in(
+        dir.path(),
+        &["annotate", "-i", file, "--symfs", symfs, "--stdio", &sym],
+    );
+    let (ann_text, ann_err) = text(&ann);
+    assert!(ann.status.success(), "{ann_err}");
+    let hot_lines: Vec<&str> = ann_text
+        .lines()
+        .filter(|l| {
+            l.split(':')
+                .next()
+                .and_then(|p| p.trim().parse::<f64>().ok())
+                .is_some_and(|p| p >= 5.0)
+        })
+        .collect();
+    assert!(!hot_lines.is_empty(), "{ann_text}");
+    t.send_keys(&["a"]);
+    let screen = t.wait_screen(WAIT, |s| s.contains(&format!("Annotate {sym}")));
+    for l in &hot_lines {
+        assert!(
+            screen.lines().any(|s| s.trim_end() == l.trim_end()),
+            "{l:?} not in the annotation:\n{screen}"
+        );
+    }
+    t.send_keys(&["q"]);
+    t.wait_screen(WAIT, |s| s.contains("Samples: 540"));
+
+    // `/`: only the rows whose symbol contains the text.
+    t.send_keys(&["/", "w", "a", "r", "m", "Enter"]);
+    let screen = t.wait_screen(WAIT, |s| s.contains("Symbol filter: warm"));
+    let warm: Vec<&(String, Vec<String>)> =
+        rows.iter().filter(|(r, _)| r.contains("] warm")).collect();
+    assert!(!warm.is_empty());
+    for (row, _) in &warm {
+        assert!(shows_row(&screen, row), "{row:?}:\n{screen}");
+    }
+    assert!(!shows_row(&screen, first), "{screen}");
+    t.send_keys(&["Escape"]);
+    t.wait_screen(WAIT, |s| {
+        !s.contains("Symbol filter") && shows_row(s, first)
+    });
+
+    // `d`: zoomed into the selected row's shared object, the rows `--dso` keeps.
+    let dso_rows = text_rows(&[
+        "report", "--stdio", "-i", file, "--symfs", symfs, "--dso", "work",
+    ]);
+    t.send_keys(&["d"]);
+    let screen = t.wait_screen(WAIT, |s| s.contains("DSO: work"));
+    for (row, _) in dso_rows.iter().take(8) {
+        assert!(shows_row(&screen, row), "{row:?}:\n{screen}");
+    }
+    assert!(!screen.contains("[kernel.kallsyms]"), "{screen}");
+    t.send_keys(&["Escape"]);
+    t.wait_screen(WAIT, |s| {
+        !s.contains("DSO: work") && s.contains("[kernel.kallsyms]")
+    });
+
+    // `h`: the keys; `q` back, `q` quits with status 0.
+    t.send_keys(&["h"]);
+    t.wait_screen(WAIT, |s| s.contains("zoom into the selected row's thread"));
+    t.send_keys(&["q"]);
+    t.wait_screen(WAIT, |s| s.contains("Samples: 540"));
+    t.send_keys(&["q"]);
+    assert_eq!(t.wait_exit(WAIT), 0);
+}
+
+/// At 80x24 the view fits: title, headers, rows and the key line; `--stdio` on the same
+/// terminal prints the text report instead.
+#[test]
+fn report_view_fits_80_by_24_and_stdio_prints_text() {
+    if !available() {
+        eprintln!("skipped: tmux not installed");
+        return;
+    }
+    let r = fixtures();
+    let file = r.join("plain.hrec");
+    let symfs = r.join("root");
+    let (file, symfs) = (file.to_str().unwrap(), symfs.to_str().unwrap());
+    let rows = text_rows(&["report", "--stdio", "-i", file, "--symfs", symfs]);
+    assert!(!rows.is_empty());
+    let dir = tempfile::tempdir().unwrap();
+    let hrec = env!("CARGO_BIN_EXE_hrec");
+    let t = Tmux::start(
+        dir.path(),
+        80,
+        24,
+        &format!("{hrec} report -i {file} --symfs {symfs}"),
+    );
+    let screen = t.wait_screen(WAIT, |s| s.contains("Samples:") && s.contains("h:help"));
+    assert_eq!(screen.lines().count(), 24, "{screen}");
+    for (row, _) in rows.iter().take(15) {
+        let cut: String = row.chars().take(79).collect();
+        assert!(
+            screen
+                .lines()
+                .any(|l| l.get(1..).is_some_and(|x| x.trim_end() == cut.trim_end())),
+            "{row:?}:\n{screen}"
+        );
+    }
+    // Moving past the last shown row scrolls: the selected row stays on the screen.
+    let down = vec!["Down"; rows.len().min(40)];
+    t.send_keys(&down);
+    let last = &rows[rows.len().min(40) - 1].0;
+    let cut: String = last.chars().take(79).collect();
+    t.wait_screen(WAIT, |s| {
+        s.lines()
+            .any(|l| l.get(1..).is_some_and(|x| x.trim_end() == cut.trim_end()))
+    });
+    t.send_keys(&["q"]);
+    assert_eq!(t.wait_exit(WAIT), 0);
+
+    let t = Tmux::start(
+        dir.path(),
+        80,
+        24,
+        &format!("{hrec} report --stdio -i {file} --symfs {symfs}"),
+    );
+    assert_eq!(t.wait_exit(WAIT), 0);
+    let log = t.log();
+    assert!(log.contains("# Samples: "), "{log}");
+    assert!(
+        !log.contains("\u{1b}[?1049h"),
+        "--stdio entered the alternate screen"
+    );
+}
