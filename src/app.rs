@@ -554,10 +554,13 @@ fn top(
             format!("all, {n} CPU{}", if n == 1 { "" } else { "s" })
         }
     };
+    // The view scrolls; text shows what fits a terminal, else 50 rows.
     let entries = cfg.entries.unwrap_or_else(|| {
-        crate::kernel::terminal_rows()
-            .filter(|_| !cfg.stdio)
-            .map_or(50, |r| usize::from(r).saturating_sub(7).max(1))
+        if cfg.stdio {
+            crate::kernel::terminal_rows().map_or(50, |r| usize::from(r).saturating_sub(7).max(1))
+        } else {
+            500
+        }
     });
     let stop = Arc::new(AtomicBool::new(false));
     let (tx, rx) = mpsc::channel::<PathBuf>();
@@ -593,7 +596,42 @@ fn top(
         // Files that came while the last screen was being made are folded into one refresh,
         // so a slow first read (loading every binary's symbols) does not leave the screens
         // behind the clock.
-        while let Ok(first) = rx.recv() {
+        let mut ui = if cfg.stdio {
+            None
+        } else {
+            match output::tui::LiveScreen::start(cfg.zero) {
+                Ok(ui) => Some(ui),
+                Err(e) => {
+                    failure = Some(e.into());
+                    stop.store(true, Ordering::Relaxed);
+                    None
+                }
+            }
+        };
+        let mut zero = cfg.zero;
+        loop {
+            let first = match &mut ui {
+                None => match rx.recv() {
+                    Ok(f) => f,
+                    Err(_) => break,
+                },
+                Some(screen) => {
+                    match screen.poll(std::time::Duration::from_millis(50)) {
+                        Ok(output::tui::LiveKey::None) => {}
+                        Ok(output::tui::LiveKey::ToggleZero) => zero = !zero,
+                        Ok(output::tui::LiveKey::Quit) => stop.store(true, Ordering::Relaxed),
+                        Err(e) => {
+                            failure.get_or_insert(e.into());
+                            stop.store(true, Ordering::Relaxed);
+                        }
+                    }
+                    match rx.recv_timeout(std::time::Duration::from_millis(50)) {
+                        Ok(f) => f,
+                        Err(mpsc::RecvTimeoutError::Timeout) => continue,
+                        Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                    }
+                }
+            };
             let batch: Vec<PathBuf> = std::iter::once(first).chain(rx.try_iter()).collect();
             if failure.is_none() && !stop.load(Ordering::Relaxed) {
                 let step = (|| -> Result<(), AppError> {
@@ -617,19 +655,20 @@ fn top(
                         event,
                         target: target.clone(),
                     };
-                    let screen =
-                        output::top::screen(&table, &iv, &status, &cfg.sort, entries, !cfg.stdio);
-                    out.write_all(screen.as_bytes())?;
-                    if cfg.stdio {
-                        writeln!(out)?;
+                    let screen = output::top::screen(&table, &iv, &status, &cfg.sort, entries);
+                    match &mut ui {
+                        Some(ui) => ui.show(&screen)?,
+                        None => {
+                            writeln!(out, "{screen}")?;
+                            out.flush()?;
+                        }
                     }
-                    out.flush()?;
                     Ok(())
                 })();
                 match step {
                     Ok(()) => {
                         shown += 1;
-                        if cfg.zero {
+                        if zero {
                             table.zero();
                         } else {
                             table.decay();

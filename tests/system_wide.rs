@@ -287,3 +287,36 @@ fn top_bad_values_are_one_line() {
         assert!(stdout.is_empty(), "{args:?}: {stdout}");
     }
 }
+
+/// On a terminal `hrec top` is a live view (alternate screen, a key line): the busy process's
+/// function shows up, the arrow keys scroll, `q` quits with status 0 and restores the screen.
+#[test]
+fn top_on_a_terminal_is_a_live_view_that_q_quits() {
+    if !support::tmux::available() {
+        eprintln!("skipped: tmux not installed");
+        return;
+    }
+    let busy = Busy::start();
+    let dir = tempfile::tempdir().unwrap();
+    let hrec = env!("CARGO_BIN_EXE_hrec");
+    let t = support::tmux::Tmux::start(
+        dir.path(),
+        100,
+        24,
+        &format!("{hrec} top -d 0.5 -p {}", busy.pid()),
+    );
+    let wait = std::time::Duration::from_secs(120);
+    let screen = t.wait_screen(wait, |s| s.contains("hotspots::hot_"));
+    assert!(screen.contains("   hrec top: "), "{screen}");
+    assert!(screen.contains("# Overhead  Samples"), "{screen}");
+    assert!(screen.contains("q: quit  z: "), "{screen}");
+    t.send_keys(&["z"]);
+    t.wait_screen(wait, |s| s.contains("(now: zero each refresh)"));
+    t.send_keys(&["q"]);
+    assert_eq!(t.wait_exit(wait), 0);
+    let log = t.log();
+    assert!(
+        log.contains("\u{1b}[?1049h") && log.contains("\u{1b}[?1049l"),
+        "{log:?}"
+    );
+}

@@ -17,20 +17,15 @@ pub struct Status {
 }
 
 /// One refresh of the screen: the status line, the rule, the header and at most `entries`
-/// rows (`clear`: start with the terminal's clear-screen sequence, as perf top does on a
-/// terminal).
+/// rows.
 pub fn screen(
     live: &Live,
     iv: &Interval,
     status: &Status,
     sort: &[SortKey],
     entries: usize,
-    clear: bool,
 ) -> String {
     let mut s = String::new();
-    if clear {
-        s.push_str("\x1b[H\x1b[2J");
-    }
     let _ = writeln!(
         s,
         "   hrec top: {:7.0} samples/sec  kernel:{:4.1}%  lost: {} [{}],  ({})",
@@ -114,7 +109,7 @@ mod tests {
             event: "4000Hz cpu-clock".into(),
             target: "all, 2 CPUs".into(),
         };
-        let s = screen(&live, &iv, &st, &[SortKey::Dso, SortKey::Sym], 10, false);
+        let s = screen(&live, &iv, &st, &[SortKey::Dso, SortKey::Sym], 10);
         let want = "   hrec top:       4 samples/sec  kernel:25.0%  lost: 0 [4000Hz cpu-clock],  (all, 2 CPUs)\n";
         assert!(s.starts_with(want), "{s}");
         assert!(
@@ -129,10 +124,9 @@ mod tests {
             s.contains("    25.00%        1  [kernel.kallsyms]  [k] tick\n"),
             "{s}"
         );
-        let one = screen(&live, &iv, &st, &[SortKey::Dso, SortKey::Sym], 1, true);
-        assert!(one.starts_with("\x1b[H\x1b[2J"));
+        let one = screen(&live, &iv, &st, &[SortKey::Dso, SortKey::Sym], 1);
         assert!(!one.contains("tick"), "{one}");
-        let empty = screen(&Live::new(), &iv, &st, &[SortKey::Sym], 5, false);
+        let empty = screen(&Live::new(), &iv, &st, &[SortKey::Sym], 5);
         assert!(empty.contains("(no samples yet)"), "{empty}");
     }
 }

@@ -581,3 +581,133 @@ pub fn run(view: &mut View<'_>) -> io::Result<()> {
     term.backend_mut().flush()?;
     Ok(())
 }
+
+/// What a key asked of `hrec top`'s live screen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LiveKey {
+    /// Nothing (no key, or one that only moved the view).
+    None,
+    /// `q`, `Esc` or Ctrl-C: stop.
+    Quit,
+    /// `z`: switch between perf top's decay and zeroing after each refresh.
+    ToggleZero,
+}
+
+/// `hrec top`'s screen on a terminal: each refresh's text shown whole on the alternate
+/// screen, scrolled with the arrow and page keys, with a key line at the bottom; the terminal
+/// restored when dropped.
+pub struct LiveScreen {
+    term: Terminal<CrosstermBackend<io::Stdout>>,
+    lines: Vec<String>,
+    top: usize,
+    zero: bool,
+    _restore: Restore,
+}
+
+impl std::fmt::Debug for LiveScreen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LiveScreen")
+            .field("lines", &self.lines.len())
+            .field("top", &self.top)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LiveScreen {
+    /// Takes over the terminal (raw mode, alternate screen); `zero` is top's `-z`.
+    pub fn start(zero: bool) -> io::Result<LiveScreen> {
+        terminal::enable_raw_mode()?;
+        let restore = Restore;
+        let mut stdout = io::stdout();
+        execute!(
+            stdout,
+            terminal::EnterAlternateScreen,
+            ratatui::crossterm::cursor::Hide
+        )?;
+        let mut term = Terminal::new(CrosstermBackend::new(stdout))?;
+        term.clear()?;
+        let mut s = LiveScreen {
+            term,
+            lines: vec!["hrec top: sampling, the first refresh comes after -d seconds".into()],
+            top: 0,
+            zero,
+            _restore: restore,
+        };
+        s.draw()?;
+        Ok(s)
+    }
+
+    /// Shows a refresh.
+    pub fn show(&mut self, text: &str) -> io::Result<()> {
+        self.lines = text.lines().map(str::to_string).collect();
+        self.top = self.top.min(self.lines.len().saturating_sub(1));
+        self.draw()
+    }
+
+    fn draw(&mut self) -> io::Result<()> {
+        let (lines, top, zero) = (&self.lines, self.top, self.zero);
+        self.term.draw(|f| {
+            let [body, status] =
+                Layout::vertical([Constraint::Min(1), Constraint::Length(1)]).areas(f.area());
+            let shown: Vec<Line> = lines
+                .iter()
+                .take(4)
+                .chain(lines.iter().skip(4 + top))
+                .take(usize::from(body.height))
+                .map(|l| Line::raw(l.clone()))
+                .collect();
+            f.render_widget(Paragraph::new(shown), body);
+            let keys = format!(
+                "q: quit  z: {}  Up/Down/PgUp/PgDn: scroll",
+                if zero {
+                    "decay (now: zero each refresh)"
+                } else {
+                    "zero each refresh (now: decay)"
+                }
+            );
+            f.render_widget(
+                Paragraph::new(Line::styled(
+                    keys,
+                    Style::default().add_modifier(Modifier::REVERSED),
+                )),
+                status,
+            );
+        })?;
+        Ok(())
+    }
+
+    /// Handles the keys typed so far, waiting at most `wait` for the first.
+    pub fn poll(&mut self, wait: std::time::Duration) -> io::Result<LiveKey> {
+        let mut got = LiveKey::None;
+        let mut wait = wait;
+        while event::poll(wait)? {
+            wait = std::time::Duration::ZERO;
+            let page = usize::from(self.term.size()?.height)
+                .saturating_sub(6)
+                .max(1);
+            let last = self.lines.len().saturating_sub(5);
+            match event::read()? {
+                Event::Key(k) if k.kind != KeyEventKind::Release => match k.code {
+                    KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => {
+                        return Ok(LiveKey::Quit);
+                    }
+                    KeyCode::Char('q') | KeyCode::Esc => return Ok(LiveKey::Quit),
+                    KeyCode::Char('z') => {
+                        self.zero = !self.zero;
+                        got = LiveKey::ToggleZero;
+                    }
+                    KeyCode::Down | KeyCode::Char('j') => self.top = (self.top + 1).min(last),
+                    KeyCode::Up | KeyCode::Char('k') => self.top = self.top.saturating_sub(1),
+                    KeyCode::PageDown => self.top = (self.top + page).min(last),
+                    KeyCode::PageUp => self.top = self.top.saturating_sub(page),
+                    KeyCode::Home => self.top = 0,
+                    _ => {}
+                },
+                Event::Resize(..) => self.term.autoresize()?,
+                _ => {}
+            }
+            self.draw()?;
+        }
+        Ok(got)
+    }
+}
