@@ -12,6 +12,8 @@
 //! several events (`-e a,b`, hybrid `cpu_core`/`cpu_atom`), their periods are in different
 //! units and cannot share one sample table: each event gets a thread of its own per
 //! `(pid, tid)`, named `comm [event]`; the crate then suffixes the repeated tid (`1234.1`).
+//! The format names a main thread after its process, so only the main thread's first track
+//! is marked main (and shows the plain comm); the other events' tracks of it are not.
 //!
 //! **Timestamps.** Sample times are the perf clock (`perf_clock`, CLOCK_MONOTONIC-like ns).
 //! The profile's zero is the first sample's time (the recording's sample-time span, what
@@ -179,6 +181,8 @@ struct Proc {
     order: usize,
     /// Comm id it is named by: its main thread's, else its first thread's.
     comm: u32,
+    /// Its main thread has a track (with several events, the first event's).
+    has_main: bool,
     samples: u64,
     latency: Option<fx::CounterHandle>,
     topdown: Option<[fx::CounterHandle; 4]>,
@@ -378,6 +382,7 @@ impl<'p> Exporter<'p> {
             handle: out.add_process(comm.1, pid, ts),
             order,
             comm: comm.0,
+            has_main: false,
             samples: 0,
             latency: None,
             topdown: None,
@@ -399,14 +404,14 @@ impl<'p> Exporter<'p> {
             }
         };
         let main = v.tid == v.pid;
-        let (proc_handle, rename) = {
+        let (proc_handle, rename, has_main) = {
             let pr = self.process(v.pid, (v.comm, comm), ts);
             pr.samples += 1;
             let rename = main && pr.comm != v.comm;
             if main {
                 pr.comm = v.comm;
             }
-            (pr.handle, rename)
+            (pr.handle, rename, pr.has_main)
         };
         if rename {
             self.out.set_process_name(proc_handle, comm);
@@ -422,7 +427,11 @@ impl<'p> Exporter<'p> {
                 t.handle
             }
             None => {
-                let h = self.out.add_thread(proc_handle, v.tid, ts, main);
+                let is_main = main && !has_main;
+                if is_main && let Some(pr) = self.processes.get_mut(&v.pid) {
+                    pr.has_main = true;
+                }
+                let h = self.out.add_thread(proc_handle, v.tid, ts, is_main);
                 self.out.set_thread_name(h, &track_name(comm));
                 self.tracks.insert(
                     key,
