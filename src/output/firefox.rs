@@ -66,6 +66,12 @@
 //! id become an interval marker `Throttled` (a throttle never lifted extends to the end).
 //! A marker is placed on the thread of the record's tid (`sample_id_all`) when that thread
 //! has samples, else on the first thread of the profile.
+//!
+//! **Memory.** The format needs every sample on the timeline, so the profile holds one entry
+//! per sample (time, stack index, weight, CPU delta: about 32 bytes in the crate's columns)
+//! plus each thread's interned stacks, frames and functions. Nothing else is kept per sample:
+//! the samples stream from the replay straight into the crate's tables (the folded profile of
+//! the first pass holds groups, not samples), and the JSON is serialized into the gzip stream.
 
 use std::collections::HashMap;
 use std::io::{self, Write};
