@@ -177,6 +177,11 @@ struct Track {
     comm: u32,
     /// Time of its last sample.
     last_time: Option<u64>,
+    /// Its last sample's locations (leaf, then callers) and stack: a thread in a loop
+    /// samples the same stack many times in a row, and interning it again costs a lookup
+    /// per frame.
+    last_locs: Vec<u32>,
+    last_stack: Option<fx::StackHandle>,
 }
 
 /// A process and its counters.
@@ -445,6 +450,8 @@ impl<'p> Exporter<'p> {
                         handle: h,
                         comm: v.comm,
                         last_time: None,
+                        last_locs: Vec::new(),
+                        last_stack: None,
                     },
                 );
                 self.first_track.get_or_insert(h);
@@ -454,15 +461,31 @@ impl<'p> Exporter<'p> {
             }
         };
         // The stack, leaf first, then reversed into root-first order.
-        self.stack.clear();
-        for &l in std::iter::once(&v.leaf).chain(v.callers) {
-            let (a, n) = self.frames_of(l);
-            self.stack
-                .extend_from_slice(&self.frame_buf[a as usize..(a + n) as usize]);
-        }
-        let stack = self
-            .out
-            .intern_stack_frames(thread, self.stack.drain(..).rev());
+        let track = self.tracks.get_mut(&key).expect("track made above");
+        let same = track.last_stack.is_some()
+            && track.last_locs.first() == Some(&v.leaf)
+            && track.last_locs[1..] == *v.callers;
+        let stack = if same {
+            track.last_stack
+        } else {
+            track.last_locs.clear();
+            track.last_locs.push(v.leaf);
+            track.last_locs.extend_from_slice(v.callers);
+            self.stack.clear();
+            for &l in std::iter::once(&v.leaf).chain(v.callers) {
+                let (a, n) = self.frames_of(l);
+                self.stack
+                    .extend_from_slice(&self.frame_buf[a as usize..(a + n) as usize]);
+            }
+            let stack = self
+                .out
+                .intern_stack_frames(thread, self.stack.drain(..).rev());
+            self.tracks
+                .get_mut(&key)
+                .expect("track made above")
+                .last_stack = stack;
+            stack
+        };
         let track = self.tracks.get_mut(&key).expect("track made above");
         let cpu = if self.meta.clock.get(event).copied().unwrap_or(false) {
             CpuDelta::from_nanos(v.period)
