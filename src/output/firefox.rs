@@ -41,8 +41,11 @@
 //! for (nanoseconds of CPU time for `cpu-clock`/`task-clock`, which are software events 0
 //! and 1), so the call tree's totals and percentages are those of `hrec report` (which
 //! weights by period). The format's weights are `i32`: a period above `i32::MAX` is clamped
-//! (and counted in the summary). The sample table's `weightType` stays `samples`; the
-//! profiler labels the column "samples" though the numbers are periods. `threadCPUDelta` is
+//! (and counted in the summary). The sample table's `weightType` stays `samples` (the
+//! format's other types are `tracing-ms`, whole milliseconds here, and `bytes`), so the
+//! profiler's call tree heads its columns "Total (samples)" and "Self" while the numbers
+//! are period sums (CPU nanoseconds for a clock); the percentages are what matter, and they
+//! are `hrec report`'s. `threadCPUDelta` is
 //! the CPU time the thread used since its previous sample: for a CPU-time clock that is the
 //! sample's period (the clock advanced by exactly that much CPU time of the thread); for any
 //! other event (cycles, instructions, ...) the count is not time, and the delta is the time
