@@ -746,6 +746,26 @@ fn perf_data_with_clock_data_has_a_start_time() {
         Some((started, now_ns())),
     );
     go_pprof_reads(&dir.path().join("profile.pb.gz"), "hotspots::hot_multiply");
+
+    // The Firefox export of the same file: checked against the report and script, its
+    // reference time is the first sample's wall-clock time, as pprof's start, and the
+    // samples in `mix` inlined into `hot_multiply` have both frames, mix nearer the leaf
+    // (below what is inlined into mix itself).
+    let out = dir.path().join("profile.json.gz");
+    let threads = check_firefox_export(dir.path(), &input, &out);
+    let j = support::read_firefox(&out);
+    let start = j["meta"]["startTime"].as_f64().unwrap();
+    assert!(
+        (start - pb.time_nanos as f64 / 1e6).abs() < 1e-3,
+        "{start} ms, pprof {}",
+        pb.time_nanos
+    );
+    assert!(
+        threads.iter().flat_map(|t| &t.stacks).any(|s| s
+            .windows(2)
+            .any(|w| w[0] == "hotspots::mix" && w[1] == "hotspots::hot_multiply")),
+        "no sample in mix inlined into hot_multiply"
+    );
 }
 
 /// The report's rows of the first event for `--sort KEYS` (`-g none`), as `(key, samples)`.
