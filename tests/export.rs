@@ -9,6 +9,14 @@
 //! every location's address lies inside its mapping, and functions start at their line in
 //! the source. The retire-latency column is checked on synthetic recordings in
 //! `tests/report_synthetic.rs`.
+//!
+//! `hrec export --format firefox` of the checked-in recordings, of a fresh recording of
+//! `examples/threads` and of a perf.data recorded with `perf record -k`: the gunzipped JSON
+//! has the processed-profile tables with every reference in range
+//! (`support::check_processed_profile`), one thread per `(pid, tid)` with `hrec script`'s
+//! samples and names, the report's sample count and periods (the weights), sample times equal
+//! to `script --ns`'s, the report's functions, and inline frames of their own. Per-event
+//! threads, counters and markers are checked exactly in `tests/report_synthetic.rs`.
 
 mod support;
 
