@@ -178,6 +178,8 @@ pub struct FlamegraphConfig {
 pub enum ExportFormat {
     /// gzip-compressed protobuf in pprof's `profile.proto` format.
     Pprof,
+    /// gzip-compressed processed-profile JSON for the Firefox Profiler.
+    Firefox,
 }
 
 /// `hrec export`.
@@ -1194,6 +1196,41 @@ fn export(
                 pb.sample.len(),
                 pb.location.len(),
                 pb.function.len()
+            )
+        }
+        ExportFormat::Firefox => {
+            use crate::output::firefox;
+            // A second replay streams every sample into the profile in time order, with the
+            // ids of the first (the same replay gives the same ids), as `script` does.
+            let meta = firefox::FirefoxMeta::from_recording(&rec, &p);
+            let mut x = firefox::Exporter::new(&p, meta);
+            let mut r =
+                replay::Replay::new(&rec, &with_threads(&cfg.profile, env)).with_side_band();
+            r.run(&rec, |item| match item {
+                replay::Item::Sample(_, v) => {
+                    if cfg.filters.keep_sample(&p, v.comm, v.pid, v.tid, v.leaf) {
+                        x.add_sample(&v);
+                    }
+                }
+                replay::Item::SideBand(record, _) => x.add_record(record),
+                // Counted and reported by the first pass.
+                replay::Item::Error(_) => {}
+            });
+            let (profile, s) = x.finish();
+            firefox::write_gz(&profile, &mut buf)?;
+            if s.samples == 0 {
+                writeln!(err, "hrec: warning: no samples to export (after filters)")?;
+            }
+            if s.clamped > 0 {
+                writeln!(
+                    err,
+                    "hrec: warning: {} samples had periods above 2^31-1, written as 2^31-1",
+                    s.clamped
+                )?;
+            }
+            format!(
+                "{} samples in {} threads of {} processes, {} markers",
+                s.samples, s.threads, s.processes, s.markers
             )
         }
     };

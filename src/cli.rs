@@ -17,7 +17,8 @@ use hrec::record::switch::{SwitchOutput, Trigger};
   hrec record -W -- ./prog            sample cycles (+TopDown group, retire latency)
   hrec record --dry-run -- true       print the perf_event_attr plan, open nothing
   hrec list [sw|hw|cache|pmu|GLOB]    events and metrics, as perf list
-  hrec export --format pprof          profile.pb.gz for go tool pprof")]
+  hrec export --format pprof          profile.pb.gz for go tool pprof
+  hrec export --format firefox        profile.json.gz for the Firefox Profiler")]
 pub struct Cli {
     /// Be more verbose (repeat for more).
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
@@ -62,7 +63,8 @@ pub enum Cmd {
     Script(ScriptArgs),
     /// Draw a flame graph SVG.
     Flamegraph(FlamegraphArgs),
-    /// Convert a recording for other tools (pprof: gzip-compressed protobuf).
+    /// Convert a recording for other tools (pprof: gzip-compressed protobuf; firefox: the
+    /// Firefox Profiler's processed-profile JSON, gzip-compressed).
     Export(ExportArgs),
     /// Count events (TopDown, TMA metrics) for a command.
     Stat(StatArgs),
@@ -1001,10 +1003,14 @@ pub struct ExportArgs {
     /// Input file [default: hrec.data, else perf.data when only that is here].
     #[arg(short = 'i', long = "input")]
     pub input: Option<PathBuf>,
-    /// Output format: pprof (gzip-compressed profile.proto, for `go tool pprof` and others).
-    #[arg(long, value_parser = ["pprof"])]
+    /// Output format: pprof (gzip-compressed profile.proto, for `go tool pprof` and others),
+    /// firefox (gzip-compressed processed-profile JSON for the Firefox Profiler, as samply
+    /// writes: a track per thread, samples on the timeline weighted by their period,
+    /// inline frames, lost-sample and throttling markers).
+    #[arg(long, value_parser = ["pprof", "firefox"])]
     pub format: String,
-    /// Output file (`-` for stdout) [default: profile.pb.gz].
+    /// Output file (`-` for stdout) [default: profile.pb.gz for pprof, profile.json.gz for
+    /// firefox].
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
     #[command(flatten)]
@@ -1018,10 +1024,12 @@ impl ExportArgs {
         let (profile, filters) = reading_options(self.symbols, self.filters)?;
         let format = match self.format.as_str() {
             "pprof" => hrec::app::ExportFormat::Pprof,
-            other => return Err(format!("--format {other}: the formats are: pprof")),
+            "firefox" => hrec::app::ExportFormat::Firefox,
+            other => return Err(format!("--format {other}: the formats are: pprof, firefox")),
         };
         let default_out = match format {
             hrec::app::ExportFormat::Pprof => "profile.pb.gz",
+            hrec::app::ExportFormat::Firefox => "profile.json.gz",
         };
         Ok(hrec::app::ExportConfig {
             input: input_file(self.input),

@@ -9,10 +9,18 @@
 //! every location's address lies inside its mapping, and functions start at their line in
 //! the source. The retire-latency column is checked on synthetic recordings in
 //! `tests/report_synthetic.rs`.
+//!
+//! `hrec export --format firefox` of the checked-in recordings, of a fresh recording of
+//! `examples/threads` and of a perf.data recorded with `perf record -k`: the gunzipped JSON
+//! has the processed-profile tables with every reference in range
+//! (`support::check_processed_profile`), one thread per `(pid, tid)` with `hrec script`'s
+//! samples and names, the report's sample count and periods (the weights), sample times equal
+//! to `script --ns`'s, the report's functions, and inline frames of their own. Per-event
+//! threads, counters and markers are checked exactly in `tests/report_synthetic.rs`.
 
 mod support;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::Write as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -450,11 +458,13 @@ fn pprof_export_of_a_real_recording_matches_the_report() {
 fn bad_inputs_and_formats_are_one_line_errors() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("junk"), b"not a recording at all").unwrap();
-    for (file, want) in [
-        ("missing.hrec", "No such file"),
-        ("junk", "is not an hrec file"),
+    for (file, want, format) in [
+        ("missing.hrec", "No such file", "pprof"),
+        ("junk", "is not an hrec file", "pprof"),
+        ("missing.hrec", "No such file", "firefox"),
+        ("junk", "is not an hrec file", "firefox"),
     ] {
-        let o = hrec_in(dir.path(), &["export", "--format", "pprof", "-i", file]);
+        let o = hrec_in(dir.path(), &["export", "--format", format, "-i", file]);
         let (_, err) = text(&o);
         assert_eq!(o.status.code(), Some(1), "{file}: {err}");
         assert_eq!(err.lines().count(), 1, "{err}");
@@ -464,6 +474,63 @@ fn bad_inputs_and_formats_are_one_line_errors() {
         );
     }
     assert!(!dir.path().join("profile.pb.gz").exists());
+    assert!(!dir.path().join("profile.json.gz").exists());
+    // Files cut anywhere (header, attrs, records): exported as far as they read (with a
+    // warning) or one error line; never a panic.
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings");
+    for name in ["callchain.hrec", "callchain.perf.data"] {
+        let full = std::fs::read(fixtures.join(name)).unwrap();
+        for cut in [16, full.len() / 3, full.len() * 2 / 3, full.len() - 8] {
+            let file = format!("cut-{cut}-{name}");
+            std::fs::write(dir.path().join(&file), &full[..cut]).unwrap();
+            let o = hrec_in(
+                dir.path(),
+                &[
+                    "export",
+                    "--format",
+                    "firefox",
+                    "-i",
+                    &file,
+                    "-o",
+                    "cut.json.gz",
+                ],
+            );
+            let (_, err) = text(&o);
+            assert!(!err.contains("panicked"), "{file}: {err}");
+            match o.status.code() {
+                Some(0) => {
+                    let j = support::read_firefox(&dir.path().join("cut.json.gz"));
+                    support::check_processed_profile(&j);
+                }
+                Some(1) => {
+                    assert_eq!(err.lines().count(), 1, "{file}: {err}");
+                    assert!(err.starts_with("hrec: error: "), "{file}: {err}");
+                }
+                c => panic!("{file}: exit {c:?}: {err}"),
+            }
+        }
+    }
+    // An output that cannot be written.
+    let input = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings/plain.hrec");
+    let o = hrec_in(
+        dir.path(),
+        &[
+            "export",
+            "--format",
+            "firefox",
+            "-i",
+            input.to_str().unwrap(),
+            "-o",
+            "no/such/dir/p.json.gz",
+        ],
+    );
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("hrec: error: cannot write no/such/dir/p.json.gz: "),
+        "{err}"
+    );
     // The format is required and checked.
     for args in [&["export"][..], &["export", "--format", "svg"][..]] {
         let o = hrec_in(dir.path(), args);
@@ -687,4 +754,250 @@ fn perf_data_with_clock_data_has_a_start_time() {
         Some((started, now_ns())),
     );
     go_pprof_reads(&dir.path().join("profile.pb.gz"), "hotspots::hot_multiply");
+
+    // The Firefox export of the same file: checked against the report and script, its
+    // reference time is the first sample's wall-clock time, as pprof's start, and the
+    // samples in `mix` inlined into `hot_multiply` have both frames, mix nearer the leaf
+    // (below what is inlined into mix itself).
+    let out = dir.path().join("profile.json.gz");
+    let threads = check_firefox_export(dir.path(), &input, &out);
+    let j = support::read_firefox(&out);
+    let start = j["meta"]["startTime"].as_f64().unwrap();
+    assert!(
+        (start - pb.time_nanos as f64 / 1e6).abs() < 1e-3,
+        "{start} ms, pprof {}",
+        pb.time_nanos
+    );
+    assert!(
+        threads.iter().flat_map(|t| &t.stacks).any(|s| s
+            .windows(2)
+            .any(|w| w[0] == "hotspots::mix" && w[1] == "hotspots::hot_multiply")),
+        "no sample in mix inlined into hot_multiply"
+    );
+}
+
+/// The report's rows of the first event for `--sort KEYS` (`-g none`), as `(key, samples)`.
+fn report_rows(dir: &Path, input: &[&str], sort: &str) -> Vec<(Value, u64)> {
+    let mut args = vec!["report", "--json", "-g", "none", "--sort", sort];
+    args.extend(input);
+    let j: Value = serde_json::from_str(&hrec_ok(dir, &args)).unwrap();
+    j["events"][0]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["key"].clone(), r["samples"].as_u64().unwrap()))
+        .collect()
+}
+
+/// Per `(pid, tid)`: samples and the thread's last name, from `hrec script -F
+/// comm,pid,tid` (one line per sample: `COMM PID/TID`).
+fn script_threads(dir: &Path, input: &[&str]) -> HashMap<(String, String), (u64, String)> {
+    let mut args = vec!["script", "-F", "comm,pid,tid"];
+    args.extend(input);
+    let mut m = HashMap::new();
+    for l in hrec_ok(dir, &args).lines() {
+        let (comm, ids) = l.trim().rsplit_once(' ').unwrap();
+        let (pid, tid) = ids.split_once('/').unwrap();
+        let e = m
+            .entry((pid.to_string(), tid.to_string()))
+            .or_insert((0, String::new()));
+        e.0 += 1;
+        e.1 = comm.trim().to_string();
+    }
+    m
+}
+
+/// Exports `input` as a Firefox profile and checks it against the report of the same file:
+/// the schema and references ([`support::check_processed_profile`]), one thread per
+/// `(pid, tid)` with `hrec script`'s samples and thread name, the total sample count and the
+/// summed weights (periods) of the report, CPU deltas equal to the periods (µs) for a clock,
+/// sample times equal to `hrec script --ns`'s less the first, and every function the report
+/// shows with self samples in at least that many stacks. Returns the threads.
+fn check_firefox_export(dir: &Path, input: &[&str], out: &Path) -> Vec<support::FxThread> {
+    let mut args = vec!["export", "--format", "firefox", "-o", out.to_str().unwrap()];
+    args.extend(input);
+    let o = hrec_in(dir, &args);
+    let (_, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains(&format!("wrote {}", out.display())), "{err}");
+    let j = support::read_firefox(out);
+    let threads = support::check_processed_profile(&j);
+    assert_eq!(j["meta"]["symbolicated"], true);
+
+    let mut args = vec!["report", "--json"];
+    args.extend(input);
+    let r: Value = serde_json::from_str(&hrec_ok(dir, &args)).unwrap();
+    let event = &r["events"][0];
+    assert_eq!(r["events"].as_array().unwrap().len(), 1, "one event");
+    let samples: usize = threads.iter().map(|t| t.stacks.len()).sum();
+    assert_eq!(Some(samples as u64), r["samples"].as_u64(), "sample count");
+    let weight: i64 = threads.iter().flat_map(|t| &t.weights).sum();
+    assert_eq!(
+        Some(weight as u64),
+        event["period"].as_u64(),
+        "weights = periods"
+    );
+    if is_clock(event["event"].as_str().unwrap()) {
+        for t in &threads {
+            for (w, c) in t.weights.iter().zip(&t.cpu_deltas) {
+                assert_eq!((*w / 1000) as f64, *c, "CPU delta of a clock sample");
+            }
+        }
+    }
+
+    // One thread per (pid, tid), with the report's samples and name.
+    let want = script_threads(dir, input);
+    let got: HashMap<(String, String), (u64, String)> = threads
+        .iter()
+        .map(|t| {
+            (
+                (t.pid.clone(), t.tid.clone()),
+                (t.stacks.len() as u64, t.name.clone()),
+            )
+        })
+        .collect();
+    assert_eq!(got.len(), threads.len(), "a (pid, tid) twice");
+    assert_eq!(got, want);
+    for t in &threads {
+        if t.pid == t.tid {
+            assert_eq!(
+                t.process_name, t.name,
+                "a process is named by its main thread"
+            );
+        }
+    }
+
+    // The times are the samples' perf-clock times less the first.
+    let mut script = script_sample_times(dir, input);
+    script.sort_unstable();
+    let first = script[0];
+    let mut want: Vec<f64> = script.iter().map(|t| (t - first) as f64 / 1e6).collect();
+    let mut got: Vec<f64> = threads.iter().flat_map(|t| t.times.clone()).collect();
+    got.sort_by(f64::total_cmp);
+    want.sort_by(f64::total_cmp);
+    assert_eq!(got.len(), want.len());
+    for (g, w) in got.iter().zip(&want) {
+        assert!((g - w).abs() < 1e-5, "sample at {g} ms, script says {w} ms");
+    }
+
+    // Every function the report shows with self samples is in at least as many of the
+    // profile's stacks (the leaf location's outermost frame: inlined callees come below it).
+    for (k, n) in report_rows(dir, input, "sym") {
+        let sym = k["sym"].as_str().unwrap();
+        let name = sym.split_once("] ").map_or(sym, |(_, n)| n);
+        if n > 0 && !name.starts_with("0x") {
+            let with = threads
+                .iter()
+                .flat_map(|t| &t.stacks)
+                .filter(|s| s.iter().any(|f| f == name))
+                .count() as u64;
+            assert!(with >= n, "{name}: {n} self samples, in {with} stacks");
+        }
+    }
+    threads
+}
+
+#[test]
+fn firefox_export_of_the_checked_in_recordings() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings");
+    let root = fixtures.join("root");
+    let dir = tempfile::tempdir().unwrap();
+    for name in [
+        "plain.perf.data",
+        "callchain.perf.data",
+        "plain.hrec",
+        "callchain.hrec",
+    ] {
+        let input = fixtures.join(name);
+        let input = [
+            "-i",
+            input.to_str().unwrap(),
+            "--symfs",
+            root.to_str().unwrap(),
+        ];
+        let out = dir.path().join(format!("{name}.json.gz"));
+        let threads = check_firefox_export(dir.path(), &input, &out);
+        let j = support::read_firefox(&out);
+        assert_eq!(j["meta"]["product"], "work", "{name}");
+        assert!(threads.iter().all(|t| t.name == "work"), "{name}");
+        let start = j["meta"]["startTime"].as_f64().unwrap();
+        if name.ends_with(".hrec") {
+            // The wall clock of the first sample, in ms since the epoch.
+            assert!(
+                start > 1.6e12 && start < now_ns() as f64 / 1e6,
+                "{name}: {start}"
+            );
+        } else {
+            assert_eq!(start, 0.0, "{name}: perf.data without -k has no wall clock");
+        }
+        if name.starts_with("callchain") {
+            // Two threads; mix is inlined into hot: a frame of its own under hot's, and
+            // the stacks go down from main or worker.
+            assert_eq!(threads.len(), 2, "{name}");
+            let inlined = threads
+                .iter()
+                .flat_map(|t| &t.stacks)
+                .filter(|s| s.len() >= 2 && s[0] == "mix" && s[1] == "hot")
+                .count();
+            assert!(inlined > 0, "{name}: no stack with mix inlined in hot");
+            for t in &threads {
+                let root = if t.pid == t.tid { "main" } else { "worker" };
+                assert!(
+                    t.stacks.iter().any(|s| s.contains(&root.to_string())),
+                    "{name}: {} has no {root}",
+                    t.tid
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn firefox_export_of_a_fresh_multithreaded_recording_has_a_thread_per_tid() {
+    let bin = support::example("threads");
+    let dir = tempfile::tempdir().unwrap();
+    let o = hrec_in(
+        dir.path(),
+        &[
+            "record",
+            "-g",
+            "-o",
+            "t.hrec",
+            "--",
+            bin.to_str().unwrap(),
+            "0.3",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o).1);
+    let threads =
+        check_firefox_export(dir.path(), &["-i", "t.hrec"], &dir.path().join("t.json.gz"));
+    // The main thread and three named workers in one process, the child process (the
+    // program again, comm `threads`) with its own pid.
+    let names: Vec<&str> = threads.iter().map(|t| t.name.as_str()).collect();
+    for n in ["worker-0", "worker-1", "worker-2"] {
+        assert_eq!(
+            names.iter().filter(|&&m| m == n).count(),
+            1,
+            "{n}: {names:?}"
+        );
+    }
+    let mains: Vec<&support::FxThread> = threads.iter().filter(|t| t.pid == t.tid).collect();
+    assert_eq!(mains.len(), 2, "{names:?}");
+    assert!(mains.iter().all(|t| t.name == "threads"), "{names:?}");
+    let parent = &threads.iter().find(|t| t.name == "worker-0").unwrap().pid;
+    assert_eq!(threads.iter().filter(|t| &t.pid == parent).count(), 4);
+    // The default output name, and `-o -` writes gzip to stdout.
+    let o = hrec_in(
+        dir.path(),
+        &["export", "--format", "firefox", "-i", "t.hrec"],
+    );
+    assert!(o.status.success(), "{}", text(&o).1);
+    assert!(text(&o).1.contains("wrote profile.json.gz"));
+    assert!(dir.path().join("profile.json.gz").exists());
+    let o = hrec_in(
+        dir.path(),
+        &["export", "--format", "firefox", "-i", "t.hrec", "-o", "-"],
+    );
+    assert!(o.status.success());
+    assert_eq!(o.stdout[..2], [0x1f, 0x8b], "gzip on stdout");
 }

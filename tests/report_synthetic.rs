@@ -1061,3 +1061,112 @@ fn annotate_reads_kernel_code_from_kcore() {
     assert_eq!(lines.len(), 1, "{err}");
     assert!(lines[0].contains("/proc/kcore"), "{err}");
 }
+
+/// `hrec export --format firefox` of a hybrid recording with retire latencies, TopDown group
+/// reads, a LOST record and a throttled interval: a thread per event, weights the periods,
+/// the retire latencies and the level-1 slot deltas as counters, and the markers on the
+/// thread of their records.
+#[test]
+fn firefox_export_has_a_thread_per_event_counters_and_markers() {
+    let mut s = Synth::new(
+        "alderlake",
+        true,
+        |pmu| if pmu == "cpu_atom" { 16 } else { 0 },
+    );
+    let core = s.sampler(Some("cpu_core"));
+    let atom = s.sampler(Some("cpu_atom"));
+    s.sample(core, 500, HOT_A, 3000, Some(RETIRING), 12);
+    s.sample(core, 500, HOT_A, 3000, Some(RETIRING), 14);
+    // Sample times are 1 + 1000 k: the records between the second and third samples.
+    let enc = s.enc(core);
+    let sid = |time: u64| SampleId {
+        pid: 500,
+        tid: 500,
+        time,
+        id: id(core),
+        ..SampleId::default()
+    };
+    let t = s.time;
+    s.records.extend(enc.lost(&sid(t + 100), id(core), 7));
+    s.records
+        .extend(enc.throttle(&sid(t + 200), false, t + 200, id(core), id(core)));
+    s.records
+        .extend(enc.throttle(&sid(t + 700), true, t + 700, id(core), id(core)));
+    s.sample(core, 500, HOT_B, 3000, Some(CORE_BOUND), 16);
+    s.sample(atom, 501, HOT_A, 1000, None, 0);
+    for _ in 0..3 {
+        s.sample(atom, 501, HOT_B, 1000, None, 0);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    s.write(dir.path());
+    let (_, err) = run_ok(
+        dir.path(),
+        &["export", "--format", "firefox", "-o", "p.json.gz"],
+    );
+    assert!(
+        err.contains("7 samples in 2 threads of 1 processes, 2 markers"),
+        "{err}"
+    );
+    let j = support::read_firefox(&dir.path().join("p.json.gz"));
+    let threads = support::check_processed_profile(&j);
+    let by_name = |n: &str| {
+        threads
+            .iter()
+            .find(|t| t.name == n)
+            .unwrap_or_else(|| panic!("no thread {n}: {threads:?}"))
+    };
+    // The format names a main thread by its process: the main thread's first track.
+    let c = by_name("app");
+    let a = by_name("app [cpu_atom/cycles/P]");
+    assert_eq!((c.tid.as_str(), a.tid.as_str()), ("500", "501"));
+    assert_eq!(c.weights, [3000, 3000, 3000]);
+    assert_eq!(a.weights, [1000; 4]);
+    let leaves =
+        |t: &support::FxThread| -> Vec<String> { t.stacks.iter().map(|s| s[0].clone()).collect() };
+    assert_eq!(leaves(c), ["hot_a", "hot_a", "hot_b"]);
+    assert_eq!(leaves(a), ["hot_a", "hot_b", "hot_b", "hot_b"]);
+    // Times in ms from the first sample (1 µs apart); cycles are not time, so the CPU delta
+    // is the time since the thread's previous sample of the event (µs).
+    assert_eq!(c.times, [0.0, 0.001, 0.002]);
+    assert_eq!(c.cpu_deltas, [0.0, 1.0, 1.0]);
+    assert_eq!(a.cpu_deltas, [0.0, 1.0, 1.0, 1.0]);
+    // Markers on thread 500's track: the lost samples, the throttled interval.
+    let names: Vec<&str> = c.markers.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["Lost samples", "Throttled"]);
+    assert_eq!(c.markers[0].1["lost"].as_f64(), Some(7.0));
+    assert!(a.markers.is_empty());
+    // At the records' times, from the first sample (time 1001): lost at 2101, throttled
+    // from 2201 to 2701.
+    let m = &j["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "app")
+        .unwrap()["markers"];
+    let ms = |v: &Value| v.as_f64().map(|x| (x * 1e6).round() as i64);
+    assert_eq!(ms(&m["startTime"][0]), Some(1100));
+    assert_eq!(ms(&m["startTime"][1]), Some(1200));
+    assert_eq!(ms(&m["endTime"][1]), Some(1700));
+    // Counters: retire latency (cpu_core's; cpu_atom's are all zero, so it has none) and the
+    // four level-1 slot deltas of each cpu_core sample.
+    let counters = j["counters"].as_array().unwrap();
+    let counter = |n: &str| -> Vec<f64> {
+        let c = counters
+            .iter()
+            .find(|c| c["name"] == n)
+            .unwrap_or_else(|| panic!("no counter {n}"));
+        assert_eq!(c["pid"], "500");
+        c["samples"]["count"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect()
+    };
+    assert_eq!(counter("retire latency"), [12.0, 14.0, 16.0]);
+    let td = |i: usize| [RETIRING[i], RETIRING[i], CORE_BOUND[i]].map(|v| v as f64);
+    assert_eq!(counter("topdown retiring"), td(1));
+    assert_eq!(counter("topdown bad-spec"), td(2));
+    assert_eq!(counter("topdown fe-bound"), td(3));
+    assert_eq!(counter("topdown be-bound"), td(4));
+}

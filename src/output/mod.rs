@@ -1,9 +1,10 @@
 //! Output of recordings: the `hrec info` header dump here (hrec files and perf.data);
 //! `hrec script` lines ([`script`]), the report ([`report`]), flame graphs ([`flame`]) and the
-//! pprof export ([`pprof`]) in their modules.
+//! pprof and Firefox Profiler exports ([`pprof`], [`firefox`]) in their modules.
 
 pub mod annotate;
 pub mod diff;
+pub mod firefox;
 pub mod flame;
 pub mod pprof;
 pub mod progress;

@@ -214,3 +214,188 @@ pub fn read_pprof(path: &Path) -> hrec::output::pprof::proto::Profile {
     hrec::output::pprof::proto::Profile::decode(raw.as_slice())
         .unwrap_or_else(|e| panic!("{} does not decode: {e}", path.display()))
 }
+
+/// A Firefox Profiler file written by `hrec export --format firefox`: gunzipped and parsed.
+pub fn read_firefox(path: &Path) -> serde_json::Value {
+    use std::io::Read as _;
+    let gz = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut raw = Vec::new();
+    flate2::read::GzDecoder::new(gz.as_slice())
+        .read_to_end(&mut raw)
+        .unwrap_or_else(|e| panic!("{} is not gzip: {e}", path.display()));
+    serde_json::from_slice(&raw).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
+}
+
+/// One thread of a processed profile, as [`check_processed_profile`] read it.
+#[derive(Debug, Clone)]
+pub struct FxThread {
+    /// `pid` and `tid` (the crate writes them as strings; a repeated tid gets `.N`).
+    pub pid: String,
+    /// Thread id.
+    pub tid: String,
+    /// Thread name.
+    pub name: String,
+    /// Its process's name.
+    pub process_name: String,
+    /// Sample times, ms from the profile's zero (the running sum of `timeDeltas`).
+    pub times: Vec<f64>,
+    /// Sample weights.
+    pub weights: Vec<i64>,
+    /// `threadCPUDelta` of each sample (µs, as `meta.sampleUnits` says).
+    pub cpu_deltas: Vec<f64>,
+    /// Per sample: the function names of its stack, leaf first.
+    pub stacks: Vec<Vec<String>>,
+    /// Markers: name and `data`.
+    pub markers: Vec<(String, serde_json::Value)>,
+}
+
+/// Checks a processed profile (the Firefox Profiler's format, as `fxprof-processed-profile`
+/// writes it: one string array per thread) for what the profiler relies on, and returns its
+/// threads: `meta.version` and `preprocessedProfileVersion` present; per thread, every table
+/// has as many entries in each column as its `length`; every sample's stack is in the stack
+/// table (or null), every stack's prefix is an earlier stack, its frame in the frame table,
+/// every frame's function in the function table and category in `meta.categories`, every
+/// function's name in the string array, and the time deltas are not negative.
+pub fn check_processed_profile(j: &serde_json::Value) -> Vec<FxThread> {
+    use serde_json::Value;
+    let meta = &j["meta"];
+    assert!(meta["version"].is_u64(), "meta.version");
+    assert!(
+        meta["preprocessedProfileVersion"].is_u64(),
+        "preprocessedProfileVersion"
+    );
+    assert!(
+        meta["interval"].as_f64().is_some_and(|i| i > 0.0),
+        "meta.interval"
+    );
+    let categories = meta["categories"].as_array().expect("categories").len();
+    let len = |t: &Value, table: &str| -> usize {
+        let tb = &t[table];
+        let n = tb["length"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{table}.length")) as usize;
+        for (k, v) in tb.as_object().unwrap() {
+            if let Some(a) = v.as_array() {
+                assert_eq!(
+                    a.len(),
+                    n,
+                    "{table}.{k} has {} entries, length {n}",
+                    a.len()
+                );
+            }
+        }
+        n
+    };
+    let idx = |v: &Value, what: &str| -> usize {
+        v.as_u64().unwrap_or_else(|| panic!("{what}: {v}")) as usize
+    };
+    let col = |t: &Value, table: &str, c: &str| -> Vec<Value> {
+        t[table][c]
+            .as_array()
+            .unwrap_or_else(|| panic!("{table}.{c}"))
+            .clone()
+    };
+    let mut out = Vec::new();
+    for t in j["threads"].as_array().expect("threads") {
+        let strings: Vec<&str> = t["stringArray"]
+            .as_array()
+            .expect("stringArray")
+            .iter()
+            .map(|s| s.as_str().expect("string"))
+            .collect();
+        let (ns, nst, nf, nfu) = (
+            len(t, "samples"),
+            len(t, "stackTable"),
+            len(t, "frameTable"),
+            len(t, "funcTable"),
+        );
+        len(t, "markers");
+        let func_names: Vec<String> = col(t, "funcTable", "name")
+            .iter()
+            .map(|v| {
+                let i = idx(v, "funcTable.name");
+                assert!(i < strings.len(), "func name {i} >= {}", strings.len());
+                strings[i].to_string()
+            })
+            .collect();
+        let frame_func: Vec<usize> = col(t, "frameTable", "func")
+            .iter()
+            .map(|v| idx(v, "frameTable.func"))
+            .collect();
+        assert!(
+            frame_func.iter().all(|&f| f < nfu),
+            "frame's func out of range"
+        );
+        assert!(
+            col(t, "frameTable", "category")
+                .iter()
+                .all(|c| idx(c, "category") < categories),
+            "frame category out of range"
+        );
+        let prefix: Vec<Option<usize>> = col(t, "stackTable", "prefix")
+            .iter()
+            .map(|v| v.as_u64().map(|p| p as usize))
+            .collect();
+        let frame: Vec<usize> = col(t, "stackTable", "frame")
+            .iter()
+            .map(|v| idx(v, "stackTable.frame"))
+            .collect();
+        for (i, (&p, &f)) in prefix.iter().zip(&frame).enumerate() {
+            assert!(
+                p.is_none_or(|p| p < i),
+                "stack {i}'s prefix {p:?} is not before it"
+            );
+            assert!(f < nf, "stack {i}'s frame {f} >= {nf}");
+        }
+        let mut stacks = Vec::new();
+        for s in col(t, "samples", "stack") {
+            let mut names = Vec::new();
+            let mut at = s.as_u64().map(|s| s as usize);
+            if let Some(s) = at {
+                assert!(s < nst, "sample's stack {s} >= {nst}");
+            }
+            while let Some(s) = at {
+                names.push(func_names[frame_func[frame[s]]].clone());
+                at = prefix[s];
+            }
+            stacks.push(names);
+        }
+        let mut now = 0.0;
+        let times = col(t, "samples", "timeDeltas")
+            .iter()
+            .map(|d| {
+                let d = d.as_f64().expect("timeDeltas");
+                assert!(d >= 0.0, "negative time delta {d}");
+                now += d;
+                now
+            })
+            .collect();
+        let weights = col(t, "samples", "weight")
+            .iter()
+            .map(|w| w.as_i64().expect("weight"))
+            .collect();
+        let cpu_deltas = col(t, "samples", "threadCPUDelta")
+            .iter()
+            .map(|w| w.as_f64().expect("threadCPUDelta"))
+            .collect();
+        let markers = col(t, "markers", "name")
+            .iter()
+            .zip(col(t, "markers", "data"))
+            .map(|(n, d)| (strings[idx(n, "marker name")].to_string(), d))
+            .collect();
+        assert_eq!(stacks.len(), ns);
+        let s = |v: &Value| v.as_str().map_or_else(|| v.to_string(), str::to_string);
+        out.push(FxThread {
+            pid: s(&t["pid"]),
+            tid: s(&t["tid"]),
+            name: s(&t["name"]),
+            process_name: s(&t["processName"]),
+            times,
+            weights,
+            cpu_deltas,
+            stacks,
+            markers,
+        });
+    }
+    out
+}

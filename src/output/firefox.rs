@@ -1,0 +1,639 @@
+//! Firefox Profiler export: a recording as the profiler's *processed profile* JSON
+//! (gzip-compressed), written with the `fxprof-processed-profile` crate that samply uses, so
+//! the file opens in the Firefox Profiler as samply's profiles do (File › Load a profile, or
+//! `samply load profile.json.gz`).
+//!
+//! **Threads and processes.** The processed format keeps samples per thread; each thread
+//! belongs to a process and has its own stack, frame, function and string tables. Every
+//! `(pid, tid)` that has samples becomes one thread (its track on the timeline) in the
+//! process `pid`; a thread whose tid is its pid is the process's main thread. A thread is
+//! named by its comm at its samples (the last one when it changed, as after an exec), the
+//! process by its main thread's comm, else its first thread's. When a recording samples
+//! several events (`-e a,b`, hybrid `cpu_core`/`cpu_atom`), their periods are in different
+//! units and cannot share one sample table: each event gets a thread of its own per
+//! `(pid, tid)`, named `comm [event]`; the crate then suffixes the repeated tid (`1234.1`).
+//! The format names a main thread after its process, so only the main thread's first track
+//! is marked main (and shows the plain comm); the other events' tracks of it are not.
+//!
+//! **Timestamps.** Sample times are the perf clock (`perf_clock`, CLOCK_MONOTONIC-like ns).
+//! The profile's zero is the first sample's time (the recording's sample-time span, what
+//! `hrec script --ns` shows first), and each sample is at `time - first` ns. `meta.startTime`
+//! (the reference timestamp) is the first sample's wall-clock time when the file tells it:
+//! for an hrec file its `start_time_unix_ns` plus the first sample's distance from
+//! `clock_start_ns` (the perf clock read at the same moment as the wall clock), for perf.data
+//! the first sample through `HEADER_CLOCK_DATA` (`perf record -k`); else the epoch (the
+//! profiler then shows a 1970 date; times inside the profile are unaffected). Samples
+//! without a time (no `PERF_SAMPLE_TIME`) are at 0.
+//!
+//! **Stacks and inline frames.** The stack of a sample is its leaf location and its callers
+//! as the replay resolved them ([`crate::analysis::replay`]), each location expanded into
+//! its inline chain exactly as the pprof export writes a location's `Line`s
+//! ([`super::pprof`]): the functions inlined at the address innermost first, the outermost
+//! named by the symbol table; an unresolved location is one frame `[dso: reason]`. The
+//! format lists frames root first, so the whole list is reversed. Frames are labels (the
+//! names hrec resolved), so the profile is marked symbolicated and the profiler does not try
+//! to symbolicate addresses; every distinct name is one function. Kernel frames are in the
+//! category `Kernel`, user frames in `User`, unresolved ones in `Other`. The crate 0.8 writes
+//! `inlineDepth` 0 for every frame: an inlined function is a frame of its own, as in samply's
+//! label frames and perf's `--inline` call chains.
+//!
+//! **Weight and CPU usage.** A sample's weight is its period: the event count it stands
+//! for (nanoseconds of CPU time for `cpu-clock`/`task-clock`, which are software events 0
+//! and 1), so the call tree's totals and percentages are those of `hrec report` (which
+//! weights by period). The format's weights are `i32`: a period above `i32::MAX` is clamped
+//! (and counted in the summary). The sample table's `weightType` stays `samples` (the
+//! format's other types are `tracing-ms`, whole milliseconds here, and `bytes`), so the
+//! profiler's call tree heads its columns "Total (samples)" and "Self" while the numbers
+//! are period sums (CPU nanoseconds for a clock); the percentages are what matter, and they
+//! are `hrec report`'s. `threadCPUDelta` is
+//! the CPU time the thread used since its previous sample: for a CPU-time clock that is the
+//! sample's period (the clock advanced by exactly that much CPU time of the thread); for any
+//! other event (cycles, instructions, ...) the count is not time, and the delta is the time
+//! since the thread's previous sample of that event (0 for its first), an upper bound, since
+//! such events only count while the thread runs but the thread may have slept in between.
+//! `meta.interval` is the intended time between samples: `1e9 / frequency` ns in frequency
+//! mode (`-F`), the period for a clock with a fixed period (`-c`), else the mean time
+//! between samples.
+//!
+//! **Retire latency and TopDown.** The sample table has one weight column, so these are
+//! *counters* (per-process tracks whose samples are deltas, as the format defines them): with
+//! `-W` (samples with `WEIGHT_STRUCT` and non-zero retire latencies) a counter `retire
+//! latency` gets one counter sample per sample with its retire latency in cycles; with
+//! TopDown group reads, four counters (`topdown retiring`, `topdown bad-spec`, `topdown
+//! fe-bound`, `topdown be-bound`) get the sample's slot deltas of the level-1 events (the
+//! deltas `hrec report` sums per symbol). Counter graphs show these accumulated over time;
+//! the level-1 fractions of a time range are the ratios of the four counters' increases.
+//!
+//! **Markers.** `PERF_RECORD_LOST` and `PERF_RECORD_LOST_SAMPLES` become instant markers
+//! `Lost samples` with the number lost; `PERF_RECORD_THROTTLE` .. `UNTHROTTLE` of one event
+//! id become an interval marker `Throttled` (a throttle never lifted extends to the end).
+//! A marker is placed on the thread of the record's tid (`sample_id_all`) when that thread
+//! has samples, else on the first thread of the profile.
+//!
+//! **Memory.** The format needs every sample on the timeline, so the profile holds one entry
+//! per sample (time, stack index, weight, CPU delta: about 32 bytes in the crate's columns)
+//! plus each thread's interned stacks, frames and functions. Nothing else is kept per sample:
+//! the samples stream from the replay straight into the crate's tables (the folded profile of
+//! the first pass holds groups, not samples), and the JSON is serialized into the gzip stream.
+
+use std::collections::HashMap;
+use std::io::{self, Write};
+
+use fxprof_processed_profile as fx;
+use fxprof_processed_profile::{
+    CategoryColor, CategoryHandle, CategoryPairHandle, CpuDelta, Frame, FrameFlags, FrameInfo,
+    MarkerFieldFlags, MarkerFieldFormat, MarkerTiming, SamplingInterval, StaticSchemaMarker,
+    StaticSchemaMarkerField, StringHandle, Timestamp,
+};
+
+use crate::analysis::profile::{Profile, SampleView};
+use crate::analysis::topdown::TdEvent;
+use crate::decode::Record;
+use crate::event::attr::types;
+use crate::recording::Recording;
+use crate::symbol::symbolizer::Loc;
+
+use super::pprof::unresolved_name;
+
+/// `PERF_COUNT_SW_CPU_CLOCK` and `PERF_COUNT_SW_TASK_CLOCK`: periods in nanoseconds.
+const CLOCK_CONFIGS: [u64; 2] = [0, 1];
+
+/// What the export takes from the recording besides its samples.
+#[derive(Debug, Clone, Default)]
+pub struct FirefoxMeta {
+    /// Wall-clock time of the first sample, ns since the epoch; 0 when unknown.
+    pub start_time_unix_ns: u64,
+    /// Perf-clock time of the first sample: the profile's zero.
+    pub first_time: u64,
+    /// Intended time between samples, ns.
+    pub interval_ns: u64,
+    /// Per profile event: a CPU-time clock, whose periods are nanoseconds.
+    pub clock: Vec<bool>,
+}
+
+impl FirefoxMeta {
+    /// The recording's start, sample-time span, interval and clock events.
+    pub fn from_recording(rec: &Recording, p: &Profile) -> FirefoxMeta {
+        let meta = rec.meta();
+        let clock: Vec<bool> = p
+            .events
+            .iter()
+            .map(|e| {
+                meta.events.get(e.index).is_some_and(|m| {
+                    m.attr.type_ == types::SOFTWARE && CLOCK_CONFIGS.contains(&m.attr.config)
+                })
+            })
+            .collect();
+        let span = rec.sample_time();
+        let first_attr = p.events.first().and_then(|e| meta.events.get(e.index));
+        let interval_ns = match first_attr {
+            Some(e) if e.attr.freq() && e.attr.sample_period_or_freq > 0 => {
+                1_000_000_000 / e.attr.sample_period_or_freq
+            }
+            Some(e) if clock.first() == Some(&true) && e.attr.sample_period_or_freq > 0 => {
+                e.attr.sample_period_or_freq
+            }
+            _ => match (span, p.total_samples) {
+                (Some((a, b)), n) if n > 1 && b > a => (b - a) / (n - 1),
+                _ => 1_000_000,
+            },
+        };
+        let first_time = span.map_or(0, |(first, _)| first);
+        // An hrec file: its wall-clock start and the perf clock at that moment put the first
+        // sample on the wall clock; perf.data's start is already the first sample's.
+        let start = rec.start_time_unix_ns().unwrap_or(0);
+        let start_time_unix_ns = if start > 0 && meta.clock_start_ns > 0 && span.is_some() {
+            (i128::from(start) + i128::from(first_time) - i128::from(meta.clock_start_ns))
+                .clamp(0, i128::from(u64::MAX)) as u64
+        } else {
+            start
+        };
+        FirefoxMeta {
+            start_time_unix_ns,
+            first_time,
+            interval_ns: interval_ns.max(1),
+            clock,
+        }
+    }
+}
+
+/// What was exported, for the command's summary line and the tests.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Samples written.
+    pub samples: u64,
+    /// Threads (tracks) written.
+    pub threads: usize,
+    /// Processes written.
+    pub processes: usize,
+    /// Markers written (lost samples, throttling).
+    pub markers: usize,
+    /// Samples whose period did not fit the format's `i32` weight (clamped).
+    pub clamped: u64,
+}
+
+/// A thread's track.
+#[derive(Debug)]
+struct Track {
+    handle: fx::ThreadHandle,
+    /// Comm id of its last sample.
+    comm: u32,
+    /// Time of its last sample.
+    last_time: Option<u64>,
+    /// Its last sample's locations (leaf, then callers) and stack: a thread in a loop
+    /// samples the same stack many times in a row, and interning it again costs a lookup
+    /// per frame.
+    last_locs: Vec<u32>,
+    last_stack: Option<fx::StackHandle>,
+}
+
+/// A process and its counters.
+#[derive(Debug)]
+struct Proc {
+    handle: fx::ProcessHandle,
+    /// The order processes were made in.
+    order: usize,
+    /// Comm id it is named by: its main thread's, else its first thread's.
+    comm: u32,
+    /// Its main thread has a track (with several events, the first event's).
+    has_main: bool,
+    samples: u64,
+    latency: Option<fx::CounterHandle>,
+    topdown: Option<[fx::CounterHandle; 4]>,
+}
+
+/// A marker waiting for its thread.
+#[derive(Debug, Clone, Copy)]
+enum Pending {
+    Lost {
+        time: u64,
+        tid: Option<u32>,
+        lost: u64,
+    },
+    Throttled {
+        start: u64,
+        end: Option<u64>,
+        tid: Option<u32>,
+    },
+}
+
+/// `Lost samples`: an instant marker with the count.
+#[derive(Debug)]
+struct LostMarker {
+    name: StringHandle,
+    lost: u64,
+}
+
+impl StaticSchemaMarker for LostMarker {
+    const UNIQUE_MARKER_TYPE_NAME: &'static str = "HrecLost";
+    const DESCRIPTION: Option<&'static str> =
+        Some("Samples the kernel dropped (PERF_RECORD_LOST, PERF_RECORD_LOST_SAMPLES)");
+    const CHART_LABEL: Option<&'static str> = Some("{marker.data.lost} lost");
+    const TOOLTIP_LABEL: Option<&'static str> = Some("{marker.data.lost} samples lost");
+    const TABLE_LABEL: Option<&'static str> = Some("{marker.data.lost} samples lost");
+    const FIELDS: &'static [StaticSchemaMarkerField] = &[StaticSchemaMarkerField {
+        key: "lost",
+        label: "Samples lost",
+        format: MarkerFieldFormat::Integer,
+        flags: MarkerFieldFlags::empty(),
+    }];
+
+    fn name(&self, _: &mut fx::Profile) -> StringHandle {
+        self.name
+    }
+
+    fn category(&self, _: &mut fx::Profile) -> CategoryHandle {
+        CategoryHandle::OTHER
+    }
+
+    fn string_field_value(&self, _: u32) -> StringHandle {
+        self.name
+    }
+
+    fn number_field_value(&self, _: u32) -> f64 {
+        self.lost as f64
+    }
+}
+
+/// `Throttled`: an interval marker from THROTTLE to UNTHROTTLE.
+#[derive(Debug)]
+struct ThrottleMarker {
+    name: StringHandle,
+}
+
+impl StaticSchemaMarker for ThrottleMarker {
+    const UNIQUE_MARKER_TYPE_NAME: &'static str = "HrecThrottle";
+    const DESCRIPTION: Option<&'static str> =
+        Some("The kernel throttled sampling (PERF_RECORD_THROTTLE until PERF_RECORD_UNTHROTTLE)");
+    const FIELDS: &'static [StaticSchemaMarkerField] = &[];
+
+    fn name(&self, _: &mut fx::Profile) -> StringHandle {
+        self.name
+    }
+
+    fn category(&self, _: &mut fx::Profile) -> CategoryHandle {
+        CategoryHandle::OTHER
+    }
+
+    fn string_field_value(&self, _: u32) -> StringHandle {
+        self.name
+    }
+
+    fn number_field_value(&self, _: u32) -> f64 {
+        0.0
+    }
+}
+
+/// Builds a processed profile from samples streamed in time order (see the module docs).
+#[derive(Debug)]
+pub struct Exporter<'p> {
+    p: &'p Profile,
+    meta: FirefoxMeta,
+    out: fx::Profile,
+    user: CategoryPairHandle,
+    kernel: CategoryPairHandle,
+    other: CategoryPairHandle,
+    processes: HashMap<u32, Proc>,
+    tracks: HashMap<(u32, u32, u16), Track>,
+    /// The first track made, and the first track of each tid (for markers).
+    first_track: Option<fx::ThreadHandle>,
+    tid_track: HashMap<u32, fx::ThreadHandle>,
+    /// Per profile location: its frames innermost first, `(start, len)` into `frame_buf`.
+    loc_frames: Vec<Option<(u32, u32)>>,
+    frame_buf: Vec<FrameInfo>,
+    stack: Vec<FrameInfo>,
+    markers: Vec<Pending>,
+    /// Open throttles by event id: index into `markers`.
+    throttled: HashMap<u64, usize>,
+    summary: Summary,
+}
+
+impl<'p> Exporter<'p> {
+    /// An exporter for the samples of `p` (the folded, symbolized profile of the same
+    /// recording: its locations and thread names are what the samples refer to).
+    pub fn new(p: &'p Profile, meta: FirefoxMeta) -> Exporter<'p> {
+        let reference = fx::ReferenceTimestamp::from_millis_since_unix_epoch(
+            meta.start_time_unix_ns as f64 / 1e6,
+        );
+        let mut out = fx::Profile::new(
+            "hrec",
+            reference,
+            SamplingInterval::from_nanos(meta.interval_ns),
+        );
+        out.set_product("hrec");
+        out.set_os_name("Linux");
+        out.set_symbolicated(true);
+        let user = out.add_category("User", CategoryColor::Yellow).into();
+        let kernel = out.add_category("Kernel", CategoryColor::Orange).into();
+        Exporter {
+            p,
+            meta,
+            out,
+            user,
+            kernel,
+            other: CategoryHandle::OTHER.into(),
+            processes: HashMap::new(),
+            tracks: HashMap::new(),
+            first_track: None,
+            tid_track: HashMap::new(),
+            loc_frames: vec![None; p.locs.len()],
+            frame_buf: Vec::new(),
+            stack: Vec::new(),
+            markers: Vec::new(),
+            throttled: HashMap::new(),
+            summary: Summary::default(),
+        }
+    }
+
+    fn timestamp(&self, time: u64) -> Timestamp {
+        Timestamp::from_nanos_since_reference(time.saturating_sub(self.meta.first_time))
+    }
+
+    /// The frames of location `i`, innermost first, named as the pprof export names them.
+    fn frames_of(&mut self, i: u32) -> (u32, u32) {
+        if let Some(span) = self.loc_frames[i as usize] {
+            return span;
+        }
+        let p: &'p Profile = self.p;
+        let l: &Loc = &p.locs[i as usize];
+        let category = match (&l.sym, l.kernel) {
+            (None, _) => self.other,
+            (Some(_), true) => self.kernel,
+            (Some(_), false) => self.user,
+        };
+        let start = self.frame_buf.len() as u32;
+        let push = |out: &mut fx::Profile, buf: &mut Vec<FrameInfo>, name: &str| {
+            buf.push(FrameInfo {
+                frame: Frame::Label(out.intern_string(name)),
+                category_pair: category,
+                flags: FrameFlags::empty(),
+            });
+        };
+        match &l.sym {
+            None => push(&mut self.out, &mut self.frame_buf, &unresolved_name(l)),
+            Some(sym) if l.frames.is_empty() => push(&mut self.out, &mut self.frame_buf, sym),
+            Some(sym) => {
+                let n = l.frames.len();
+                for (k, f) in l.frames.iter().enumerate() {
+                    let name = if k + 1 == n {
+                        &**sym
+                    } else {
+                        f.function.as_deref().unwrap_or("??")
+                    };
+                    push(&mut self.out, &mut self.frame_buf, name);
+                }
+            }
+        }
+        let span = (start, self.frame_buf.len() as u32 - start);
+        self.loc_frames[i as usize] = Some(span);
+        span
+    }
+
+    fn process(&mut self, pid: u32, comm: (u32, &str), ts: Timestamp) -> &mut Proc {
+        let out = &mut self.out;
+        let order = self.processes.len();
+        self.processes.entry(pid).or_insert_with(|| Proc {
+            handle: out.add_process(comm.1, pid, ts),
+            order,
+            comm: comm.0,
+            has_main: false,
+            samples: 0,
+            latency: None,
+            topdown: None,
+        })
+    }
+
+    /// Adds one sample (in time order; the caller applies `--comm`/`--pid` filters).
+    pub fn add_sample(&mut self, v: &SampleView<'_>) {
+        let p: &'p Profile = self.p;
+        let ts = self.timestamp(v.time);
+        let comm: &str = p.comms.get(v.comm as usize).map_or("?", |c| c);
+        let several = p.events.len() > 1;
+        let event = usize::from(v.event);
+        let track_name = |comm: &str| {
+            if several {
+                format!("{comm} [{}]", p.events[event].name)
+            } else {
+                comm.to_string()
+            }
+        };
+        let main = v.tid == v.pid;
+        let (proc_handle, rename, has_main) = {
+            let pr = self.process(v.pid, (v.comm, comm), ts);
+            pr.samples += 1;
+            let rename = main && pr.comm != v.comm;
+            if main {
+                pr.comm = v.comm;
+            }
+            (pr.handle, rename, pr.has_main)
+        };
+        if rename {
+            self.out.set_process_name(proc_handle, comm);
+        }
+        let key = (v.pid, v.tid, v.event);
+        let thread = match self.tracks.get_mut(&key) {
+            Some(t) => {
+                if t.comm != v.comm {
+                    t.comm = v.comm;
+                    let h = t.handle;
+                    self.out.set_thread_name(h, &track_name(comm));
+                }
+                t.handle
+            }
+            None => {
+                let is_main = main && !has_main;
+                if is_main && let Some(pr) = self.processes.get_mut(&v.pid) {
+                    pr.has_main = true;
+                }
+                let h = self.out.add_thread(proc_handle, v.tid, ts, is_main);
+                self.out.set_thread_name(h, &track_name(comm));
+                self.tracks.insert(
+                    key,
+                    Track {
+                        handle: h,
+                        comm: v.comm,
+                        last_time: None,
+                        last_locs: Vec::new(),
+                        last_stack: None,
+                    },
+                );
+                self.first_track.get_or_insert(h);
+                self.tid_track.entry(v.tid).or_insert(h);
+                self.summary.threads += 1;
+                h
+            }
+        };
+        // The stack, leaf first, then reversed into root-first order.
+        let track = self.tracks.get_mut(&key).expect("track made above");
+        let same = track.last_stack.is_some()
+            && track.last_locs.first() == Some(&v.leaf)
+            && track.last_locs[1..] == *v.callers;
+        let stack = if same {
+            track.last_stack
+        } else {
+            track.last_locs.clear();
+            track.last_locs.push(v.leaf);
+            track.last_locs.extend_from_slice(v.callers);
+            self.stack.clear();
+            for &l in std::iter::once(&v.leaf).chain(v.callers) {
+                let (a, n) = self.frames_of(l);
+                self.stack
+                    .extend_from_slice(&self.frame_buf[a as usize..(a + n) as usize]);
+            }
+            let stack = self
+                .out
+                .intern_stack_frames(thread, self.stack.drain(..).rev());
+            self.tracks
+                .get_mut(&key)
+                .expect("track made above")
+                .last_stack = stack;
+            stack
+        };
+        let track = self.tracks.get_mut(&key).expect("track made above");
+        let cpu = if self.meta.clock.get(event).copied().unwrap_or(false) {
+            CpuDelta::from_nanos(v.period)
+        } else {
+            CpuDelta::from_nanos(track.last_time.map_or(0, |t| v.time.saturating_sub(t)))
+        };
+        track.last_time = Some(v.time);
+        let weight = i32::try_from(v.period).unwrap_or_else(|_| {
+            self.summary.clamped += 1;
+            i32::MAX
+        });
+        self.out.add_sample(thread, ts, stack, cpu, weight);
+        self.summary.samples += 1;
+
+        // Counters: retire latency, TopDown level-1 slot deltas.
+        let has_latency = p.events[event].has_latency;
+        if has_latency && let Some(lat) = v.retire_lat {
+            let pr = self.processes.get_mut(&v.pid).expect("process made above");
+            let c = *pr.latency.get_or_insert_with(|| {
+                self.out.add_counter(
+                    pr.handle,
+                    "retire latency",
+                    "PMU",
+                    "Retire latency of the samples, cycles (WEIGHT_STRUCT, hrec record -W)",
+                )
+            });
+            self.out.add_counter_sample(c, ts, f64::from(lat), 1);
+        }
+        if let Some(td) = &v.td {
+            let pr = self.processes.get_mut(&v.pid).expect("process made above");
+            let out = &mut self.out;
+            let cs = *pr.topdown.get_or_insert_with(|| {
+                [
+                    ("topdown retiring", "Slots retiring (TopDown level 1)"),
+                    ("topdown bad-spec", "Slots lost to bad speculation"),
+                    ("topdown fe-bound", "Slots stalled on the front end"),
+                    ("topdown be-bound", "Slots stalled on the back end"),
+                ]
+                .map(|(n, d)| out.add_counter(pr.handle, n, "PMU", d))
+            });
+            let l1 = [
+                TdEvent::Retiring,
+                TdEvent::BadSpec,
+                TdEvent::FeBound,
+                TdEvent::BeBound,
+            ];
+            for (c, e) in cs.into_iter().zip(l1) {
+                out.add_counter_sample(c, ts, td.get(e) as f64, 1);
+            }
+        }
+    }
+
+    /// Takes the records that become markers (lost samples, throttling); others are ignored.
+    pub fn add_record(&mut self, r: &Record<'_>) {
+        let sid = r.sample_id();
+        let tid = sid.and_then(|s| s.tid);
+        let time = sid.and_then(|s| s.time);
+        match r {
+            Record::Lost { lost, .. } | Record::LostSamples { lost, .. } => {
+                self.markers.push(Pending::Lost {
+                    time: time.unwrap_or(self.meta.first_time),
+                    tid,
+                    lost: *lost,
+                });
+            }
+            // A throttle already open stays open from its first record.
+            Record::Throttle(t) if !self.throttled.contains_key(&t.id) => {
+                self.throttled.insert(t.id, self.markers.len());
+                self.markers.push(Pending::Throttled {
+                    start: t.time,
+                    end: None,
+                    tid,
+                });
+            }
+            Record::Unthrottle(t) => {
+                if let Some(i) = self.throttled.remove(&t.id)
+                    && let Pending::Throttled { end, .. } = &mut self.markers[i]
+                {
+                    *end = Some(t.time);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The profile, markers placed on their threads, and what it holds.
+    pub fn finish(mut self) -> (fx::Profile, Summary) {
+        let lost_name = self.out.intern_string("Lost samples");
+        let throttle_name = self.out.intern_string("Throttled");
+        for m in std::mem::take(&mut self.markers) {
+            let tid = match m {
+                Pending::Lost { tid, .. } | Pending::Throttled { tid, .. } => tid,
+            };
+            let Some(thread) = tid
+                .and_then(|t| self.tid_track.get(&t).copied())
+                .or(self.first_track)
+            else {
+                continue;
+            };
+            match m {
+                Pending::Lost { time, lost, .. } => {
+                    let t = MarkerTiming::Instant(self.timestamp(time));
+                    self.out.add_marker(
+                        thread,
+                        t,
+                        LostMarker {
+                            name: lost_name,
+                            lost,
+                        },
+                    );
+                }
+                Pending::Throttled { start, end, .. } => {
+                    let t = match end {
+                        Some(e) => MarkerTiming::Interval(self.timestamp(start), self.timestamp(e)),
+                        None => MarkerTiming::IntervalStart(self.timestamp(start)),
+                    };
+                    self.out.add_marker(
+                        thread,
+                        t,
+                        ThrottleMarker {
+                            name: throttle_name,
+                        },
+                    );
+                }
+            }
+            self.summary.markers += 1;
+        }
+        // The profile is named after the process with the most samples.
+        if let Some(top) = self
+            .processes
+            .values()
+            .max_by_key(|pr| (pr.samples, std::cmp::Reverse(pr.order)))
+            && let Some(name) = self.p.comms.get(top.comm as usize)
+        {
+            self.out.set_product(name);
+        }
+        self.summary.processes = self.processes.len();
+        (self.out, self.summary)
+    }
+}
+
+/// Writes the profile as gzip-compressed JSON.
+pub fn write_gz(profile: &fx::Profile, out: &mut dyn Write) -> io::Result<()> {
+    let mut gz = flate2::write::GzEncoder::new(out, flate2::Compression::default());
+    serde_json::to_writer(&mut gz, profile).map_err(io::Error::other)?;
+    gz.finish()?;
+    Ok(())
+}
