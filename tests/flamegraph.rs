@@ -1,6 +1,7 @@
 //! `hrec flamegraph` on real recordings made here: the SVG is well-formed XML, its frames'
 //! counts and widths agree with `hrec report` on the same file, it renders in headless
-//! Chromium, and differential graphs of two recordings draw.
+//! Chromium where search and click-to-zoom work (plain, differential; the retire-latency
+//! weighted one in `report_synthetic.rs`), and differential graphs of two recordings draw.
 
 mod support;
 
@@ -10,7 +11,96 @@ use std::process::Command;
 
 use quick_xml::Reader;
 use quick_xml::events::Event;
+use support::browser::{
+    attr, chromium, dom_after_scripts, frame_tags, matched_percent, unzoom_button, zoom_by_click,
+};
 use support::{hrec_in, text};
+
+/// In a real browser (headless Chromium), the flame graph's search highlights the matching
+/// frames and says how much they cover, as much as the report's Children column for the
+/// function; a click on a frame zooms into it (it takes the full width, frames outside its
+/// subtree are hidden, the reset button shows).
+#[test]
+fn svg_search_and_click_to_zoom_in_a_browser() {
+    let Some(chromium) = chromium() else {
+        eprintln!("skipped: no chromium (scripts/test installs Debian's when it can)");
+        return;
+    };
+    let r = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings");
+    let (file, symfs) = (r.join("callchain.hrec"), r.join("root"));
+    let (file, symfs) = (file.to_str().unwrap(), symfs.to_str().unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let o = hrec_in(
+        dir.path(),
+        &["flamegraph", "-i", file, "--symfs", symfs, "-o", "fg.svg"],
+    );
+    assert!(o.status.success(), "{}", text(&o).1);
+    let svg_path = dir.path().join("fg.svg");
+    let svg = std::fs::read_to_string(&svg_path).unwrap();
+
+    // Search (inferno keeps it in the URL, as its Search button does): every `hot` frame
+    // turns the search colour, no other frame does, and the matched share is hot's Children.
+    let dom = dom_after_scripts(chromium, &format!("file://{}?s=hot", svg_path.display()));
+    let hot = frame_tags(&dom, "hot");
+    assert!(hot.len() >= 2, "{dom}");
+    assert!(
+        hot.iter().all(|(r, _)| attr(r, "fill") == "rgb(230,0,230)"),
+        "{hot:?}"
+    );
+    for other in ["warm", "main", "worker"] {
+        let f = frame_tags(&dom, other);
+        assert!(!f.is_empty(), "{other}");
+        assert!(
+            f.iter().all(|(r, _)| attr(r, "fill") != "rgb(230,0,230)"),
+            "{f:?}"
+        );
+    }
+    let matched = matched_percent(&dom);
+    let o = hrec_in(
+        dir.path(),
+        &[
+            "report", "--stdio", "-i", file, "--symfs", symfs, "--sort", "sym",
+        ],
+    );
+    let report = text(&o).0;
+    let children: f64 = report
+        .lines()
+        .find(|l| l.ends_with("[.] hot"))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|p| p.trim_end_matches('%').parse().ok())
+        .unwrap_or_else(|| panic!("{report}"));
+    assert!(
+        (matched - children).abs() < 0.06,
+        "{matched} vs {children}\n{report}"
+    );
+
+    // Click-to-zoom: a real click event on `worker`'s frame, through the SVG's own handler.
+    let dom = zoom_by_click(chromium, &svg, "worker (", dir.path());
+    let worker = frame_tags(&dom, "worker");
+    assert_eq!(worker.len(), 1, "{worker:?}");
+    let (rect, class) = worker[0];
+    assert!(!class.contains("hide"), "{class}");
+    let width: f64 = attr(rect, "width").trim_end_matches('%').parse().unwrap();
+    assert!(width > 99.0, "the zoomed frame is not full width: {rect}");
+    // main's subtree is outside worker's: hidden; worker's callees stay.
+    assert!(
+        frame_tags(&dom, "main")
+            .iter()
+            .all(|(_, c)| c.contains("hide")),
+        "{dom}"
+    );
+    assert!(
+        frame_tags(&dom, "warm")
+            .iter()
+            .any(|(_, c)| !c.contains("hide")),
+        "{dom}"
+    );
+    let unzoom = unzoom_button(&dom);
+    assert!(
+        !unzoom.contains("hide"),
+        "the reset-zoom button is hidden: {unzoom}"
+    );
+}
 
 /// Every `<g>` frame of an inferno SVG: its title text and its rect's width in pixels.
 fn frames(svg: &str) -> Vec<(String, f64)> {
@@ -131,15 +221,7 @@ fn svg_is_valid_and_frame_widths_follow_the_report() {
     assert!(svg.contains("no callchains in the recording (record with -g)"));
 
     // Headless Chromium renders it: the screenshot is not blank.
-    let Some(chromium) = ["chromium", "chromium-browser", "google-chrome"]
-        .into_iter()
-        .find(|c| {
-            Command::new(c)
-                .arg("--version")
-                .output()
-                .is_ok_and(|o| o.status.success())
-        })
-    else {
+    let Some(chromium) = chromium() else {
         eprintln!(
             "skipped the rendering check: no chromium (scripts/test installs Debian's when it can)"
         );
@@ -194,6 +276,17 @@ fn differential_and_folded_outputs() {
     let svg = std::fs::read_to_string(dir.path().join("diff.svg")).unwrap();
     assert!(!frames(&svg).is_empty());
     assert!(svg.contains("red = grew vs BASE"), "subtitle");
+    // In a real browser the differential graph searches and zooms as the plain one does.
+    if let Some(chromium) = chromium() {
+        let url = format!("file://{}?s=hot_", dir.path().join("diff.svg").display());
+        let dom = dom_after_scripts(chromium, &url);
+        let matched = matched_percent(&dom);
+        assert!(matched > 50.0 && matched <= 100.0, "{matched}");
+        let dom = zoom_by_click(chromium, &svg, "hotspots::hot_multiply", dir.path());
+        assert!(!unzoom_button(&dom).contains("hide"), "no zoom");
+    } else {
+        eprintln!("skipped the browser check: no chromium");
+    }
 
     // --folded to stdout: `stack count` lines whose counts add up to the samples.
     let o = hrec_in(dir.path(), &["flamegraph", "--folded"]);

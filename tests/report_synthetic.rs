@@ -697,6 +697,38 @@ fn flamegraph_weights_by_retire_latency_and_colours_by_topdown() {
     );
     assert!(b.contains(&format!("fill=\"{blue}\"")), "{b}");
     assert!(svg.contains("retire-cycles"), "count name");
+    // In a real browser: search covers hot_a's 30 of the 35 retire cycles; a click on hot_b
+    // zooms it to the full width.
+    if let Some(chromium) = support::browser::chromium() {
+        let url = format!("file://{}?s=hot_a", dir.path().join("td.svg").display());
+        let dom = support::browser::dom_after_scripts(chromium, &url);
+        let matched = support::browser::matched_percent(&dom);
+        assert!((matched - 100.0 * 30.0 / 35.0).abs() < 0.06, "{matched}");
+        let dom = support::browser::zoom_by_click(chromium, &svg, "hot_b:", dir.path());
+        let at = dom.find("<title>hot_b").expect("hot_b's frame");
+        let rect = &dom[at..];
+        let rect = &rect[rect.find("<rect").unwrap()..];
+        let rect = &rect[..rect.find('>').unwrap()];
+        let width: f64 = support::browser::attr(rect, "width")
+            .trim_end_matches('%')
+            .parse()
+            .unwrap();
+        assert!(
+            width > 99.0,
+            "hot_b is not zoomed to the full width: {rect}"
+        );
+        let a = dom.find("<title>hot_a").map(|i| &dom[..i]).unwrap_or("");
+        let a_class = a.rsplit("<g").next().unwrap_or("");
+        assert!(
+            a_class.contains("hide"),
+            "hot_a is not hidden after zooming into hot_b"
+        );
+        assert!(!support::browser::unzoom_button(&dom).contains("hide"));
+    } else {
+        eprintln!(
+            "skipped the browser check: no chromium (scripts/test installs Debian's when it can)"
+        );
+    }
     assert!(
         svg.contains("Retiring green, Bad Speculation red"),
         "legend"

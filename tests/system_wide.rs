@@ -199,7 +199,15 @@ fn top_screens(stdout: &str) -> Vec<Vec<(f64, u64, Vec<String>)>> {
 fn top_shows_a_busy_process_by_name_and_function() {
     let busy = Busy::start();
     let dir = tempfile::tempdir().unwrap();
-    let out = hrec_in(dir.path(), &["top", "--stdio", "-d", "1", "-n", "3"]);
+    // Its own TMPDIR, to see that hrec top leaves nothing behind there.
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_hrec"))
+        .args(["top", "--stdio", "-d", "1", "-n", "3"])
+        .current_dir(dir.path())
+        .env("TMPDIR", &tmp)
+        .output()
+        .expect("run hrec");
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stderr}");
     let screens = top_screens(&stdout);
@@ -231,15 +239,7 @@ fn top_shows_a_busy_process_by_name_and_function() {
     let busy_samples: u64 = busy_rows.iter().map(|r| r.1).sum();
     assert!(busy_samples > 1000, "{busy_samples}\n{stdout}");
     // Nothing left behind in the temporary directory.
-    let tmp = std::env::temp_dir();
-    assert!(
-        std::fs::read_dir(&tmp)
-            .unwrap()
-            .flatten()
-            .all(|e| !e.file_name().to_string_lossy().starts_with("hrec-top.")),
-        "hrec top left its directory in {}",
-        tmp.display()
-    );
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0);
 
     // -p: only the busy process, by command name and function, one refresh; -z shows the
     // interval alone.
