@@ -119,6 +119,29 @@ impl Writer {
         })
     }
 
+    /// Fails as [`Writer::create`] would where the file cannot be created at all (a directory
+    /// that does not exist or is not writable, a read-only file system), creating and removing
+    /// a scratch file beside `path`: checked before the workload starts, so that it does not
+    /// run unrecorded.
+    pub fn check_can_create(path: &Path) -> Result<(), DataError> {
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        let mut name = std::ffi::OsString::from(".");
+        name.push(path.file_name().unwrap_or_default());
+        name.push(format!(".hrec-probe-{}", std::process::id()));
+        let probe = dir.join(name);
+        OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&probe)
+            .map_err(io_err("create", path))?;
+        let _ = std::fs::remove_file(&probe);
+        Ok(())
+    }
+
     /// Compresses the blocks written from now on at zstd `level` (1 fastest ..= 22 smallest;
     /// `record -z N`); readers need nothing to know it.
     pub fn set_level(&mut self, level: i32) -> Result<(), DataError> {

@@ -228,8 +228,7 @@ fn fallback(
                 *raised_nofile = true;
                 return Ok(None);
             }
-            let limit = process::nofile_limit().map_or("?".into(), |(c, _)| c.to_string());
-            Err(RecordError::TooManyFiles { limit })
+            Err(super::too_many_files(plan, p.tasks.len()))
         }
         libc::EACCES | libc::EPERM => {
             let level = paranoid(p.procfs_root);
