@@ -641,3 +641,162 @@ fn a_thousand_short_lived_processes_at_max_frequency() {
         }
     }
 }
+
+const PROG: &str = r#"
+#include <stdio.h>
+volatile unsigned long sink;
+__attribute__((noinline)) void spin_here(unsigned long n) {
+    for (unsigned long i = 0; i < n; i++) sink += i * VARIANT;
+}
+int main(void) { spin_here(100000000UL); printf("%lu\n", sink); return 0; }
+"#;
+
+/// Compiles `prog` in `dir` with `-DVARIANT=variant` (another variant: another build-id).
+fn build_prog(dir: &Path, variant: u32) -> bool {
+    std::fs::write(dir.join("prog.c"), PROG).unwrap();
+    Command::new("gcc")
+        .args([
+            "-O1",
+            "-g",
+            &format!("-DVARIANT={variant}"),
+            "-o",
+            "prog",
+            "prog.c",
+        ])
+        .current_dir(dir)
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// A recording `p.hrec` of a freshly compiled `prog` in a directory anyone may read, whose
+/// report names `spin_here`; `None` (after saying why) without gcc.
+fn recorded_prog() -> Option<tempfile::TempDir> {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    if !build_prog(dir.path(), 3) {
+        eprintln!("skipped: gcc cannot compile the test program");
+        return None;
+    }
+    let o = hrec_in(dir.path(), &["record", "-q", "-o", "p.hrec", "./prog"]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    std::fs::set_permissions(
+        dir.path().join("p.hrec"),
+        std::fs::Permissions::from_mode(0o644),
+    )
+    .unwrap();
+    let (out, _) = report(dir.path(), &[]);
+    assert!(out.contains("[.] spin_here"), "{out}");
+    Some(dir)
+}
+
+/// `hrec report -i p.hrec ARGS`: stdout and stderr, after checking it succeeded.
+fn report(dir: &Path, args: &[&str]) -> (String, String) {
+    let mut all = vec!["report", "-i", "p.hrec"];
+    all.extend(args);
+    let o = hrec_in(dir, &all);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    (out, err)
+}
+
+/// A binary rebuilt since the recording: the report says so for that file, and does not name
+/// the new file's functions at the old addresses.
+#[test]
+fn a_rebuilt_binary_is_named_and_not_symbolized() {
+    let Some(dir) = recorded_prog() else { return };
+    assert!(build_prog(dir.path(), 5));
+    let (out, _) = report(dir.path(), &[]);
+    assert!(out.contains("% build-id mismatch (prog)"), "{out}");
+    let path = dir.path().join("prog");
+    assert!(
+        out.contains(&format!(
+            "# warning: {} on this machine is not the file that was recorded (build-id differs); its samples are unresolved",
+            path.display()
+        )),
+        "{out}"
+    );
+    assert!(!out.contains("spin_here"), "{out}");
+}
+
+/// A binary removed since: named as missing, its samples shown as addresses.
+#[test]
+fn a_removed_binary_is_named_as_missing() {
+    let Some(dir) = recorded_prog() else { return };
+    std::fs::remove_file(dir.path().join("prog")).unwrap();
+    let (out, _) = report(dir.path(), &[]);
+    assert!(out.contains("% binary missing (prog)"), "{out}");
+    assert!(out.contains("[.] 0x"), "{out}");
+    assert!(!out.contains("spin_here"), "{out}");
+}
+
+/// A binary the reader may not read (mode 000, read as an unprivileged user): named as
+/// unreadable, not as missing.
+#[test]
+fn an_unreadable_binary_is_named_as_unreadable() {
+    let Some(prefix) = unprivileged("an unreadable binary (root reads anything)") else {
+        return;
+    };
+    let Some(dir) = recorded_prog() else { return };
+    std::fs::set_permissions(
+        dir.path().join("prog"),
+        std::fs::Permissions::from_mode(0o000),
+    )
+    .unwrap();
+    let o = command_as(&prefix, HREC)
+        .args(["report", "-i", "p.hrec"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        out.contains("% binary unreadable (permission denied) (prog)"),
+        "{out}"
+    );
+    assert!(!out.contains("spin_here"), "{out}");
+}
+
+/// A huge binary (the same ELF file grown to 8 GiB, sparse): read in the few ranges it needs
+/// under a 4 GiB address-space limit, and symbolized as before.
+#[test]
+fn a_huge_binary_is_read_in_bounded_memory() {
+    let Some(dir) = recorded_prog() else { return };
+    let grown = std::fs::OpenOptions::new()
+        .write(true)
+        .open(dir.path().join("prog"))
+        .and_then(|f| f.set_len(8 << 30));
+    if let Err(e) = grown {
+        eprintln!("skipped: cannot make an 8 GiB sparse file here: {e}");
+        return;
+    }
+    let o = sh_in(
+        dir.path(),
+        "ulimit -v 4194304; exec \"$HREC\" report -i p.hrec",
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(out.contains("[.] spin_here"), "{out}");
+}
+
+/// `--symfs` naming no directory is one line and exit 2 (it would leave every binary
+/// unresolved); an empty directory is accepted, and the binaries are missing from it.
+#[test]
+fn a_symfs_that_is_not_a_directory_is_refused() {
+    let Some(dir) = recorded_prog() else { return };
+    for (symfs, why) in [
+        (
+            "/nonexistent/symfs",
+            "No such file or directory (os error 2)",
+        ),
+        ("p.hrec", "not a directory"),
+    ] {
+        let o = hrec_in(dir.path(), &["report", "-i", "p.hrec", "--symfs", symfs]);
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert_eq!(err, format!("hrec: error: --symfs {symfs}: {why}\n"));
+        assert!(out.is_empty(), "{out}");
+    }
+    let empty = tempfile::tempdir().unwrap();
+    let (out, _) = report(dir.path(), &["--symfs", empty.path().to_str().unwrap()]);
+    assert!(out.contains("% binary missing (prog)"), "{out}");
+}

@@ -155,12 +155,14 @@ impl Symbolizer {
                     // A binary deleted or rebuilt since the recording: perf's build-id cache
                     // may hold the one that ran.
                     match Binary::load(path, expected, &self.search) {
-                        Err(why @ (Unresolved::BinaryMissing | Unresolved::BuildIdMismatch)) => {
-                            expected
-                                .and_then(|id| self.search.cached_binary(id))
-                                .and_then(|p| Binary::load(&p, expected, &self.search).ok())
-                                .ok_or(why)
-                        }
+                        Err(
+                            why @ (Unresolved::BinaryMissing
+                            | Unresolved::Unreadable
+                            | Unresolved::BuildIdMismatch),
+                        ) => expected
+                            .and_then(|id| self.search.cached_binary(id))
+                            .and_then(|p| Binary::load(&p, expected, &self.search).ok())
+                            .ok_or(why),
                         loaded => loaded,
                     }
                 }))
