@@ -333,6 +333,20 @@ fn too_many_open_files_says_how_many_and_how_to_raise_the_limit() {
     assert!(info(dir.path(), "n.hrec").contains("# complete"));
 }
 
+/// True when process `pid` belongs to another user than the one [`unprivileged`] runs hrec
+/// as (this test's user, or nobody under root).
+fn owned_by_another_user(pid: u32) -> bool {
+    let runner = if is_root() {
+        Some(65534)
+    } else {
+        std::fs::metadata("/proc/self").map(|m| m.uid()).ok()
+    };
+    let theirs = std::fs::metadata(format!("/proc/{pid}"))
+        .map(|m| m.uid())
+        .ok();
+    theirs.is_some() && theirs != runner
+}
+
 fn paranoid() -> Option<i32> {
     std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
         .ok()?
@@ -379,7 +393,27 @@ fn paranoid_refusals_name_the_sysctl_and_user_space_still_records() {
         errors[0].contains("sysctl -w kernel.perf_event_paranoid="),
         "{err}"
     );
+    // ... and says what still works.
+    assert!(
+        errors[0].contains("or record a command or your own processes (-p PID) instead"),
+        "{err}"
+    );
     assert!(!dir.path().join("a.hrec").exists());
+    // Another user's process (init's), whatever the level: one line naming the rule.
+    if owned_by_another_user(1) {
+        let o = run(&[
+            "record", "-p", "1", "-o", "p1.hrec", "--", "sh", "-c", "exit 0",
+        ]);
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert_eq!(
+            error_lines(&err),
+            [format!(
+                "hrec: error: permission denied recording cpu-clock on task 1: without root only your own processes can be recorded ({sysctl}); run as root or as the process's user"
+            )],
+            "{err}"
+        );
+    }
     // One's own workload.
     let script = busy(200_000);
     let o = run(&["record", "-o", "u.hrec", "--", "sh", "-c", &script]);
@@ -401,6 +435,43 @@ fn paranoid_refusals_name_the_sysctl_and_user_space_still_records() {
     }
     let info = info(dir.path(), "u.hrec");
     assert!(info_samples(&info) > 0, "{info}");
+    if level >= 2 {
+        // A kernel-only event cannot fall back to user space: refused, with what to do.
+        let o = run(&[
+            "record",
+            "-e",
+            "cpu-clock:k",
+            "-o",
+            "k.hrec",
+            "--",
+            "sh",
+            "-c",
+            "exit 0",
+        ]);
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert_eq!(
+            error_lines(&err),
+            [format!(
+                "hrec: error: {sysctl} does not allow kernel profiling, and cpu-clock:k counts only the kernel; run as root, or sysctl -w kernel.perf_event_paranoid=1, or count user space (cpu-clock:u)"
+            )],
+            "{err}"
+        );
+    }
+    // One's own running process (-p), user space.
+    let o = command_as(&prefix, "sh")
+        .args([
+            "-c",
+            &format!(
+                "sh -c '{script}; {script}; {script}' & pid=$!; \"$HREC\" record -p $pid -o own.hrec -- sleep 0.3; rc=$?; kill $pid; exit $rc"
+            ),
+        ])
+        .env("HREC", HREC)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o).1);
+    assert!(info_samples(&self::info(dir.path(), "own.hrec")) > 0);
     // `:u` asks for user space only: no fallback to announce.
     let o = run(&[
         "record",
