@@ -871,3 +871,39 @@ fn a_symfs_that_is_not_a_directory_is_refused() {
     let (out, _) = report(dir.path(), &["--symfs", empty.path().to_str().unwrap()]);
     assert!(out.contains("% binary missing (prog)"), "{out}");
 }
+
+/// Stopped by SIGINT, hrec exits 130 as perf does when the workload was not killed by a
+/// signal: one that catches SIGINT and exits 0, and a `-a` recording without a command.
+#[test]
+fn sigint_exits_130_when_the_workload_exits_by_itself_or_there_is_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let (o, pid) = signal_recording(dir.path(), "trap 'exit 0' INT;", "INT");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(130), "{err}");
+    assert!(!err.contains("warning"), "{err}");
+    assert_complete_and_gone(dir.path(), pid, &err);
+
+    if !is_root() {
+        eprintln!(
+            "skipped: -a without root depends on perf_event_paranoid (the test above checks it)"
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let child = spawn_hrec(dir.path(), &["record", "-a", "-o", "s.hrec"]);
+    // The file is made once the signal handlers are in place.
+    await_cond("hrec -a to start", 30, || {
+        dir.path().join("s.hrec").exists()
+    });
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(130), "{err}");
+    assert!(info(dir.path(), "s.hrec").contains("# complete"), "{err}");
+}

@@ -578,9 +578,12 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
         None => (s.output.display().to_string(), size, &acc),
     };
 
-    let exit_code = match (run.status, child) {
-        (Some(st), _) => st.shell_code(),
-        (None, Some(_)) => 128 + run.stop_signal.unwrap_or(libc::SIGINT),
+    // As perf: the workload's status, unless hrec was stopped by a signal and the workload
+    // was not killed by one (it exited on its own, or there is none): then 128 + that signal.
+    let exit_code = match (run.status, run.stop_signal) {
+        (Some(st @ ExitStatus::Signal(_)), _) | (Some(st), None) => st.shell_code(),
+        (_, Some(sig)) => 128 + sig,
+        (None, None) if child.is_some() => 128 + libc::SIGINT,
         (None, None) => 0,
     };
     let (summary, mut warnings) = summarize(s, &opened, acc, lost_read, size, &shown, run.woken);
