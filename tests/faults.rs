@@ -184,7 +184,7 @@ fn a_file_size_limit_keeps_the_blocks_written_and_the_workload_finishes() {
         dir.path(),
         &format!(
             "ulimit -f 64; exec \"$HREC\" record -F 20000 -g -o fs.hrec -- sh -c '{}; echo workload-done'",
-            busy(400_000)
+            busy(800_000)
         ),
     );
     assert_cut_short(dir.path(), "fs.hrec", &o, "File too large (os error 27)");
@@ -227,7 +227,7 @@ fn a_full_disk_keeps_the_blocks_written_and_the_workload_finishes() {
         dir.path(),
         &format!(
             "exec \"$HREC\" record -F 20000 -g -o small/full.hrec -- sh -c '{}; echo workload-done'",
-            busy(400_000)
+            busy(800_000)
         ),
     );
     assert_cut_short(
@@ -571,7 +571,7 @@ fn a_workload_that_ignores_sigint_gets_sigterm_then_sigkill() {
         assert_eq!(o.status.code(), Some(code), "{traps}: {err}");
         assert_eq!(
             err.lines()
-                .filter(|l| l.contains("warning"))
+                .filter(|l| l.contains("warning: the workload"))
                 .collect::<Vec<_>>(),
             [said],
             "{err}"
@@ -600,7 +600,10 @@ fn a_workload_killed_by_sigsegv_is_one_line_and_exit_139() {
     );
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(139), "{err}");
-    let warnings: Vec<&str> = err.lines().filter(|l| l.contains("warning")).collect();
+    let warnings: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("warning: the workload"))
+        .collect();
     assert_eq!(
         warnings,
         [
@@ -880,7 +883,7 @@ fn sigint_exits_130_when_the_workload_exits_by_itself_or_there_is_none() {
     let (o, pid) = signal_recording(dir.path(), "trap 'exit 0' INT;", "INT");
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(130), "{err}");
-    assert!(!err.contains("warning"), "{err}");
+    assert!(!err.contains("warning: the workload"), "{err}");
     assert_complete_and_gone(dir.path(), pid, &err);
 
     if !is_root() {
