@@ -200,18 +200,17 @@ impl Drop for Mounted {
     }
 }
 
-/// A full disk (a 64 KiB tmpfs, where this test may mount one): as with the size limit.
-#[test]
-fn a_full_disk_keeps_the_blocks_written_and_the_workload_finishes() {
+/// A tmpfs of `size` at `dir/small`, unmounted when dropped; `None` (after saying why) where
+/// it cannot be mounted.
+fn small_tmpfs(dir: &Path, size: &str) -> Option<Mounted> {
     if !is_root() {
         eprintln!("skipped: mounting a small tmpfs needs root");
-        return;
+        return None;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let mnt = dir.path().join("small");
+    let mnt = dir.join("small");
     std::fs::create_dir(&mnt).unwrap();
     let m = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"])
+        .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
         .arg(&mnt)
         .output()
         .expect("run mount");
@@ -220,9 +219,47 @@ fn a_full_disk_keeps_the_blocks_written_and_the_workload_finishes() {
             "skipped: cannot mount a tmpfs here: {}",
             String::from_utf8_lossy(&m.stderr).trim()
         );
-        return;
+        return None;
     }
-    let _mounted = Mounted(mnt.clone());
+    Some(Mounted(mnt))
+}
+
+/// A disk too full for even the file's header: one line, no empty file left, and the previous
+/// recording is where it was (not renamed `.old` for a recording that never started).
+#[test]
+fn a_disk_too_full_for_the_header_keeps_the_previous_recording() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(mounted) = small_tmpfs(dir.path(), "8k") else {
+        return;
+    };
+    std::fs::write(mounted.0.join("x.hrec"), b"previous").unwrap();
+    // Fill what is left.
+    let _ = std::fs::write(mounted.0.join("fill"), vec![0u8; 8192]);
+    let o = hrec_in(
+        dir.path(),
+        &["record", "-o", "small/x.hrec", "--", "sh", "-c", "exit 0"],
+    );
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(
+        error_lines(&err),
+        ["hrec: error: cannot write to small/x.hrec: No space left on device (os error 28)"],
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(mounted.0.join("x.hrec")).unwrap(),
+        b"previous"
+    );
+    assert!(!mounted.0.join("x.hrec.old").exists());
+}
+
+/// A full disk (a 64 KiB tmpfs, where this test may mount one): as with the size limit.
+#[test]
+fn a_full_disk_keeps_the_blocks_written_and_the_workload_finishes() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(_mounted) = small_tmpfs(dir.path(), "64k") else {
+        return;
+    };
     let o = sh_in(
         dir.path(),
         &format!(
