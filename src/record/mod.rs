@@ -496,7 +496,6 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
         switcher.as_mut(),
         s.stop.as_deref(),
     )?;
-    drop(signals);
 
     let (counts, lost_read) = final_counts(plan, &opened.attrs, &opened.fds);
     send_file_sides(&tx, &acc);
@@ -529,6 +528,9 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
             Err(e) => (0, Some(e)),
         },
     };
+    // Held to here: SIGXFSZ stays ignored while the writer ends the file (a limit reached by the
+    // trailer is EFBIG too), and a late SIGINT does not kill hrec half-way through it.
+    drop(signals);
     if let Some(source) = write_error {
         // What is on disk up to the failing block stays readable; the workload ran to its end.
         let path = written_to;
