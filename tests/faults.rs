@@ -947,3 +947,38 @@ fn sigint_exits_130_when_the_workload_exits_by_itself_or_there_is_none() {
     assert_eq!(o.status.code(), Some(130), "{err}");
     assert!(info(dir.path(), "s.hrec").contains("# complete"), "{err}");
 }
+
+/// The workload starts with SIGPIPE and SIGXFSZ at their defaults although hrec ignores both
+/// (Rust's runtime ignores SIGPIPE; the recorder ignores SIGXFSZ): `yes | head` ends as in a
+/// shell, and a workload past `ulimit -f` dies as it would without hrec.
+#[test]
+fn the_workload_does_not_inherit_the_signals_hrec_ignores() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = hrec_in(
+        dir.path(),
+        &[
+            "record",
+            "-q",
+            "-o",
+            "sig.hrec",
+            "--",
+            "sh",
+            "-c",
+            "grep SigIgn /proc/$$/status",
+        ],
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let mask = out
+        .trim()
+        .strip_prefix("SigIgn:")
+        .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
+        .unwrap_or_else(|| panic!("{out}"));
+    for (name, sig) in [("SIGPIPE", 13), ("SIGXFSZ", 25)] {
+        assert_eq!(
+            mask & (1 << (sig - 1)),
+            0,
+            "{name} ignored: SigIgn {mask:#x}"
+        );
+    }
+}
