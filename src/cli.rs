@@ -478,7 +478,14 @@ fn reading_options(
         .map_err(|e| e.to_string())?;
     let mut search = hrec::symbol::debuginfo::SearchPaths::default();
     search.debug_dirs.splice(0..0, symbols.debug_dir);
-    if symbols.symfs.is_some() {
+    if let Some(root) = &symbols.symfs {
+        // A --symfs that is not a directory would leave every binary unresolved without a
+        // word (perf's behaviour): refused instead.
+        match std::fs::metadata(root) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => return Err(format!("--symfs {}: not a directory", root.display())),
+            Err(e) => return Err(format!("--symfs {}: {e}", root.display())),
+        }
         // Binaries come from the --symfs tree only, not from this machine's perf cache.
         search.build_id_cache = None;
     }

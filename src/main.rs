@@ -1,6 +1,7 @@
 //! The `hrec` binary: parse the command line, run the library, print errors.
 //!
-//! Exit codes: 0 ok, 1 error, 2 usage; a recorded workload's own status is passed through.
+//! Exit codes: 0 ok, 1 error, 2 usage; a recorded workload's own status is passed through
+//! (128 + the signal when a signal stopped the recording and the workload did not die of one).
 
 mod cli;
 

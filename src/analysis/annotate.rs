@@ -217,6 +217,7 @@ pub fn annotate(p: &Profile, o: &AnnotateOptions) -> Annotation {
             && matches!(
                 why,
                 Unresolved::BinaryMissing
+                    | Unresolved::Unreadable
                     | Unresolved::BuildIdMismatch
                     | Unresolved::NotElf
                     | Unresolved::NoSymbols

@@ -88,16 +88,29 @@ impl Writer {
                 max: format::MAX_META,
             });
         }
-        if path.symlink_metadata().is_ok() {
-            let old = old_path(path);
+        let moved = path.symlink_metadata().is_ok();
+        let old = old_path(path);
+        if moved {
             std::fs::rename(path, &old).map_err(io_err("rename the previous recording", path))?;
         }
+        // A file that cannot even take its header (a full disk) is removed, and the previous
+        // recording put back: nothing already recorded is lost to a recording that never
+        // started.
+        let undo = |e: DataError, created: bool| {
+            if created {
+                let _ = std::fs::remove_file(path);
+            }
+            if moved {
+                let _ = std::fs::rename(&old, path);
+            }
+            e
+        };
         let mut file = OpenOptions::new()
             .write(true)
             .create_new(true)
             .mode(0o600)
             .open(path)
-            .map_err(io_err("create", path))?;
+            .map_err(|e| undo(io_err("create", path)(e), false))?;
         let start = format::data_start(json.len() as u64);
         let mut header = Vec::with_capacity(start as usize);
         header.extend_from_slice(&MAGIC);
@@ -105,9 +118,11 @@ impl Writer {
         header.extend_from_slice(&(json.len() as u32).to_le_bytes());
         header.extend_from_slice(&json);
         header.resize(start as usize, 0);
-        file.write_all(&header).map_err(io_err("write to", path))?;
+        file.write_all(&header)
+            .map_err(|e| undo(io_err("write to", path)(e), true))?;
         // The header reaches the disk before any block: a file that has blocks has a header.
-        file.sync_data().map_err(io_err("sync", path))?;
+        file.sync_data()
+            .map_err(|e| undo(io_err("sync", path)(e), true))?;
         let zstd = compressor(path, ZSTD_LEVEL)?;
         Ok(Writer {
             path: path.to_path_buf(),
@@ -117,6 +132,29 @@ impl Writer {
             zstd,
             failed: None,
         })
+    }
+
+    /// Fails as [`Writer::create`] would where the file cannot be created at all (a directory
+    /// that does not exist or is not writable, a read-only file system), creating and removing
+    /// a scratch file beside `path`: checked before the workload starts, so that it does not
+    /// run unrecorded.
+    pub fn check_can_create(path: &Path) -> Result<(), DataError> {
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        let mut name = std::ffi::OsString::from(".");
+        name.push(path.file_name().unwrap_or_default());
+        name.push(format!(".hrec-probe-{}", std::process::id()));
+        let probe = dir.join(name);
+        OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&probe)
+            .map_err(io_err("create", path))?;
+        let _ = std::fs::remove_file(&probe);
+        Ok(())
     }
 
     /// Compresses the blocks written from now on at zstd `level` (1 fastest ..= 22 smallest;

@@ -29,10 +29,10 @@ pub enum SpawnError {
     #[error("no command given")]
     Empty,
     /// pipe/fork failed.
-    #[error("cannot start the workload: {0}")]
+    #[error("cannot start the workload")]
     Os(#[source] io::Error),
     /// `execvp` failed in the child.
-    #[error("cannot execute {command:?}: {source}")]
+    #[error("cannot execute {command:?}")]
     Exec {
         /// `argv[0]`.
         command: String,
@@ -87,6 +87,11 @@ impl Workload {
                 // Drop the parent's ends, so a recorder that dies gives us end-of-file.
                 libc::close(go_w.as_raw_fd());
                 libc::close(st_r.as_raw_fd());
+                // The workload starts with default dispositions where hrec ignores a signal
+                // (Rust's runtime ignores SIGPIPE; the recorder ignores SIGXFSZ): an ignored
+                // signal would survive the exec and change how the workload behaves.
+                libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+                libc::signal(libc::SIGXFSZ, libc::SIG_DFL);
                 let n = libc::read(go_r.as_raw_fd(), (&raw mut byte).cast(), 1);
                 if n != 1 {
                     // The recorder gave up (or died) before starting us.
@@ -217,6 +222,32 @@ pub fn wait(pid: i32, nohang: bool) -> io::Result<Option<ExitStatus>> {
     }
 }
 
+/// The name of signal `sig` (`SIGSEGV`), or `signal N` for one without a usual name.
+pub fn signal_name(sig: i32) -> String {
+    let name = match sig {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGTRAP => "SIGTRAP",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGUSR1 => "SIGUSR1",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGUSR2 => "SIGUSR2",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGXCPU => "SIGXCPU",
+        libc::SIGXFSZ => "SIGXFSZ",
+        libc::SIGSYS => "SIGSYS",
+        _ => return format!("signal {sig}"),
+    };
+    name.to_string()
+}
+
 /// `kill(pid, sig)`, ignoring a child that is already gone.
 pub fn kill(pid: i32, sig: i32) {
     // SAFETY: kill has no memory-safety preconditions.
@@ -270,8 +301,9 @@ pub struct Signals {
 }
 
 impl Signals {
-    /// Catches `sigs` until dropped (the previous dispositions are restored then).
-    pub fn catch(sigs: &[i32]) -> io::Result<Signals> {
+    /// Catches `sigs` and ignores `ignored` until dropped (the previous dispositions are
+    /// restored then).
+    pub fn catch(sigs: &[i32], ignored: &[i32]) -> io::Result<Signals> {
         let (r, w) = pipe_cloexec()?;
         for fd in [r.as_raw_fd(), w.as_raw_fd()] {
             // SAFETY: fcntl on descriptors we own, with integer arguments.
@@ -290,6 +322,19 @@ impl Signals {
                 let mut act: libc::sigaction = std::mem::zeroed();
                 act.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
                 act.sa_flags = libc::SA_RESTART;
+                libc::sigemptyset(&mut act.sa_mask);
+                let mut old: libc::sigaction = std::mem::zeroed();
+                if libc::sigaction(sig, &act, &mut old) < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                installed.push((sig, old));
+            }
+        }
+        for &sig in ignored {
+            // SAFETY: as above, with SIG_IGN as the handler.
+            unsafe {
+                let mut act: libc::sigaction = std::mem::zeroed();
+                act.sa_sigaction = libc::SIG_IGN;
                 libc::sigemptyset(&mut act.sa_mask);
                 let mut old: libc::sigaction = std::mem::zeroed();
                 if libc::sigaction(sig, &act, &mut old) < 0 {

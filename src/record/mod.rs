@@ -11,9 +11,17 @@
 //!    record out with one head load and one tail store per buffer, counts what it needs
 //!    ([`account`]), and hands batches to a writer thread that compresses and writes them, so
 //!    the drain never waits on the disk.
-//! 5. When the workload exits (or SIGINT/SIGTERM, which are forwarded to it), drain once more,
-//!    read every fd for its final count and `read_format LOST`, write the build-ids, the
-//!    trailer, and print one summary line.
+//! 5. When the workload exits (or SIGINT/SIGTERM/SIGHUP, which are forwarded to it), drain
+//!    once more, read every fd for its final count and `read_format LOST`, write the
+//!    build-ids, the trailer, and print one summary line. A workload that outlives the
+//!    forwarded signal by [`STOP_GRACE`] gets SIGTERM, then SIGKILL: it is never left running
+//!    unrecorded.
+//!
+//! **Faults.** Before anything starts, the output's directory must take a new file and the
+//! open-file limit must cover the events' fds (raised to the hard limit if needed, else one
+//! line saying how many are needed). A write that fails later (disk full, `ulimit -f`, with
+//! SIGXFSZ ignored so it is EFBIG rather than death) ends the file at its last complete
+//! block; the workload runs on to its end and the error says how many samples were kept.
 //!
 //! With `--switch-output` ([`switch`]) step 5's file ending also happens whenever a file is
 //! due: the drain loop flushes every buffer, the file is finished and renamed, and the next
@@ -75,13 +83,19 @@ pub enum RecordError {
     /// perf_event_paranoid.
     #[error("{0}")]
     Paranoid(String),
-    /// EMFILE.
+    /// EMFILE, or an open-file limit below what the plan needs.
     #[error(
-        "too many open files: the plan needs one fd per event and CPU, and the limit is {limit}; raise it with ulimit -n (e.g. ulimit -n 65536) or record fewer events or CPUs (-C)"
+        "too many open files: recording needs about {needed} file descriptors ({events} for the events, one per event, CPU and task, and {OWN_FDS} for hrec itself) and the limit is {limit}; raise it with ulimit -n {needed} (or more; the hard limit is {hard}, only root raises that) or record fewer events or CPUs (-C)"
     )]
     TooManyFiles {
+        /// Descriptors needed in all.
+        needed: u64,
+        /// Of which the events' own.
+        events: u64,
         /// The soft limit.
         limit: String,
+        /// The hard limit.
+        hard: String,
     },
     /// An ioctl failed.
     #[error("{what} failed for {event}")]
@@ -109,6 +123,23 @@ pub enum RecordError {
     /// The output file.
     #[error(transparent)]
     Data(#[from] data::DataError),
+    /// Writing the file failed part-way (disk full, `ulimit -f`): what was written before is
+    /// kept, readable up to the last complete block.
+    #[error(
+        "stopped writing {} after {kept} samples (the file is readable up to its last complete block; {dropped} later samples were not written)",
+        path.display()
+    )]
+    WriteFailed {
+        /// The file.
+        path: PathBuf,
+        /// Samples in the complete blocks.
+        kept: u64,
+        /// Samples recorded after the failure.
+        dropped: u64,
+        /// The write error.
+        #[source]
+        source: data::DataError,
+    },
     /// epoll or signal set-up.
     #[error("{0}")]
     Os(String, #[source] std::io::Error),
@@ -193,13 +224,73 @@ enum Msg {
 /// A batch is handed to the writer at [`data::BATCH_BYTES`] (the block size the codec is
 /// tuned for), or when it is this old, so a crash loses little.
 const BATCH_AGE: Duration = Duration::from_millis(500);
-/// A second SIGINT/SIGTERM, or this long after the first, ends the recording even if the
-/// workload is still running.
+/// A workload still running this long after SIGINT/SIGTERM/SIGHUP was forwarded to it (or
+/// at a second signal) gets SIGTERM, and SIGKILL this long after that (or at a third): a
+/// workload that ignores signals is never left running unrecorded.
 const STOP_GRACE: Duration = Duration::from_secs(2);
+/// After SIGKILL, how long to wait for the workload to be reaped (a task in uninterruptible
+/// sleep dies only when the sleep ends) before finishing the file without it.
+const REAP_GRACE: Duration = Duration::from_secs(5);
+/// File descriptors hrec itself holds while recording, besides the events': stdio, the
+/// workload's two gate pipes (four while forking), the signal pipe, epoll, the output file,
+/// files the writer thread reads (binaries for build-ids, `/proc`), with room to spare.
+pub const OWN_FDS: u64 = 16;
+
+/// The file descriptors the events of `plan` take on `tasks` tasks.
+pub fn event_fds(plan: &Plan, tasks: usize) -> u64 {
+    let per_task: u64 = plan
+        .events
+        .iter()
+        .map(|e| match &e.placement {
+            crate::event::plan::Placement::Cpus(list) => list.cpus().len() as u64,
+            crate::event::plan::Placement::AnyCpu => 1,
+        })
+        .sum();
+    per_task * tasks as u64
+}
+
+/// [`RecordError::TooManyFiles`] for `plan` on `tasks` tasks, with the limits now.
+pub fn too_many_files(plan: &Plan, tasks: usize) -> RecordError {
+    let events = event_fds(plan, tasks);
+    let (limit, hard) = process::nofile_limit().map_or(("?".into(), "?".into()), |(c, h)| {
+        let show = |v: u64| {
+            if v == libc::RLIM_INFINITY {
+                "unlimited".to_string()
+            } else {
+                v.to_string()
+            }
+        };
+        (show(c), show(h))
+    });
+    RecordError::TooManyFiles {
+        needed: events + OWN_FDS,
+        events,
+        limit,
+        hard,
+    }
+}
+
+/// Before anything is started: an open-file limit below what the plan needs is raised to the
+/// hard limit (as perf does on EMFILE), and refused with how to raise it if that is not enough.
+fn check_fd_limit(plan: &Plan, tasks: usize) -> Result<(), RecordError> {
+    let needed = event_fds(plan, tasks) + OWN_FDS;
+    let enough = || process::nofile_limit().is_none_or(|(cur, _)| cur >= needed);
+    if enough() || (process::raise_nofile_limit() && enough()) {
+        return Ok(());
+    }
+    Err(too_many_files(plan, tasks))
+}
 
 /// Records `session`. Notices (fallbacks) go to `err` as they happen.
 pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordError> {
     let plan = s.plan;
+    let listed = match &plan.target {
+        Target::Pids(p) | Target::Tids(p) => p.len(),
+        _ => 1,
+    };
+    check_fd_limit(plan, listed)?;
+    // An output that cannot be created is found before the workload runs.
+    Writer::check_can_create(&s.output)?;
     // With -a/-C a command only sets how long to record (perf's `perf record -a -- sleep 1`).
     let workload = if plan.target == Target::Workload || !s.command.is_empty() {
         Some(Workload::spawn(&s.command)?)
@@ -243,7 +334,7 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
     for n in &opened.notices {
         let _ = writeln!(err, "hrec: {n}");
     }
-    let mut caught = vec![libc::SIGINT, libc::SIGTERM, libc::SIGCHLD];
+    let mut caught = vec![libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGCHLD];
     if let Some(switch::SwitchOutput {
         trigger: switch::Trigger::Signal,
         ..
@@ -251,7 +342,9 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
     {
         caught.push(libc::SIGUSR2);
     }
-    let signals = Signals::catch(&caught)
+    // SIGXFSZ ignored: a write past `ulimit -f` fails with EFBIG, which ends the file cleanly,
+    // instead of killing hrec with a file cut anywhere.
+    let signals = Signals::catch(&caught, &[libc::SIGXFSZ])
         .map_err(|e| RecordError::Os("cannot install signal handlers".into(), e));
     let signals = match signals {
         Ok(sg) => sg,
@@ -403,12 +496,16 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
         switcher.as_mut(),
         s.stop.as_deref(),
     )?;
-    drop(signals);
 
     let (counts, lost_read) = final_counts(plan, &opened.attrs, &opened.fds);
     send_file_sides(&tx, &acc);
     drop(tx);
-    let (writer, write_error, mut dumped) = writer_thread
+    let WriterEnd {
+        writer,
+        failed: write_error,
+        mut dumped,
+        kept,
+    } = writer_thread
         .join()
         .map_err(|_| RecordError::Internal("the writer thread panicked".into()))?;
 
@@ -423,6 +520,7 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
         file_start,
     );
     trailer.workload_status = run.status.map(ExitStatus::shell_code);
+    let written_to = writer.path().to_path_buf();
     let (size, write_error) = match write_error {
         Some(e) => (writer.bytes_written(), Some(e)),
         None => match writer.finish(trailer.clone()) {
@@ -430,9 +528,23 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
             Err(e) => (0, Some(e)),
         },
     };
-    if let Some(e) = write_error {
-        // What is on disk up to the failing block stays readable.
-        return Err(e.into());
+    // Held to here: SIGXFSZ stays ignored while the writer ends the file (a limit reached by the
+    // trailer is EFBIG too), and a late SIGINT does not kill hrec half-way through it.
+    drop(signals);
+    if let Some(source) = write_error {
+        // What is on disk up to the failing block stays readable; the workload ran to its end.
+        let path = written_to;
+        return Err(match source {
+            data::DataError::Io { .. } | data::DataError::WriterFailed { .. } => {
+                RecordError::WriteFailed {
+                    path,
+                    kept,
+                    dropped: acc.samples().saturating_sub(kept),
+                    source,
+                }
+            }
+            other => other.into(),
+        });
     }
     // --switch-output: the last file is named like the others, and the totals cover all.
     let (shown, size, acc) = match totals.as_mut() {
@@ -468,12 +580,16 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
         None => (s.output.display().to_string(), size, &acc),
     };
 
-    let exit_code = match (run.status, child) {
-        (Some(st), _) => st.shell_code(),
-        (None, Some(_)) => 128 + run.stop_signal.unwrap_or(libc::SIGINT),
+    // As perf: the workload's status, unless hrec was stopped by a signal and the workload
+    // was not killed by one (it exited on its own, or there is none): then 128 + that signal.
+    let exit_code = match (run.status, run.stop_signal) {
+        (Some(st @ ExitStatus::Signal(_)), _) | (Some(st), None) => st.shell_code(),
+        (_, Some(sig)) => 128 + sig,
+        (None, None) if child.is_some() => 128 + libc::SIGINT,
         (None, None) => 0,
     };
     let (summary, mut warnings) = summarize(s, &opened, acc, lost_read, size, &shown, run.woken);
+    warnings.extend(workload_warning(&run, child));
     if run.corrupt > 0 {
         warnings.push(format!(
             "warning: {} batches held a corrupt record size and were cut short (see hrec info)",
@@ -486,6 +602,38 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
         warnings,
         trailer,
     })
+}
+
+/// One line when the workload did not end as asked, or died of a signal of its own.
+fn workload_warning(run: &RunEnd, child: Option<i32>) -> Option<String> {
+    let pid = child?;
+    let name = process::signal_name;
+    let asked = run.stop_signal.map(name).unwrap_or_default();
+    match (run.status, run.escalated) {
+        (None, _) => Some(format!(
+            "warning: the workload (pid {pid}) was still running {} s after SIGKILL; the file is complete up to then",
+            REAP_GRACE.as_secs()
+        )),
+        (Some(_), Some(libc::SIGTERM)) => Some(format!(
+            "warning: the workload did not exit within {} s of {asked}: ended it with SIGTERM",
+            STOP_GRACE.as_secs()
+        )),
+        (Some(_), Some(sig)) => Some(format!(
+            "warning: the workload did not exit on {asked} or SIGTERM: ended it with {}",
+            name(sig)
+        )),
+        (Some(ExitStatus::Signal(sig)), None)
+            if run.stop_signal.is_none()
+                || ![libc::SIGINT, libc::SIGTERM, libc::SIGHUP].contains(&sig) =>
+        {
+            Some(format!(
+                "warning: the workload was killed by {} (exit status {}); the recording up to then is complete",
+                name(sig),
+                128 + sig
+            ))
+        }
+        _ => None,
+    }
 }
 
 fn build_meta(
@@ -619,13 +767,11 @@ fn start_file(w: &mut Writer, ctx: &WriterCtx) -> Result<(), data::DataError> {
 /// Runs on the writer thread: side blocks first, then every batch, in arrival order, its
 /// samples unwound first when the recording has user stacks ([`unwind`]). After a write
 /// error it keeps receiving (so the drain never blocks on a full channel) but drops data.
-fn writer_loop(
-    mut w: Writer,
-    rx: mpsc::Receiver<Msg>,
-    mut ctx: WriterCtx,
-) -> (Writer, Option<data::DataError>, Dumped) {
+fn writer_loop(mut w: Writer, rx: mpsc::Receiver<Msg>, mut ctx: WriterCtx) -> WriterEnd {
     let mut failed = start_file(&mut w, &ctx).err();
     let mut dumped = Dumped::default();
+    // Samples in the complete blocks of the current file.
+    let mut kept = 0u64;
     // /proc/kallsyms, read once (at the first file's end) for every file of a series.
     let mut kallsyms = None;
     for msg in rx {
@@ -641,8 +787,11 @@ fn writer_loop(
                         None => Ok(()),
                     }
                     .and_then(|()| w.write_records(&records, source).map(|_| ()))
+                    .map(|()| kept += count_samples(&records))
                 }
-                None => w.write_records(&bytes, source).map(|_| ()),
+                None => w
+                    .write_records(&bytes, source)
+                    .map(|_| kept += count_samples(&bytes)),
             },
             Msg::FileSides {
                 files,
@@ -662,6 +811,7 @@ fn writer_loop(
                     dumped.files.push(to);
                     dumped.count += 1;
                     dumped.bytes += size;
+                    kept = 0;
                     if let Some(u) = &mut ctx.unwinder {
                         u.new_file();
                     }
@@ -678,7 +828,38 @@ fn writer_loop(
     {
         failed = Some(e);
     }
-    (w, failed, dumped)
+    WriterEnd {
+        writer: w,
+        failed,
+        dumped,
+        kept,
+    }
+}
+
+/// What the writer thread hands back.
+struct WriterEnd {
+    writer: Writer,
+    /// The write that failed, after which nothing more was written.
+    failed: Option<data::DataError>,
+    dumped: Dumped,
+    /// Samples in the complete blocks of the last file.
+    kept: u64,
+}
+
+/// The SAMPLE records among whole kernel records (a damaged size ends the count).
+fn count_samples(mut bytes: &[u8]) -> u64 {
+    const SAMPLE: u32 = 9;
+    let mut n = 0;
+    while let (Some(ty), Some(size)) = (bytes.get(..4), bytes.get(6..8)) {
+        let ty = u32::from_ne_bytes([ty[0], ty[1], ty[2], ty[3]]);
+        let size = usize::from(u16::from_ne_bytes([size[0], size[1]]));
+        if size < 8 {
+            break;
+        }
+        n += u64::from(ty == SAMPLE);
+        bytes = bytes.get(size..).unwrap_or_default();
+    }
+    n
 }
 
 /// Renames the current file `to`, starts the next one at the output path and finishes the
@@ -860,7 +1041,11 @@ struct Outlet<'a> {
 
 struct RunEnd {
     status: Option<ExitStatus>,
+    /// The first SIGINT/SIGTERM/SIGHUP hrec got (forwarded to the workload).
     stop_signal: Option<i32>,
+    /// The last signal hrec sent a workload that outlived the forwarded one (SIGTERM, then
+    /// SIGKILL).
+    escalated: Option<i32>,
     woken: u64,
     /// Batches cut short by a corrupt record size.
     corrupt: u64,
@@ -895,7 +1080,12 @@ fn drain_loop(
     let mut ready = Vec::new();
     let mut status = None;
     let mut stop_signal = None;
-    let mut stop_at: Option<Instant> = None;
+    // The caller's stop, or a signal with no workload to wait for.
+    let mut stopping = false;
+    // With a workload: when to escalate next (SIGTERM, then SIGKILL, then give up).
+    let mut escalate_at: Option<Instant> = None;
+    let mut escalated = None;
+    let mut abandoned = false;
     let mut woken = 0u64;
     let mut corrupt = 0u64;
     let mut hung = vec![false; rings.len()];
@@ -924,14 +1114,15 @@ fn drain_loop(
             woken += 1;
         }
         let sigs = signals.take();
-        for sig in [libc::SIGINT, libc::SIGTERM] {
+        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
             if sigs & (1 << sig) != 0 {
-                if stop_at.is_some() {
-                    // Second signal: stop now.
-                    stop_at = Some(Instant::now());
+                stopping = true;
+                if stop_signal.is_some() {
+                    // A second signal: escalate now.
+                    escalate_at = Some(Instant::now());
                 } else {
-                    stop_at = Some(Instant::now() + STOP_GRACE);
                     stop_signal = Some(sig);
+                    escalate_at = Some(Instant::now() + STOP_GRACE);
                     if let Some(pid) = child {
                         process::kill(pid, sig);
                     }
@@ -939,8 +1130,9 @@ fn drain_loop(
             }
         }
         // The caller's stop: now, as a second signal would.
-        if stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
-            stop_at = Some(Instant::now());
+        if stop.is_some_and(|s| s.load(Ordering::Relaxed)) && !stopping {
+            stopping = true;
+            escalate_at = Some(Instant::now());
         }
         let last = match child {
             Some(pid) => {
@@ -948,11 +1140,30 @@ fn drain_loop(
                     status = Some(st);
                     true
                 } else {
-                    stop_at.is_some_and(|t| Instant::now() >= t)
+                    // Still running: a workload that ignores the signal is ended, never left
+                    // running detached.
+                    if let Some(at) = escalate_at
+                        && Instant::now() >= at
+                    {
+                        let (next, wait) = match escalated {
+                            None => (Some(libc::SIGTERM), STOP_GRACE),
+                            Some(libc::SIGTERM) => (Some(libc::SIGKILL), REAP_GRACE),
+                            _ => (None, REAP_GRACE),
+                        };
+                        match next {
+                            Some(sig) => {
+                                process::kill(pid, sig);
+                                escalated = Some(sig);
+                                escalate_at = Some(Instant::now() + wait);
+                            }
+                            None => abandoned = true,
+                        }
+                    }
+                    abandoned
                 }
             }
             // -p/-t end when every task they follow has exited, as in perf.
-            None => stop_at.is_some() || (attached && hung.iter().all(|h| *h)),
+            None => stopping || (attached && hung.iter().all(|h| *h)),
         };
         // --switch-output: every buffer goes into the file being finished.
         let switch = !last
@@ -971,6 +1182,7 @@ fn drain_loop(
     Ok(RunEnd {
         status,
         stop_signal,
+        escalated,
         woken,
         corrupt,
     })

@@ -228,15 +228,26 @@ fn fallback(
                 *raised_nofile = true;
                 return Ok(None);
             }
-            let limit = process::nofile_limit().map_or("?".into(), |(c, _)| c.to_string());
-            Err(RecordError::TooManyFiles { limit })
+            Err(super::too_many_files(plan, p.tasks.len()))
         }
         libc::EACCES | libc::EPERM => {
             let level = paranoid(p.procfs_root);
             let lv = level.map_or("?".to_string(), |l| l.to_string());
+            let user = if level.is_some_and(|l| l >= 2) {
+                ", user space only"
+            } else {
+                ""
+            };
             if cpu_wide {
                 return Err(RecordError::Paranoid(format!(
-                    "kernel.perf_event_paranoid={lv} does not allow recording whole CPUs (-a/-C); run as root, or set it to 0 or lower: sysctl -w kernel.perf_event_paranoid=0"
+                    "kernel.perf_event_paranoid={lv} does not allow recording whole CPUs (-a/-C) without root; set it to 0 or lower (sysctl -w kernel.perf_event_paranoid=0), or record a command or your own processes (-p PID) instead{user}"
+                )));
+            }
+            if a.has(flag::EXCLUDE_USER) && !a.has(flag::EXCLUDE_KERNEL) {
+                // `:k`: kernel only, so excluding the kernel would leave nothing to count.
+                return Err(RecordError::Paranoid(format!(
+                    "kernel.perf_event_paranoid={lv} does not allow kernel profiling, and {name} counts only the kernel; run as root, or sysctl -w kernel.perf_event_paranoid=1, or count user space ({}:u)",
+                    name.split(':').next().unwrap_or(&name)
                 )));
             }
             if !a.has(flag::EXCLUDE_KERNEL) {
@@ -247,8 +258,20 @@ fn fallback(
                     "kernel.perf_event_paranoid={lv} does not allow kernel profiling: recording user space only (run as root, or sysctl -w kernel.perf_event_paranoid=1, to include the kernel)"
                 )));
             }
+            if level.is_some_and(|l| l >= 3) {
+                return Err(RecordError::Paranoid(format!(
+                    "kernel.perf_event_paranoid={lv} refuses {name} even for user space only; run as root or set it to 2 or lower: sysctl -w kernel.perf_event_paranoid=2"
+                )));
+            }
+            if let Target::Pids(ids) | Target::Tids(ids) = &plan.target {
+                let ids: Vec<String> = ids.iter().map(u32::to_string).collect();
+                return Err(RecordError::Paranoid(format!(
+                    "permission denied recording {name} on task {}: without root only your own processes can be recorded (kernel.perf_event_paranoid={lv}); run as root or as the process's user",
+                    ids.join(",")
+                )));
+            }
             Err(RecordError::Paranoid(format!(
-                "kernel.perf_event_paranoid={lv} refuses {name} even for user space only; run as root or set it to 2 or lower: sysctl -w kernel.perf_event_paranoid=2"
+                "{name} was refused (permission denied) although kernel.perf_event_paranoid={lv} allows profiling your own processes in user space (a security module may forbid perf_event_open); run as root"
             )))
         }
         libc::ESRCH => Err(RecordError::NoSuchTask),

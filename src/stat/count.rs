@@ -894,7 +894,7 @@ pub fn run(
     let mut counters = plan(pmus, o)?;
     let mut notes = Vec::new();
     let signals =
-        Signals::catch(&[libc::SIGINT, libc::SIGTERM, libc::SIGCHLD]).map_err(|source| {
+        Signals::catch(&[libc::SIGINT, libc::SIGTERM, libc::SIGCHLD], &[]).map_err(|source| {
             StatError::Os {
                 what: "cannot install signal handlers".into(),
                 source,

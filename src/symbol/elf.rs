@@ -107,11 +107,18 @@ fn read_elf(path: &Path, want: Want) -> Result<ElfInfo, Unresolved> {
 
 /// Opens a regular file (a FIFO would block the open; a directory is no ELF file).
 pub(super) fn open_elf(path: &Path) -> Result<File, Unresolved> {
-    let meta = std::fs::metadata(path).map_err(|_| Unresolved::BinaryMissing)?;
+    let why = |e: std::io::Error| {
+        if e.kind() == std::io::ErrorKind::PermissionDenied {
+            Unresolved::Unreadable
+        } else {
+            Unresolved::BinaryMissing
+        }
+    };
+    let meta = std::fs::metadata(path).map_err(why)?;
     if !meta.is_file() {
         return Err(Unresolved::NotElf);
     }
-    File::open(path).map_err(|_| Unresolved::BinaryMissing)
+    File::open(path).map_err(why)
 }
 
 /// [`read_elf`] of an open file.

@@ -89,8 +89,10 @@ pub enum Unresolved {
     Unmapped,
     /// An anonymous mapping (JIT code without a `/tmp/perf-PID.map`, or heap/stack).
     Anonymous,
-    /// The file could not be found (or read) on this machine.
+    /// The file could not be found on this machine.
     BinaryMissing,
+    /// The file is there but this user may not read it (permissions).
+    Unreadable,
     /// The file on disk is not the one that ran: its build-id differs from the recorded one.
     BuildIdMismatch,
     /// The file is not ELF.
@@ -119,6 +121,7 @@ impl Unresolved {
             Unresolved::Unmapped => "unmapped",
             Unresolved::Anonymous => "anonymous memory (no perf map)",
             Unresolved::BinaryMissing => "binary missing",
+            Unresolved::Unreadable => "binary unreadable (permission denied)",
             Unresolved::BuildIdMismatch => "build-id mismatch",
             Unresolved::NotElf => "not ELF",
             Unresolved::NoSymbols => "no symbols",

@@ -170,12 +170,14 @@ impl Symbolizer {
                     // may hold the one that ran.
                     let load = |p: &Path| Binary::load_with(p, expected, &self.search, self.dwarf);
                     match load(path) {
-                        Err(why @ (Unresolved::BinaryMissing | Unresolved::BuildIdMismatch)) => {
-                            expected
-                                .and_then(|id| self.search.cached_binary(id))
-                                .and_then(|p| load(&p).ok())
-                                .ok_or(why)
-                        }
+                        Err(
+                            why @ (Unresolved::BinaryMissing
+                            | Unresolved::Unreadable
+                            | Unresolved::BuildIdMismatch),
+                        ) => expected
+                            .and_then(|id| self.search.cached_binary(id))
+                            .and_then(|p| load(&p).ok())
+                            .ok_or(why),
                         loaded => loaded,
                     }
                 }))
