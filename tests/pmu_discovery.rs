@@ -169,3 +169,33 @@ fn missing_tree_is_a_clear_error() {
     let e = Pmus::read(d.path()).unwrap_err().to_string();
     assert!(e.contains("bus/event_source/devices"), "{e}");
 }
+
+/// `vm-emr`: the PMU part of `/sys` copied verbatim from a KVM guest on an Emerald Rapids
+/// host (`GenuineIntel-6-CF-2`, 16 vCPUs) that exposes no vPMU: no core PMU, so record plans
+/// cpu-clock and says why; the host's `power` (energy-psys) and `msr` PMUs are there.
+#[test]
+fn emerald_rapids_guest_without_a_vpmu() {
+    let p = pmus("vm-emr");
+    assert!(p.core_pmus().is_empty());
+    assert_eq!(p.online.len(), 16);
+    let power = p.get("power").unwrap();
+    assert!(power.cpumask.is_some());
+    let psys = &power.aliases["energy-psys"];
+    assert_eq!(psys.unit.as_deref(), Some("Joules"));
+    assert!((psys.scale.unwrap() - 2.3283064365386963e-10).abs() < 1e-20);
+    let msr = p.get("msr").unwrap();
+    for a in ["tsc", "smi"] {
+        assert!(msr.aliases.contains_key(a), "{a}");
+    }
+    let out = support::hrec(Some("vm-emr"), &["record", "--dry-run", "--", "true"]);
+    let (stdout, stderr) = support::text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("no hardware PMU") && stderr.contains("sampling cpu-clock instead"),
+        "{stderr}"
+    );
+    assert!(
+        stdout.contains("type                             1"),
+        "{stdout}"
+    );
+}

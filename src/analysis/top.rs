@@ -17,6 +17,7 @@ use std::collections::HashMap;
 
 use super::hist::Table;
 use super::profile::Profile;
+use super::topdown::TdCounts;
 
 /// One row's weight.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -25,6 +26,14 @@ pub struct Weight {
     pub period: u64,
     /// Samples, decayed.
     pub samples: u64,
+    /// TopDown slots of the samples that carried group reads (slots-led sampling on a PMU
+    /// with TopDown), decayed alike, so the shares follow the recent samples.
+    pub td: TdCounts,
+}
+
+/// `v` times 7/8 without overflow, as perf's integer decay.
+fn decayed(v: u64) -> u64 {
+    v / 8 * 7 + v % 8 * 7 / 8
 }
 
 /// What one interval saw, for the header line.
@@ -100,6 +109,9 @@ impl Live {
     pub fn add(&mut self, t: &Table) {
         for r in &t.rows {
             self.add_row(&r.key, r.period, r.samples);
+            if r.td_samples > 0 {
+                self.add_topdown(&r.key, &r.td);
+            }
         }
     }
 
@@ -113,11 +125,21 @@ impl Live {
         w.samples = w.samples.saturating_add(samples);
     }
 
+    /// Adds TopDown slots to the row of `key` (made by [`Live::add_row`] before).
+    pub fn add_topdown(&mut self, key: &[String], td: &TdCounts) {
+        if let Some(w) = self.rows.get_mut(key) {
+            w.td.add(td);
+        }
+    }
+
     /// perf top's decay after a refresh: every weight times 7/8, empty rows dropped.
     pub fn decay(&mut self) {
         self.rows.retain(|_, w| {
-            w.period = w.period / 8 * 7 + w.period % 8 * 7 / 8;
-            w.samples = w.samples / 8 * 7 + w.samples % 8 * 7 / 8;
+            w.period = decayed(w.period);
+            w.samples = decayed(w.samples);
+            for v in &mut w.td.0 {
+                *v = decayed(*v);
+            }
             w.period > 0
         });
     }
@@ -125,6 +147,11 @@ impl Live {
     /// `-z`: forgets every row.
     pub fn zero(&mut self) {
         self.rows.clear();
+    }
+
+    /// Whether any row has TopDown slots (the columns are shown then).
+    pub fn has_topdown(&self) -> bool {
+        self.rows.values().any(|w| w.td.l1_sum() > 0)
     }
 
     /// The sum of the rows' periods.
@@ -188,6 +215,22 @@ mod tests {
         big.merge(&table(&[("x", u64::MAX)]));
         big.decay();
         assert_eq!(big.rows()[0].1.period, u64::MAX / 8 * 7 + 7 * 7 / 8);
+    }
+
+    #[test]
+    fn topdown_slots_add_up_and_decay_with_the_row() {
+        let mut live = Live::new();
+        assert!(!live.has_topdown());
+        live.add_row(&["f".to_string()], 100, 10);
+        live.add_topdown(
+            &["f".to_string()],
+            &TdCounts([800, 400, 80, 80, 240, 0, 0, 0, 0]),
+        );
+        assert!(live.has_topdown());
+        live.decay();
+        let w = live.rows()[0].1;
+        assert_eq!(w.td.0[..5], [700, 350, 70, 70, 210]);
+        assert_eq!(w.td.level1(), Some([50.0, 10.0, 10.0, 30.0]));
     }
 
     #[test]

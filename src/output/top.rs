@@ -1,6 +1,7 @@
 //! `hrec top`'s screen, in perf top's `--stdio` layout: a status line (samples per second,
 //! the kernel's share, losses, the event and the target), a rule, then the hottest rows of
-//! the decayed table ([`crate::analysis::top`]) with their share of it.
+//! the decayed table ([`crate::analysis::top`]) with their share of it, and, where the
+//! samples carried TopDown group reads, each row's level-1 breakdown (shares of its slots).
 
 use std::fmt::Write as _;
 
@@ -47,8 +48,14 @@ pub fn screen(
             *w = (*w).max(cell.chars().count());
         }
     }
+    // TopDown level 1 per row where the samples carried group reads (hrec's own columns).
+    let td = live.has_topdown();
     let mut header = String::from("# Overhead  Samples");
     let mut rule = String::from("# ........  .......");
+    if td {
+        header.push_str("  Retiring  BadSpec  FEBound  BEBound");
+        rule.push_str("  ........  .......  .......  .......");
+    }
     for (i, k) in sort.iter().enumerate() {
         let w = widths[i];
         let last = i + 1 == sort.len();
@@ -69,6 +76,14 @@ pub fn screen(
             w.period as f64 * 100.0 / total as f64
         };
         let mut line = format!("{pct:9.2}%  {:>7}", w.samples);
+        if td {
+            match w.td.level1() {
+                Some([r, b, f, be]) => {
+                    let _ = write!(line, "  {r:7.1}%  {b:6.1}%  {f:6.1}%  {be:6.1}%");
+                }
+                None => line.push_str(&format!("  {:>8}  {:>7}  {:>7}  {:>7}", "-", "-", "-", "-")),
+            }
+        }
         for (i, cell) in key.iter().enumerate() {
             line.push_str("  ");
             if i + 1 == key.len() {
@@ -126,6 +141,25 @@ mod tests {
         );
         let one = screen(&live, &iv, &st, &[SortKey::Dso, SortKey::Sym], 1);
         assert!(!one.contains("tick"), "{one}");
+        assert!(!s.contains("Retiring"), "{s}");
+        // With group reads: level-1 shares per row, `-` for a row without them.
+        live.add_topdown(
+            &["spin".to_string(), "[.] spin".to_string()],
+            &crate::analysis::topdown::TdCounts([0, 600, 0, 100, 300, 0, 0, 0, 0]),
+        );
+        let t = screen(&live, &iv, &st, &[SortKey::Dso, SortKey::Sym], 10);
+        assert!(
+            t.contains("# Overhead  Samples  Retiring  BadSpec  FEBound  BEBound  Shared Object"),
+            "{t}"
+        );
+        assert!(
+            t.contains("    75.00%        3     60.0%     0.0%    10.0%    30.0%  spin"),
+            "{t}"
+        );
+        assert!(
+            t.contains("    25.00%        1         -        -        -        -  [kernel"),
+            "{t}"
+        );
         let empty = screen(&Live::new(), &iv, &st, &[SortKey::Sym], 5);
         assert!(empty.contains("(no samples yet)"), "{empty}");
     }
