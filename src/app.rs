@@ -808,6 +808,27 @@ impl Drop for PrivateDir {
     }
 }
 
+/// The profile of a recording for a reading command, with the progress bar `hrec report`
+/// has (on stderr when it is a terminal, once reading has taken `Env::progress_after`).
+fn build_profile(
+    env: &Env,
+    rec: &Recording,
+    opts: &crate::analysis::profile::ProfileOptions,
+    what: &'static str,
+) -> crate::analysis::profile::Profile {
+    use std::io::IsTerminal;
+    let total = rec.trailer().map(|t| t.samples).unwrap_or(0);
+    let mut bar = output::progress::Progress::new(
+        io::stderr().is_terminal(),
+        env.progress_after,
+        what,
+        total,
+    );
+    let p = crate::analysis::replay::build(rec, opts, &mut |n| bar.update(n));
+    bar.finish();
+    p
+}
+
 /// The profile options with the worker count of the environment.
 fn with_threads(
     o: &crate::analysis::profile::ProfileOptions,
@@ -825,14 +846,14 @@ fn annotate(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<u8, AppError> {
-    use crate::analysis::{annotate, replay};
+    use crate::analysis::annotate;
     // Kernel code is read from /proc/kcore: without it this machine's kernel symbols (tens of
     // milliseconds to read) are of no use here.
     let kcore = env.procfs_root.join("kcore");
     let kcore_readable = std::fs::File::open(&kcore).is_ok();
     let rec = open_recording_with(env, &cfg.input, kcore_readable, err)?;
     let popts = with_threads(&cfg.profile, env);
-    let p = replay::build(&rec, &popts, &mut |_| {});
+    let p = build_profile(env, &rec, &popts, "hrec annotate");
     read_warnings(&rec, err)?;
     let event = match &cfg.event {
         None => 0,
@@ -1071,14 +1092,14 @@ fn diff(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<u8, AppError> {
-    use crate::analysis::{diff, hist, replay};
+    use crate::analysis::{diff, hist};
     // Both files open before either is read: a missing NEW fails at once.
     let old = open_recording(env, &cfg.old, err)?;
     let new = open_recording(env, &cfg.new, err)?;
     let opts = with_threads(&cfg.profile, env);
-    let po = replay::build(&old, &opts, &mut |_| {});
+    let po = build_profile(env, &old, &opts, "hrec diff");
     read_warnings(&old, err)?;
-    let pn = replay::build(&new, &opts, &mut |_| {});
+    let pn = build_profile(env, &new, &opts, "hrec diff");
     read_warnings(&new, err)?;
     let to = hist::tables(&po, &cfg.hist);
     let tn = hist::tables(&pn, &cfg.hist);
@@ -1106,9 +1127,13 @@ fn fold_recording(
     cfg: &FlamegraphConfig,
     err: &mut dyn Write,
 ) -> Result<output::flame::Folded, AppError> {
-    use crate::analysis::replay;
     let rec = open_recording(env, path, err)?;
-    let p = replay::build(&rec, &with_threads(&cfg.profile, env), &mut |_| {});
+    let p = build_profile(
+        env,
+        &rec,
+        &with_threads(&cfg.profile, env),
+        "hrec flamegraph",
+    );
     read_warnings(&rec, err)?;
     if p.events.is_empty() {
         return Err(AppError::Usage(format!(
@@ -1173,7 +1198,7 @@ fn export(
     use crate::analysis::replay;
     use crate::output::pprof;
     let rec = open_recording(env, &cfg.input, err)?;
-    let p = replay::build(&rec, &with_threads(&cfg.profile, env), &mut |_| {});
+    let p = build_profile(env, &rec, &with_threads(&cfg.profile, env), "hrec export");
     read_warnings(&rec, err)?;
     if p.events.is_empty() {
         return Err(AppError::Usage(format!(

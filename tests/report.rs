@@ -362,7 +362,8 @@ fn missing_binaries_and_truncated_files_give_a_partial_report() {
     assert!(!out.contains("hotspots::hot_multiply"), "{out}");
 }
 
-/// On a terminal, `hrec report` draws a progress bar on stderr while it reads (here from the
+/// On a terminal, `hrec report` (and flamegraph, export, annotate, diff) draws a progress bar on
+/// stderr while it reads (here from the
 /// start: the hidden `HREC_PROGRESS_AFTER_MS=0`; normally after a second), with the samples
 /// read of the total, and clears it when done; with stderr not a terminal there is none.
 #[test]
@@ -394,13 +395,19 @@ fn report_progress_bar_on_a_terminal() {
         20,
         &format!(
             "HREC_PROGRESS_AFTER_MS=0 HREC_THREADS=1 {hrec} report -i p.data > out.txt; \
-             HREC_PROGRESS_AFTER_MS=0 {hrec} report -i p.data > out2.txt 2> err2.txt"
+             HREC_PROGRESS_AFTER_MS=0 {hrec} report -i p.data > out2.txt 2> err2.txt; \
+             HREC_PROGRESS_AFTER_MS=0 HREC_THREADS=1 {hrec} flamegraph -i p.data -o fg.svg; \
+             HREC_PROGRESS_AFTER_MS=0 HREC_THREADS=1 {hrec} export -i p.data --format pprof -o p.pb.gz"
         ),
     );
     assert_eq!(t.wait_exit(std::time::Duration::from_secs(120)), 0);
     let log = t.log();
     assert!(log.contains("hrec report: ["), "no bar drawn: {log:?}");
     assert!(log.contains("/200,000 samples ("), "no total: {log:?}");
+    // The other reading commands have the same bar.
+    for what in ["hrec flamegraph: [", "hrec export: ["] {
+        assert!(log.contains(what), "no {what} bar: {log:?}");
+    }
     // Cleared when done: the screen ends without a bar, and the report went to the file.
     t.wait_screen(std::time::Duration::from_secs(10), |s| {
         !s.contains("hrec report: [")

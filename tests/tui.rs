@@ -145,7 +145,12 @@ fn report_view_shows_the_text_reports_rows_graphs_and_annotation() {
 
     // `/`: only the rows whose symbol contains the text.
     t.send_keys(&["/", "w", "a", "r", "m", "Enter"]);
-    let screen = t.wait_screen(WAIT, |s| s.contains("Symbol filter: warm"));
+    // Applied (the title says so), not just typed (the key line says so while typing).
+    let screen = t.wait_screen(WAIT, |s| {
+        s.lines()
+            .next()
+            .is_some_and(|l| l.contains("Symbol filter: warm"))
+    });
     let warm: Vec<&(String, Vec<String>)> =
         rows.iter().filter(|(r, _)| r.contains("] warm")).collect();
     assert!(!warm.is_empty());

@@ -550,11 +550,13 @@ fn tracepoints(sysfs_root: &Path) -> Result<Vec<Event>, String> {
 }
 
 fn read_tracepoints(dir: &Path) -> std::io::Result<Vec<Event>> {
+    // An entry that vanishes or cannot be stat'ed while the directory is read (tracefs
+    // changes under us as instances and dynamic events come and go) is skipped, not the whole
+    // listing.
     let subdirs = |d: &Path| -> std::io::Result<Vec<String>> {
         let mut v = Vec::new();
-        for e in fs::read_dir(d)? {
-            let e = e?;
-            if e.file_type()?.is_dir() {
+        for e in fs::read_dir(d)?.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
                 v.push(e.file_name().to_string_lossy().into_owned());
             }
         }
