@@ -558,10 +558,11 @@ impl Drop for Restore {
     }
 }
 
-/// Runs `view` on the terminal of stdout until it quits.
-pub fn run(view: &mut View<'_>) -> io::Result<()> {
+/// Takes over the terminal of stdout (raw mode, alternate screen, no cursor), restored when
+/// the second value is dropped.
+fn take_terminal() -> io::Result<(Terminal<CrosstermBackend<io::Stdout>>, Restore)> {
     terminal::enable_raw_mode()?;
-    let _restore = Restore;
+    let restore = Restore;
     let mut stdout = io::stdout();
     execute!(
         stdout,
@@ -570,6 +571,12 @@ pub fn run(view: &mut View<'_>) -> io::Result<()> {
     )?;
     let mut term = Terminal::new(CrosstermBackend::new(stdout))?;
     term.clear()?;
+    Ok((term, restore))
+}
+
+/// Runs `view` on the terminal of stdout until it quits.
+pub fn run(view: &mut View<'_>) -> io::Result<()> {
+    let (mut term, _restore) = take_terminal()?;
     loop {
         term.draw(|f| view.draw(f))?;
         match event::read()? {
@@ -616,16 +623,7 @@ impl std::fmt::Debug for LiveScreen {
 impl LiveScreen {
     /// Takes over the terminal (raw mode, alternate screen); `zero` is top's `-z`.
     pub fn start(zero: bool) -> io::Result<LiveScreen> {
-        terminal::enable_raw_mode()?;
-        let restore = Restore;
-        let mut stdout = io::stdout();
-        execute!(
-            stdout,
-            terminal::EnterAlternateScreen,
-            ratatui::crossterm::cursor::Hide
-        )?;
-        let mut term = Terminal::new(CrosstermBackend::new(stdout))?;
-        term.clear()?;
+        let (term, restore) = take_terminal()?;
         let mut s = LiveScreen {
             term,
             lines: vec!["hrec top: sampling, the first refresh comes after -d seconds".into()],
