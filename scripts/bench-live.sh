@@ -35,14 +35,18 @@ tmux kill-session -t hrec-bench
 printf '| %s samples (perf.data, call chains) | report --stdio %.2f s | view first screen %.2f s | ratio %.2f |\n' \
     "$n" "$stdio" "$tui" "$(echo "$tui / $stdio" | bc -l)"
 
-# 2. CPU use of the live top views, per second of wall time.
+# 2. CPU use of the live top views, per second of wall time. Each runs in a tmux terminal
+#    (perf top reads its keys from the terminal; with stdin not a terminal perf 6.1 spins on
+#    it and samples nothing), stopped with SIGINT after SECS seconds.
 cpu_of() {
-    # user+sys seconds of a command run for $secs seconds (stopped with SIGINT then).
-    /usr/bin/time -f "%U %S %e" -o "$work/time" timeout -s INT "$((secs + 1))" "$@" \
-        >/dev/null 2>&1 || true
-    awk '{ printf "%.3f %.1f\n", $1 + $2, $3 }' "$work/time"
+    rm -f "$work/time"
+    tmux new-session -d -s hrec-bench -x 120 -y 40 \
+        "/usr/bin/time -f '%U %S %e' -o $work/time.tmp timeout --foreground -s INT $secs $* >/dev/null 2>&1; mv $work/time.tmp $work/time"
+    until [ -s "$work/time" ]; do sleep 0.2; done
+    tmux kill-session -t hrec-bench 2>/dev/null || true
+    awk '/^[0-9]/ { printf "%.3f %.1f\n", $1 + $2, $3 }' "$work/time"
 }
-read -r hcpu hwall < <(cpu_of "$hrec" top --stdio -F 999 -d 1 -n "$secs")
+read -r hcpu hwall < <(cpu_of "$hrec" top --stdio -F 999 -d 1)
 printf '| hrec top --stdio -F 999 -d 1 | %.2f s CPU in %.1f s | %.1f %% of one CPU |\n' \
     "$hcpu" "$hwall" "$(echo "$hcpu * 100 / $hwall" | bc -l)"
 if command -v perf >/dev/null; then
