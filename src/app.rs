@@ -1512,8 +1512,16 @@ fn script(
             inline: cfg.layout.inline && cfg.fields.contains(&output::script::Field::Sym),
             ..cfg.layout
         },
-        &mut buf,
-        &mut errors,
+        output::script::Sinks {
+            out: &mut buf,
+            errors: &mut errors,
+            progress: Some(&mut output::progress::Progress::new(
+                std::io::IsTerminal::is_terminal(&io::stderr()),
+                env.progress_after,
+                "hrec script",
+                rec.trailer().map(|t| t.samples).unwrap_or(0),
+            )),
+        },
     )?;
     buf.flush()?;
     read_warnings(&rec, err)?;

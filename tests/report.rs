@@ -82,6 +82,14 @@ fn hrec_report(dir: &Path, args: &[&str]) -> Value {
     serde_json::from_str(&out).unwrap()
 }
 
+/// Held by the tests that compare two runs of a workload (their time split moves when other
+/// work shares the two CPUs) and by the test that loads them with reads of a big file.
+static CPU_HEAVY: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn cpu_heavy() -> std::sync::MutexGuard<'static, ()> {
+    CPU_HEAVY.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Overhead per value of one key, summed over rows.
 fn by_key(j: &Value, key: &str) -> HashMap<String, f64> {
     let mut m = HashMap::new();
@@ -138,6 +146,7 @@ fn line_of(file: &Path, needle: &str) -> u32 {
 
 #[test]
 fn example_program_hot_symbols_match_perf_and_srcline_has_inline_frames() {
+    let _cpu = cpu_heavy();
     if support::perf().is_none() {
         return;
     }
@@ -248,6 +257,7 @@ fn call_graph_expands_inline_frames() {
 
 #[test]
 fn python_hot_symbols_match_perf_and_srcline_reaches_headers() {
+    let _cpu = cpu_heavy();
     let (Some(_), Some(py)) = (support::perf(), support::python_with_dwarf()) else {
         return;
     };
@@ -362,12 +372,13 @@ fn missing_binaries_and_truncated_files_give_a_partial_report() {
     assert!(!out.contains("hotspots::hot_multiply"), "{out}");
 }
 
-/// On a terminal, `hrec report` (and flamegraph, export, annotate, diff) draws a progress bar on
+/// On a terminal, `hrec report` (and script, flamegraph, export, annotate, diff) draws a progress bar on
 /// stderr while it reads (here from the
 /// start: the hidden `HREC_PROGRESS_AFTER_MS=0`; normally after a second), with the samples
 /// read of the total, and clears it when done; with stderr not a terminal there is none.
 #[test]
 fn report_progress_bar_on_a_terminal() {
+    let _cpu = cpu_heavy();
     if !support::tmux::available() {
         eprintln!("skipped: tmux not installed");
         return;
@@ -397,7 +408,8 @@ fn report_progress_bar_on_a_terminal() {
             "HREC_PROGRESS_AFTER_MS=0 HREC_THREADS=1 {hrec} report -i p.data > out.txt; \
              HREC_PROGRESS_AFTER_MS=0 {hrec} report -i p.data > out2.txt 2> err2.txt; \
              HREC_PROGRESS_AFTER_MS=0 HREC_THREADS=1 {hrec} flamegraph -i p.data -o fg.svg; \
-             HREC_PROGRESS_AFTER_MS=0 HREC_THREADS=1 {hrec} export -i p.data --format pprof -o p.pb.gz"
+             HREC_PROGRESS_AFTER_MS=0 HREC_THREADS=1 {hrec} export -i p.data --format pprof -o p.pb.gz; \
+             HREC_PROGRESS_AFTER_MS=0 HREC_THREADS=1 {hrec} script -i p.data > script.txt"
         ),
     );
     assert_eq!(t.wait_exit(std::time::Duration::from_secs(120)), 0);
@@ -405,7 +417,7 @@ fn report_progress_bar_on_a_terminal() {
     assert!(log.contains("hrec report: ["), "no bar drawn: {log:?}");
     assert!(log.contains("/200,000 samples ("), "no total: {log:?}");
     // The other reading commands have the same bar.
-    for what in ["hrec flamegraph: [", "hrec export: ["] {
+    for what in ["hrec flamegraph: [", "hrec export: [", "hrec script: ["] {
         assert!(log.contains(what), "no {what} bar: {log:?}");
     }
     // Cleared when done: the screen ends without a bar, and the report went to the file.
@@ -414,6 +426,10 @@ fn report_progress_bar_on_a_terminal() {
     });
     let out = std::fs::read_to_string(dir.path().join("out.txt")).unwrap();
     assert!(out.contains("200000 samples"), "{out}");
+    // script's bar is gone before its lines: every sample is there, no bar text among them.
+    let script = std::fs::read_to_string(dir.path().join("script.txt")).unwrap();
+    assert_eq!(script.lines().count(), 200_000);
+    assert!(!script.contains("samples ("));
     // stderr to a file: no bar.
     let err2 = std::fs::read_to_string(dir.path().join("err2.txt")).unwrap();
     assert!(!err2.contains("samples ("), "{err2}");

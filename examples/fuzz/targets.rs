@@ -200,8 +200,11 @@ impl Env {
                     &opts,
                     &Filters::default(),
                     layout,
-                    &mut sink,
-                    &mut errors,
+                    output::script::Sinks {
+                        out: &mut sink,
+                        errors: &mut errors,
+                        progress: None,
+                    },
                 );
             }
             _ => {

@@ -284,6 +284,26 @@ pub struct Layout {
     pub show_task: bool,
 }
 
+/// Where `script` writes: the lines, the records it had to skip (at most 10 kept), and the
+/// reading commands' progress bar (shown while the samples are first read and symbolized).
+pub struct Sinks<'a> {
+    /// The sample lines.
+    pub out: &'a mut dyn Write,
+    /// Records that could not be decoded.
+    pub errors: &'a mut Vec<String>,
+    /// The progress bar, if any.
+    pub progress: Option<&'a mut super::progress::Progress>,
+}
+
+impl std::fmt::Debug for Sinks<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sinks")
+            .field("errors", &self.errors.len())
+            .field("progress", &self.progress.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
 /// Writes every sample. Returns the number of samples written.
 pub fn script(
     rec: &Recording,
@@ -291,13 +311,25 @@ pub fn script(
     profile_options: &ProfileOptions,
     filters: &Filters,
     layout: Layout,
-    out: &mut dyn Write,
-    errors: &mut Vec<String>,
+    sinks: Sinks<'_>,
 ) -> io::Result<u64> {
+    let Sinks {
+        out,
+        errors,
+        progress,
+    } = sinks;
     let inline = layout.inline;
     // Fold once to learn every location and symbolize each once, then replay again and
-    // print each sample as it streams by: the same replay gives the same location ids.
-    let p: Profile = replay::build(rec, profile_options, &mut |_| {});
+    // print each sample as it streams by: the same replay gives the same location ids. The
+    // progress bar covers the fold (the silent part) and is gone before the first line.
+    let p: Profile = match progress {
+        Some(bar) => {
+            let p = replay::build(rec, profile_options, &mut |n| bar.update(n));
+            bar.finish();
+            p
+        }
+        None => replay::build(rec, profile_options, &mut |_| {}),
+    };
     let meta = rec.meta();
     // Event names are right-aligned to the longest of the file (once, not per sample).
     let event_width = meta.events.iter().map(|e| e.name.len()).max().unwrap_or(0);
