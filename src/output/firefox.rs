@@ -89,14 +89,10 @@ use fxprof_processed_profile::{
 use crate::analysis::profile::{Profile, SampleView};
 use crate::analysis::topdown::TdEvent;
 use crate::decode::Record;
-use crate::event::attr::types;
 use crate::recording::Recording;
 use crate::symbol::symbolizer::Loc;
 
 use super::pprof::unresolved_name;
-
-/// `PERF_COUNT_SW_CPU_CLOCK` and `PERF_COUNT_SW_TASK_CLOCK`: periods in nanoseconds.
-const CLOCK_CONFIGS: [u64; 2] = [0, 1];
 
 /// What the export takes from the recording besides its samples.
 #[derive(Debug, Clone, Default)]
@@ -115,15 +111,7 @@ impl FirefoxMeta {
     /// The recording's start, sample-time span, interval and clock events.
     pub fn from_recording(rec: &Recording, p: &Profile) -> FirefoxMeta {
         let meta = rec.meta();
-        let clock: Vec<bool> = p
-            .events
-            .iter()
-            .map(|e| {
-                meta.events.get(e.index).is_some_and(|m| {
-                    m.attr.type_ == types::SOFTWARE && CLOCK_CONFIGS.contains(&m.attr.config)
-                })
-            })
-            .collect();
+        let clock: Vec<bool> = super::clock_events(meta, p);
         let span = rec.sample_time();
         let first_attr = p.events.first().and_then(|e| meta.events.get(e.index));
         let interval_ns = match first_attr {
@@ -464,7 +452,9 @@ impl<'p> Exporter<'p> {
             }
         };
         // The stack, leaf first, then reversed into root-first order.
-        let track = self.tracks.get_mut(&key).expect("track made above");
+        let Some(track) = self.tracks.get_mut(&key) else {
+            return; // made above
+        };
         let same = track.last_stack.is_some()
             && track.last_locs.first() == Some(&v.leaf)
             && track.last_locs[1..] == *v.callers;
@@ -483,13 +473,14 @@ impl<'p> Exporter<'p> {
             let stack = self
                 .out
                 .intern_stack_frames(thread, self.stack.drain(..).rev());
-            self.tracks
-                .get_mut(&key)
-                .expect("track made above")
-                .last_stack = stack;
+            if let Some(t) = self.tracks.get_mut(&key) {
+                t.last_stack = stack;
+            }
             stack
         };
-        let track = self.tracks.get_mut(&key).expect("track made above");
+        let Some(track) = self.tracks.get_mut(&key) else {
+            return;
+        };
         let cpu = if self.meta.clock.get(event).copied().unwrap_or(false) {
             CpuDelta::from_nanos(v.period)
         } else {
@@ -505,8 +496,10 @@ impl<'p> Exporter<'p> {
 
         // Counters: retire latency, TopDown level-1 slot deltas.
         let has_latency = p.events[event].has_latency;
-        if has_latency && let Some(lat) = v.retire_lat {
-            let pr = self.processes.get_mut(&v.pid).expect("process made above");
+        if has_latency
+            && let Some(lat) = v.retire_lat
+            && let Some(pr) = self.processes.get_mut(&v.pid)
+        {
             let c = *pr.latency.get_or_insert_with(|| {
                 self.out.add_counter(
                     pr.handle,
@@ -517,8 +510,9 @@ impl<'p> Exporter<'p> {
             });
             self.out.add_counter_sample(c, ts, f64::from(lat), 1);
         }
-        if let Some(td) = &v.td {
-            let pr = self.processes.get_mut(&v.pid).expect("process made above");
+        if let Some(td) = &v.td
+            && let Some(pr) = self.processes.get_mut(&v.pid)
+        {
             let out = &mut self.out;
             let cs = *pr.topdown.get_or_insert_with(|| {
                 [

@@ -21,6 +21,21 @@ use crate::data::Meta;
 use crate::recording::perfdata::{KernelCheck, PerfData, user};
 use crate::recording::{Recording, Source};
 
+/// Per event of profile `p`: whether it is a CPU-time clock (`cpu-clock` or `task-clock`,
+/// software events 0 and 1), whose periods are nanoseconds of CPU time (the exports show
+/// them as time).
+pub(crate) fn clock_events(meta: &Meta, p: &crate::analysis::profile::Profile) -> Vec<bool> {
+    p.events
+        .iter()
+        .map(|e| {
+            meta.events.get(e.index).is_some_and(|m| {
+                m.attr.type_ == crate::event::attr::types::SOFTWARE
+                    && [0, 1].contains(&m.attr.config)
+            })
+        })
+        .collect()
+}
+
 /// What `evlist` prints of each event (perf evlist's flags).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct EvlistStyle {

@@ -97,7 +97,6 @@ use std::io::{self, Write};
 
 use crate::analysis::hist::Filters;
 use crate::analysis::profile::{NONE, Profile};
-use crate::event::attr::types;
 use crate::recording::Recording;
 use crate::symbol::kallsyms;
 use crate::symbol::maps::{FileIdx, Mapping};
@@ -306,9 +305,6 @@ pub struct PprofMeta {
     pub comments: Vec<String>,
 }
 
-/// `PERF_COUNT_SW_CPU_CLOCK` and `PERF_COUNT_SW_TASK_CLOCK`: periods in nanoseconds.
-const CLOCK_CONFIGS: [u64; 2] = [0, 1];
-
 /// The modules of `/proc/modules` text (`name size refs deps state address ...`): name,
 /// start, end. Lines that do not parse, and modules at address 0 (hidden addresses), are
 /// left out.
@@ -343,15 +339,7 @@ impl PprofMeta {
             .and_then(|e| meta.events.get(e.index))
             .filter(|e| !e.attr.freq() && e.attr.sample_period_or_freq > 0)
             .map(|e| e.attr.sample_period_or_freq);
-        let clock = p
-            .events
-            .iter()
-            .map(|e| {
-                meta.events.get(e.index).is_some_and(|m| {
-                    m.attr.type_ == types::SOFTWARE && CLOCK_CONFIGS.contains(&m.attr.config)
-                })
-            })
-            .collect();
+        let clock = super::clock_events(meta, p);
         // Kernel symbols are read (for perf.data maybe all of this machine's) only when a
         // kernel location needs its mapping.
         let (kernel_text, modules) = if p.locs.iter().any(|l| l.kernel) {
