@@ -654,6 +654,13 @@ pub struct ReportArgs {
 impl ReportArgs {
     fn into_config(self) -> Result<hrec::app::ReportConfig, String> {
         let rl_json = self.retire_latency_json.is_some();
+        let terminal = std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
+        if self.tui && !terminal {
+            return Err(
+                "--tui needs a terminal on stdin and stdout; leave it out (or give --stdio) to print the report as text"
+                    .into(),
+            );
+        }
         use hrec::analysis::hist;
         use hrec::output::report::Column;
         use std::io::IsTerminal;
@@ -746,8 +753,7 @@ impl ReportArgs {
                     && !self.header_only
                     && !self.show_threads
                     && !rl_json
-                    && std::io::stdout().is_terminal()
-                    && std::io::stdin().is_terminal()),
+                    && terminal),
             header: self.header,
             header_only: self.header_only,
             thread_counts: self.show_threads,

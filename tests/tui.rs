@@ -246,3 +246,23 @@ fn report_view_fits_80_by_24_and_stdio_prints_text() {
         "--stdio entered the alternate screen"
     );
 }
+
+/// `--tui` without a terminal is one usage line, exit 2 (here stdin and stdout are pipes).
+#[test]
+fn tui_without_a_terminal_is_one_line() {
+    let r = fixtures();
+    let file = r.join("plain.hrec");
+    let dir = tempfile::tempdir().unwrap();
+    let o = hrec_in(
+        dir.path(),
+        &["report", "--tui", "-i", file.to_str().unwrap()],
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("hrec: error: --tui needs a terminal"),
+        "{err}"
+    );
+    assert!(out.is_empty(), "{out}");
+}
