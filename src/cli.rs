@@ -147,6 +147,45 @@ pub struct TopArgs {
     pub mmap_pages: Option<u64>,
 }
 
+/// The target of `-a`, `-C`, `-p`, `-t` (at most one of them), else `default` (record: the
+/// command; top: the whole machine).
+fn pick_target(
+    all_cpus: bool,
+    cpu: Option<CpuList>,
+    pid: Vec<u32>,
+    tid: Vec<u32>,
+    default: Target,
+) -> Result<Target, String> {
+    let given = [all_cpus, cpu.is_some(), !pid.is_empty(), !tid.is_empty()];
+    if given.iter().filter(|g| **g).count() > 1 {
+        return Err("-a, -C, -p and -t pick different targets: use one of them".into());
+    }
+    Ok(if let Some(c) = cpu {
+        if c.is_empty() {
+            return Err("-C needs at least one CPU".into());
+        }
+        Target::Cpus(c)
+    } else if all_cpus {
+        Target::SystemWide
+    } else if !pid.is_empty() {
+        Target::Pids(pid)
+    } else if !tid.is_empty() {
+        Target::Tids(tid)
+    } else {
+        default
+    })
+}
+
+/// `-c 0` is no period.
+fn check_count(count: Option<u64>) -> Result<(), String> {
+    if count == Some(0) {
+        return Err(
+            "-c 0: a sample every 0 events is no period; give 1 or more (e.g. -c 100003)".into(),
+        );
+    }
+    Ok(())
+}
+
 fn parse_delay(s: &str) -> Result<std::time::Duration, String> {
     let secs: f64 = s
         .parse()
@@ -160,27 +199,14 @@ fn parse_delay(s: &str) -> Result<std::time::Duration, String> {
 impl TopArgs {
     fn into_config(self) -> Result<hrec::app::TopConfig, String> {
         use std::io::IsTerminal;
-        let given = [
+        let target = pick_target(
             self.all_cpus,
-            self.cpu.is_some(),
-            !self.pid.is_empty(),
-            !self.tid.is_empty(),
-        ];
-        if given.iter().filter(|g| **g).count() > 1 {
-            return Err("-a, -C, -p and -t pick different targets: use one of them".into());
-        }
-        let target = if let Some(c) = self.cpu {
-            Target::Cpus(c)
-        } else if !self.pid.is_empty() {
-            Target::Pids(self.pid)
-        } else if !self.tid.is_empty() {
-            Target::Tids(self.tid)
-        } else {
-            Target::SystemWide
-        };
-        if self.count == Some(0) {
-            return Err("-c 0: a sample every 0 events is no period; give 1 or more".into());
-        }
+            self.cpu,
+            self.pid,
+            self.tid,
+            Target::SystemWide,
+        )?;
+        check_count(self.count)?;
         let sort =
             hrec::analysis::hist::parse_sort(&self.sort).map_err(|e| format!("--sort: {e}"))?;
         if sort.is_empty() {
@@ -1538,37 +1564,16 @@ impl RecordArgs {
         if self.exclude_perf {
             return Err("--exclude-perf filters out perf's own tracepoint events (perf's rule: it follows a tracepoint -e); hrec records no tracepoints, so there is nothing to exclude: leave it out".into());
         }
-        let given = [
+        let target = pick_target(
             self.all_cpus,
-            self.cpu.is_some(),
-            !self.pid.is_empty(),
-            !self.tid.is_empty(),
-        ];
-        if given.iter().filter(|g| **g).count() > 1 {
-            return Err("-a, -C, -p and -t pick different targets: use one of them".into());
-        }
-        let target = if let Some(c) = self.cpu {
-            if c.is_empty() {
-                return Err("-C needs at least one CPU".into());
-            }
-            Target::Cpus(c)
-        } else if self.all_cpus {
-            Target::SystemWide
-        } else if !self.pid.is_empty() {
-            Target::Pids(self.pid)
-        } else if !self.tid.is_empty() {
-            Target::Tids(self.tid)
-        } else {
-            Target::Workload
-        };
+            self.cpu,
+            self.pid,
+            self.tid,
+            Target::Workload,
+        )?;
+        check_count(self.count)?;
         // As in perf: `-g` turns call graphs on (frame pointers unless said otherwise) and
         // `--call-graph MODE` picks the mode, so `-g --call-graph dwarf` records dwarf.
-        if self.count == Some(0) {
-            return Err(
-                "-c 0: a sample every 0 events is no period; give 1 or more (e.g. -c 100003)"
-                    .into(),
-            );
-        }
         let call_graph = self.call_graph.or(self.g.then_some(CallGraph::Fp));
         Ok(RecordConfig {
             options: RecordOptions {
