@@ -190,9 +190,9 @@ fn intervals_of_a_busy_thread_show_one_cpu_each() {
             (cpus - ms / (len * 1e3)).abs() < 0.02,
             "{ms} ms in {len} s is not {cpus} CPUs: {err}"
         );
-        // One busy thread: one CPU at most, about one when the machine is idle (a loaded
-        // 2-CPU machine running the other tests gives it less).
-        assert!((0.3..=1.05).contains(&cpus), "{cpus} CPUs utilized: {err}");
+        // One busy thread: one CPU at most, about one when the machine is idle (the other
+        // tests running beside it on two CPUs can leave it well under half of one).
+        assert!((0.05..=1.05).contains(&cpus), "{cpus} CPUs utilized: {err}");
     }
     assert!(
         iv[3].0 - iv[2].0 < 0.45,

@@ -62,6 +62,15 @@ fn summary_samples(stderr: &str) -> u64 {
     line[start..at].parse().unwrap()
 }
 
+/// Held by each test here: their workloads switch files at set times, and a window in which
+/// a thread got no CPU (the other tests' recordings sharing the two CPUs) has none of its
+/// samples.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// The workload of the signal tests: a busy process started before the first switch (so
 /// the later files know it only from what hrec synthesizes), and two SIGUSR2 to the
 /// recorder (its parent) while it runs.
@@ -74,6 +83,7 @@ fn workload(threads: &Path) -> String {
 
 #[test]
 fn signal_switches_into_files_that_each_read_alone() {
+    let _one = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let threads = example("threads");
     let o = hrec_in(
@@ -161,6 +171,7 @@ fn signal_switches_into_files_that_each_read_alone() {
 
 #[test]
 fn size_switches_keep_the_newest_files() {
+    let _one = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let threads = example("threads");
     // 1B: every file is due as soon as it has its header, so each pass of the drain loop
@@ -197,6 +208,7 @@ fn size_switches_keep_the_newest_files() {
 
 #[test]
 fn dwarf_chains_are_defined_again_in_each_file() {
+    let _one = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let threads = example("threads");
     let o = hrec_in(
@@ -250,6 +262,7 @@ fn dwarf_chains_are_defined_again_in_each_file() {
 
 #[test]
 fn system_wide_files_know_the_tasks_running_before() {
+    let _one = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let threads = example("threads");
     let o = hrec_in(
@@ -281,6 +294,7 @@ fn system_wide_files_know_the_tasks_running_before() {
 
 #[test]
 fn bad_switch_values_are_one_line_usage_errors() {
+    let _one = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     for args in [
         &["--switch-output=banana"][..],
