@@ -76,7 +76,7 @@ fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
 /// recorder (its parent) while it runs.
 fn workload(threads: &Path) -> String {
     format!(
-        "{t} 1.2 & sleep 0.3; kill -USR2 $PPID; sleep 0.4; kill -USR2 $PPID; wait",
+        "{t} 2 & sleep 0.3; kill -USR2 $PPID; sleep 1; kill -USR2 $PPID; wait",
         t = threads.display()
     )
 }
