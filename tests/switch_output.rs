@@ -217,6 +217,10 @@ fn dwarf_chains_are_defined_again_in_each_file() {
             "record",
             "--call-graph",
             "dwarf",
+            // A debug build unwinds slower than 8 threads at 4 kHz fill the buffers; a writer
+            // far behind takes the two SIGUSR2 in one switch.
+            "-F",
+            "500",
             "--switch-output",
             "-o",
             "g.data",
