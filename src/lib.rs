@@ -10,7 +10,6 @@
 //! so it runs and is tested on machines without a hardware PMU. See `docs/architecture.md`.
 
 pub mod analysis;
-pub mod app;
 pub mod data;
 pub mod decode;
 pub mod disasm;

@@ -1,9 +1,10 @@
-//! The `hrec` binary: parse the command line, run the library, print errors.
+//! The `hrec` binary: parse the command line, hand it to its command (`commands/<name>.rs`),
+//! print errors.
 //!
 //! Exit codes: 0 ok, 1 error, 2 usage; a recorded workload's own status is passed through
 //! (128 + the signal when a signal stopped the recording and the workload did not die of one).
 
-mod cli;
+mod commands;
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -11,7 +12,7 @@ use std::process::ExitCode;
 use clap::Parser as _;
 
 fn main() -> ExitCode {
-    let parsed = match cli::Cli::try_parse() {
+    let parsed = match commands::Cli::try_parse() {
         Ok(p) => p,
         Err(e) => {
             use clap::error::ErrorKind;
@@ -27,17 +28,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let (env, cmd) = match parsed.into_command() {
-        Ok(v) => v,
-        Err(msg) => {
-            eprintln!("hrec: error: {msg}");
-            return ExitCode::from(2);
-        }
-    };
     let stdout = io::stdout();
     let mut out = stdout.lock();
     let mut err = io::stderr();
-    let result = hrec::app::run(&env, &cmd, &mut out, &mut err);
+    let result = commands::exec(parsed, &mut out, &mut err);
     let _ = out.flush();
     match result {
         Ok(code) => ExitCode::from(code),
@@ -86,6 +80,6 @@ fn one_line(rendered: &str) -> String {
     msg
 }
 
-fn is_broken_pipe(e: &hrec::app::AppError) -> bool {
-    matches!(e, hrec::app::AppError::Io(io) if io.kind() == io::ErrorKind::BrokenPipe)
+fn is_broken_pipe(e: &commands::Error) -> bool {
+    matches!(e, commands::Error::Io(io) if io.kind() == io::ErrorKind::BrokenPipe)
 }

@@ -1,0 +1,197 @@
+//! `hrec annotate`: the instructions and source lines of hot functions with their samples,
+//! in perf annotate's layout (`docs/annotate.md` for the JSON).
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+
+use clap::Args;
+use hrec::output;
+
+use super::args::{FilterArgs, SymbolArgs, input_file, reading_options};
+use super::reading::{build_profile, open_recording_with, read_warnings, with_threads};
+use super::{Env, Error};
+
+/// `hrec annotate` flags (perf annotate's names).
+#[derive(Debug, Args)]
+pub struct AnnotateArgs {
+    /// Functions to annotate (default: every function with samples, hottest first).
+    #[arg(value_name = "SYMBOL")]
+    pub symbols: Vec<String>,
+    /// Input file [default: hrec.data, else perf.data when only that is here].
+    #[arg(short = 'i', long = "input")]
+    pub input: Option<PathBuf>,
+    /// A function to annotate (repeatable; as the SYMBOL arguments).
+    #[arg(short = 's', long = "symbol", value_name = "SYMBOL")]
+    pub symbol: Vec<String>,
+    /// Only functions of this object (file name or path).
+    #[arg(short = 'd', long = "dso", value_name = "DSO")]
+    pub dso: Option<String>,
+    /// Text output (the default; accepted for perf's habit).
+    #[arg(long)]
+    pub stdio: bool,
+    /// JSON output (`docs/annotate.md`).
+    #[arg(long, conflicts_with = "stdio")]
+    pub json: bool,
+    /// Source lines above their instructions (the default).
+    #[arg(long, overrides_with = "no_source")]
+    pub source: bool,
+    /// Instructions only.
+    #[arg(long = "no-source")]
+    pub no_source: bool,
+    /// Disassembler style: att (default) or intel.
+    #[arg(short = 'M', long = "disassembler-style", default_value = "att")]
+    pub style: String,
+    /// Sample counts instead of percentages.
+    #[arg(short = 'n', long = "show-nr-samples")]
+    pub show_nr_samples: bool,
+    /// local-period (default), global-period, local-hits or global-hits.
+    #[arg(long = "percent-type", default_value = "local-period")]
+    pub percent_type: String,
+    /// Without SYMBOL: only functions with at least this share of the samples.
+    #[arg(long = "percent-limit", default_value_t = 0.0)]
+    pub percent_limit: f64,
+    /// The sampling event (default: the first).
+    #[arg(long = "event", value_name = "EVENT")]
+    pub event: Option<String>,
+    /// The instructions' bytes before their text.
+    #[arg(long = "asm-raw")]
+    pub asm_raw: bool,
+    /// TopDown per basic block: level 1, or 2 for level 2 as well.
+    #[arg(long = "td-level", default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=2))]
+    pub td_level: u8,
+    #[command(flatten)]
+    pub symbols_args: SymbolArgs,
+}
+
+impl AnnotateArgs {
+    /// The annotation's options; `Err` is a usage error.
+    fn into_config(self) -> Result<AnnotateConfig, String> {
+        let syntax: hrec::disasm::Syntax = self.style.parse()?;
+        let column: output::annotate::Column = if self.show_nr_samples {
+            output::annotate::Column::Samples
+        } else {
+            self.percent_type.parse()?
+        };
+        let (profile, _) = reading_options(self.symbols_args, FilterArgs::default())?;
+        let mut symbols = self.symbols;
+        symbols.extend(self.symbol);
+        Ok(AnnotateConfig {
+            input: input_file(self.input),
+            options: hrec::analysis::annotate::AnnotateOptions {
+                symbols,
+                dso: self.dso,
+                percent_limit: self.percent_limit,
+                syntax,
+                source: !self.no_source,
+                ..Default::default()
+            },
+            profile,
+            event: self.event,
+            text: output::annotate::TextOptions {
+                column,
+                asm_raw: self.asm_raw,
+                td_level: self.td_level,
+                ..Default::default()
+            },
+            json: self.json,
+        })
+    }
+}
+
+/// Runs `hrec annotate` with its flags.
+pub fn exec(
+    args: AnnotateArgs,
+    env: &Env,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8, Error> {
+    run(env, &args.into_config().map_err(Error::Usage)?, out, err)
+}
+
+/// `hrec annotate`.
+#[derive(Debug, Clone)]
+struct AnnotateConfig {
+    /// `-i`.
+    pub input: PathBuf,
+    /// `--symfs`, `--debug-dir`, `--time`.
+    pub profile: hrec::analysis::profile::ProfileOptions,
+    /// Which functions, syntax, source lines.
+    pub options: hrec::analysis::annotate::AnnotateOptions,
+    /// `--event` (default: the first sampling event).
+    pub event: Option<String>,
+    /// `--percent-type` / `--show-nr-samples`, `--asm-raw`, `--td-level`.
+    pub text: output::annotate::TextOptions,
+    /// `--json`.
+    pub json: bool,
+}
+
+fn run(
+    env: &Env,
+    cfg: &AnnotateConfig,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8, Error> {
+    use hrec::analysis::annotate;
+    // Kernel code is read from /proc/kcore: without it this machine's kernel symbols (tens of
+    // milliseconds to read) are of no use here.
+    let kcore = env.procfs_root.join("kcore");
+    let kcore_readable = std::fs::File::open(&kcore).is_ok();
+    let rec = open_recording_with(env, &cfg.input, kcore_readable, err)?;
+    let popts = with_threads(&cfg.profile, env);
+    let p = build_profile(env, &rec, &popts, "hrec annotate");
+    read_warnings(&rec, err)?;
+    let event = match &cfg.event {
+        None => 0,
+        Some(want) => p
+            .events
+            .iter()
+            .position(|e| &e.name == want || hrec::event::base_name(&e.name) == want)
+            .ok_or_else(|| {
+                let have: Vec<&str> = p.events.iter().map(|e| e.name.as_str()).collect();
+                Error::Usage(format!(
+                    "--event {want}: the recording has no such sampling event (it has: {})",
+                    have.join(", ")
+                ))
+            })?,
+    };
+    let mut o = cfg.options.clone();
+    o.event = event;
+    o.symfs = popts.symfs.clone();
+    o.search = popts.search.clone();
+    o.kernel = kcore_readable
+        .then(|| rec.kernel_symbols())
+        .filter(|k| !k.is_empty())
+        .map(|k| (k, kcore));
+    o.build_ids =
+        hrec::symbol::symbolizer::parse_build_ids(&rec.side("build-ids").unwrap_or_default());
+    let a = annotate::annotate(&p, &o);
+    for problem in &a.problems {
+        writeln!(err, "hrec: warning: {problem}")?;
+    }
+    let mut buf = io::BufWriter::new(out);
+    if cfg.json {
+        serde_json::to_writer_pretty(&mut buf, &output::annotate::json(&a))
+            .map_err(io::Error::from)?;
+        writeln!(buf)?;
+    } else {
+        let mut t = cfg.text;
+        if let Some(e) = p.events.get(event) {
+            t.samples = e.samples;
+            t.period = e.period;
+        }
+        buf.write_all(output::annotate::text(&a, &t).as_bytes())?;
+    }
+    buf.flush()?;
+    if a.symbols.is_empty() {
+        return Err(Error::Usage(format!(
+            "nothing to annotate in {}{}",
+            cfg.input.display(),
+            if a.problems.is_empty() {
+                ": no samples in functions hrec can read"
+            } else {
+                " (the warnings above say why)"
+            }
+        )));
+    }
+    Ok(0)
+}

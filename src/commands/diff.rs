@@ -1,0 +1,240 @@
+//! `hrec diff`: two recordings compared per row, as perf diff (baseline share, delta,
+//! ratio, wdiff), with TopDown and retire-latency changes where both files have them.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::Args;
+use hrec::output;
+
+use super::args::{FilterArgs, SymbolArgs, reading_options};
+use super::reading::{build_profile, open_recording, read_warnings, with_threads};
+use super::{Env, Error};
+
+/// `hrec diff` flags (perf diff's names).
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The baseline [default: hrec.data.old, else perf.data.old when only that is here]; a
+    /// single file given is NEW, compared with that default baseline, as in perf diff.
+    pub old: Option<PathBuf>,
+    /// The recording compared with it [default: hrec.data, or perf.data with perf.data.old].
+    pub new: Option<PathBuf>,
+    /// Sort keys: comm, pid, tid, dso, sym, srcline, ip, event, pmu, cpu.
+    #[arg(short = 's', long = "sort", default_value = "dso,sym")]
+    pub sort: String,
+    /// What to compute: delta, delta-abs (ordered by magnitude), ratio or wdiff:W1,W2.
+    #[arg(short = 'c', long = "compute", default_value = "delta-abs")]
+    pub compute: String,
+    /// Show both files' periods.
+    #[arg(short = 'p', long = "period")]
+    pub period: bool,
+    /// Show how each value was computed.
+    #[arg(short = 'F', long = "formula")]
+    pub formula: bool,
+    /// Order by the computed value (1, the default) or by the baseline's period (0).
+    #[arg(short = 'o', long = "order", default_value_t = 1)]
+    pub order: u32,
+    /// Only rows both files have.
+    #[arg(short = 'b', long = "baseline-only")]
+    pub baseline_only: bool,
+    /// With filters: shares of all samples (absolute, perf's default) or of the kept ones
+    /// (relative).
+    #[arg(
+        long = "percentage",
+        default_value = "absolute",
+        value_name = "absolute|relative"
+    )]
+    pub percentage: String,
+    /// Hide rows below this share in both files.
+    #[arg(long = "percent-limit", default_value_t = 0.0)]
+    pub percent_limit: f64,
+    /// Only these thread names (comma-separated).
+    #[arg(short = 'C', long = "comms", alias = "comm", value_delimiter = ',')]
+    pub comms: Vec<String>,
+    /// Only these shared objects (comma-separated).
+    #[arg(short = 'd', long = "dsos", alias = "dso", value_delimiter = ',')]
+    pub dsos: Vec<String>,
+    /// Only these symbols (comma-separated).
+    #[arg(short = 'S', long = "symbols", alias = "sym", value_delimiter = ',')]
+    pub symbols: Vec<String>,
+    /// Only these process ids (comma-separated).
+    #[arg(long = "pid", value_delimiter = ',')]
+    pub pid: Vec<u32>,
+    /// Only these thread ids (comma-separated).
+    #[arg(long = "tid", value_delimiter = ',')]
+    pub tid: Vec<u32>,
+    /// Time ranges of both files (as report's --time).
+    #[arg(long = "time", value_name = "RANGES")]
+    pub time: Option<String>,
+    #[command(flatten)]
+    pub symbol_args: SymbolArgs,
+    /// Rows only, without the `#` lines.
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
+    /// Accepted for perf compatibility (text is the default).
+    #[arg(long, hide = true)]
+    pub stdio: bool,
+    /// JSON instead of the text table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// perf diff's file defaults with hrec's names first: `hrec.data.old hrec.data`, or perf's
+/// `perf.data.old perf.data` when only those are here; one argument is the new file. Said on
+/// stderr when a default was taken.
+fn diff_inputs(old: Option<PathBuf>, new: Option<PathBuf>) -> (PathBuf, PathBuf) {
+    if let (Some(o), Some(n)) = (&old, &new) {
+        return (o.clone(), n.clone());
+    }
+    let here = |p: &str| std::path::Path::new(p).exists();
+    let perf = !here("hrec.data.old") && here("perf.data.old");
+    let (d_old, d_new) = if perf {
+        ("perf.data.old", "perf.data")
+    } else {
+        ("hrec.data.old", "hrec.data")
+    };
+    // perf diff FILE compares FILE with the default baseline.
+    let (o, n) = match old {
+        Some(n) => (PathBuf::from(d_old), n),
+        None => (PathBuf::from(d_old), PathBuf::from(d_new)),
+    };
+    eprintln!(
+        "hrec: comparing {} (baseline) with {}",
+        o.display(),
+        n.display()
+    );
+    (o, n)
+}
+
+impl DiffArgs {
+    /// The command's options; `Err` is a usage error.
+    fn into_config(self) -> Result<DiffConfig, String> {
+        use hrec::analysis::hist;
+        let sort = hist::parse_sort(&self.sort).map_err(|e| format!("--sort: {e}"))?;
+        if sort.is_empty() {
+            return Err("--sort: give at least one key".into());
+        }
+        let compute: hrec::analysis::diff::Compute = self
+            .compute
+            .parse()
+            .map_err(|e| format!("-c/--compute: {e}"))?;
+        if self.order > 1 {
+            return Err(format!(
+                "-o/--order {}: use 1 (by the computed value, the default) or 0 (by the baseline); hrec compares two files",
+                self.order
+            ));
+        }
+        let relative = match self.percentage.as_str() {
+            "absolute" => false,
+            "relative" => true,
+            other => {
+                return Err(format!(
+                    "--percentage {other}: use absolute (each row's share of all samples, the default) or relative (of the samples the filters keep)"
+                ));
+            }
+        };
+        let one = |v: &[String]| v.len() == 1;
+        let elide = [
+            (hist::SortKey::Comm, one(&self.comms)),
+            (hist::SortKey::Dso, one(&self.dsos)),
+            (hist::SortKey::Sym, one(&self.symbols)),
+        ]
+        .into_iter()
+        .filter_map(|(k, pinned)| pinned.then_some(k))
+        .collect();
+        let (profile, filters) = reading_options(
+            self.symbol_args,
+            FilterArgs {
+                time: self.time,
+                comm: self.comms,
+                pid: self.pid,
+                tid: self.tid,
+                dso: self.dsos,
+                sym: self.symbols,
+            },
+        )?;
+        let (old, new) = diff_inputs(self.old, self.new);
+        Ok(DiffConfig {
+            old,
+            new,
+            hist: hist::HistOptions {
+                sort,
+                filters,
+                relative,
+                ..Default::default()
+            },
+            profile,
+            diff: hrec::analysis::diff::DiffOptions {
+                compute,
+                by_baseline: self.order == 0,
+                baseline_only: self.baseline_only,
+                percent_limit: self.percent_limit,
+            },
+            style: hrec::output::diff::DiffStyle {
+                compute,
+                period: self.period,
+                formula: self.formula,
+                quiet: self.quiet,
+                elide,
+            },
+            json: self.json,
+        })
+    }
+}
+
+/// `hrec diff`.
+#[derive(Debug, Clone)]
+struct DiffConfig {
+    /// The baseline recording.
+    pub old: PathBuf,
+    /// The recording compared with it.
+    pub new: PathBuf,
+    /// Aggregation of each file (sort keys, filters, `--percentage`).
+    pub hist: hrec::analysis::hist::HistOptions,
+    /// Symbol search and time range.
+    pub profile: hrec::analysis::profile::ProfileOptions,
+    /// What to compute and how to order.
+    pub diff: hrec::analysis::diff::DiffOptions,
+    /// Printing.
+    pub style: output::diff::DiffStyle,
+    /// `--json`.
+    pub json: bool,
+}
+
+/// Runs `hrec diff` with its flags.
+pub fn exec(
+    args: DiffArgs,
+    env: &Env,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8, Error> {
+    run(env, &args.into_config().map_err(Error::Usage)?, out, err)
+}
+
+fn run(env: &Env, cfg: &DiffConfig, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, Error> {
+    use hrec::analysis::{diff, hist};
+    // Both files open before either is read: a missing NEW fails at once.
+    let old = open_recording(env, &cfg.old, err)?;
+    let new = open_recording(env, &cfg.new, err)?;
+    let opts = with_threads(&cfg.profile, env);
+    let po = build_profile(env, &old, &opts, "hrec diff");
+    read_warnings(&old, err)?;
+    let pn = build_profile(env, &new, &opts, "hrec diff");
+    read_warnings(&new, err)?;
+    let to = hist::tables(&po, &cfg.hist);
+    let tn = hist::tables(&pn, &cfg.hist);
+    let tables = diff::diff(&po.events, &to, &pn.events, &tn, &cfg.diff);
+    if cfg.json {
+        let files = (cfg.old.to_string_lossy(), cfg.new.to_string_lossy());
+        output::diff::json(
+            &tables,
+            &cfg.hist.sort,
+            (&files.0, &files.1),
+            &cfg.style,
+            out,
+        )?;
+    } else {
+        output::diff::text(&tables, &cfg.hist.sort, &cfg.style, out)?;
+    }
+    Ok(0)
+}

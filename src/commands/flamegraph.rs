@@ -1,0 +1,189 @@
+//! `hrec flamegraph`: an SVG flame graph (or folded stacks) of one recording, or the
+//! differential graph of two.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use hrec::output;
+
+use super::args::{FilterArgs, SymbolArgs, input_file, reading_options};
+use super::reading::{build_profile, open_recording, read_warnings, with_threads};
+use super::{Env, Error};
+
+/// `hrec flamegraph` flags.
+#[derive(Debug, Args)]
+pub struct FlamegraphArgs {
+    /// Input file [default: hrec.data, else perf.data when only that is here].
+    #[arg(short = 'i', long = "input")]
+    pub input: Option<PathBuf>,
+    /// Output SVG (or folded stacks with --folded; `-` for stdout).
+    #[arg(short = 'o', long = "output")]
+    pub output: Option<PathBuf>,
+    /// The event to draw (default: the first; the recording's events are listed when it has
+    /// several).
+    #[arg(long)]
+    pub event: Option<String>,
+    /// Frame width: samples, period (the event count) or retire-latency (cycles).
+    #[arg(long, default_value = "samples", value_parser = ["samples", "period", "retire-latency"])]
+    pub weight: String,
+    /// Colours: default or topdown (dominant TopDown L1 category per function).
+    #[arg(long = "color", alias = "colors", default_value = "default", value_parser = ["default", "topdown"])]
+    pub color: String,
+    /// Title.
+    #[arg(long)]
+    pub title: Option<String>,
+    /// Icicle graph (root at the top).
+    #[arg(long)]
+    pub inverted: bool,
+    /// Time order instead of merged stacks.
+    #[arg(long = "flame-chart")]
+    pub flame_chart: bool,
+    /// Omit frames narrower than this many pixels.
+    #[arg(long = "min-width", default_value_t = 0.1)]
+    pub min_width: f64,
+    /// Write collapsed stacks (`a;b;c COUNT`) instead of SVG.
+    #[arg(long)]
+    pub folded: bool,
+    /// Differential flame graph of two recordings: --diff BASE NEW.
+    #[arg(long, num_args = 2, value_names = ["BASE", "NEW"])]
+    pub diff: Vec<PathBuf>,
+    #[command(flatten)]
+    pub symbols: SymbolArgs,
+    #[command(flatten)]
+    pub filters: FilterArgs,
+}
+
+impl FlamegraphArgs {
+    /// The command's options; `Err` is a usage error.
+    fn into_config(self) -> Result<FlamegraphConfig, String> {
+        use hrec::output::flame::{Colors, FlameOptions, Weight};
+        let default_out = if self.folded { "-" } else { "flamegraph.svg" };
+        let (profile, filters) = reading_options(self.symbols, self.filters)?;
+        Ok(FlamegraphConfig {
+            input: input_file(self.input),
+            output: self.output.unwrap_or_else(|| PathBuf::from(default_out)),
+            folded: self.folded,
+            diff: self.diff,
+            profile: hrec::analysis::profile::ProfileOptions {
+                timeline: self.flame_chart,
+                ..profile
+            },
+            flame: FlameOptions {
+                event: self.event,
+                weight: match self.weight.as_str() {
+                    "period" => Weight::Period,
+                    "retire-latency" => Weight::RetireLatency,
+                    _ => Weight::Samples,
+                },
+                colors: if self.color == "topdown" {
+                    Colors::TopDown
+                } else {
+                    Colors::Default
+                },
+                title: self.title,
+                inverted: self.inverted,
+                flame_chart: self.flame_chart,
+                min_width: self.min_width,
+                filters,
+            },
+        })
+    }
+}
+
+/// `hrec flamegraph`.
+#[derive(Debug, Clone)]
+struct FlamegraphConfig {
+    /// `-i`.
+    pub input: PathBuf,
+    /// `-o` (`-` = stdout).
+    pub output: PathBuf,
+    /// `--folded`.
+    pub folded: bool,
+    /// `--diff BASE NEW` (empty when not given).
+    pub diff: Vec<PathBuf>,
+    /// Symbol search.
+    pub profile: hrec::analysis::profile::ProfileOptions,
+    /// Drawing.
+    pub flame: output::flame::FlameOptions,
+}
+
+/// Folded stacks of one recording for `hrec flamegraph`, with a notice on stderr when the
+/// recording has several events and none was named.
+fn fold_recording(
+    env: &Env,
+    path: &Path,
+    cfg: &FlamegraphConfig,
+    err: &mut dyn Write,
+) -> Result<output::flame::Folded, Error> {
+    let rec = open_recording(env, path, err)?;
+    let p = build_profile(
+        env,
+        &rec,
+        &with_threads(&cfg.profile, env),
+        "hrec flamegraph",
+    );
+    read_warnings(&rec, err)?;
+    if p.events.is_empty() {
+        return Err(Error::Usage(format!(
+            "{} has no sampling events",
+            path.display()
+        )));
+    }
+    let ev = output::flame::pick_event(&p, cfg.flame.event.as_deref())?;
+    if cfg.flame.event.is_none() && p.events.len() > 1 {
+        let names: Vec<&str> = p.events.iter().map(|e| e.name.as_str()).collect();
+        writeln!(
+            err,
+            "hrec: {} has {} events ({}); drawing {} (choose with --event)",
+            path.display(),
+            names.len(),
+            names.join(", "),
+            names[ev]
+        )?;
+    }
+    Ok(output::flame::fold(&p, ev, &cfg.flame)?)
+}
+
+/// Runs `hrec flamegraph` with its flags.
+pub fn exec(
+    args: FlamegraphArgs,
+    env: &Env,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8, Error> {
+    run(env, &args.into_config().map_err(Error::Usage)?, out, err)
+}
+
+fn run(
+    env: &Env,
+    cfg: &FlamegraphConfig,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8, Error> {
+    let mut buf: Vec<u8> = Vec::new();
+    if let [base, new] = cfg.diff.as_slice() {
+        let a = fold_recording(env, base, cfg, err)?;
+        let b = fold_recording(env, new, cfg, err)?;
+        output::flame::diff_svg(&a, &b, &cfg.flame, &mut buf)?;
+    } else {
+        let f = fold_recording(env, &cfg.input, cfg, err)?;
+        if cfg.folded {
+            output::flame::write_folded(&f, &mut buf)?;
+        } else {
+            output::flame::svg(&f, &cfg.flame, None, &mut buf)?;
+        }
+    }
+    if cfg.output.as_os_str() == "-" {
+        out.write_all(&buf)?;
+    } else {
+        std::fs::write(&cfg.output, &buf).map_err(|source| Error::Output {
+            path: cfg.output.clone(),
+            source,
+        })?;
+        if !cfg.folded {
+            writeln!(err, "hrec: wrote {}", cfg.output.display())?;
+        }
+    }
+    Ok(0)
+}

@@ -1,0 +1,21 @@
+//! `hrec info`: a recording's header (host, events, counts, side blocks), hrec's own dump.
+
+use std::io::Write;
+
+use hrec::output;
+
+use super::args::{InputArgs, input_file};
+use super::reading::open_recording;
+use super::{Env, Error};
+
+/// Runs `hrec info` with its flags.
+pub fn exec(
+    args: InputArgs,
+    env: &Env,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8, Error> {
+    let rec = open_recording(env, &input_file(args.input), err)?;
+    output::info(&rec, out)?;
+    Ok(0)
+}

@@ -1,0 +1,249 @@
+//! One module per `hrec` command, as cargo keeps `commands/<name>.rs`: each holds its flags
+//! (clap `Args`), their conversion into the library's plain options, and the function that
+//! runs it. Flag groups that several commands share (`-a/-C/-p/-t`, `-e/-F/-c`, the symbol
+//! search and the sample filters) are declared once in [`args`] and flattened; what every
+//! reading command does with a recording (open it with its warnings, fold it with a progress
+//! bar) is in [`reading`].
+//!
+//! The library never sees clap types: nothing below `exec` of a command passes one on.
+//! Exit codes: 0 ok, 1 error, 2 usage ([`Error::is_usage`]); a recorded workload's own status
+//! is passed through.
+
+mod annotate;
+mod args;
+mod buildid_list;
+mod diff;
+mod evlist;
+mod export;
+mod flamegraph;
+mod info;
+mod list;
+mod reading;
+mod record;
+mod report;
+mod script;
+mod stat;
+mod top;
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+use hrec::event::plan;
+use hrec::pmu::PmuError;
+use hrec::record::RecordError;
+use hrec::recording::RecordingError;
+
+use args::InputArgs;
+
+/// hrec: sampling profiler for modern Intel PMUs (hybrid, TopDown, retire latency).
+#[derive(Debug, Parser)]
+#[command(name = "hrec", version, about, propagate_version = true)]
+#[command(after_help = "EXAMPLES:
+  hrec record -W -- ./prog            sample cycles (+TopDown group, retire latency)
+  hrec record --dry-run -- true       print the perf_event_attr plan, open nothing
+  hrec list [sw|hw|cache|pmu|GLOB]    events and metrics, as perf list
+  hrec export --format pprof          profile.pb.gz for go tool pprof
+  hrec export --format firefox        profile.json.gz for the Firefox Profiler")]
+pub struct Cli {
+    /// Be more verbose (repeat for more).
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+    /// Read PMUs from this directory instead of /sys (also HREC_SYSFS_ROOT).
+    #[arg(long, global = true, hide = true, env = "HREC_SYSFS_ROOT")]
+    pub sysfs_root: Option<PathBuf>,
+    /// Read kernel limits from this directory instead of /proc (also HREC_PROCFS_ROOT).
+    #[arg(long, global = true, hide = true, env = "HREC_PROCFS_ROOT")]
+    pub procfs_root: Option<PathBuf>,
+    /// Worker threads for reading recordings (0: one per CPU; also HREC_THREADS).
+    #[arg(
+        long = "reader-threads",
+        global = true,
+        hide = true,
+        env = "HREC_THREADS",
+        default_value_t = 0
+    )]
+    pub threads: usize,
+    /// Milliseconds of reading before a progress bar shows (also HREC_PROGRESS_AFTER_MS).
+    #[arg(
+        long,
+        global = true,
+        hide = true,
+        env = "HREC_PROGRESS_AFTER_MS",
+        default_value_t = 1000
+    )]
+    pub progress_after_ms: u64,
+    /// The command.
+    #[command(subcommand)]
+    pub command: Cmd,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Cmd {
+    /// Sample a command (or CPUs, or processes) into a file.
+    Record(record::RecordArgs),
+    /// Show where samples landed, with TopDown and retire latency per symbol.
+    Report(report::ReportArgs),
+    /// Print every sample, perf script style.
+    Script(script::ScriptArgs),
+    /// Draw a flame graph SVG.
+    Flamegraph(flamegraph::FlamegraphArgs),
+    /// Convert a recording for other tools (pprof: gzip-compressed protobuf; firefox: the
+    /// Firefox Profiler's processed-profile JSON, gzip-compressed).
+    Export(export::ExportArgs),
+    /// Count events (TopDown, TMA metrics) for a command.
+    Stat(stat::StatArgs),
+    /// List events and metrics as perf list does (--pmus: PMUs and TopDown levels).
+    List(list::ListArgs),
+    /// Show a recording's header: host, events, counts.
+    Info(InputArgs),
+    /// List a recording's events (perf evlist; -v for their attrs).
+    Evlist(evlist::EvlistArgs),
+    /// List the build-ids of the binaries a recording saw (perf buildid-list).
+    #[command(name = "buildid-list")]
+    BuildidList(InputArgs),
+    /// Show the instructions and source lines of hot functions with their samples.
+    Annotate(annotate::AnnotateArgs),
+    /// Compare two recordings per symbol, as perf diff (baseline share, delta, ratio).
+    Diff(diff::DiffArgs),
+    /// Sample the whole machine (or -p/-t/-C) and show the hottest functions, refreshed.
+    Top(top::TopArgs),
+}
+
+/// Where hrec reads the machine's description from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Env {
+    /// Stands in for `/sys` (`HREC_SYSFS_ROOT` or `--sysfs-root`).
+    pub sysfs_root: PathBuf,
+    /// Stands in for `/proc` (`HREC_PROCFS_ROOT` or `--procfs-root`).
+    pub procfs_root: PathBuf,
+    /// `-v` count.
+    pub verbose: u8,
+    /// Worker threads of the reading commands (0: one per CPU; `HREC_THREADS`).
+    pub threads: usize,
+    /// How long reading goes on before a progress bar shows (`HREC_PROGRESS_AFTER_MS`;
+    /// tests set 0).
+    pub progress_after: std::time::Duration,
+}
+
+impl Default for Env {
+    fn default() -> Self {
+        Env {
+            sysfs_root: PathBuf::from("/sys"),
+            procfs_root: PathBuf::from("/proc"),
+            verbose: 0,
+            threads: 0,
+            progress_after: std::time::Duration::from_secs(1),
+        }
+    }
+}
+
+/// Errors of the commands, each with enough context for one line.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Reading the sysfs snapshot failed.
+    #[error("cannot discover PMUs")]
+    Pmu(#[from] PmuError),
+    /// The plan could not be made.
+    #[error(transparent)]
+    Plan(#[from] plan::PlanError),
+    /// A usage problem found after parsing.
+    #[error("{0}")]
+    Usage(String),
+    /// A recording could not be read.
+    #[error(transparent)]
+    Recording(#[from] RecordingError),
+    /// Counting failed.
+    #[error(transparent)]
+    Stat(#[from] hrec::stat::count::StatError),
+    /// The event list could not be made.
+    #[error(transparent)]
+    List(#[from] hrec::listing::ListError),
+    /// Metrics could not be set up.
+    #[error(transparent)]
+    Tma(#[from] hrec::stat::tma::TmaError),
+    /// A retire-latency source could not be read.
+    #[error(transparent)]
+    Tpebs(#[from] hrec::stat::tpebs::TpebsError),
+    /// A flame graph could not be drawn.
+    #[error(transparent)]
+    Flame(#[from] hrec::output::flame::FlameError),
+    /// The recording failed.
+    #[error(transparent)]
+    Record(#[from] RecordError),
+    /// Writing output failed.
+    #[error("cannot write output")]
+    Io(#[from] io::Error),
+    /// Writing an output file failed.
+    #[error("cannot write {}", path.display())]
+    Output {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+}
+
+impl Error {
+    /// True for errors in how hrec was invoked (exit status 2), as opposed to failures (1).
+    pub fn is_usage(&self) -> bool {
+        matches!(
+            self,
+            Error::Usage(_) | Error::Plan(plan::PlanError::Options(_))
+        )
+    }
+}
+
+impl Cli {
+    /// Where this run reads the machine's description from.
+    fn env(&self) -> Env {
+        let mut env = Env {
+            verbose: self.verbose,
+            threads: self.threads,
+            progress_after: std::time::Duration::from_millis(self.progress_after_ms),
+            ..Env::default()
+        };
+        if let Some(r) = &self.sysfs_root {
+            env.sysfs_root = r.clone();
+        }
+        if let Some(r) = &self.procfs_root {
+            env.procfs_root = r.clone();
+        }
+        env
+    }
+}
+
+/// Runs the command of `cli`. Returns the process exit status.
+pub fn exec(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, Error> {
+    let env = cli.env();
+    match cli.command {
+        Cmd::Record(a) => record::exec(a, &env, out, err),
+        Cmd::Report(a) => report::exec(a, &env, out, err),
+        Cmd::Script(a) => script::exec(a, &env, out, err),
+        Cmd::Flamegraph(a) => flamegraph::exec(a, &env, out, err),
+        Cmd::Export(a) => export::exec(a, &env, out, err),
+        Cmd::Stat(a) => stat::exec(a, &env, out, err),
+        Cmd::List(a) => list::exec(a, &env, out, err),
+        Cmd::Info(a) => info::exec(a, &env, out, err),
+        Cmd::Evlist(a) => evlist::exec(a, &env, out, err),
+        Cmd::BuildidList(a) => buildid_list::exec(a, &env, out, err),
+        Cmd::Annotate(a) => annotate::exec(a, &env, out, err),
+        Cmd::Diff(a) => diff::exec(a, &env, out, err),
+        Cmd::Top(a) => top::exec(a, &env, out, err),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// clap's own checks of the definitions (clashing names, bad defaults), which otherwise
+    /// only fail when a command line reaches them.
+    #[test]
+    fn flag_definitions_are_consistent() {
+        use clap::CommandFactory as _;
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,418 @@
+//! `hrec record`: sample a command (or CPUs, or processes) into a file. perf record's flags
+//! and defaults; the plan is made by `event::plan` from the sysfs snapshot, the recording by
+//! the `record` stage.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use hrec::event::plan::{self, CallGraph, DEFAULT_DWARF_STACK, Host, RecordOptions, Target};
+use hrec::pmu::Pmus;
+use hrec::record::{
+    self,
+    switch::{SwitchOutput, Trigger},
+};
+
+use super::args::{SamplingArgs, TargetArgs};
+use super::{Env, Error};
+
+/// `hrec record` flags.
+#[derive(Debug, Args)]
+pub struct RecordArgs {
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
+    /// Record sample weights (WEIGHT_STRUCT on x86: retire latency in bits 63:48).
+    #[arg(short = 'W', long = "weight")]
+    pub weight: bool,
+    /// Record call chains (frame pointers).
+    #[arg(short = 'g')]
+    pub g: bool,
+    /// Call chain mode: fp, or dwarf[,STACK_BYTES][,raw] (user stacks are unwound while
+    /// recording; raw keeps the stack copies too, for unwinding them again later).
+    #[arg(long = "call-graph", value_name = "fp|dwarf[,SIZE][,raw]", value_parser = parse_call_graph)]
+    pub call_graph: Option<CallGraph>,
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// One event per thread on any CPU instead of one per CPU.
+    #[arg(long = "per-thread")]
+    pub per_thread: bool,
+    /// Do not follow child processes and threads.
+    #[arg(short = 'i', long = "no-inherit")]
+    pub no_inherit: bool,
+    /// Output file.
+    #[arg(short = 'o', long = "output", default_value = "hrec.data")]
+    pub output: PathBuf,
+    /// Data pages per ring buffer (power of two).
+    #[arg(short = 'm', long = "mmap-pages", value_name = "PAGES")]
+    pub mmap_pages: Option<u64>,
+    /// No summary line, notices or warnings: errors only.
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
+    /// Per-thread counts of each event (the kernel reports every inherited thread's count
+    /// when it exits); `hrec report -T` shows them.
+    #[arg(short = 's', long = "stat")]
+    pub stat: bool,
+    /// zstd level of the file's blocks, 1 (fastest) to 22 (smallest); hrec always
+    /// compresses (level 3 without -z or with a bare -z).
+    #[arg(
+        short = 'z',
+        long = "compression-level",
+        value_name = "N",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "3",
+        value_parser = clap::value_parser!(i32).range(1..=22)
+    )]
+    pub compression_level: Option<i32>,
+    /// Do not store the build-ids of the binaries seen (a report then cannot tell that a
+    /// binary was rebuilt since).
+    #[arg(short = 'B', long = "no-buildid")]
+    pub no_buildid: bool,
+    /// Accepted for perf's habit: hrec never fills perf's build-id cache (~/.debug).
+    #[arg(short = 'N', long = "no-buildid-cache")]
+    pub no_buildid_cache: bool,
+    /// Cut the recording into files OUTPUT.<YYYYmmddHHMMSScc>, each readable alone: on
+    /// SIGUSR2 (signal, the default), when the file reaches a size (100M; B, K, M, G) or
+    /// every period (30s; s, m, h, d).
+    #[arg(
+        long = "switch-output",
+        value_name = "signal|SIZE|TIME",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "signal",
+        value_parser = clap::value_parser!(Trigger)
+    )]
+    pub switch_output: Option<Trigger>,
+    /// With --switch-output: keep only the newest N files.
+    #[arg(
+        long = "switch-max-files",
+        value_name = "N",
+        requires = "switch_output",
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub switch_max_files: Option<u64>,
+    /// perf's filter of perf's own tracepoint events (accepted as perf accepts it: hrec
+    /// records no tracepoint of perf's, so there is nothing to leave out).
+    #[arg(long = "exclude-perf", hide = true)]
+    pub exclude_perf: bool,
+    /// Print the plan (perf_event_attr per event, perf -vv layout) and open nothing.
+    #[arg(long = "dry-run")]
+    pub dry_run: bool,
+    /// With --dry-run: print the plan as JSON.
+    #[arg(long, requires = "dry_run")]
+    pub json: bool,
+    /// The command to record, after --; with -a, -C, -p or -t it only sets how long to
+    /// record.
+    #[arg(trailing_var_arg = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+impl RecordArgs {
+    /// The recording's options; `Err` is a usage error.
+    fn into_config(self) -> Result<RecordConfig, String> {
+        let target = self.target.target(Target::Workload)?;
+        let count = self.sampling.count()?;
+        // As in perf: `-g` turns call graphs on (frame pointers unless said otherwise) and
+        // `--call-graph MODE` picks the mode, so `-g --call-graph dwarf` records dwarf.
+        let call_graph = self.call_graph.or(self.g.then_some(CallGraph::Fp));
+        Ok(RecordConfig {
+            options: RecordOptions {
+                events: self.sampling.events,
+                freq: self.sampling.freq,
+                count,
+                weight: self.weight,
+                call_graph,
+                target,
+                per_thread: self.per_thread,
+                no_inherit: self.no_inherit,
+                inherit_stat: self.stat,
+            },
+            output: self.output,
+            mmap_pages: self.mmap_pages,
+            dry_run: self.dry_run,
+            json: self.json,
+            command: self.command,
+            command_line: std::env::args().collect(),
+            quiet: self.quiet,
+            zstd_level: self.compression_level,
+            no_buildid: self.no_buildid,
+            switch_output: self.switch_output.map(|trigger| SwitchOutput {
+                trigger,
+                max_files: self
+                    .switch_max_files
+                    .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+            }),
+        })
+    }
+}
+
+fn parse_call_graph(s: &str) -> Result<CallGraph, String> {
+    let mut parts = s.split(',');
+    let mode = parts.next().unwrap_or_default();
+    let rest: Vec<&str> = parts.collect();
+    match mode {
+        "fp" if rest.is_empty() => Ok(CallGraph::Fp),
+        "dwarf" => {
+            let (size, raw) = match rest[..] {
+                [] => (None, false),
+                ["raw"] => (None, true),
+                [sz] => (Some(sz), false),
+                [sz, "raw"] => (Some(sz), true),
+                _ => return Err(format!("expected dwarf[,SIZE][,raw], found {s:?}")),
+            };
+            let stack_size = match size {
+                None => DEFAULT_DWARF_STACK,
+                Some(sz) => {
+                    let n: u32 = sz
+                        .parse()
+                        .map_err(|_| format!("bad dwarf stack size {sz:?}"))?;
+                    if n == 0 || !n.is_multiple_of(8) || n > 65528 {
+                        return Err(format!(
+                            "dwarf stack size must be a multiple of 8 in 8-65528, found {n}"
+                        ));
+                    }
+                    n
+                }
+            };
+            Ok(CallGraph::Dwarf { stack_size, raw })
+        }
+        "lbr" => Err(
+            "--call-graph lbr needs the CPU's last branch records, which hrec does not read yet; use fp or dwarf"
+                .to_string(),
+        ),
+        _ => Err(format!("expected fp or dwarf[,SIZE][,raw], found {s:?}")),
+    }
+}
+
+/// `hrec record`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct RecordConfig {
+    /// Planning options.
+    pub options: RecordOptions,
+    /// `-o`.
+    pub output: PathBuf,
+    /// `-m`: data pages per ring buffer (a power of two).
+    pub mmap_pages: Option<u64>,
+    /// `--dry-run`: print the plan, open nothing.
+    pub dry_run: bool,
+    /// `--json` with `--dry-run`.
+    pub json: bool,
+    /// The workload command, when forking one.
+    pub command: Vec<String>,
+    /// hrec's own command line, stored in the file header.
+    pub command_line: Vec<String>,
+    /// `-q`: errors only.
+    pub quiet: bool,
+    /// `-z N`: zstd level of the blocks.
+    pub zstd_level: Option<i32>,
+    /// `-B`: no build-ids.
+    pub no_buildid: bool,
+    /// `--switch-output` (with `--switch-max-files`).
+    pub switch_output: Option<record::switch::SwitchOutput>,
+}
+
+/// `-m`: data pages per ring buffer, a power of two (record and top).
+pub fn check_mmap_pages(pages: Option<u64>) -> Result<(), Error> {
+    match pages {
+        Some(m) if m == 0 || !m.is_power_of_two() => Err(Error::Usage(format!(
+            "-m {m}: the number of mmap data pages must be a power of two (e.g. 128)"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Reads what planning needs from procfs; missing files mean "unknown".
+pub fn read_host(procfs_root: &Path) -> Host {
+    let rate = std::fs::read_to_string(procfs_root.join("sys/kernel/perf_event_max_sample_rate"))
+        .ok()
+        .and_then(|s| s.trim().parse().ok());
+    Host {
+        max_sample_rate: rate,
+        ..Host::default()
+    }
+}
+
+/// Runs `hrec record` with its flags.
+pub fn exec(
+    args: RecordArgs,
+    env: &Env,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8, Error> {
+    run(env, &args.into_config().map_err(Error::Usage)?, out, err)
+}
+
+fn run(
+    env: &Env,
+    cfg: &RecordConfig,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8, Error> {
+    check_mmap_pages(cfg.mmap_pages)?;
+    if cfg.options.target == plan::Target::Workload && cfg.command.is_empty() {
+        return Err(Error::Usage(
+            "nothing to record: give a command after --, or -a, -C, -p or -t".into(),
+        ));
+    }
+    let pmus = Pmus::read(&env.sysfs_root)?;
+    let host = read_host(&env.procfs_root);
+    let plan = plan::plan_record(&pmus, &host, &cfg.options)?;
+    for n in plan.notices.iter().filter(|_| !cfg.quiet) {
+        writeln!(err, "hrec: {n}")?;
+    }
+    if cfg.dry_run {
+        if cfg.json {
+            serde_json::to_writer_pretty(&mut *out, &plan).map_err(io::Error::from)?;
+            writeln!(out)?;
+        } else {
+            write!(out, "{}", plan.dump())?;
+        }
+        return Ok(0);
+    }
+    let session = record::Session {
+        plan: &plan,
+        pmus: &pmus,
+        output: cfg.output.clone(),
+        mmap_pages: cfg.mmap_pages.map(|m| m as usize),
+        command: cfg.command.clone(),
+        command_line: cfg.command_line.clone(),
+        procfs_root: env.procfs_root.clone(),
+        verbose: env.verbose,
+        keep_raw_stacks: matches!(
+            cfg.options.call_graph,
+            Some(plan::CallGraph::Dwarf { raw: true, .. })
+        ),
+        zstd_level: cfg.zstd_level,
+        no_buildid: cfg.no_buildid,
+        switch_output: cfg.switch_output,
+        on_file: None,
+        stop: None,
+        live: false,
+    };
+    let outcome = if cfg.quiet {
+        record::record(&session, &mut io::sink())?
+    } else {
+        record::record(&session, err)?
+    };
+    if !cfg.quiet {
+        writeln!(err, "{}", outcome.summary)?;
+        for w in &outcome.warnings {
+            writeln!(err, "hrec: {w}")?;
+        }
+    }
+    Ok(u8::try_from(outcome.exit_code).unwrap_or(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser as _;
+    use hrec::event::plan::Freq;
+
+    fn record(args: &[&str]) -> Result<RecordConfig, String> {
+        let mut v = vec!["hrec", "record"];
+        v.extend_from_slice(args);
+        let cli = super::super::Cli::try_parse_from(v).map_err(|e| e.to_string())?;
+        match cli.command {
+            super::super::Cmd::Record(r) => r.into_config(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn perf_flag_names() {
+        let r = record(&[
+            "-e",
+            "cycles",
+            "-e",
+            "instructions",
+            "-F",
+            "999",
+            "-W",
+            "-g",
+            "-i",
+            "-m",
+            "64",
+            "-o",
+            "x.data",
+            "--",
+            "ls",
+            "-l",
+        ])
+        .unwrap();
+        assert_eq!(r.options.events, ["cycles", "instructions"]);
+        assert_eq!(r.options.freq, Some(Freq::Hz(999)));
+        assert!(r.options.weight && r.options.no_inherit);
+        assert_eq!(r.options.call_graph, Some(CallGraph::Fp));
+        assert_eq!(r.mmap_pages, Some(64));
+        assert_eq!(r.command, ["ls", "-l"]);
+        assert_eq!(r.output, PathBuf::from("x.data"));
+        // `-g` with a mode: the mode (perf's rule), `=` or a space.
+        for args in [
+            &["-g", "--call-graph", "dwarf"][..],
+            &["--call-graph=dwarf", "-g"],
+        ] {
+            let r = record(args).unwrap();
+            assert_eq!(
+                r.options.call_graph,
+                Some(CallGraph::Dwarf {
+                    stack_size: DEFAULT_DWARF_STACK,
+                    raw: false
+                }),
+                "{args:?}"
+            );
+        }
+        let r = record(&["-C", "0-3", "--call-graph", "dwarf,4096"]).unwrap();
+        assert_eq!(r.options.target, Target::Cpus("0-3".parse().unwrap()));
+        assert_eq!(
+            r.options.call_graph,
+            Some(CallGraph::Dwarf {
+                stack_size: 4096,
+                raw: false
+            })
+        );
+        for (arg, stack_size) in [("dwarf,raw", DEFAULT_DWARF_STACK), ("dwarf,512,raw", 512)] {
+            assert_eq!(
+                record(&["--call-graph", arg]).unwrap().options.call_graph,
+                Some(CallGraph::Dwarf {
+                    stack_size,
+                    raw: true
+                })
+            );
+        }
+        assert!(record(&["--call-graph", "dwarf,512,raw,x"]).is_err());
+        assert!(record(&["--call-graph", "fp,raw"]).is_err());
+        let r = record(&["-p", "12,34", "--per-thread"]).unwrap();
+        assert_eq!(r.options.target, Target::Pids(vec![12, 34]));
+        assert_eq!(
+            record(&["-F", "max", "-a"]).unwrap().options.freq,
+            Some(Freq::Max)
+        );
+    }
+
+    #[test]
+    fn usage_errors() {
+        assert!(
+            record(&["-a", "-p", "1"])
+                .unwrap_err()
+                .contains("different targets")
+        );
+        // As perf: the command only sets how long -p/-t record.
+        let r = record(&["-p", "1", "--", "sleep", "1"]).unwrap();
+        assert_eq!(r.options.target, Target::Pids(vec![1]));
+        assert_eq!(r.command, ["sleep", "1"]);
+        assert!(record(&["-F", "fast"]).is_err());
+        assert!(
+            record(&["-c", "0", "--", "true"])
+                .unwrap_err()
+                .contains("-c 0")
+        );
+        assert!(
+            record(&["--call-graph", "lbr"])
+                .unwrap_err()
+                .contains("use fp or dwarf")
+        );
+        assert!(record(&["--call-graph", "dwarf,7"]).is_err());
+        assert!(record(&["--json", "--", "true"]).is_err());
+    }
+}

@@ -1,0 +1,458 @@
+//! `hrec report`: where the samples landed, per perf report's sort keys, with TopDown and
+//! retire-latency columns, call graphs, and on a terminal the interactive view.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::Args;
+use hrec::output;
+use hrec::recording::Recording;
+
+use super::args::{FilterArgs, SymbolArgs, input_file, reading_options};
+use super::reading::{open_recording, read_warnings, with_threads};
+use super::{Env, Error};
+
+/// `hrec report` flags (perf report's names).
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Input file [default: hrec.data, else perf.data when only that is here].
+    #[arg(short = 'i', long = "input")]
+    pub input: Option<PathBuf>,
+    /// Sort keys: comm, pid, tid, dso, sym, srcline, ip, event, pmu, cpu [default:
+    /// comm,dso,sym].
+    #[arg(short = 's', long = "sort")]
+    pub sort: Option<String>,
+    /// Output fields, perf's: overhead, overhead_children, sample, period, then sort keys (the
+    /// keys listed here are the sort keys unless -s gives them).
+    #[arg(short = 'F', long = "fields", value_name = "FIELDS")]
+    pub fields: Option<String>,
+    /// Credit every function on the call chain (Children column; the default when the
+    /// recording has call chains, as in perf).
+    #[arg(long, overrides_with = "no_children")]
+    pub children: bool,
+    /// Only the function at the top of the stack.
+    #[arg(long = "no-children", overrides_with = "children")]
+    pub no_children: bool,
+    /// Call graphs under each row (on by default when the recording has call chains):
+    /// [graph|flat|folded|fractal|none][,MIN%][,caller|callee][,function|address]
+    /// [,percent|period|count], perf's defaults graph,0.5,caller (callee with --no-children).
+    #[arg(
+        short = 'g',
+        long = "call-graph",
+        num_args = 0..=1,
+        default_missing_value = "graph",
+        value_name = "MODE,MIN%,ORDER,KEY,VALUE"
+    )]
+    pub call_graph: Option<String>,
+    /// Callers first in call graphs (`-g caller`).
+    #[arg(short = 'G', long = "inverted")]
+    pub inverted: bool,
+    /// Frames of a call chain kept, innermost first (perf's 127; with dwarf, of the kernel
+    /// and of the user part each).
+    #[arg(long = "max-stack", value_name = "N")]
+    pub max_stack: Option<usize>,
+    /// With filters: percentages of all samples (absolute, perf's default) or of the kept
+    /// ones (relative).
+    #[arg(
+        long = "percentage",
+        default_value = "absolute",
+        value_name = "absolute|relative"
+    )]
+    pub percentage: String,
+    /// TopDown columns: 0 (none), 1 (level 1, default) or 2.
+    #[arg(long = "td-level", default_value_t = 1, value_parser = clap::value_parser!(u8).range(0..=2))]
+    pub td_level: u8,
+    /// Hide rows below this percentage.
+    #[arg(long = "percent-limit", default_value_t = 0.0)]
+    pub percent_limit: f64,
+    #[command(flatten)]
+    pub filters: FilterArgs,
+    /// Only symbols whose name contains this text.
+    #[arg(long = "symbol-filter", value_name = "TEXT")]
+    pub symbol_filter: Option<String>,
+    /// Leave out samples whose symbol is unknown (they count in no total either).
+    #[arg(short = 'U', long = "hide-unresolved")]
+    pub hide_unresolved: bool,
+    #[command(flatten)]
+    pub symbols: SymbolArgs,
+    /// Show full source paths in srcline.
+    #[arg(long = "full-source-path")]
+    pub full_source_path: bool,
+    /// JSON instead of the text table.
+    #[arg(long)]
+    pub json: bool,
+    /// Collapsed stacks (`comm;caller;...;leaf COUNT`, samples) instead of the table: the
+    /// input of flamegraph.pl / inferno-flamegraph.
+    #[arg(long)]
+    pub folded: bool,
+    /// Print the text report even on a terminal (where the interactive view is the default).
+    #[arg(long, conflicts_with = "tui")]
+    pub stdio: bool,
+    /// The interactive view (the default when stdin and stdout are terminals).
+    #[arg(long)]
+    pub tui: bool,
+    /// Rows only, without the `#` header and notes (perf's -q).
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
+    /// Accepted for perf compatibility: the Samples column is always shown.
+    #[arg(short = 'n', long = "show-nr-samples")]
+    pub show_nr_samples: bool,
+    /// The recording's header (host, command line, events, sample times: as `hrec info`)
+    /// before the report.
+    #[arg(long)]
+    pub header: bool,
+    /// Only the recording's header.
+    #[arg(long = "header-only")]
+    pub header_only: bool,
+    /// Per-thread counts of each event after the report (recorded with `record -s`).
+    #[arg(short = 'T', long = "threads")]
+    pub show_threads: bool,
+    /// Functions inlined at an address of an unwound (dwarf) chain are entries of their own
+    /// (the default, as in perf).
+    #[arg(long, overrides_with = "no_inline")]
+    pub inline: bool,
+    /// Only the function itself at each address of a call chain.
+    #[arg(long = "no-inline", overrides_with = "inline")]
+    pub no_inline: bool,
+    /// Also write per-event retire-latency statistics to FILE, in the schema of Intel's
+    /// <model>_retire_latency.json (for `hrec stat --tpebs-from`).
+    #[arg(long = "retire-latency-json", value_name = "FILE")]
+    pub retire_latency_json: Option<PathBuf>,
+}
+
+impl ReportArgs {
+    /// The command's options; `Err` is a usage error.
+    fn into_config(self) -> Result<ReportConfig, String> {
+        let rl_json = self.retire_latency_json.is_some();
+        let terminal = std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
+        if self.tui && !terminal {
+            return Err(
+                "--tui needs a terminal on stdin and stdout; leave it out (or give --stdio) to print the report as text"
+                    .into(),
+            );
+        }
+        use hrec::analysis::hist;
+        use hrec::output::report::Column;
+        use std::io::IsTerminal;
+        let mut columns = Vec::new();
+        let mut field_keys = Vec::new();
+        for f in self.fields.iter().flat_map(|f| f.split(',')).map(str::trim) {
+            match Column::from_name(f) {
+                Some(c) => columns.push(c),
+                None if !f.is_empty() => field_keys.push(f),
+                None => {}
+            }
+        }
+        if self.fields.is_some() && columns.is_empty() && field_keys.is_empty() {
+            return Err("-F: give output fields (overhead, sample, period, sort keys)".into());
+        }
+        let sort_spec = match (&self.sort, field_keys.is_empty()) {
+            (Some(s), _) => s.clone(),
+            (None, false) => field_keys.join(","),
+            // perf: output fields without a key sum every sample into one row.
+            (None, true) if self.fields.is_some() => String::new(),
+            (None, true) => "comm,dso,sym".to_string(),
+        };
+        let sort = hist::parse_sort(&sort_spec)
+            .map_err(|e| format!("{}: {e}", if self.sort.is_some() { "--sort" } else { "-F" }))?;
+        if sort.is_empty() && self.fields.is_none() {
+            return Err("--sort: give at least one key".into());
+        }
+        let (mut profile, mut filters) = reading_options(self.symbols, self.filters)?;
+        profile.no_inline = self.no_inline;
+        filters.sym_part = self.symbol_filter;
+        filters.hide_unresolved = self.hide_unresolved;
+        let mut call_graph: hrec::analysis::callgraph::CallGraphOptions = self
+            .call_graph
+            .as_deref()
+            .unwrap_or("")
+            .parse()
+            .map_err(|e| format!("-g: {e}"))?;
+        if self.inverted {
+            call_graph.order = Some(hrec::analysis::callgraph::Order::Caller);
+        }
+        if let Some(n) = self.max_stack {
+            call_graph.max_stack = n;
+        }
+        Ok(ReportConfig {
+            input: input_file(self.input),
+            hist: hist::HistOptions {
+                sort,
+                children: self.children,
+                full_source_path: self.full_source_path,
+                filters,
+                max_stack: call_graph.max_stack,
+                relative: match self.percentage.as_str() {
+                    "absolute" => false,
+                    "relative" => true,
+                    other => {
+                        return Err(format!(
+                            "--percentage {other}: use absolute (each row's share of all samples, the default) or relative (of the samples the filters keep)"
+                        ));
+                    }
+                },
+            },
+            children: if self.children {
+                Some(true)
+            } else if self.no_children {
+                Some(false)
+            } else {
+                None
+            },
+            call_graph,
+            call_graph_given: self.call_graph.is_some() || self.inverted,
+            profile,
+            style: hrec::output::report::ReportStyle {
+                td_level: self.td_level,
+                percent_limit: self.percent_limit,
+                quiet: self.quiet,
+                fields: self.fields.is_some().then_some(columns),
+                ..Default::default()
+            },
+            json: self.json,
+            folded: self.folded,
+            retire_latency_json: self.retire_latency_json,
+            progress: std::io::stderr().is_terminal() && !self.json && !self.header_only,
+            // perf report's default on a terminal; any output that is not the table, or a
+            // redirected stdin or stdout, prints text.
+            tui: self.tui
+                || (!self.stdio
+                    && !self.json
+                    && !self.folded
+                    && !self.quiet
+                    && !self.header_only
+                    && !self.show_threads
+                    && !rl_json
+                    && terminal),
+            header: self.header,
+            header_only: self.header_only,
+            thread_counts: self.show_threads,
+        })
+    }
+}
+
+/// `hrec report`.
+#[derive(Debug, Clone)]
+struct ReportConfig {
+    /// `-i`.
+    pub input: PathBuf,
+    /// Aggregation (sort keys, children, filters).
+    pub hist: hrec::analysis::hist::HistOptions,
+    /// `--children` / `--no-children`; `None`: children when the recording has call chains
+    /// (perf's default).
+    pub children: Option<bool>,
+    /// `-g`, `-G`, `--max-stack`.
+    pub call_graph: hrec::analysis::callgraph::CallGraphOptions,
+    /// `-g` or `-G` was given: call graphs even where perf would not show them by default.
+    pub call_graph_given: bool,
+    /// Symbol search and time range.
+    pub profile: hrec::analysis::profile::ProfileOptions,
+    /// Printing.
+    pub style: output::report::ReportStyle,
+    /// `--json`.
+    pub json: bool,
+    /// `--folded`: collapsed stacks instead of the table.
+    pub folded: bool,
+    /// `--retire-latency-json FILE`.
+    pub retire_latency_json: Option<PathBuf>,
+    /// Show a progress bar on stderr (a terminal) when reading takes over a second.
+    pub progress: bool,
+    /// The interactive view instead of the text (`--tui`, or the default on a terminal).
+    pub tui: bool,
+    /// `--header`: the recording's header (as `hrec info`) before the report.
+    pub header: bool,
+    /// `--header-only`: the header and nothing else (the samples are not read).
+    pub header_only: bool,
+    /// `-T/--threads`: the per-thread counts of `record -s` after the report.
+    pub thread_counts: bool,
+}
+
+/// Runs `hrec report` with its flags.
+pub fn exec(
+    args: ReportArgs,
+    env: &Env,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8, Error> {
+    run(env, &args.into_config().map_err(Error::Usage)?, out, err)
+}
+
+fn run(
+    env: &Env,
+    cfg: &ReportConfig,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8, Error> {
+    use hrec::analysis::{hist, replay};
+    let rec = open_recording(env, &cfg.input, err)?;
+    if cfg.header_only || (cfg.header && !cfg.json && !cfg.folded) {
+        output::header_block(&rec, out)?;
+        if cfg.header_only {
+            return Ok(0);
+        }
+    }
+    let meta = rec.meta();
+    let total = rec.trailer().map(|t| t.samples).unwrap_or(0);
+    let mut bar =
+        output::progress::Progress::new(cfg.progress, env.progress_after, "hrec report", total);
+    let p = replay::build(&rec, &with_threads(&cfg.profile, env), &mut |n| {
+        bar.update(n)
+    });
+    bar.finish();
+    read_warnings(&rec, err)?;
+    // perf's defaults: with call chains, Children and call graphs are on.
+    let mut hist_opts = cfg.hist.clone();
+    hist_opts.children = cfg.children.unwrap_or(p.callchains);
+    let mut style = cfg.style.clone();
+    if cfg.call_graph_given || p.callchains {
+        style.callgraph = Some(cfg.call_graph.clone());
+    }
+    if cfg.call_graph_given
+        && !p.callchains
+        && cfg.call_graph.mode != hrec::analysis::callgraph::Mode::None
+    {
+        writeln!(
+            err,
+            "hrec: warning: -g: {} has no call chains (record with -g or --call-graph dwarf)",
+            cfg.input.display()
+        )?;
+    }
+    let tables = hist::tables(&p, &hist_opts);
+    let mut header = vec![format!(
+        "hrec report of {} ({} samples{}{})",
+        cfg.input.display(),
+        p.total_samples,
+        rec.trailer()
+            .map(|t| format!(", {} lost", t.lost_samples + t.lost_samples_read))
+            .unwrap_or_default(),
+        if rec.truncated().is_some() {
+            ", TRUNCATED: the recording did not finish"
+        } else {
+            ""
+        }
+    )];
+    if !meta.command_line.is_empty() {
+        header.push(format!("cmdline: {}", meta.command_line.join(" ")));
+    }
+    if !meta.hostname.is_empty() {
+        header.push(format!(
+            "host: {} ({}, {}, kernel {})",
+            meta.hostname, meta.cpu_model, meta.arch, meta.kernel_release
+        ));
+    }
+    header.append(&mut style.header);
+    style.header = header;
+    if cfg.folded {
+        // The events in turn, each as flamegraph --folded draws it (samples, filters applied).
+        for ev in 0..p.events.len() {
+            let flame = output::flame::FlameOptions {
+                filters: cfg.hist.filters.clone(),
+                ..Default::default()
+            };
+            match output::flame::fold(&p, ev, &flame) {
+                Ok(f) => output::flame::write_folded(&f, out)?,
+                Err(output::flame::FlameError::Empty(_)) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+    } else if cfg.json {
+        output::report::json(&p, &tables, &hist_opts, &style, out)?;
+    } else if cfg.tui {
+        report_tui(env, cfg, &rec, &p, hist_opts.clone(), style.clone())?;
+    } else {
+        output::report::text(&p, &tables, &hist_opts, &style, out)?;
+        if cfg.thread_counts {
+            writeln!(out)?;
+            let t = hrec::analysis::threads::thread_counts(&rec);
+            output::report::thread_counts(&t, out)?;
+        }
+    }
+    if let Some(path) = &cfg.retire_latency_json {
+        let platform = [
+            ("Model name", meta.cpu_model.clone()),
+            ("Host", meta.hostname.clone()),
+            ("Kernel", meta.kernel_release.clone()),
+            (
+                "Source",
+                format!(
+                    "hrec report --retire-latency-json of {}",
+                    cfg.input.display()
+                ),
+            ),
+        ];
+        let mut buf = Vec::new();
+        let n = output::report::retire_latency_json(&p, &tables, &platform, &mut buf)?;
+        std::fs::write(path, buf)
+            .map_err(|e| Error::Usage(format!("cannot write {}: {e}", path.display())))?;
+        if n == 0 {
+            let why: Vec<String> = p
+                .events
+                .iter()
+                .filter_map(|e| {
+                    Some(format!(
+                        "{}: {}",
+                        e.name,
+                        output::report::no_latency_reason(e)?
+                    ))
+                })
+                .collect();
+            writeln!(
+                err,
+                "hrec: warning: {} has no events with retire latencies ({})",
+                path.display(),
+                why.join("; ")
+            )?;
+        }
+    }
+    Ok(0)
+}
+
+/// `hrec report`'s interactive view of profile `p` of `rec`; `a` annotates with the options
+/// `hrec annotate` would take for the same file.
+fn report_tui(
+    env: &Env,
+    cfg: &ReportConfig,
+    rec: &Recording,
+    p: &hrec::analysis::profile::Profile,
+    hist_opts: hrec::analysis::hist::HistOptions,
+    style: output::report::ReportStyle,
+) -> Result<(), Error> {
+    use hrec::analysis::annotate;
+    let kcore = env.procfs_root.join("kcore");
+    let kernel = std::fs::File::open(&kcore)
+        .is_ok()
+        .then(|| rec.kernel_symbols())
+        .filter(|k| !k.is_empty())
+        .map(|k| (k, kcore));
+    let build_ids =
+        hrec::symbol::symbolizer::parse_build_ids(&rec.side("build-ids").unwrap_or_default());
+    let annotator = |sym: &str, dso: &str, event: usize| -> Vec<String> {
+        let o = annotate::AnnotateOptions {
+            symbols: vec![sym.to_string()],
+            dso: Some(dso.to_string()),
+            event,
+            percent_limit: 0.0,
+            syntax: Default::default(),
+            symfs: cfg.profile.symfs.clone(),
+            search: cfg.profile.search.clone(),
+            build_ids: build_ids.clone(),
+            source: true,
+            kernel: kernel.clone(),
+        };
+        let a = annotate::annotate(p, &o);
+        let mut t = output::annotate::TextOptions::default();
+        if let Some(e) = p.events.get(event) {
+            t.samples = e.samples;
+            t.period = e.period;
+        }
+        let mut lines: Vec<String> = a.problems.iter().map(|w| format!("warning: {w}")).collect();
+        if !a.symbols.is_empty() {
+            lines.extend(output::annotate::text(&a, &t).lines().map(str::to_string));
+        }
+        lines
+    };
+    let title = format!("hrec report of {}", cfg.input.display());
+    let mut view = output::tui::View::new(p, hist_opts, style, title, &annotator);
+    output::tui::run(&mut view)?;
+    Ok(())
+}

@@ -1,0 +1,374 @@
+//! `hrec top`: sample the whole machine (or `-p/-t/-C`) and show the hottest functions,
+//! refreshed every `-d` seconds with perf top's decay.
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+
+use clap::Args;
+use hrec::event::plan::{self, RecordOptions, Target};
+use hrec::output;
+use hrec::pmu::Pmus;
+use hrec::record;
+use hrec::recording::Recording;
+
+use super::args::{SamplingArgs, TargetArgs};
+use super::record::{check_mmap_pages, read_host};
+use super::{Env, Error};
+
+/// `hrec top` flags (perf top's names; `-n` counts refreshes).
+#[derive(Debug, Args)]
+pub struct TopArgs {
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Seconds between refreshes (decimals allowed).
+    #[arg(short = 'd', long = "delay", value_name = "SECS", default_value = "2", value_parser = parse_delay)]
+    pub delay: std::time::Duration,
+    /// Stop after N refreshes (for scripts and tests).
+    #[arg(short = 'n', long = "refreshes", value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub refreshes: Option<u64>,
+    /// Each refresh shows only its own interval (no decayed history).
+    #[arg(short = 'z', long = "zero")]
+    pub zero: bool,
+    /// Row keys (perf top's default: dso,sym).
+    #[arg(
+        short = 's',
+        long = "sort",
+        value_name = "KEYS",
+        default_value = "dso,sym"
+    )]
+    pub sort: String,
+    /// Rows shown [default: the terminal's height, else 50].
+    #[arg(short = 'E', long = "entries", value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub entries: Option<u64>,
+    /// Print each refresh as text after the last (no screen clearing).
+    #[arg(long)]
+    pub stdio: bool,
+    /// Data pages per ring buffer (power of two).
+    #[arg(short = 'm', long = "mmap-pages", value_name = "PAGES")]
+    pub mmap_pages: Option<u64>,
+}
+
+fn parse_delay(s: &str) -> Result<std::time::Duration, String> {
+    let secs: f64 = s
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number of seconds (e.g. 1 or 0.5)"))?;
+    if !(0.1..=3600.0).contains(&secs) {
+        return Err(format!("{s}: give 0.1 to 3600 seconds"));
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
+}
+
+impl TopArgs {
+    fn into_config(self) -> Result<TopConfig, String> {
+        use std::io::IsTerminal;
+        let target = self.target.target(Target::SystemWide)?;
+        let count = self.sampling.count()?;
+        let sort =
+            hrec::analysis::hist::parse_sort(&self.sort).map_err(|e| format!("--sort: {e}"))?;
+        if sort.is_empty() {
+            return Err("--sort: give at least one key".into());
+        }
+        Ok(TopConfig {
+            options: RecordOptions {
+                events: self.sampling.events,
+                freq: self.sampling.freq,
+                count,
+                weight: false,
+                call_graph: None,
+                target,
+                per_thread: false,
+                no_inherit: false,
+                inherit_stat: false,
+            },
+            delay: self.delay,
+            refreshes: self.refreshes,
+            zero: self.zero,
+            sort,
+            entries: self
+                .entries
+                .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+            stdio: self.stdio || !std::io::stdout().is_terminal(),
+            mmap_pages: self.mmap_pages,
+        })
+    }
+}
+
+/// `hrec top`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct TopConfig {
+    /// What to sample (system-wide unless `-p`/`-t`/`-C`).
+    pub options: RecordOptions,
+    /// `-d`: seconds between refreshes.
+    pub delay: std::time::Duration,
+    /// `-n`: stop after this many refreshes.
+    pub refreshes: Option<u64>,
+    /// `-z`: each refresh shows only its interval (no decayed history).
+    pub zero: bool,
+    /// `-s`: the row keys (default `dso,sym`, perf top's).
+    pub sort: Vec<hrec::analysis::hist::SortKey>,
+    /// `-E`: rows shown (default: the terminal's height, else 50).
+    pub entries: Option<usize>,
+    /// `--stdio`, or stdout not a terminal: no clear-screen between refreshes.
+    pub stdio: bool,
+    /// `-m`.
+    pub mmap_pages: Option<u64>,
+}
+
+/// `hrec top`: the recorder runs on a thread with `--switch-output` every `-d` seconds into a
+/// private directory; each finished file is read as it comes (symbolized by one symbolizer
+/// for the whole run, so each binary is loaded once, with this machine's kernel symbols),
+/// folded into perf top's decayed table ([`hrec::analysis::top`]), shown, and removed.
+pub fn exec(
+    args: TopArgs,
+    env: &Env,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8, Error> {
+    run(env, &args.into_config().map_err(Error::Usage)?, out, err)
+}
+
+fn run(env: &Env, cfg: &TopConfig, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, Error> {
+    use hrec::analysis::{hist, replay, top as live};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, mpsc};
+
+    check_mmap_pages(cfg.mmap_pages)?;
+    let pmus = Pmus::read(&env.sysfs_root)?;
+    let host = read_host(&env.procfs_root);
+    let plan = plan::plan_record(&pmus, &host, &cfg.options)?;
+    for n in &plan.notices {
+        writeln!(err, "hrec: {n}")?;
+    }
+    let dir = PrivateDir::new("hrec-top")?;
+    let kallsyms = std::fs::read_to_string(env.procfs_root.join("kallsyms")).unwrap_or_default();
+    let symbolizer = hrec::symbol::symbolizer::Symbolizer::builder()
+        .threads(1)
+        .kernel(
+            Arc::new(hrec::symbol::kallsyms::KernelSymbols::parse(&kallsyms)),
+            hrec::symbol::Unresolved::NoKernelSymbols,
+        )
+        .vdso(hrec::kernel::own_vdso(&env.procfs_root).as_deref())
+        .keep_binaries(true)
+        // perf top names functions from symbol tables; source lines need DWARF.
+        .dwarf(cfg.sort.contains(&hist::SortKey::Srcline))
+        .build();
+    let popts = hrec::analysis::profile::ProfileOptions {
+        threads: 1,
+        ..Default::default()
+    };
+    let hopts = hist::HistOptions {
+        sort: cfg.sort.clone(),
+        ..Default::default()
+    };
+    let target = match &plan.target {
+        plan::Target::Pids(p) => format!("target_pid: {}", join_ids(p)),
+        plan::Target::Tids(t) => format!("target_tid: {}", join_ids(t)),
+        plan::Target::Cpus(c) => format!("CPUs: {c}"),
+        _ => {
+            let n = pmus.online.len();
+            format!("all, {n} CPU{}", if n == 1 { "" } else { "s" })
+        }
+    };
+    // The view scrolls; text shows what fits a terminal, else 50 rows.
+    let entries = cfg.entries.unwrap_or_else(|| {
+        if cfg.stdio {
+            hrec::kernel::terminal_rows().map_or(50, |r| usize::from(r).saturating_sub(7).max(1))
+        } else {
+            500
+        }
+    });
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = mpsc::channel::<PathBuf>();
+    let output = dir.path.join("top.data");
+    let (recorded, failure) = std::thread::scope(|sc| {
+        let (plan, pmus, stop_rec) = (&plan, &pmus, Arc::clone(&stop));
+        let recorder = sc.spawn(move || {
+            let session = record::Session {
+                plan,
+                pmus,
+                output,
+                mmap_pages: cfg.mmap_pages.map(|m| m as usize),
+                command: Vec::new(),
+                command_line: std::env::args().collect(),
+                procfs_root: env.procfs_root.clone(),
+                verbose: env.verbose,
+                keep_raw_stacks: false,
+                zstd_level: Some(1),
+                no_buildid: true,
+                switch_output: Some(record::switch::SwitchOutput {
+                    trigger: record::switch::Trigger::Time(cfg.delay),
+                    max_files: None,
+                }),
+                on_file: Some(tx),
+                stop: Some(stop_rec),
+                live: true,
+            };
+            record::record(&session, &mut io::sink())
+        });
+        let mut table = live::Live::new();
+        let mut shown = 0u64;
+        let mut failure: Option<Error> = None;
+        // Files that came while the last screen was being made are folded into one refresh,
+        // so a slow first read (loading every binary's symbols) does not leave the screens
+        // behind the clock.
+        let mut ui = if cfg.stdio {
+            None
+        } else {
+            match output::tui::LiveScreen::start(cfg.zero) {
+                Ok(ui) => Some(ui),
+                Err(e) => {
+                    failure = Some(e.into());
+                    stop.store(true, Ordering::Relaxed);
+                    None
+                }
+            }
+        };
+        let mut zero = cfg.zero;
+        loop {
+            let first = match &mut ui {
+                None => match rx.recv() {
+                    Ok(f) => f,
+                    Err(_) => break,
+                },
+                Some(screen) => {
+                    match screen.poll(std::time::Duration::from_millis(50)) {
+                        Ok(output::tui::LiveKey::None) => {}
+                        Ok(output::tui::LiveKey::ToggleZero) => zero = !zero,
+                        Ok(output::tui::LiveKey::Quit) => stop.store(true, Ordering::Relaxed),
+                        Err(e) => {
+                            failure.get_or_insert(e.into());
+                            stop.store(true, Ordering::Relaxed);
+                        }
+                    }
+                    match rx.recv_timeout(std::time::Duration::from_millis(50)) {
+                        Ok(f) => f,
+                        Err(mpsc::RecvTimeoutError::Timeout) => continue,
+                        Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                    }
+                }
+            };
+            let batch: Vec<PathBuf> = std::iter::once(first).chain(rx.try_iter()).collect();
+            if failure.is_none() && !stop.load(Ordering::Relaxed) {
+                let step = (|| -> Result<(), Error> {
+                    let mut iv = live::Interval::default();
+                    let mut event = String::new();
+                    for path in &batch {
+                        let rec = Recording::open_with_kernel(path, 1, false)?;
+                        let p = replay::build_with(&rec, &popts, &mut |_| {}, Some(&symbolizer));
+                        let trailer = rec.trailer().cloned().unwrap_or_default();
+                        iv.merge(&live::interval_of(
+                            &p,
+                            trailer.lost_samples,
+                            trailer.duration_ns as f64 / 1e9,
+                        ));
+                        if let Some(t) = hist::tables(&p, &hopts).first() {
+                            table.add(t);
+                        }
+                        event = top_event(&rec);
+                    }
+                    let status = output::top::Status {
+                        event,
+                        target: target.clone(),
+                    };
+                    let screen = output::top::screen(&table, &iv, &status, &cfg.sort, entries);
+                    match &mut ui {
+                        Some(ui) => ui.show(&screen)?,
+                        None => {
+                            writeln!(out, "{screen}")?;
+                            out.flush()?;
+                        }
+                    }
+                    Ok(())
+                })();
+                match step {
+                    Ok(()) => {
+                        shown += 1;
+                        if zero {
+                            table.zero();
+                        } else {
+                            table.decay();
+                        }
+                    }
+                    Err(e) => {
+                        failure = Some(e);
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                }
+                if cfg.refreshes.is_some_and(|n| shown >= n) {
+                    stop.store(true, Ordering::Relaxed);
+                }
+            }
+            for path in &batch {
+                let _ = std::fs::remove_file(path);
+            }
+        }
+        let recorded = recorder
+            .join()
+            .unwrap_or_else(|e| std::panic::resume_unwind(e));
+        (recorded, failure)
+    });
+    drop(dir);
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    recorded?;
+    Ok(0)
+}
+
+/// `4000Hz cpu-clock` (or `100003 cpu-clock` with a fixed period): the first sampling event
+/// of a recording as perf top's status line names it.
+fn top_event(rec: &Recording) -> String {
+    use hrec::event::attr::flag;
+    let meta = rec.meta();
+    let e = meta
+        .events
+        .iter()
+        .find(|e| e.role == hrec::data::Role::Sampler)
+        .or(meta.events.first());
+    match e {
+        Some(e) if e.attr.has(flag::FREQ) => {
+            format!("{}Hz {}", e.attr.sample_period_or_freq, e.name)
+        }
+        Some(e) => format!("{} {}", e.attr.sample_period_or_freq, e.name),
+        None => String::new(),
+    }
+}
+
+fn join_ids(v: &[u32]) -> String {
+    v.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+}
+
+/// A directory only this user can read (mode 0700) under `$TMPDIR` (or /tmp), removed with
+/// what is in it when dropped.
+#[derive(Debug)]
+struct PrivateDir {
+    path: PathBuf,
+}
+
+impl PrivateDir {
+    fn new(prefix: &str) -> Result<PrivateDir, Error> {
+        use std::os::unix::fs::DirBuilderExt;
+        let base = std::env::temp_dir();
+        let mut last = None;
+        for i in 0..100u32 {
+            let path = base.join(format!("{prefix}.{}.{i}", std::process::id()));
+            match std::fs::DirBuilder::new().mode(0o700).create(&path) {
+                Ok(()) => return Ok(PrivateDir { path }),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = Some(e),
+                Err(source) => return Err(Error::Output { path, source }),
+            }
+        }
+        Err(Error::Output {
+            path: base,
+            source: last.unwrap_or_else(|| io::Error::from(io::ErrorKind::AlreadyExists)),
+        })
+    }
+}
+
+impl Drop for PrivateDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
