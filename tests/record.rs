@@ -394,11 +394,7 @@ fn quiet_compression_level_and_no_buildid() {
     );
     assert!(o.status.success(), "{}", text(&o).1);
     assert_eq!(ids("noid.hrec"), "");
-    for bad in [
-        &["-z=0"][..],
-        &["-z=23"],
-        &["--compression-level=x"],
-    ] {
+    for bad in [&["-z=0"][..], &["-z=23"], &["--compression-level=x"]] {
         let mut args = vec!["record", "-o", "bad.hrec"];
         args.extend(bad);
         args.extend(["--", "true"]);

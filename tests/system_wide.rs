@@ -228,16 +228,32 @@ fn top_shows_a_busy_process_by_name_and_function() {
             .any(|r| r.2.join(" ").contains("hotspots::hot_")),
         "no hot function of hotspots in the last screen:\n{stdout}"
     );
-    // It keeps one CPU busy: a good share of all samples (of two CPUs).
-    let busy_share: f64 = busy_rows.iter().map(|r| r.0).sum();
-    assert!(busy_share > 20.0, "{busy_share}\n{stdout}");
     // Shares are of the table's total: they add up to at most 100%.
     let sum: f64 = last.iter().map(|r| r.0).sum();
     assert!(sum <= 100.5, "{sum}\n{stdout}");
-    // The table is decayed, not reset: the samples of the last screen are more than one
-    // interval's worth of the busy process alone (1 s at 4000 Hz of one CPU at most).
-    let busy_samples: u64 = busy_rows.iter().map(|r| r.1).sum();
-    assert!(busy_samples > 1000, "{busy_samples}\n{stdout}");
+    // The table is decayed, not reset: a row of one screen is in the next with at least 7/8
+    // of its samples (perf top's decay; new samples only add). This holds whatever else runs
+    // on the machine; how many samples the busy process gets does not (other jobs share the
+    // CPUs), so no share is asserted. The decay's arithmetic is unit-tested in
+    // analysis::top.
+    for pair in screens.windows(2) {
+        let (before, after) = (&pair[0], &pair[1]);
+        let once = |s: &[(f64, u64, Vec<String>)], k: &Vec<String>| {
+            s.iter().filter(|r| &r.2 == k).count() <= 1
+        };
+        for row in before
+            .iter()
+            .filter(|r| r.1 >= 8 && once(before, &r.2) && once(after, &r.2))
+        {
+            if let Some(next) = after.iter().find(|n| n.2 == row.2) {
+                assert!(next.1 >= row.1 * 7 / 8, "{row:?} then {next:?}\n{stdout}");
+            } else {
+                // Only a row cut by the number of rows shown may go: it is below the last.
+                let least = after.iter().map(|n| n.1).min().unwrap_or(0);
+                assert!(row.1 * 7 / 8 <= least, "{row:?} gone\n{stdout}");
+            }
+        }
+    }
     // Nothing left behind in the temporary directory.
     assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0);
 
