@@ -29,7 +29,7 @@ use crate::event::attr::{flag, sample, types};
 use crate::event::plan::{Placement, Plan, PlannedEvent, Role, Target};
 use crate::kernel::{self, EventFd, OpenError, RingBuffer, process};
 
-use super::RecordError;
+use super::error::{RecordError, too_many_files};
 
 /// Where one fd points.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -228,7 +228,7 @@ fn fallback(
                 *raised_nofile = true;
                 return Ok(None);
             }
-            Err(super::too_many_files(plan, p.tasks.len()))
+            Err(too_many_files(plan, p.tasks.len()))
         }
         libc::EACCES | libc::EPERM => {
             let level = paranoid(p.procfs_root);

@@ -207,54 +207,61 @@ fn timestamp(t: Duration) -> String {
     format!("{:>6}.{:09}", t.as_secs(), t.subsec_nanos())
 }
 
+/// perf's name of an aggregate: `CPU3`, `S0-D0-C1` (socket, die, core), `S0`, `comm-tid`.
+/// `padded`: each part padded to perf's text columns, as the text output aligns them (the
+/// core number, the socket, the comm and the tid, not the whole name); CSV and JSON print it
+/// unpadded.
+fn label_name(l: &Label, padded: bool) -> String {
+    let w = |width: usize| if padded { width } else { 0 };
+    match l {
+        Label::Cpu(c) => format!("CPU{c:<w$}", w = w(7)),
+        Label::Core {
+            socket, die, core, ..
+        } => format!("S{socket}-D{die}-C{core:<w$}", w = w(8)),
+        Label::Socket { socket, .. } => format!("S{socket:<w$}", w = w(5)),
+        Label::Thread { comm, tid } => format!("{comm:>w1$}-{tid:<w2$}", w1 = w(16), w2 = w(8)),
+    }
+}
+
+/// How many CPUs a core or socket aggregate adds up (perf prints it after the name).
+fn label_cpus(l: &Label) -> Option<usize> {
+    match l {
+        Label::Core { cpus, .. } | Label::Socket { cpus, .. } => Some(*cpus),
+        Label::Cpu(_) | Label::Thread { .. } => None,
+    }
+}
+
 /// A label in perf's text columns, with the separating blank.
 fn label_text(l: &Label) -> String {
-    match l {
-        Label::Cpu(c) => format!("CPU{c:<7} "),
-        Label::Core {
-            socket,
-            die,
-            core,
-            cpus,
-        } => format!("S{socket}-D{die}-C{core:<8} {cpus:>4} "),
-        Label::Socket { socket, cpus } => format!("S{socket:<5} {cpus:>4} "),
-        Label::Thread { comm, tid } => format!("{comm:>16}-{tid:<8} "),
+    let mut s = label_name(l, true);
+    s.push(' ');
+    if let Some(n) = label_cpus(l) {
+        let _ = write!(s, "{n:>4} ");
     }
+    s
 }
 
 /// A label as CSV fields, each followed by the separator.
 fn label_csv(l: &Label, sep: &str) -> String {
-    match l {
-        Label::Cpu(c) => format!("CPU{c}{sep}"),
-        Label::Core {
-            socket,
-            die,
-            core,
-            cpus,
-        } => format!("S{socket}-D{die}-C{core}{sep}{cpus}{sep}"),
-        Label::Socket { socket, cpus } => format!("S{socket}{sep}{cpus}{sep}"),
-        Label::Thread { comm, tid } => format!("{comm}-{tid}{sep}"),
+    let mut s = label_name(l, false);
+    s.push_str(sep);
+    if let Some(n) = label_cpus(l) {
+        let _ = write!(s, "{n}{sep}");
     }
+    s
 }
 
 /// A label's JSON fields, as perf names them.
 fn label_json(l: &Label, o: &mut serde_json::Value) {
     match l {
+        // A CPU by its bare number.
         Label::Cpu(c) => o["cpu"] = json!(c.to_string()),
-        Label::Core {
-            socket,
-            die,
-            core,
-            cpus,
-        } => {
-            o["core"] = json!(format!("S{socket}-D{die}-C{core}"));
-            o["cpus"] = json!(cpus);
-        }
-        Label::Socket { socket, cpus } => {
-            o["socket"] = json!(format!("S{socket}"));
-            o["cpus"] = json!(cpus);
-        }
-        Label::Thread { comm, tid } => o["thread"] = json!(format!("{comm}-{tid}")),
+        Label::Core { .. } => o["core"] = json!(label_name(l, false)),
+        Label::Socket { .. } => o["socket"] = json!(label_name(l, false)),
+        Label::Thread { .. } => o["thread"] = json!(label_name(l, false)),
+    }
+    if let Some(n) = label_cpus(l) {
+        o["cpus"] = json!(n);
     }
 }
 
@@ -389,6 +396,20 @@ pub fn format_groups(
 ) -> String {
     let mut s = String::new();
     let group_noise = runs.map(|_| 0.0);
+    // Counter `i`'s line for aggregate `g`.
+    let group_row = |s: &mut String, g: &Group, i: usize| {
+        row(
+            s,
+            Some(&g.label),
+            i,
+            counters,
+            &g.counts,
+            elapsed,
+            style,
+            interval_at,
+            group_noise,
+        );
+    };
     if groups.is_empty() {
         for i in 0..counters.len() {
             let noise = runs.map(|r| r.noise.get(i).copied().unwrap_or(0.0));
@@ -407,17 +428,7 @@ pub fn format_groups(
     } else if matches!(aggr, Aggr::PerCore | Aggr::PerSocket) {
         for g in groups {
             for i in 0..counters.len() {
-                row(
-                    &mut s,
-                    Some(&g.label),
-                    i,
-                    counters,
-                    &g.counts,
-                    elapsed,
-                    style,
-                    interval_at,
-                    group_noise,
-                );
+                group_row(&mut s, g, i);
             }
         }
     } else {
@@ -431,17 +442,7 @@ pub fn format_groups(
                 });
             }
             for g in order {
-                row(
-                    &mut s,
-                    Some(&g.label),
-                    i,
-                    counters,
-                    &g.counts,
-                    elapsed,
-                    style,
-                    interval_at,
-                    group_noise,
-                );
+                group_row(&mut s, g, i);
             }
         }
     }
@@ -590,6 +591,52 @@ mod tests {
     use super::*;
     use crate::analysis::topdown::TdEvent;
     use crate::event::attr::Attr;
+
+    /// Each aggregate's name in the text, CSV and JSON forms, against perf's spellings: text
+    /// pads the parts (core number, socket, comm, tid), CSV and JSON do not, and JSON names a
+    /// CPU by its bare number.
+    #[test]
+    fn labels_in_each_form() {
+        let cases = [
+            (Label::Cpu(3), "CPU3       ", "CPU3;", json!({"cpu": "3"})),
+            (
+                Label::Core {
+                    socket: 1,
+                    die: 0,
+                    core: 12,
+                    cpus: 2,
+                },
+                "S1-D0-C12          2 ",
+                "S1-D0-C12;2;",
+                json!({"core": "S1-D0-C12", "cpus": 2}),
+            ),
+            (
+                Label::Socket {
+                    socket: 0,
+                    cpus: 16,
+                },
+                "S0       16 ",
+                "S0;16;",
+                json!({"socket": "S0", "cpus": 16}),
+            ),
+            (
+                Label::Thread {
+                    comm: "worker".into(),
+                    tid: 4242,
+                },
+                "          worker-4242     ",
+                "worker-4242;",
+                json!({"thread": "worker-4242"}),
+            ),
+        ];
+        for (l, text, csv, want) in cases {
+            assert_eq!(label_text(&l), text, "{l:?}");
+            assert_eq!(label_csv(&l, ";"), csv, "{l:?}");
+            let mut o = json!({});
+            label_json(&l, &mut o);
+            assert_eq!(o, want, "{l:?}");
+        }
+    }
 
     fn counter(name: &str, pmu: Option<&str>, td: Option<TdEvent>) -> Counter {
         Counter {

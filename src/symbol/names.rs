@@ -226,6 +226,7 @@ mod tests {
                 "ledger::Book::Book()::{lambda(unsigned long)#1}::operator()",
             ),
             ("_ZNK3foo3barEv", "foo::bar"),
+            ("_ZN3foo3barEi", "foo::bar"),
             // The ref-qualifier of a member function goes with its parameters.
             (
                 "_ZNKRSt7__cxx1115basic_stringbufIcSt11char_traitsIcESaIcEE3strEv",

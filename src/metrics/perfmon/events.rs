@@ -256,7 +256,7 @@ impl CoreEvents {
     pub fn get(&self, name: &str) -> Option<&CoreEvent> {
         self.index
             .get(&name.to_ascii_uppercase())
-            .map(|&i| &self.events[i])
+            .and_then(|&i| self.events.get(i))
     }
 
     /// All events, in file order.

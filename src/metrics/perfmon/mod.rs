@@ -27,27 +27,17 @@
 //! but lenient about content: a formula that does not parse makes only that metric fail, when
 //! it is evaluated, and [`MetricFile::formula_errors`] lists such metrics upfront.
 
-#[cfg_attr(
+// Byte and text parsing: no indexing that can panic, no unwrap/expect outside tests.
+#![cfg_attr(
     not(test),
     deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)
 )]
+
 mod event_ref;
 mod events;
-#[cfg_attr(
-    not(test),
-    deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)
-)]
 mod file;
-#[cfg_attr(
-    not(test),
-    deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)
-)]
 mod mapfile;
 mod metrics;
-#[cfg_attr(
-    not(test),
-    deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)
-)]
 mod retire;
 
 use std::path::Path;
@@ -217,14 +207,19 @@ impl Perfmon {
                 ResolveError::Unknown(display)
             });
         };
+        // Never empty in a list that was read: an event without an EventCode is refused, and
+        // one without a UMask has 0.
+        let (Some(&event_code), Some(&umask)) = (ev.event_codes.first(), ev.umasks.first()) else {
+            return Err(ResolveError::Unknown(display));
+        };
         let msr = ev
             .msr_index
             .first()
             .map(|&i| (i, event.ocr_msr_val.unwrap_or(ev.msr_value)));
         Ok(Encoding::Counter(RawEvent {
             name: ev.name.clone(),
-            event_code: ev.event_codes[0],
-            umask: event.umask.unwrap_or(ev.umasks[0]),
+            event_code,
+            umask: event.umask.unwrap_or(umask),
             umask_ext: ev.umask_ext,
             cmask: event.cmask.unwrap_or(ev.cmask),
             inv: ev.inv || event.inv,

@@ -594,29 +594,3 @@ fn bench_symbolize() {
         frames as f64 / addrs.len() as f64,
     );
 }
-
-#[test]
-fn demangles_like_perf() {
-    // Rust legacy: the hash goes.
-    assert_eq!(
-        demangle("_ZN4core3fmt5write17h0123456789abcdefE"),
-        "core::fmt::write"
-    );
-    assert_eq!(
-        demangle("_ZN3std2rt10lang_start17h9a6ab6e2b1c6d8d3E.llvm.1234"),
-        "std::rt::lang_start"
-    );
-    // Rust v0: crate disambiguators go.
-    assert_eq!(
-        demangle("_RNvCs15kBYyAo9fc_7mycrate7example"),
-        "mycrate::example"
-    );
-    // C++.
-    // C++ without the parameter list, as perf prints it.
-    assert_eq!(demangle("_ZN3foo3barEi"), "foo::bar");
-    // C and junk stay as they are.
-    assert_eq!(demangle("main"), "main");
-    assert_eq!(demangle("_Zgarbage"), "_Zgarbage");
-    assert_eq!(demangle("_"), "_");
-    assert_eq!(demangle(""), "");
-}

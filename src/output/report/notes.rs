@@ -1,0 +1,79 @@
+//! The lines that say why a report's data is incomplete rather than leaving it to be guessed:
+//! the share of samples resolved to symbols and why the rest were not, how the
+//! `--call-graph dwarf` stacks unwound and where they stopped, and why an event has no
+//! retire-latency statistics (no `WEIGHT_STRUCT`, not precise, or a CPU without Timed PEBS).
+
+use std::fmt::Write as _;
+
+use crate::analysis::profile::{EventInfo, Profile};
+
+use super::style::pct;
+
+/// The lines about where samples resolved.
+pub fn resolution_line(p: &Profile) -> String {
+    let total = p.total_samples;
+    let mut s = format!(
+        "resolved {:.1}% of {total} samples to symbols",
+        pct(p.resolution.resolved, total)
+    );
+    if !p.resolution.unresolved.is_empty() {
+        let why: Vec<String> = p
+            .resolution
+            .unresolved
+            .iter()
+            .map(|(u, n, dso)| format!("{:.1}% {u} ({dso})", pct(*n, total)))
+            .collect();
+        let _ = write!(s, "; unresolved: {}", why.join(", "));
+    }
+    s
+}
+
+/// How the `--call-graph dwarf` stacks unwound, when there are any: the share that reached
+/// the process root, and why the others stopped.
+pub fn unwind_line(p: &Profile) -> Option<String> {
+    let u = p.unwind.as_ref()?;
+    let mut s = format!(
+        "unwound {:.1}% of {} user stacks to the process root",
+        pct(u.complete, u.samples),
+        u.samples
+    );
+    let why: Vec<String> = [
+        (
+            u.stack_cut,
+            "ran out of the copied stack (record with --call-graph dwarf,SIZE)",
+        ),
+        (u.stopped, "stopped where no unwind rule applied"),
+        (u.no_regs, "had no user registers"),
+    ]
+    .iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, why)| format!("{n} ({:.1}%) {why}", pct(*n, u.samples)))
+    .collect();
+    if !why.is_empty() {
+        let _ = write!(s, "; {}", why.join(", "));
+    }
+    let stops = u.top_stops(3);
+    if !stops.is_empty() {
+        let list: Vec<String> = stops.iter().map(|(n, k)| format!("{k} ({n})")).collect();
+        let _ = write!(s, "; ended in {}", list.join(", "));
+    }
+    Some(s)
+}
+
+/// Why an event has no retire-latency statistics, if it has none.
+pub fn no_latency_reason(e: &EventInfo) -> Option<String> {
+    if e.has_latency {
+        return None;
+    }
+    Some(if !e.weight_struct {
+        "its samples carry no WEIGHT_STRUCT (record with -W)".to_string()
+    } else if !e.precise {
+        "it is not a precise event, so the retire latency field is always zero (software \
+         fallback or no :p)"
+            .to_string()
+    } else {
+        "every latency is zero: this CPU has no Timed PEBS (TPEBS), which Granite Rapids and \
+         later provide"
+            .to_string()
+    })
+}

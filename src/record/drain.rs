@@ -1,0 +1,338 @@
+//! The drain loop: the recording's main thread from the workload's release to its end.
+//!
+//! epoll waits on every ring buffer (the kernel wakes it when a buffer is half full, its
+//! default watermark) and on the signal pipe, with a 100 ms tick. Each pass moves every
+//! complete record out of every buffer, counts what the summary and trailer need
+//! ([`super::account`]) and hands a buffer's batch to the writer thread once it holds
+//! [`data::BATCH_BYTES`] or is [`BATCH_AGE`] old. SIGINT/SIGTERM/SIGHUP are forwarded to the
+//! workload, which gets [`STOP_GRACE`] to exit before SIGTERM and SIGKILL follow: a workload
+//! is never left running unrecorded. `-p`/`-t` end when every task they follow has exited.
+//! With `--switch-output` the loop also flushes every buffer when a file is due and lets the
+//! [`Switcher`] end that file and start the next.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, mpsc};
+use std::time::{Duration, Instant};
+
+use crate::data::{self, Meta};
+use crate::event::Attr;
+use crate::event::plan::Target;
+use crate::kernel::process::{self, Epoll, ExitStatus, Signals};
+
+use super::account::Accounting;
+use super::error::RecordError;
+use super::finish::{final_counts, trailer_of, unix_now_ns};
+use super::open::{self, Ring};
+use super::session::Session;
+use super::writer::{Msg, send_file_sides};
+use super::{switch, synth, unwind};
+
+/// A batch is handed to the writer at [`data::BATCH_BYTES`] (the block size the codec is
+/// tuned for), or when it is this old, so a crash loses little.
+const BATCH_AGE: Duration = Duration::from_millis(500);
+/// A workload still running this long after SIGINT/SIGTERM/SIGHUP was forwarded to it (or
+/// at a second signal) gets SIGTERM, and SIGKILL this long after that (or at a third): a
+/// workload that ignores signals is never left running unrecorded.
+const STOP_GRACE: Duration = Duration::from_secs(2);
+/// After SIGKILL, how long to wait for the workload to be reaped (a task in uninterruptible
+/// sleep dies only when the sleep ends) before finishing the file without it.
+const REAP_GRACE: Duration = Duration::from_secs(5);
+
+/// `--switch-output` on the drain thread: decides when a file is due and, once the drain
+/// loop has flushed every buffer, sends the file's side blocks and trailer to the writer
+/// (which renames it and starts the next), then writes the tasks alive into the next file.
+pub(super) struct Switcher<'a> {
+    pub(super) due: switch::Due,
+    pub(super) file_bytes: Arc<AtomicU64>,
+    pub(super) session: &'a Session<'a>,
+    /// The first file's header: each next one is this with its own start time.
+    pub(super) meta: Meta,
+    pub(super) attrs: &'a [Attr],
+    pub(super) fds: &'a [open::OpenFd],
+    /// `-p`/`-t`'s tasks.
+    pub(super) tasks: &'a [i32],
+    /// The workload's pid.
+    pub(super) workload: Option<i32>,
+    pub(super) synth: Option<&'a synth::Synth>,
+    /// Counts of the files finished so far.
+    pub(super) totals: Accounting,
+    /// `read_format LOST` summed at the last switch.
+    pub(super) lost_read: u64,
+    /// When the current file started.
+    pub(super) file_start_unix: u64,
+    pub(super) err: &'a mut dyn Write,
+}
+
+impl Switcher<'_> {
+    /// Finishes the current file (every buffer was just flushed into it) and starts the next.
+    pub(super) fn switch(&mut self, tx: &mpsc::SyncSender<Msg>, acc: &mut Accounting) {
+        let s = self.session;
+        let file = acc.take_file();
+        send_file_sides(tx, &file);
+        let (counts, lost_read) = final_counts(s.plan, self.attrs, self.fds);
+        let trailer = trailer_of(
+            &file,
+            counts,
+            lost_read.saturating_sub(self.lost_read),
+            self.file_start_unix,
+        );
+        self.lost_read = lost_read;
+        self.totals.absorb(&file);
+        let to = switch::name_now(&s.output);
+        let mut meta = self.meta.clone();
+        meta.start_time_unix_ns = unix_now_ns();
+        meta.clock_start_ns = process::monotonic_ns();
+        self.file_start_unix = meta.start_time_unix_ns;
+        let _ = writeln!(self.err, "[ hrec record: dump {} ]", to.display());
+        let _ = tx.send(Msg::Switch {
+            to,
+            trailer: Box::new(trailer),
+            meta: Box::new(meta),
+        });
+        // The next file reads alone: the tasks alive now, with their names and mappings.
+        let tasks = match (&s.plan.target, self.workload) {
+            (Target::SystemWide | Target::Cpus(_), _) => synth::Tasks::All,
+            (Target::Pids(_) | Target::Tids(_), _) => synth::Tasks::These(self.tasks),
+            (Target::Workload, Some(pid)) => synth::Tasks::Tree(pid.unsigned_abs()),
+            (Target::Workload, None) => return,
+        };
+        if let Some(synth) = self.synth {
+            let found = synth::synthesize(&s.procfs_root, tasks, synth);
+            acc.account(&found.bytes);
+            let _ = tx.send(Msg::Records(u32::MAX, found.bytes));
+        }
+    }
+}
+
+/// Where the drain loop hands its batches.
+#[derive(Clone, Copy)]
+pub(super) struct Outlet<'a> {
+    pub(super) tx: &'a mpsc::SyncSender<Msg>,
+    /// Send copies of each pass's side-band records first ([`Msg::SideBand`]).
+    pub(super) side_band: bool,
+}
+
+pub(super) struct RunEnd {
+    pub(super) status: Option<ExitStatus>,
+    /// The first SIGINT/SIGTERM/SIGHUP hrec got (forwarded to the workload).
+    pub(super) stop_signal: Option<i32>,
+    /// The last signal hrec sent a workload that outlived the forwarded one (SIGTERM, then
+    /// SIGKILL).
+    pub(super) escalated: Option<i32>,
+    pub(super) woken: u64,
+    /// Batches cut short by a corrupt record size.
+    pub(super) corrupt: u64,
+}
+
+/// The drain loop. Returns when the workload has exited, or on SIGINT/SIGTERM.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn drain_loop(
+    target: &Target,
+    rings: &mut [Ring],
+    fds: &[open::OpenFd],
+    signals: &Signals,
+    child: Option<i32>,
+    out: Outlet<'_>,
+    acc: &mut Accounting,
+    mut switcher: Option<&mut Switcher<'_>>,
+    stop: Option<&std::sync::atomic::AtomicBool>,
+) -> Result<RunEnd, RecordError> {
+    let epoll = Epoll::new().map_err(|e| RecordError::Os("epoll_create1 failed".into(), e))?;
+    const SIGNAL_TOKEN: u64 = u64::MAX;
+    epoll
+        .add(signals.fd(), SIGNAL_TOKEN)
+        .map_err(|e| RecordError::Os("epoll_ctl failed".into(), e))?;
+    for (i, r) in rings.iter().enumerate() {
+        use std::os::fd::AsRawFd;
+        epoll
+            .add(fds[r.fd].fd.as_raw_fd(), i as u64)
+            .map_err(|e| RecordError::Os("epoll_ctl failed".into(), e))?;
+    }
+    let mut batches: Vec<(Vec<u8>, Instant)> =
+        rings.iter().map(|_| (Vec::new(), Instant::now())).collect();
+    let mut ready = Vec::new();
+    let mut status = None;
+    let mut stop_signal = None;
+    // The caller's stop, or a signal with no workload to wait for.
+    let mut stopping = false;
+    // With a workload: when to escalate next (SIGTERM, then SIGKILL, then give up).
+    let mut escalate_at: Option<Instant> = None;
+    let mut escalated = None;
+    let mut abandoned = false;
+    let mut woken = 0u64;
+    let mut corrupt = 0u64;
+    let mut hung = vec![false; rings.len()];
+    let attached = matches!(target, Target::Pids(_) | Target::Tids(_));
+    loop {
+        epoll
+            .wait(100, &mut ready)
+            .map_err(|e| RecordError::Os("epoll_wait failed".into(), e))?;
+        let mut data_ready = false;
+        for &(token, hup) in &ready {
+            if token == SIGNAL_TOKEN {
+                continue;
+            }
+            if hup {
+                // Its tasks are gone; what is left in the buffer is drained below.
+                use std::os::fd::AsRawFd;
+                if let Some(r) = rings.get(token as usize) {
+                    let _ = epoll.delete(fds[r.fd].fd.as_raw_fd());
+                    hung[token as usize] = true;
+                }
+            } else {
+                data_ready = true;
+            }
+        }
+        if data_ready {
+            woken += 1;
+        }
+        let sigs = signals.take();
+        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            if sigs & (1 << sig) != 0 {
+                stopping = true;
+                if stop_signal.is_some() {
+                    // A second signal: escalate now.
+                    escalate_at = Some(Instant::now());
+                } else {
+                    stop_signal = Some(sig);
+                    escalate_at = Some(Instant::now() + STOP_GRACE);
+                    if let Some(pid) = child {
+                        process::kill(pid, sig);
+                    }
+                }
+            }
+        }
+        // The caller's stop: now, as a second signal would.
+        if stop.is_some_and(|s| s.load(Ordering::Relaxed)) && !stopping {
+            stopping = true;
+            escalate_at = Some(Instant::now());
+        }
+        let last = match child {
+            Some(pid) => {
+                if let Ok(Some(st)) = process::wait(pid, true) {
+                    status = Some(st);
+                    true
+                } else {
+                    // Still running: a workload that ignores the signal is ended, never left
+                    // running detached.
+                    if let Some(at) = escalate_at
+                        && Instant::now() >= at
+                    {
+                        let (next, wait) = match escalated {
+                            None => (Some(libc::SIGTERM), STOP_GRACE),
+                            Some(libc::SIGTERM) => (Some(libc::SIGKILL), REAP_GRACE),
+                            _ => (None, REAP_GRACE),
+                        };
+                        match next {
+                            Some(sig) => {
+                                process::kill(pid, sig);
+                                escalated = Some(sig);
+                                escalate_at = Some(Instant::now() + wait);
+                            }
+                            None => abandoned = true,
+                        }
+                    }
+                    abandoned
+                }
+            }
+            // -p/-t end when every task they follow has exited, as in perf.
+            None => stopping || (attached && hung.iter().all(|h| *h)),
+        };
+        // --switch-output: every buffer goes into the file being finished.
+        let switch = !last
+            && switcher.as_mut().is_some_and(|sw| {
+                let usr2 = sigs & (1 << libc::SIGUSR2) != 0;
+                sw.due.check(usr2, sw.file_bytes.load(Ordering::Relaxed))
+            });
+        drain_all(rings, &mut batches, out, acc, last || switch, &mut corrupt);
+        if last {
+            break;
+        }
+        if switch && let Some(sw) = switcher.as_mut() {
+            sw.switch(out.tx, acc);
+        }
+    }
+    Ok(RunEnd {
+        status,
+        stop_signal,
+        escalated,
+        woken,
+        corrupt,
+    })
+}
+
+fn drain_all(
+    rings: &mut [Ring],
+    batches: &mut [(Vec<u8>, Instant)],
+    out: Outlet<'_>,
+    acc: &mut Accounting,
+    flush: bool,
+    corrupt: &mut u64,
+) {
+    let mut side_band = Vec::new();
+    for (r, (batch, since)) in rings.iter_mut().zip(batches.iter_mut()) {
+        let before = batch.len();
+        let res = r.buffer.drain(batch);
+        if res.is_err() {
+            *corrupt += 1;
+        }
+        acc.account(&batch[before..]);
+        if out.side_band {
+            unwind::side_band(&batch[before..], &mut side_band);
+        }
+        if before == 0 && !batch.is_empty() {
+            *since = Instant::now();
+        }
+    }
+    // The unwinder learns every mapping of this pass before any sample of it: a CPU's
+    // samples can use a library whose MMAP is in another CPU's buffer.
+    if !side_band.is_empty() {
+        let _ = out.tx.send(Msg::SideBand(side_band));
+    }
+    for (r, (batch, since)) in rings.iter().zip(batches.iter_mut()) {
+        if !batch.is_empty()
+            && (flush || batch.len() >= data::BATCH_BYTES || since.elapsed() >= BATCH_AGE)
+        {
+            let source = if r.cpu >= 0 {
+                r.cpu as u32
+            } else {
+                r.tid as u32
+            };
+            let bytes = std::mem::take(batch);
+            let _ = out.tx.send(Msg::Records(source, bytes));
+        }
+    }
+}
+
+/// One line when the workload did not end as asked, or died of a signal of its own.
+pub(super) fn workload_warning(run: &RunEnd, child: Option<i32>) -> Option<String> {
+    let pid = child?;
+    let name = process::signal_name;
+    let asked = run.stop_signal.map(name).unwrap_or_default();
+    match (run.status, run.escalated) {
+        (None, _) => Some(format!(
+            "warning: the workload (pid {pid}) was still running {} s after SIGKILL; the file is complete up to then",
+            REAP_GRACE.as_secs()
+        )),
+        (Some(_), Some(libc::SIGTERM)) => Some(format!(
+            "warning: the workload did not exit within {} s of {asked}: ended it with SIGTERM",
+            STOP_GRACE.as_secs()
+        )),
+        (Some(_), Some(sig)) => Some(format!(
+            "warning: the workload did not exit on {asked} or SIGTERM: ended it with {}",
+            name(sig)
+        )),
+        (Some(ExitStatus::Signal(sig)), None)
+            if run.stop_signal.is_none()
+                || ![libc::SIGINT, libc::SIGTERM, libc::SIGHUP].contains(&sig) =>
+        {
+            Some(format!(
+                "warning: the workload was killed by {} (exit status {}); the recording up to then is complete",
+                name(sig),
+                128 + sig
+            ))
+        }
+        _ => None,
+    }
+}
