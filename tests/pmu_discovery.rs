@@ -110,10 +110,287 @@ fn uncore_cpumask_scale_unit_and_required_terms() {
 
 #[test]
 fn every_fixture_reads() {
-    for m in support::MODELS {
+    for m in support::MODELS.into_iter().chain(support::ECORE_MODELS) {
         let p = pmus(m);
         assert!(!p.pmus.is_empty(), "{m}");
         assert!(!p.online.is_empty(), "{m}");
+    }
+}
+
+/// `(name, type, cpus, TopDown)` of each core PMU, in perf's order (type 4 first).
+fn core_table(p: &Pmus) -> Vec<(String, u32, String, TopDown)> {
+    p.core_pmus()
+        .iter()
+        .map(|c| {
+            let cpus = c.cpus.as_ref().map_or("-".to_string(), ToString::to_string);
+            (c.name.clone(), c.type_, cpus, c.topdown)
+        })
+        .collect()
+}
+
+/// The four `topdown-*` alias texts of a PMU: retiring, bad-spec, fe-bound, be-bound.
+fn topdown_aliases(p: &Pmus, pmu: &str) -> [String; 4] {
+    let pmu = p.get(pmu).unwrap_or_else(|| panic!("no PMU {pmu}"));
+    ["retiring", "bad-spec", "fe-bound", "be-bound"]
+        .map(|n| pmu.aliases[&format!("topdown-{n}")].text.clone())
+}
+
+fn owned(rows: &[(&str, u32, &str, TopDown)]) -> Vec<(String, u32, String, TopDown)> {
+    rows.iter()
+        .map(|&(n, t, c, td)| (n.to_string(), t, c.to_string(), td))
+        .collect()
+}
+
+/// Meteor Lake: Redwood Cove P-cores with perf metrics (L2), Crestmont `cpu_atom` whose
+/// `topdown-*` are the Alder Lake strings (retiring 0xc2, where Crestmont's code is 0x72).
+#[test]
+fn meteorlake_p_cores_have_l2_and_cpu_atom_keeps_the_adl_aliases() {
+    let p = pmus("meteorlake");
+    assert!(p.is_hybrid());
+    assert_eq!(p.online.to_string(), "0-21");
+    assert_eq!(
+        core_table(&p),
+        owned(&[
+            ("cpu_core", 4, "0-11", TopDown::L2),
+            ("cpu_atom", 10, "12-21", TopDown::None),
+        ])
+    );
+    assert_eq!(
+        topdown_aliases(&p, "cpu_atom"),
+        [
+            "event=0xc2,umask=0x0",
+            "event=0x73,umask=0x0",
+            "event=0x71,umask=0x0",
+            "event=0x74,umask=0x0",
+        ]
+    );
+    let (core, atom) = (p.get("cpu_core").unwrap(), p.get("cpu_atom").unwrap());
+    assert!(!atom.aliases.contains_key("slots"));
+    assert!(!core.aliases.contains_key("mem-loads-aux"));
+    assert!(atom.formats.contains_key("snoop_rsp") && !core.formats.contains_key("snoop_rsp"));
+    for c in [core, atom] {
+        assert_eq!(c.pmu_name(), Some("meteorlake_hybrid"));
+        assert_eq!(c.max_precise(), Some(3));
+    }
+}
+
+/// Lunar Lake and Arrow Lake-S share one kernel case: Lion Cove P-cores with L2 TopDown,
+/// Skymont `cpu_atom` with the architectural TOPDOWN_* codes, pmu_name `lunarlake_hybrid`.
+#[test]
+fn lunarlake_and_arrowlake_s_share_the_lnl_setup() {
+    for (model, online, p_cpus, e_cpus) in [
+        ("lunarlake", "0-7", "0-3", "4-7"),
+        ("arrowlake-s", "0-23", "0-7", "8-23"),
+    ] {
+        let p = pmus(model);
+        assert_eq!(p.online.to_string(), online, "{model}");
+        assert_eq!(
+            core_table(&p),
+            owned(&[
+                ("cpu_core", 4, p_cpus, TopDown::L2),
+                ("cpu_atom", 10, e_cpus, TopDown::None),
+            ]),
+            "{model}"
+        );
+        assert_eq!(
+            topdown_aliases(&p, "cpu_atom"),
+            [
+                "event=0xc2,umask=0x02",
+                "event=0x73,umask=0x0",
+                "event=0x9c,umask=0x01",
+                "event=0xa4,umask=0x02",
+            ],
+            "{model}"
+        );
+        for c in p.core_pmus() {
+            assert_eq!(c.pmu_name(), Some("lunarlake_hybrid"), "{model}");
+            // Perfmon v6: umask2 in config[47:40], split from umask's config[15:8].
+            assert_eq!(c.formats["umask"].ranges, [(8, 15), (40, 47)], "{model}");
+            assert_eq!(c.formats["umask"].encode(0x1_02), Some(0x100_0000_0200));
+        }
+    }
+}
+
+/// Arrow Lake-H: three core PMUs, Skymont `cpu_atom` with the LNL aliases and Crestmont
+/// `cpu_lowpower` with the ADL ones, one pmu_name `arrowlake_h_hybrid` for all.
+#[test]
+fn arrowlake_h_has_three_core_pmus() {
+    let p = pmus("arrowlake-h");
+    assert!(p.is_hybrid());
+    assert_eq!(p.online.to_string(), "0-15");
+    assert_eq!(
+        core_table(&p),
+        owned(&[
+            ("cpu_core", 4, "0-5", TopDown::L2),
+            ("cpu_atom", 10, "6-13", TopDown::None),
+            ("cpu_lowpower", 11, "14-15", TopDown::None),
+        ])
+    );
+    assert_eq!(
+        topdown_aliases(&p, "cpu_atom"),
+        [
+            "event=0xc2,umask=0x02",
+            "event=0x73,umask=0x0",
+            "event=0x9c,umask=0x01",
+            "event=0xa4,umask=0x02",
+        ]
+    );
+    assert_eq!(
+        topdown_aliases(&p, "cpu_lowpower"),
+        [
+            "event=0xc2,umask=0x0",
+            "event=0x73,umask=0x0",
+            "event=0x71,umask=0x0",
+            "event=0x74,umask=0x0",
+        ]
+    );
+    let lp = p.get("cpu_lowpower").unwrap();
+    assert_eq!(lp.kind, PmuKind::Core);
+    assert!(!lp.aliases.contains_key("slots"));
+    for c in p.core_pmus() {
+        assert_eq!(c.pmu_name(), Some("arrowlake_h_hybrid"), "{}", c.name);
+    }
+    // The three CPU lists partition the online CPUs.
+    let n: usize = p
+        .core_pmus()
+        .iter()
+        .map(|c| c.open_cpus(&p.online).len())
+        .sum();
+    assert_eq!(n, p.online.len());
+}
+
+/// All-E-core parts: a single non-hybrid `cpu` PMU (type 4, no `cpus` file) whose `topdown-*`
+/// aliases are counter events and which has no `slots`.
+#[test]
+fn sierraforest_and_alderlake_n_are_single_ecore_pmus() {
+    for (model, online, pmu_name, aliases) in [
+        (
+            "sierraforest",
+            "0-143",
+            "crestmont",
+            [
+                "event=0x72,umask=0x0",
+                "event=0x73,umask=0x0",
+                "event=0x71,umask=0x0",
+                "event=0x74,umask=0x0",
+            ],
+        ),
+        (
+            "alderlake-n",
+            "0-3",
+            "gracemont",
+            [
+                "event=0xc2,umask=0x0",
+                "event=0x73,umask=0x6",
+                "event=0x71,umask=0x0",
+                "event=0x74,umask=0x0",
+            ],
+        ),
+    ] {
+        let p = pmus(model);
+        assert!(!p.is_hybrid(), "{model}");
+        assert_eq!(p.online.to_string(), online, "{model}");
+        assert_eq!(
+            core_table(&p),
+            owned(&[("cpu", 4, "-", TopDown::None)]),
+            "{model}"
+        );
+        let cpu = p.get("cpu").unwrap();
+        assert!(!cpu.aliases.contains_key("slots"), "{model}");
+        assert_eq!(topdown_aliases(&p, "cpu"), aliases, "{model}");
+        assert_eq!(cpu.pmu_name(), Some(pmu_name));
+        assert_eq!(cpu.max_precise(), Some(3));
+        assert_eq!(cpu.open_cpus(&p.online), p.online);
+    }
+}
+
+/// No E-core PMU has perf metrics: hrec must never read their `topdown-*` as metric events.
+#[test]
+fn ecore_topdown_aliases_are_counter_events() {
+    for model in support::ECORE_MODELS {
+        let p = pmus(model);
+        for c in p
+            .core_pmus()
+            .into_iter()
+            .filter(|c| c.topdown == TopDown::None)
+        {
+            for (name, alias) in &c.aliases {
+                if name.starts_with("topdown-") {
+                    let config = alias.term("event").unwrap() | alias.term("umask").unwrap() << 8;
+                    assert_ne!(alias.term("event"), Some(0), "{model} {}/{name}", c.name);
+                    assert!(
+                        !c.is_topdown_metric_config(config),
+                        "{model} {}/{name}",
+                        c.name
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Every procfs fixture's `cpuinfo`: one block per online CPU of its sysfs tree, all with
+/// the expected vendor, family and model (hrec's own parser comes later).
+#[test]
+fn procfs_fixtures_name_their_cpu() {
+    for (model, vendor, family, cpu_model) in [
+        ("alderlake", "GenuineIntel", 6, 0x97),
+        ("sapphirerapids", "GenuineIntel", 6, 0x8f),
+        ("graniterapids", "GenuineIntel", 6, 0xad),
+        ("icelake", "GenuineIntel", 6, 0x7e),
+        ("zen4", "AuthenticAMD", 25, 0x61),
+        ("vm-emr", "GenuineIntel", 6, 0xcf),
+        ("vm", "GenuineIntel", 6, 0xa7),
+        ("meteorlake", "GenuineIntel", 6, 0xaa),
+        ("lunarlake", "GenuineIntel", 6, 0xbd),
+        ("arrowlake-s", "GenuineIntel", 6, 0xc6),
+        ("arrowlake-h", "GenuineIntel", 6, 0xc5),
+        ("sierraforest", "GenuineIntel", 6, 0xaf),
+        ("alderlake-n", "GenuineIntel", 6, 0xbe),
+    ] {
+        let root = support::procfs_of(model);
+        let text = fs::read_to_string(root.join("cpuinfo")).unwrap();
+        let blocks: Vec<(String, u32, u32)> = text
+            .split("\n\n")
+            .filter(|b| !b.trim().is_empty())
+            .map(|b| {
+                let field = |key: &str| {
+                    b.lines()
+                        .find_map(|l| l.split_once(':').filter(|(k, _)| k.trim() == key))
+                        .map_or(String::new(), |(_, v)| v.trim().to_string())
+                };
+                let num = |key: &str| field(key).parse::<u32>().unwrap_or(u32::MAX);
+                (field("vendor_id"), num("cpu family"), num("model"))
+            })
+            .collect();
+        assert_eq!(blocks.len(), pmus(model).online.len(), "{model}");
+        let want = (vendor.to_string(), family, cpu_model);
+        assert!(
+            blocks.iter().all(|b| *b == want),
+            "{model}: {:?}",
+            blocks[0]
+        );
+        let rate = fs::read_to_string(root.join("sys/kernel/perf_event_max_sample_rate"));
+        assert_eq!(rate.unwrap(), "100000\n", "{model}");
+    }
+}
+
+/// A per-model procfs root stands in for the shared one: the golden plans come out the same.
+#[test]
+fn per_model_procfs_roots_give_the_golden_plans() {
+    for model in support::MODELS {
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_hrec"))
+            .args(["record", "--dry-run", "--", "true"])
+            .env("HREC_SYSFS_ROOT", support::sysfs(model))
+            .env("HREC_PROCFS_ROOT", support::procfs_of(model))
+            .output()
+            .unwrap();
+        let (out, err) = support::text(&o);
+        assert!(o.status.success(), "{model}: {err}");
+        let got = format!("{err}{out}").replace(env!("CARGO_MANIFEST_DIR"), "$REPO");
+        let golden = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(format!("tests/golden/dry-run-{model}.txt"));
+        assert_eq!(got, fs::read_to_string(golden).unwrap(), "{model}");
     }
 }
 

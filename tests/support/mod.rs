@@ -23,6 +23,17 @@ pub const MODELS: [&str; 6] = [
     "vm",
 ];
 
+/// The fixture models added for E-core TopDown (issue 30): hybrid parts with E-core PMUs and
+/// all-E-core parts. Not in [`MODELS`] yet: they have no golden plans.
+pub const ECORE_MODELS: [&str; 6] = [
+    "meteorlake",
+    "lunarlake",
+    "arrowlake-s",
+    "arrowlake-h",
+    "sierraforest",
+    "alderlake-n",
+];
+
 /// `tests/fixtures/sysfs/<model>`.
 pub fn sysfs(model: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -33,6 +44,12 @@ pub fn sysfs(model: &str) -> PathBuf {
 /// `tests/fixtures/procfs` (perf_event_max_sample_rate = 100000).
 pub fn procfs() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/procfs")
+}
+
+/// `tests/fixtures/procfs/<model>`: that machine's `cpuinfo` plus perf_event_max_sample_rate
+/// (100000), a whole procfs root.
+pub fn procfs_of(model: &str) -> PathBuf {
+    procfs().join(model)
 }
 
 /// The PMU snapshot of a fixture model.
