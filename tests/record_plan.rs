@@ -112,7 +112,7 @@ fn record_freq_limit() {
     assert_eq!(p.events[0].attr.sample_period_or_freq, 100_000);
     let low = hrec::event::Host {
         max_sample_rate: Some(2500),
-        x86: true,
+        ..host()
     };
     let p = plan::plan_record(&pmus("zen4"), &low, &opts(&["cycles"])).unwrap();
     assert_eq!(p.events[0].attr.sample_period_or_freq, 2500);

@@ -295,7 +295,9 @@ impl Env {
             for p in pmus.core_pmus() {
                 let _ = (p.max_precise(), p.pmu_name(), p.open_cpus(&pmus.online));
             }
-            let events = hrec::event::plan::default_events(&pmus);
+            // Alder Lake's cpuid: the E-core PMU's TopDown group is planned too.
+            let adl = hrec::pmu::uarch::CpuId::parse("GenuineIntel-6-97-2");
+            let (events, _) = hrec::event::plan::default_events(&pmus, adl.as_ref());
             let _ = hrec::event::resolve::resolve(&pmus, &events);
             for e in [
                 "cycles:P",

@@ -28,6 +28,7 @@ use serde::Serialize;
 use super::attr::{Attr, flag, read, sample, types};
 use super::parse::EventError;
 use super::resolve::{self, Group, Resolved, TopDownRole, names};
+use crate::pmu::uarch::{self, CpuId};
 use crate::pmu::{CpuList, Pmu, Pmus};
 
 /// Default sampling frequency (perf's `record.opts.freq`).
@@ -118,6 +119,8 @@ pub struct Host {
     pub max_sample_rate: Option<u64>,
     /// x86: `-W` means `WEIGHT_STRUCT` (else plain `WEIGHT`).
     pub x86: bool,
+    /// `/proc/cpuinfo`'s family and model, when known: which E-core each PMU counts for.
+    pub cpu: Option<CpuId>,
 }
 
 impl Default for Host {
@@ -125,6 +128,7 @@ impl Default for Host {
         Host {
             max_sample_rate: None,
             x86: cfg!(any(target_arch = "x86_64", target_arch = "x86")),
+            cpu: None,
         }
     }
 }
@@ -219,12 +223,17 @@ pub enum PlanError {
     Options(String),
 }
 
-/// The default `-e` strings perf would use: `cycles:P` per core PMU, as a slots-led sampling-read
-/// group on TopDown PMUs. Empty when there is no core PMU.
-pub fn default_events(pmus: &Pmus) -> Vec<String> {
+/// The default `-e` strings: `cycles:P` per core PMU, as perf uses it, in a sampling-read
+/// group that carries TopDown wherever the core has it: slots-led with the `topdown-*` metrics
+/// on a perf-metrics PMU (perf's own default), cycles-led with Intel's level-1 E-core events
+/// on an E-core PMU whose microarchitecture `cpu` tells ([`uarch::ecore_of`]). Empty when
+/// there is no core PMU; the second list has a notice per E-core PMU left without TopDown.
+pub fn default_events(pmus: &Pmus, cpu: Option<&CpuId>) -> (Vec<String>, Vec<String>) {
     let core = pmus.core_pmus();
     let hybrid = core.len() > 1;
-    core.iter()
+    let mut notices = Vec::new();
+    let events = core
+        .iter()
         .map(|p| {
             let q = |ev: &str, mods: &str| {
                 if hybrid {
@@ -236,15 +245,53 @@ pub fn default_events(pmus: &Pmus) -> Vec<String> {
                 }
             };
             let metrics = resolve::topdown_metric_names(p);
-            if metrics.is_empty() {
-                q("cycles", "P")
-            } else {
+            if !metrics.is_empty() {
                 let mut members = vec![q("slots", ""), q("cycles", "P")];
                 members.extend(metrics.iter().map(|(n, _)| q(n, "")));
-                format!("{{{}}}:S", members.join(","))
+                return format!("{{{}}}:S", members.join(","));
+            }
+            let td = match uarch::ecore_of(cpu, &p.name) {
+                uarch::Ecore::No => None,
+                uarch::Ecore::Arch(arch) => {
+                    if arch.topdown().is_none() {
+                        notices.push(format!(
+                            "{}: Intel has published no TopDown for {} E-cores: sampling cycles without it",
+                            p.name,
+                            arch.name()
+                        ));
+                    }
+                    arch.topdown()
+                }
+                uarch::Ecore::Unknown => {
+                    notices.push(match cpu {
+                        Some(c) => format!(
+                            "{}: E-core TopDown is not known for {c}: sampling cycles without it",
+                            p.name
+                        ),
+                        None => format!(
+                            "{}: no cpuinfo to tell which E-core this is: sampling cycles without TopDown",
+                            p.name
+                        ),
+                    });
+                    None
+                }
+            };
+            match td {
+                None => q("cycles", "P"),
+                Some(td) => {
+                    let mut members = vec![q("cycles", "P")];
+                    members.extend(td.events.iter().map(|e| {
+                        format!(
+                            "{}/event={:#x},umask={:#x},name={}/",
+                            p.name, e.event, e.umask, e.name
+                        )
+                    }));
+                    format!("{{{}}}:S", members.join(","))
+                }
             }
         })
-        .collect()
+        .collect();
+    (events, notices)
 }
 
 /// Builds the record plan. Pure: reads nothing but its arguments.
@@ -263,7 +310,8 @@ pub fn plan_record(pmus: &Pmus, host: &Host, opts: &RecordOptions) -> Result<Pla
     }
 
     let event_strings = if opts.events.is_empty() {
-        let d = default_events(pmus);
+        let (d, mut ecore_notices) = default_events(pmus, host.cpu.as_ref());
+        notices.append(&mut ecore_notices);
         if d.is_empty() {
             notices.push(format!(
                 "no hardware PMU (no cpu PMU in {root}/bus/event_source/devices): sampling cpu-clock instead of cycles"

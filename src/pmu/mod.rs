@@ -28,6 +28,7 @@
     deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)
 )]
 mod cpulist;
+pub mod uarch;
 
 use std::collections::BTreeMap;
 use std::fs;

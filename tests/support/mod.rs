@@ -62,11 +62,13 @@ pub fn host_has_core_pmu() -> bool {
     Pmus::read(Path::new("/sys")).is_ok_and(|p| !p.core_pmus().is_empty())
 }
 
-/// The host facts the fixture procfs gives, on x86.
+/// The host facts the fixture procfs gives, on x86 (its cpuinfo unknown: the P-core rules
+/// alone).
 pub fn host() -> Host {
     Host {
         max_sample_rate: Some(100_000),
         x86: true,
+        cpu: None,
     }
 }
 

@@ -18,17 +18,7 @@ pub fn cpuid_string(vendor: &str, family: u32, model: u32, stepping: u32) -> Str
 /// The [`cpuid_string`] of the first processor in the text of `/proc/cpuinfo`, or `None`
 /// when a field is missing (not x86).
 pub fn cpuid_from_cpuinfo(cpuinfo: &str) -> Option<String> {
-    let field = |key: &str| {
-        cpuinfo.lines().find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            (k.trim() == key).then(|| v.trim().to_string())
-        })
-    };
-    let vendor = field("vendor_id")?;
-    let family = field("cpu family")?.parse().ok()?;
-    let model = field("model")?.parse().ok()?;
-    let stepping = field("stepping")?.parse().ok()?;
-    Some(cpuid_string(&vendor, family, model, stepping))
+    crate::pmu::uarch::CpuId::from_cpuinfo(cpuinfo).map(|c| c.to_string())
 }
 
 /// One row of `mapfile.csv`.

@@ -1,0 +1,426 @@
+//! Which microarchitecture a core PMU counts for, and the TopDown rules of Intel's E-cores.
+//!
+//! **The core.** Intel's `mapfile.csv` picks event files by `family-model` and, on hybrid
+//! parts, by the core type (0x40 Core, 0x20 Atom) and native model id. A process cannot ask a
+//! PMU for its core type, but the kernel names the PMUs by it: `cpu_core` is the P-core,
+//! `cpu_atom` the E-core and, on Arrow Lake-H only, `cpu_lowpower` the low-power E-core; a
+//! part with one core type has one `cpu` PMU. So `/proc/cpuinfo`'s family and model plus the
+//! PMU's directory name give the microarchitecture ([`ecore_of`]). A model hrec does not know
+//! gets no E-core rules, never a guess ([`Ecore::Unknown`] carries the cpuid for the notice).
+//!
+//! **E-core TopDown.** E-cores have no `slots` event and no `PERF_METRICS`: their TopDown
+//! events are ordinary counter events, and Intel's E-core TMA divides each by the issue slots
+//! of the interval, `W x CPU_CLK_UNHALTED.CORE`, with the pipeline width W = 5 on Gracemont, 6
+//! on Crestmont and 8 on Skymont. Intel's encodings differ per microarchitecture (Crestmont's
+//! retiring is 0x72, Gracemont's 0xc2/0x00, Skymont's the architectural 0xc2/0x02), and the
+//! kernel's `cpu_atom/topdown-*` aliases do not always follow them (Meteor Lake's sysfs names
+//! Gracemont's 0xc2 retiring code), so the encodings come from [`EcoreTopDown`], checked
+//! against Intel's perfmon files in the tests, not from sysfs. Gracemont's Bad Speculation is
+//! the remainder `(W*CLK - (FE + BE + RET)) / (W*CLK)` in Intel's formula; the other cores
+//! count all four.
+
+use std::fmt;
+use std::path::Path;
+
+use serde::Serialize;
+
+/// The CPU's identity as `/proc/cpuinfo` gives it (and perf.data's CPUID header,
+/// `GenuineIntel-6-AA-4`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct CpuId {
+    /// `vendor_id`.
+    pub vendor: Vendor,
+    /// `cpu family`.
+    pub family: u32,
+    /// `model`.
+    pub model: u32,
+    /// `stepping`.
+    pub stepping: u32,
+}
+
+/// CPU vendors hrec tells apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Vendor {
+    /// `GenuineIntel`.
+    Intel,
+    /// `AuthenticAMD`.
+    Amd,
+    /// Anything else.
+    Other,
+}
+
+impl CpuId {
+    /// The first processor's identity in `/proc/cpuinfo` text; `None` without the four fields.
+    pub fn from_cpuinfo(cpuinfo: &str) -> Option<CpuId> {
+        let field = |key: &str| {
+            cpuinfo.lines().find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                (k.trim() == key).then(|| v.trim())
+            })
+        };
+        Some(CpuId {
+            vendor: Vendor::from_id(field("vendor_id")?),
+            family: field("cpu family")?.parse().ok()?,
+            model: field("model")?.parse().ok()?,
+            stepping: field("stepping")?.parse().ok()?,
+        })
+    }
+
+    /// `<procfs>/cpuinfo`; `None` when it cannot be read or lacks the fields.
+    pub fn read(procfs_root: &Path) -> Option<CpuId> {
+        let text = std::fs::read_to_string(procfs_root.join("cpuinfo")).ok()?;
+        CpuId::from_cpuinfo(&text)
+    }
+
+    /// perf's cpuid string `GenuineIntel-6-AA-4` (as `perf.data`'s CPUID header writes it:
+    /// family in decimal, model and stepping in hex).
+    pub fn parse(s: &str) -> Option<CpuId> {
+        let mut parts = s.trim().split('-');
+        let vendor = Vendor::from_id(parts.next()?);
+        let family = parts.next()?.parse().ok()?;
+        let model = u32::from_str_radix(parts.next()?, 16).ok()?;
+        let stepping = parts
+            .next()
+            .map_or(Some(0), |p| u32::from_str_radix(p, 16).ok())?;
+        Some(CpuId {
+            vendor,
+            family,
+            model,
+            stepping,
+        })
+    }
+}
+
+impl fmt::Display for CpuId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let vendor = match self.vendor {
+            Vendor::Intel => "GenuineIntel",
+            Vendor::Amd => "AuthenticAMD",
+            Vendor::Other => "unknown",
+        };
+        write!(
+            f,
+            "{vendor}-{}-{:X}-{:X}",
+            self.family, self.model, self.stepping
+        )
+    }
+}
+
+impl Vendor {
+    fn from_id(id: &str) -> Vendor {
+        match id.trim() {
+            "GenuineIntel" => Vendor::Intel,
+            "AuthenticAMD" => Vendor::Amd,
+            _ => Vendor::Other,
+        }
+    }
+}
+
+/// Intel's E-core microarchitectures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EcoreArch {
+    /// Alder Lake / Raptor Lake E-cores, Alder Lake-N.
+    Gracemont,
+    /// Meteor Lake E-cores and Arrow Lake-H's low-power E-cores, Sierra Forest, Grand Ridge.
+    Crestmont,
+    /// Lunar Lake and Arrow Lake E-cores.
+    Skymont,
+    /// Panther Lake E-cores and Clearwater Forest: Intel has published no E-core TMA for it.
+    Darkmont,
+}
+
+/// What a core PMU is, as far as E-core TopDown cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ecore {
+    /// Not an E-core PMU (a P-core, or a part without E-cores).
+    No,
+    /// An E-core of this microarchitecture.
+    Arch(EcoreArch),
+    /// An E-core PMU (`cpu_atom`, `cpu_lowpower`) of a model hrec does not know.
+    Unknown,
+}
+
+/// Intel family-6 models, and the E-core each PMU name has there.
+const MODELS: &[(u32, &str, EcoreArch)] = &[
+    // Alder Lake-S/P, Raptor Lake-S/P/HX: Golden Cove / Raptor Cove + Gracemont.
+    (0x97, "cpu_atom", EcoreArch::Gracemont),
+    (0x9A, "cpu_atom", EcoreArch::Gracemont),
+    (0xB7, "cpu_atom", EcoreArch::Gracemont),
+    (0xBA, "cpu_atom", EcoreArch::Gracemont),
+    (0xBF, "cpu_atom", EcoreArch::Gracemont),
+    // Alder Lake-N: Gracemont only.
+    (0xBE, "cpu", EcoreArch::Gracemont),
+    // Meteor Lake, Arrow Lake-U: Redwood Cove + Crestmont.
+    (0xAA, "cpu_atom", EcoreArch::Crestmont),
+    (0xAC, "cpu_atom", EcoreArch::Crestmont),
+    (0xB5, "cpu_atom", EcoreArch::Crestmont),
+    // Sierra Forest, Grand Ridge: Crestmont only.
+    (0xAF, "cpu", EcoreArch::Crestmont),
+    (0xB6, "cpu", EcoreArch::Crestmont),
+    // Lunar Lake, Arrow Lake-S: Lion Cove + Skymont.
+    (0xBD, "cpu_atom", EcoreArch::Skymont),
+    (0xC6, "cpu_atom", EcoreArch::Skymont),
+    // Arrow Lake-H: Lion Cove + Skymont + low-power Crestmont.
+    (0xC5, "cpu_atom", EcoreArch::Skymont),
+    (0xC5, "cpu_lowpower", EcoreArch::Crestmont),
+    // Panther Lake, Clearwater Forest: Darkmont.
+    (0xCC, "cpu_atom", EcoreArch::Darkmont),
+    (0xDD, "cpu", EcoreArch::Darkmont),
+];
+
+/// The E-core microarchitecture of the core PMU named `pmu` on the CPU `cpu`.
+pub fn ecore_of(cpu: Option<&CpuId>, pmu: &str) -> Ecore {
+    let atom_name = matches!(pmu, "cpu_atom" | "cpu_lowpower");
+    let Some(cpu) = cpu.filter(|c| c.vendor == Vendor::Intel && c.family == 6) else {
+        return if atom_name { Ecore::Unknown } else { Ecore::No };
+    };
+    match MODELS
+        .iter()
+        .find(|(model, name, _)| *model == cpu.model && *name == pmu)
+    {
+        Some((_, _, arch)) => Ecore::Arch(*arch),
+        None if atom_name => Ecore::Unknown,
+        None => Ecore::No,
+    }
+}
+
+/// A level-1 TopDown category.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TdCategory {
+    /// Frontend Bound.
+    FrontendBound,
+    /// Bad Speculation.
+    BadSpeculation,
+    /// Backend Bound.
+    BackendBound,
+    /// Retiring.
+    Retiring,
+}
+
+/// One TopDown event of an E-core: Intel's name and encoding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct EcoreEvent {
+    /// The category it counts slots of.
+    pub category: TdCategory,
+    /// Intel's event name (`TOPDOWN_FE_BOUND.ALL`).
+    pub name: &'static str,
+    /// `EventCode`.
+    pub event: u8,
+    /// `UMask`.
+    pub umask: u8,
+}
+
+impl EcoreEvent {
+    /// `attr.config` on the core PMU (`event | umask << 8`).
+    pub fn config(&self) -> u64 {
+        u64::from(self.event) | u64::from(self.umask) << 8
+    }
+}
+
+/// The level-1 TopDown rules of one E-core microarchitecture (Intel's E-core TMA).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct EcoreTopDown {
+    /// The microarchitecture.
+    pub arch: EcoreArch,
+    /// Issue slots per cycle: slots = width x `CPU_CLK_UNHALTED.CORE`.
+    pub width: u32,
+    /// The counted level-1 events, in the order hrec opens them.
+    pub events: &'static [EcoreEvent],
+    /// Bad Speculation is what is left of the slots after the three counted categories
+    /// (Gracemont's formula); otherwise it is counted too.
+    pub bad_spec_by_remainder: bool,
+}
+
+const fn ev(category: TdCategory, name: &'static str, event: u8, umask: u8) -> EcoreEvent {
+    EcoreEvent {
+        category,
+        name,
+        event,
+        umask,
+    }
+}
+
+use TdCategory::{BackendBound, BadSpeculation, FrontendBound, Retiring};
+
+const GRACEMONT: EcoreTopDown = EcoreTopDown {
+    arch: EcoreArch::Gracemont,
+    width: 5,
+    events: &[
+        ev(FrontendBound, "TOPDOWN_FE_BOUND.ALL", 0x71, 0x00),
+        ev(BackendBound, "TOPDOWN_BE_BOUND.ALL", 0x74, 0x00),
+        ev(Retiring, "TOPDOWN_RETIRING.ALL", 0xc2, 0x00),
+    ],
+    bad_spec_by_remainder: true,
+};
+
+const CRESTMONT: EcoreTopDown = EcoreTopDown {
+    arch: EcoreArch::Crestmont,
+    width: 6,
+    events: &[
+        ev(FrontendBound, "TOPDOWN_FE_BOUND.ALL", 0x71, 0x00),
+        ev(BadSpeculation, "TOPDOWN_BAD_SPECULATION.ALL", 0x73, 0x00),
+        ev(BackendBound, "TOPDOWN_BE_BOUND.ALL", 0x74, 0x00),
+        ev(Retiring, "TOPDOWN_RETIRING.ALL", 0x72, 0x00),
+    ],
+    bad_spec_by_remainder: false,
+};
+
+// Skymont's architectural encodings (the `_P` forms of Intel's file); the kernel places
+// 0x73/0x00, 0x9c/0x01 and 0xc2/0x02 on fixed counters 4-6 and falls back to general ones.
+const SKYMONT: EcoreTopDown = EcoreTopDown {
+    arch: EcoreArch::Skymont,
+    width: 8,
+    events: &[
+        ev(FrontendBound, "TOPDOWN_FE_BOUND.ALL_P", 0x9c, 0x01),
+        ev(BadSpeculation, "TOPDOWN_BAD_SPECULATION.ALL_P", 0x73, 0x00),
+        ev(BackendBound, "TOPDOWN_BE_BOUND.ALL_P", 0xa4, 0x02),
+        ev(Retiring, "TOPDOWN_RETIRING.ALL_P", 0xc2, 0x02),
+    ],
+    bad_spec_by_remainder: false,
+};
+
+impl EcoreArch {
+    /// Intel's level-1 TopDown for this core; `None` where Intel has published none
+    /// (Darkmont).
+    pub fn topdown(self) -> Option<&'static EcoreTopDown> {
+        match self {
+            EcoreArch::Gracemont => Some(&GRACEMONT),
+            EcoreArch::Crestmont => Some(&CRESTMONT),
+            EcoreArch::Skymont => Some(&SKYMONT),
+            EcoreArch::Darkmont => None,
+        }
+    }
+
+    /// Lower-case name (`gracemont`).
+    pub fn name(self) -> &'static str {
+        match self {
+            EcoreArch::Gracemont => "gracemont",
+            EcoreArch::Crestmont => "crestmont",
+            EcoreArch::Skymont => "skymont",
+            EcoreArch::Darkmont => "darkmont",
+        }
+    }
+}
+
+impl EcoreTopDown {
+    /// The category counted by `config` on this core, if any.
+    pub fn category_of(&self, config: u64) -> Option<TdCategory> {
+        self.events
+            .iter()
+            .find(|e| e.config() == config)
+            .map(|e| e.category)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpuinfo_and_cpuid_strings() {
+        let text = "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 170\nmodel name\t: Intel(R) Core(TM) Ultra 7 155H\nstepping\t: 4\n";
+        let c = CpuId::from_cpuinfo(text).unwrap();
+        assert_eq!(
+            (c.vendor, c.family, c.model, c.stepping),
+            (Vendor::Intel, 6, 0xAA, 4)
+        );
+        assert_eq!(c.to_string(), "GenuineIntel-6-AA-4");
+        assert_eq!(CpuId::parse("GenuineIntel-6-AA-4"), Some(c));
+        assert_eq!(
+            CpuId::parse("GenuineIntel-6-AA").map(|c| c.model),
+            Some(0xAA)
+        );
+        assert_eq!(CpuId::from_cpuinfo("vendor_id: GenuineIntel\n"), None);
+        assert_eq!(CpuId::parse("banana"), None);
+    }
+
+    #[test]
+    fn each_pmu_gets_its_cores_rules() {
+        let cpu = |model| CpuId {
+            vendor: Vendor::Intel,
+            family: 6,
+            model,
+            stepping: 0,
+        };
+        let arch = |model, pmu| ecore_of(Some(&cpu(model)), pmu);
+        assert_eq!(arch(0x97, "cpu_atom"), Ecore::Arch(EcoreArch::Gracemont));
+        assert_eq!(arch(0x97, "cpu_core"), Ecore::No);
+        assert_eq!(arch(0xAA, "cpu_atom"), Ecore::Arch(EcoreArch::Crestmont));
+        assert_eq!(arch(0xC5, "cpu_atom"), Ecore::Arch(EcoreArch::Skymont));
+        assert_eq!(
+            arch(0xC5, "cpu_lowpower"),
+            Ecore::Arch(EcoreArch::Crestmont)
+        );
+        assert_eq!(arch(0xAF, "cpu"), Ecore::Arch(EcoreArch::Crestmont));
+        // P-core servers and unknown hybrids.
+        assert_eq!(arch(0xAD, "cpu"), Ecore::No);
+        assert_eq!(arch(0xFF, "cpu_atom"), Ecore::Unknown);
+        assert_eq!(ecore_of(None, "cpu_atom"), Ecore::Unknown);
+        assert_eq!(ecore_of(None, "cpu"), Ecore::No);
+        let amd = CpuId {
+            vendor: Vendor::Amd,
+            family: 25,
+            model: 0x61,
+            stepping: 2,
+        };
+        assert_eq!(ecore_of(Some(&amd), "cpu"), Ecore::No);
+        assert_eq!(EcoreArch::Darkmont.topdown(), None);
+    }
+
+    #[test]
+    fn widths_and_remainder_follow_intels_formulas() {
+        let w = |a: EcoreArch| a.topdown().map(|t| (t.width, t.events.len()));
+        assert_eq!(w(EcoreArch::Gracemont), Some((5, 3)));
+        assert_eq!(w(EcoreArch::Crestmont), Some((6, 4)));
+        assert_eq!(w(EcoreArch::Skymont), Some((8, 4)));
+        let grt = EcoreArch::Gracemont.topdown().unwrap();
+        assert!(grt.bad_spec_by_remainder);
+        assert_eq!(grt.category_of(0xc2), Some(TdCategory::Retiring));
+        let cmt = EcoreArch::Crestmont.topdown().unwrap();
+        assert_eq!(cmt.category_of(0x72), Some(TdCategory::Retiring));
+        assert_eq!(cmt.category_of(0xc2), None);
+        let skt = EcoreArch::Skymont.topdown().unwrap();
+        assert_eq!(skt.category_of(0x02a4), Some(TdCategory::BackendBound));
+    }
+
+    /// The encodings are Intel's: each name's `EventCode`/`UMask` in the E-core event file of
+    /// `../shared/perfmon` (Gracemont: Alder Lake's, Skymont: Arrow Lake's; Crestmont's
+    /// file is not among them). Skipped when the files are absent.
+    #[test]
+    fn encodings_match_intels_event_files() {
+        let dir = std::env::var_os("HREC_PERFMON_DIR")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/perfmon"));
+        for (arch, file) in [
+            (
+                EcoreArch::Gracemont,
+                "ADL/events/alderlake_gracemont_core.json",
+            ),
+            (EcoreArch::Skymont, "ARL/events/arrowlake_skymont_core.json"),
+        ] {
+            let Ok(text) = std::fs::read_to_string(dir.join(file)) else {
+                eprintln!("skipped: {} not found", dir.join(file).display());
+                return;
+            };
+            let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+            let events = json["Events"].as_array().unwrap();
+            let hex = |v: &serde_json::Value| {
+                u8::from_str_radix(v.as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
+            };
+            for e in arch.topdown().unwrap().events {
+                let found = events
+                    .iter()
+                    .find(|j| j["EventName"] == e.name)
+                    .unwrap_or_else(|| panic!("{file}: no {}", e.name));
+                assert_eq!(
+                    (hex(&found["EventCode"]), hex(&found["UMask"])),
+                    (e.event, e.umask),
+                    "{file}: {}",
+                    e.name
+                );
+            }
+        }
+    }
+}
