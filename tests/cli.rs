@@ -19,7 +19,7 @@ fn dry_run(model: &str, extra: &[&str]) -> String {
 
 #[test]
 fn dry_run_plans_match_golden_files() {
-    for model in support::MODELS {
+    for model in support::MODELS.into_iter().chain(support::ECORE_MODELS) {
         golden(&format!("dry-run-{model}.txt"), &dry_run(model, &[]));
         golden(&format!("dry-run-W-{model}.txt"), &dry_run(model, &["-W"]));
     }
@@ -52,13 +52,17 @@ fn dry_run_json() {
     assert!(o.status.success());
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("valid JSON");
     let events = v["events"].as_array().unwrap();
-    assert_eq!(events.len(), 12);
+    // P-core: slots, cycles, 8 metrics; E-core (Gracemont): cycles + 3; the tracking dummy.
+    assert_eq!(events.len(), 15);
     assert_eq!(events[1]["name"], "cpu_core/cycles/P");
     assert_eq!(events[1]["attr"]["config"], 0x4_0000_0000u64);
     assert_eq!(events[1]["attr"]["sample_freq"], 4000);
     assert_eq!(events[1]["placement"]["cpus"], "0-15");
     assert_eq!(events[1]["role"], "sampler");
     assert_eq!(events[10]["attr"]["config"], 0x8_0000_0000u64);
+    assert_eq!(events[13]["name"], "TOPDOWN_RETIRING.ALL");
+    assert_eq!(events[13]["attr"]["config"], 0xc2);
+    assert_eq!(events[13]["leader"], 10);
     assert!(events[1]["attr"]["sample_type"].as_u64().unwrap() & (1 << 24) != 0);
 }
 

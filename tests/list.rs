@@ -128,7 +128,10 @@ fn classes_and_globs_list_what_perf_lists_here() {
             eprintln!("note: perf lists no tracepoints here (tracefs not readable)");
             continue;
         }
-        assert_eq!(ours, theirs, "{args:?}:\nhrec:\n{out}");
+        assert_eq!(
+            ours, theirs,
+            "{args:?}:\nhrec:\n{out}\nhrec's stderr:\n{err}"
+        );
         compared += 1;
     }
     assert!(compared >= 9, "only {compared} comparisons made");

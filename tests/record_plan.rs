@@ -499,3 +499,133 @@ fn per_thread_opens_on_any_cpu_without_inherit() {
     assert_eq!(p.events[0].placement, Placement::AnyCpu);
     assert!(!p.events[0].attr.has(flag::INHERIT));
 }
+
+/// Issue 30: on every fixture, each E-core PMU gets a sampling-read group led by its cycles
+/// sampler whose counting members are exactly Intel's level-1 TopDown encodings of that core
+/// type (E-core TMA: Gracemont counts FE, BE and RET and leaves Bad Speculation to the
+/// remainder; Crestmont's retiring is 0x72; Skymont has the architectural codes), on the
+/// PMU's type and CPUs; the P-core groups are the plan made without knowing the CPU.
+#[test]
+fn ecore_pmus_get_cycles_led_topdown_groups_with_intels_encodings() {
+    // (model, E-core PMU, expected member configs in order). Written out from Intel's event
+    // files, not from hrec's table.
+    let gracemont = [0x71, 0x74, 0xc2];
+    let crestmont = [0x71, 0x73, 0x74, 0x72];
+    let skymont = [0x019c, 0x73, 0x02a4, 0x02c2];
+    let expected: [(&str, &str, &[u64]); 8] = [
+        ("alderlake", "cpu_atom", &gracemont),
+        ("alderlake-n", "cpu", &gracemont),
+        ("meteorlake", "cpu_atom", &crestmont),
+        ("sierraforest", "cpu", &crestmont),
+        ("lunarlake", "cpu_atom", &skymont),
+        ("arrowlake-s", "cpu_atom", &skymont),
+        ("arrowlake-h", "cpu_atom", &skymont),
+        ("arrowlake-h", "cpu_lowpower", &crestmont),
+    ];
+    for weight in [false, true] {
+        for (model, pmu_name, configs) in expected {
+            let pmus = pmus(model);
+            let cpu = hrec::pmu::uarch::CpuId::read(&support::procfs_of(model));
+            assert!(cpu.is_some(), "{model}: no cpuinfo");
+            let host = hrec::event::Host { cpu, ..host() };
+            let o = RecordOptions {
+                weight,
+                ..opts(&[])
+            };
+            let p = plan::plan_record(&pmus, &host, &o).unwrap();
+            let pmu = pmus.get(pmu_name).unwrap();
+            let group: Vec<_> = p
+                .events
+                .iter()
+                .filter(|e| e.pmu.as_deref() == Some(pmu_name))
+                .collect();
+            let leader = group[0];
+            assert_eq!(leader.leader, leader.index, "{model} {pmu_name}: leads");
+            assert!(leader.name.contains("cycles"), "{model}: {}", leader.name);
+            assert_eq!(leader.role, Role::Sampler, "{model} {pmu_name}");
+            assert_eq!(leader.attr.type_, 0, "{model}: legacy cycles");
+            assert_eq!(
+                leader.attr.config >> 32,
+                u64::from(pmu.type_) * u64::from(pmus.is_hybrid())
+            );
+            let members: Vec<u64> = group[1..].iter().map(|e| e.attr.config).collect();
+            assert_eq!(members, configs, "{model} {pmu_name}");
+            let cpus = pmu.open_cpus(&pmus.online);
+            for e in &group {
+                assert_eq!(
+                    e.placement,
+                    Placement::Cpus(cpus.clone()),
+                    "{model} {}",
+                    e.name
+                );
+                assert!(e.attr.sample_type & sample::READ != 0, "{model} {}", e.name);
+                assert_eq!(
+                    e.attr.sample_type & sample::WEIGHT_STRUCT != 0,
+                    weight,
+                    "{model} {}",
+                    e.name
+                );
+            }
+            for m in &group[1..] {
+                assert_eq!(m.leader, leader.index, "{model} {}", m.name);
+                assert_eq!(m.role, Role::Counted, "{model} {}", m.name);
+                assert_eq!(m.attr.type_, pmu.type_, "{model} {}", m.name);
+                assert_eq!(m.attr.sample_period_or_freq, 0, "{model} {}", m.name);
+            }
+            // P-core groups: as without cpuinfo (the plan of the releases before).
+            let before = plan::plan_record(&pmus, &host_without_cpu(), &o).unwrap();
+            let p_core = |p: &plan::Plan| -> Vec<String> {
+                p.events
+                    .iter()
+                    .filter(|e| e.pmu.as_deref() == Some("cpu_core"))
+                    .map(|e| format!("{e:?}"))
+                    .collect()
+            };
+            assert_eq!(p_core(&p), p_core(&before), "{model}");
+        }
+    }
+}
+
+fn host_without_cpu() -> hrec::event::Host {
+    hrec::event::Host {
+        cpu: None,
+        ..host()
+    }
+}
+
+/// An E-core PMU of a model hrec has no rules for gets today's plain cycles sampler and one
+/// notice; so does one whose core Intel publishes no TopDown for (Darkmont).
+#[test]
+fn unknown_ecores_sample_cycles_with_one_notice() {
+    use hrec::pmu::uarch::{CpuId, Vendor};
+    let pmus = pmus("alderlake");
+    for (model, says) in [
+        (0xEE, "not known for GenuineIntel-6-EE-0"),
+        (0xCC, "darkmont"),
+    ] {
+        let host = hrec::event::Host {
+            cpu: Some(CpuId {
+                vendor: Vendor::Intel,
+                family: 6,
+                model,
+                stepping: 0,
+            }),
+            ..host()
+        };
+        let p = plan::plan_record(&pmus, &host, &opts(&[])).unwrap();
+        let atom: Vec<_> = p
+            .events
+            .iter()
+            .filter(|e| e.pmu.as_deref() == Some("cpu_atom"))
+            .collect();
+        assert_eq!(atom.len(), 1, "{model:#x}");
+        assert_eq!(atom[0].role, Role::Sampler);
+        let notes: Vec<_> = p
+            .notices
+            .iter()
+            .filter(|n| n.contains("cpu_atom"))
+            .collect();
+        assert_eq!(notes.len(), 1, "{:?}", p.notices);
+        assert!(notes[0].contains(says), "{}", notes[0]);
+    }
+}

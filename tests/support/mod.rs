@@ -24,7 +24,7 @@ pub const MODELS: [&str; 6] = [
 ];
 
 /// The fixture models added for E-core TopDown (issue 30): hybrid parts with E-core PMUs and
-/// all-E-core parts. Not in [`MODELS`] yet: they have no golden plans.
+/// all-E-core parts, each with its own procfs (cpuinfo); golden plans like [`MODELS`].
 pub const ECORE_MODELS: [&str; 6] = [
     "meteorlake",
     "lunarlake",
@@ -92,8 +92,15 @@ pub fn hrec(model: Option<&str>, args: &[&str]) -> Output {
         .env_remove("HREC_SYSFS_ROOT")
         .env_remove("HREC_PROCFS_ROOT");
     if let Some(m) = model {
+        // The model's own procfs (its cpuinfo tells the E-cores apart) where it has one.
+        let own = procfs_of(m);
+        let proc_root = if own.join("cpuinfo").exists() {
+            own
+        } else {
+            procfs()
+        };
         c.env("HREC_SYSFS_ROOT", sysfs(m))
-            .env("HREC_PROCFS_ROOT", procfs());
+            .env("HREC_PROCFS_ROOT", proc_root);
     }
     c.output().expect("run hrec")
 }
