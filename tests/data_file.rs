@@ -57,6 +57,7 @@ fn meta() -> Meta {
         kernel_release: "6.1.0".into(),
         arch: "x86_64".into(),
         cpu_model: "Test CPU".into(),
+        cpuid: String::new(),
         cpus_online: "0-3".into(),
         nr_cpus: 4,
         page_size: 4096,

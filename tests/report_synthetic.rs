@@ -38,6 +38,22 @@ const TD_MEMBERS: [&str; 9] = [
     "topdown-mem-bound",
 ];
 
+/// The [`Td`] position of a group member: perf's `topdown-*` names, or Intel's E-core event
+/// names (`TOPDOWN_FE_BOUND.ALL`); any other member (the sampler) counts the period.
+fn td_member(name: &str) -> Option<usize> {
+    TD_MEMBERS.iter().position(|t| *t == name).or_else(|| {
+        [
+            "TOPDOWN_RETIRING.",
+            "TOPDOWN_BAD_SPECULATION.",
+            "TOPDOWN_FE_BOUND.",
+            "TOPDOWN_BE_BOUND.",
+        ]
+        .iter()
+        .position(|p| name.starts_with(p))
+        .map(|i| i + 1)
+    })
+}
+
 fn base(name: &str) -> &str {
     let n = name.split('/').nth(1).unwrap_or(name);
     n.split(':').next().unwrap_or(n)
@@ -69,14 +85,46 @@ impl Synth {
     }
 
     fn with(model: &str, opts: &RecordOptions, cpu_of: impl Fn(&str) -> i32) -> Synth {
-        let plan = support::plan(model, opts);
+        Synth::planned(
+            support::plan(model, opts),
+            "",
+            vec![("cpu".into(), 4)],
+            cpu_of,
+        )
+    }
+
+    /// A recording of the default plan on `model` made knowing its cpuinfo (E-core TopDown
+    /// groups included), the file's cpuid and core PMUs as `hrec record` writes them.
+    fn ecore(model: &str, cpu_of: impl Fn(&str) -> i32) -> Synth {
+        let pmus = support::pmus(model);
+        let cpu = hrec::pmu::uarch::CpuId::read(&support::procfs_of(model)).unwrap();
+        let host = hrec::event::Host {
+            cpu: Some(cpu),
+            ..support::host()
+        };
+        let plan = hrec::event::plan::plan_record(&pmus, &host, &RecordOptions::default()).unwrap();
+        let core = pmus
+            .core_pmus()
+            .iter()
+            .map(|p| (p.name.clone(), p.type_))
+            .collect();
+        Synth::planned(plan, &cpu.to_string(), core, cpu_of)
+    }
+
+    fn planned(
+        plan: Plan,
+        cpuid: &str,
+        pmus: Vec<(String, u32)>,
+        cpu_of: impl Fn(&str) -> i32,
+    ) -> Synth {
         let meta = Meta {
             hrec_version: "test".into(),
             target: "workload".into(),
-            pmus: vec![PmuMeta {
-                name: "cpu".into(),
-                type_: 4,
-            }],
+            cpuid: cpuid.into(),
+            pmus: pmus
+                .into_iter()
+                .map(|(name, type_)| PmuMeta { name, type_ })
+                .collect(),
             events: plan
                 .events
                 .iter()
@@ -161,8 +209,8 @@ impl Synth {
             .entry((tid, sampler))
             .or_insert_with(|| vec![0; members.len()]);
         for (k, &m) in members.iter().enumerate() {
-            let name = base(&self.plan.events[m].name);
-            let add = match (td, TD_MEMBERS.iter().position(|t| *t == name)) {
+            let name = base(&self.meta.events[m].name);
+            let add = match (td, td_member(name)) {
                 (Some(td), Some(p)) => td[p],
                 _ => period,
             };
@@ -1201,4 +1249,136 @@ fn firefox_export_has_a_thread_per_event_counters_and_markers() {
     assert_eq!(counter("topdown bad-spec"), td(2));
     assert_eq!(counter("topdown fe-bound"), td(3));
     assert_eq!(counter("topdown be-bound"), td(4));
+}
+
+/// Issue 30: E-core TopDown per symbol and per PMU, against Intel's E-core TMA computed by
+/// hand. Alder Lake's Gracemont (width 5, Bad Speculation the remainder) beside its P-core
+/// slots group, Lunar Lake's Skymont (width 8, four counted categories divided by the slots,
+/// not by their sum) and Arrow Lake-H's two E-core PMUs (Skymont and the low-power
+/// Crestmont, width 6).
+#[test]
+fn ecore_topdown_per_symbol_follows_intels_ecore_formulas() {
+    // Deltas per sample: [unused slots, retiring, bad-spec, fe-bound, be-bound, ...]; the
+    // E-core slots are width x the cycles (the period).
+    let td = |ret, bad, fe, be| Some([0, ret, bad, fe, be, 0, 0, 0, 0]);
+    let dir = tempfile::tempdir().unwrap();
+
+    // Alder Lake: hot_a 2 samples, hot_b 1, each 1000 cycles = 5000 slots.
+    let mut s = Synth::ecore("alderlake", |pmu| if pmu == "cpu_atom" { 16 } else { 0 });
+    let (core, atom) = (s.sampler(Some("cpu_core")), s.sampler(Some("cpu_atom")));
+    s.sample(core, 500, HOT_A, 3000, Some(RETIRING), 0);
+    s.sample(atom, 501, HOT_A, 1000, td(2000, 0, 1000, 1500), 0);
+    s.sample(atom, 501, HOT_A, 1000, td(2200, 0, 600, 1500), 0);
+    s.sample(atom, 501, HOT_B, 1000, td(500, 0, 500, 3500), 0);
+    s.write(dir.path());
+    let j = report_json(dir.path(), &["--sort", "sym", "--td-level", "1"]);
+    let t = |j: &Value, name: &str| -> Value {
+        j["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["event"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {name}: {j:#}"))
+    };
+    // Gracemont hot_a: slots 10000; RET 4200, FE 1600, BE 3000; Bad = 10000 - 8800 = 1200.
+    let a = t(&j, "cpu_atom/cycles/P");
+    assert_eq!(l1(row(&a, "hot_a")), [42.0, 12.0, 16.0, 30.0]);
+    // hot_b: slots 5000; RET 500, FE 500, BE 3500; Bad = 500.
+    assert_eq!(l1(row(&a, "hot_b")), [10.0, 10.0, 10.0, 70.0]);
+    assert_eq!(row(&a, "hot_a")["topdown"]["slots"], 10000);
+    // The P-core group beside it keeps perf's rule.
+    assert_eq!(
+        l1(row(&t(&j, "cpu_core/cycles/P"), "hot_a")),
+        [60.0, 10.0, 10.0, 20.0]
+    );
+
+    // Lunar Lake's Skymont: 1000 cycles = 8000 slots; the four add up to 95 %.
+    let mut s = Synth::ecore("lunarlake", |pmu| if pmu == "cpu_atom" { 4 } else { 0 });
+    let atom = s.sampler(Some("cpu_atom"));
+    s.sample(atom, 501, HOT_A, 1000, td(4000, 400, 800, 2400), 0);
+    s.sample(atom, 501, HOT_B, 1000, td(800, 800, 4000, 1600), 0);
+    s.write(dir.path());
+    let j = report_json(dir.path(), &["--sort", "sym"]);
+    let a = t(&j, "cpu_atom/cycles/P");
+    assert_eq!(l1(row(&a, "hot_a")), [50.0, 5.0, 10.0, 30.0]);
+    assert_eq!(l1(row(&a, "hot_b")), [10.0, 10.0, 50.0, 20.0]);
+
+    // Arrow Lake-H: Skymont (width 8) and the low-power Crestmont (width 6) side by side.
+    let mut s = Synth::ecore("arrowlake-h", |pmu| match pmu {
+        "cpu_atom" => 6,
+        "cpu_lowpower" => 14,
+        _ => 0,
+    });
+    let (skt, cmt) = (s.sampler(Some("cpu_atom")), s.sampler(Some("cpu_lowpower")));
+    s.sample(skt, 501, HOT_A, 1000, td(4000, 400, 800, 2400), 0);
+    s.sample(cmt, 502, HOT_A, 1000, td(3000, 600, 1200, 1200), 0);
+    s.write(dir.path());
+    let j = report_json(dir.path(), &["--sort", "sym"]);
+    assert_eq!(
+        l1(row(&t(&j, "cpu_atom/cycles/P"), "hot_a")),
+        [50.0, 5.0, 10.0, 30.0]
+    );
+    assert_eq!(
+        l1(row(&t(&j, "cpu_lowpower/cycles/P"), "hot_a")),
+        [50.0, 10.0, 20.0, 20.0]
+    );
+}
+
+/// An E-core group whose members carry the kernel's `topdown-*` alias names (as perf writes
+/// them) is read by encoding: Gracemont's aliases are its events. Meteor Lake's retiring alias
+/// is Gracemont's code (0xc2), not Crestmont's (0x72): that group gets no TopDown rather
+/// than numbers of the wrong event; and without the recording's cpuid no E-core rule is
+/// guessed.
+#[test]
+fn ecore_groups_are_read_by_encoding_not_by_name() {
+    let td = |ret, bad, fe, be| Some([0, ret, bad, fe, be, 0, 0, 0, 0]);
+    let dir = tempfile::tempdir().unwrap();
+    let alias = |s: &mut Synth, pmu: &str| {
+        for e in &mut s.meta.events {
+            if e.pmu.as_deref() == Some(pmu) && e.role == Role::Counted {
+                let n = match e.attr.config & 0xff {
+                    0x71 | 0x9c => "topdown-fe-bound",
+                    0x73 => "topdown-bad-spec",
+                    0x74 | 0xa4 => "topdown-be-bound",
+                    _ => "topdown-retiring",
+                };
+                e.name = format!("{pmu}/{n}/");
+            }
+        }
+    };
+    let mut s = Synth::ecore("alderlake", |pmu| if pmu == "cpu_atom" { 16 } else { 0 });
+    alias(&mut s, "cpu_atom");
+    let atom = s.sampler(Some("cpu_atom"));
+    s.sample(atom, 501, HOT_A, 1000, td(2000, 0, 1000, 1500), 0);
+    s.write(dir.path());
+    let j = report_json(dir.path(), &["--sort", "sym"]);
+    let a = &j["events"].as_array().unwrap()[1];
+    assert_eq!(a["event"], "cpu_atom/cycles/P");
+    assert_eq!(l1(row(a, "hot_a")), [40.0, 10.0, 20.0, 30.0]);
+
+    // Meteor Lake's kernel alias: retiring as event 0xc2 on a Crestmont.
+    let mut s = Synth::ecore("meteorlake", |pmu| if pmu == "cpu_atom" { 12 } else { 0 });
+    for e in &mut s.meta.events {
+        if e.pmu.as_deref() == Some("cpu_atom") && e.attr.config == 0x72 {
+            e.attr.config = 0xc2;
+        }
+    }
+    alias(&mut s, "cpu_atom");
+    let atom = s.sampler(Some("cpu_atom"));
+    s.sample(atom, 501, HOT_A, 1000, td(2000, 600, 1000, 1500), 0);
+    s.write(dir.path());
+    let j = report_json(dir.path(), &["--sort", "sym"]);
+    let a = &j["events"].as_array().unwrap()[1];
+    assert!(row(a, "hot_a")["topdown"].is_null(), "{a:#}");
+
+    // No cpuid in the file: no E-core rules.
+    let mut s = Synth::ecore("alderlake", |pmu| if pmu == "cpu_atom" { 16 } else { 0 });
+    s.meta.cpuid.clear();
+    let atom = s.sampler(Some("cpu_atom"));
+    s.sample(atom, 501, HOT_A, 1000, td(2000, 0, 1000, 1500), 0);
+    s.write(dir.path());
+    let j = report_json(dir.path(), &["--sort", "sym"]);
+    let a = &j["events"].as_array().unwrap()[1];
+    assert!(row(a, "hot_a")["topdown"].is_null(), "{a:#}");
 }

@@ -578,7 +578,7 @@ mod tests {
     #[test]
     fn topdown_and_latency_change_per_row() {
         let mut a = row("hot", 10);
-        a.td = TdCounts([1000, 600, 100, 100, 200, 0, 0, 0, 0]);
+        a.td = TdCounts::pcore([1000, 600, 100, 100, 200, 0, 0, 0, 0]);
         a.td_samples = 10;
         a.latency = Some(LatencyStats {
             count: 1,
@@ -586,7 +586,7 @@ mod tests {
             ..LatencyStats::default()
         });
         let mut b = a.clone();
-        b.td = TdCounts([1000, 300, 100, 100, 500, 0, 0, 0, 0]);
+        b.td = TdCounts::pcore([1000, 300, 100, 100, 500, 0, 0, 0, 0]);
         b.latency = Some(LatencyStats {
             count: 1,
             mean: 25.0,

@@ -29,7 +29,7 @@ use super::FastMap;
 use super::profile::{
     EventInfo, Folder, NONE, Profile, ProfileOptions, SampleView, Sites, resolution,
 };
-use super::topdown::{DeltaTracker, TdEvent};
+use super::topdown::{DeltaTracker, TdRole};
 
 /// The bit of a file location's key that marks a return address.
 const RETURN: u64 = 1 << 63;
@@ -69,7 +69,7 @@ pub struct Replay {
         std::collections::HashSet<(u32, Mapping), std::hash::BuildHasherDefault<super::FastHasher>>,
     key_list: Vec<(LocKey, FrameAddress)>,
     tracker: DeltaTracker,
-    td_of_id: HashMap<u64, TdEvent>,
+    td_of_id: HashMap<u64, TdRole>,
     event_slot: Vec<Option<u16>>,
     inherit: Vec<bool>,
     events: Vec<EventInfo>,
@@ -117,12 +117,7 @@ impl Replay {
             }
         }
         let vdso = rec.vdso_image();
-        let td_of_id = meta
-            .events
-            .iter()
-            .filter_map(|e| Some((e, TdEvent::from_name(&e.name)?)))
-            .flat_map(|(e, k)| e.ids.iter().map(move |i| (i.id, k)))
-            .collect();
+        let td_of_id = super::topdown::roles(meta);
         Replay {
             maps: AddressSpaces::new(),
             comms: Comms::default(),

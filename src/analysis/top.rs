@@ -224,7 +224,7 @@ mod tests {
         live.add_row(&["f".to_string()], 100, 10);
         live.add_topdown(
             &["f".to_string()],
-            &TdCounts([800, 400, 80, 80, 240, 0, 0, 0, 0]),
+            &TdCounts::pcore([800, 400, 80, 80, 240, 0, 0, 0, 0]),
         );
         assert!(live.has_topdown());
         live.decay();

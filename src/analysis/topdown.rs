@@ -20,8 +20,22 @@
 //! the four level-2 events by subtraction: Light Operations = Retiring − Heavy Operations,
 //! Machine Clears = Bad Speculation − Branch Mispredicts, Fetch Bandwidth = Frontend Bound −
 //! Fetch Latency, Core Bound = Backend Bound − Memory Bound.
+//!
+//! **E-cores.** An E-core has no `slots` and no perf metrics: its group is led by the cycles
+//! sampler with Intel's level-1 events as counting members ([`crate::pmu::uarch`]). The
+//! interval's slots are `width x` the cycles delta, and each category is its count divided by
+//! those slots, as Intel's E-core TMA computes it (the four need not add up to 100: there is
+//! no normalising by their sum); on Gracemont Bad Speculation is the remainder
+//! `slots - (FE + BE + RET)` of the summed counts. The members' roles come from their PMU
+//! and encoding, never from their names ([`roles`]): the kernel's `cpu_atom/topdown-*`
+//! aliases are not always the core's TopDown events (Meteor Lake's retiring alias is
+//! Gracemont's code), and perf names them either way.
 
+use std::collections::HashMap;
+
+use crate::data::{Meta, Role};
 use crate::decode::ReadValues;
+use crate::pmu::uarch::{self, CpuId, TdCategory};
 
 /// A TopDown event of the group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -86,11 +100,25 @@ pub const L2_LABELS: [&str; 8] = [
     "Core Bound",
 ];
 
-/// Slot counts attributed to a location, indexed by [`TdEvent`].
+/// Slot counts attributed to a location, indexed by [`TdEvent`]; then, for E-core groups,
+/// the slots (`width x` cycles) at [`TdCounts::ECORE_SLOTS`] and, where Bad Speculation is
+/// the remainder, the same slots again at [`TdCounts::REMAINDER_SLOTS`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct TdCounts(pub [u64; 9]);
+pub struct TdCounts(pub [u64; 11]);
 
 impl TdCounts {
+    /// Index of an E-core group's slots (`width x` cycles): Intel's denominator.
+    pub const ECORE_SLOTS: usize = 9;
+    /// Index of the slots of E-core groups whose Bad Speculation is the remainder.
+    pub const REMAINDER_SLOTS: usize = 10;
+
+    /// P-core counts in [`TdEvent`] order (slots, four level-1, four level-2).
+    pub fn pcore(v: [u64; 9]) -> TdCounts {
+        let mut c = TdCounts::default();
+        c.0[..9].copy_from_slice(&v);
+        c
+    }
+
     /// Adds another location's counts.
     pub fn add(&mut self, o: &TdCounts) {
         for (a, b) in self.0.iter_mut().zip(o.0) {
@@ -108,8 +136,30 @@ impl TdCounts {
         self.0[1..5].iter().sum()
     }
 
-    /// Level-1 percentages (each of the four divided by their sum); `None` with no slots.
+    /// The slots the level-1 shares are of: an E-core group's `width x` cycles, else the
+    /// level-1 sum.
+    pub fn slots(&self) -> u64 {
+        match self.0[Self::ECORE_SLOTS] {
+            0 => self.l1_sum(),
+            e => e,
+        }
+    }
+
+    /// Level-1 percentages in [`L1_LABELS`] order; `None` with no slots. P-core: each of the
+    /// four divided by their sum (perf's rule); E-core: each divided by the slots, Bad
+    /// Speculation the remainder where the core's formula says so (Intel's E-core TMA).
     pub fn level1(&self) -> Option<[f64; 4]> {
+        let e = self.0[Self::ECORE_SLOTS];
+        if e > 0 {
+            let v = |i: usize| self.0[i] as f64;
+            let pct = |x: f64| 100.0 * x / e as f64;
+            let (ret, fe, be) = (v(1), v(3), v(4));
+            let bad = match self.0[Self::REMAINDER_SLOTS] {
+                0 => v(2),
+                r => r as f64 - (ret + fe + be),
+            };
+            return Some([pct(ret), pct(bad), pct(fe), pct(be)]);
+        }
         let sum = self.l1_sum();
         (sum > 0).then(|| std::array::from_fn(|i| 100.0 * self.0[1 + i] as f64 / sum as f64))
     }
@@ -118,7 +168,7 @@ impl TdCounts {
     /// or when the group had no level-2 events (all four zero while level 1 is not).
     pub fn level2(&self) -> Option<[f64; 8]> {
         let sum = self.l1_sum();
-        if sum == 0 || self.0[5..9].iter().all(|&v| v == 0) {
+        if sum == 0 || self.0[5..9].iter().all(|&v| v == 0) || self.0[Self::ECORE_SLOTS] > 0 {
             return None;
         }
         let pct = |v: u64| 100.0 * v as f64 / sum as f64;
@@ -144,6 +194,106 @@ impl TdCounts {
     }
 }
 
+/// What a group member's delta adds to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TdRole {
+    /// A TopDown event: its delta adds to that slot count.
+    Event(TdEvent),
+    /// The cycles sampler leading an E-core group: `width x` its delta are the interval's
+    /// slots; `remainder`: Bad Speculation is what the counted categories leave.
+    EcoreCycles {
+        /// Issue slots per cycle.
+        width: u32,
+        /// Gracemont's rule.
+        remainder: bool,
+    },
+}
+
+/// The TopDown role of each event id of a recording. A group with a `slots` member is a
+/// perf-metrics group and its members are known by name (perf's `topdown-*`); a group led
+/// by the cycles sampler of an E-core PMU whose core the recording's cpuid tells, with every
+/// counted level-1 event of that core among its members, is an E-core group and its members
+/// are known by PMU type and encoding. Any other group has no TopDown.
+pub fn roles(meta: &Meta) -> HashMap<u64, TdRole> {
+    let cpu = CpuId::parse(&meta.cpuid);
+    let mut out = HashMap::new();
+    let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
+    for (i, e) in meta.events.iter().enumerate() {
+        match groups.iter_mut().find(|(l, _)| *l == e.leader) {
+            Some((_, m)) => m.push(i),
+            None => groups.push((e.leader, vec![i])),
+        }
+    }
+    for (_, members) in &groups {
+        let by_name: Vec<(usize, TdEvent)> = members
+            .iter()
+            .filter_map(|&i| Some((i, TdEvent::from_name(&meta.events[i].name)?)))
+            .collect();
+        let assigned: Vec<(usize, TdRole)> = if by_name.iter().any(|(_, k)| *k == TdEvent::Slots) {
+            by_name
+                .into_iter()
+                .map(|(i, k)| (i, TdRole::Event(k)))
+                .collect()
+        } else {
+            ecore_group(meta, cpu.as_ref(), members).unwrap_or_default()
+        };
+        for (i, role) in assigned {
+            out.extend(meta.events[i].ids.iter().map(|id| (id.id, role)));
+        }
+    }
+    out
+}
+
+/// The roles of an E-core group's members, if `members` is one.
+fn ecore_group(
+    meta: &Meta,
+    cpu: Option<&CpuId>,
+    members: &[usize],
+) -> Option<Vec<(usize, TdRole)>> {
+    let sampler = *members
+        .iter()
+        .find(|&&i| meta.events[i].role == Role::Sampler)?;
+    let s = &meta.events[sampler];
+    let pmu = s.pmu.as_deref()?;
+    let pmu_type = meta.pmus.iter().find(|p| p.name == pmu)?.type_;
+    let uarch::Ecore::Arch(arch) = uarch::ecore_of(cpu, pmu) else {
+        return None;
+    };
+    let td = arch.topdown()?;
+    // The sampler counts core cycles: legacy cycles (on this PMU) or CPU_CLK_UNHALTED.CORE_P.
+    let legacy_cycles =
+        s.attr.type_ == crate::event::attr::types::HARDWARE && s.attr.config & 0xffff_ffff == 0;
+    if !(legacy_cycles || (s.attr.type_ == pmu_type && s.attr.config == 0x3c)) {
+        return None;
+    }
+    let mut out = vec![(
+        sampler,
+        TdRole::EcoreCycles {
+            width: td.width,
+            remainder: td.bad_spec_by_remainder,
+        },
+    )];
+    for &i in members {
+        let e = &meta.events[i];
+        if i == sampler || e.role != Role::Counted || e.attr.type_ != pmu_type {
+            continue;
+        }
+        if let Some(c) = td.category_of(e.attr.config) {
+            let k = match c {
+                TdCategory::Retiring => TdEvent::Retiring,
+                TdCategory::BadSpeculation => TdEvent::BadSpec,
+                TdCategory::FrontendBound => TdEvent::FeBound,
+                TdCategory::BackendBound => TdEvent::BeBound,
+            };
+            if !out.iter().any(|(_, r)| *r == TdRole::Event(k)) {
+                out.push((i, TdRole::Event(k)));
+            }
+        }
+    }
+    // Every counted category of the core, or no TopDown at all.
+    (out.len() == 1 + td.events.len()).then_some(out)
+}
+
 /// The previous group read of every counter, to turn cumulative reads into deltas.
 #[derive(Debug, Default)]
 pub struct DeltaTracker {
@@ -162,13 +312,13 @@ impl DeltaTracker {
 
     /// The slots each TopDown member added since the previous sample with the same key.
     /// `tid` is `Some` when the event inherits (values are per thread); `kind_of` maps a
-    /// member id to its TopDown event. `None` when the read has no TopDown member.
+    /// member id to its TopDown role. `None` when the read has no TopDown member.
     pub fn delta(
         &mut self,
         tid: Option<u32>,
         id: u64,
         read: &ReadValues<'_>,
-        kind_of: impl Fn(u64) -> Option<TdEvent>,
+        kind_of: impl Fn(u64) -> Option<TdRole>,
     ) -> Option<TdCounts> {
         if let (Some(e), Some(r)) = (read.time_enabled, read.time_running)
             && r < e
@@ -189,10 +339,19 @@ impl DeltaTracker {
                 entry.value
             };
             prev[i] = entry.value;
-            if let Some(k) = entry.id.and_then(&kind_of) {
-                out.0[k as usize] += d;
-                any = true;
+            match entry.id.and_then(&kind_of) {
+                Some(TdRole::Event(k)) => out.0[k as usize] += d,
+                Some(TdRole::EcoreCycles { width, remainder }) => {
+                    let slots = d.saturating_mul(u64::from(width));
+                    out.0[TdEvent::Slots as usize] += slots;
+                    out.0[TdCounts::ECORE_SLOTS] += slots;
+                    if remainder {
+                        out.0[TdCounts::REMAINDER_SLOTS] += slots;
+                    }
+                }
+                None => continue,
             }
+            any = true;
         }
         any.then_some(out)
     }
@@ -214,8 +373,8 @@ mod tests {
     #[test]
     fn deltas_per_key_resets_and_multiplexing() {
         let kind = |id: u64| match id {
-            1 => Some(TdEvent::Slots),
-            2 => Some(TdEvent::Retiring),
+            1 => Some(TdRole::Event(TdEvent::Slots)),
+            2 => Some(TdRole::Event(TdEvent::Retiring)),
             _ => None,
         };
         let rf = 1 | 2 | 4 | 8;
@@ -264,7 +423,7 @@ mod tests {
     #[test]
     fn level1_is_normalised_by_the_sum_and_level2_split_by_subtraction() {
         // slots 1000 but the four L1 values add up to 800: percentages are of 800.
-        let c = TdCounts([1000, 400, 80, 120, 200, 100, 60, 90, 150]);
+        let c = TdCounts::pcore([1000, 400, 80, 120, 200, 100, 60, 90, 150]);
         assert_eq!(c.level1().unwrap(), [50.0, 10.0, 15.0, 25.0]);
         assert_eq!(
             c.level2().unwrap(),
@@ -272,6 +431,6 @@ mod tests {
         );
         assert_eq!(c.dominant(), Some((0, 50.0)));
         assert_eq!(TdCounts::default().level1(), None);
-        assert_eq!(TdCounts([10, 1, 1, 1, 1, 0, 0, 0, 0]).level2(), None);
+        assert_eq!(TdCounts::pcore([10, 1, 1, 1, 1, 0, 0, 0, 0]).level2(), None);
     }
 }

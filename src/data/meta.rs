@@ -24,6 +24,9 @@ pub struct Meta {
     pub arch: String,
     /// The CPU's model name.
     pub cpu_model: String,
+    /// perf's cpuid string (`GenuineIntel-6-AA-4`: family, model and stepping), empty when
+    /// unknown: which E-core a PMU's TopDown group counts for.
+    pub cpuid: String,
     /// Online CPUs as a cpulist ("0-7,16").
     pub cpus_online: String,
     /// Number of CPUs configured.

@@ -152,6 +152,9 @@ pub fn info(rec: &Recording, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "# os release : {}", m.kernel_release)?;
     writeln!(out, "# arch : {}", m.arch)?;
     writeln!(out, "# cpudesc : {}", m.cpu_model)?;
+    if !m.cpuid.is_empty() {
+        writeln!(out, "# cpuid : {}", m.cpuid)?;
+    }
     writeln!(out, "# nrcpus online : {} ({})", m.nr_cpus, m.cpus_online)?;
     writeln!(out, "# cmdline : {}", m.command_line.join(" "))?;
     let target = match m.workload_pid {

@@ -145,7 +145,7 @@ mod tests {
         // With group reads: level-1 shares per row, `-` for a row without them.
         live.add_topdown(
             &["spin".to_string(), "[.] spin".to_string()],
-            &crate::analysis::topdown::TdCounts([0, 600, 0, 100, 300, 0, 0, 0, 0]),
+            &crate::analysis::topdown::TdCounts::pcore([0, 600, 0, 100, 300, 0, 0, 0, 0]),
         );
         let t = screen(&live, &iv, &st, &[SortKey::Dso, SortKey::Sym], 10);
         assert!(

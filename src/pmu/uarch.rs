@@ -72,10 +72,23 @@ impl CpuId {
         CpuId::from_cpuinfo(&text)
     }
 
-    /// perf's cpuid string `GenuineIntel-6-AA-4` (as `perf.data`'s CPUID header writes it:
-    /// family in decimal, model and stepping in hex).
+    /// perf's cpuid string: `GenuineIntel-6-AA-4` (Intel's mapfile form: family in
+    /// decimal, model and stepping in hex) or `GenuineIntel,6,170,4` (perf.data's CPUID
+    /// header: all decimal).
     pub fn parse(s: &str) -> Option<CpuId> {
-        let mut parts = s.trim().split('-');
+        let s = s.trim();
+        if s.contains(',') {
+            let mut parts = s.split(',').map(str::trim);
+            let vendor = Vendor::from_id(parts.next()?);
+            let mut num = || parts.next()?.parse::<u32>().ok();
+            return Some(CpuId {
+                vendor,
+                family: num()?,
+                model: num()?,
+                stepping: num().unwrap_or(0),
+            });
+        }
+        let mut parts = s.split('-');
         let vendor = Vendor::from_id(parts.next()?);
         let family = parts.next()?.parse().ok()?;
         let model = u32::from_str_radix(parts.next()?, 16).ok()?;
@@ -333,6 +346,7 @@ mod tests {
             Some(0xAA)
         );
         assert_eq!(CpuId::from_cpuinfo("vendor_id: GenuineIntel\n"), None);
+        assert_eq!(CpuId::parse("GenuineIntel,6,170,4"), Some(c));
         assert_eq!(CpuId::parse("banana"), None);
     }
 

@@ -445,6 +445,7 @@ fn build_meta(
         kernel_release: host.kernel_release,
         arch: std::env::consts::ARCH.to_string(),
         cpu_model: host.cpu_model,
+        cpuid: host.cpuid,
         cpus_online: s.pmus.online.to_string(),
         nr_cpus: s.pmus.online.len() as u32,
         page_size: crate::kernel::page_size() as u64,

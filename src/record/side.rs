@@ -18,6 +18,8 @@ pub struct HostInfo {
     pub kernel_release: String,
     /// `model name` from `/proc/cpuinfo`
     pub cpu_model: String,
+    /// perf's cpuid string of `/proc/cpuinfo` (`GenuineIntel-6-AA-4`), empty when unknown.
+    pub cpuid: String,
 }
 
 fn read_trim(p: &Path) -> String {
@@ -40,6 +42,9 @@ pub fn host_info(procfs_root: &Path) -> HostInfo {
         hostname: read_trim(&procfs_root.join("sys/kernel/hostname")),
         kernel_release: read_trim(&procfs_root.join("sys/kernel/osrelease")),
         cpu_model,
+        cpuid: crate::pmu::uarch::CpuId::from_cpuinfo(&cpuinfo)
+            .map(|c| c.to_string())
+            .unwrap_or_default(),
     }
 }
 

@@ -47,7 +47,7 @@ struct JsonTopDown {
 
 fn json_td(td: &TdCounts, samples: u64) -> Option<JsonTopDown> {
     (samples > 0).then(|| JsonTopDown {
-        slots: td.l1_sum(),
+        slots: td.slots(),
         samples,
         level1: td
             .level1()

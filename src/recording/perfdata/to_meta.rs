@@ -232,6 +232,12 @@ pub(super) fn meta_of(p: &Prepared, info: &mut PerfDataInfo) -> Meta {
         kernel_release: string(feature::OSRELEASE).unwrap_or_default(),
         arch: string(feature::ARCH).unwrap_or_default(),
         cpu_model: string(feature::CPUDESC).unwrap_or_default(),
+        cpuid: info
+            .cpuid
+            .as_deref()
+            .and_then(crate::pmu::uarch::CpuId::parse)
+            .map(|c| c.to_string())
+            .unwrap_or_default(),
         nr_cpus: info.nr_cpus.map_or(0, |(avail, _)| avail),
         clockid,
         target: if info.pipe {
