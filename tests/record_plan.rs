@@ -629,3 +629,42 @@ fn unknown_ecores_sample_cycles_with_one_notice() {
         assert!(notes[0].contains(says), "{}", notes[0]);
     }
 }
+
+/// Lunar Lake and Arrow Lake before Linux 6.13 have no PEBS (`caps/max_precise` 0): one line
+/// that names the kernel version, and the plan still made with what works.
+#[test]
+fn lunar_lake_without_pebs_format_6_is_one_notice() {
+    let dir = tempfile::tempdir().unwrap();
+    let status = std::process::Command::new("cp")
+        .args(["-r"])
+        .arg(support::sysfs("lunarlake"))
+        .arg(dir.path().join("sys"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    for pmu in ["cpu_core", "cpu_atom"] {
+        let caps = dir
+            .path()
+            .join("sys/bus/event_source/devices")
+            .join(pmu)
+            .join("caps");
+        std::fs::write(caps.join("max_precise"), "0\n").unwrap();
+    }
+    let pmus = hrec::pmu::Pmus::read(&dir.path().join("sys")).unwrap();
+    let cpu = hrec::pmu::uarch::CpuId::read(&support::procfs_of("lunarlake"));
+    let host = hrec::event::Host { cpu, ..host() };
+    let p = plan::plan_record(&pmus, &host, &opts(&[])).unwrap();
+    let lines: Vec<_> = p
+        .notices
+        .iter()
+        .filter(|n| n.contains("max_precise"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{:?}", p.notices);
+    assert!(lines[0].starts_with("cpu_core, cpu_atom: "), "{}", lines[0]);
+    assert!(lines[0].contains("Linux 6.13"), "{}", lines[0]);
+    assert!(p.events.iter().all(|e| e.attr.precise_ip() == 0));
+    assert!(p.events.iter().any(|e| e.role == Role::Sampler));
+    // With PEBS (the fixture as it is): no such line.
+    let p = plan::plan_record(&support::pmus("lunarlake"), &host, &opts(&[])).unwrap();
+    assert!(!p.notices.iter().any(|n| n.contains("max_precise")));
+}

@@ -96,13 +96,22 @@ impl Synth {
     /// A recording of the default plan on `model` made knowing its cpuinfo (E-core TopDown
     /// groups included), the file's cpuid and core PMUs as `hrec record` writes them.
     fn ecore(model: &str, cpu_of: impl Fn(&str) -> i32) -> Synth {
+        Synth::ecore_with(model, false, cpu_of)
+    }
+
+    /// [`Synth::ecore`], with `-W` when `weight`.
+    fn ecore_with(model: &str, weight: bool, cpu_of: impl Fn(&str) -> i32) -> Synth {
         let pmus = support::pmus(model);
         let cpu = hrec::pmu::uarch::CpuId::read(&support::procfs_of(model)).unwrap();
         let host = hrec::event::Host {
             cpu: Some(cpu),
             ..support::host()
         };
-        let plan = hrec::event::plan::plan_record(&pmus, &host, &RecordOptions::default()).unwrap();
+        let opts = RecordOptions {
+            weight,
+            ..RecordOptions::default()
+        };
+        let plan = hrec::event::plan::plan_record(&pmus, &host, &opts).unwrap();
         let core = pmus
             .core_pmus()
             .iter()
@@ -1381,4 +1390,37 @@ fn ecore_groups_are_read_by_encoding_not_by_name() {
     let j = report_json(dir.path(), &["--sort", "sym"]);
     let a = &j["events"].as_array().unwrap()[1];
     assert!(row(a, "hot_a")["topdown"].is_null(), "{a:#}");
+}
+
+/// Retire latency is shown only for cores that fill it: Meteor Lake's P-core (Timed PEBS) has
+/// its statistics; its Crestmont E-core has none even when a record's reserved bits read
+/// non-zero, and the report says the core does not fill it rather than showing cycles.
+#[test]
+fn retire_latency_only_for_cores_with_timed_pebs() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Synth::ecore_with(
+        "meteorlake",
+        true,
+        |pmu| {
+            if pmu == "cpu_atom" { 12 } else { 0 }
+        },
+    );
+    let (core, atom) = (s.sampler(Some("cpu_core")), s.sampler(Some("cpu_atom")));
+    s.sample(core, 500, HOT_A, 3000, Some(RETIRING), 12);
+    s.sample(core, 500, HOT_A, 3000, Some(RETIRING), 16);
+    s.sample(atom, 501, HOT_A, 1000, None, 40);
+    s.write(dir.path());
+    let j = report_json(dir.path(), &["--sort", "sym"]);
+    let ev = j["events"].as_array().unwrap();
+    let t = |name: &str| ev.iter().find(|t| t["event"] == name).unwrap();
+    assert_eq!(t("cpu_core/cycles/P")["retire_latency"]["mean"], 14.0);
+    let a = t("cpu_atom/cycles/P");
+    assert!(a["retire_latency"].is_null(), "{a:#}");
+    assert!(
+        a["no_retire_latency"]
+            .as_str()
+            .unwrap()
+            .starts_with("not filled on this core (cpu_atom)"),
+        "{a:#}"
+    );
 }

@@ -97,8 +97,12 @@ pub struct EventInfo {
     pub weight_struct: bool,
     /// The event is precise (`precise_ip > 0`).
     pub precise: bool,
-    /// At least one sample has a non-zero retire latency (see [`super::latency`]).
+    /// At least one sample has a non-zero retire latency (see [`super::latency`]), on a core
+    /// that fills it.
     pub has_latency: bool,
+    /// Whether the event's core fills retire latencies (Timed PEBS), as far as the
+    /// recording's cpuid tells ([`crate::pmu::uarch::retire_latency`]).
+    pub latency_filled: Option<bool>,
     /// Samples whose group read held TopDown members.
     pub topdown_samples: u64,
 }
@@ -470,6 +474,8 @@ impl Folder {
     /// zero has none (no TPEBS): its histograms are dropped.
     pub fn finish(mut self) -> Profile {
         for (i, e) in self.p.events.iter_mut().enumerate() {
+            // A core without Timed PEBS has none, whatever its reserved bits read.
+            self.nonzero_lat[i] &= e.latency_filled != Some(false);
             e.has_latency = self.nonzero_lat[i];
         }
         let mut counts = vec![(0u64, 0u64); self.born.len()];

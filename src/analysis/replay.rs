@@ -100,6 +100,7 @@ impl Replay {
     pub fn new(rec: &Recording, opts: &ProfileOptions) -> Replay {
         let meta = rec.meta();
         let mut events = Vec::new();
+        let cpu = crate::pmu::uarch::CpuId::parse(&meta.cpuid);
         let mut event_slot = vec![None; meta.events.len()];
         let mut inherit = vec![false; meta.events.len()];
         for (i, e) in meta.events.iter().enumerate() {
@@ -112,6 +113,10 @@ impl Replay {
                     pmu: e.pmu.clone(),
                     weight_struct: e.attr.sample_type & st::WEIGHT_STRUCT != 0,
                     precise: e.attr.precise_ip() > 0,
+                    latency_filled: e
+                        .pmu
+                        .as_deref()
+                        .and_then(|pmu| crate::pmu::uarch::retire_latency(cpu.as_ref(), pmu)),
                     ..EventInfo::default()
                 });
             }

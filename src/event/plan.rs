@@ -325,6 +325,19 @@ pub fn plan_record(pmus: &Pmus, host: &Host, opts: &RecordOptions) -> Result<Pla
     };
     let mut res = resolve::resolve(pmus, &event_strings)?;
     notices.append(&mut res.warnings);
+    // Lunar Lake and Arrow Lake before Linux 6.13: no PEBS at all.
+    let no_pebs: Vec<&str> = pmus
+        .core_pmus()
+        .into_iter()
+        .filter(|p| p.max_precise() == Some(0))
+        .map(|p| p.name.as_str())
+        .collect();
+    if uarch::needs_pebs_format_6(host.cpu.as_ref()) && !no_pebs.is_empty() {
+        notices.push(format!(
+            "{}: caps/max_precise is 0: this kernel lacks PEBS format 6, which Lunar Lake and Arrow Lake need (Linux 6.13): sampling without precise events and without retire latency",
+            no_pebs.join(", ")
+        ));
+    }
 
     // No core PMU: cycles falls back to cpu-clock (perf's evsel__fallback); other hardware
     // events cannot be counted at all.

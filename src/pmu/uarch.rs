@@ -198,6 +198,52 @@ pub fn ecore_of(cpu: Option<&CpuId>, pmu: &str) -> Ecore {
     }
 }
 
+/// Whether the core behind PMU `pmu` fills the retire latency of PEBS records (Timed PEBS:
+/// `WEIGHT_STRUCT` bits 63:48): `Some(true)` on Granite Rapids, Sierra Forest and the P-cores
+/// of Meteor Lake, Lunar Lake, Arrow Lake and Panther Lake; `Some(false)` on parts known
+/// without it (Ice Lake, Sapphire and Emerald Rapids, Alder and Raptor Lake, every hybrid
+/// part's E-cores, Alder Lake-N); `None` where hrec does not know.
+pub fn retire_latency(cpu: Option<&CpuId>, pmu: &str) -> Option<bool> {
+    let cpu = cpu.filter(|c| c.vendor == Vendor::Intel && c.family == 6)?;
+    const WITH: &[(u32, &str)] = &[
+        (0xAD, "cpu"),
+        (0xAE, "cpu"),
+        (0xAF, "cpu"),
+        (0xAA, "cpu_core"),
+        (0xAC, "cpu_core"),
+        (0xB5, "cpu_core"),
+        (0xBD, "cpu_core"),
+        (0xC6, "cpu_core"),
+        (0xC5, "cpu_core"),
+        (0xCC, "cpu_core"),
+    ];
+    const WITHOUT: &[u32] = &[
+        0x6A, 0x6C, 0x7D, 0x7E, 0x8F, 0xCF, 0x97, 0x9A, 0xB7, 0xBA, 0xBF, 0xBE,
+    ];
+    if WITH.contains(&(cpu.model, pmu)) {
+        return Some(true);
+    }
+    if WITHOUT.contains(&cpu.model) {
+        return Some(false);
+    }
+    match ecore_of(Some(cpu), pmu) {
+        Ecore::Arch(EcoreArch::Gracemont | EcoreArch::Crestmont | EcoreArch::Skymont)
+            if pmu != "cpu" =>
+        {
+            Some(false)
+        }
+        _ => None,
+    }
+}
+
+/// Lunar Lake and Arrow Lake, whose PEBS needs the kernel's PEBS format 6 (Linux 6.13):
+/// before it `caps/max_precise` reads 0 there.
+pub fn needs_pebs_format_6(cpu: Option<&CpuId>) -> bool {
+    cpu.is_some_and(|c| {
+        c.vendor == Vendor::Intel && c.family == 6 && matches!(c.model, 0xBD | 0xC6 | 0xC5)
+    })
+}
+
 /// A level-1 TopDown category.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -381,6 +427,27 @@ mod tests {
         };
         assert_eq!(ecore_of(Some(&amd), "cpu"), Ecore::No);
         assert_eq!(EcoreArch::Darkmont.topdown(), None);
+    }
+
+    #[test]
+    fn retire_latency_only_where_timed_pebs_is() {
+        let cpu = |model| CpuId {
+            vendor: Vendor::Intel,
+            family: 6,
+            model,
+            stepping: 0,
+        };
+        let rl = |model, pmu| retire_latency(Some(&cpu(model)), pmu);
+        assert_eq!(rl(0xAD, "cpu"), Some(true));
+        assert_eq!(rl(0x8F, "cpu"), Some(false));
+        assert_eq!(rl(0xAA, "cpu_core"), Some(true));
+        assert_eq!(rl(0xAA, "cpu_atom"), Some(false));
+        assert_eq!(rl(0x97, "cpu_core"), Some(false));
+        assert_eq!(rl(0xC5, "cpu_lowpower"), Some(false));
+        assert_eq!(rl(0xCC, "cpu_atom"), None);
+        assert_eq!(retire_latency(None, "cpu"), None);
+        assert!(needs_pebs_format_6(Some(&cpu(0xBD))));
+        assert!(!needs_pebs_format_6(Some(&cpu(0xAA))));
     }
 
     #[test]
