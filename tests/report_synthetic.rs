@@ -272,8 +272,13 @@ impl Synth {
     }
 
     fn write(&self, dir: &std::path::Path) {
+        self.write_with(dir, KALLSYMS);
+    }
+
+    /// [`Synth::write`] with other kernel symbols.
+    fn write_with(&self, dir: &std::path::Path, kallsyms: &str) {
         let mut w = Writer::create(&dir.join("hrec.data"), &self.meta).unwrap();
-        w.write_side("kallsyms", KALLSYMS.as_bytes()).unwrap();
+        w.write_side("kallsyms", kallsyms.as_bytes()).unwrap();
         w.write_records(&self.records, 0).unwrap();
         w.finish(Trailer::default()).unwrap();
     }
@@ -1345,6 +1350,63 @@ fn annotate_moves_samples_inside_instructions_whole_and_agrees_with_report() {
         (&lp["samples"], &lp["topdown_slots"]),
         (&5.into(), &5000.into())
     );
+}
+
+/// Two functions of one name (static functions of different sources, as the kernel has many)
+/// are two functions, each with its own samples and latencies: none of their samples is lost
+/// between them.
+#[test]
+fn annotate_tells_apart_functions_of_one_name() {
+    const KALLSYMS_TWICE: &str = "\
+ffffffff81000000 T _text
+ffffffff81001000 t twice
+ffffffff81002000 t twice
+ffffffff81003000 T after
+";
+    const A: u64 = 0xffff_ffff_8100_1000;
+    const B: u64 = 0xffff_ffff_8100_2000;
+    let mut s = Synth::new("sapphirerapids", true, |_| 0);
+    let c = s.sampler(None);
+    // The later one first: its start is the one seen first.
+    s.sample(c, 500, B + 1, 100, Some(CORE_BOUND), 9);
+    s.sample(c, 500, A, 100, Some(RETIRING), 5);
+    s.sample(c, 500, A + 1, 100, Some(RETIRING), 7);
+    let dir = tempfile::tempdir().unwrap();
+    s.write_with(dir.path(), KALLSYMS_TWICE);
+    // Each: `push %rbp; mov %rsp,%rbp; ret`, then int3 padding.
+    let mut code = Vec::new();
+    for _ in 0..2 {
+        code.extend_from_slice(&[0x55, 0x48, 0x89, 0xe5, 0xc3]);
+        code.resize(code.len().next_multiple_of(0x1000), 0xcc);
+    }
+    let proc = dir.path().join("proc");
+    std::fs::create_dir(&proc).unwrap();
+    std::fs::write(proc.join("kcore"), core_image(A, &code)).unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_hrec"))
+        .args(["annotate", "--json", "twice"])
+        .current_dir(dir.path())
+        .env("HREC_PROCFS_ROOT", &proc)
+        .output()
+        .unwrap();
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(!err.contains("warning"), "nothing left out: {err}");
+    let j: Value = serde_json::from_str(&out).unwrap();
+    let got: Vec<(u64, u64, u64, u64)> = j["symbols"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let i = &f["instructions"][1]; // mov %rsp,%rbp, which holds start + 1
+            (
+                f["start"].as_u64().unwrap(),
+                f["samples"].as_u64().unwrap(),
+                i["samples"].as_u64().unwrap(),
+                i["retire_latency"]["count"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    assert_eq!(got, [(A, 2, 1, 1), (B, 1, 1, 1)], "{out}");
 }
 
 /// `hrec export --format firefox` of a hybrid recording with retire latencies, TopDown group

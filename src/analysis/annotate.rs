@@ -215,8 +215,10 @@ pub fn annotate(p: &Profile, o: &AnnotateOptions) -> Annotation {
     let Ok(event) = u16::try_from(o.event) else {
         return out;
     };
-    // (name, dso) -> hits, over the leaf locations of the event's samples.
-    let mut funcs: HashMap<(String, String), Hits> = HashMap::new();
+    // (name, dso, start) -> hits, over the leaf locations of the event's samples. The start
+    // tells apart functions of one file that share a name (static functions of different
+    // sources, in a program or the kernel): each is its own function, with its own bytes.
+    let mut funcs: HashMap<(String, String, u64), Hits> = HashMap::new();
     let mut kernel_samples = 0u64;
     for g in p.groups.iter().filter(|g| g.event == event) {
         let l = &p.locs[g.leaf as usize];
@@ -229,12 +231,13 @@ pub fn annotate(p: &Profile, o: &AnnotateOptions) -> Annotation {
         {
             continue;
         }
+        let start = l.file_addr.wrapping_sub(l.sym_offset);
         let h = funcs
-            .entry((sym.to_string(), l.dso_path.to_string()))
+            .entry((sym.to_string(), l.dso_path.to_string(), start))
             .or_insert_with(|| Hits {
                 dso: l.dso_path.to_string(),
                 kernel: l.kernel,
-                start: l.file_addr.wrapping_sub(l.sym_offset),
+                start,
                 ..Default::default()
             });
         h.samples += g.samples;
@@ -279,7 +282,7 @@ pub fn annotate(p: &Profile, o: &AnnotateOptions) -> Annotation {
     let named: std::collections::HashSet<&str> = funcs.values().map(|h| h.dso.as_str()).collect();
     unnamed.retain(|file, _| !named.contains(file.as_str()));
     let total: u64 = p.events.get(o.event).map_or(0, |e| e.samples);
-    let mut picked: Vec<((String, String), Hits)> = if o.symbols.is_empty() {
+    let mut picked: Vec<((String, String, u64), Hits)> = if o.symbols.is_empty() {
         if kernel_samples > 0 && o.kernel.is_none() {
             out.problems.push(format!(
                 "{kernel_samples} samples in kernel code are not annotated: {NO_KCORE}"
@@ -301,7 +304,11 @@ pub fn annotate(p: &Profile, o: &AnnotateOptions) -> Annotation {
     } else {
         let mut v = Vec::new();
         for want in &o.symbols {
-            let mut found: Vec<_> = funcs.keys().filter(|(n, _)| n == want).cloned().collect();
+            let mut found: Vec<_> = funcs
+                .keys()
+                .filter(|(n, _, _)| n == want)
+                .cloned()
+                .collect();
             found.sort();
             if found.is_empty() {
                 let why = if unnamed.is_empty() {
@@ -329,7 +336,7 @@ pub fn annotate(p: &Profile, o: &AnnotateOptions) -> Annotation {
     // Zero is a latency like any other once the event has any that is not.
     let has_latency = p.events.get(o.event).is_some_and(|e| e.has_latency);
     let mut binaries: HashMap<String, Result<Binary, String>> = HashMap::new();
-    for ((name, dso), h) in picked.drain(..) {
+    for ((name, dso, _), h) in picked.drain(..) {
         if h.kernel {
             match &o.kernel {
                 None => out.problems.push(format!("{name} [kernel]: {NO_KCORE}")),
