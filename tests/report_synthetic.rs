@@ -281,8 +281,13 @@ impl Synth {
     }
 
     fn write(&self, dir: &std::path::Path) {
+        self.write_with(dir, KALLSYMS);
+    }
+
+    /// [`Synth::write`] with other kernel symbols.
+    fn write_with(&self, dir: &std::path::Path, kallsyms: &str) {
         let mut w = Writer::create(&dir.join("hrec.data"), &self.meta).unwrap();
-        w.write_side("kallsyms", KALLSYMS.as_bytes()).unwrap();
+        w.write_side("kallsyms", kallsyms.as_bytes()).unwrap();
         w.write_records(&self.records, 0).unwrap();
         w.finish(Trailer::default()).unwrap();
     }
@@ -1149,6 +1154,268 @@ fn annotate_reads_kernel_code_from_kcore() {
     let lines: Vec<&str> = err.lines().filter(|l| l.contains("hot_a")).collect();
     assert_eq!(lines.len(), 1, "{err}");
     assert!(lines[0].contains("/proc/kcore"), "{err}");
+}
+
+/// Samples whose IPs are inside instructions (the bytes decoded from another start, or the
+/// file changed since) are on the instruction that holds them, with everything they carry:
+/// annotate's per-instruction retire-latency counts add up to report's per-function count,
+/// and its blocks' TopDown slots to report's per-function TopDown. The code is known bytes in
+/// a stand-in `/proc/kcore` (no compiler), the samples' IPs chosen against them.
+#[test]
+fn annotate_moves_samples_inside_instructions_whole_and_agrees_with_report() {
+    const A: u64 = 0xffff_ffff_8100_1000; // hot_a, up to hot_b
+    const B: u64 = 0xffff_ffff_8100_2000; // hot_b, up to after_b
+    #[rustfmt::skip]
+    let hot_a: &[u8] = &[
+        0x55,                   // 00 push %rbp
+        0x48, 0x89, 0xe5,       // 01 mov %rsp,%rbp
+        0x48, 0x8b, 0x07,       // 04 mov (%rdi),%rax     (the loop's head)
+        0x48, 0x01, 0xd8,       // 07 add %rbx,%rax
+        0x48, 0xff, 0xc9,       // 0a dec %rcx
+        0x75, 0xf5,             // 0d jne 04
+        0x5d,                   // 0f pop %rbp
+        0xc3,                   // 10 ret
+    ];
+    #[rustfmt::skip]
+    let hot_b: &[u8] = &[
+        0x48, 0xb8, 0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11, // 00 movabs $..,%rax
+        0x48, 0x0f, 0xaf, 0xc1, // 0a imul %rcx,%rax
+        0xc3,                   // 0e ret
+    ];
+    let mut code = hot_a.to_vec();
+    code.resize(0x1000, 0xcc);
+    code.extend_from_slice(hot_b);
+    code.resize(0x2000, 0xcc);
+    const FRONT: Td = [1000, 100, 100, 700, 100, 50, 50, 500, 50];
+    // (IP, retire latency, TopDown delta); `true`: the IP is inside an instruction.
+    let samples: [(u64, u64, Td, bool); 12] = [
+        (A, 4, RETIRING, false),
+        (A + 0x02, 6, RETIRING, true), // in mov %rsp,%rbp (01)
+        (A + 0x04, 30, CORE_BOUND, false),
+        (A + 0x05, 50, CORE_BOUND, true), // in mov (%rdi),%rax (04)
+        (A + 0x06, 0, CORE_BOUND, true),  // there too; a zero latency counts
+        (A + 0x09, 12, RETIRING, true),   // in add (07)
+        (A + 0x0e, 8, FRONT, true),       // in jne (0d)
+        (A + 0x10, 2, RETIRING, false),
+        (B, 20, RETIRING, false),
+        (B + 0x03, 100, CORE_BOUND, true), // in movabs (00)
+        (B + 0x09, 60, CORE_BOUND, true),  // its last byte
+        (B + 0x0c, 10, FRONT, true),       // in imul (0a)
+    ];
+    let mut s = Synth::new("sapphirerapids", true, |_| 0);
+    let c = s.sampler(None);
+    for &(ip, lat, td, _) in &samples {
+        s.sample(c, 500, ip, 100, Some(td), lat);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    s.write(dir.path());
+    let proc = dir.path().join("proc");
+    std::fs::create_dir(&proc).unwrap();
+    std::fs::write(proc.join("kcore"), core_image(A, &code)).unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_hrec"))
+        .args(["annotate", "--json", "hot_a", "hot_b"])
+        .current_dir(dir.path())
+        .env("HREC_PROCFS_ROOT", &proc)
+        .output()
+        .unwrap();
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(!err.contains("warning"), "nothing left out: {err}");
+    let j: Value = serde_json::from_str(&out).unwrap();
+    let func = |name: &str| {
+        j["symbols"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"] == name)
+            .unwrap_or_else(|| panic!("{name} in {j:#}"))
+            .clone()
+    };
+    let (fa, fb) = (func("hot_a"), func("hot_b"));
+    let addrs = |f: &Value| -> Vec<u64> {
+        f["instructions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["address"].as_u64().unwrap())
+            .collect()
+    };
+    // The code decodes as written, so the IPs marked inside are no instruction's start.
+    let starts_a = [0x00, 0x01, 0x04, 0x07, 0x0a, 0x0d, 0x0f, 0x10].map(|o| A + o);
+    let starts_b = [0x00, 0x0a, 0x0e].map(|o| B + o);
+    assert_eq!(addrs(&fa)[..8], starts_a);
+    assert_eq!(addrs(&fb)[..3], starts_b);
+    for &(ip, _, _, inside) in &samples {
+        assert_eq!(
+            !addrs(&fa).contains(&ip) && !addrs(&fb).contains(&ip),
+            inside,
+            "{ip:x}"
+        );
+    }
+    // Each instruction: (samples, latency count, latency total) of the IPs it holds.
+    let insn = |f: &Value, a: u64| {
+        let i = f["instructions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["address"].as_u64() == Some(a))
+            .unwrap()
+            .clone();
+        let l = &i["retire_latency"];
+        (
+            i["samples"].as_u64().unwrap(),
+            l["count"].as_u64().unwrap_or(0),
+            l["total"].as_u64().unwrap_or(0),
+        )
+    };
+    let want_a = [
+        (1, 1, 4),
+        (1, 1, 6),
+        (3, 3, 80),
+        (1, 1, 12),
+        (0, 0, 0),
+        (1, 1, 8),
+    ];
+    for (a, w) in starts_a.iter().zip(want_a) {
+        assert_eq!(insn(&fa, *a), w, "{a:x}");
+    }
+    assert_eq!(insn(&fa, A + 0x10), (1, 1, 2));
+    assert_eq!(insn(&fb, B), (3, 3, 180));
+    assert_eq!(insn(&fb, B + 0x0a), (1, 1, 10));
+    assert_eq!(insn(&fb, B + 0x0e), (0, 0, 0));
+
+    // Summed per function, they are report's numbers.
+    let j = report_json(dir.path(), &["--sort", "sym"]);
+    let t = &j["events"][0];
+    for (name, f, n) in [("hot_a", &fa, 8), ("hot_b", &fb, 4)] {
+        let r = row(t, name);
+        let sum = |k: &dyn Fn(&Value) -> u64| -> u64 {
+            f["instructions"].as_array().unwrap().iter().map(k).sum()
+        };
+        let lat_count = sum(&|i| i["retire_latency"]["count"].as_u64().unwrap_or(0));
+        let lat_total = sum(&|i| i["retire_latency"]["total"].as_u64().unwrap_or(0));
+        assert_eq!(r["retire_latency"]["count"], n, "{name}");
+        assert_eq!(lat_count, n, "{name}: annotate's latency count");
+        assert_eq!(
+            lat_total,
+            r["retire_latency"]["total"].as_u64().unwrap(),
+            "{name}"
+        );
+        assert_eq!(sum(&|i| i["samples"].as_u64().unwrap()), n, "{name}");
+        assert_eq!(f["samples"], n, "{name}");
+        assert_eq!(r["samples"], n, "{name}");
+        assert!(f.get("outside_samples").is_none(), "{f}");
+        // TopDown: the blocks' slots add up to the function's, and their level 1 weighed by
+        // them is the function's.
+        let blocks = f["blocks"].as_array().unwrap();
+        let slots: u64 = blocks
+            .iter()
+            .map(|b| b["topdown_slots"].as_u64().unwrap_or(0))
+            .sum();
+        assert_eq!(slots, 1000 * n, "{name}");
+        assert_eq!(r["topdown"]["slots"], slots, "{name}");
+        let weighed: Vec<f64> = (0..4)
+            .map(|k| {
+                blocks
+                    .iter()
+                    .filter(|b| b["topdown_slots"].is_u64())
+                    .map(|b| {
+                        b["topdown_l1"][k].as_f64().unwrap()
+                            * b["topdown_slots"].as_u64().unwrap() as f64
+                    })
+                    .sum::<f64>()
+                    / slots as f64
+            })
+            .collect();
+        let report = l1(r);
+        assert!(
+            weighed
+                .iter()
+                .zip(report)
+                .all(|(a, b)| (a - b).abs() < 1e-6),
+            "{name}: annotate {weighed:?}, report {report:?}"
+        );
+        // And both are the truth of the samples' deltas.
+        let tds: Vec<Td> = samples
+            .iter()
+            .filter(|e| (e.0 & !0xfff) == f["start"].as_u64().unwrap())
+            .map(|e| e.2)
+            .collect();
+        let sum: u64 = tds.iter().map(|t| t[1] + t[2] + t[3] + t[4]).sum();
+        for (k, r) in report.iter().enumerate() {
+            let truth = 100.0 * tds.iter().map(|t| t[k + 1]).sum::<u64>() as f64 / sum as f64;
+            assert!((r - truth).abs() < 1e-6, "{name}: {report:?}");
+        }
+    }
+    // hot_a's loop block (04-0f) holds the IPs inside its instructions.
+    let lp = fa["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["start"].as_u64() == Some(A + 0x04))
+        .unwrap();
+    assert_eq!(lp["end"].as_u64(), Some(A + 0x0f));
+    assert_eq!(
+        (&lp["samples"], &lp["topdown_slots"]),
+        (&5.into(), &5000.into())
+    );
+}
+
+/// Two functions of one name (static functions of different sources, as the kernel has many)
+/// are two functions, each with its own samples and latencies: none of their samples is lost
+/// between them.
+#[test]
+fn annotate_tells_apart_functions_of_one_name() {
+    const KALLSYMS_TWICE: &str = "\
+ffffffff81000000 T _text
+ffffffff81001000 t twice
+ffffffff81002000 t twice
+ffffffff81003000 T after
+";
+    const A: u64 = 0xffff_ffff_8100_1000;
+    const B: u64 = 0xffff_ffff_8100_2000;
+    let mut s = Synth::new("sapphirerapids", true, |_| 0);
+    let c = s.sampler(None);
+    // The later one first: its start is the one seen first.
+    s.sample(c, 500, B + 1, 100, Some(CORE_BOUND), 9);
+    s.sample(c, 500, A, 100, Some(RETIRING), 5);
+    s.sample(c, 500, A + 1, 100, Some(RETIRING), 7);
+    let dir = tempfile::tempdir().unwrap();
+    s.write_with(dir.path(), KALLSYMS_TWICE);
+    // Each: `push %rbp; mov %rsp,%rbp; ret`, then int3 padding.
+    let mut code = Vec::new();
+    for _ in 0..2 {
+        code.extend_from_slice(&[0x55, 0x48, 0x89, 0xe5, 0xc3]);
+        code.resize(code.len().next_multiple_of(0x1000), 0xcc);
+    }
+    let proc = dir.path().join("proc");
+    std::fs::create_dir(&proc).unwrap();
+    std::fs::write(proc.join("kcore"), core_image(A, &code)).unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_hrec"))
+        .args(["annotate", "--json", "twice"])
+        .current_dir(dir.path())
+        .env("HREC_PROCFS_ROOT", &proc)
+        .output()
+        .unwrap();
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(!err.contains("warning"), "nothing left out: {err}");
+    let j: Value = serde_json::from_str(&out).unwrap();
+    let got: Vec<(u64, u64, u64, u64)> = j["symbols"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let i = &f["instructions"][1]; // mov %rsp,%rbp, which holds start + 1
+            (
+                f["start"].as_u64().unwrap(),
+                f["samples"].as_u64().unwrap(),
+                i["samples"].as_u64().unwrap(),
+                i["retire_latency"]["count"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    assert_eq!(got, [(A, 2, 1, 1), (B, 1, 1, 1)], "{out}");
 }
 
 /// `hrec export --format firefox` of a hybrid recording with retire latencies, TopDown group

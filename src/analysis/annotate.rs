@@ -1,13 +1,17 @@
 //! Per-instruction attribution of one function: what `perf annotate` shows, with hrec's
 //! retire latency per instruction and TopDown per basic block.
 //!
-//! A sample belongs to the instruction at its IP (the leaf of its chain, never a caller), in
-//! the function of the file it was symbolized in; its period and its retire latency go with
-//! it. The function's bytes are read from the same file (the build-id checked as for symbols)
-//! and disassembled ([`crate::disasm`]); its size comes from the symbol table. Basic blocks
-//! start at the function's entry, at every branch target inside it, and after every jump,
-//! call or return; the TopDown deltas of a block's samples (group-read deltas attributed to
-//! the sampled IP) add up per block.
+//! A sample belongs to the instruction that holds its IP (the leaf of its chain, never a
+//! caller; the instruction's first byte or one inside it), in the function of the file it was
+//! symbolized in; its period, its retire latency and its TopDown deltas go with it. The
+//! function's bytes are read from the same file (the build-id checked as for symbols) and
+//! disassembled ([`crate::disasm`]); its size comes from the symbol table. Basic blocks start
+//! at the function's entry, at every branch target inside it, and after every jump, call or
+//! return; the TopDown deltas of a block's instructions (group-read deltas attributed to the
+//! sampled IP) add up per block. So a function's samples and retire latencies on its
+//! instructions, and its TopDown slots in its blocks, add up to report's row of it; samples
+//! outside its bytes (which only a symbol table that disagrees with the samples' gives) are
+//! counted apart.
 //!
 //! A function that cannot be read (the file missing, changed since the recording, without a
 //! symbol size, or in the kernel) is left out with one line saying why.
@@ -89,6 +93,9 @@ pub struct AnnotatedInsn {
     /// Their retire latencies, `(value, samples)` by value (for histograms).
     #[serde(skip)]
     pub latency_values: Vec<(u64, u64)>,
+    /// Their TopDown deltas (group reads).
+    #[serde(skip)]
+    pub topdown: TdCounts,
 }
 
 /// A basic block and what its instructions got.
@@ -102,6 +109,11 @@ pub struct Block {
     pub samples: u64,
     /// Their periods.
     pub period: u64,
+    /// The slots of its samples' group-read deltas that its level-1 percentages are of, as
+    /// report's `slots` (the four level-1 values' sum; an E-core group's `width x` cycles):
+    /// to weigh blocks together.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub topdown_slots: Option<u64>,
     /// TopDown level 1 of its samples' group-read deltas, percent (Retiring, Bad
     /// Speculation, Frontend Bound, Backend Bound).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -125,14 +137,28 @@ pub struct Annotated {
     pub start: u64,
     /// Size in bytes.
     pub size: u64,
-    /// Samples in it.
+    /// Samples on its instructions.
     pub samples: u64,
     /// Their periods.
     pub period: u64,
+    /// Samples named with it at addresses none of its instructions holds (before its first
+    /// byte or past its last), on no instruction or block (see [`assemble`]).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub outside_samples: u64,
+    /// Their periods.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub outside_period: u64,
+    /// How many of them carried a retire latency.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub outside_latencies: u64,
     /// Its instructions.
     pub instructions: Vec<AnnotatedInsn>,
     /// Its basic blocks.
     pub blocks: Vec<Block>,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// The functions annotated and the ones that could not be.
@@ -144,6 +170,26 @@ pub struct Annotation {
     pub symbols: Vec<Annotated>,
     /// One line per function that could not be annotated.
     pub problems: Vec<String>,
+}
+
+impl Annotation {
+    /// Adds an annotated function (`what` names it in a problem), with one line when some of
+    /// its samples are on none of its instructions.
+    fn push(&mut self, a: Annotated, what: &str) {
+        if a.outside_samples > 0 {
+            let lat = match a.outside_latencies {
+                0 => String::new(),
+                n => format!(" ({n} with a retire latency)"),
+            };
+            self.problems.push(format!(
+                "{what}: {} samples{lat} are at addresses outside its bytes {:#x}-{:#x}, so on none of its instructions (they were named with a symbol other than the one its bytes were read by)",
+                a.outside_samples,
+                a.start,
+                a.start + a.size
+            ));
+        }
+        self.symbols.push(a);
+    }
 }
 
 /// What the samples of one function add up to, per address.
@@ -169,8 +215,10 @@ pub fn annotate(p: &Profile, o: &AnnotateOptions) -> Annotation {
     let Ok(event) = u16::try_from(o.event) else {
         return out;
     };
-    // (name, dso) -> hits, over the leaf locations of the event's samples.
-    let mut funcs: HashMap<(String, String), Hits> = HashMap::new();
+    // (name, dso, start) -> hits, over the leaf locations of the event's samples. The start
+    // tells apart functions of one file that share a name (static functions of different
+    // sources, in a program or the kernel): each is its own function, with its own bytes.
+    let mut funcs: HashMap<(String, String, u64), Hits> = HashMap::new();
     let mut kernel_samples = 0u64;
     for g in p.groups.iter().filter(|g| g.event == event) {
         let l = &p.locs[g.leaf as usize];
@@ -183,12 +231,13 @@ pub fn annotate(p: &Profile, o: &AnnotateOptions) -> Annotation {
         {
             continue;
         }
+        let start = l.file_addr.wrapping_sub(l.sym_offset);
         let h = funcs
-            .entry((sym.to_string(), l.dso_path.to_string()))
+            .entry((sym.to_string(), l.dso_path.to_string(), start))
             .or_insert_with(|| Hits {
                 dso: l.dso_path.to_string(),
                 kernel: l.kernel,
-                start: l.file_addr.wrapping_sub(l.sym_offset),
+                start,
                 ..Default::default()
             });
         h.samples += g.samples;
@@ -233,7 +282,7 @@ pub fn annotate(p: &Profile, o: &AnnotateOptions) -> Annotation {
     let named: std::collections::HashSet<&str> = funcs.values().map(|h| h.dso.as_str()).collect();
     unnamed.retain(|file, _| !named.contains(file.as_str()));
     let total: u64 = p.events.get(o.event).map_or(0, |e| e.samples);
-    let mut picked: Vec<((String, String), Hits)> = if o.symbols.is_empty() {
+    let mut picked: Vec<((String, String, u64), Hits)> = if o.symbols.is_empty() {
         if kernel_samples > 0 && o.kernel.is_none() {
             out.problems.push(format!(
                 "{kernel_samples} samples in kernel code are not annotated: {NO_KCORE}"
@@ -255,7 +304,11 @@ pub fn annotate(p: &Profile, o: &AnnotateOptions) -> Annotation {
     } else {
         let mut v = Vec::new();
         for want in &o.symbols {
-            let mut found: Vec<_> = funcs.keys().filter(|(n, _)| n == want).cloned().collect();
+            let mut found: Vec<_> = funcs
+                .keys()
+                .filter(|(n, _, _)| n == want)
+                .cloned()
+                .collect();
             found.sort();
             if found.is_empty() {
                 let why = if unnamed.is_empty() {
@@ -283,13 +336,13 @@ pub fn annotate(p: &Profile, o: &AnnotateOptions) -> Annotation {
     // Zero is a latency like any other once the event has any that is not.
     let has_latency = p.events.get(o.event).is_some_and(|e| e.has_latency);
     let mut binaries: HashMap<String, Result<Binary, String>> = HashMap::new();
-    for ((name, dso), h) in picked.drain(..) {
+    for ((name, dso, _), h) in picked.drain(..) {
         if h.kernel {
             match &o.kernel {
                 None => out.problems.push(format!("{name} [kernel]: {NO_KCORE}")),
                 Some((syms, kcore)) => match annotate_kernel(syms, kcore, &name, h, o, has_latency)
                 {
-                    Ok(a) => out.symbols.push(a),
+                    Ok(a) => out.push(a, &format!("{name} [kernel]")),
                     Err(why) => out.problems.push(format!("{name} [kernel]: {why}")),
                 },
             }
@@ -304,7 +357,7 @@ pub fn annotate(p: &Profile, o: &AnnotateOptions) -> Annotation {
             }
         };
         match annotate_one(b, &name, h, o, has_latency) {
-            Ok(a) => out.symbols.push(a),
+            Ok(a) => out.push(a, &format!("{name} ({dso})")),
             Err(why) => out.problems.push(format!("{name} ({dso}): {why}")),
         }
     }
@@ -416,6 +469,34 @@ fn annotate_one(
     ))
 }
 
+/// What the samples at some addresses add up to: samples, period, retire latencies and
+/// TopDown deltas.
+#[derive(Debug, Clone, Default)]
+struct Held {
+    samples: u64,
+    period: u64,
+    lat: LatHist,
+    td: TdCounts,
+}
+
+impl Held {
+    fn add(&mut self, samples: u64, period: u64, lat: &LatHist, td: &TdCounts) {
+        self.samples += samples;
+        self.period += period;
+        self.lat.merge(lat);
+        self.td.add(td);
+    }
+}
+
+/// The index of the instruction whose bytes hold `addr` (`insns` in address order).
+fn holder(insns: &[Insn], addr: u64) -> Option<usize> {
+    let k = insns
+        .partition_point(|i| i.address <= addr)
+        .checked_sub(1)?;
+    let i = &insns[k];
+    (addr - i.address < i.len as u64).then_some(k)
+}
+
 /// The annotated function from its decoded instructions (`code` their bytes, from the
 /// function's start) and its samples; source lines from `dwarf` when given.
 fn assemble(
@@ -427,45 +508,56 @@ fn assemble(
     has_latency: bool,
 ) -> Annotated {
     let start = insns.first().map_or(h.start, |i| i.address);
-    let td_at: Vec<(u64, TdCounts)> = h.by_addr.iter().map(|(&a, e)| (a, e.3)).collect();
-    let dso = h.dso;
-    let mut by_addr = h.by_addr;
-    let mut instructions: Vec<AnnotatedInsn> = insns
+    // Every address's samples go, whole (samples, period, retire latencies, TopDown deltas),
+    // to the instruction whose bytes hold it: its start, or a byte inside it when the bytes
+    // were decoded from another start or the file changed. The instructions cover the
+    // function's bytes, so an address no instruction holds lies before its first byte or
+    // past its last: the samples were named with a symbol that disagrees with the one its
+    // bytes were read by. Such samples belong to no instruction shown, so none gets them
+    // (putting them on the first or last one would make that instruction hotter than it
+    // was); they are counted in `outside_samples` and `outside_period`, and `annotate` says
+    // so in one line.
+    let mut held = vec![Held::default(); insns.len()];
+    let mut outside = Held::default();
+    for (&addr, (samples, period, lat, td)) in &h.by_addr {
+        let to = match holder(insns, addr) {
+            Some(k) => &mut held[k],
+            None => &mut outside,
+        };
+        to.add(*samples, *period, lat, td);
+    }
+    let instructions: Vec<AnnotatedInsn> = insns
         .iter()
-        .map(|i| {
-            let (samples, period, lat, _) = by_addr.remove(&i.address).unwrap_or_default();
+        .zip(&held)
+        .map(|(i, e)| {
             let at = usize::try_from(i.address - start).unwrap_or(usize::MAX);
             AnnotatedInsn {
                 address: i.address,
-                samples,
-                period,
+                samples: e.samples,
+                period: e.period,
                 text: i.text.clone(),
                 raw: code
                     .get(at..at.saturating_add(i.len))
                     .unwrap_or_default()
                     .to_vec(),
                 source: dwarf.and_then(|b| source_line(b, i.address)),
-                retire_latency: LatencyStats::of_hist(&lat).filter(|_| has_latency),
-                latency_values: super::latency::histogram_of(&lat),
+                retire_latency: LatencyStats::of_hist(&e.lat).filter(|_| has_latency),
+                latency_values: super::latency::histogram_of(&e.lat),
+                topdown: e.td,
             }
         })
         .collect();
-    // Samples between instruction boundaries (the bytes were decoded from another start, or
-    // the file changed): kept on the instruction that holds the address.
-    for (addr, (samples, period, _, _)) in by_addr.iter() {
-        if let Some(i) = instructions.iter_mut().rev().find(|i| i.address <= *addr) {
-            i.samples += samples;
-            i.period += period;
-        }
-    }
-    let blocks = blocks(insns, &instructions, &td_at);
+    let blocks = blocks(insns, &instructions);
     Annotated {
         name: name.to_string(),
-        dso,
+        dso: h.dso,
         start,
         size: code.len() as u64,
         samples: instructions.iter().map(|i| i.samples).sum(),
         period: instructions.iter().map(|i| i.period).sum(),
+        outside_samples: outside.samples,
+        outside_period: outside.period,
+        outside_latencies: if has_latency { outside.lat.count() } else { 0 },
         instructions,
         blocks,
     }
@@ -489,8 +581,8 @@ fn source_line(b: &Binary, addr: u64) -> Option<SourceLine> {
 }
 
 /// Splits the instructions into basic blocks and adds up each block's samples and TopDown
-/// deltas.
-fn blocks(insns: &[Insn], annotated: &[AnnotatedInsn], td_at: &[(u64, TdCounts)]) -> Vec<Block> {
+/// deltas (those its instructions hold).
+fn blocks(insns: &[Insn], annotated: &[AnnotatedInsn]) -> Vec<Block> {
     let Some(first) = insns.first() else {
         return Vec::new();
     };
@@ -517,32 +609,24 @@ fn blocks(insns: &[Insn], annotated: &[AnnotatedInsn], td_at: &[(u64, TdCounts)]
             end: starts.get(k + 1).copied().unwrap_or(end),
             samples: 0,
             period: 0,
+            topdown_slots: None,
             topdown_l1: None,
             topdown_l2: None,
             topdown: TdCounts::default(),
         })
         .collect();
-    let block_of = |a: u64| out.partition_point(|b| b.start <= a).checked_sub(1);
-    let mut idx: Vec<(usize, u64, u64)> = Vec::new();
+    // A block starts at the first instruction or at an address inside the function, so every
+    // instruction has one (the one its first byte is in).
     for i in annotated {
-        if let Some(k) = block_of(i.address) {
-            idx.push((k, i.samples, i.period));
+        if let Some(k) = out.partition_point(|b| b.start <= i.address).checked_sub(1) {
+            let b = &mut out[k];
+            b.samples += i.samples;
+            b.period += i.period;
+            b.topdown.add(&i.topdown);
         }
-    }
-    let mut tds: Vec<(usize, TdCounts)> = Vec::new();
-    for &(a, td) in td_at {
-        if let Some(k) = block_of(a) {
-            tds.push((k, td));
-        }
-    }
-    for (k, s, p) in idx {
-        out[k].samples += s;
-        out[k].period += p;
-    }
-    for (k, td) in tds {
-        out[k].topdown.add(&td);
     }
     for b in &mut out {
+        b.topdown_slots = Some(b.topdown.slots()).filter(|&s| s > 0);
         b.topdown_l1 = b.topdown.level1();
         b.topdown_l2 = b.topdown.level2();
     }
@@ -558,5 +642,164 @@ mod tests {
         assert!(dso_matches("/usr/lib/libc.so.6", "libc.so.6"));
         assert!(dso_matches("/usr/lib/libc.so.6", "/usr/lib/libc.so.6"));
         assert!(!dso_matches("/usr/lib/libc.so.6", "libc"));
+    }
+
+    fn insn(address: u64, len: usize, text: &str, target: Option<u64>, ends: bool) -> Insn {
+        Insn {
+            address,
+            len,
+            text: text.into(),
+            target,
+            ends_block: ends,
+        }
+    }
+
+    fn lats(values: &[u16]) -> LatHist {
+        let mut h = LatHist::default();
+        for &v in values {
+            h.add(v);
+        }
+        h
+    }
+
+    /// Samples at an address: (address, samples, period, retire latencies, TopDown deltas).
+    type Given = (u64, u64, u64, &'static [u16], TdCounts);
+
+    /// Samples inside instructions go whole to the instruction that holds them: samples,
+    /// period, every retire latency and every TopDown delta; those outside the function's
+    /// bytes are on no instruction and counted, so the sums are kept.
+    #[test]
+    fn samples_inside_instructions_move_whole_to_their_instruction() {
+        // 1000: 4 bytes; 1004: 3 bytes; 1007: jne 1004 (2 bytes); 1009: ret.
+        let insns = [
+            insn(0x1000, 4, "a", None, false),
+            insn(0x1004, 3, "b", None, false),
+            insn(0x1007, 2, "jne", Some(0x1004), true),
+            insn(0x1009, 1, "ret", None, true),
+        ];
+        let code = [0x90u8; 10];
+        let t1 = TdCounts::pcore([1000, 600, 100, 100, 200, 300, 50, 60, 100]);
+        let t2 = TdCounts::pcore([1000, 100, 100, 200, 600, 50, 50, 100, 500]);
+        let t3 = TdCounts::pcore([1000, 100, 100, 700, 100, 50, 50, 500, 50]);
+        let at: [Given; 7] = [
+            (0x1000, 1, 100, &[5], t1),
+            (0x1002, 2, 200, &[10, 20], t2),
+            (0x1005, 1, 100, &[0], t3),
+            (0x1006, 3, 300, &[7, 7, 9], t1),
+            (0x1008, 1, 100, &[40], t2),
+            (0x0fff, 1, 50, &[3], t3),
+            (0x100a, 2, 60, &[4, 6], t1),
+        ];
+        let mut h = Hits {
+            dso: "/bin/x".into(),
+            start: 0x1000,
+            ..Hits::default()
+        };
+        for &(a, samples, period, l, td) in &at {
+            h.samples += samples;
+            h.by_addr.insert(a, (samples, period, lats(l), td));
+        }
+        let f = assemble("f", h, &insns, &code, None, true);
+        let got: Vec<(u64, u64, u64, u64, u64, TdCounts)> = f
+            .instructions
+            .iter()
+            .map(|i| {
+                let l = i.retire_latency.unwrap_or_default();
+                (i.address, i.samples, i.period, l.count, l.total, i.topdown)
+            })
+            .collect();
+        let sum = |a: TdCounts, b: TdCounts| {
+            let mut s = a;
+            s.add(&b);
+            s
+        };
+        assert_eq!(
+            got,
+            [
+                (0x1000, 3, 300, 3, 35, sum(t1, t2)),
+                (0x1004, 4, 400, 4, 23, sum(t3, t1)),
+                (0x1007, 1, 100, 1, 40, t2),
+                (0x1009, 0, 0, 0, 0, TdCounts::default()),
+            ]
+        );
+        // The moved latencies are in the histogram and the statistics: 0 counts.
+        let b = &f.instructions[1];
+        assert_eq!(
+            b.latency_values,
+            [(0, 1), (1, 0), (2, 0), (4, 0), (8, 2), (16, 1)]
+        );
+        assert_eq!(b.retire_latency.unwrap().min, 0);
+        assert_eq!((f.samples, f.period), (8, 800));
+        assert_eq!(
+            (f.outside_samples, f.outside_period, f.outside_latencies),
+            (3, 110, 3)
+        );
+        // Nothing lost: samples, periods and latencies add up to what was given.
+        let given = |k: fn(&Given) -> u64| -> u64 { at.iter().map(k).sum() };
+        assert_eq!(f.samples + f.outside_samples, given(|e| e.1));
+        assert_eq!(f.period + f.outside_period, given(|e| e.2));
+        let on_insns: u64 = f
+            .instructions
+            .iter()
+            .filter_map(|i| i.retire_latency)
+            .map(|l| l.count)
+            .sum();
+        assert_eq!(on_insns + f.outside_latencies, given(|e| e.3.len() as u64));
+        // Blocks: [1000,1004), [1004,1009) (the jump's target to its end), [1009,100a).
+        let blocks: Vec<(u64, u64, u64, Option<u64>)> = f
+            .blocks
+            .iter()
+            .map(|b| (b.start, b.end, b.samples, b.topdown_slots))
+            .collect();
+        assert_eq!(
+            blocks,
+            [
+                (0x1000, 0x1004, 3, Some(2000)),
+                (0x1004, 0x1009, 5, Some(3000)),
+                (0x1009, 0x100a, 0, None),
+            ]
+        );
+        assert_eq!(f.blocks[0].topdown, sum(t1, t2));
+        assert_eq!(f.blocks[1].topdown, sum(sum(t3, t1), t2));
+        assert_eq!(f.blocks[0].topdown_l1, sum(t1, t2).level1());
+        // One line says what is on no instruction.
+        let mut a = Annotation::default();
+        a.push(f, "f (/bin/x)");
+        assert_eq!(a.problems.len(), 1, "{:?}", a.problems);
+        assert!(
+            a.problems[0].starts_with("f (/bin/x): 3 samples (3 with a retire latency) are at addresses outside its bytes 0x1000-0x100a"),
+            "{:?}",
+            a.problems
+        );
+    }
+
+    #[test]
+    fn an_address_is_held_by_the_instruction_its_byte_is_in() {
+        let insns = [
+            insn(0x10, 4, "a", None, false),
+            insn(0x14, 1, "b", None, false),
+        ];
+        let held: Vec<Option<usize>> = [0xf, 0x10, 0x13, 0x14, 0x15]
+            .into_iter()
+            .map(|a| holder(&insns, a))
+            .collect();
+        assert_eq!(held, [None, Some(0), Some(0), Some(1), None]);
+        assert_eq!(holder(&[], 0x10), None);
+    }
+
+    /// Without latencies in the event (every one zero), none is shown or counted outside.
+    #[test]
+    fn latencies_of_an_event_without_them_are_not_counted() {
+        let insns = [insn(0x10, 4, "a", None, true)];
+        let mut h = Hits::default();
+        h.by_addr
+            .insert(0x11, (1, 1, lats(&[0]), TdCounts::default()));
+        h.by_addr
+            .insert(0x20, (1, 1, lats(&[0]), TdCounts::default()));
+        let f = assemble("f", h, &insns, &[0; 4], None, false);
+        assert_eq!(f.instructions[0].samples, 1);
+        assert!(f.instructions[0].retire_latency.is_none());
+        assert_eq!((f.outside_samples, f.outside_latencies), (1, 0));
+        assert_eq!(f.blocks[0].topdown_slots, None);
     }
 }
