@@ -1568,6 +1568,25 @@ fn ecore_topdown_per_symbol_follows_intels_ecore_formulas() {
         l1(row(&t(&j, "cpu_core/cycles/P"), "hot_a")),
         [60.0, 10.0, 10.0, 20.0]
     );
+    // The same shares in the flame graph's tooltips.
+    run_ok(
+        dir.path(),
+        &[
+            "flamegraph",
+            "--color",
+            "topdown",
+            "--event",
+            "cpu_atom/cycles/P",
+            "-o",
+            "atom.svg",
+        ],
+    );
+    let svg = std::fs::read_to_string(dir.path().join("atom.svg")).unwrap();
+    assert!(
+        svg.contains("<title>hot_a: TopDown Retiring 42.0%, Bad Speculation 12.0%, Frontend Bound 16.0%, Backend Bound 30.0%"),
+        "{svg}"
+    );
+    std::fs::rename(dir.path().join("hrec.data"), dir.path().join("adl.hrec")).unwrap();
 
     // Lunar Lake's Skymont: 1000 cycles = 8000 slots; the four add up to 95 %.
     let mut s = Synth::ecore("lunarlake", |pmu| if pmu == "cpu_atom" { 4 } else { 0 });
@@ -1579,6 +1598,37 @@ fn ecore_topdown_per_symbol_follows_intels_ecore_formulas() {
     let a = t(&j, "cpu_atom/cycles/P");
     assert_eq!(l1(row(&a, "hot_a")), [50.0, 5.0, 10.0, 30.0]);
     assert_eq!(l1(row(&a, "hot_b")), [10.0, 10.0, 50.0, 20.0]);
+    // diff of the Gracemont file (baseline) with the Skymont one: each side's own shares.
+    let (out, _) = run_ok(
+        dir.path(),
+        &["diff", "adl.hrec", "hrec.data", "--json", "-s", "sym"],
+    );
+    let d: Value = serde_json::from_str(&out).unwrap();
+    let atom = d["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["event"].as_str().is_some_and(|n| n.contains("cpu_atom")))
+        .unwrap_or_else(|| panic!("{d:#}"));
+    let r = atom["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["key"]["sym"] == "[k] hot_a")
+        .unwrap_or_else(|| panic!("{atom:#}"));
+    let share = |side: &str, k: &str| r[side]["topdown"]["level1"][k].as_f64().unwrap();
+    assert_eq!(
+        (share("old", "Retiring"), share("new", "Retiring")),
+        (42.0, 50.0)
+    );
+    assert_eq!(
+        (
+            share("old", "Bad Speculation"),
+            share("new", "Bad Speculation")
+        ),
+        (12.0, 5.0)
+    );
+    assert!((r["topdown_delta"]["Retiring"].as_f64().unwrap() - 8.0).abs() < 1e-9);
 
     // Arrow Lake-H: Skymont (width 8) and the low-power Crestmont (width 6) side by side.
     let mut s = Synth::ecore("arrowlake-h", |pmu| match pmu {
