@@ -1508,10 +1508,7 @@ fn script(
         &cfg.fields,
         &popts,
         &cfg.filters,
-        output::script::Layout {
-            inline: cfg.layout.inline && cfg.fields.contains(&output::script::Field::Sym),
-            ..cfg.layout
-        },
+        cfg.layout,
         output::script::Sinks {
             out: &mut buf,
             errors: &mut errors,

@@ -545,9 +545,13 @@ pub struct ScriptArgs {
     /// srcline are printed with ip, as perf prints them.
     #[arg(short = 'F', long = "fields", allow_hyphen_values = true)]
     pub fields: Option<String>,
-    /// Print the functions inlined at each address as frames of their own (innermost first).
-    #[arg(long)]
+    /// Functions inlined at an address are frames of their own, innermost first: in unwound
+    /// (dwarf) chains by default, as in perf; given, in frame-pointer chains too.
+    #[arg(long, overrides_with = "no_inline")]
     pub inline: bool,
+    /// Only the function itself at each address of a call chain.
+    #[arg(long = "no-inline", overrides_with = "inline")]
+    pub no_inline: bool,
     /// Times to the nanosecond.
     #[arg(long)]
     pub ns: bool,
@@ -1495,7 +1499,11 @@ impl Cli {
                     profile,
                     filters,
                     layout: hrec::output::script::Layout {
-                        inline: a.inline,
+                        inline: match (a.inline, a.no_inline) {
+                            (_, true) => hrec::output::script::Inline::Off,
+                            (true, _) => hrec::output::script::Inline::All,
+                            _ => hrec::output::script::Inline::Unwound,
+                        },
                         ns: a.ns,
                         hide_call_graph: a.hide_call_graph,
                         show_mmap: a.show_mmap_events,
