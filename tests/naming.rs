@@ -249,7 +249,7 @@ fn same_names_as_perf(dir: &Path, program: &Path, arg: &str, name: &str, opts: &
         .collect();
     assert!(total > 99.0, "{name}: perf's rows add up to {total}");
     // `--call-graph dwarf`: perf unwinds the stacks and lists the functions inlined at each
-    // address (`name (inlined)`), as `hrec script --inline` does: the same stacks, names and
+    // address (`name (inlined)`), as `hrec script` does by default: the same stacks, names and
     // addresses for at least 98% of the samples (frames either leaves unresolved count as
     // equal; a stack perf ends early may go on in hrec).
     if opts.contains(&"dwarf") {

@@ -188,7 +188,7 @@ impl Env {
                 let mut fields = Field::DEFAULT.to_vec();
                 fields.extend([Field::Sym, Field::Dso, Field::Period, Field::Srcline]);
                 let layout = output::script::Layout {
-                    inline: true,
+                    inline: output::script::Inline::All,
                     show_mmap: true,
                     show_task: true,
                     ..Default::default()

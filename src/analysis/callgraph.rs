@@ -392,9 +392,9 @@ impl Entries {
 }
 
 /// The entries of a location as perf lists them, innermost first. In unwound (`dwarf`)
-/// chains, each function inlined at the address (`name (inlined)`), then the function
-/// itself, named by DWARF and marked inlined when that differs from the symbol table's name;
-/// in frame-pointer chains (`inline` false) the symbol alone (perf 6.1 dropped inline
+/// chains, each function inlined at the address, then the function itself, named by DWARF
+/// and marked `(inlined)` where the name is not the symbol table's
+/// ([`Loc::inline_entries`]); in frame-pointer chains (`inline` false) the symbol alone (perf 6.1 dropped inline
 /// expansion there for its cost). Unresolved addresses are their hex value. With
 /// [`Key::Address`], each carries its source line.
 pub(crate) fn entry_names(l: &Loc, key: Key, inline: bool) -> Vec<(String, usize)> {
@@ -427,22 +427,16 @@ pub(crate) fn entry_names(l: &Loc, key: Key, inline: bool) -> Vec<(String, usize
         v.push((format!("{}{srcline}", l.sym_name()), 0));
         return v;
     }
-    if l.frames.len() > 1 {
-        for (i, f) in l.frames[..l.frames.len() - 1].iter().enumerate() {
-            let name = f.function.as_deref().unwrap_or("??");
-            v.push((format!("{name}{} (inlined)", line(f)), i));
-        }
+    // perf's entries, each with the index of its frame.
+    for (i, e) in l.inline_entries().into_iter().enumerate() {
+        let line = match (e.frame, key) {
+            (Some(f), _) => line(f),
+            (None, Key::Address) => " ??:0".to_string(),
+            (None, Key::Function) => String::new(),
+        };
+        let mark = if e.inlined { " (inlined)" } else { "" };
+        v.push((format!("{}{line}{mark}", e.name), i));
     }
-    let outer_line = match (l.frames.last(), key) {
-        (Some(f), _) => line(f),
-        (None, Key::Address) => " ??:0".to_string(),
-        (None, Key::Function) => String::new(),
-    };
-    let name = match l.dwarf_name() {
-        Some(dwarf) if Some(dwarf) != l.sym.as_deref() => format!("{dwarf}{outer_line} (inlined)"),
-        _ => format!("{}{outer_line}", l.sym_name()),
-    };
-    v.push((name, l.frames.len().saturating_sub(1)));
     v
 }
 

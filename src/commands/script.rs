@@ -22,9 +22,13 @@ pub struct ScriptArgs {
     /// srcline are printed with ip, as perf prints them.
     #[arg(short = 'F', long = "fields", allow_hyphen_values = true)]
     pub fields: Option<String>,
-    /// Print the functions inlined at each address as frames of their own (innermost first).
-    #[arg(long)]
+    /// Functions inlined at an address are frames of their own, innermost first: in unwound
+    /// (dwarf) chains by default, as in perf; given, in frame-pointer chains too.
+    #[arg(long, overrides_with = "no_inline")]
     pub inline: bool,
+    /// Only the function itself at each address of a call chain.
+    #[arg(long = "no-inline", overrides_with = "inline")]
+    pub no_inline: bool,
     /// Times to the nanosecond.
     #[arg(long)]
     pub ns: bool,
@@ -64,7 +68,11 @@ impl ScriptArgs {
             profile,
             filters,
             layout: output::script::Layout {
-                inline: self.inline,
+                inline: match (self.inline, self.no_inline) {
+                    (_, true) => output::script::Inline::Off,
+                    (true, _) => output::script::Inline::All,
+                    _ => output::script::Inline::Unwound,
+                },
                 ns: self.ns,
                 hide_call_graph: self.hide_call_graph,
                 show_mmap: self.show_mmap_events,
@@ -126,10 +134,8 @@ fn run(
         &cfg.fields,
         &popts,
         &cfg.filters,
-        output::script::Layout {
-            inline: cfg.layout.inline && cfg.fields.contains(&output::script::Field::Sym),
-            ..cfg.layout
-        },
+        // perf expands inline entries whatever -F says.
+        cfg.layout,
         output::script::Sinks {
             out: &mut buf,
             errors: &mut errors,

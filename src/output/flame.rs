@@ -163,12 +163,6 @@ fn clean_comm(s: &str) -> String {
     clean(s).replace(' ', "_")
 }
 
-/// The frame names of a location, outer function first, inline frames expanded and named from
-/// DWARF, unresolved locations labelled (`hrec script --inline` prints the same names).
-pub fn frame_names_pub(l: &Loc, out: &mut Vec<String>) {
-    frame_names(l, false, out);
-}
-
 fn frame_names(l: &Loc, leaf_only: bool, out: &mut Vec<String>) {
     if l.sym.is_none() {
         let why = l.unresolved.map(|u| u.to_string()).unwrap_or_default();

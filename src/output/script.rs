@@ -8,9 +8,14 @@
 //! `sym`, `symoff`, `dso` and `srcline` belong to the address: perf prints them, and the call
 //! chain, only when `ip` is a field. `srcline` adds `  file:line` under each address (the
 //! innermost inline frame's line, the file's base name), nothing where DWARF has no line.
-//! Frames are the sampled location then its callers; with `--inline` every location is
-//! expanded into its inline chain (innermost first), the inlined functions on lines of their
-//! own, so a collapser builds the same stacks as `hrec report --folded` / `hrec flamegraph`.
+//! Frames are the sampled location then its callers. As in perf 6.1 (`--inline`, its default),
+//! each address of an unwound (`--call-graph dwarf`) chain lists the functions inlined there,
+//! innermost first, then the function itself, each on a line of its own at the function's
+//! offset; an entry not named as the symbol is marked ` (inlined)` and printed without the
+//! object (`Loc::inline_entries`); perf 6.1 leaves frame-pointer chains and a sample's lone
+//! address (no chain, or `-G`) unexpanded. `--no-inline` expands nothing; `--inline` given
+//! expands frame-pointer chains too, so a collapser builds the same stacks as
+//! `hrec report --folded` / `hrec flamegraph`.
 //! An address no symbol covers is perf's `[unknown]` (the report's header says why; flame
 //! graphs label it `[dso: reason]`).
 //!
@@ -35,8 +40,6 @@ use crate::decode::{FileId, Record};
 use crate::event::attr::sample;
 use crate::recording::Recording;
 use crate::symbol::symbolizer::Loc;
-
-use super::flame;
 
 /// A `-F` field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -153,9 +156,22 @@ pub fn parse_fields(spec: &str) -> Result<Vec<Field>, String> {
     Ok(out)
 }
 
-/// One frame as script prints it: address, name, offset (outer functions only), dso, and
-/// `file:line` when DWARF has it.
-type FrameText = (u64, String, Option<u64>, String, Option<String>);
+/// One frame as script prints it.
+#[derive(Debug)]
+struct FrameText {
+    /// The address as perf prints it.
+    addr: u64,
+    /// The function (`[unknown]` where no symbol covers the address).
+    name: String,
+    /// The offset into the symbol, for `symoff`.
+    off: Option<u64>,
+    /// The object's path; perf prints none for an inlined entry.
+    dso: String,
+    /// `file:line`, when DWARF has it.
+    line: Option<String>,
+    /// perf's `(inlined)` mark.
+    inlined: bool,
+}
 
 /// `file:line` as perf's srcline prints it: the file's base name (`--full-source-path` is a
 /// report flag), nothing when DWARF does not know the line.
@@ -165,48 +181,48 @@ fn srcline(f: &crate::symbol::Frame) -> Option<String> {
     (f.line > 0).then(|| format!("{base}:{}", f.line))
 }
 
-/// The frames of a location as script prints them: address, name, offset (outer functions
-/// only), dso; with `with_inline` (`--inline`) the inline chain too, innermost first (perf
-/// prints only the outer function unless asked).
-fn frames_of(l: &Loc, with_inline: bool, chain: bool, out: &mut Vec<FrameText>) {
-    // With the inline chain every frame is named from DWARF, the function itself too, as
-    // perf lists an address's inline chain; without it the function has its symbol-table
-    // name, as perf prints a call-chain entry.
-    // perf prints `[unknown]` for an address no symbol covers (the report says why).
+/// The frames of a location as script prints them: with `expand` the entries perf lists for
+/// an address of an unwound chain ([`Loc::inline_entries`]: the functions inlined there,
+/// innermost first, then the function itself, each entry at the function's offset and with
+/// its own line), else the function by its symbol-table name with the address's line.
+fn frames_of(l: &Loc, expand: bool, chain: bool, out: &mut Vec<FrameText>) {
+    // perf prints call-chain frames relative to their file, a lone sample's address as it
+    // is, and the file by its path; `[unknown]` for an address no symbol covers (the
+    // report says why).
     let addr = if chain { l.rel_addr } else { l.addr };
-    let line_of = |i: usize| l.frames.get(i).and_then(srcline);
+    let dso = || l.dso_path.to_string();
     if l.sym.is_none() {
-        out.push((
+        out.push(FrameText {
             addr,
-            "[unknown]".to_string(),
-            None,
-            l.dso_path.to_string(),
-            line_of(0),
-        ));
+            name: "[unknown]".to_string(),
+            off: None,
+            dso: dso(),
+            line: l.frames.first().and_then(srcline),
+            inlined: false,
+        });
         return;
     }
-    if !with_inline {
+    if !expand {
         // The address's line is its innermost frame's, as addr2line reports it.
-        out.push((
+        out.push(FrameText {
             addr,
-            l.sym_name(),
-            Some(l.sym_offset),
-            l.dso_path.to_string(),
-            line_of(0),
-        ));
+            name: l.sym_name(),
+            off: Some(l.sym_offset),
+            dso: dso(),
+            line: l.frames.first().and_then(srcline),
+            inlined: false,
+        });
         return;
     }
-    let mut names = Vec::new();
-    flame::frame_names_pub(l, &mut names);
-    // `names` is outer function first; script lists the innermost first, each inline frame
-    // at its own line.
-    let n = names.len();
-    for (i, name) in names.into_iter().rev().enumerate() {
-        let outer = i == n - 1;
-        let off = outer.then_some(l.sym_offset);
-        // perf prints call-chain frames relative to their file, a lone sample's address as
-        // it is, and the file by its path.
-        out.push((addr, name, off, l.dso_path.to_string(), line_of(i)));
+    for e in l.inline_entries() {
+        out.push(FrameText {
+            addr,
+            name: e.name.to_string(),
+            off: Some(l.sym_offset),
+            dso: dso(),
+            line: e.frame.and_then(srcline),
+            inlined: e.inlined,
+        });
     }
 }
 
@@ -269,11 +285,26 @@ pub fn check_fields(rec: &Recording, fields: &[Field]) -> Result<(), String> {
     Ok(())
 }
 
+/// Which call-chain addresses list the functions inlined there as entries of their own.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Inline {
+    /// perf's default (`--inline`): the addresses of unwound (`--call-graph dwarf`) chains,
+    /// not frame-pointer chains, as perf 6.1 expands them.
+    #[default]
+    Unwound,
+    /// Every chain's addresses, frame-pointer chains too (`--inline` given), as the folded
+    /// stacks of `report --folded` and `flamegraph` list them.
+    All,
+    /// None (`--no-inline`).
+    Off,
+}
+
 /// How samples are laid out besides their fields.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Layout {
-    /// `--inline`: inlined functions as frames of their own.
-    pub inline: bool,
+    /// Inlined functions as frames of their own: where perf lists them, on every chain or
+    /// nowhere.
+    pub inline: Inline,
     /// `--ns`: times to the nanosecond.
     pub ns: bool,
     /// `-G`/`--hide-call-graph`: one line per sample, its own location only.
@@ -318,7 +349,6 @@ pub fn script(
         errors,
         progress,
     } = sinks;
-    let inline = layout.inline;
     // Fold once to learn every location and symbolize each once, then replay again and
     // print each sample as it streams by: the same replay gives the same location ids. The
     // progress bar covers the fold (the silent part) and is gone before the first line.
@@ -344,6 +374,13 @@ pub fn script(
     }
     // perf leaves the thread name unpadded above call-chain lines, side-band lines too.
     let chain_file = p.callchains && !layout.hide_call_graph && has(Field::Ip);
+    // perf lists the functions inlined at the addresses of unwound chains (whatever the
+    // fields: `-F ip` repeats the address), not of frame-pointer chains.
+    let expand = match layout.inline {
+        Inline::Unwound => p.dwarf_stacks,
+        Inline::All => true,
+        Inline::Off => false,
+    };
     r.run(rec, |item| {
         if io_err.is_some() {
             return;
@@ -386,32 +423,42 @@ pub fn script(
             (chain_file, layout.ns),
         );
         frames.clear();
-        frames_of(&p.locs[ps.leaf as usize], inline, chain, &mut frames);
+        // Without a chain the sampled location is one line, its function by the symbol
+        // table with the line of the innermost frame, as perf prints it.
+        frames_of(
+            &p.locs[ps.leaf as usize],
+            chain && expand,
+            chain,
+            &mut frames,
+        );
         if chain {
             for &c in ps.callers {
-                frames_of(&p.locs[c as usize], inline, chain, &mut frames);
+                frames_of(&p.locs[c as usize], expand, chain, &mut frames);
             }
         }
-        let frame_text = |line: &mut String, (addr, name, off, dso, _): &FrameText| {
-            let _ = write!(line, "{addr:>16x}");
+        // perf's order: address, name+offset, the object (none for an inlined entry), the
+        // source line on a line of its own, then the `(inlined)` mark.
+        let frame_text = |line: &mut String, f: &FrameText| {
+            let _ = write!(line, "{:>16x}", f.addr);
             if has(Field::Sym) {
-                let _ = write!(line, " {name}");
+                let _ = write!(line, " {}", f.name);
                 if has(Field::Symoff)
-                    && let Some(o) = off
+                    && let Some(o) = f.off
                 {
                     let _ = write!(line, "+{o:#x}");
                 }
             }
-            if has(Field::Dso) {
-                let _ = write!(line, " ({dso})");
+            if has(Field::Dso) && !f.inlined {
+                let _ = write!(line, " ({})", f.dso);
             }
-        };
-        let src = |line: &mut String, text: &Option<String>| {
             if has(Field::Srcline)
-                && let Some(t) = text
+                && let Some(t) = &f.line
             {
                 line.push_str("\n  ");
                 line.push_str(t);
+            }
+            if f.inlined {
+                line.push_str(" (inlined)");
             }
         };
         if chain {
@@ -420,19 +467,13 @@ pub fn script(
             for f in &frames {
                 line.push('\t');
                 frame_text(&mut line, f);
-                src(&mut line, &f.4);
                 line.push('\n');
             }
-        } else if has(Field::Ip) {
+        } else if has(Field::Ip)
+            && let Some(f) = frames.first()
+        {
             line.push(' ');
-            // Without call chains the sampled location is one line, named by its function
-            // (the outermost of its inline chain), with the line of the innermost.
-            if let Some(outer) = frames.last() {
-                frame_text(&mut line, outer);
-            }
-            if let Some(inner) = frames.first() {
-                src(&mut line, &inner.4);
-            }
+            frame_text(&mut line, f);
         }
         line.push('\n');
         if let Err(e) = out.write_all(line.as_bytes()) {

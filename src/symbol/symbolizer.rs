@@ -69,6 +69,39 @@ impl Loc {
         self.frames.last()?.function.as_deref()
     }
 
+    /// The entries perf lists for this address in an unwound (`--call-graph dwarf`) chain
+    /// with `--inline` (its default): each function inlined here, innermost first, then the
+    /// function itself, all named by DWARF; by the symbol table without DWARF. An entry is
+    /// marked inlined where its name is not the symbol table's: perf's `new_inline_sym` makes
+    /// every entry of the chain a fake inlined symbol unless its name equals the symbol's,
+    /// then it reuses the symbol. So `__libc_start_main_impl` in DWARF under the symbol
+    /// `__libc_start_main@@GLIBC_2.34` is an inlined entry, and ld.so's `call_init` inlined
+    /// into its own out-of-line copy is `call_init` twice, neither inlined. Empty for an
+    /// unresolved address.
+    pub fn inline_entries(&self) -> Vec<InlineEntry<'_>> {
+        let Some(sym) = self.sym.as_deref() else {
+            return Vec::new();
+        };
+        if self.frames.is_empty() {
+            return vec![InlineEntry {
+                name: sym,
+                inlined: false,
+                frame: None,
+            }];
+        }
+        self.frames
+            .iter()
+            .map(|f| {
+                let name = f.function.as_deref().unwrap_or("??");
+                InlineEntry {
+                    name,
+                    inlined: name != sym,
+                    frame: Some(f),
+                }
+            })
+            .collect()
+    }
+
     /// `file:line` of the innermost frame; `full` keeps the directories.
     pub fn srcline(&self, full: bool) -> Option<String> {
         let f = self.frames.first()?;
@@ -80,6 +113,18 @@ impl Loc {
         };
         Some(format!("{file}:{}", f.line))
     }
+}
+
+/// One entry of an address's inline expansion ([`Loc::inline_entries`]).
+#[derive(Debug, Clone, Copy)]
+pub struct InlineEntry<'a> {
+    /// The function's name.
+    pub name: &'a str,
+    /// perf's `(inlined)` mark: a function inlined at the address, or the function itself
+    /// where DWARF names it otherwise than the symbol table.
+    pub inlined: bool,
+    /// Its frame of the inline chain (its source line); `None` without DWARF.
+    pub frame: Option<&'a Frame>,
 }
 
 /// A location before symbolization, as the converter interns it.
@@ -568,6 +613,56 @@ fn on_disk(path: &Path, symfs: Option<&Path>) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// perf's entries of an address's inline chain: inlined functions innermost first, then
+    /// the function itself, marked inlined only where DWARF names it otherwise than the symbol
+    /// table; the symbol alone without DWARF; nothing unresolved.
+    #[test]
+    fn inline_entries_as_perf_lists_them() {
+        let frame = |name: &str, line| Frame {
+            function: Some(name.into()),
+            file: Some("a.c".into()),
+            line,
+            decl_line: 0,
+        };
+        let mut l = unresolved_loc(0x1234, false, "a".into(), Unresolved::NoSymbols);
+        assert!(l.inline_entries().is_empty());
+        l.sym = Some("checksum".into());
+        l.unresolved = None;
+        let names = |l: &Loc| -> Vec<(String, bool, Option<u32>)> {
+            l.inline_entries()
+                .iter()
+                .map(|e| (e.name.to_string(), e.inlined, e.frame.map(|f| f.line)))
+                .collect()
+        };
+        assert_eq!(names(&l), [("checksum".to_string(), false, None)]);
+        l.frames = vec![frame("mix", 3), frame("round2", 9), frame("checksum", 20)];
+        assert_eq!(
+            names(&l),
+            [
+                ("mix".to_string(), true, Some(3)),
+                ("round2".to_string(), true, Some(9)),
+                ("checksum".to_string(), false, Some(20)),
+            ]
+        );
+        // glibc's `__libc_start_main_impl` under the versioned `__libc_start_main@@GLIBC_2.34`.
+        l.sym = Some("__libc_start_main@@GLIBC_2.34".into());
+        l.frames = vec![frame("__libc_start_main_impl", 360)];
+        assert_eq!(
+            names(&l),
+            [("__libc_start_main_impl".to_string(), true, Some(360))]
+        );
+        // ld.so's `call_init` inlined into its own out-of-line copy: the symbol twice.
+        l.sym = Some("call_init".into());
+        l.frames = vec![frame("call_init", 74), frame("call_init", 70)];
+        assert_eq!(
+            names(&l),
+            [
+                ("call_init".to_string(), false, Some(74)),
+                ("call_init".to_string(), false, Some(70)),
+            ]
+        );
+    }
 
     #[inline(never)]
     fn probe(x: u64) -> u64 {

@@ -162,11 +162,25 @@ pub fn hrec_in(dir: &Path, args: &[&str]) -> Output {
         .expect("run hrec")
 }
 
-/// The path of an example built optimised with debug info (`target/release/examples/<name>`),
-/// building it when missing: profiles of optimised code are the ones worth comparing.
+/// The path of an example built optimised with debug info (`<target>/release/examples/<name>`,
+/// in the target directory the tests were built in, `CARGO_TARGET_DIR` too), building it when
+/// missing: profiles of optimised code are the ones worth comparing.
 pub fn release_example(name: &str) -> PathBuf {
+    // The binary under test is `<target>/debug/hrec`.
+    let target = Path::new(env!("CARGO_BIN_EXE_hrec"))
+        .parent()
+        .and_then(Path::parent)
+        .expect("target dir");
     let status = Command::new(env!("CARGO"))
-        .args(["build", "--release", "--quiet", "--example", name])
+        .args([
+            "build",
+            "--release",
+            "--quiet",
+            "--example",
+            name,
+            "--target-dir",
+        ])
+        .arg(target)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .status()
         .expect("run cargo");
@@ -174,9 +188,7 @@ pub fn release_example(name: &str) -> PathBuf {
         status.success(),
         "cargo build --release --example {name} failed"
     );
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("target/release/examples")
-        .join(name)
+    target.join("release/examples").join(name)
 }
 
 /// `perf` when installed (the reference peer), else `None` after saying why.

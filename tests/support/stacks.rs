@@ -100,8 +100,9 @@ fn plain(stacks: Vec<Stack>) -> Vec<Stack> {
         .collect()
 }
 
-/// The unwound stacks of `perf script` and `hrec script --inline` on the perf.data `name`
-/// (recorded with `--call-graph dwarf`) in `dir`: perf's first.
+/// The unwound stacks of `perf script` and `hrec script` (both listing inlined functions, by
+/// default) on the perf.data `name` (recorded with `--call-graph dwarf`) in `dir`: perf's
+/// first.
 pub fn dwarf_stacks(dir: &Path, name: &str) -> (Vec<Stack>, Vec<Stack>) {
     let perf = plain(script_stacks(&run(
         dir,
@@ -111,7 +112,7 @@ pub fn dwarf_stacks(dir: &Path, name: &str) -> (Vec<Stack>, Vec<Stack>) {
     let hrec = plain(script_stacks(&run(
         dir,
         env!("CARGO_BIN_EXE_hrec"),
-        &["script", "--inline", "-F", "ip,sym", "-i", name],
+        &["script", "-F", "ip,sym", "-i", name],
     )));
     (perf, hrec)
 }
@@ -140,11 +141,8 @@ pub fn same_dwarf_stacks_as_perf(dir: &Path, name: &str) {
     // The report says how many stacks unwound to the root: nearly all of these.
     let unwound = unwound_share(dir, name);
     assert!(unwound >= 90.0, "{name}: unwound {unwound}%");
-    // perf stretches a zero-size `_init` over the `.plt` after it and names the stubs there
-    // `_init`; hrec names a stub after its target (`clock_gettime@plt`, README): the same
-    // frame.
     let same_frame = |p: &(String, String), h: &(String, String)| {
-        p == h || (p.0 == h.0 && p.1 == "_init" && h.1.ends_with("@plt"))
+        p == h || (p.0 == h.0 && same_plt_stub(&p.1, &h.1))
     };
     let differ: Vec<_> = perf
         .iter()
@@ -166,6 +164,94 @@ pub fn same_dwarf_stacks_as_perf(dir: &Path, name: &str) {
         differ.first().map(|d| d.0),
         differ.first().map(|d| d.1)
     );
+}
+
+/// Whether perf's and hrec's names of one frame name the same PLT stub: perf stretches a
+/// zero-size `_init` over the `.plt` after it and names the stubs there `_init`; hrec names a
+/// stub after its target (`clock_gettime@plt`, README). Offsets (`+0x..`) are left out.
+pub fn same_plt_stub(perf: &str, hrec: &str) -> bool {
+    let name = |s: &str| s.split_once("+0x").map_or(s, |(n, _)| n).to_string();
+    name(perf) == "_init" && name(hrec).ends_with("@plt")
+}
+
+/// `perf script` and `hrec script` with the default fields on one perf.data, sample by
+/// sample: the sample lines (thread, CPU, time, period, event) must be the same; a sample's
+/// stack is the same when every call-chain line is (address, `function+offset`, and the object
+/// or perf's `(inlined)` mark), but for the two naming differences the README lists: a PLT
+/// stub named after its target by hrec and `_init` by perf ([`same_plt_stub`]), and a caller
+/// whose return address is the first byte of the next function (`next+0x0` in perf's,
+/// looked up as it is; the caller in hrec's, looked up a byte earlier: frame-pointer chains
+/// only, as perf reports an unwound caller at the byte before its return address).
+#[derive(Debug)]
+pub struct DefaultStacks {
+    /// Samples compared.
+    pub samples: usize,
+    /// Samples whose stacks are the same.
+    pub same: usize,
+    /// Samples whose stacks differ only in that perf's ends early: perf's stack is the start
+    /// of hrec's (perf's unwinder gave up where hrec's went on).
+    pub perf_ends_early: usize,
+    /// Entries perf marks `(inlined)`.
+    pub inlined: usize,
+    /// The first sample whose stacks differ: perf's, then hrec's.
+    pub first_difference: Option<(Stack, Stack)>,
+}
+
+impl DefaultStacks {
+    /// The share of samples with the same stacks, in percent.
+    pub fn percent(&self) -> f64 {
+        100.0 * self.same as f64 / self.samples.max(1) as f64
+    }
+}
+
+/// Compares the default `script` output of perf (`perf`) and hrec (`hrec`) on one file, as
+/// [`DefaultStacks`] says.
+pub fn compare_default_stacks(perf: &str, hrec: &str) -> DefaultStacks {
+    let headers = |out: &str| -> Vec<String> {
+        out.lines()
+            .filter(|l| !l.is_empty() && !l.starts_with('\t'))
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(headers(perf), headers(hrec), "the sample lines differ");
+    let (p, h) = (script_stacks(perf), script_stacks(hrec));
+    assert_eq!(p.len(), h.len(), "samples with call chains");
+    let next_function = |perf: &str| {
+        perf.rsplit_once(" (")
+            .is_some_and(|(name, _)| name.ends_with("+0x0"))
+    };
+    let same_entry = |i: usize, a: &(String, String), b: &(String, String)| {
+        a == b || (a.0 == b.0 && (same_plt_stub(&a.1, &b.1) || (i > 0 && next_function(&a.1))))
+    };
+    let mut first_difference = None;
+    let (mut same, mut perf_ends_early) = (0, 0);
+    for (p, h) in p.iter().zip(&h) {
+        let prefix = p.len() <= h.len()
+            && p.iter()
+                .zip(h.iter())
+                .enumerate()
+                .all(|(i, (a, b))| same_entry(i, a, b));
+        if prefix && p.len() == h.len() {
+            same += 1;
+        } else if prefix {
+            perf_ends_early += 1;
+        }
+        if !(prefix && p.len() == h.len()) && first_difference.is_none() {
+            first_difference = Some((p.clone(), h.clone()));
+        }
+    }
+    let inlined = p
+        .iter()
+        .flatten()
+        .filter(|(_, rest)| rest.ends_with(" (inlined)"))
+        .count();
+    DefaultStacks {
+        samples: p.len(),
+        same,
+        perf_ends_early,
+        inlined,
+        first_difference,
+    }
 }
 
 /// Whether a stack (innermost frame first) reaches the root of its process: `_start`, or
