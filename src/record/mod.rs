@@ -28,6 +28,7 @@
 //! one starts with the tasks alive synthesized from `/proc`.
 
 pub mod account;
+pub mod chains;
 pub mod open;
 pub mod side;
 pub mod switch;
@@ -1211,6 +1212,7 @@ fn drain_all(
             *since = Instant::now();
         }
     }
+    acc.end_pass();
     // The unwinder learns every mapping of this pass before any sample of it: a CPU's
     // samples can use a library whose MMAP is in another CPU's buffer.
     if !side_band.is_empty() {
@@ -1310,6 +1312,7 @@ fn summarize(
             acc.throttles
         ));
     }
+    warnings.extend(acc.chains_warning());
     if acc.self_samples > 0 {
         warnings.push(format!(
             "{} samples ({:.2}%) are of hrec itself (pid {}, stored in the file as recorder_pid)",
