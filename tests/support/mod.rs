@@ -136,8 +136,9 @@ pub fn hrec_in(dir: &Path, args: &[&str]) -> Output {
         .expect("run hrec")
 }
 
-/// The path of an example built optimised with debug info (`target/release/examples/<name>`),
-/// building it when missing: profiles of optimised code are the ones worth comparing.
+/// The path of an example built optimised with debug info (`target/release/examples/<name>`,
+/// under `$CARGO_TARGET_DIR` when set, as cargo builds it), building it when missing: profiles
+/// of optimised code are the ones worth comparing.
 pub fn release_example(name: &str) -> PathBuf {
     let status = Command::new(env!("CARGO"))
         .args(["build", "--release", "--quiet", "--example", name])
@@ -148,9 +149,11 @@ pub fn release_example(name: &str) -> PathBuf {
         status.success(),
         "cargo build --release --example {name} failed"
     );
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("target/release/examples")
-        .join(name)
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(|t| manifest.join(t))
+        .unwrap_or_else(|| manifest.join("target"));
+    target.join("release/examples").join(name)
 }
 
 /// `perf` when installed (the reference peer), else `None` after saying why.
