@@ -7,7 +7,8 @@
 //!   `#` header of `hrec report` on hrec's file and on perf's `perf record -g` file of the
 //!   same program, whose share agrees with the samples `perf script` prints an unmapped
 //!   `[unknown] ([unknown])` frame for;
-//! * built `-fno-omit-frame-pointer`, or recorded with `--call-graph dwarf`: nowhere.
+//! * built `-fno-omit-frame-pointer` (also run by a child that execs on another CPU than the
+//!   one it was forked on), or recorded with `--call-graph dwarf`: nowhere.
 
 mod support;
 
@@ -85,6 +86,19 @@ fn warnings(lines: impl IntoIterator<Item = String>) -> Vec<(f64, u64)> {
             (share.parse().expect(&l), chains.parse().expect(&l))
         })
         .collect()
+}
+
+/// Whether `taskset` can put tasks on CPUs 0 and 1 (two CPUs, taskset installed).
+fn moves_between_cpus(dir: &Path) -> bool {
+    let ok = std::process::Command::new("taskset")
+        .args(["-c", "0,1", "true"])
+        .current_dir(dir)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("skipped the exec on another CPU: taskset -c 0,1 does not run here");
+    }
+    ok
 }
 
 fn lines(s: &str) -> Vec<String> {
@@ -169,6 +183,35 @@ fn sound_chains_and_dwarf_stacks_are_not_named() {
     let err = hrec_record(d, &["--call-graph", "dwarf"], "dwarf.hrec", &nofp);
     assert!(warnings(lines(&err)).is_empty(), "{err}");
     let mut files = vec!["fp.hrec", "dwarf.hrec"];
+    // A child that execs on another CPU than its parent forked it on: its FORK is in one ring
+    // buffer, its exec and new mappings in another, which the recorder may drain first.
+    if moves_between_cpus(d) {
+        let work = format!("taskset -c 0 {} {WORK} >/dev/null; true", fp.display());
+        let o = support::hrec_in(
+            d,
+            &[
+                "record",
+                "-e",
+                "cpu-clock",
+                "-c",
+                "250000",
+                "-g",
+                "-o",
+                "moved.hrec",
+                "--",
+                "taskset",
+                "-c",
+                "1",
+                "sh",
+                "-c",
+                &work,
+            ],
+        );
+        let (_, err) = support::text(&o);
+        assert!(o.status.success(), "{err}");
+        assert!(warnings(lines(&err)).is_empty(), "{err}");
+        files.push("moved.hrec");
+    }
     if support::perf().is_some() {
         perf_record(d, &["-g"], "fp.perf.data", &fp);
         perf_record(d, &["--call-graph", "dwarf"], "dwarf.perf.data", &nofp);

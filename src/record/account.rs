@@ -102,6 +102,8 @@ pub struct Accounting {
     fp_events: Vec<bool>,
     /// The mappings the chains are checked against; `None` without frame-pointer chains.
     chain_maps: Option<ChainMaps>,
+    /// Reads the time of side-band records for [`ChainMaps`] (only with `chain_maps`).
+    times: Option<decode::Decoder>,
 }
 
 fn u32_at(b: &[u8], at: usize) -> Option<u32> {
@@ -115,6 +117,7 @@ fn u64_at(b: &[u8], at: usize) -> Option<u64> {
 impl Accounting {
     /// Accounting for events with these attrs and ids. `self_pid` is hrec's own pid.
     pub fn new(attrs: &[Attr], ids: impl IntoIterator<Item = (u64, usize)>, self_pid: u32) -> Self {
+        let ids: HashMap<u64, usize> = ids.into_iter().collect();
         // Samples come only from sampling events; with ID they all share one sample_type,
         // with IDENTIFIER the id is first whatever the rest is.
         let st = attrs
@@ -128,11 +131,18 @@ impl Accounting {
                 a.sample_type & sample::CALLCHAIN != 0 && a.sample_type & sample::STACK_USER == 0
             })
             .collect();
+        let checks = fp_events.contains(&true);
         Accounting {
             layouts: attrs.iter().map(Layout::from_attr).collect(),
-            chain_maps: fp_events.contains(&true).then(ChainMaps::default),
+            chain_maps: checks.then(ChainMaps::default),
+            times: checks.then(|| {
+                decode::Decoder::new(
+                    ids.iter()
+                        .filter_map(|(&id, &e)| Some((id, *attrs.get(e)?))),
+                )
+            }),
             fp_events,
-            id_to_event: ids.into_iter().collect(),
+            id_to_event: ids,
             offsets: Some(SampleOffsets::new(st)),
             self_pid,
             samples_per_event: vec![0; attrs.len()],
@@ -153,6 +163,7 @@ impl Accounting {
         let next = Accounting {
             fp_events: self.fp_events.clone(),
             chain_maps: self.chain_maps.take(),
+            times: self.times.clone(),
             id_to_event: self.id_to_event.clone(),
             offsets: self.offsets,
             self_pid: self.self_pid,
@@ -227,7 +238,11 @@ impl Accounting {
                     kind::MMAP | kind::MMAP2 | kind::COMM | kind::FORK | kind::EXIT
                 )
             {
-                m.side_band(r);
+                let time = self.times.as_ref().and_then(|d| {
+                    let raw = decode::RawRecord::new(r, 0).ok()?;
+                    d.time(&raw)
+                });
+                m.side_band(r, time);
             }
             at += size;
         }

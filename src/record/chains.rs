@@ -9,13 +9,18 @@
 //! a sorted list of disjoint ranges: a mapping that replaces part of another covers the same
 //! addresses as the two did.
 //!
-//! Records reach the drain loop per CPU, so within one drain pass a sample can come before
-//! the MMAP (or FORK) it depends on, read from another CPU's buffer later. A chain that
-//! reaches an unknown address, or whose process is not known yet, is therefore copied and
-//! looked at again when the pass ends ([`ChainMaps::end_pass`]); the chains of a sound
-//! recording seldom wait. Exits are applied after that, so the samples a thread took just
-//! before its process ended still find its mappings. Samples of a process whose mappings are
-//! still unknown then are left out, as the report leaves them out.
+//! Records reach the drain loop per CPU, one buffer after the other, so within one drain pass
+//! they are not in time order: a process's FORK can come after its exec and MMAPs (read from
+//! another CPU's buffer later), and a sample before the MMAP it depends on. The side-band
+//! records of a pass are therefore applied when the pass ends ([`ChainMaps::end_pass`]),
+//! sorted by time (a record older than one drained from another buffer in the same pass is
+//! always drained in that pass too, as every buffer is read to its head). Samples are looked
+//! at as they come, against the mappings known up to the previous pass; a chain that reaches
+//! an unknown address, or whose process is not known yet, is copied and looked at again once
+//! the pass's records are applied. The chains of a sound recording seldom wait. Exits are
+//! applied last, so the samples a thread took just before its process ended still find its
+//! mappings. Samples of a process whose mappings are still unknown then are left out, as the
+//! report leaves them out.
 
 use std::collections::HashMap;
 
@@ -32,6 +37,9 @@ pub struct ChainMaps {
     words: Vec<u64>,
     /// Processes whose main thread exited in this pass.
     exited: Vec<u32>,
+    /// The side-band records of this pass: (time, start, end) in `side_bytes`.
+    side: Vec<(u64, usize, usize)>,
+    side_bytes: Vec<u8>,
 }
 
 fn u32_at(b: &[u8], at: usize) -> Option<u32> {
@@ -62,9 +70,21 @@ fn insert(ranges: &mut Vec<(u64, u64)>, start: u64, end: u64) {
 }
 
 impl ChainMaps {
-    /// Applies a side-band record (`r` is the whole record, header included); other kinds
-    /// are ignored.
-    pub fn side_band(&mut self, r: &[u8]) {
+    /// Takes a side-band record (`r` is the whole record, header included) with its `time`,
+    /// to be applied in time order at the end of the pass; one without a time at once.
+    pub fn side_band(&mut self, r: &[u8], time: Option<u64>) {
+        match time {
+            Some(t) => {
+                let start = self.side_bytes.len();
+                self.side_bytes.extend_from_slice(r);
+                self.side.push((t, start, self.side_bytes.len()));
+            }
+            None => self.apply(r),
+        }
+    }
+
+    /// Applies a side-band record; other kinds are ignored.
+    fn apply(&mut self, r: &[u8]) {
         let (Some(ty), Some(misc)) = (u32_at(r, 0), r.get(4..6)) else {
             return;
         };
@@ -131,9 +151,20 @@ impl ChainMaps {
             .push((pid, kernel_mode, start, self.words.len()));
     }
 
-    /// The end of a drain pass: every side-band record of the pass has been applied, so the
-    /// waiting chains are counted now; then the exits of the pass are applied.
+    /// The end of a drain pass: the pass's side-band records are applied in time order, the
+    /// waiting chains counted against the result, then the exits of the pass applied.
     pub fn end_pass(&mut self, counts: &mut FpChains) {
+        let mut side = std::mem::take(&mut self.side);
+        let bytes = std::mem::take(&mut self.side_bytes);
+        // Stable: records of one time keep the order they were drained in.
+        side.sort_by_key(|&(t, _, _)| t);
+        for &(_, a, b) in &side {
+            self.apply(&bytes[a..b]);
+        }
+        side.clear();
+        self.side = side;
+        self.side_bytes = bytes;
+        self.side_bytes.clear();
         for &(pid, kernel_mode, a, b) in &self.waiting {
             // Samples of a process whose mappings are unknown are left out (its maps could
             // not be read, or it exec'd again before the pass ended).
@@ -220,7 +251,7 @@ mod tests {
     fn a_chain_waits_for_the_mappings_of_its_pass() {
         let mut m = ChainMaps::default();
         let mut c = FpChains::default();
-        m.side_band(&mmap(7, 0x1000, 0x1000));
+        m.side_band(&mmap(7, 0x1000, 0x1000), None);
         // Garbage: counted at the end of the pass.
         check(&mut m, 7, &[U, 0x1010, 0x1020, 0x30], &mut c);
         // A library whose MMAP comes later in the same pass (another CPU's buffer).
@@ -237,9 +268,9 @@ mod tests {
                 outside: 0
             }
         );
-        m.side_band(&mmap(7, 0x9000, 0x1000));
+        m.side_band(&mmap(7, 0x9000, 0x1000), None);
         // FORK: pid, ppid, tid, ptid, time.
-        m.side_band(&rec(kind::FORK, 0, &[pair(9, 7), pair(9, 7), 0]));
+        m.side_band(&rec(kind::FORK, 0, &[pair(9, 7), pair(9, 7), 0]), None);
         m.end_pass(&mut c);
         assert_eq!(
             c,
@@ -254,18 +285,21 @@ mod tests {
     fn fork_copies_exec_empties_and_exit_drops_after_the_pass() {
         let mut m = ChainMaps::default();
         let mut c = FpChains::default();
-        m.side_band(&mmap(7, 0x1000, 0x1000));
+        m.side_band(&mmap(7, 0x1000, 0x1000), None);
         // A data mapping is not code.
-        m.side_band(&rec(
-            kind::MMAP2,
-            misc::MMAP_DATA,
-            &[pair(7, 7), 0x5000, 0x1000, 0, 0, 0, 0, 0, 0, 0],
-        ));
+        m.side_band(
+            &rec(
+                kind::MMAP2,
+                misc::MMAP_DATA,
+                &[pair(7, 7), 0x5000, 0x1000, 0, 0, 0, 0, 0, 0, 0],
+            ),
+            None,
+        );
         // FORK: pid, ppid, tid, ptid, time.
-        m.side_band(&rec(kind::FORK, 0, &[pair(9, 7), pair(9, 7), 0]));
+        m.side_band(&rec(kind::FORK, 0, &[pair(9, 7), pair(9, 7), 0]), None);
         check(&mut m, 9, &[U, 0x1010, 0x1020, 0x5010], &mut c);
         // A thread exits: its process keeps its mappings.
-        m.side_band(&rec(kind::EXIT, 0, &[pair(9, 7), pair(10, 7), 0]));
+        m.side_band(&rec(kind::EXIT, 0, &[pair(9, 7), pair(10, 7), 0]), None);
         m.end_pass(&mut c);
         assert_eq!(
             c,
@@ -276,10 +310,13 @@ mod tests {
         );
         assert_eq!(m.processes(), 2);
         // exec: the old image is gone until the new one's MMAPs.
-        m.side_band(&rec(kind::COMM, misc::COMM_EXEC, &[pair(9, 9), 0x6873]));
+        m.side_band(
+            &rec(kind::COMM, misc::COMM_EXEC, &[pair(9, 9), 0x6873]),
+            None,
+        );
         assert_eq!(m.processes(), 1);
         // The main thread exits: still there for the rest of the pass.
-        m.side_band(&rec(kind::EXIT, 0, &[pair(7, 1), pair(7, 1), 0]));
+        m.side_band(&rec(kind::EXIT, 0, &[pair(7, 1), pair(7, 1), 0]), None);
         check(&mut m, 7, &[U, 0x1010, 0x1020], &mut c);
         m.end_pass(&mut c);
         assert_eq!(
@@ -293,11 +330,48 @@ mod tests {
     }
 
     #[test]
+    fn a_pass_applies_its_records_in_time_order() {
+        let mut m = ChainMaps::default();
+        let mut c = FpChains::default();
+        // The parent (time 1) and, from one CPU's buffer, its child's exec and new image
+        // (times 3 and 4); from another CPU's buffer, drained later, the FORK (time 2).
+        m.side_band(&mmap(7, 0x1000, 0x1000), Some(1));
+        m.side_band(
+            &rec(kind::COMM, misc::COMM_EXEC, &[pair(9, 9), 0x6873]),
+            Some(3),
+        );
+        m.side_band(&mmap(9, 0x4000, 0x1000), Some(4));
+        m.side_band(&rec(kind::FORK, 0, &[pair(9, 7), pair(9, 7), 2]), Some(2));
+        // Nothing is applied before the pass ends: both processes' chains wait.
+        check(&mut m, 7, &[U, 0x1010, 0x1020], &mut c);
+        check(&mut m, 9, &[U, 0x4010, 0x4020], &mut c);
+        assert_eq!(m.processes(), 0);
+        m.end_pass(&mut c);
+        // The child runs its new image, not its parent's.
+        assert_eq!(
+            c,
+            FpChains {
+                chains: 2,
+                outside: 0
+            }
+        );
+        check(&mut m, 9, &[U, 0x4010, 0x1020], &mut c);
+        m.end_pass(&mut c);
+        assert_eq!(
+            c,
+            FpChains {
+                chains: 3,
+                outside: 1
+            }
+        );
+    }
+
+    #[test]
     fn cut_records_are_ignored() {
         let mut m = ChainMaps::default();
         let r = mmap(7, 0x1000, 0x1000);
         for n in 0..r.len() {
-            m.side_band(&r[..n]);
+            m.side_band(&r[..n], None);
         }
         assert!(m.processes() <= 1);
     }
