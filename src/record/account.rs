@@ -100,6 +100,9 @@ pub struct Accounting {
     /// Per event: its samples carry frame-pointer call chains (CALLCHAIN without
     /// STACK_USER), which [`ChainMaps`] checks.
     fp_events: Vec<bool>,
+    /// Per event: the offset of the callchain's `nr` in a SAMPLE when it is fixed (no READ
+    /// before it), so the chain is read without decoding the sample.
+    chain_at: Vec<Option<usize>>,
     /// The mappings the chains are checked against; `None` without frame-pointer chains.
     chain_maps: Option<ChainMaps>,
     /// Reads the time of side-band records for [`ChainMaps`] (only with `chain_maps`).
@@ -112,6 +115,31 @@ fn u32_at(b: &[u8], at: usize) -> Option<u32> {
 
 fn u64_at(b: &[u8], at: usize) -> Option<u64> {
     Some(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?))
+}
+
+/// The offset of CALLCHAIN's `nr` in a SAMPLE of this sample type, when the fields before it
+/// have fixed sizes (all but READ, whose size depends on the group).
+fn callchain_offset(st: u64) -> Option<usize> {
+    if st & sample::CALLCHAIN == 0 || st & sample::READ != 0 {
+        return None;
+    }
+    let before = sample::IDENTIFIER
+        | sample::IP
+        | sample::TID
+        | sample::TIME
+        | sample::ADDR
+        | sample::ID
+        | sample::STREAM_ID
+        | sample::CPU
+        | sample::PERIOD;
+    Some(8 + 8 * (st & before).count_ones() as usize)
+}
+
+/// The callchain whose `nr` is at `at` in SAMPLE `r`, if it fits in the record.
+fn callchain_at(r: &[u8], at: usize) -> Option<decode::Callchain<'_>> {
+    let nr = usize::try_from(u64_at(r, at)?).ok()?;
+    let bytes = r.get(at + 8..at.checked_add(8)?.checked_add(nr.checked_mul(8)?)?)?;
+    Some(decode::U64s::new(bytes))
 }
 
 impl Accounting {
@@ -141,6 +169,10 @@ impl Accounting {
                         .filter_map(|(&id, &e)| Some((id, *attrs.get(e)?))),
                 )
             }),
+            chain_at: attrs
+                .iter()
+                .map(|a| callchain_offset(a.sample_type))
+                .collect(),
             fp_events,
             id_to_event: ids,
             offsets: Some(SampleOffsets::new(st)),
@@ -162,6 +194,7 @@ impl Accounting {
     pub fn take_file(&mut self) -> Accounting {
         let next = Accounting {
             fp_events: self.fp_events.clone(),
+            chain_at: self.chain_at.clone(),
             chain_maps: self.chain_maps.take(),
             times: self.times.clone(),
             id_to_event: self.id_to_event.clone(),
@@ -287,8 +320,21 @@ impl Accounting {
         }
         // PERF_RECORD_MISC_KERNEL: the sample interrupted the kernel.
         let kernel = u16::from_le_bytes([r[4], r[5]]) & misc::CPUMODE_MASK == misc::KERNEL;
-        let chain = self.chain_maps.is_some()
+        let mut chain = self.chain_maps.is_some()
             && event.is_some_and(|e| self.fp_events.get(e).copied().unwrap_or(false));
+        // A user-mode sample's chain at its fixed place: no decoding (a kernel-mode sample is
+        // decoded for its kernel addresses anyway).
+        if chain
+            && !kernel
+            && let Some(at) = event.and_then(|e| self.chain_at.get(e).copied().flatten())
+            && let Some(pid) = off.tid.and_then(|o| u32_at(r, o))
+            && let Some(m) = &mut self.chain_maps
+        {
+            if let Some(cc) = callchain_at(r, at) {
+                m.sample(pid, cc, false, &mut self.fp_chains);
+            }
+            chain = false;
+        }
         if kernel || chain {
             self.decoded_sample(r, event.unwrap_or(0), kernel, chain);
         }
@@ -491,6 +537,44 @@ mod tests {
     }
 
     const MIN: u64 = crate::unwind::fp::MIN_CHAINS;
+
+    #[test]
+    fn chains_are_read_at_their_place_or_decoded_after_a_read() {
+        assert_eq!(callchain_offset(sample::IP | sample::TID), None);
+        assert_eq!(
+            callchain_offset(sample::IDENTIFIER | sample::IP | sample::ID | sample::CALLCHAIN),
+            Some(32)
+        );
+        assert_eq!(
+            callchain_offset(sample::IP | sample::READ | sample::CALLCHAIN),
+            None
+        );
+        // A cut chain is not read past the record.
+        let r = rec(kind::SAMPLE, &[0x10, 3, 1, 2]);
+        assert!(callchain_at(&r, 8).is_none());
+        assert!(callchain_at(&r, 16).is_none());
+        assert_eq!(callchain_at(&r, 24).map(|c| c.get(0)), Some(Some(2)));
+        assert!(callchain_at(&r, 40).is_none());
+        // With READ (one value) before the chain, the sample is decoded.
+        let mut a = Attr::new(1, 0);
+        a.sample_period_or_freq = 4000;
+        a.sample_type = sample::IP | sample::TID | sample::READ | sample::CALLCHAIN;
+        let mut acc = Accounting::new(&[a], [(10, 0)], 99);
+        let u = context::USER;
+        let mut b = rec(
+            kind::MMAP2,
+            &[5 | (5 << 32), 0x1000, 0x1000, 0, 0, 0, 0, 0, 0, 0x2f],
+        );
+        let mut s = rec(
+            kind::SAMPLE,
+            &[0x1010, 5 | (5 << 32), 77, 3, u, 0x1010, 0x9],
+        );
+        s[4] = 2;
+        b.extend(s);
+        acc.account(&b);
+        acc.end_pass();
+        assert_eq!((acc.fp_chains.chains, acc.fp_chains.outside), (1, 1));
+    }
 
     #[test]
     fn a_cut_batch_stops_without_panicking() {
