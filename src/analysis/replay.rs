@@ -23,6 +23,7 @@ use crate::recording::{Comms, Recording};
 use crate::symbol::maps::{AddressSpaces, Mapping};
 use crate::symbol::symbolizer::{LocKey, Symbolizer};
 use crate::symbol::{FrameAddress, debuginfo, kallsyms};
+use crate::unwind::fp::{self, FpChains};
 use crate::unwind::{UnwindStats, Unwinder};
 
 use super::FastMap;
@@ -92,6 +93,12 @@ pub struct Replay {
     broken_chains: u64,
     /// Each event's `sample_regs_user`.
     regs_mask: Vec<u64>,
+    /// Per event: its samples carry frame-pointer call chains (`-g`: CALLCHAIN without
+    /// STACK_USER, not unwound at record time).
+    fp_events: Vec<bool>,
+    /// Those chains that have a user part, and those that reach addresses outside any
+    /// mapping of their process ([`fp`]).
+    fp_chains: FpChains,
 }
 
 impl Replay {
@@ -170,6 +177,15 @@ impl Replay {
                 .iter()
                 .map(|e| e.attr.sample_regs_user)
                 .collect(),
+            fp_events: meta
+                .events
+                .iter()
+                .map(|e| {
+                    let t = e.attr.sample_type;
+                    !meta.unwound_at_record && t & st::CALLCHAIN != 0 && t & st::STACK_USER == 0
+                })
+                .collect(),
+            fp_chains: FpChains::default(),
         }
     }
 
@@ -374,6 +390,18 @@ impl Replay {
                 }
             }
             self.stored = stored;
+            // A frame-pointer chain: does its user part walk out of the process's mappings?
+            if !stored_ref
+                && self.fp_events[ev]
+                && let Some(chain) = &s.callchain
+                && self.maps.knows(pid)
+            {
+                let maps = &self.maps;
+                self.fp_chains
+                    .add(fp::reach(chain.iter(), kernel_mode, |a| {
+                        maps.find(pid, a).map(|m| (m.start, m.end))
+                    }));
+            }
             // The unwound stack starts at the user IP: the sample's own when it was taken in
             // user mode (the leaf, already counted), else where the kernel was entered.
             let skip = usize::from(!kernel_mode && user.first() == Some(&FrameAddress::Ip(ip)));
@@ -425,6 +453,7 @@ impl Replay {
                 t.bad_blocks
             ));
         }
+        w.extend(self.fp_chains.line());
         if self.tracker.resets > 0 {
             w.push(format!(
                 "{} group reads went backwards (counter reset); their values were taken as deltas",

@@ -6,13 +6,17 @@
 //! uses `IDENTIFIER`, the first u64 after the header, whenever the events' sample types differ,
 //! and `ID` at a fixed place otherwise). From that it counts samples per event and per thread,
 //! the kernel's LOST and THROTTLE records, samples of hrec itself, and the file names of MMAP2
-//! records (for build-ids at the end).
+//! records (for build-ids at the end). With frame-pointer call chains (`-g`) it also decodes
+//! each sample and counts the chains that reach addresses outside any mapping
+//! ([`super::chains`]), for the warning after the summary.
 
 use std::collections::{BTreeSet, HashMap};
 
-use crate::decode::{self, Layout, Record, context, kind};
+use super::chains::ChainMaps;
+use crate::decode::{self, Layout, Record, context, kind, misc};
 use crate::event::Attr;
 use crate::event::attr::sample;
+use crate::unwind::fp::FpChains;
 
 /// Fixed offsets inside a SAMPLE for one `sample_type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,7 +93,20 @@ pub struct Accounting {
     /// Kernel addresses seen in samples (IPs of kernel-mode samples and the kernel part of
     /// their callchains): the kallsyms snapshot keeps the symbols around these only.
     pub kernel_addrs: BTreeSet<u64>,
+    /// Samples with user-space frame-pointer call chains, and those that reach addresses
+    /// outside any mapping of their process.
+    pub fp_chains: FpChains,
     layouts: Vec<Layout>,
+    /// Per event: its samples carry frame-pointer call chains (CALLCHAIN without
+    /// STACK_USER), which [`ChainMaps`] checks.
+    fp_events: Vec<bool>,
+    /// Per event: the offset of the callchain's `nr` in a SAMPLE when it is fixed (no READ
+    /// before it), so the chain is read without decoding the sample.
+    chain_at: Vec<Option<usize>>,
+    /// The mappings the chains are checked against; `None` without frame-pointer chains.
+    chain_maps: Option<ChainMaps>,
+    /// Reads the time of side-band records for [`ChainMaps`] (only with `chain_maps`).
+    times: Option<decode::Decoder>,
 }
 
 fn u32_at(b: &[u8], at: usize) -> Option<u32> {
@@ -100,9 +117,35 @@ fn u64_at(b: &[u8], at: usize) -> Option<u64> {
     Some(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?))
 }
 
+/// The offset of CALLCHAIN's `nr` in a SAMPLE of this sample type, when the fields before it
+/// have fixed sizes (all but READ, whose size depends on the group).
+fn callchain_offset(st: u64) -> Option<usize> {
+    if st & sample::CALLCHAIN == 0 || st & sample::READ != 0 {
+        return None;
+    }
+    let before = sample::IDENTIFIER
+        | sample::IP
+        | sample::TID
+        | sample::TIME
+        | sample::ADDR
+        | sample::ID
+        | sample::STREAM_ID
+        | sample::CPU
+        | sample::PERIOD;
+    Some(8 + 8 * (st & before).count_ones() as usize)
+}
+
+/// The callchain whose `nr` is at `at` in SAMPLE `r`, if it fits in the record.
+fn callchain_at(r: &[u8], at: usize) -> Option<decode::Callchain<'_>> {
+    let nr = usize::try_from(u64_at(r, at)?).ok()?;
+    let bytes = r.get(at + 8..at.checked_add(8)?.checked_add(nr.checked_mul(8)?)?)?;
+    Some(decode::U64s::new(bytes))
+}
+
 impl Accounting {
     /// Accounting for events with these attrs and ids. `self_pid` is hrec's own pid.
     pub fn new(attrs: &[Attr], ids: impl IntoIterator<Item = (u64, usize)>, self_pid: u32) -> Self {
+        let ids: HashMap<u64, usize> = ids.into_iter().collect();
         // Samples come only from sampling events; with ID they all share one sample_type,
         // with IDENTIFIER the id is first whatever the rest is.
         let st = attrs
@@ -110,9 +153,28 @@ impl Accounting {
             .find(|a| a.sample_period_or_freq != 0)
             .or(attrs.first())
             .map_or(0, |a| a.sample_type);
+        let fp_events: Vec<bool> = attrs
+            .iter()
+            .map(|a| {
+                a.sample_type & sample::CALLCHAIN != 0 && a.sample_type & sample::STACK_USER == 0
+            })
+            .collect();
+        let checks = fp_events.contains(&true);
         Accounting {
             layouts: attrs.iter().map(Layout::from_attr).collect(),
-            id_to_event: ids.into_iter().collect(),
+            chain_maps: checks.then(ChainMaps::default),
+            times: checks.then(|| {
+                decode::Decoder::new(
+                    ids.iter()
+                        .filter_map(|(&id, &e)| Some((id, *attrs.get(e)?))),
+                )
+            }),
+            chain_at: attrs
+                .iter()
+                .map(|a| callchain_offset(a.sample_type))
+                .collect(),
+            fp_events,
+            id_to_event: ids,
             offsets: Some(SampleOffsets::new(st)),
             self_pid,
             samples_per_event: vec![0; attrs.len()],
@@ -127,9 +189,14 @@ impl Accounting {
 
     /// Hands over the counts of the file just finished (`--switch-output`) and starts the
     /// next file's from zero. The file names and kernel addresses seen so far stay: each
-    /// file's build-ids and kernel symbols cover what its synthesized mappings refer to.
+    /// file's build-ids and kernel symbols cover what its synthesized mappings refer to; so do
+    /// the mappings call chains are checked against.
     pub fn take_file(&mut self) -> Accounting {
         let next = Accounting {
+            fp_events: self.fp_events.clone(),
+            chain_at: self.chain_at.clone(),
+            chain_maps: self.chain_maps.take(),
+            times: self.times.clone(),
             id_to_event: self.id_to_event.clone(),
             offsets: self.offsets,
             self_pid: self.self_pid,
@@ -165,6 +232,7 @@ impl Accounting {
         self.lost_samples += other.lost_samples;
         self.throttles += other.throttles;
         self.unthrottles += other.unthrottles;
+        self.fp_chains.absorb(&other.fp_chains);
         self.records += other.records;
         self.bytes += other.bytes;
         self.time_range = match (self.time_range, other.time_range) {
@@ -197,8 +265,35 @@ impl Accounting {
                 kind::MMAP => self.mapped(r, 40),
                 _ => {}
             }
+            if let Some(m) = &mut self.chain_maps
+                && matches!(
+                    ty,
+                    kind::MMAP | kind::MMAP2 | kind::COMM | kind::FORK | kind::EXIT
+                )
+            {
+                let time = self.times.as_ref().and_then(|d| {
+                    let raw = decode::RawRecord::new(r, 0).ok()?;
+                    d.time(&raw)
+                });
+                m.side_band(r, time);
+            }
             at += size;
         }
+    }
+
+    /// The end of a drain pass over every ring buffer: the call chains that met an address
+    /// not mapped yet are counted now that the pass's mappings are known
+    /// ([`ChainMaps::end_pass`]).
+    pub fn end_pass(&mut self) {
+        if let Some(m) = &mut self.chain_maps {
+            m.end_pass(&mut self.fp_chains);
+        }
+    }
+
+    /// The warning when most frame-pointer call chains reach addresses outside any mapping
+    /// (code built without frame pointers), with the share and the fix.
+    pub fn chains_warning(&self) -> Option<String> {
+        Some(format!("warning: {}", self.fp_chains.line()?))
     }
 
     fn sample(&mut self, r: &[u8]) {
@@ -224,8 +319,24 @@ impl Accounting {
             }
         }
         // PERF_RECORD_MISC_KERNEL: the sample interrupted the kernel.
-        if u16::from_le_bytes([r[4], r[5]]) & 7 == 1 {
-            self.kernel_sample(r, event.unwrap_or(0));
+        let kernel = u16::from_le_bytes([r[4], r[5]]) & misc::CPUMODE_MASK == misc::KERNEL;
+        let mut chain = self.chain_maps.is_some()
+            && event.is_some_and(|e| self.fp_events.get(e).copied().unwrap_or(false));
+        // A user-mode sample's chain at its fixed place: no decoding (a kernel-mode sample is
+        // decoded for its kernel addresses anyway).
+        if chain
+            && !kernel
+            && let Some(at) = event.and_then(|e| self.chain_at.get(e).copied().flatten())
+            && let Some(pid) = off.tid.and_then(|o| u32_at(r, o))
+            && let Some(m) = &mut self.chain_maps
+        {
+            if let Some(cc) = callchain_at(r, at) {
+                m.sample(pid, cc, false, &mut self.fp_chains);
+            }
+            chain = false;
+        }
+        if kernel || chain {
+            self.decoded_sample(r, event.unwrap_or(0), kernel, chain);
         }
         if let Some(t) = off.time.and_then(|o| u64_at(r, o)) {
             self.time_range = Some(match self.time_range {
@@ -235,7 +346,9 @@ impl Accounting {
         }
     }
 
-    fn kernel_sample(&mut self, r: &[u8], event: usize) {
+    /// What needs the sample decoded: the kernel addresses of a `kernel` sample, the
+    /// frame-pointer `chain` check.
+    fn decoded_sample(&mut self, r: &[u8], event: usize, kernel: bool, chain: bool) {
         let Some(layout) = self.layouts.get(event) else {
             return;
         };
@@ -245,6 +358,13 @@ impl Accounting {
         let Ok(Record::Sample(s)) = Record::parse(&raw, layout) else {
             return;
         };
+        if chain && let (Some(m), Some(cc), Some(pid)) = (&mut self.chain_maps, s.callchain, s.pid)
+        {
+            m.sample(pid, cc, kernel, &mut self.fp_chains);
+        }
+        if !kernel {
+            return;
+        }
         if let Some(ip) = s.ip {
             self.kernel_addrs.insert(ip);
         }
@@ -365,6 +485,95 @@ mod tests {
         assert_eq!(total.per_thread[&(5, 6)], 2);
         assert_eq!(total.time_range, Some((100, 300)));
         assert_eq!((total.lost_samples, total.records), (3, 4));
+    }
+
+    #[test]
+    fn frame_pointer_chains_are_checked_against_the_mappings_across_files() {
+        let mut a = Attr::new(1, 0);
+        a.sample_period_or_freq = 4000;
+        a.sample_type = sample::IP | sample::TID | sample::TIME | sample::ID | sample::CALLCHAIN;
+        let mut acc = Accounting::new(&[a], [(10, 0)], 99);
+        let tid = |pid: u64, tid: u64| pid | (tid << 32);
+        let u = context::USER;
+        let sample = |chain: &[u64]| {
+            let mut body = vec![0x1010, tid(5, 5), 100, 10, chain.len() as u64];
+            body.extend_from_slice(chain);
+            let mut r = rec(kind::SAMPLE, &body);
+            r[4] = 2; // user mode
+            r
+        };
+        let mut b = rec(
+            kind::MMAP2,
+            &[tid(5, 5), 0x1000, 0x1000, 0, 0, 0, 0, 0, 0, 0x2f],
+        );
+        for _ in 0..MIN {
+            b.extend(sample(&[u, 0x1010, 0x1020, 0x3]));
+        }
+        b.extend(sample(&[u, 0x1010, 0x1020]));
+        acc.account(&b);
+        acc.end_pass();
+        assert_eq!(acc.fp_chains.chains, MIN + 1);
+        assert_eq!(acc.fp_chains.outside, MIN);
+        let w = acc.chains_warning().unwrap();
+        assert!(
+            w.starts_with("warning: 98.0% of the 51 user-space call chains"),
+            "{w}"
+        );
+        // The next file knows the mappings and counts from zero; the totals add up.
+        let first = acc.take_file();
+        acc.account(&sample(&[u, 0x1010, 0x1020]));
+        acc.end_pass();
+        assert_eq!((acc.fp_chains.chains, acc.fp_chains.outside), (1, 0));
+        let mut total = first.clone();
+        total.absorb(&acc);
+        assert_eq!(
+            (total.fp_chains.chains, total.fp_chains.outside),
+            (MIN + 2, MIN)
+        );
+        // Without call chains, or with --call-graph dwarf's user stacks, nothing is checked.
+        a.sample_type |= sample::STACK_USER;
+        let acc = Accounting::new(&[a], [(10, 0)], 99);
+        assert!(acc.chain_maps.is_none());
+    }
+
+    const MIN: u64 = crate::unwind::fp::MIN_CHAINS;
+
+    #[test]
+    fn chains_are_read_at_their_place_or_decoded_after_a_read() {
+        assert_eq!(callchain_offset(sample::IP | sample::TID), None);
+        assert_eq!(
+            callchain_offset(sample::IDENTIFIER | sample::IP | sample::ID | sample::CALLCHAIN),
+            Some(32)
+        );
+        assert_eq!(
+            callchain_offset(sample::IP | sample::READ | sample::CALLCHAIN),
+            None
+        );
+        // A cut chain is not read past the record.
+        let r = rec(kind::SAMPLE, &[0x10, 3, 1, 2]);
+        assert!(callchain_at(&r, 8).is_none());
+        assert!(callchain_at(&r, 16).is_none());
+        assert_eq!(callchain_at(&r, 24).map(|c| c.get(0)), Some(Some(2)));
+        assert!(callchain_at(&r, 40).is_none());
+        // With READ (one value) before the chain, the sample is decoded.
+        let mut a = Attr::new(1, 0);
+        a.sample_period_or_freq = 4000;
+        a.sample_type = sample::IP | sample::TID | sample::READ | sample::CALLCHAIN;
+        let mut acc = Accounting::new(&[a], [(10, 0)], 99);
+        let u = context::USER;
+        let mut b = rec(
+            kind::MMAP2,
+            &[5 | (5 << 32), 0x1000, 0x1000, 0, 0, 0, 0, 0, 0, 0x2f],
+        );
+        let mut s = rec(
+            kind::SAMPLE,
+            &[0x1010, 5 | (5 << 32), 77, 3, u, 0x1010, 0x9],
+        );
+        s[4] = 2;
+        b.extend(s);
+        acc.account(&b);
+        acc.end_pass();
+        assert_eq!((acc.fp_chains.chains, acc.fp_chains.outside), (1, 1));
     }
 
     #[test]

@@ -285,6 +285,7 @@ fn drain_all(
             *since = Instant::now();
         }
     }
+    acc.end_pass();
     // The unwinder learns every mapping of this pass before any sample of it: a CPU's
     // samples can use a library whose MMAP is in another CPU's buffer.
     if !side_band.is_empty() {

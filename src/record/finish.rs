@@ -138,6 +138,7 @@ pub(super) fn summarize(
             acc.throttles
         ));
     }
+    warnings.extend(acc.chains_warning());
     if acc.self_samples > 0 {
         warnings.push(format!(
             "{} samples ({:.2}%) are of hrec itself (pid {}, stored in the file as recorder_pid)",

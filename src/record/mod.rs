@@ -29,6 +29,7 @@
 //! one starts with the tasks alive synthesized from `/proc`.
 
 pub mod account;
+pub mod chains;
 mod drain;
 mod error;
 mod finish;

@@ -183,6 +183,11 @@ impl AddressSpaces {
         (addr < m.end).then_some(m)
     }
 
+    /// Whether process `pid` has mappings.
+    pub fn knows(&self, pid: u32) -> bool {
+        self.procs.contains_key(&pid)
+    }
+
     /// Number of processes with mappings.
     pub fn processes(&self) -> usize {
         self.procs.len()

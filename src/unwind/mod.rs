@@ -44,6 +44,8 @@ use object::{Object as _, ObjectSection as _, ObjectSegment as _};
 
 use crate::decode::{Record, Regs, StackUser};
 
+pub mod fp;
+
 /// An address of a stack frame, with its kind (framehop's `FrameAddress`): the sampled
 /// instruction, or a return address found in a call chain or by unwinding. A return address
 /// points after the call, possibly into the next function or the next line, so it is looked
