@@ -372,7 +372,10 @@ fn topdown_plan_on_fixture_models_and_the_message_without_it() {
     assert_eq!(names[0], "task-clock");
     // slots leads; the 8 metric events follow in its group; all counted, none sampling.
     assert_eq!(names[1], "slots");
-    assert_eq!(c[1].td, Some(TdEvent::Slots));
+    assert_eq!(
+        c[1].td,
+        Some(hrec::analysis::topdown::TdRole::Event(TdEvent::Slots))
+    );
     assert_eq!(c.len(), 10, "{names:?}");
     assert!(
         c[2..].iter().all(|m| m.leader == 1 && m.td.is_some()),
@@ -399,6 +402,43 @@ fn topdown_plan_on_fixture_models_and_the_message_without_it() {
         "{c:?}"
     );
     assert_eq!(c[0].name, "cpu_core/slots/");
+
+    // With the cpuinfo: cpu_atom's Gracemont group too, led by its cycles (issue 30).
+    let c = plan(
+        &support::pmus("alderlake"),
+        &StatOptions {
+            events: vec![],
+            cpu: hrec::pmu::uarch::CpuId::read(&support::procfs_of("alderlake")),
+            ..o1.clone()
+        },
+    )
+    .unwrap();
+    let atom: Vec<_> = c
+        .iter()
+        .filter(|m| m.pmu.as_deref() == Some("cpu_atom"))
+        .collect();
+    let names: Vec<&str> = atom.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "cpu_atom/cycles/",
+            "TOPDOWN_FE_BOUND.ALL",
+            "TOPDOWN_BE_BOUND.ALL",
+            "TOPDOWN_RETIRING.ALL"
+        ]
+    );
+    assert_eq!(
+        atom[0].td,
+        Some(hrec::analysis::topdown::TdRole::EcoreCycles {
+            width: 5,
+            remainder: true
+        })
+    );
+    assert_eq!(
+        atom.iter().map(|m| m.attr.config).collect::<Vec<_>>(),
+        [0x8_0000_0000, 0x71, 0x74, 0xc2]
+    );
+    assert!(atom[1..].iter().all(|m| m.leader == atom[0].leader));
 
     // Zen 4 and the VM: a one-line explanation.
     for model in ["zen4", "vm"] {

@@ -35,6 +35,7 @@ use std::collections::HashMap;
 
 use crate::data::{Meta, Role};
 use crate::decode::ReadValues;
+use crate::event::Attr;
 use crate::pmu::uarch::{self, CpuId, TdCategory};
 
 /// A TopDown event of the group.
@@ -253,32 +254,56 @@ fn ecore_group(
     let sampler = *members
         .iter()
         .find(|&&i| meta.events[i].role == Role::Sampler)?;
-    let s = &meta.events[sampler];
-    let pmu = s.pmu.as_deref()?;
+    let pmu = meta.events[sampler].pmu.as_deref()?;
     let pmu_type = meta.pmus.iter().find(|p| p.name == pmu)?.type_;
+    let kept: Vec<usize> = members
+        .iter()
+        .copied()
+        .filter(|&i| i == sampler || meta.events[i].role == Role::Counted)
+        .collect();
+    let attrs: Vec<(Attr, bool)> = kept
+        .iter()
+        .map(|&i| (meta.events[i].attr, i == sampler))
+        .collect();
+    let roles = ecore_roles(cpu, pmu, pmu_type, &attrs)?;
+    Some(roles.into_iter().map(|(k, r)| (kept[k], r)).collect())
+}
+
+/// The roles in an E-core TopDown group of the PMU `pmu` (of type `pmu_type`): `members` are
+/// the group's attrs, `true` for the cycles event that leads it (the sampler when recording,
+/// the leader when counting). `None` unless `cpu` names the PMU's core, the lead counts core
+/// cycles and every counted level-1 event of that core is a member; the result indexes
+/// `members`.
+pub fn ecore_roles(
+    cpu: Option<&CpuId>,
+    pmu: &str,
+    pmu_type: u32,
+    members: &[(Attr, bool)],
+) -> Option<Vec<(usize, TdRole)>> {
     let uarch::Ecore::Arch(arch) = uarch::ecore_of(cpu, pmu) else {
         return None;
     };
     let td = arch.topdown()?;
-    // The sampler counts core cycles: legacy cycles (on this PMU) or CPU_CLK_UNHALTED.CORE_P.
+    let lead = members.iter().position(|(_, lead)| *lead)?;
+    let s = &members[lead].0;
+    // The lead counts core cycles: legacy cycles (on this PMU) or CPU_CLK_UNHALTED.CORE_P.
     let legacy_cycles =
-        s.attr.type_ == crate::event::attr::types::HARDWARE && s.attr.config & 0xffff_ffff == 0;
-    if !(legacy_cycles || (s.attr.type_ == pmu_type && s.attr.config == 0x3c)) {
+        s.type_ == crate::event::attr::types::HARDWARE && s.config & 0xffff_ffff == 0;
+    if !(legacy_cycles || (s.type_ == pmu_type && s.config == 0x3c)) {
         return None;
     }
     let mut out = vec![(
-        sampler,
+        lead,
         TdRole::EcoreCycles {
             width: td.width,
             remainder: td.bad_spec_by_remainder,
         },
     )];
-    for &i in members {
-        let e = &meta.events[i];
-        if i == sampler || e.role != Role::Counted || e.attr.type_ != pmu_type {
+    for (i, (attr, _)) in members.iter().enumerate() {
+        if i == lead || attr.type_ != pmu_type {
             continue;
         }
-        if let Some(c) = td.category_of(e.attr.config) {
+        if let Some(c) = td.category_of(attr.config) {
             let k = match c {
                 TdCategory::Retiring => TdEvent::Retiring,
                 TdCategory::BadSpeculation => TdEvent::BadSpec,

@@ -336,6 +336,7 @@ fn run(
     options.online = Some(pmus.online.clone());
     options.topology = count::cpu_topology(&env.sysfs_root, pmus.online.cpus());
     options.procfs_root = env.procfs_root.clone();
+    options.cpu = hrec::pmu::uarch::CpuId::read(&env.procfs_root);
     // -M: the metrics' events are counted (alone, like perf stat -M, unless -e is given too).
     let setup = if cfg.metrics.is_empty() {
         None

@@ -172,7 +172,7 @@ fn topdown_lines(counters: &[Counter], counts: &[Count], level: u8) -> Vec<Strin
             .unwrap_or_default();
         out.push(format!(
             "TopDown level 1{label}, share of {} slots:",
-            thousands(td.l1_sum())
+            thousands(td.slots())
         ));
         for (n, v) in L1_LABELS.iter().zip(l1) {
             out.push(format!("  {v:>6.1}%  {n}"));
@@ -644,7 +644,7 @@ mod tests {
             pmu: pmu.map(String::from),
             attr: Attr::default(),
             leader: 0,
-            td,
+            td: td.map(crate::analysis::topdown::TdRole::Event),
         }
     }
 
@@ -766,6 +766,51 @@ mod tests {
             None,
         );
         let want = "TopDown level 1 (cpu), share of 1,000 slots:\n    40.0%  Retiring\n    10.0%  Bad Speculation\n    10.0%  Frontend Bound\n    40.0%  Backend Bound\nTopDown level 2 (cpu):\n    10.0%  Heavy Operations\n    30.0%  Light Operations\n     8.0%  Branch Mispredicts\n     2.0%  Machine Clears\n     6.0%  Fetch Latency\n     4.0%  Fetch Bandwidth\n    30.0%  Memory Bound\n    10.0%  Core Bound\n";
+        assert!(s.ends_with(want), "{s}");
+    }
+
+    /// An E-core group (Gracemont): the slots are 5 x cycles, each share is of them and Bad
+    /// Speculation is the remainder (Intel's E-core TMA), beside a P-core block.
+    #[test]
+    fn ecore_topdown_block_from_counts() {
+        use crate::analysis::topdown::TdRole;
+        let mut counters = vec![counter("cpu_atom/cycles/", Some("cpu_atom"), None)];
+        counters[0].td = Some(TdRole::EcoreCycles {
+            width: 5,
+            remainder: true,
+        });
+        counters.extend([
+            counter(
+                "TOPDOWN_FE_BOUND.ALL",
+                Some("cpu_atom"),
+                Some(TdEvent::FeBound),
+            ),
+            counter(
+                "TOPDOWN_BE_BOUND.ALL",
+                Some("cpu_atom"),
+                Some(TdEvent::BeBound),
+            ),
+            counter(
+                "TOPDOWN_RETIRING.ALL",
+                Some("cpu_atom"),
+                Some(TdEvent::Retiring),
+            ),
+        ]);
+        let counts: Vec<Count> = [1000, 1000, 1500, 2000]
+            .iter()
+            .map(|&v| val(v, 1, 1))
+            .collect();
+        let s = format(
+            &counters,
+            &counts,
+            Duration::from_secs(1),
+            &StatStyle {
+                td_level: 2,
+                ..Default::default()
+            },
+            None,
+        );
+        let want = "TopDown level 1 (cpu_atom), share of 5,000 slots:\n    40.0%  Retiring\n    10.0%  Bad Speculation\n    20.0%  Frontend Bound\n    30.0%  Backend Bound\n";
         assert!(s.ends_with(want), "{s}");
     }
 

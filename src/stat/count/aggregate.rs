@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 
-use crate::analysis::topdown::TdCounts;
+use crate::analysis::topdown::{TdCounts, TdEvent, TdRole};
 
 use super::places::Label;
 use super::plan::Counter;
@@ -104,10 +104,21 @@ impl Count {
 pub fn topdown_counts(counters: &[Counter], counts: &[Count], pmu: Option<&str>) -> TdCounts {
     let mut td = TdCounts::default();
     for (c, n) in counters.iter().zip(counts) {
-        if let (Some(k), Some(v)) = (c.td, n.value())
+        if let (Some(role), Some(v)) = (c.td, n.value())
             && c.pmu.as_deref() == pmu
         {
-            td.0[k as usize] += v.round() as u64;
+            let v = v.round() as u64;
+            match role {
+                TdRole::Event(k) => td.0[k as usize] += v,
+                TdRole::EcoreCycles { width, remainder } => {
+                    let slots = v.saturating_mul(u64::from(width));
+                    td.0[TdEvent::Slots as usize] += slots;
+                    td.0[TdCounts::ECORE_SLOTS] += slots;
+                    if remainder {
+                        td.0[TdCounts::REMAINDER_SLOTS] += slots;
+                    }
+                }
+            }
         }
     }
     td

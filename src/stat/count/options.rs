@@ -64,6 +64,9 @@ pub struct StatOptions {
     pub online: Option<CpuList>,
     /// `/proc`, for the threads of `-p` and their names.
     pub procfs_root: std::path::PathBuf,
+    /// The CPU's family and model (`/proc/cpuinfo`): which E-core each core PMU counts for,
+    /// for `--topdown` on E-cores.
+    pub cpu: Option<crate::pmu::uarch::CpuId>,
     /// `--record-tpebs`: precise samplers of the metrics' retire-latency events.
     pub tpebs: Vec<TpebsSampler>,
     /// `-d` given this many times (perf uses up to three): [`crate::stat::count::DETAILED`] sets added after the

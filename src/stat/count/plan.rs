@@ -6,7 +6,7 @@
 //! leader disabled until the start (`enable_on_exec` on a command hrec starts), `inherit`
 //! except per CPU.
 
-use crate::analysis::topdown::TdEvent;
+use crate::analysis::topdown::{self, TdEvent, TdRole};
 use crate::event::attr::{Attr, flag, read};
 use crate::event::resolve;
 use crate::pmu::Pmus;
@@ -57,7 +57,7 @@ pub struct Counter {
     /// Index of the group leader (itself when alone).
     pub leader: usize,
     /// Its TopDown role.
-    pub td: Option<TdEvent>,
+    pub td: Option<TdRole>,
 }
 
 /// The `-e` strings stat resolves: the given ones, or perf's defaults, plus the TopDown
@@ -98,6 +98,34 @@ pub fn event_strings(pmus: &Pmus, o: &StatOptions) -> Result<Vec<String>, StatEr
             );
             v.push(format!("{{{}}}", members.join(",")));
         }
+        // E-cores: the cycles-led group of Intel's level-1 events (level 1 only: hrec has no
+        // E-core level-2 set yet).
+        for p in &core {
+            if !resolve::topdown_metric_names(p).is_empty() {
+                continue;
+            }
+            let crate::pmu::uarch::Ecore::Arch(arch) =
+                crate::pmu::uarch::ecore_of(o.cpu.as_ref(), &p.name)
+            else {
+                continue;
+            };
+            let Some(td) = arch.topdown() else {
+                continue;
+            };
+            any = true;
+            let mut members = vec![if hybrid {
+                format!("{}/cycles/", p.name)
+            } else {
+                "cycles".to_string()
+            }];
+            members.extend(td.events.iter().map(|e| {
+                format!(
+                    "{}/event={:#x},umask={:#x},name={}/",
+                    p.name, e.event, e.umask, e.name
+                )
+            }));
+            v.push(format!("{{{}}}", members.join(",")));
+        }
         if !any {
             let have: Vec<&str> = core.iter().map(|p| p.name.as_str()).collect();
             return Err(StatError::NoTopDown {
@@ -131,6 +159,7 @@ pub fn plan(pmus: &Pmus, o: &StatOptions) -> Result<Vec<Counter>, StatError> {
     let mut out = Vec::new();
     for g in &res.groups {
         let leader = out.len();
+        let roles = group_roles(pmus, o, g);
         for (i, r) in g.events.iter().enumerate() {
             let mut a = r.attr;
             a.sample_period_or_freq = 0;
@@ -152,11 +181,44 @@ pub fn plan(pmus: &Pmus, o: &StatOptions) -> Result<Vec<Counter>, StatError> {
                 pmu: r.pmu.clone(),
                 attr: a,
                 leader,
-                td: TdEvent::from_name(&r.name),
+                td: roles.get(i).copied().flatten(),
             });
         }
     }
     Ok(out)
+}
+
+/// The TopDown role of each member of a group: by name in a perf-metrics group (one with
+/// `slots`), by PMU and encoding in an E-core group led by cycles
+/// ([`topdown::ecore_roles`]), none otherwise.
+fn group_roles(pmus: &Pmus, o: &StatOptions, g: &resolve::Group) -> Vec<Option<TdRole>> {
+    let names: Vec<Option<TdEvent>> = g
+        .events
+        .iter()
+        .map(|r| TdEvent::from_name(&r.name))
+        .collect();
+    if names.contains(&Some(TdEvent::Slots)) {
+        return names.into_iter().map(|k| k.map(TdRole::Event)).collect();
+    }
+    let mut roles = vec![None; g.events.len()];
+    let lead = g.events.first();
+    let pmu = lead
+        .and_then(|r| r.pmu.as_deref())
+        .and_then(|n| pmus.get(n));
+    if let Some(pmu) = pmu {
+        let attrs: Vec<(crate::event::Attr, bool)> = g
+            .events
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.attr, i == 0))
+            .collect();
+        for (i, role) in
+            topdown::ecore_roles(o.cpu.as_ref(), &pmu.name, pmu.type_, &attrs).unwrap_or_default()
+        {
+            roles[i] = Some(role);
+        }
+    }
+    roles
 }
 
 #[cfg(test)]
