@@ -215,6 +215,21 @@ fn read(b: &[u8], running: Option<&str>) -> Result<PerfData, PerfDataError> {
     from_bytes(Path::new("t.data"), b, running)
 }
 
+/// perf.data's CPUID header (`GenuineIntel,6,151,2`, decimal) becomes the cpuid string the
+/// E-core rules read (`GenuineIntel-6-97-2`), in file and pipe mode alike.
+#[test]
+fn the_cpuid_header_names_the_cpu() {
+    let mut s = synth();
+    s.features
+        .push((feature::CPUID, string("GenuineIntel,6,151,2")));
+    // perf writes the feature sections in the order of their bits.
+    s.features.sort_by_key(|(f, _)| *f);
+    for b in [file(&s), pipe(&s)] {
+        let p = read(&b, Some(KERNEL_ID)).unwrap();
+        assert_eq!(p.meta.cpuid, "GenuineIntel-6-97-2");
+    }
+}
+
 #[test]
 fn file_mode_gives_events_ids_roles_and_side_blocks() {
     let p = read(&file(&synth()), Some(KERNEL_ID)).unwrap();
@@ -236,6 +251,8 @@ fn file_mode_gives_events_ids_roles_and_side_blocks() {
     assert_eq!(m.hostname, "box");
     assert_eq!(m.command_line, ["perf", "record", "-a"]);
     assert_eq!(m.nr_cpus, 2);
+    // No CPUID header: no cpuid (no E-core rules are guessed).
+    assert_eq!(m.cpuid, "");
     assert_eq!(p.trailer.samples, 3);
     assert_eq!(p.trailer.samples_per_event, [3, 0]);
     assert_eq!(p.trailer.records, 5, "user records are not counted");
