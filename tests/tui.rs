@@ -73,44 +73,51 @@ fn report_view_shows_the_text_reports_rows_graphs_and_annotation() {
         30,
         &format!("{hrec} report -i {file} --symfs {symfs}"),
     );
-    let screen = t.wait_screen(WAIT, |s| s.contains("Samples: 540 of event 'cpu-clock'"));
-    assert!(
-        screen.contains("Children    Self  Samples  Command  Shared Object"),
-        "{screen}"
-    );
+    // Every check waits for the whole screen it expects: a capture can fall between the
+    // terminal writes of one redraw (new title, old rows), so the first sign of a screen is
+    // not the screen. A screen that never comes fails with the last one seen.
     // The rows of the text report, in its order, with the same numbers.
-    let mut at = 0;
-    for (row, _) in rows.iter().take(10) {
-        let pos = screen
-            .lines()
-            .position(|l| l.get(1..).is_some_and(|rest| rest.trim_end() == row))
-            .unwrap_or_else(|| panic!("row {row:?} not on the screen:\n{screen}"));
-        assert!(pos >= at, "row {row:?} out of order:\n{screen}");
-        at = pos;
-    }
-    // The first row has a call graph: marked `+`, opened by Enter with the text report's
-    // lines, closed again by `+`.
+    let rows_in_order = |s: &str| {
+        let mut at = 0;
+        rows.iter().take(10).all(|(row, _)| {
+            match s
+                .lines()
+                .position(|l| l.get(1..).is_some_and(|rest| rest.trim_end() == row))
+            {
+                Some(pos) if pos >= at => {
+                    at = pos;
+                    true
+                }
+                _ => false,
+            }
+        })
+    };
     let (first, tree) = &rows[0];
     assert!(!tree.is_empty(), "{rows:?}");
-    assert!(
-        screen
-            .lines()
-            .any(|l| l.starts_with('+') && l[1..].trim_end() == first)
-    );
+    // The first row has a call graph: marked `+`, opened by Enter with the text report's
+    // lines, closed again by `+`.
+    t.wait_screen(WAIT, |s| {
+        s.contains("Samples: 540 of event 'cpu-clock'")
+            && s.contains("Children    Self  Samples  Command  Shared Object")
+            && rows_in_order(s)
+            && s.lines()
+                .any(|l| l.starts_with('+') && l[1..].trim_end() == first)
+    });
     t.send_keys(&["Enter"]);
-    let opened = t.wait_screen(WAIT, |s| s.lines().any(|l| l.starts_with('-')));
-    let shown: Vec<&str> = opened.lines().map(str::trim_end).collect();
-    let start = shown
-        .iter()
-        .position(|l| l.get(1..) == Some(first.as_str()))
-        .unwrap_or_else(|| panic!("{opened}"));
-    for (i, want) in tree.iter().take(8).enumerate() {
-        assert_eq!(
-            shown.get(start + 1 + i).copied(),
-            Some(want.as_str()),
-            "{opened}"
-        );
-    }
+    // The first row opened, its tree's lines under it.
+    t.wait_screen(WAIT, |s| {
+        let shown: Vec<&str> = s.lines().map(str::trim_end).collect();
+        shown.iter().any(|l| l.starts_with('-'))
+            && shown
+                .iter()
+                .position(|l| l.get(1..) == Some(first.as_str()))
+                .is_some_and(|start| {
+                    tree.iter()
+                        .take(8)
+                        .enumerate()
+                        .all(|(i, want)| shown.get(start + 1 + i).copied() == Some(want.as_str()))
+                })
+    });
     t.send_keys(&["+"]);
     t.wait_screen(WAIT, |s| !s.lines().any(|l| l.starts_with('-')));
 
@@ -133,31 +140,28 @@ fn report_view_shows_the_text_reports_rows_graphs_and_annotation() {
         .collect();
     assert!(!hot_lines.is_empty(), "{ann_text}");
     t.send_keys(&["a"]);
-    let screen = t.wait_screen(WAIT, |s| s.contains(&format!("Annotate {sym}")));
-    for l in &hot_lines {
-        assert!(
-            screen.lines().any(|s| s.trim_end() == l.trim_end()),
-            "{l:?} not in the annotation:\n{screen}"
-        );
-    }
+    t.wait_screen(WAIT, |s| {
+        s.contains(&format!("Annotate {sym}"))
+            && hot_lines
+                .iter()
+                .all(|l| s.lines().any(|x| x.trim_end() == l.trim_end()))
+    });
     t.send_keys(&["q"]);
     t.wait_screen(WAIT, |s| s.contains("Samples: 540"));
 
     // `/`: only the rows whose symbol contains the text.
     t.send_keys(&["/", "w", "a", "r", "m", "Enter"]);
     // Applied (the title says so), not just typed (the key line says so while typing).
-    let screen = t.wait_screen(WAIT, |s| {
-        s.lines()
-            .next()
-            .is_some_and(|l| l.contains("Symbol filter: warm"))
-    });
     let warm: Vec<&(String, Vec<String>)> =
         rows.iter().filter(|(r, _)| r.contains("] warm")).collect();
     assert!(!warm.is_empty());
-    for (row, _) in &warm {
-        assert!(shows_row(&screen, row), "{row:?}:\n{screen}");
-    }
-    assert!(!shows_row(&screen, first), "{screen}");
+    t.wait_screen(WAIT, |s| {
+        s.lines()
+            .next()
+            .is_some_and(|l| l.contains("Symbol filter: warm"))
+            && warm.iter().all(|(row, _)| shows_row(s, row))
+            && !shows_row(s, first)
+    });
     t.send_keys(&["Escape"]);
     t.wait_screen(WAIT, |s| {
         !s.contains("Symbol filter") && shows_row(s, first)
@@ -168,11 +172,11 @@ fn report_view_shows_the_text_reports_rows_graphs_and_annotation() {
         "report", "--stdio", "-i", file, "--symfs", symfs, "--dso", "work",
     ]);
     t.send_keys(&["d"]);
-    let screen = t.wait_screen(WAIT, |s| s.contains("DSO: work"));
-    for (row, _) in dso_rows.iter().take(8) {
-        assert!(shows_row(&screen, row), "{row:?}:\n{screen}");
-    }
-    assert!(!screen.contains("[kernel.kallsyms]"), "{screen}");
+    t.wait_screen(WAIT, |s| {
+        s.contains("DSO: work")
+            && dso_rows.iter().take(8).all(|(row, _)| shows_row(s, row))
+            && !s.contains("[kernel.kallsyms]")
+    });
     t.send_keys(&["Escape"]);
     t.wait_screen(WAIT, |s| {
         !s.contains("DSO: work") && s.contains("[kernel.kallsyms]")
@@ -209,17 +213,17 @@ fn report_view_fits_80_by_24_and_stdio_prints_text() {
         24,
         &format!("{hrec} report -i {file} --symfs {symfs}"),
     );
-    let screen = t.wait_screen(WAIT, |s| s.contains("Samples:") && s.contains("h:help"));
+    // The whole first screen (a capture may fall inside a redraw: wait for all of it).
+    let screen = t.wait_screen(WAIT, |s| {
+        s.contains("Samples:")
+            && s.contains("h:help")
+            && rows.iter().take(15).all(|(row, _)| {
+                let cut: String = row.chars().take(79).collect();
+                s.lines()
+                    .any(|l| l.get(1..).is_some_and(|x| x.trim_end() == cut.trim_end()))
+            })
+    });
     assert_eq!(screen.lines().count(), 24, "{screen}");
-    for (row, _) in rows.iter().take(15) {
-        let cut: String = row.chars().take(79).collect();
-        assert!(
-            screen
-                .lines()
-                .any(|l| l.get(1..).is_some_and(|x| x.trim_end() == cut.trim_end())),
-            "{row:?}:\n{screen}"
-        );
-    }
     // Moving past the last shown row scrolls: the selected row stays on the screen.
     let down = vec!["Down"; rows.len().min(40)];
     t.send_keys(&down);

@@ -1,6 +1,7 @@
 //! Which counters `hrec stat` opens: the `-e` events or perf stat's defaults (software
 //! events, then cycles, instructions, branches and branch-misses on every core PMU), the
-//! TopDown groups of `--topdown` led by `slots` on each PMU that has them, perf's `-d`/`-dd`/
+//! TopDown groups of `--topdown` (led by `slots` on each PMU that has perf metrics, by
+//! `cycles` with Intel's level-1 events on each E-core the cpuinfo names), perf's `-d`/`-dd`/
 //! `-ddd` cache events after those, and each attr turned into a counting one: no sample
 //! period or sample type, `TOTAL_TIME_ENABLED | TOTAL_TIME_RUNNING` read for scaling, the
 //! leader disabled until the start (`enable_on_exec` on a command hrec starts), `inherit`
