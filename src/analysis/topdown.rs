@@ -280,10 +280,7 @@ pub fn ecore_roles(
     pmu_type: u32,
     members: &[(Attr, bool)],
 ) -> Option<Vec<(usize, TdRole)>> {
-    let uarch::Ecore::Arch(arch) = uarch::ecore_of(cpu, pmu) else {
-        return None;
-    };
-    let td = arch.topdown()?;
+    let td = uarch::ecore_topdown(cpu, pmu)?;
     let lead = members.iter().position(|(_, lead)| *lead)?;
     let s = &members[lead].0;
     // The lead counts core cycles: legacy cycles (on this PMU) or CPU_CLK_UNHALTED.CORE_P.

@@ -280,12 +280,7 @@ pub fn default_events(pmus: &Pmus, cpu: Option<&CpuId>) -> (Vec<String>, Vec<Str
                 None => q("cycles", "P"),
                 Some(td) => {
                     let mut members = vec![q("cycles", "P")];
-                    members.extend(td.events.iter().map(|e| {
-                        format!(
-                            "{}/event={:#x},umask={:#x},name={}/",
-                            p.name, e.event, e.umask, e.name
-                        )
-                    }));
+                    members.extend(td.events.iter().map(|e| e.spec(&p.name)));
                     format!("{{{}}}:S", members.join(","))
                 }
             }

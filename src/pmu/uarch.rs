@@ -198,6 +198,14 @@ pub fn ecore_of(cpu: Option<&CpuId>, pmu: &str) -> Ecore {
     }
 }
 
+/// Intel's level-1 TopDown of the E-core behind PMU `pmu`, when `cpu` names one that has it.
+pub fn ecore_topdown(cpu: Option<&CpuId>, pmu: &str) -> Option<&'static EcoreTopDown> {
+    match ecore_of(cpu, pmu) {
+        Ecore::Arch(arch) => arch.topdown(),
+        Ecore::No | Ecore::Unknown => None,
+    }
+}
+
 /// Whether the core behind PMU `pmu` fills the retire latency of PEBS records (Timed PEBS:
 /// `WEIGHT_STRUCT` bits 63:48): `Some(true)` on Granite Rapids, Sierra Forest and the P-cores
 /// of Meteor Lake, Lunar Lake, Arrow Lake and Panther Lake; `Some(false)` on parts known
@@ -275,6 +283,15 @@ impl EcoreEvent {
     /// `attr.config` on the core PMU (`event | umask << 8`).
     pub fn config(&self) -> u64 {
         u64::from(self.event) | u64::from(self.umask) << 8
+    }
+
+    /// The event on PMU `pmu` in perf's event syntax, named as Intel names it
+    /// (`cpu_atom/event=0x71,umask=0x0,name=TOPDOWN_FE_BOUND.ALL/`).
+    pub fn spec(&self, pmu: &str) -> String {
+        format!(
+            "{pmu}/event={:#x},umask={:#x},name={}/",
+            self.event, self.umask, self.name
+        )
     }
 }
 

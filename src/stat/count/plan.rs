@@ -105,12 +105,7 @@ pub fn event_strings(pmus: &Pmus, o: &StatOptions) -> Result<Vec<String>, StatEr
             if !resolve::topdown_metric_names(p).is_empty() {
                 continue;
             }
-            let crate::pmu::uarch::Ecore::Arch(arch) =
-                crate::pmu::uarch::ecore_of(o.cpu.as_ref(), &p.name)
-            else {
-                continue;
-            };
-            let Some(td) = arch.topdown() else {
+            let Some(td) = crate::pmu::uarch::ecore_topdown(o.cpu.as_ref(), &p.name) else {
                 continue;
             };
             any = true;
@@ -119,12 +114,7 @@ pub fn event_strings(pmus: &Pmus, o: &StatOptions) -> Result<Vec<String>, StatEr
             } else {
                 "cycles".to_string()
             }];
-            members.extend(td.events.iter().map(|e| {
-                format!(
-                    "{}/event={:#x},umask={:#x},name={}/",
-                    p.name, e.event, e.umask, e.name
-                )
-            }));
+            members.extend(td.events.iter().map(|e| e.spec(&p.name)));
             v.push(format!("{{{}}}", members.join(",")));
         }
         if !any {
