@@ -273,11 +273,25 @@ impl Env {
     }
 
     /// Replaces one file of the sysfs copy (picked by the first two bytes) with the rest of
-    /// the input, reads the PMUs and resolves a few events, then puts the file back.
+    /// the input, reads the PMUs and resolves a few events, then puts the file back; the same
+    /// bytes go through the cpuid parsers.
     fn sysfs(&self, input: &[u8]) {
         let [lo, hi, content @ ..] = input else {
             return;
         };
+        // /proc/cpuinfo and perf.data's CPUID header are outside text too: the same bytes
+        // through hrec's cpuid parsers.
+        let text = String::from_utf8_lossy(content);
+        for cpu in [
+            hrec::pmu::uarch::CpuId::from_cpuinfo(&text),
+            hrec::pmu::uarch::CpuId::parse(&text),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            let _ = hrec::pmu::uarch::ecore_topdown(Some(&cpu), "cpu_atom");
+            let _ = hrec::pmu::uarch::retire_latency(Some(&cpu), "cpu");
+        }
         if self.sysfs_files.is_empty() {
             return;
         }
