@@ -209,6 +209,19 @@ fn same_report_trees_as_perf(dir: &Path, name: &str) {
     }
 }
 
+/// A row's leading percentages and the rest of it (its keys).
+fn split_row(row: &str) -> (Vec<f64>, String) {
+    let mut pct = Vec::new();
+    let mut rest = Vec::new();
+    for c in row.split_whitespace() {
+        match c.strip_suffix('%').and_then(|v| v.parse::<f64>().ok()) {
+            Some(v) if rest.is_empty() => pct.push(v),
+            _ => rest.push(c),
+        }
+    }
+    (pct, rest.join(" "))
+}
+
 /// [`same_report_trees_as_perf`] in one mode.
 fn same_trees_in(dir: &Path, name: &str, args: &[&str]) {
     let mut perf_args = vec!["report", "--stdio", "-i", name];
@@ -231,11 +244,22 @@ fn same_trees_in(dir: &Path, name: &str, args: &[&str]) {
             }
         }
     }
-    // The heaviest rows at least, and nearly all others (a sample whose stack perf's
-    // unwinder ends early and hrec's goes on changes a tree): all but 5%, or but one.
+    // Nearly all rows alike (a sample whose stack perf's unwinder ends early and hrec's goes
+    // on changes a tree): all but 5%, or but one. The heaviest row is the root of every
+    // chain (`_start` with children), so any such sample moves its share: it must be there
+    // with the same keys and its shares within 0.3 points (a handful of samples of the
+    // ~2000 recorded), its tree alike or not.
+    let heaviest = split_row(&perf[0].0);
+    let heaviest_close = hrec.iter().map(|h| split_row(&h.0)).any(|(pct, key)| {
+        key == heaviest.1
+            && pct.len() == heaviest.0.len()
+            && pct
+                .iter()
+                .zip(&heaviest.0)
+                .all(|(a, b)| (a - b).abs() <= 0.3)
+    });
     assert!(
-        same + (perf.len() / 20).max(1) >= perf.len()
-            && first_diff.as_ref().is_none_or(|d| d.0 != &perf[0].0),
+        same + (perf.len() / 20).max(1) >= perf.len() && heaviest_close,
         "{args:?}: {same} of {} rows alike; first that differs:\nperf {:#?}\nhrec {:#?}",
         perf.len(),
         first_diff.as_ref().map(|d| (d.0, d.1)),
