@@ -330,9 +330,8 @@ fn top_on_a_terminal_is_a_live_view_that_q_quits() {
     t.wait_screen(wait, |s| s.contains("(now: zero each refresh)"));
     t.send_keys(&["q"]);
     assert_eq!(t.wait_exit(wait), 0);
-    let log = t.log();
-    assert!(
-        log.contains("\u{1b}[?1049h") && log.contains("\u{1b}[?1049l"),
-        "{log:?}"
-    );
+    // It entered the alternate screen and left it.
+    t.wait_log(wait, |log| {
+        log.contains("\u{1b}[?1049h") && log.contains("\u{1b}[?1049l")
+    });
 }

@@ -243,8 +243,7 @@ fn report_view_fits_80_by_24_and_stdio_prints_text() {
         &format!("{hrec} report --stdio -i {file} --symfs {symfs}"),
     );
     assert_eq!(t.wait_exit(WAIT), 0);
-    let log = t.log();
-    assert!(log.contains("# Samples: "), "{log}");
+    let log = t.wait_log(WAIT, |l| l.contains("# Samples: "));
     assert!(
         !log.contains("\u{1b}[?1049h"),
         "--stdio entered the alternate screen"

@@ -105,8 +105,26 @@ impl Tmux {
     }
 
     /// Everything written to the terminal so far (escape sequences included).
-    pub fn log(&self) -> String {
+    fn log(&self) -> String {
         String::from_utf8_lossy(&std::fs::read(&self.log).unwrap_or_default()).into_owned()
+    }
+
+    /// Waits until the terminal log satisfies `ok`; returns it, or panics with it after
+    /// `timeout`. `pipe-pane` copies what the command wrote through a `cat` of its own, so
+    /// the log can lag the command's exit: never read it once and assume it is complete.
+    pub fn wait_log(&self, timeout: Duration, ok: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let log = self.log();
+            if ok(&log) {
+                return log;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the terminal log did not become as expected within {timeout:?}:\n{log:?}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// Sends keys (tmux key names: `q`, `Enter`, `Down`).
