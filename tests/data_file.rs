@@ -495,15 +495,18 @@ fn payload_sizes(batches: &[Vec<u8>]) -> (usize, usize) {
 
 /// Real cpu-clock samples of this thread (the default plan: 4000 Hz, IP|TID|TIME|PERIOD,
 /// sample_id_all and the tracking flags) through the writer, in blocks of
-/// [`hrec::data::BATCH_BYTES`]: the column codec must store them in at most 2.7 bytes per
-/// sample (measured: ~2.55 in a debug build, whose slower busy loop spreads the ips over more
-/// values, ~1.95 in a release build; byte planes and zstd alone took ~2.8 and ~2.2).
+/// [`hrec::data::BATCH_BYTES`]: the column codec must store them in at most 0.6 of what
+/// plain zstd at the same level takes, and under 4 bytes per sample (measured: ~2.55 in a
+/// debug build, whose slower busy loop spreads the ips over more values, ~1.95 in a release
+/// build; byte planes and zstd alone took ~2.8 and ~2.2). The bound is relative because the
+/// bytes depend on the machine: under load the sample times and ips spread, and a clean-clone
+/// run on a busy machine measured 2.74 bytes per sample against plain zstd's 6.16.
 /// It also prints the figure for 100 ms blocks (~400 samples, where the per-block zstd frame
 /// and ip dictionary weigh more) and for plain zstd.
 ///
 /// `cargo test --test data_file real_samples -- --nocapture` prints the figures.
 #[test]
-fn real_samples_take_at_most_2_7_bytes_each() {
+fn real_samples_take_at_most_0_6_of_plain_zstd() {
     let mut attr = Attr::new(types::SOFTWARE, 0);
     attr.sample_period_or_freq = 4000;
     attr.sample_type = sample::IP | sample::TID | sample::TIME | sample::PERIOD;
@@ -596,7 +599,7 @@ fn real_samples_take_at_most_2_7_bytes_each() {
         per(small_plain),
     );
     assert!(
-        per_sample <= 2.7,
+        per_sample <= 0.6 * per(plain) && per_sample < 4.0,
         "{per_sample:.2} bytes per sample (plain zstd: {:.2})",
         per(plain)
     );
