@@ -405,3 +405,84 @@ fn quiet_compression_level_and_no_buildid() {
         assert!(!dir.path().join("bad.hrec").exists(), "{bad:?}");
     }
 }
+
+/// Issue 30: members hrec adds on its own (the E-core TopDown events of the default groups)
+/// that the kernel refuses are left out with one line, never the recording: a refused
+/// level-2 member drops the group's level 2, a refused level-1 member all its TopDown. On the
+/// real kernel, with a software group whose marked member has a PMU type no kernel has.
+#[test]
+fn refused_topdown_members_are_left_out_with_one_line() {
+    use hrec::event::plan::{self, IfRefused, RecordOptions};
+    let pmus = hrec::pmu::Pmus::read(Path::new("/sys")).unwrap();
+    let opts = RecordOptions {
+        events: vec!["{cpu-clock,task-clock,page-faults,context-switches}:S".into()],
+        ..Default::default()
+    };
+    let base = plan::plan_record(&pmus, &hrec::event::Host::default(), &opts).unwrap();
+    for (refused, how, kept) in [
+        (2, IfRefused::DropLevel2, [true, true, false, false]),
+        (1, IfRefused::DropTopdown, [true, false, false, false]),
+    ] {
+        let mut plan = base.clone();
+        plan.events[1].if_refused = Some(IfRefused::DropTopdown);
+        plan.events[2].if_refused = Some(IfRefused::DropLevel2);
+        plan.events[3].if_refused = Some(IfRefused::DropLevel2);
+        plan.events[refused].attr.type_ = 0x7fff_0000;
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("t.hrec");
+        let session = hrec::record::Session {
+            plan: &plan,
+            pmus: &pmus,
+            output: out.clone(),
+            mmap_pages: None,
+            command: [
+                "sh",
+                "-c",
+                "i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done",
+            ]
+            .map(String::from)
+            .to_vec(),
+            command_line: vec!["hrec".into(), "record".into()],
+            procfs_root: "/proc".into(),
+            verbose: 0,
+            keep_raw_stacks: false,
+            zstd_level: None,
+            no_buildid: true,
+            switch_output: None,
+            on_file: None,
+            stop: None,
+            live: false,
+        };
+        let mut err = Vec::new();
+        let outcome = hrec::record::record(&session, &mut err)
+            .unwrap_or_else(|e| panic!("{how:?}: the recording failed: {e}"));
+        assert_eq!(outcome.exit_code, 0);
+        let err = String::from_utf8(err).unwrap();
+        let lines: Vec<&str> = err.lines().filter(|l| l.contains("refused")).collect();
+        let rest = match how {
+            IfRefused::DropLevel2 => "recording TopDown level 1 only",
+            IfRefused::DropTopdown => "sampling without TopDown",
+        };
+        assert_eq!(lines.len(), 1, "{err}");
+        assert!(
+            lines[0].starts_with("hrec: software: the kernel refused ")
+                && lines[0].contains(&format!(" in {}'s group (", plan.events[0].name))
+                && lines[0].ends_with(rest),
+            "{}",
+            lines[0]
+        );
+        // The file lists every planned event; those left out have no ids.
+        let r = hrec::data::Reader::open(&out).unwrap();
+        let opened: Vec<bool> = r.meta().events[..4]
+            .iter()
+            .map(|e| !e.ids.is_empty())
+            .collect();
+        assert_eq!(opened, kept, "{how:?}");
+        assert!(r.meta().notices.iter().any(|n| n.ends_with(rest)));
+        // And it reads: the samples are there.
+        let o = hrec_in(dir.path(), &["report", "--stdio", "-i", "t.hrec"]);
+        let (stdout, stderr) = text(&o);
+        assert!(o.status.success(), "{stderr}");
+        assert!(stdout.contains("# Samples: "), "{stdout}");
+    }
+}

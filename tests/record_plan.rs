@@ -4,7 +4,7 @@
 mod support;
 
 use hrec::event::attr::{flag, read, sample};
-use hrec::event::plan::{self, CallGraph, Freq, Placement, RecordOptions, Role, Target};
+use hrec::event::plan::{self, CallGraph, Freq, IfRefused, Placement, RecordOptions, Role, Target};
 use hrec::event::resolve::TopDownRole;
 use support::{host, opts, plan, pmus};
 
@@ -516,6 +516,18 @@ fn ecore_pmus_get_cycles_led_topdown_groups_with_intels_encodings() {
     let gracemont = [0x71, 0x74, 0xc2];
     let crestmont = [0x71, 0x73, 0x74, 0x72];
     let skymont = [0x019c, 0x73, 0x02a4, 0x02c2];
+    // Level 2, where the counters hold it: IFetch Latency, Branch Mispredicts and Core Bound
+    // (FRONTEND_LATENCY 0x71/0x72, MISPREDICT 0x73/0x04, ALLOC_RESTRICTIONS 0x74/0x01), then
+    // on Skymont FRONTEND_BANDWIDTH 0x71/0x8d and MACHINE_CLEARS 0x73/0x03 as well.
+    const THREE: [u64; 3] = [0x7271, 0x0473, 0x0174];
+    const FIVE: [u64; 5] = [0x7271, 0x0473, 0x0174, 0x8d71, 0x0373];
+    let level2 = |model: &str, pmu: &str, watchdog: bool| -> &'static [u64] {
+        match (model, pmu) {
+            ("alderlake" | "alderlake-n", _) if watchdog => &[],
+            ("lunarlake" | "arrowlake-s", _) | ("arrowlake-h", "cpu_atom") => &FIVE,
+            _ => &THREE,
+        }
+    };
     let expected: [(&str, &str, &[u64]); 8] = [
         ("alderlake", "cpu_atom", &gracemont),
         ("alderlake-n", "cpu", &gracemont),
@@ -526,12 +538,16 @@ fn ecore_pmus_get_cycles_led_topdown_groups_with_intels_encodings() {
         ("arrowlake-h", "cpu_atom", &skymont),
         ("arrowlake-h", "cpu_lowpower", &crestmont),
     ];
-    for weight in [false, true] {
+    for (weight, watchdog) in [(false, true), (true, true), (false, false)] {
         for (model, pmu_name, configs) in expected {
             let pmus = pmus(model);
             let cpu = hrec::pmu::uarch::CpuId::read(&support::procfs_of(model));
             assert!(cpu.is_some(), "{model}: no cpuinfo");
-            let host = hrec::event::Host { cpu, ..host() };
+            let host = hrec::event::Host {
+                cpu,
+                nmi_watchdog: Some(watchdog),
+                ..host()
+            };
             let o = RecordOptions {
                 weight,
                 ..opts(&[])
@@ -553,7 +569,29 @@ fn ecore_pmus_get_cycles_led_topdown_groups_with_intels_encodings() {
                 u64::from(pmu.type_) * u64::from(pmus.is_hybrid())
             );
             let members: Vec<u64> = group[1..].iter().map(|e| e.attr.config).collect();
-            assert_eq!(members, configs, "{model} {pmu_name}");
+            let l2 = level2(model, pmu_name, watchdog);
+            assert_eq!(
+                members,
+                [configs, l2].concat(),
+                "{model} {pmu_name} watchdog {watchdog}"
+            );
+            // Level 1 refused: no TopDown; level 2 refused: level 1 alone.
+            let marks: Vec<_> = group[1..].iter().map(|e| e.if_refused).collect();
+            let want: Vec<_> = (configs.iter().map(|_| Some(IfRefused::DropTopdown)))
+                .chain(l2.iter().map(|_| Some(IfRefused::DropLevel2)))
+                .collect();
+            assert_eq!(marks, want, "{model} {pmu_name}");
+            let gracemont_note = p.notices.iter().any(|n| {
+                n.starts_with(&format!(
+                    "{pmu_name}: gracemont E-cores have too few counters"
+                ))
+            });
+            assert_eq!(
+                gracemont_note,
+                l2.is_empty(),
+                "{model} {pmu_name}: {:?}",
+                p.notices
+            );
             let cpus = pmu.open_cpus(&pmus.online);
             for e in &group {
                 assert_eq!(

@@ -40,7 +40,21 @@ const TD_MEMBERS: [&str; 9] = [
 
 /// The [`Td`] position of a group member: perf's `topdown-*` names, or Intel's E-core event
 /// names (`TOPDOWN_FE_BOUND.ALL`); any other member (the sampler) counts the period.
+///
+/// Intel's E-core level-2 events take the P-core level-2 positions: FRONTEND_BANDWIDTH 5,
+/// MISPREDICT 6, FRONTEND_LATENCY 7, ALLOC_RESTRICTIONS 8, and MACHINE_CLEARS the slots
+/// position 0, which an E-core group does not have (its slots are width x the period).
 fn td_member(name: &str) -> Option<usize> {
+    let ecore_l2 = [
+        ("TOPDOWN_BAD_SPECULATION.MACHINE_CLEARS", 0),
+        ("TOPDOWN_FE_BOUND.FRONTEND_BANDWIDTH", 5),
+        ("TOPDOWN_BAD_SPECULATION.MISPREDICT", 6),
+        ("TOPDOWN_FE_BOUND.FRONTEND_LATENCY", 7),
+        ("TOPDOWN_BE_BOUND.ALLOC_RESTRICTIONS", 8),
+    ];
+    if let Some((_, p)) = ecore_l2.iter().find(|(n, _)| *n == name) {
+        return Some(*p);
+    }
     TD_MEMBERS.iter().position(|t| *t == name).or_else(|| {
         [
             "TOPDOWN_RETIRING.",
@@ -101,10 +115,21 @@ impl Synth {
 
     /// [`Synth::ecore`], with `-W` when `weight`.
     fn ecore_with(model: &str, weight: bool, cpu_of: impl Fn(&str) -> i32) -> Synth {
+        Synth::ecore_host(model, weight, None, cpu_of)
+    }
+
+    /// [`Synth::ecore_with`], the NMI watchdog as given (off: Gracemont gets level 2 too).
+    fn ecore_host(
+        model: &str,
+        weight: bool,
+        nmi_watchdog: Option<bool>,
+        cpu_of: impl Fn(&str) -> i32,
+    ) -> Synth {
         let pmus = support::pmus(model);
         let cpu = hrec::pmu::uarch::CpuId::read(&support::procfs_of(model)).unwrap();
         let host = hrec::event::Host {
             cpu: Some(cpu),
+            nmi_watchdog,
             ..support::host()
         };
         let opts = RecordOptions {
@@ -1648,6 +1673,105 @@ fn ecore_topdown_per_symbol_follows_intels_ecore_formulas() {
     assert_eq!(
         l1(row(&t(&j, "cpu_lowpower/cycles/P"), "hot_a")),
         [50.0, 10.0, 20.0, 20.0]
+    );
+}
+
+/// Level 2 on E-cores is Intel's E-core tree: each counted node over the slots, Resource
+/// Bound = Backend Bound - Core Bound, and where IFetch Bandwidth and Machine Clears are not
+/// counted (Gracemont and Crestmont, whose counters hold three level-2 events) their parent
+/// minus the counted sibling; Skymont counts all five. Report's JSON and text columns use
+/// the E-core labels for an E-core table.
+#[test]
+fn ecore_level2_follows_intels_ecore_tree() {
+    // [machine-clears, ret, bad, fe, be, fe-bandwidth, mispredict, fe-latency, alloc].
+    let dir = tempfile::tempdir().unwrap();
+    let level2 = |v: &Value| -> Vec<(String, f64)> {
+        v["topdown"]["level2"]
+            .as_object()
+            .unwrap_or_else(|| panic!("no level 2: {v:#}"))
+            .iter()
+            .map(|(k, x)| (k.clone(), (x.as_f64().unwrap() * 1e6).round() / 1e6))
+            .collect()
+    };
+    let want = |v: [f64; 6]| -> Vec<(String, f64)> {
+        [
+            "Branch Mispredicts",
+            "Machine Clears",
+            "IFetch Latency",
+            "IFetch Bandwidth",
+            "Core Bound",
+            "Resource Bound",
+        ]
+        .iter()
+        .map(|k| k.to_string())
+        .zip(v)
+        .collect::<std::collections::BTreeMap<_, _>>()
+        .into_iter()
+        .collect()
+    };
+    // Gracemont with the NMI watchdog off: 2 samples of 1000 cycles = 10000 slots. RET 4000,
+    // FE 3000 (latency 2000), BE 2000 (alloc 500), so Bad Speculation is the remainder 1000
+    // (mispredicts 600): IFetch Bandwidth 3000 - 2000, Machine Clears 1000 - 600.
+    let mut s = Synth::ecore_host("alderlake", false, Some(false), |pmu| {
+        if pmu == "cpu_atom" { 16 } else { 0 }
+    });
+    let atom = s.sampler(Some("cpu_atom"));
+    let members = s.plan.events.iter().filter(|e| e.leader == atom).count();
+    assert_eq!(members, 7, "cycles, 3 level-1 and 3 level-2 events");
+    for _ in 0..2 {
+        let td = [0, 2000, 0, 1500, 1000, 0, 300, 1000, 250];
+        s.sample(atom, 501, HOT_A, 1000, Some(td), 0);
+    }
+    s.write(dir.path());
+    let j = report_json(dir.path(), &["--sort", "sym", "--td-level", "2"]);
+    let table = j["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["event"] == "cpu_atom/cycles/P")
+        .unwrap()
+        .clone();
+    assert_eq!(l1(row(&table, "hot_a")), [40.0, 10.0, 30.0, 20.0]);
+    assert_eq!(
+        level2(row(&table, "hot_a")),
+        want([6.0, 4.0, 20.0, 10.0, 5.0, 15.0])
+    );
+    let (out, _) = run_ok(
+        dir.path(),
+        &["report", "--stdio", "--sort", "sym", "--td-level", "2"],
+    );
+    let atom_part = &out[out.find("cpu_atom/cycles/P").unwrap()..];
+    assert!(
+        atom_part.contains("#   level 2:  Branch Mispredicts 6.0%  Machine Clears 4.0%  IFetch Latency 20.0%  IFetch Bandwidth 10.0%  Core Bound 5.0%  Resource Bound 15.0%"),
+        "{atom_part}"
+    );
+    let header = atom_part.lines().find(|l| l.contains("Overhead")).unwrap();
+    assert!(
+        header.contains("BrMisp") && header.contains("ResBnd") && !header.contains("Heavy"),
+        "{header}"
+    );
+    let hot_a = atom_part.lines().find(|l| l.ends_with("hot_a")).unwrap();
+    assert!(
+        hot_a.contains(" 6.0%* ") && hot_a.contains(" 15.0%* "),
+        "{hot_a}"
+    );
+
+    // Skymont counts all five: one sample of 1000 cycles = 8000 slots. RET 4000, BS 400
+    // (mispredicts 240, clears 160), FE 800 (latency 480, bandwidth 320), BE 2400 (alloc 800).
+    let mut s = Synth::ecore("lunarlake", |pmu| if pmu == "cpu_atom" { 4 } else { 0 });
+    let atom = s.sampler(Some("cpu_atom"));
+    let td = [160, 4000, 400, 800, 2400, 320, 240, 480, 800];
+    s.sample(atom, 501, HOT_A, 1000, Some(td), 0);
+    s.write(dir.path());
+    let j = report_json(dir.path(), &["--sort", "sym", "--td-level", "2"]);
+    let table = &j["events"].as_array().unwrap()[..]
+        .iter()
+        .find(|t| t["event"] == "cpu_atom/cycles/P")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        level2(row(table, "hot_a")),
+        want([3.0, 2.0, 6.0, 4.0, 10.0, 20.0])
     );
 }
 

@@ -309,9 +309,14 @@ impl Env {
             for p in pmus.core_pmus() {
                 let _ = (p.max_precise(), p.pmu_name(), p.open_cpus(&pmus.online));
             }
-            // Alder Lake's cpuid: the E-core PMU's TopDown group is planned too.
-            let adl = hrec::pmu::uarch::CpuId::parse("GenuineIntel-6-97-2");
-            let (events, _) = hrec::event::plan::default_events(&pmus, adl.as_ref());
+            // Alder Lake's cpuid, watchdog off: the E-core PMU's TopDown group (level 2 too) is
+            // planned as well.
+            let host = hrec::event::Host {
+                cpu: hrec::pmu::uarch::CpuId::parse("GenuineIntel-6-97-2"),
+                nmi_watchdog: Some(false),
+                ..hrec::event::Host::default()
+            };
+            let (events, _) = hrec::event::plan::default_events(&pmus, &host);
             let _ = hrec::event::resolve::resolve(&pmus, &events);
             for e in [
                 "cycles:P",

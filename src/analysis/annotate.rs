@@ -29,7 +29,7 @@ use crate::symbol::kallsyms::KernelSymbols;
 
 use super::latency::{LatHist, LatencyStats};
 use super::profile::{NONE, Profile};
-use super::topdown::TdCounts;
+use super::topdown::{Level2, TdCounts};
 
 /// What to annotate.
 #[derive(Debug, Clone, Default)]
@@ -120,7 +120,7 @@ pub struct Block {
     pub topdown_l1: Option<[f64; 4]>,
     /// Level 2, when counted.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub topdown_l2: Option<[f64; 8]>,
+    pub topdown_l2: Option<Level2>,
     /// The deltas themselves.
     #[serde(skip)]
     pub topdown: TdCounts,

@@ -26,7 +26,9 @@
 //! interval's slots are `width x` the cycles delta, and each category is its count divided by
 //! those slots, as Intel's E-core TMA computes it (the four need not add up to 100: there is
 //! no normalising by their sum); on Gracemont Bad Speculation is the remainder
-//! `slots - (FE + BE + RET)` of the summed counts. The members' roles come from their PMU
+//! `slots - (FE + BE + RET)` of the summed counts. Level 2 is Intel's E-core tree
+//! ([`ECORE_L2_LABELS`]), each counted node divided by the slots, the uncounted ones by
+//! subtraction ([`uarch`]'s counter budget). The members' roles come from their PMU
 //! and encoding, never from their names ([`roles`]): the kernel's `cpu_atom/topdown-*`
 //! aliases are not always the core's TopDown events (Meteor Lake's retiring alias is
 //! Gracemont's code), and perf names them either way.
@@ -36,7 +38,7 @@ use std::collections::HashMap;
 use crate::data::{Meta, Role};
 use crate::decode::ReadValues;
 use crate::event::Attr;
-use crate::pmu::uarch::{self, CpuId, TdCategory};
+use crate::pmu::uarch::{self, CpuId, TdCategory, TdPart};
 
 /// A TopDown event of the group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -59,6 +61,13 @@ pub enum TdEvent {
     FetchLat = 7,
     /// `topdown-mem-bound` (level 2).
     MemBound = 8,
+    /// E-core `TOPDOWN_FE_BOUND.FRONTEND_BANDWIDTH` (E-core level 2; E-core IFetch Latency
+    /// and Branch Mispredicts add to [`TdEvent::FetchLat`] and [`TdEvent::BrMispredict`]).
+    IfetchBandwidth = 11,
+    /// E-core `TOPDOWN_BAD_SPECULATION.MACHINE_CLEARS` (E-core level 2).
+    MachineClears = 12,
+    /// E-core `TOPDOWN_BE_BOUND.ALLOC_RESTRICTIONS`: Core Bound (E-core level 2).
+    AllocRestrictions = 13,
 }
 
 impl TdEvent {
@@ -89,7 +98,7 @@ pub const L1_LABELS: [&str; 4] = [
     "Backend Bound",
 ];
 
-/// Level-2 labels in [`TdCounts::level2`] order.
+/// Level-2 labels of the P-core tree (perf's `--td-level 2`), in [`Level2`] order.
 pub const L2_LABELS: [&str; 8] = [
     "Heavy Operations",
     "Light Operations",
@@ -101,11 +110,87 @@ pub const L2_LABELS: [&str; 8] = [
     "Core Bound",
 ];
 
-/// Slot counts attributed to a location, indexed by [`TdEvent`]; then, for E-core groups,
-/// the slots (`width x` cycles) at [`TdCounts::ECORE_SLOTS`] and, where Bad Speculation is
-/// the remainder, the same slots again at [`TdCounts::REMAINDER_SLOTS`].
+/// Level-2 labels of Intel's E-core tree, in [`Level2`] order (level-1 parents as in
+/// [`L1_LABELS`]; Retiring has no level 2 there, and Backend Bound splits into Core Bound and
+/// Resource Bound, not Memory Bound).
+pub const ECORE_L2_LABELS: [&str; 6] = [
+    "Branch Mispredicts",
+    "Machine Clears",
+    "IFetch Latency",
+    "IFetch Bandwidth",
+    "Core Bound",
+    "Resource Bound",
+];
+
+/// Which level-2 tree a [`Level2`] is of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum L2Tree {
+    /// perf metrics' level 2 ([`L2_LABELS`]).
+    PCore,
+    /// Intel's E-core level 2 ([`ECORE_L2_LABELS`]).
+    ECore,
+}
+
+impl L2Tree {
+    /// Full labels.
+    pub fn labels(self) -> &'static [&'static str] {
+        match self {
+            L2Tree::PCore => &L2_LABELS,
+            L2Tree::ECore => &ECORE_L2_LABELS,
+        }
+    }
+
+    /// Column headers.
+    pub fn headers(self) -> &'static [&'static str] {
+        match self {
+            L2Tree::PCore => &[
+                "Heavy", "Light", "BrMisp", "MClear", "FetLat", "FetBW", "MemBnd", "CoreBnd",
+            ],
+            L2Tree::ECore => &["BrMisp", "MClear", "IFLat", "IFBW", "CoreBnd", "ResBnd"],
+        }
+    }
+}
+
+/// Level-2 percentages of all slots, labelled by their tree. Serialized as the list of
+/// percentages in its tree's label order.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Level2 {
+    tree: L2Tree,
+    values: [f64; 8],
+}
+
+impl Level2 {
+    /// The tree.
+    pub fn tree(&self) -> L2Tree {
+        self.tree
+    }
+
+    /// The percentages, one per label of the tree.
+    pub fn values(&self) -> &[f64] {
+        &self.values[..self.tree.labels().len()]
+    }
+
+    /// `(label, percentage)` pairs.
+    pub fn iter(&self) -> impl Iterator<Item = (&'static str, f64)> + '_ {
+        self.tree
+            .labels()
+            .iter()
+            .copied()
+            .zip(self.values().iter().copied())
+    }
+}
+
+impl serde::Serialize for Level2 {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.values().serialize(s)
+    }
+}
+
+/// Slot counts attributed to a location, indexed by [`TdEvent`]; for E-core groups also the
+/// slots (`width x` cycles) at [`TdCounts::ECORE_SLOTS`] and, where Bad Speculation is the
+/// remainder, the same slots again at [`TdCounts::REMAINDER_SLOTS`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct TdCounts(pub [u64; 11]);
+pub struct TdCounts(pub [u64; 14]);
 
 impl TdCounts {
     /// Index of an E-core group's slots (`width x` cycles): Intel's denominator.
@@ -165,11 +250,18 @@ impl TdCounts {
         (sum > 0).then(|| std::array::from_fn(|i| 100.0 * self.0[1 + i] as f64 / sum as f64))
     }
 
-    /// Level-2 percentages of all slots, by subtraction from level 1; `None` with no slots
-    /// or when the group had no level-2 events (all four zero while level 1 is not).
-    pub fn level2(&self) -> Option<[f64; 8]> {
+    /// Level-2 percentages of all slots; `None` with no slots or when the group had no
+    /// level-2 events (all of them zero while level 1 is not). P-core: each level-1 category
+    /// split by subtraction (perf's rule). E-core: each counted node divided by the slots;
+    /// Resource Bound is Backend Bound minus Core Bound, and IFetch Bandwidth and Machine
+    /// Clears, where they were not counted (both zero), their parent minus the counted
+    /// sibling.
+    pub fn level2(&self) -> Option<Level2> {
+        if self.0[Self::ECORE_SLOTS] > 0 {
+            return self.ecore_level2();
+        }
         let sum = self.l1_sum();
-        if sum == 0 || self.0[5..9].iter().all(|&v| v == 0) || self.0[Self::ECORE_SLOTS] > 0 {
+        if sum == 0 || self.0[5..9].iter().all(|&v| v == 0) {
             return None;
         }
         let pct = |v: u64| 100.0 * v as f64 / sum as f64;
@@ -181,7 +273,54 @@ impl TdCounts {
         let [c, d] = split(TdEvent::BadSpec, TdEvent::BrMispredict);
         let [e, f] = split(TdEvent::FeBound, TdEvent::FetchLat);
         let [g, h] = split(TdEvent::BeBound, TdEvent::MemBound);
-        Some([a, b, c, d, e, f, g, h])
+        Some(Level2 {
+            tree: L2Tree::PCore,
+            values: [a, b, c, d, e, f, g, h],
+        })
+    }
+
+    fn ecore_level2(&self) -> Option<Level2> {
+        let slots = self.0[Self::ECORE_SLOTS] as f64;
+        let v = |e: TdEvent| self.get(e) as f64;
+        let counted = [
+            TdEvent::FetchLat,
+            TdEvent::BrMispredict,
+            TdEvent::AllocRestrictions,
+            TdEvent::IfetchBandwidth,
+            TdEvent::MachineClears,
+        ];
+        if counted.iter().all(|&e| self.get(e) == 0) {
+            return None;
+        }
+        let bad = match self.0[Self::REMAINDER_SLOTS] {
+            0 => v(TdEvent::BadSpec),
+            r => r as f64 - (v(TdEvent::Retiring) + v(TdEvent::FeBound) + v(TdEvent::BeBound)),
+        };
+        let both_counted =
+            self.get(TdEvent::IfetchBandwidth) > 0 || self.get(TdEvent::MachineClears) > 0;
+        let rest = |whole: f64, part: TdEvent| (whole - v(part)).max(0.0);
+        let (bw, clears) = if both_counted {
+            (v(TdEvent::IfetchBandwidth), v(TdEvent::MachineClears))
+        } else {
+            (
+                rest(v(TdEvent::FeBound), TdEvent::FetchLat),
+                rest(bad, TdEvent::BrMispredict),
+            )
+        };
+        let pct = |x: f64| 100.0 * x / slots;
+        Some(Level2 {
+            tree: L2Tree::ECore,
+            values: [
+                pct(v(TdEvent::BrMispredict)),
+                pct(clears),
+                pct(v(TdEvent::FetchLat)),
+                pct(bw),
+                pct(v(TdEvent::AllocRestrictions)),
+                pct(rest(v(TdEvent::BeBound), TdEvent::AllocRestrictions)),
+                0.0,
+                0.0,
+            ],
+        })
     }
 
     /// The dominant level-1 category (index into [`L1_LABELS`]) and its share.
@@ -259,7 +398,10 @@ fn ecore_group(
     let kept: Vec<usize> = members
         .iter()
         .copied()
-        .filter(|&i| i == sampler || meta.events[i].role == Role::Counted)
+        // A member with no ids was not opened (the recorder left it out).
+        .filter(|&i| {
+            i == sampler || (meta.events[i].role == Role::Counted && !meta.events[i].ids.is_empty())
+        })
         .collect();
     let attrs: Vec<(Attr, bool)> = kept
         .iter()
@@ -296,24 +438,62 @@ pub fn ecore_roles(
             remainder: td.bad_spec_by_remainder,
         },
     )];
+    let mut level2 = Vec::new();
     for (i, (attr, _)) in members.iter().enumerate() {
         if i == lead || attr.type_ != pmu_type {
             continue;
         }
-        if let Some(c) = td.category_of(attr.config) {
-            let k = match c {
+        let k = match (td.category_of(attr.config), td.part_of(attr.config)) {
+            (Some(c), _) => match c {
                 TdCategory::Retiring => TdEvent::Retiring,
                 TdCategory::BadSpeculation => TdEvent::BadSpec,
                 TdCategory::FrontendBound => TdEvent::FeBound,
                 TdCategory::BackendBound => TdEvent::BeBound,
-            };
-            if !out.iter().any(|(_, r)| *r == TdRole::Event(k)) {
-                out.push((i, TdRole::Event(k)));
+            },
+            (None, Some(p)) => {
+                let k = match p {
+                    TdPart::IfetchLatency => TdEvent::FetchLat,
+                    TdPart::BranchMispredicts => TdEvent::BrMispredict,
+                    TdPart::CoreBound => TdEvent::AllocRestrictions,
+                    TdPart::IfetchBandwidth => TdEvent::IfetchBandwidth,
+                    TdPart::MachineClears => TdEvent::MachineClears,
+                };
+                if !level2.iter().any(|(_, r)| *r == TdRole::Event(k)) {
+                    level2.push((i, TdRole::Event(k)));
+                }
+                continue;
             }
+            (None, None) => continue,
+        };
+        if !out.iter().any(|(_, r)| *r == TdRole::Event(k)) {
+            out.push((i, TdRole::Event(k)));
         }
     }
     // Every counted category of the core, or no TopDown at all.
-    (out.len() == 1 + td.events.len()).then_some(out)
+    if out.len() != 1 + td.events.len() {
+        return None;
+    }
+    // Level 2 as a whole or not at all: IFetch Latency, Branch Mispredicts and Core Bound,
+    // and IFetch Bandwidth with Machine Clears only as a pair ([`TdCounts::level2`] takes
+    // both as counted when either is not zero).
+    let has = |k: TdEvent| level2.iter().any(|(_, r)| *r == TdRole::Event(k));
+    if [
+        TdEvent::FetchLat,
+        TdEvent::BrMispredict,
+        TdEvent::AllocRestrictions,
+    ]
+    .into_iter()
+    .all(has)
+    {
+        let pair = has(TdEvent::IfetchBandwidth) && has(TdEvent::MachineClears);
+        out.extend(level2.into_iter().filter(|(_, r)| {
+            pair || !matches!(
+                r,
+                TdRole::Event(TdEvent::IfetchBandwidth | TdEvent::MachineClears)
+            )
+        }));
+    }
+    Some(out)
 }
 
 /// The previous group read of every counter, to turn cumulative reads into deltas.
@@ -447,12 +627,93 @@ mod tests {
         // slots 1000 but the four L1 values add up to 800: percentages are of 800.
         let c = TdCounts::pcore([1000, 400, 80, 120, 200, 100, 60, 90, 150]);
         assert_eq!(c.level1().unwrap(), [50.0, 10.0, 15.0, 25.0]);
+        let l2 = c.level2().unwrap();
+        assert_eq!(l2.tree(), L2Tree::PCore);
         assert_eq!(
-            c.level2().unwrap(),
+            l2.values(),
             [12.5, 37.5, 7.5, 2.5, 11.25, 3.75, 18.75, 6.25]
         );
         assert_eq!(c.dominant(), Some((0, 50.0)));
         assert_eq!(TdCounts::default().level1(), None);
         assert_eq!(TdCounts::pcore([10, 1, 1, 1, 1, 0, 0, 0, 0]).level2(), None);
+    }
+
+    /// E-core counts: `width x cycles` slots, the given categories and level-2 nodes.
+    fn ecore(slots: u64, remainder: bool, set: &[(TdEvent, u64)]) -> TdCounts {
+        let mut c = TdCounts::default();
+        c.0[TdEvent::Slots as usize] = slots;
+        c.0[TdCounts::ECORE_SLOTS] = slots;
+        if remainder {
+            c.0[TdCounts::REMAINDER_SLOTS] = slots;
+        }
+        for &(k, v) in set {
+            c.0[k as usize] = v;
+        }
+        c
+    }
+
+    #[test]
+    fn ecore_level2_follows_intels_tree() {
+        use TdEvent::*;
+        // Gracemont, 1000 slots: FE 300 (latency 200), BE 200 (alloc 50), RET 400, so Bad
+        // Speculation is the remainder 100 (mispredicts 60). Bandwidth and clears are not
+        // counted: 300 - 200 and 100 - 60.
+        let l1 = [(FeBound, 300), (BeBound, 200), (Retiring, 400)];
+        let l2 = [(FetchLat, 200), (BrMispredict, 60), (AllocRestrictions, 50)];
+        let grt = ecore(1000, true, &[&l1[..], &l2[..]].concat());
+        assert_eq!(grt.level1().unwrap(), [40.0, 10.0, 30.0, 20.0]);
+        let v = grt.level2().unwrap();
+        assert_eq!(v.tree(), L2Tree::ECore);
+        assert_eq!(v.values(), [6.0, 4.0, 20.0, 10.0, 5.0, 15.0]);
+        assert_eq!(v.iter().nth(5), Some(("Resource Bound", 15.0)));
+        // Level 1 alone: no level 2.
+        assert_eq!(ecore(1000, true, &l1).level2(), None);
+        // Skymont counts all five: bandwidth and clears are taken as counted, not derived.
+        let skt = ecore(
+            1000,
+            false,
+            &[
+                &l1[..],
+                &l2[..],
+                &[(BadSpec, 100), (IfetchBandwidth, 90), (MachineClears, 35)],
+            ]
+            .concat(),
+        );
+        assert_eq!(
+            skt.level2().unwrap().values(),
+            [6.0, 3.5, 20.0, 9.0, 5.0, 15.0]
+        );
+    }
+
+    #[test]
+    fn ecore_groups_take_level2_whole_or_not_at_all() {
+        use crate::event::attr::types::HARDWARE;
+        let cpu = CpuId::parse("GenuineIntel-6-97-2");
+        let raw = |config: u64| (Attr::new(10, config), false);
+        let mut m = vec![
+            (Attr::new(HARDWARE, 0), true),
+            raw(0x71),
+            raw(0x74),
+            raw(0xc2),
+        ];
+        let roles = |m: &[(Attr, bool)]| {
+            let r = ecore_roles(cpu.as_ref(), "cpu_atom", 10, m).unwrap();
+            r.into_iter().map(|(_, r)| r).collect::<Vec<_>>()
+        };
+        assert_eq!(roles(&m).len(), 4);
+        // Two of the three level-2 events: none of them.
+        m.extend([raw(0x7271), raw(0x0473)]);
+        assert_eq!(roles(&m).len(), 4);
+        m.push(raw(0x0174));
+        assert!(roles(&m).contains(&TdRole::Event(TdEvent::AllocRestrictions)));
+        assert_eq!(roles(&m).len(), 7);
+        // Bandwidth without clears is left out; with them both count.
+        m.push(raw(0x8d71));
+        assert_eq!(roles(&m).len(), 7);
+        m.push(raw(0x0373));
+        assert_eq!(roles(&m).len(), 9);
+        // A missing level-1 event: no TopDown at all.
+        m.remove(2);
+        assert!(ecore_roles(cpu.as_ref(), "cpu_atom", 10, &m).is_none());
     }
 }

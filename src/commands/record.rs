@@ -222,14 +222,18 @@ pub fn check_mmap_pages(pages: Option<u64>) -> Result<(), Error> {
 }
 
 /// Reads what planning needs from procfs (the sample-rate limit, the CPU's family and
-/// model); missing files mean "unknown".
+/// model, the NMI watchdog); missing files mean "unknown".
 pub fn read_host(procfs_root: &Path) -> Host {
     let rate = std::fs::read_to_string(procfs_root.join("sys/kernel/perf_event_max_sample_rate"))
         .ok()
         .and_then(|s| s.trim().parse().ok());
+    let watchdog = std::fs::read_to_string(procfs_root.join("sys/kernel/nmi_watchdog"))
+        .ok()
+        .and_then(|s| s.trim().parse::<u32>().ok());
     Host {
         max_sample_rate: rate,
         cpu: hrec::pmu::uarch::CpuId::read(procfs_root),
+        nmi_watchdog: watchdog.map(|w| w != 0),
         ..Host::default()
     }
 }

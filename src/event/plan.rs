@@ -121,6 +121,8 @@ pub struct Host {
     pub x86: bool,
     /// `/proc/cpuinfo`'s family and model, when known: which E-core each PMU counts for.
     pub cpu: Option<CpuId>,
+    /// `/proc/sys/kernel/nmi_watchdog` is on (it holds a counter); `None` when unknown.
+    pub nmi_watchdog: Option<bool>,
 }
 
 impl Default for Host {
@@ -129,8 +131,21 @@ impl Default for Host {
             max_sample_rate: None,
             x86: cfg!(any(target_arch = "x86_64", target_arch = "x86")),
             cpu: None,
+            nmi_watchdog: None,
         }
     }
+}
+
+/// What the recorder does when the kernel refuses to open a member that hrec added on its
+/// own (the E-core TopDown events of the default group), instead of failing: the recording
+/// is still made, with one line saying what was left out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IfRefused {
+    /// Leave out the group's level-2 TopDown members (the group did not fit the counters).
+    DropLevel2,
+    /// Leave out all of the group's TopDown members: the leader samples alone.
+    DropTopdown,
 }
 
 /// What an event does in the recording: the role stored in the file's header.
@@ -167,6 +182,9 @@ pub struct PlannedEvent {
     pub topdown: TopDownRole,
     /// Where it is opened.
     pub placement: Placement,
+    /// A member hrec added on its own, left out when the kernel refuses it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub if_refused: Option<IfRefused>,
 }
 
 /// Everything the recorder will open, in order, and the messages to show before recording.
@@ -226,9 +244,12 @@ pub enum PlanError {
 /// The default `-e` strings: `cycles:P` per core PMU, as perf uses it, in a sampling-read
 /// group that carries TopDown wherever the core has it: slots-led with the `topdown-*` metrics
 /// on a perf-metrics PMU (perf's own default), cycles-led with Intel's level-1 E-core events
-/// on an E-core PMU whose microarchitecture `cpu` tells ([`uarch::ecore_of`]). Empty when
-/// there is no core PMU; the second list has a notice per E-core PMU left without TopDown.
-pub fn default_events(pmus: &Pmus, cpu: Option<&CpuId>) -> (Vec<String>, Vec<String>) {
+/// on an E-core PMU whose microarchitecture `host.cpu` tells ([`uarch::ecore_of`]), with
+/// Intel's level-2 E-core events where the counters hold them ([`uarch::EcoreTopDown::level2`]:
+/// on Gracemont only when the NMI watchdog is known to be off). Empty when there is no core
+/// PMU; the second list has a notice per E-core PMU left without TopDown or level 2.
+pub fn default_events(pmus: &Pmus, host: &Host) -> (Vec<String>, Vec<String>) {
+    let cpu = host.cpu.as_ref();
     let core = pmus.core_pmus();
     let hybrid = core.len() > 1;
     let mut notices = Vec::new();
@@ -281,6 +302,19 @@ pub fn default_events(pmus: &Pmus, cpu: Option<&CpuId>) -> (Vec<String>, Vec<Str
                 Some(td) => {
                     let mut members = vec![q("cycles", "P")];
                     members.extend(td.events.iter().map(|e| e.spec(&p.name)));
+                    if td.level2_needs_free_cycles_counter && host.nmi_watchdog != Some(false) {
+                        let why = match host.nmi_watchdog {
+                            Some(_) => "while the NMI watchdog holds one",
+                            None => "if the NMI watchdog holds one, and kernel.nmi_watchdog cannot be read",
+                        };
+                        notices.push(format!(
+                            "{}: {} E-cores have too few counters for TopDown level 2 {why}: recording level 1 (sysctl -w kernel.nmi_watchdog=0 for level 2)",
+                            p.name,
+                            td.arch.name()
+                        ));
+                    } else {
+                        members.extend(td.level2.iter().map(|e| e.spec(&p.name)));
+                    }
                     format!("{{{}}}:S", members.join(","))
                 }
             }
@@ -305,7 +339,7 @@ pub fn plan_record(pmus: &Pmus, host: &Host, opts: &RecordOptions) -> Result<Pla
     }
 
     let event_strings = if opts.events.is_empty() {
-        let (d, mut ecore_notices) = default_events(pmus, host.cpu.as_ref());
+        let (d, mut ecore_notices) = default_events(pmus, host);
         notices.append(&mut ecore_notices);
         if d.is_empty() {
             notices.push(format!(
@@ -424,6 +458,10 @@ pub fn plan_record(pmus: &Pmus, host: &Host, opts: &RecordOptions) -> Result<Pla
         )?;
     }
 
+    if opts.events.is_empty() {
+        mark_ecore_members(&mut events, host);
+    }
+
     // Tracking: the first event if it is opened everywhere the workload can run, else a dummy.
     let all_cpus = Placement::Cpus(target_cpus.clone());
     let first_covers = events[0].placement == all_cpus || events[0].placement == Placement::AnyCpu;
@@ -462,6 +500,7 @@ pub fn plan_record(pmus: &Pmus, host: &Host, opts: &RecordOptions) -> Result<Pla
             role: Role::Tracking,
             tracking: true,
             topdown: TopDownRole::None,
+            if_refused: None,
             placement: if opts.per_thread {
                 Placement::AnyCpu
             } else {
@@ -717,9 +756,33 @@ fn plan_group(
             tracking: false,
             topdown: r.topdown,
             placement: placement.clone(),
+            if_refused: None,
         });
     }
     Ok(())
+}
+
+/// Marks the E-core TopDown members of the default groups as left out when refused: a
+/// level-2 event drops level 2 (the group did not fit the counters, e.g. a kernel without
+/// Skymont's fixed counters 4-6), a level-1 event all TopDown of its group.
+fn mark_ecore_members(events: &mut [PlannedEvent], host: &Host) {
+    for e in events.iter_mut().filter(|e| e.role == Role::Counted) {
+        let Some(td) = e
+            .pmu
+            .as_deref()
+            .and_then(|p| uarch::ecore_topdown(host.cpu.as_ref(), p))
+        else {
+            continue;
+        };
+        let config = e.attr.config;
+        e.if_refused = if td.category_of(config).is_some() {
+            Some(IfRefused::DropTopdown)
+        } else if td.part_of(config).is_some() {
+            Some(IfRefused::DropLevel2)
+        } else {
+            None
+        };
+    }
 }
 
 fn strip_pmu(name: &str) -> &str {

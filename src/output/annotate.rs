@@ -10,7 +10,7 @@ use serde_json::json;
 
 use crate::analysis::annotate::{Annotated, Annotation};
 use crate::analysis::latency::LatencyStats;
-use crate::analysis::topdown::{L1_LABELS, L2_LABELS};
+use crate::analysis::topdown::L1_LABELS;
 
 /// What the first column shows (perf's `--percent-type`, or `--show-nr-samples`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -243,7 +243,12 @@ fn topdown_blocks(s: &mut String, f: &Annotated, want_level2: bool) {
     if f.blocks.iter().all(|b| b.topdown_l1.is_none()) {
         return;
     }
-    let level2 = want_level2 && f.blocks.iter().any(|b| b.topdown_l2.is_some());
+    let tree = f
+        .blocks
+        .iter()
+        .find_map(|b| b.topdown_l2)
+        .map(|l| l.tree())
+        .filter(|_| want_level2);
     let _ = write!(
         s,
         "\n TopDown per basic block (% of slots):\n   block              samples"
@@ -251,8 +256,8 @@ fn topdown_blocks(s: &mut String, f: &Annotated, want_level2: bool) {
     for l in L1_LABELS {
         let _ = write!(s, "  {l:>16}");
     }
-    if level2 {
-        for l in L2_LABELS {
+    if let Some(tree) = tree {
+        for l in tree.labels() {
             let _ = write!(s, "  {l:>18}");
         }
     }
@@ -262,9 +267,18 @@ fn topdown_blocks(s: &mut String, f: &Annotated, want_level2: bool) {
         for v in b.topdown_l1.unwrap_or_default() {
             let _ = write!(s, "  {v:>16.1}");
         }
-        if let Some(l2) = b.topdown_l2.filter(|_| level2) {
-            for v in l2 {
-                let _ = write!(s, "  {v:>18.1}");
+        if let Some(tree) = tree {
+            match b.topdown_l2.filter(|l| l.tree() == tree) {
+                Some(l2) => {
+                    for v in l2.values() {
+                        let _ = write!(s, "  {v:>18.1}");
+                    }
+                }
+                None => {
+                    for _ in tree.labels() {
+                        let _ = write!(s, "  {:>18}", "-");
+                    }
+                }
             }
         }
         s.push('\n');

@@ -18,6 +18,15 @@
 //! against Intel's perfmon files in the tests, not from sysfs. Gracemont's Bad Speculation is
 //! the remainder `(W*CLK - (FE + BE + RET)) / (W*CLK)` in Intel's formula; the other cores
 //! count all four.
+//!
+//! **Level 2, by counter budget.** Intel's E-core level 2 needs five more events (the same
+//! encodings on every E-core). Gracemont has 6 general counters, Crestmont and Skymont 8, and
+//! the NMI watchdog, when on, holds fixed counter 1 so that the group's cycles leader takes a
+//! general one. Level 1 plus IFetch Latency, Branch Mispredicts and Core Bound fits
+//! Crestmont always and Gracemont only without the watchdog; Skymont's fixed counters 4-6
+//! hold three level-1 events, so all five level-2 events fit there. Where two are not
+//! counted, IFetch Bandwidth and Machine Clears are their level-1 parent minus the counted
+//! sibling; Resource Bound is always Backend Bound minus Core Bound (Intel's formula).
 
 use std::fmt;
 use std::path::Path;
@@ -266,11 +275,31 @@ pub enum TdCategory {
     Retiring,
 }
 
-/// One TopDown event of an E-core: Intel's name and encoding.
+/// A level-2 TopDown node of Intel's E-core tree (TMA 3.6): Frontend Bound splits into
+/// IFetch Latency and Bandwidth, Bad Speculation into Branch Mispredicts and Machine Clears,
+/// Backend Bound into Core Bound (allocation restrictions) and Resource Bound (the rest, never
+/// counted). Retiring has no level 2 on E-cores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TdPart {
+    /// `TOPDOWN_FE_BOUND.FRONTEND_LATENCY`.
+    IfetchLatency,
+    /// `TOPDOWN_FE_BOUND.FRONTEND_BANDWIDTH`.
+    IfetchBandwidth,
+    /// `TOPDOWN_BAD_SPECULATION.MISPREDICT`.
+    BranchMispredicts,
+    /// `TOPDOWN_BAD_SPECULATION.MACHINE_CLEARS`.
+    MachineClears,
+    /// `TOPDOWN_BE_BOUND.ALLOC_RESTRICTIONS`.
+    CoreBound,
+}
+
+/// One TopDown event of an E-core: Intel's name and encoding, and the level-1 category
+/// ([`TdCategory`]) or level-2 node ([`TdPart`]) it counts slots of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct EcoreEvent {
+pub struct EcoreEvent<C = TdCategory> {
     /// The category it counts slots of.
-    pub category: TdCategory,
+    pub category: C,
     /// Intel's event name (`TOPDOWN_FE_BOUND.ALL`).
     pub name: &'static str,
     /// `EventCode`.
@@ -279,7 +308,7 @@ pub struct EcoreEvent {
     pub umask: u8,
 }
 
-impl EcoreEvent {
+impl<C> EcoreEvent<C> {
     /// `attr.config` on the core PMU (`event | umask << 8`).
     pub fn config(&self) -> u64 {
         u64::from(self.event) | u64::from(self.umask) << 8
@@ -307,9 +336,18 @@ pub struct EcoreTopDown {
     /// Bad Speculation is what is left of the slots after the three counted categories
     /// (Gracemont's formula); otherwise it is counted too.
     pub bad_spec_by_remainder: bool,
+    /// The level-2 events hrec opens beside level 1, as many as the core's counters hold
+    /// with the cycles leader and the NMI watchdog's counter taken: IFetch Latency, Branch
+    /// Mispredicts and Core Bound always (IFetch Bandwidth and Machine Clears are then level
+    /// 1 minus them), all five where they fit (Skymont, whose fixed counters 4-6 hold three
+    /// level-1 events).
+    pub level2: &'static [EcoreEvent<TdPart>],
+    /// Level 2 fits only when the NMI watchdog leaves the cycles counter free (Gracemont: 6
+    /// general counters, all taken by level 1 and level 2).
+    pub level2_needs_free_cycles_counter: bool,
 }
 
-const fn ev(category: TdCategory, name: &'static str, event: u8, umask: u8) -> EcoreEvent {
+const fn ev<C>(category: C, name: &'static str, event: u8, umask: u8) -> EcoreEvent<C> {
     EcoreEvent {
         category,
         name,
@@ -317,6 +355,37 @@ const fn ev(category: TdCategory, name: &'static str, event: u8, umask: u8) -> E
         umask,
     }
 }
+
+use TdPart::{BranchMispredicts, CoreBound, IfetchBandwidth, IfetchLatency, MachineClears};
+
+/// Intel's E-core level-2 events: the same encodings on Gracemont, Crestmont and Skymont.
+const L2_EVENTS: [EcoreEvent<TdPart>; 5] = [
+    ev(
+        IfetchLatency,
+        "TOPDOWN_FE_BOUND.FRONTEND_LATENCY",
+        0x71,
+        0x72,
+    ),
+    ev(
+        BranchMispredicts,
+        "TOPDOWN_BAD_SPECULATION.MISPREDICT",
+        0x73,
+        0x04,
+    ),
+    ev(CoreBound, "TOPDOWN_BE_BOUND.ALLOC_RESTRICTIONS", 0x74, 0x01),
+    ev(
+        IfetchBandwidth,
+        "TOPDOWN_FE_BOUND.FRONTEND_BANDWIDTH",
+        0x71,
+        0x8d,
+    ),
+    ev(
+        MachineClears,
+        "TOPDOWN_BAD_SPECULATION.MACHINE_CLEARS",
+        0x73,
+        0x03,
+    ),
+];
 
 use TdCategory::{BackendBound, BadSpeculation, FrontendBound, Retiring};
 
@@ -329,6 +398,9 @@ const GRACEMONT: EcoreTopDown = EcoreTopDown {
         ev(Retiring, "TOPDOWN_RETIRING.ALL", 0xc2, 0x00),
     ],
     bad_spec_by_remainder: true,
+    // 3 level-1 + 3 level-2 events fill the 6 general counters: cycles needs fixed counter 1.
+    level2: L2_EVENTS.split_at(3).0,
+    level2_needs_free_cycles_counter: true,
 };
 
 const CRESTMONT: EcoreTopDown = EcoreTopDown {
@@ -341,6 +413,9 @@ const CRESTMONT: EcoreTopDown = EcoreTopDown {
         ev(Retiring, "TOPDOWN_RETIRING.ALL", 0x72, 0x00),
     ],
     bad_spec_by_remainder: false,
+    // 4 + 3 general counters of 8, and one more for cycles when the watchdog holds fixed 1.
+    level2: L2_EVENTS.split_at(3).0,
+    level2_needs_free_cycles_counter: false,
 };
 
 // Skymont's architectural encodings (the `_P` forms of Intel's file); the kernel places
@@ -355,6 +430,11 @@ const SKYMONT: EcoreTopDown = EcoreTopDown {
         ev(Retiring, "TOPDOWN_RETIRING.ALL_P", 0xc2, 0x02),
     ],
     bad_spec_by_remainder: false,
+    // Backend Bound + 5 level-2 events on general counters (fixed 4-6 hold the rest), cycles
+    // on fixed 1 or a seventh of 8. A kernel without the fixed 4-6 constraints refuses the
+    // group at open, and level 2 is dropped there ([`crate::event::plan::IfRefused`]).
+    level2: &L2_EVENTS,
+    level2_needs_free_cycles_counter: false,
 };
 
 impl EcoreArch {
@@ -384,6 +464,15 @@ impl EcoreTopDown {
     /// The category counted by `config` on this core, if any.
     pub fn category_of(&self, config: u64) -> Option<TdCategory> {
         self.events
+            .iter()
+            .find(|e| e.config() == config)
+            .map(|e| e.category)
+    }
+
+    /// The level-2 node counted by `config` on this core, if any (any of Intel's five, also
+    /// those hrec does not open here: another tool's recording may have them).
+    pub fn part_of(&self, config: u64) -> Option<TdPart> {
+        L2_EVENTS
             .iter()
             .find(|e| e.config() == config)
             .map(|e| e.category)
@@ -481,6 +570,20 @@ mod tests {
         assert_eq!(cmt.category_of(0xc2), None);
         let skt = EcoreArch::Skymont.topdown().unwrap();
         assert_eq!(skt.category_of(0x02a4), Some(TdCategory::BackendBound));
+        // Level 2: three everywhere, five on Skymont; Gracemont's need the cycles counter.
+        let l2 = |t: &EcoreTopDown| t.level2.iter().map(|e| e.category).collect::<Vec<_>>();
+        let three = vec![IfetchLatency, BranchMispredicts, CoreBound];
+        assert_eq!(
+            (l2(grt), grt.level2_needs_free_cycles_counter),
+            (three.clone(), true)
+        );
+        assert_eq!(
+            (l2(cmt), cmt.level2_needs_free_cycles_counter),
+            (three, false)
+        );
+        assert_eq!(l2(skt).len(), 5);
+        assert_eq!(grt.part_of(0x0373), Some(MachineClears));
+        assert_eq!(grt.part_of(0x0073), None);
     }
 
     /// The encodings are Intel's: each name's `EventCode`/`UMask` in the E-core event file of
@@ -507,16 +610,19 @@ mod tests {
             let hex = |v: &serde_json::Value| {
                 u8::from_str_radix(v.as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
             };
-            for e in arch.topdown().unwrap().events {
+            let td = arch.topdown().unwrap();
+            let l1 = td.events.iter().map(|e| (e.name, e.event, e.umask));
+            for (name, event, umask) in
+                l1.chain(L2_EVENTS.iter().map(|e| (e.name, e.event, e.umask)))
+            {
                 let found = events
                     .iter()
-                    .find(|j| j["EventName"] == e.name)
-                    .unwrap_or_else(|| panic!("{file}: no {}", e.name));
+                    .find(|j| j["EventName"] == name)
+                    .unwrap_or_else(|| panic!("{file}: no {name}"));
                 assert_eq!(
                     (hex(&found["EventCode"]), hex(&found["UMask"])),
-                    (e.event, e.umask),
-                    "{file}: {}",
-                    e.name
+                    (event, umask),
+                    "{file}: {name}"
                 );
             }
         }

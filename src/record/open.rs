@@ -20,13 +20,20 @@
 //! (kernels before 6.12) → no inherit for the whole group; `cycles` without a PMU → `cpu-clock`;
 //! EACCES/EPERM → exclude the kernel (naming `kernel.perf_event_paranoid`); EMFILE → raise the
 //! soft open-file limit once, then name `ulimit -n`.
+//!
+//! **Members hrec added on its own** (the E-core TopDown events of the default groups, marked
+//! [`IfRefused`] by the planner) are left out when the kernel refuses them, never the whole
+//! recording: a refused level-2 event drops the group's level 2 (the group did not fit the
+//! counters: the kernel's `validate_group` answers EINVAL at open), a refused level-1 event
+//! all its TopDown, each said in one line. Their fds already open are closed, which takes
+//! them out of the group before any buffer is mapped; the file lists them with no ids.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::event::Attr;
 use crate::event::attr::{flag, sample, types};
-use crate::event::plan::{Placement, Plan, PlannedEvent, Role, Target};
+use crate::event::plan::{IfRefused, Placement, Plan, PlannedEvent, Role, Target};
 use crate::kernel::{self, EventFd, OpenError, RingBuffer, process};
 
 use super::error::{RecordError, too_many_files};
@@ -127,8 +134,12 @@ pub fn open_plan(
     let mut raised_nofile = false;
     let cpu_wide = plan.target.is_cpu_wide();
 
+    let mut dropped = vec![false; plan.events.len()];
     for &pid in &p.tasks {
         for ev in &plan.events {
+            if dropped[ev.index] {
+                continue;
+            }
             let cpus: Vec<i32> = match &ev.placement {
                 Placement::Cpus(list) => list.cpus().iter().map(|&c| c as i32).collect(),
                 Placement::AnyCpu => vec![-1],
@@ -153,7 +164,7 @@ pub fn open_plan(
                     let attempt =
                         kernel::open(&attrs[ev.index], pid, cpu, group.map(|g| &fds[g].fd));
                     let e = match attempt {
-                        Ok(fd) => break fd,
+                        Ok(fd) => break Some(fd),
                         Err(e) => e,
                     };
                     if p.verbose > 0 {
@@ -161,6 +172,16 @@ pub fn open_plan(
                             "opening {} on pid {pid} cpu {cpu}: {}",
                             names[ev.index], e.source
                         ));
+                    }
+                    if attrs[ev.index].precise_ip() == 0
+                        && let Some(msg) = leave_out(plan, ev, &e, &names, &mut dropped)
+                    {
+                        // Closing a member takes it out of its group; no buffer is mapped yet.
+                        fds.retain(|f| !dropped[f.event]);
+                        if !notices.contains(&msg) {
+                            notices.push(msg);
+                        }
+                        break None;
                     }
                     match fallback(
                         plan,
@@ -180,6 +201,7 @@ pub fn open_plan(
                         None => continue,
                     }
                 };
+                let Some(fd) = fd else { break };
                 let id = fd.id().map_err(|source| RecordError::Ioctl {
                     what: "PERF_EVENT_IOC_ID",
                     event: names[ev.index].clone(),
@@ -203,6 +225,51 @@ pub fn open_plan(
         names,
         notices,
     })
+}
+
+/// When the refused event is a member hrec added on its own ([`IfRefused`]), marks what is
+/// left out in `dropped` and returns the line that says so; `None` for any other event or
+/// error (permissions, limits, a missing task are never answered by leaving events out).
+fn leave_out(
+    plan: &Plan,
+    ev: &PlannedEvent,
+    e: &OpenError,
+    names: &[String],
+    dropped: &mut [bool],
+) -> Option<String> {
+    let how = ev.if_refused?;
+    let errno = e.errno();
+    if !matches!(
+        errno,
+        libc::EINVAL | libc::EOPNOTSUPP | libc::ENOENT | libc::ENODEV
+    ) {
+        return None;
+    }
+    let leader = &plan.events[ev.leader];
+    let pmu = ev.pmu.as_deref().unwrap_or("?");
+    let why = match errno {
+        libc::EINVAL => "the group does not fit the PMU's counters",
+        _ => "this kernel or PMU does not have it",
+    };
+    let left = |x: &PlannedEvent| match how {
+        IfRefused::DropLevel2 => x.if_refused == Some(IfRefused::DropLevel2),
+        IfRefused::DropTopdown => x.if_refused.is_some(),
+    };
+    for x in group_of(plan, ev.leader) {
+        if left(&plan.events[x]) {
+            dropped[x] = true;
+        }
+    }
+    let rest = match how {
+        IfRefused::DropLevel2 => "recording TopDown level 1 only",
+        IfRefused::DropTopdown => "sampling without TopDown",
+    };
+    Some(format!(
+        "{pmu}: the kernel refused {} in {}'s group ({}: {why}): {rest}",
+        names[ev.index],
+        names[leader.index],
+        std::io::Error::from_raw_os_error(errno)
+    ))
 }
 
 /// Decides how to retry after a refused open. `Ok(Some(msg))`: retry, and say `msg` once;

@@ -20,7 +20,7 @@ use serde_json::json;
 use super::count::{Aggr, Count, Counter, Group, Label, topdown_counts, topdown_pmus};
 use super::numeric::Numeric;
 use super::repeat::{precision, rel_pct};
-use crate::analysis::topdown::{L1_LABELS, L2_LABELS};
+use crate::analysis::topdown::L1_LABELS;
 
 /// How to print.
 #[derive(Debug, Clone, Default)]
@@ -181,7 +181,7 @@ fn topdown_lines(counters: &[Counter], counts: &[Count], level: u8) -> Vec<Strin
             && let Some(l2) = td.level2()
         {
             out.push(format!("TopDown level 2{label}:"));
-            for (n, v) in L2_LABELS.iter().zip(l2) {
+            for (n, v) in l2.iter() {
                 out.push(format!("  {v:>6.1}%  {n}"));
             }
         }

@@ -69,6 +69,7 @@ pub fn host() -> Host {
         max_sample_rate: Some(100_000),
         x86: true,
         cpu: None,
+        nmi_watchdog: None,
     }
 }
 

@@ -11,7 +11,7 @@ use crate::analysis::callgraph::CallTree;
 use crate::analysis::hist::{HistOptions, Table};
 use crate::analysis::latency::{LatencyStats, histogram_of};
 use crate::analysis::profile::Profile;
-use crate::analysis::topdown::{L1_LABELS, L2_LABELS, TdCounts};
+use crate::analysis::topdown::{L1_LABELS, TdCounts};
 
 use super::graph::trees_of;
 use super::notes::no_latency_reason;
@@ -52,9 +52,7 @@ fn json_td(td: &TdCounts, samples: u64) -> Option<JsonTopDown> {
         level1: td
             .level1()
             .map(|v| L1_LABELS.iter().copied().zip(v).collect()),
-        level2: td
-            .level2()
-            .map(|v| L2_LABELS.iter().copied().zip(v).collect()),
+        level2: td.level2().map(|v| v.iter().collect()),
     })
 }
 

@@ -18,7 +18,7 @@ use std::io::{self, Write};
 use crate::analysis::hist::{HistOptions, Row, SortKey, Table};
 use crate::analysis::latency::LatencyStats;
 use crate::analysis::profile::Profile;
-use crate::analysis::topdown::{L1_LABELS, L2_LABELS, TdCounts};
+use crate::analysis::topdown::{L1_LABELS, L2Tree, TdCounts};
 
 use graph::{trees_of, write_tree};
 use style::pct;
@@ -37,7 +37,7 @@ fn td_header_line(label: &str, td: &TdCounts, level: u8) -> Option<String> {
         && let Some(l2) = td.level2()
     {
         s.push_str("\n#   level 2:");
-        for (n, v) in L2_LABELS.iter().zip(l2) {
+        for (n, v) in l2.iter() {
             let _ = write!(s, "  {n} {v:.1}%");
         }
     }
@@ -54,6 +54,8 @@ fn lat_line(l: &LatencyStats) -> String {
 /// Columns of one table.
 struct Cols<'a> {
     td: u8,
+    /// The level-2 tree of the table's columns (the E-core tree for an E-core group's table).
+    l2: L2Tree,
     lat: bool,
     children: bool,
     fields: Option<&'a [Column]>,
@@ -77,12 +79,7 @@ fn header_cells(c: &Cols, sort: &[SortKey]) -> Vec<String> {
         h.extend(["Retiring", "BadSpec", "FEBound", "BEBound"].map(String::from));
     }
     if c.td >= 2 {
-        h.extend(
-            [
-                "Heavy", "Light", "BrMisp", "MClear", "FetLat", "FetBW", "MemBnd", "CoreBnd",
-            ]
-            .map(String::from),
-        );
+        h.extend(c.l2.headers().iter().map(|s| s.to_string()));
     }
     if c.lat {
         h.extend(["RetLat#", "Mean", "Median", "P90", "P99", "Max", "Total"].map(String::from));
@@ -123,9 +120,9 @@ fn row_cells(c: &Cols, t: &Table, r: &Row) -> Vec<String> {
             None => v.extend(std::iter::repeat_n("-".to_string(), 4)),
         }
         if c.td >= 2 {
-            match r.td.level2() {
-                Some(l2) => v.extend(l2.iter().map(|x| format!("{x:.1}%{mark}"))),
-                None => v.extend(std::iter::repeat_n("-".to_string(), 8)),
+            match r.td.level2().filter(|l2| l2.tree() == c.l2) {
+                Some(l2) => v.extend(l2.values().iter().map(|x| format!("{x:.1}%{mark}"))),
+                None => v.extend(std::iter::repeat_n("-".to_string(), c.l2.headers().len())),
             }
         }
     }
@@ -220,6 +217,7 @@ pub fn table_lines(p: &Profile, t: &Table, o: &HistOptions, style: &ReportStyle)
     }
     let cols = Cols {
         td: td_level,
+        l2: t.td.level2().map_or(L2Tree::PCore, |l| l.tree()),
         lat: t.latency.is_some(),
         children: o.children,
         fields: style.fields.as_deref(),
