@@ -1185,3 +1185,230 @@ fn per_thread_rows_match_perf_on_the_same_process() {
         " Performance counter stats for process id '{pid}':"
     )));
 }
+
+/// `--cputype TYPE` (and `--unit`) through the binary on fixture machines: the default
+/// events of the chosen core PMU alone; bad values, a part with one core PMU and an `-e`
+/// event of another core PMU are one line each. perf 6.1 refuses `--cputype` on this VM (not
+/// hybrid) with "--cputype core is not supported!", as hrec does.
+#[test]
+fn cputype_counts_one_core_pmu_and_bad_values_are_one_line() {
+    for (model, args, want, not) in [
+        (
+            "alderlake",
+            &["--cputype", "atom"][..],
+            "cpu_atom/cycles/",
+            "cpu_core/",
+        ),
+        (
+            "alderlake",
+            &["--unit", "cpu_core"][..],
+            "cpu_core/cycles/",
+            "cpu_atom/",
+        ),
+        (
+            "arrowlake-h",
+            &["--cputype", "lowpower"][..],
+            "cpu_lowpower/cycles/",
+            "cpu_atom/",
+        ),
+    ] {
+        let mut all = vec!["stat"];
+        all.extend(args);
+        all.extend(["--", "true"]);
+        let o = hrec(Some(model), &all);
+        let (_, err) = text(&o);
+        assert!(o.status.success(), "{model} {args:?}: {err}");
+        assert!(
+            err.contains(want) && !err.contains(not),
+            "{model} {args:?}: {err}"
+        );
+        // Software events are counted as without --cputype.
+        assert!(err.contains(" msec task-clock"), "{err}");
+    }
+    for (model, args, want, code) in [
+        (
+            "vm",
+            &["--cputype", "atom"][..],
+            "--cputype atom: this machine has no cpu_atom PMU (it has no core PMU at all: a VM or a non-x86 machine)",
+            2,
+        ),
+        (
+            "sierraforest",
+            &["--cputype", "atom"][..],
+            "--cputype atom: this machine has no cpu_atom PMU (its core PMUs: cpu; it is not hybrid)",
+            2,
+        ),
+        (
+            "sierraforest",
+            &["--cputype", "cpu"][..],
+            "--cputype cpu: this machine is not hybrid: its one core PMU, cpu, counts on every CPU (leave --cputype out)",
+            2,
+        ),
+        (
+            "alderlake",
+            &["--cputype", "lowpower"][..],
+            "--cputype lowpower: this machine has no cpu_lowpower PMU (its core PMUs: cpu_core, cpu_atom)",
+            2,
+        ),
+        (
+            "alderlake",
+            &["--cputype", "big"][..],
+            "--cputype big: not a core type: give core, atom, lowpower or a core PMU's name (its core PMUs: cpu_core, cpu_atom)",
+            2,
+        ),
+        (
+            "alderlake",
+            &["--cputype", "atom", "-e", "cpu_core/cycles/"][..],
+            "cpu_core is not cpu_atom, the core PMU chosen with --cputype",
+            1,
+        ),
+    ] {
+        let mut all = vec!["stat"];
+        all.extend(args);
+        all.extend(["--", "true"]);
+        let o = hrec(Some(model), &all);
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(code), "{model} {args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.starts_with("hrec: error: ") && err.contains(want),
+            "{err}"
+        );
+    }
+    // perf refuses --cputype on a machine that is not hybrid too.
+    if !support::host_has_core_pmu()
+        && let Some((code, perf)) = perf_stat(
+            &["--cputype", "core", "-e", "task-clock", "--", "true"],
+            &[],
+        )
+    {
+        assert_ne!(code, 0, "{perf}");
+        assert!(perf.contains("--cputype core is not supported"), "{perf}");
+    }
+}
+
+/// `-M` on E-cores with hrec's own perfmon fixture (tests/fixtures/perfmon): on a hybrid
+/// part the P-core's metrics from Intel's (P-core only) file and the E-core's level 1 from
+/// hrec's table, a block each; `--cputype atom` the E-core's alone, without any file; other
+/// metrics there are one line naming the file; an all-E-core part uses its own file (plain
+/// counters, no slots group), or hrec's table where it has none. The events cannot count on
+/// this machine (fixture PMUs), so the values say why they are missing.
+#[test]
+fn metrics_on_ecores_come_from_hrecs_table_per_pmu() {
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/perfmon");
+    let fixture = fixture.to_str().unwrap();
+    let run_in = |dir: &str, model: &str, extra: &[&str]| {
+        let mut v = vec!["stat", "--perfmon", dir];
+        v.extend_from_slice(extra);
+        v.extend_from_slice(&["--", "true"]);
+        let o = hrec(Some(model), &v);
+        let (_, err) = text(&o);
+        (o.status.code(), err)
+    };
+    let run = |model: &str, extra: &[&str]| run_in(fixture, model, extra);
+    let grt = " Metrics on cpu_atom (Intel's E-core TMA, level 1: Gracemont, slots = 5 x cycles, Bad Speculation the remainder):";
+    let l1 = [
+        "tma_frontend_bound",
+        "tma_bad_speculation",
+        "tma_backend_bound",
+        "tma_retiring",
+    ];
+    // The P-core-only line: one line, exit 1, with or without the file.
+    let (code, err) = run(
+        "alderlake",
+        &["--cputype", "atom", "-M", "TopdownL1,Info_Thread_IPC"],
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("-M Info_Thread_IPC on cpu_atom: Intel's metric file for this CPU (hybrid_pcore_metrics.json) covers only the P-core (cpu_core); on cpu_atom, E-core TopDown level 1 is available with --topdown or -M TopdownL1"), "{err}");
+
+    if support::host_has_core_pmu() {
+        eprintln!("skipped: the rest checks the output when the events cannot be counted (no PMU)");
+        return;
+    }
+    let (code, err) = run("alderlake", &["-M", "TopdownL1"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains(" Metrics on cpu_core (Intel's formulas, hybrid_pcore_metrics.json):"),
+        "{err}"
+    );
+    let block = &err[err.find(grt).expect(grt)..];
+    for m in l1 {
+        assert!(
+            block.contains(&format!("<not computed>      {m}: CPU_CLK_UNHALTED.CORE (cpu_atom/cycles/) was not counted here (<not supported>)")),
+            "{m}: {block}"
+        );
+    }
+    for ev in [
+        "cpu_atom/cycles/",
+        "TOPDOWN_FE_BOUND.ALL",
+        "TOPDOWN_BE_BOUND.ALL",
+        "TOPDOWN_RETIRING.ALL",
+    ] {
+        assert!(
+            err.contains(&format!("<not supported>      {ev}\n")),
+            "{ev}: {err}"
+        );
+    }
+
+    // --cputype atom: no metric file needed; the E-core block alone.
+    let (code, err) = run_in(
+        "/nonexistent",
+        "alderlake",
+        &["-M", "tma_retiring", "--cputype", "atom"],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains(grt) && !err.contains("Intel's formulas") && !err.contains("slots/"),
+        "{err}"
+    );
+    // JSON rows carry the PMU and the source; CSV rows name the PMU.
+    let (_, err) = run(
+        "meteorlake",
+        &["-M", "TopdownL1", "--cputype", "atom", "-j"],
+    );
+    let rows: Vec<serde_json::Value> = err
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .filter(|r: &serde_json::Value| r["metric-name"].is_string())
+        .collect();
+    assert_eq!(
+        rows.iter()
+            .map(|r| r["metric-name"].as_str().unwrap())
+            .collect::<Vec<_>>(),
+        l1
+    );
+    assert!(rows.iter().all(|r| r["pmu"] == "cpu_atom"
+        && r["source"] == "Intel's E-core TMA, level 1: Crestmont, slots = 6 x cycles"
+        && r["metric-value"].is_null()));
+    let (_, err) = run(
+        "arrowlake-h",
+        &["-M", "tma_retiring", "--cputype", "lowpower", "-x", ","],
+    );
+    assert!(
+        err.lines()
+            .any(|l| l == ",,cpu_lowpower/tma_retiring/,,,,%"),
+        "{err}"
+    );
+
+    // Sierra Forest: its own file, TopDown events as plain counters on cpu.
+    let (code, err) = run("sierraforest", &["-M", "TopdownL1"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains(" Metrics (Intel's formulas, ecore_only_metrics.json):"),
+        "{err}"
+    );
+    assert!(
+        err.contains("<not supported>      TOPDOWN_FE_BOUND.ALL_P\n") && !err.contains("slots"),
+        "{err}"
+    );
+    // Without it (and Alder Lake-N, which has none): hrec's table.
+    let (code, err) = run_in("/nonexistent", "sierraforest", &["-M", "TopdownL1"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains(" Metrics (Intel's E-core TMA, level 1: Crestmont, slots = 6 x cycles):"),
+        "{err}"
+    );
+    let (_, err) = run("alderlake-n", &["-M", "tma_bad_speculation"]);
+    assert!(err.contains(" Metrics (Intel's E-core TMA, level 1: Gracemont, slots = 5 x cycles, Bad Speculation the remainder):"), "{err}");
+}

@@ -23,6 +23,11 @@ pub struct StatArgs {
     /// TopDown breakdown.
     #[arg(long)]
     pub topdown: bool,
+    /// On a hybrid part, count only on this core type: core, atom or lowpower, or a core
+    /// PMU's name (cpu_core, cpu_atom, cpu_lowpower). Applies to the default events, -e events
+    /// written without a PMU, --topdown and -M.
+    #[arg(long = "cputype", visible_alias = "unit", value_name = "TYPE")]
+    pub cputype: Option<String>,
     #[command(flatten)]
     pub target: TargetArgs,
     /// With -a or -C: one count per CPU.
@@ -121,10 +126,50 @@ fn parse_repeat(s: &str) -> Result<u32, String> {
     }
 }
 
+/// `--cputype TYPE`: the core PMU it names on this machine. perf 6.1 takes `core` or `atom`
+/// (`cpu_` + TYPE) and refuses it on a part with one core PMU, as hrec does; later perf also
+/// takes the PMU's own name, and Arrow Lake-H's third type is `lowpower`.
+fn core_pmu_of(value: &str, pmus: &Pmus) -> Result<String, String> {
+    let core: Vec<&str> = pmus.core_pmus().iter().map(|p| p.name.as_str()).collect();
+    let have = if core.is_empty() {
+        "it has no core PMU at all: a VM or a non-x86 machine".to_string()
+    } else {
+        format!("its core PMUs: {}", core.join(", "))
+    };
+    let name = match value {
+        "core" | "atom" | "lowpower" => format!("cpu_{value}"),
+        v if v.starts_with("cpu") => v.to_string(),
+        _ => {
+            return Err(format!(
+                "--cputype {value}: not a core type: give core, atom, lowpower or a core PMU's name ({have})"
+            ));
+        }
+    };
+    match (core.contains(&name.as_str()), core.len() > 1) {
+        (true, true) => Ok(name),
+        (true, false) => Err(format!(
+            "--cputype {value}: this machine is not hybrid: its one core PMU, {name}, counts on every CPU (leave --cputype out)"
+        )),
+        (false, hybrid) => Err(format!(
+            "--cputype {value}: this machine has no {name} PMU ({have}{})",
+            if hybrid || core.is_empty() {
+                ""
+            } else {
+                "; it is not hybrid"
+            }
+        )),
+    }
+}
+
 impl StatArgs {
-    /// The command's options; `Err` is a usage error.
-    fn into_config(self) -> Result<StatConfig, String> {
+    /// The command's options; `Err` is a usage error. `pmus`: the machine, for `--cputype`.
+    fn into_config(self, pmus: &Pmus) -> Result<StatConfig, String> {
         use hrec::stat::count::{Aggr, StatOptions, StatTarget};
+        let cputype = self
+            .cputype
+            .as_deref()
+            .map(|t| core_pmu_of(t, pmus))
+            .transpose()?;
         let tpebs_mode: hrec::stat::tpebs::TpebsMode =
             self.tpebs_mode.parse().map_err(|e| format!("{e}"))?;
         if (self.record_tpebs || self.tpebs_from.is_some()) && self.metrics.is_empty() {
@@ -238,6 +283,7 @@ impl StatArgs {
                 tpebs: Vec::new(),
                 detailed: self.detailed,
                 null_run: self.null,
+                cputype,
                 ..Default::default()
             },
             style: hrec::stat::output::StatStyle {
@@ -317,18 +363,20 @@ pub fn exec(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<u8, Error> {
-    run(env, &args.into_config().map_err(Error::Usage)?, out, err)
+    let pmus = Pmus::read(&env.sysfs_root)?;
+    let cfg = args.into_config(&pmus).map_err(Error::Usage)?;
+    run(env, &pmus, &cfg, out, err)
 }
 
 fn run(
     env: &Env,
+    pmus: &Pmus,
     cfg: &StatConfig,
     // perf stat prints on stderr (or -o, --log-fd): the command's stdout stays its own.
     _out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<u8, Error> {
     use hrec::stat::{count, output as so, tma, tpebs};
-    let pmus = Pmus::read(&env.sysfs_root)?;
     let mut options = cfg.options.clone();
     if options.target == count::StatTarget::AllCpus {
         options.target = count::StatTarget::Cpus(pmus.online.clone());
@@ -338,18 +386,26 @@ fn run(
     options.procfs_root = env.procfs_root.clone();
     options.cpu = hrec::pmu::uarch::CpuId::read(&env.procfs_root);
     // -M: the metrics' events are counted (alone, like perf stat -M, unless -e is given too).
+    // Intel's files are an error only where a metric needs them (E-core level 1 does not).
     let setup = if cfg.metrics.is_empty() {
         None
     } else {
         let dir = tma::perfmon_dir(cfg.perfmon.as_deref());
-        let cpuid = match &cfg.cpuid {
-            Some(c) => c.clone(),
-            None => tma::cpuid(&env.procfs_root)?,
+        let loaded = match &cfg.cpuid {
+            Some(c) => Ok(c.clone()),
+            None => tma::cpuid(&env.procfs_root),
+        }
+        .and_then(|cpuid| tma::load(&dir, &cpuid));
+        let scope = tma::Scope {
+            cputype: options.cputype.as_deref(),
+            cpu: options.cpu.as_ref(),
         };
-        let (perfmon, defaults) = tma::load(&dir, &cpuid)?;
-        let setup = tma::setup(&perfmon, defaults, &pmus, &cfg.metrics)?;
+        let setup = tma::setup(loaded, pmus, &cfg.metrics, scope)?;
         options.events.extend(setup.strings.iter().cloned());
-        Some((perfmon, setup))
+        for n in &setup.notes {
+            writeln!(err, "hrec: {n}")?;
+        }
+        Some(setup)
     };
     let from = cfg
         .tpebs_from
@@ -362,7 +418,8 @@ fn run(
         }
     }
     if cfg.record_tpebs
-        && let Some((perfmon, setup)) = &setup
+        && let Some(setup) = &setup
+        && let Some(perfmon) = &setup.perfmon
     {
         let workload = options.target == count::StatTarget::Workload;
         // HREC_TPEBS_STANDIN=cpu-clock samples the software clock instead (its retire
@@ -376,7 +433,7 @@ fn run(
                     tma::sampling_flags(&mut a, workload);
                     Ok(a)
                 }
-                _ => tma::tpebs_sampler(perfmon, &pmus, ev, workload),
+                _ => tma::tpebs_sampler(perfmon, pmus, ev, workload),
             };
             match attr {
                 Ok(attr) => options.tpebs.push(count::TpebsSampler {
@@ -439,7 +496,7 @@ fn run(
     let mut repeated = hrec::stat::repeat::Repeated::new();
     let mut last = None;
     for _ in 0..cfg.repeat.max(1) {
-        match count::run(&pmus, &options, &cfg.command, &mut on_interval) {
+        match count::run(pmus, &options, &cfg.command, &mut on_interval) {
             Ok(r) => {
                 repeated.add(&r);
                 let stop = r.interrupted;
@@ -470,7 +527,7 @@ fn run(
             elapsed_sd: repeated.elapsed_sd(),
         }
     });
-    if let Some((_, setup)) = &setup {
+    if let Some(setup) = &setup {
         for c in &mut res.counters {
             if let Some(n) = tma::display_name(setup, c) {
                 c.name = n;
@@ -494,7 +551,9 @@ fn run(
             runs.as_ref(),
         )
     };
-    if let Some((perfmon, setup)) = &setup {
+    if let Some(setup) = &setup
+        && let Some(perfmon) = &setup.perfmon
+    {
         let defaults = setup
             .defaults_path
             .as_deref()
@@ -516,9 +575,21 @@ fn run(
         );
         text.push_str(&so::metrics_block(
             &perfmon.metrics.path,
+            setup.pmu.as_deref(),
             &values,
             &latencies,
             &missing,
+            &style,
+        ));
+    }
+    // E-core TopDown level 1 (hrec's table), a block per E-core PMU.
+    for m in setup.iter().flat_map(|s| &s.ecore) {
+        let values = m.evaluate(&res.counters, &res.counts);
+        text.push_str(&so::ecore_metrics_block(
+            &m.pmu,
+            m.hybrid,
+            &m.source(),
+            &values,
             &style,
         ));
     }

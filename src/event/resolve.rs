@@ -10,6 +10,11 @@
 //!   PMUs define (`topdown-retiring` on `cpu_core` and `cpu_atom`) gives one event per PMU.
 //! * A group whose events land on different core PMUs is split per PMU, since the kernel only
 //!   groups events of one PMU; perf prints "WARNING: events were regrouped to match PMUs".
+//! * With one core PMU chosen ([`resolve_on_core`], perf stat's `--cputype`), "every core PMU"
+//!   means that one: legacy, raw and alias events written without a PMU resolve there alone,
+//!   still named and encoded as on a hybrid part (`cpu_atom/cycles/`, the PMU type in
+//!   `config[63:32]`), and an event written for another core PMU is an error rather than
+//!   silently left out. Software, uncore and other non-core events are not affected.
 //! * TopDown metric events (`topdown-*` on a perf-metrics PMU) are only valid in a group led by
 //!   that PMU's `slots`: slots is moved to the front of a group that has it, inserted into one
 //!   that does not, and standalone metric events are gathered into one slots-led group.
@@ -217,6 +222,8 @@ fn legacy_config(config: u64, pmu: &Pmu, hybrid: bool) -> u64 {
 struct Ctx<'a> {
     pmus: &'a Pmus,
     input: &'a str,
+    /// The one core PMU events without a PMU go to (`--cputype`); `None`: every core PMU.
+    only_core: Option<&'a str>,
 }
 
 impl<'a> Ctx<'a> {
@@ -251,10 +258,27 @@ impl<'a> Ctx<'a> {
         ev.mod_span.map_or("", |s| &self.input[s.start..s.end])
     }
 
+    /// Whether `pmu` may take events: every PMU, or with a chosen core PMU, that one and every
+    /// PMU that is not a core PMU.
+    fn allowed(&self, pmu: &Pmu) -> bool {
+        self.only_core
+            .is_none_or(|only| !pmu.is_core() || pmu.name == only)
+    }
+
+    /// The core PMUs an event written without a PMU goes to, and whether the machine is
+    /// hybrid (which decides names and the extended type, with a chosen PMU too).
+    fn core_targets(&self) -> (Vec<&'a Pmu>, bool) {
+        let all = self.pmus.core_pmus();
+        let hybrid = all.len() > 1;
+        (
+            all.into_iter().filter(|p| self.allowed(p)).collect(),
+            hybrid,
+        )
+    }
+
     /// Legacy hardware/cache event on every core PMU (or none).
     fn legacy(&self, ev: &EventAst, name: &str, type_: u32, config: u64) -> Vec<Resolved> {
-        let targets = self.pmus.core_pmus();
-        let hybrid = targets.len() > 1;
+        let (targets, hybrid) = self.core_targets();
         let suffix = self.mod_suffix(ev);
         if targets.is_empty() {
             return vec![self.base(with_mods(name, suffix), None, Attr::new(type_, config), ev)];
@@ -305,7 +329,20 @@ impl<'a> Ctx<'a> {
                 ),
             ));
         }
+        // Named as on the whole machine: `cpu_atom/topdown-retiring/` with a chosen PMU too.
         let many = owners.len() > 1;
+        let others: Vec<&str> = owners.iter().map(|p| p.name.as_str()).collect();
+        let owners: Vec<&Pmu> = owners.into_iter().filter(|p| self.allowed(p)).collect();
+        if owners.is_empty() {
+            return Err(self.err(
+                ev.span,
+                format!(
+                    "{name:?} is an event of {}, not of {} (the core PMU chosen with --cputype)",
+                    others.join(", "),
+                    self.only_core.unwrap_or_default()
+                ),
+            ));
+        }
         owners
             .into_iter()
             .map(|p| {
@@ -325,14 +362,13 @@ impl<'a> Ctx<'a> {
     }
 
     fn raw(&self, ev: &EventAst, config: u64) -> Result<Vec<Resolved>, EventError> {
-        let targets = self.pmus.core_pmus();
+        let (targets, hybrid) = self.core_targets();
         if targets.is_empty() {
             return Err(self.err(
                 ev.span,
                 "raw events need a core PMU (cpu, cpu_core, ...), and this machine has none",
             ));
         }
-        let hybrid = targets.len() > 1;
         let suffix = self.mod_suffix(ev);
         let text = &self.input[ev.span.start..ev.span.end];
         Ok(targets
@@ -382,6 +418,19 @@ impl<'a> Ctx<'a> {
                 format!(
                     "unknown PMU {pmu:?} (this machine has: {})",
                     names.join(", ")
+                ),
+            ));
+        }
+        if let (Some(only), Some(other)) = (self.only_core, found.iter().find(|p| !self.allowed(p)))
+        {
+            return Err(self.err(
+                Span {
+                    start: ev.span.start,
+                    end: ev.span.start + pmu.len(),
+                },
+                format!(
+                    "{} is not {only}, the core PMU chosen with --cputype (leave the PMU out, or drop --cputype)",
+                    other.name
                 ),
             ));
         }
@@ -651,10 +700,34 @@ fn apply_modifiers(r: &mut Resolved) {
 
 /// Resolves every `-e` string in order into groups.
 pub fn resolve(pmus: &Pmus, inputs: &[String]) -> Result<Resolution, EventError> {
+    resolve_inner(pmus, inputs, None)
+}
+
+/// [`resolve`] with one core PMU chosen (perf stat's `--cputype`): events written without a
+/// PMU go to `core` alone, and an event written for another core PMU is an error. `core`
+/// must be one of `pmus`' core PMUs (the caller checks; another name leaves every core event
+/// without a PMU to go to).
+pub fn resolve_on_core(
+    pmus: &Pmus,
+    inputs: &[String],
+    core: &str,
+) -> Result<Resolution, EventError> {
+    resolve_inner(pmus, inputs, Some(core))
+}
+
+fn resolve_inner(
+    pmus: &Pmus,
+    inputs: &[String],
+    only_core: Option<&str>,
+) -> Result<Resolution, EventError> {
     let mut out = Resolution::default();
     for input in inputs {
         let items = super::parse::parse(input)?;
-        let ctx = Ctx { pmus, input };
+        let ctx = Ctx {
+            pmus,
+            input,
+            only_core,
+        };
         for item in &items {
             match item {
                 Item::Event(ev) => {

@@ -461,6 +461,20 @@ impl EcoreArch {
 }
 
 impl EcoreTopDown {
+    /// The counting group of these events on the core PMU `pmu` in perf's event syntax, led
+    /// by core cycles (the slots are `width x` its count): `{cpu_atom/cycles/,cpu_atom/event=
+    /// 0x71,umask=0x0,name=TOPDOWN_FE_BOUND.ALL/,...}`. On a hybrid part (`hybrid`) the cycles
+    /// event names its PMU, since a bare `cycles` means every core PMU there.
+    pub fn group_spec(&self, pmu: &str, hybrid: bool) -> String {
+        let mut members = vec![if hybrid {
+            format!("{pmu}/cycles/")
+        } else {
+            "cycles".to_string()
+        }];
+        members.extend(self.events.iter().map(|e| e.spec(pmu)));
+        format!("{{{}}}", members.join(","))
+    }
+
     /// The category counted by `config` on this core, if any.
     pub fn category_of(&self, config: u64) -> Option<TdCategory> {
         self.events

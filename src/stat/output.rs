@@ -516,8 +516,10 @@ pub fn report(
 }
 
 /// The metrics and the retire latencies they used: text lines, JSON lines, or CSV rows.
+/// `pmu`: the core PMU they were counted on, named in the text on hybrid parts.
 pub fn metrics_block(
     file: &std::path::Path,
+    pmu: Option<&str>,
     values: &[super::tma::MetricValue],
     latencies: &[super::tpebs::Resolved],
     missing: &[String],
@@ -559,17 +561,9 @@ pub fn metrics_block(
         || file.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
     );
-    let _ = writeln!(s, " Metrics (Intel's formulas, {name}):");
-    for v in values {
-        match &v.value {
-            Ok(x) => {
-                let _ = writeln!(s, "{x:>18.3} {:<4} {}", v.unit, v.name);
-            }
-            Err(why) => {
-                let _ = writeln!(s, "{:>18} {:<4} {}: {why}", "<not computed>", "", v.name);
-            }
-        }
-    }
+    let on = pmu.map(|p| format!(" on {p}")).unwrap_or_default();
+    let _ = writeln!(s, " Metrics{on} (Intel's formulas, {name}):");
+    metric_lines(&mut s, values);
     if !latencies.is_empty() || !missing.is_empty() {
         let _ = writeln!(s, "\n Retire latencies used:");
         for l in latencies {
@@ -582,6 +576,71 @@ pub fn metrics_block(
             );
         }
     }
+    s.push('\n');
+    s
+}
+
+/// The text lines of evaluated metrics: the value and unit, or why there is none.
+fn metric_lines(s: &mut String, values: &[super::tma::MetricValue]) {
+    for v in values {
+        match &v.value {
+            Ok(x) => {
+                let _ = writeln!(s, "{x:>18.3} {:<4} {}", v.unit, v.name);
+            }
+            Err(why) => {
+                let _ = writeln!(s, "{:>18} {:<4} {}: {why}", "<not computed>", "", v.name);
+            }
+        }
+    }
+}
+
+/// E-core TopDown level-1 metrics of one PMU ([`super::ecore_tma`]), in the layout of
+/// [`metrics_block`]: the text names the PMU (on hybrid parts) and the source of the
+/// formulas; JSON rows carry `pmu` and `source`; CSV rows are as Intel's metrics' (a hybrid
+/// part's name them `cpu_atom/tma_retiring/`).
+pub fn ecore_metrics_block(
+    pmu: &str,
+    hybrid: bool,
+    source: &str,
+    values: &[super::tma::MetricValue],
+    style: &StatStyle,
+) -> String {
+    let mut s = String::new();
+    if style.json {
+        for v in values {
+            let mut o = match &v.value {
+                Ok(x) => json!({"metric-name": v.name, "metric-value": x, "metric-unit": v.unit}),
+                Err(why) => json!({"metric-name": v.name, "metric-value": null, "error": why}),
+            };
+            o["pmu"] = json!(pmu);
+            o["source"] = json!(source);
+            let _ = writeln!(s, "{o}");
+        }
+        return s;
+    }
+    if let Some(sep) = &style.csv {
+        for v in values {
+            let val = v
+                .value
+                .as_ref()
+                .map(|x| format!("{x:.3}"))
+                .unwrap_or_default();
+            let name = if hybrid {
+                format!("{pmu}/{}/", v.name)
+            } else {
+                v.name.clone()
+            };
+            let _ = writeln!(s, "{sep}{sep}{name}{sep}{sep}{sep}{val}{sep}{}", v.unit);
+        }
+        return s;
+    }
+    let on = if hybrid {
+        format!(" on {pmu}")
+    } else {
+        String::new()
+    };
+    let _ = writeln!(s, " Metrics{on} ({source}):");
+    metric_lines(&mut s, values);
     s.push('\n');
     s
 }

@@ -8,14 +8,27 @@
 //! with the rest. Retire-latency terms (`EVENT:retire_latency`) are not counts: their values
 //! come from this run's samples (`--record-tpebs`), `--tpebs-from`, or Intel's defaults (see
 //! [`super::tpebs`]).
+//!
+//! **Which core PMU.** Intel's file describes one core: the only one on most parts, the
+//! P-core (`cpu_core`) on hybrid ones, whose metric file is the P-core's alone. `--cputype`
+//! chooses one core PMU ([`Scope`]): the P-core's keeps Intel's file; an E-core's
+//! (`cpu_atom`, `cpu_lowpower`) answers the TopDown level-1 names from hrec's E-core table
+//! ([`super::ecore_tma`]) and refuses any other metric with a line naming the file. Without
+//! `--cputype`, a hybrid part's level-1 names are answered for each E-core PMU too, in a
+//! block of its own. A part made only of E-cores (one `cpu` PMU: Sierra Forest, Alder
+//! Lake-N) uses Intel's file when there is one (it is the E-core's own, and its TopDown
+//! events are ordinary counters there: no slots group) and hrec's table for the level-1
+//! names otherwise.
 
 use std::path::{Path, PathBuf};
 
 use crate::metrics::perfmon::{Encoding, EventRef, Mapfile, Metric, Perfmon};
 use crate::metrics::{Constants, MetricError};
-use crate::pmu::Pmus;
+use crate::pmu::uarch::{CpuId, Ecore, TdCategory, ecore_of, ecore_topdown};
+use crate::pmu::{Pmu, Pmus};
 
 use super::count::{Count, Counter};
+use super::ecore_tma::{self, EcoreMetrics};
 
 /// Where the perfmon files are: the flag, `HREC_PERFMON_DIR`, then `~/.cache/hrec/perfmon`.
 pub fn perfmon_dir(flag: Option<&Path>) -> PathBuf {
@@ -66,12 +79,76 @@ pub enum TmaError {
         "metrics need the core PMU's events, and this machine has no core PMU (no cpu PMU in sysfs)"
     )]
     NoCorePmu,
+    /// `--cputype` named a PMU that is not one of this machine's core PMUs.
+    #[error("--cputype {name}: this machine has no {name} core PMU (its core PMUs: {have})")]
+    NoCoreType {
+        /// The PMU asked for.
+        name: String,
+        /// The core PMUs there are.
+        have: String,
+    },
+    /// Metrics of Intel's P-core file asked for on an E-core PMU.
+    #[error(
+        "-M {names} on {pmu}: Intel's metric file for this CPU{file} covers only the P-core{pcore}; on {pmu}, E-core TopDown level 1 is available with --topdown or -M TopdownL1 (tma_frontend_bound, tma_bad_speculation, tma_backend_bound, tma_retiring)"
+    )]
+    PcoreOnly {
+        /// The metrics asked for, comma-separated.
+        names: String,
+        /// The E-core PMU.
+        pmu: String,
+        /// ` (<file name>)` when the file was found, else empty.
+        file: String,
+        /// ` (<P-core PMU>)` when the machine has one, else empty.
+        pcore: String,
+    },
+    /// Level-1 names asked for on an E-core PMU whose TopDown hrec does not know.
+    #[error("-M {names} on {pmu}: no E-core TopDown for it: {why}")]
+    NoEcoreTopDown {
+        /// The metrics asked for, comma-separated.
+        names: String,
+        /// The E-core PMU.
+        pmu: String,
+        /// Why ([`why_no_ecore_topdown`]).
+        why: String,
+    },
+}
+
+/// What `-M` is for: the core PMU `--cputype` chose (`None`: every core PMU) and the CPU
+/// (from `/proc/cpuinfo`), which tells the E-core PMUs and their cores apart.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Scope<'a> {
+    /// `--cputype`'s PMU name.
+    pub cputype: Option<&'a str>,
+    /// The CPU.
+    pub cpu: Option<&'a CpuId>,
+}
+
+/// Why the core PMU `pmu` has no E-core TopDown on `cpu`, in words.
+pub fn why_no_ecore_topdown(cpu: Option<&CpuId>, pmu: &str) -> String {
+    match (ecore_of(cpu, pmu), cpu) {
+        (Ecore::Arch(a), _) => format!(
+            "Intel has published no E-core TMA for its core ({})",
+            a.name()
+        ),
+        (Ecore::Unknown, Some(c)) => format!("hrec does not know the E-core of CPU {c}"),
+        (Ecore::Unknown, None) => {
+            "the CPU could not be identified from /proc/cpuinfo, so neither could its E-core"
+                .to_string()
+        }
+        (Ecore::No, _) => "it is not an E-core PMU".to_string(),
+    }
 }
 
 /// The metrics asked for and what they need.
 #[derive(Debug, Clone)]
 pub struct Setup {
-    /// The metrics, in the order asked.
+    /// Intel's files, when metrics come from them.
+    pub perfmon: Option<Perfmon>,
+    /// The core PMU Intel's metrics are counted on, when the machine is hybrid (named in the
+    /// output); `None` on a part with one core PMU.
+    pub pmu: Option<String>,
+    /// Intel's metrics, in the order asked (empty when every metric comes from hrec's E-core
+    /// table).
     pub metrics: Vec<Metric>,
     /// Events to count with the `-e` string each became (`None`: could not be resolved,
     /// with why).
@@ -82,6 +159,10 @@ pub struct Setup {
     pub latencies: Vec<String>,
     /// The defaults file, when the model has one.
     pub defaults_path: Option<PathBuf>,
+    /// TopDown level 1 from hrec's E-core table, one per E-core PMU.
+    pub ecore: Vec<EcoreMetrics>,
+    /// One-line notes (an E-core PMU left out, and why).
+    pub notes: Vec<String>,
 }
 
 /// Loads the perfmon files of `cpuid` from `dir`.
@@ -106,18 +187,180 @@ pub fn cpuid(procfs: &Path) -> Result<String, TmaError> {
 }
 
 /// Resolves `-M` names (metrics or groups, comma-separated) into metrics and the events to
-/// count.
+/// count, on the core PMUs of `scope`: Intel's metrics from `loaded` (the files of
+/// [`load`], or why they could not be loaded: an error only where they are needed), the
+/// level-1 names of E-core PMUs from hrec's table.
 pub fn setup(
-    perfmon: &Perfmon,
-    defaults_path: Option<PathBuf>,
+    loaded: Result<(Perfmon, Option<PathBuf>), TmaError>,
     pmus: &Pmus,
     names: &[String],
+    scope: Scope<'_>,
 ) -> Result<Setup, TmaError> {
-    let mut metrics: Vec<Metric> = Vec::new();
-    for n in names.iter().flat_map(|n| n.split(',')).map(str::trim) {
-        if n.is_empty() {
-            continue;
+    let names: Vec<&str> = names
+        .iter()
+        .flat_map(|n| n.split(','))
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .collect();
+    let all = pmus.core_pmus();
+    if all.is_empty() {
+        return Err(TmaError::NoCorePmu);
+    }
+    let hybrid = all.len() > 1;
+    let chosen: Vec<&Pmu> = match scope.cputype {
+        Some(t) => {
+            let v: Vec<&Pmu> = all.iter().copied().filter(|p| p.name == t).collect();
+            if v.is_empty() {
+                return Err(TmaError::NoCoreType {
+                    name: t.to_string(),
+                    have: all
+                        .iter()
+                        .map(|p| p.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                });
+            }
+            v
         }
+        None => all.clone(),
+    };
+    let is_ecore = |p: &Pmu| ecore_of(scope.cpu, &p.name) != Ecore::No;
+    // The level-1 categories asked for, in order, each once.
+    let mut level1: Vec<TdCategory> = Vec::new();
+    for c in names
+        .iter()
+        .filter_map(|n| ecore_tma::level1_of(n))
+        .flatten()
+    {
+        if !level1.contains(&c) {
+            level1.push(c);
+        }
+    }
+    let all_level1 = names.iter().all(|n| ecore_tma::level1_of(n).is_some());
+    let ecore_metrics = |p: &Pmu| {
+        ecore_topdown(scope.cpu, &p.name).map(|td| EcoreMetrics {
+            pmu: p.name.clone(),
+            hybrid,
+            topdown: td,
+            asked: level1.clone(),
+        })
+    };
+    let joined = names.join(",");
+    let mut out = Setup {
+        perfmon: None,
+        pmu: None,
+        metrics: Vec::new(),
+        events: Vec::new(),
+        strings: Vec::new(),
+        latencies: Vec::new(),
+        defaults_path: None,
+        ecore: Vec::new(),
+        notes: Vec::new(),
+    };
+
+    if !hybrid {
+        // One core PMU. An all-E-core part without Intel's file: hrec's level-1 table.
+        let pmu = all[0];
+        if let (Err(_), true, true, Some(m)) =
+            (&loaded, is_ecore(pmu), all_level1, ecore_metrics(pmu))
+        {
+            out.strings.push(m.group_spec());
+            out.ecore.push(m);
+            return Ok(out);
+        }
+        let (perfmon, defaults) = loaded?;
+        intel(&mut out, &perfmon, pmu, false, &names)?;
+        out.perfmon = Some(perfmon);
+        out.defaults_path = defaults;
+        return Ok(out);
+    }
+
+    // Hybrid: Intel's file is the P-core's.
+    let pcore = chosen
+        .iter()
+        .copied()
+        .find(|p| !crate::event::resolve::topdown_metric_names(p).is_empty())
+        .or_else(|| chosen.iter().copied().find(|p| !is_ecore(p)));
+    match pcore {
+        Some(p) => {
+            let (perfmon, defaults) = loaded?;
+            intel(&mut out, &perfmon, p, true, &names)?;
+            out.pmu = Some(p.name.clone());
+            out.perfmon = Some(perfmon);
+            out.defaults_path = defaults;
+        }
+        None => {
+            // An E-core PMU chosen: the level-1 names alone.
+            let others: Vec<&str> = names
+                .iter()
+                .copied()
+                .filter(|n| ecore_tma::level1_of(n).is_none())
+                .collect();
+            if !others.is_empty() {
+                let file = loaded.as_ref().ok().map(|(p, _)| &p.metrics.path);
+                if let Some((perfmon, _)) = loaded.as_ref().ok()
+                    && let Some(n) = others.iter().find(|n| {
+                        perfmon.metric(n).is_none() && perfmon.metrics_in_group(n).is_empty()
+                    })
+                {
+                    return Err(TmaError::Unknown {
+                        name: n.to_string(),
+                        file: perfmon.metrics.path.display().to_string(),
+                    });
+                }
+                return Err(TmaError::PcoreOnly {
+                    names: others.join(","),
+                    pmu: chosen[0].name.clone(),
+                    file: file
+                        .and_then(|f| f.file_name())
+                        .map(|f| format!(" ({})", f.to_string_lossy()))
+                        .unwrap_or_default(),
+                    pcore: all
+                        .iter()
+                        .find(|p| !is_ecore(p))
+                        .map(|p| format!(" ({})", p.name))
+                        .unwrap_or_default(),
+                });
+            }
+        }
+    }
+    if level1.is_empty() {
+        return Ok(out);
+    }
+    for p in chosen.iter().copied().filter(|p| is_ecore(p)) {
+        match ecore_metrics(p) {
+            Some(m) => {
+                out.strings.push(m.group_spec());
+                out.ecore.push(m);
+            }
+            None if pcore.is_none() => {
+                return Err(TmaError::NoEcoreTopDown {
+                    names: joined,
+                    pmu: p.name.clone(),
+                    why: why_no_ecore_topdown(scope.cpu, &p.name),
+                });
+            }
+            None => out.notes.push(format!(
+                "-M {joined}: no E-core TopDown level 1 on {}: {}",
+                p.name,
+                why_no_ecore_topdown(scope.cpu, &p.name)
+            )),
+        }
+    }
+    Ok(out)
+}
+
+/// Intel's metrics `names` from `perfmon`, their events resolved on the core PMU `pmu`, into
+/// `out`.
+fn intel(
+    out: &mut Setup,
+    perfmon: &Perfmon,
+    pmu: &Pmu,
+    hybrid: bool,
+    names: &[&str],
+) -> Result<(), TmaError> {
+    let mut metrics: Vec<Metric> = Vec::new();
+    for &n in names {
         let found: Vec<&Metric> = match perfmon.metric(n) {
             Some(m) => vec![m],
             None => perfmon.metrics_in_group(n),
@@ -134,13 +377,6 @@ pub fn setup(
             }
         }
     }
-    let core = pmus.core_pmus();
-    let pmu = core
-        .iter()
-        .find(|p| !crate::event::resolve::topdown_metric_names(p).is_empty())
-        .or_else(|| core.first())
-        .ok_or(TmaError::NoCorePmu)?;
-    let hybrid = core.len() > 1;
     let mut events = Vec::new();
     let mut strings = Vec::new();
     let mut topdown: Vec<&'static str> = Vec::new();
@@ -189,13 +425,11 @@ pub fn setup(
         members.extend(topdown.iter().map(|t| q(t)));
         strings.push(format!("{{{}}}", members.join(",")));
     }
-    Ok(Setup {
-        metrics,
-        events,
-        strings,
-        latencies,
-        defaults_path,
-    })
+    out.metrics = metrics;
+    out.events = events;
+    out.strings.extend(strings);
+    out.latencies = latencies;
+    Ok(())
 }
 
 /// The attr of a `--record-tpebs` sampler for `event` (an Intel name): the event's encoding
@@ -341,5 +575,288 @@ pub fn constants(sysfs: &Path, seconds: f64) -> Constants {
         threads_per_core: smt.map(|s| if s { 2.0 } else { 1.0 }),
         duration_seconds: Some(seconds),
         ..Constants::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pmu::uarch::EcoreArch;
+
+    fn fixture(model: &str) -> (Pmus, Option<CpuId>) {
+        let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+        let pmus = Pmus::read(&base.join("sysfs").join(model)).unwrap();
+        let cpu = CpuId::read(&base.join("procfs").join(model));
+        (pmus, cpu)
+    }
+
+    /// hrec's own small perfmon files (tests/fixtures/perfmon): a hybrid part's P-core file
+    /// (6-97) and an all-E-core part's file (6-AF).
+    fn loaded(cpuid: &str) -> Result<(Perfmon, Option<PathBuf>), TmaError> {
+        load(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/perfmon"),
+            cpuid,
+        )
+    }
+
+    fn absent() -> Result<(Perfmon, Option<PathBuf>), TmaError> {
+        Err(TmaError::NoCpuid("(no files in this test)".into()))
+    }
+
+    fn names(v: &str) -> Vec<String> {
+        vec![v.to_string()]
+    }
+
+    /// Hybrid, no `--cputype`: Intel's P-core metrics on cpu_core plus the E-core level-1
+    /// block on cpu_atom; with `--cputype core` the P-core's alone.
+    #[test]
+    fn hybrid_level1_is_per_core_pmu() {
+        let (pmus, cpu) = fixture("alderlake");
+        let scope = Scope {
+            cputype: None,
+            cpu: cpu.as_ref(),
+        };
+        let s = setup(
+            loaded("GenuineIntel-6-97-2"),
+            &pmus,
+            &names("TopdownL1"),
+            scope,
+        )
+        .unwrap();
+        assert_eq!(s.pmu.as_deref(), Some("cpu_core"));
+        assert_eq!(
+            s.metrics
+                .iter()
+                .map(|m| m.name.as_str())
+                .collect::<Vec<_>>(),
+            ["Retiring"]
+        );
+        assert_eq!(s.ecore.len(), 1);
+        let e = &s.ecore[0];
+        assert_eq!(
+            (e.pmu.as_str(), e.hybrid, e.topdown.arch),
+            ("cpu_atom", true, EcoreArch::Gracemont)
+        );
+        assert_eq!(e.asked, ecore_tma::LEVEL1);
+        // The P-core's slots group, then the E-core's cycles group.
+        assert!(
+            s.strings[0].starts_with("{cpu_core/slots/,"),
+            "{:?}",
+            s.strings
+        );
+        assert_eq!(s.strings[1], e.group_spec());
+        assert!(s.strings[1].starts_with("{cpu_atom/cycles/,cpu_atom/event=0x71"));
+
+        // A metric that is not level 1: the P-core's alone, no E-core block.
+        let s = setup(
+            loaded("GenuineIntel-6-97-2"),
+            &pmus,
+            &names("Info_Thread_IPC"),
+            scope,
+        )
+        .unwrap();
+        assert!(s.ecore.is_empty());
+        assert_eq!(
+            s.strings,
+            [
+                "cpu_core/event=0xc0,umask=0x0/",
+                "cpu_core/event=0x3c,umask=0x0/"
+            ]
+        );
+
+        let core = Scope {
+            cputype: Some("cpu_core"),
+            ..scope
+        };
+        let s = setup(
+            loaded("GenuineIntel-6-97-2"),
+            &pmus,
+            &names("TopdownL1"),
+            core,
+        )
+        .unwrap();
+        assert!(s.ecore.is_empty() && s.metrics.len() == 1);
+        // Without an identified CPU the E-core is unknown: a note, the P-core's metrics.
+        let s = setup(
+            loaded("GenuineIntel-6-97-2"),
+            &pmus,
+            &names("tma_retiring"),
+            Scope { cpu: None, ..scope },
+        )
+        .unwrap();
+        assert!(s.ecore.is_empty());
+        assert_eq!(
+            s.notes,
+            [
+                "-M tma_retiring: no E-core TopDown level 1 on cpu_atom: the CPU could not be identified from /proc/cpuinfo, so neither could its E-core"
+            ]
+        );
+    }
+
+    /// `--cputype atom`: the level-1 names from hrec's table (no metric file needed), each
+    /// core's rules; anything else is refused naming the P-core file.
+    #[test]
+    fn ecore_pmu_answers_level1_and_refuses_the_rest() {
+        for (model, pmu, arch) in [
+            ("alderlake", "cpu_atom", EcoreArch::Gracemont),
+            ("meteorlake", "cpu_atom", EcoreArch::Crestmont),
+            ("arrowlake-h", "cpu_atom", EcoreArch::Skymont),
+            ("arrowlake-h", "cpu_lowpower", EcoreArch::Crestmont),
+        ] {
+            let (pmus, cpu) = fixture(model);
+            let scope = Scope {
+                cputype: Some(pmu),
+                cpu: cpu.as_ref(),
+            };
+            let s = setup(
+                absent(),
+                &pmus,
+                &names("tma_retiring,Frontend_Bound,tma_retiring"),
+                scope,
+            )
+            .unwrap();
+            assert!(s.metrics.is_empty() && s.perfmon.is_none());
+            assert_eq!(s.ecore.len(), 1, "{model}");
+            assert_eq!(
+                (s.ecore[0].pmu.as_str(), s.ecore[0].topdown.arch),
+                (pmu, arch)
+            );
+            assert_eq!(
+                s.ecore[0].asked,
+                [TdCategory::Retiring, TdCategory::FrontendBound]
+            );
+            assert_eq!(s.strings, [s.ecore[0].group_spec()]);
+        }
+        let (pmus, cpu) = fixture("alderlake");
+        let scope = Scope {
+            cputype: Some("cpu_atom"),
+            cpu: cpu.as_ref(),
+        };
+        let e = setup(
+            loaded("GenuineIntel-6-97-2"),
+            &pmus,
+            &names("TopdownL1,Info_Thread_IPC"),
+            scope,
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            e,
+            "-M Info_Thread_IPC on cpu_atom: Intel's metric file for this CPU (hybrid_pcore_metrics.json) covers only the P-core (cpu_core); on cpu_atom, E-core TopDown level 1 is available with --topdown or -M TopdownL1 (tma_frontend_bound, tma_bad_speculation, tma_backend_bound, tma_retiring)"
+        );
+        // Without the file the same, less its name; a name the file lacks is unknown.
+        let e = setup(absent(), &pmus, &names("Info_Thread_IPC"), scope).unwrap_err();
+        assert!(
+            matches!(&e, TmaError::PcoreOnly { file, .. } if file.is_empty()),
+            "{e}"
+        );
+        let e = setup(
+            loaded("GenuineIntel-6-97-2"),
+            &pmus,
+            &names("tma_nonesuch"),
+            scope,
+        )
+        .unwrap_err();
+        assert!(matches!(e, TmaError::Unknown { .. }), "{e}");
+        // An E-core hrec does not know: no guess.
+        let e = setup(
+            absent(),
+            &pmus,
+            &names("TopdownL1"),
+            Scope { cpu: None, ..scope },
+        )
+        .unwrap_err();
+        assert!(matches!(e, TmaError::NoEcoreTopDown { .. }), "{e}");
+        let e = setup(
+            absent(),
+            &pmus,
+            &names("TopdownL1"),
+            Scope {
+                cputype: Some("cpu"),
+                ..scope
+            },
+        )
+        .unwrap_err();
+        assert!(matches!(e, TmaError::NoCoreType { .. }), "{e}");
+    }
+
+    /// A part made only of E-cores (one `cpu` PMU): its own metric file when there is one,
+    /// its TopDown events plain counters on `cpu` (no slots group, no E-core block); hrec's
+    /// table for the level-1 names when there is none; the load error for anything else.
+    #[test]
+    fn all_ecore_parts_use_their_file_or_the_table() {
+        let (pmus, cpu) = fixture("sierraforest");
+        let scope = Scope {
+            cputype: None,
+            cpu: cpu.as_ref(),
+        };
+        let s = setup(
+            loaded("GenuineIntel-6-AF-3"),
+            &pmus,
+            &names("TopdownL1"),
+            scope,
+        )
+        .unwrap();
+        assert!(s.ecore.is_empty() && s.pmu.is_none());
+        assert_eq!(
+            s.metrics.iter().map(|m| m.perf_name()).collect::<Vec<_>>(),
+            ["tma_frontend_bound", "tma_retiring"]
+        );
+        assert_eq!(
+            s.strings,
+            [
+                "cpu/event=0x71,umask=0x0/",
+                "cpu/event=0x3c,umask=0x0/",
+                "cpu/event=0x72,umask=0x0/"
+            ]
+        );
+
+        let s = setup(absent(), &pmus, &names("TopdownL1"), scope).unwrap();
+        assert_eq!(s.ecore.len(), 1);
+        assert_eq!(
+            (
+                s.ecore[0].pmu.as_str(),
+                s.ecore[0].hybrid,
+                s.ecore[0].topdown.arch
+            ),
+            ("cpu", false, EcoreArch::Crestmont)
+        );
+        assert!(
+            s.strings[0].starts_with("{cycles,cpu/event=0x71"),
+            "{:?}",
+            s.strings
+        );
+        assert!(matches!(
+            setup(absent(), &pmus, &names("TopdownL1,Info_Core_IPC"), scope),
+            Err(TmaError::NoCpuid(_))
+        ));
+
+        // Alder Lake-N: Intel lists no metric file at all; Gracemont's rules.
+        let (pmus, cpu) = fixture("alderlake-n");
+        let s = setup(
+            absent(),
+            &pmus,
+            &names("tma_bad_speculation"),
+            Scope {
+                cputype: None,
+                cpu: cpu.as_ref(),
+            },
+        )
+        .unwrap();
+        assert_eq!(s.ecore[0].topdown.arch, EcoreArch::Gracemont);
+        // A P-core part is unchanged: the file is needed.
+        let (pmus, cpu) = fixture("sapphirerapids");
+        assert!(
+            setup(
+                absent(),
+                &pmus,
+                &names("TopdownL1"),
+                Scope {
+                    cputype: None,
+                    cpu: cpu.as_ref()
+                }
+            )
+            .is_err()
+        );
     }
 }

@@ -75,6 +75,10 @@ pub struct StatOptions {
     /// `-n`/`--null`: no default and no detailed events, only the wall time (and the `-e`
     /// events, which perf counts all the same).
     pub null_run: bool,
+    /// `--cputype`: the one core PMU (`cpu_core`, `cpu_atom`, `cpu_lowpower`) that the default
+    /// events, the `-e` events written without a PMU and `--topdown` count on; `None`: every
+    /// core PMU.
+    pub cputype: Option<String>,
 }
 
 /// One `--record-tpebs` sampler: precise samples of an event with `WEIGHT_STRUCT`, whose
@@ -100,6 +104,14 @@ pub enum StatError {
         "--topdown needs a PMU with TopDown (perf metrics: a `slots` event), and this machine has none ({have}); TopDown exists on Intel Ice Lake and later P-cores"
     )]
     NoTopDown {
+        /// The core PMUs that exist.
+        have: String,
+    },
+    /// `--cputype` named a PMU that is not one of this machine's core PMUs.
+    #[error("--cputype {name}: this machine has no {name} core PMU (its core PMUs: {have})")]
+    NoCoreType {
+        /// The PMU asked for.
+        name: String,
         /// The core PMUs that exist.
         have: String,
     },

@@ -6,6 +6,13 @@
 //! period or sample type, `TOTAL_TIME_ENABLED | TOTAL_TIME_RUNNING` read for scaling, the
 //! leader disabled until the start (`enable_on_exec` on a command hrec starts), `inherit`
 //! except per CPU.
+//!
+//! **`--cputype`** (perf stat's "only enable events on applying cpu with this type for
+//! hybrid platform") chooses one core PMU: the default hardware events, the `-e` events
+//! written without a PMU (`cycles`, `r3c`, `topdown-retiring`) and the `--topdown` group are
+//! planned on it alone, named as on the hybrid part (`cpu_atom/cycles/`); software and uncore
+//! events are counted as without it, and an `-e` event written for another core PMU is an
+//! error ([`resolve::resolve_on_core`]).
 
 use crate::analysis::topdown::{self, TdEvent, TdRole};
 use crate::event::attr::{Attr, flag, read};
@@ -74,8 +81,8 @@ pub fn event_strings(pmus: &Pmus, o: &StatOptions) -> Result<Vec<String>, StatEr
         o.events.clone()
     };
     if o.topdown {
-        let core = pmus.core_pmus();
-        let hybrid = core.len() > 1;
+        let hybrid = pmus.is_hybrid();
+        let core = core_pmus(pmus, o)?;
         let mut any = false;
         for p in &core {
             let metrics = resolve::topdown_metric_names(p);
@@ -109,21 +116,17 @@ pub fn event_strings(pmus: &Pmus, o: &StatOptions) -> Result<Vec<String>, StatEr
                 continue;
             };
             any = true;
-            let mut members = vec![if hybrid {
-                format!("{}/cycles/", p.name)
-            } else {
-                "cycles".to_string()
-            }];
-            members.extend(td.events.iter().map(|e| e.spec(&p.name)));
-            v.push(format!("{{{}}}", members.join(",")));
+            v.push(td.group_spec(&p.name, hybrid));
         }
         if !any {
             let have: Vec<&str> = core.iter().map(|p| p.name.as_str()).collect();
             return Err(StatError::NoTopDown {
-                have: if have.is_empty() {
-                    "no core PMU at all: a VM or a non-x86 machine".to_string()
-                } else {
-                    format!("core PMUs: {}", have.join(", "))
+                have: match (have.is_empty(), &o.cputype) {
+                    (true, _) => "no core PMU at all: a VM or a non-x86 machine".to_string(),
+                    (false, Some(t)) => format!(
+                        "--cputype chose {t}, and hrec knows no TopDown for its core on this CPU"
+                    ),
+                    (false, None) => format!("core PMUs: {}", have.join(", ")),
                 },
             });
         }
@@ -136,6 +139,26 @@ pub fn event_strings(pmus: &Pmus, o: &StatOptions) -> Result<Vec<String>, StatEr
     Ok(v)
 }
 
+/// The core PMUs stat counts on: every one, or the one `--cputype` chose (which must exist).
+fn core_pmus<'a>(pmus: &'a Pmus, o: &StatOptions) -> Result<Vec<&'a crate::pmu::Pmu>, StatError> {
+    let core = pmus.core_pmus();
+    let Some(name) = &o.cputype else {
+        return Ok(core);
+    };
+    if core.iter().any(|p| p.name == *name) {
+        return Ok(core.into_iter().filter(|p| p.name == *name).collect());
+    }
+    let have: Vec<&str> = core.iter().map(|p| p.name.as_str()).collect();
+    Err(StatError::NoCoreType {
+        name: name.clone(),
+        have: if have.is_empty() {
+            "none".to_string()
+        } else {
+            have.join(", ")
+        },
+    })
+}
+
 fn is_level2(name: &str) -> bool {
     matches!(
         name,
@@ -145,8 +168,12 @@ fn is_level2(name: &str) -> bool {
 
 /// Resolves the counters, leaders first, with the counting attr flags set.
 pub fn plan(pmus: &Pmus, o: &StatOptions) -> Result<Vec<Counter>, StatError> {
+    core_pmus(pmus, o)?;
     let strings = event_strings(pmus, o)?;
-    let res = resolve::resolve(pmus, &strings)?;
+    let res = match &o.cputype {
+        Some(core) => resolve::resolve_on_core(pmus, &strings, core)?,
+        None => resolve::resolve(pmus, &strings)?,
+    };
     let mut out = Vec::new();
     for g in &res.groups {
         let leader = out.len();
@@ -215,6 +242,7 @@ fn group_roles(pmus: &Pmus, o: &StatOptions, g: &resolve::Group) -> Vec<Option<T
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::topdown::TdRole;
 
     /// The events of `-d`/`-dd`/`-ddd` after the defaults or the `-e` ones, none with `-n`;
     /// the sets are those perf 6.1 prints for `perf stat -d/-dd/-ddd -- true`.
@@ -275,5 +303,181 @@ mod tests {
             .map(|e| e.name.as_str())
             .collect();
         assert_eq!(names, all);
+    }
+
+    fn fixture(model: &str) -> (Pmus, Option<crate::pmu::uarch::CpuId>) {
+        let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+        let pmus = Pmus::read(&base.join("sysfs").join(model)).unwrap();
+        let cpu = crate::pmu::uarch::CpuId::read(&base.join("procfs").join(model));
+        (pmus, cpu)
+    }
+
+    /// (name, PMU) of each planned counter.
+    fn planned(pmus: &Pmus, o: &StatOptions) -> Vec<(String, Option<String>)> {
+        plan(pmus, o)
+            .unwrap()
+            .into_iter()
+            .map(|c| (c.name, c.pmu))
+            .collect()
+    }
+
+    /// `--cputype`: perf's default hardware events, `-d`'s cache events and `-e` events
+    /// written without a PMU land on the chosen core PMU alone, named and encoded as on the
+    /// hybrid part; software events stay.
+    #[test]
+    fn cputype_puts_core_events_on_one_pmu() {
+        for (model, pmu) in [
+            ("alderlake", "cpu_atom"),
+            ("alderlake", "cpu_core"),
+            ("meteorlake", "cpu_atom"),
+            ("arrowlake-h", "cpu_lowpower"),
+        ] {
+            let (pmus, cpu) = fixture(model);
+            let type_ = pmus.get(pmu).unwrap().type_;
+            let o = StatOptions {
+                cputype: Some(pmu.into()),
+                detailed: 1,
+                cpu,
+                ..Default::default()
+            };
+            let c = plan(&pmus, &o).unwrap();
+            let names: Vec<&str> = c.iter().map(|c| c.name.as_str()).collect();
+            assert_eq!(&names[..4], DEFAULT_SOFTWARE, "{model}");
+            let hw: Vec<String> = DEFAULT_HARDWARE
+                .iter()
+                .chain(DETAILED[0])
+                .map(|e| format!("{pmu}/{e}/"))
+                .collect();
+            assert_eq!(&names[4..], hw, "{model} {pmu}");
+            // Legacy events carry the PMU's type in config[63:32] as on the hybrid part.
+            assert!(
+                c[4..]
+                    .iter()
+                    .all(|c| c.pmu.as_deref() == Some(pmu)
+                        && c.attr.config >> 32 == u64::from(type_)),
+                "{model} {pmu}"
+            );
+
+            // -e: legacy, raw and alias names without a PMU go there; software stays.
+            let o = StatOptions {
+                events: vec!["cycles,r3c,topdown-retiring,task-clock".into()],
+                ..o.clone()
+            };
+            let e = planned(&pmus, &StatOptions { detailed: 0, ..o });
+            let want: Vec<(String, Option<String>)> = vec![
+                (format!("{pmu}/cycles/"), Some(pmu.into())),
+                (format!("{pmu}/r3c/"), Some(pmu.into())),
+                (format!("{pmu}/topdown-retiring/"), Some(pmu.into())),
+                ("task-clock".into(), Some("software".into())),
+            ];
+            // cpu_core's topdown-retiring is a perf-metrics event: slots is put in front.
+            let e: Vec<_> = e
+                .into_iter()
+                .filter(|(n, _)| !n.ends_with("/slots/"))
+                .collect();
+            assert_eq!(e, want, "{model} {pmu}");
+        }
+    }
+
+    /// `--cputype` with `--topdown`: the chosen PMU's group alone (slots-led on the P-core,
+    /// cycles-led with the core's level-1 events on an E-core).
+    #[test]
+    fn cputype_topdown_is_the_chosen_pmus_group() {
+        let td = |model: &str, pmu: &str| {
+            let (pmus, cpu) = fixture(model);
+            plan(
+                &pmus,
+                &StatOptions {
+                    topdown: true,
+                    td_level: 1,
+                    cputype: Some(pmu.into()),
+                    events: vec![],
+                    cpu,
+                    ..Default::default()
+                },
+            )
+            .unwrap()
+        };
+        let c = td("alderlake", "cpu_core");
+        assert_eq!(c[0].name, "cpu_core/slots/");
+        assert!(c.iter().all(|c| c.pmu.as_deref() == Some("cpu_core")));
+        for (model, pmu, first, width) in [
+            ("alderlake", "cpu_atom", 0x71, 5),
+            ("meteorlake", "cpu_atom", 0x71, 6),
+            ("arrowlake-h", "cpu_atom", 0x019c, 8),
+            ("arrowlake-h", "cpu_lowpower", 0x71, 6),
+        ] {
+            let c = td(model, pmu);
+            assert!(c.iter().all(|c| c.pmu.as_deref() == Some(pmu)), "{c:?}");
+            assert_eq!(c[0].name, format!("{pmu}/cycles/"));
+            assert!(matches!(
+                c[0].td,
+                Some(TdRole::EcoreCycles { width: w, .. }) if w == width
+            ));
+            assert_eq!(c[1].attr.config, first, "{model} {pmu}");
+            assert!(c.iter().all(|m| m.leader == 0 && m.td.is_some()));
+        }
+        // An all-E-core part has no --cputype (into_config refuses it), but its one PMU may be
+        // named: the same group as without it.
+        let (pmus, cpu) = fixture("sierraforest");
+        let o = StatOptions {
+            topdown: true,
+            td_level: 1,
+            cpu,
+            ..Default::default()
+        };
+        assert_eq!(
+            planned(
+                &pmus,
+                &StatOptions {
+                    cputype: Some("cpu".into()),
+                    ..o.clone()
+                }
+            ),
+            planned(&pmus, &o)
+        );
+    }
+
+    /// An `-e` event written for another core PMU, an alias only another core PMU has, and a
+    /// PMU that is not a core PMU of this machine: errors, not silently dropped events.
+    #[test]
+    fn cputype_refuses_other_core_pmus() {
+        let (pmus, cpu) = fixture("alderlake");
+        let o = |events: &str, pmu: &str| StatOptions {
+            events: vec![events.into()],
+            cputype: Some(pmu.into()),
+            cpu,
+            ..Default::default()
+        };
+        let err = |o: StatOptions| plan(&pmus, &o).unwrap_err().to_string();
+        let e = err(o("cpu_core/cycles/", "cpu_atom"));
+        assert!(
+            e.contains("cpu_core is not cpu_atom, the core PMU chosen with --cputype"),
+            "{e}"
+        );
+        let e = err(o("slots", "cpu_atom"));
+        assert!(
+            e.contains("\"slots\" is an event of cpu_core, not of cpu_atom"),
+            "{e}"
+        );
+        let e = err(o("cycles", "cpu_lowpower"));
+        assert_eq!(
+            e,
+            "--cputype cpu_lowpower: this machine has no cpu_lowpower core PMU (its core PMUs: cpu_core, cpu_atom)"
+        );
+        // A machine without that PMU: refused even when only software events are asked for.
+        let (vm, _) = fixture("vm");
+        assert!(matches!(
+            plan(&vm, &o("task-clock", "cpu_atom")),
+            Err(StatError::NoCoreType { .. })
+        ));
+        // Software events, and events written for the chosen PMU, are kept.
+        assert_eq!(
+            planned(&pmus, &o("task-clock,cpu_atom/cycles/", "cpu_atom")),
+            [
+                ("task-clock".to_string(), Some("software".to_string())),
+                ("cpu_atom/cycles/".to_string(), Some("cpu_atom".to_string()))
+            ]
+        );
     }
 }
