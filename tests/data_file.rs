@@ -68,6 +68,7 @@ fn meta() -> Meta {
         workload_pid: Some(4242),
         recorder_pid: 4241,
         unwound_at_record: false,
+        off_cpu_blocked_only: false,
         pmus: vec![PmuMeta {
             name: "software".into(),
             type_: 1,

@@ -461,7 +461,7 @@ fn refused_topdown_members_are_left_out_with_one_line() {
         let lines: Vec<&str> = err.lines().filter(|l| l.contains("refused")).collect();
         let rest = match how {
             IfRefused::DropLevel2 => "recording TopDown level 1 only",
-            IfRefused::DropTopdown => "sampling without TopDown",
+            IfRefused::DropTopdown | IfRefused::OffCpuStacks => "sampling without TopDown",
         };
         assert_eq!(lines.len(), 1, "{err}");
         assert!(

@@ -21,12 +21,13 @@ use crate::decode::{DecodeError, Record, Sample, context, misc};
 use crate::event::attr::{flag, sample as st};
 use crate::recording::{Comms, Recording};
 use crate::symbol::maps::{AddressSpaces, Mapping};
-use crate::symbol::symbolizer::{LocKey, Symbolizer};
+use crate::symbol::symbolizer::{LocKey, Mark, Symbolizer};
 use crate::symbol::{FrameAddress, debuginfo, kallsyms};
 use crate::unwind::fp::{self, FpChains};
 use crate::unwind::{UnwindStats, Unwinder};
 
 use super::FastMap;
+use super::offcpu::{LeaveStack, OffCpuTracker};
 use super::profile::{
     EventInfo, Folder, NONE, Profile, ProfileOptions, SampleView, Sites, resolution,
 };
@@ -34,6 +35,20 @@ use super::topdown::{DeltaTracker, TdRole};
 
 /// The bit of a file location's key that marks a return address.
 const RETURN: u64 = 1 << 63;
+
+/// The name of the event the off-CPU intervals become, as perf names its own.
+pub const OFF_CPU_EVENT: &str = "offcpu-time";
+
+/// Whether `e`'s samples are stacks threads leave the CPU with: `record --off-cpu`'s
+/// `context-switches`, or perf's `sched:sched_switch` (what hotspot records beside
+/// `--switch-events`) and `context-switches` sampled at every switch.
+fn is_stack_source(e: &crate::data::EventMeta) -> bool {
+    e.role == Role::SwitchStacks
+        || e.name == "sched:sched_switch"
+        || (crate::event::base_name(&e.name) == "context-switches"
+            && !e.attr.freq()
+            && e.attr.sample_period_or_freq == 1)
+}
 
 /// What the replay hands on for each record.
 #[derive(Debug)]
@@ -99,6 +114,22 @@ pub struct Replay {
     /// Those chains that have a user part, and those that reach addresses outside any
     /// mapping of their process ([`fp`]).
     fp_chains: FpChains,
+    /// Off-CPU intervals, when the recording has switch records.
+    off_cpu: Option<OffCpu>,
+}
+
+/// The off-CPU intervals of a recording with switch records ([`super::offcpu`]).
+#[derive(Debug)]
+struct OffCpu {
+    tracker: OffCpuTracker,
+    /// The `offcpu-time` event's slot among the profile's events.
+    slot: u16,
+    /// Per recording event: its samples are stacks threads leave the CPU with.
+    stack_source: Vec<bool>,
+    /// `record --off-cpu=blocked`: preempted intervals are left out.
+    blocked_only: bool,
+    /// Preempted intervals left out that way.
+    left_out: u64,
 }
 
 impl Replay {
@@ -128,6 +159,26 @@ impl Replay {
                 });
             }
         }
+        let off_cpu = meta
+            .events
+            .iter()
+            .any(|e| e.attr.has(flag::CONTEXT_SWITCH))
+            .then(|| {
+                let slot = events.len() as u16;
+                events.push(EventInfo {
+                    index: usize::MAX,
+                    name: OFF_CPU_EVENT.to_string(),
+                    pmu: Some("software".to_string()),
+                    ..EventInfo::default()
+                });
+                OffCpu {
+                    tracker: OffCpuTracker::new(),
+                    slot,
+                    stack_source: meta.events.iter().map(is_stack_source).collect(),
+                    blocked_only: meta.off_cpu_blocked_only,
+                    left_out: 0,
+                }
+            });
         let vdso = rec.vdso_image();
         let td_of_id = super::topdown::roles(meta);
         Replay {
@@ -186,6 +237,7 @@ impl Replay {
                 })
                 .collect(),
             fp_chains: FpChains::default(),
+            off_cpu,
         }
     }
 
@@ -299,6 +351,22 @@ impl Replay {
                         Record::Fork(t) => {
                             self.tid_comm.remove(&t.tid);
                         }
+                        Record::Exit(t) => {
+                            if let Some(o) = &mut self.off_cpu {
+                                o.tracker.exit(t.tid);
+                            }
+                        }
+                        Record::Switch {
+                            out,
+                            preempt,
+                            sample_id,
+                        }
+                        | Record::SwitchCpuWide {
+                            out,
+                            preempt,
+                            sample_id,
+                            ..
+                        } => self.off_cpu_switch(*out, *preempt, sample_id, &mut f),
                         _ => {}
                     }
                     if self.side_band {
@@ -318,13 +386,14 @@ impl Replay {
             let Some(ev) = rec.event_of_record(&record) else {
                 return;
             };
-            let Some(slot) = self.event_slot[ev] else {
+            let stack_source = self.off_cpu.as_ref().is_some_and(|o| o.stack_source[ev]);
+            let slot = self.event_slot[ev];
+            if slot.is_none() && !stack_source {
                 return;
-            };
+            }
             let time = s.time.unwrap_or(0);
-            if let Some(t) = &self.time
-                && !t.keeps(time)
-            {
+            let kept = self.time.as_ref().is_none_or(|t| t.keeps(time));
+            if !kept && !stack_source {
                 self.filtered_by_time += 1;
                 return;
             }
@@ -418,6 +487,24 @@ impl Replay {
                 }
                 _ => None,
             };
+            if stack_source && let Some(o) = &mut self.off_cpu {
+                o.tracker.stack(
+                    tid,
+                    LeaveStack {
+                        time,
+                        leaf,
+                        callers: frames.clone(),
+                        misc: s.misc,
+                        ip,
+                        cpu: s.cpu,
+                    },
+                );
+            }
+            let Some(slot) = slot.filter(|_| kept) else {
+                self.filtered_by_time += u64::from(!kept && self.event_slot[ev].is_some());
+                self.frames = frames;
+                return;
+            };
             let comm = self.comm(tid);
             let view = SampleView {
                 event: slot,
@@ -436,6 +523,96 @@ impl Replay {
             f(Item::Sample(s, view));
             self.frames = frames;
         });
+    }
+
+    /// A switch record: a switch-in that ends an off-CPU interval hands on an `offcpu-time`
+    /// sample (period: the interval's nanoseconds; time: when it began) with the stack the
+    /// thread left with, under a `[preempted]` frame when it was preempted, or a `[no stack]`
+    /// frame.
+    fn off_cpu_switch(
+        &mut self,
+        out: bool,
+        preempt: bool,
+        id: &crate::decode::SampleId,
+        f: &mut impl FnMut(Item<'_, '_>),
+    ) {
+        let (Some(o), Some(tid), Some(time)) = (&mut self.off_cpu, id.tid, id.time) else {
+            return;
+        };
+        let Some(i) = o.tracker.switch(tid, time, out, preempt) else {
+            return;
+        };
+        if i.preempted && o.blocked_only {
+            o.left_out += 1;
+            return;
+        }
+        let slot = o.slot;
+        if let Some(t) = &self.time
+            && !t.keeps(i.start)
+        {
+            self.filtered_by_time += 1;
+            return;
+        }
+        let pid = id.pid.unwrap_or(tid);
+        let mut frames = std::mem::take(&mut self.frames);
+        frames.clear();
+        let (mut leaf, mut misc, mut ip, mut cpu) = (None, misc::USER, 0, id.cpu);
+        if let Some(st) = &i.stack {
+            leaf = Some(st.leaf);
+            frames.extend_from_slice(&st.callers);
+            (misc, ip, cpu) = (st.misc, st.ip, st.cpu.or(cpu));
+        }
+        let mark = |this: &mut Self, m: Mark| this.loc_mark(m);
+        let leaf = match (i.preempted, leaf) {
+            (true, Some(l)) => {
+                frames.insert(0, l);
+                mark(self, Mark::Preempted)
+            }
+            (true, None) => mark(self, Mark::Preempted),
+            (false, Some(l)) => l,
+            (false, None) => mark(self, Mark::NoStack),
+        };
+        let comm = self.comm(tid);
+        let sample = Sample {
+            misc,
+            sample_type: st::IP | st::TID | st::TIME | st::CPU | st::PERIOD,
+            ip: Some(ip),
+            pid: Some(pid),
+            tid: Some(tid),
+            time: Some(i.start),
+            cpu: Some(cpu.unwrap_or(0)),
+            period: Some(i.ns),
+            ..Sample::default()
+        };
+        let view = SampleView {
+            event: slot,
+            cpu: cpu.unwrap_or(NONE),
+            pid,
+            tid,
+            comm,
+            time: i.start,
+            period: i.ns,
+            leaf,
+            callers: &frames,
+            callchain: true,
+            td: None,
+            retire_lat: None,
+        };
+        f(Item::Sample(&sample, view));
+        self.frames = frames;
+    }
+
+    /// The location id of a mark frame.
+    fn loc_mark(&mut self, m: Mark) -> u32 {
+        let next = self.key_list.len() as u32;
+        let id = *self
+            .other_ids
+            .entry((LocKey::Mark(m), false))
+            .or_insert(next);
+        if id == next {
+            self.key_list.push((LocKey::Mark(m), FrameAddress::Ip(0)));
+        }
+        id
     }
 
     /// Warnings of the replay for a report's header.

@@ -91,6 +91,18 @@ pub struct RecordArgs {
         value_parser = clap::value_parser!(u64).range(1..)
     )]
     pub switch_max_files: Option<u64>,
+    /// Off-CPU time: where the threads wait, beside where they run (an `offcpu-time` event
+    /// whose period is each interval's nanoseconds, attributed to the stack the thread left
+    /// the CPU with); `blocked` leaves out the time preempted threads waited for a CPU.
+    #[arg(
+        long = "off-cpu",
+        value_name = "all|blocked",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "all",
+        value_parser = ["all", "blocked"]
+    )]
+    pub off_cpu: Option<String>,
     /// perf's filter of perf's own tracepoint events (accepted as perf accepts it: hrec
     /// records no tracepoint of perf's, so there is nothing to leave out).
     #[arg(long = "exclude-perf", hide = true)]
@@ -126,6 +138,9 @@ impl RecordArgs {
                 per_thread: self.per_thread,
                 no_inherit: self.no_inherit,
                 inherit_stat: self.stat,
+                off_cpu: self.off_cpu.as_deref().map(|m| plan::OffCpu {
+                    blocked_only: m == "blocked",
+                }),
             },
             output: self.output,
             mmap_pages: self.mmap_pages,

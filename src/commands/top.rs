@@ -81,6 +81,7 @@ impl TopArgs {
                 per_thread: false,
                 no_inherit: false,
                 inherit_stat: false,
+                off_cpu: None,
             },
             delay: self.delay,
             refreshes: self.refreshes,

@@ -58,6 +58,8 @@ pub struct Meta {
     /// unless the raw stacks were kept, the events' attrs here lack `REGS_USER` and
     /// `STACK_USER` (the samples were stored without them).
     pub unwound_at_record: bool,
+    /// `record --off-cpu=blocked`: the off-CPU intervals of preempted threads are left out.
+    pub off_cpu_blocked_only: bool,
 }
 
 /// A PMU by name and its `perf_event_attr.type`.
@@ -100,6 +102,10 @@ pub enum Role {
     Counted,
     /// `dummy` event carrying the side-band records only.
     Tracking,
+    /// `record --off-cpu`'s `context-switches` sampler (period 1): the stack of each thread
+    /// as it leaves the CPU, which the off-CPU intervals (switch records) are attributed to;
+    /// not an event of its own in reports.
+    SwitchStacks,
     /// A role this version does not know (a later version's file), or none given.
     #[default]
     #[serde(other)]
@@ -113,6 +119,7 @@ impl Role {
             Role::Sampler => "sampler",
             Role::Counted => "counted",
             Role::Tracking => "tracking",
+            Role::SwitchStacks => "switch_stacks",
             Role::Unknown => "unknown",
         }
     }

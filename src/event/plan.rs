@@ -110,6 +110,16 @@ pub struct RecordOptions {
     /// `-s` / `--stat`: per-thread counts (`inherit_stat`: the kernel writes a READ record
     /// with each inherited thread's own count when it exits; `report -T` shows them).
     pub inherit_stat: bool,
+    /// `--off-cpu`: switch records and the stacks threads leave the CPU with.
+    pub off_cpu: Option<OffCpu>,
+}
+
+/// `record --off-cpu[=blocked]`: where the followed threads wait, beside where they run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct OffCpu {
+    /// `--off-cpu=blocked`: leave out the intervals of preempted threads (runnable, waiting
+    /// for a CPU).
+    pub blocked_only: bool,
 }
 
 /// Facts about the running kernel that planning needs besides the PMUs.
@@ -146,6 +156,9 @@ pub enum IfRefused {
     DropLevel2,
     /// Leave out all of the group's TopDown members: the leader samples alone.
     DropTopdown,
+    /// `--off-cpu`'s stacks event, which needs kernel samples (`perf_event_paranoid` 1 or
+    /// root): without it the off-CPU intervals are recorded with no stacks.
+    OffCpuStacks,
 }
 
 /// What an event does in the recording: the role stored in the file's header.
@@ -196,6 +209,9 @@ pub struct Plan {
     pub events: Vec<PlannedEvent>,
     /// One-line messages (fallbacks, lowered frequencies, regrouping).
     pub notices: Vec<String>,
+    /// `--off-cpu`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub off_cpu: Option<OffCpu>,
 }
 
 /// Why a plan cannot be made.
@@ -504,9 +520,13 @@ pub fn plan_record(pmus: &Pmus, host: &Host, opts: &RecordOptions) -> Result<Pla
             placement: if opts.per_thread {
                 Placement::AnyCpu
             } else {
-                all_cpus
+                all_cpus.clone()
             },
         });
+    }
+
+    if opts.off_cpu.is_some() {
+        plan_off_cpu(opts, &all_cpus, &mut events);
     }
 
     // ID or IDENTIFIER once there is more than one event (perf's evlist__config).
@@ -523,7 +543,54 @@ pub fn plan_record(pmus: &Pmus, host: &Host, opts: &RecordOptions) -> Result<Pla
         target: opts.target.clone(),
         events,
         notices,
+        off_cpu: opts.off_cpu,
     })
+}
+
+/// `--off-cpu`: the tracking event also writes a switch record each time a followed thread
+/// leaves or takes a CPU (`context_switch`: per task, it works at `perf_event_paranoid` 2),
+/// which gives each off-CPU interval exactly and tells a preempted thread from a blocked one;
+/// and `context-switches` sampled at every switch (period 1) gives the stack the thread left
+/// with: the kernel's chain (why it waits) and the user part (`-g`'s frame pointers, or the
+/// user registers and stack with `--call-graph dwarf`, unwound like every other sample).
+/// Those need kernel samples; refused, the intervals are recorded without them
+/// ([`IfRefused::OffCpuStacks`]).
+fn plan_off_cpu(opts: &RecordOptions, all_cpus: &Placement, events: &mut Vec<PlannedEvent>) {
+    if let Some(t) = events.iter_mut().find(|e| e.tracking) {
+        t.attr.set(flag::CONTEXT_SWITCH, true);
+    }
+    let mut a = Attr::new(types::SOFTWARE, 3);
+    a.sample_period_or_freq = 1;
+    a.sample_type = base_sample_type(opts) | sample::PERIOD | sample::CPU | sample::CALLCHAIN;
+    if let Some(CallGraph::Dwarf { stack_size, .. }) = opts.call_graph {
+        a.sample_type |= sample::REGS_USER | sample::STACK_USER;
+        a.sample_regs_user = X86_64_REGS_MASK;
+        a.sample_stack_user = stack_size;
+        a.set(flag::EXCLUDE_CALLCHAIN_USER, true);
+    }
+    a.read_format = read::ID | read::LOST;
+    a.set(flag::SAMPLE_ID_ALL | flag::EXCLUDE_HV, true);
+    a.set(flag::INHERIT, inherit(opts));
+    if opts.target == Target::Workload {
+        a.set(flag::DISABLED | flag::ENABLE_ON_EXEC, true);
+    }
+    let index = events.len();
+    events.push(PlannedEvent {
+        index,
+        name: "context-switches".to_string(),
+        pmu: Some("software".to_string()),
+        attr: a,
+        leader: index,
+        role: Role::SwitchStacks,
+        tracking: false,
+        topdown: TopDownRole::None,
+        if_refused: Some(IfRefused::OffCpuStacks),
+        placement: if opts.per_thread {
+            Placement::AnyCpu
+        } else {
+            all_cpus.clone()
+        },
+    });
 }
 
 fn set_tracking(a: &mut Attr, opts: &RecordOptions) {
@@ -821,6 +888,7 @@ impl Plan {
                 Role::Sampler => "samples",
                 Role::Counted => "counts (read into the group's samples)",
                 Role::Tracking => "side-band only",
+                Role::SwitchStacks => "stacks at each switch-out (off-CPU)",
                 Role::Unknown => "unknown role",
             };
             let _ = writeln!(

@@ -514,6 +514,7 @@ impl<'p> Tables<'p> {
                 a,
             ),
             LocKey::Unmapped(_, a) => (None, a),
+            LocKey::Mark(_) => (None, 0),
         }
     }
 

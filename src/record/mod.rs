@@ -469,6 +469,7 @@ fn build_meta(
         notices,
         mmap_pages: data_pages as u64,
         unwound_at_record: unwound,
+        off_cpu_blocked_only: s.plan.off_cpu.is_some_and(|o| o.blocked_only),
     }
 }
 

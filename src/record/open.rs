@@ -174,7 +174,8 @@ pub fn open_plan(
                         ));
                     }
                     if attrs[ev.index].precise_ip() == 0
-                        && let Some(msg) = leave_out(plan, ev, &e, &names, &mut dropped)
+                        && let Some(msg) =
+                            leave_out(plan, ev, &e, &names, p.procfs_root, &mut dropped)
                     {
                         // Closing a member takes it out of its group; no buffer is mapped yet.
                         fds.retain(|f| !dropped[f.event]);
@@ -229,16 +230,32 @@ pub fn open_plan(
 
 /// When the refused event is a member hrec added on its own ([`IfRefused`]), marks what is
 /// left out in `dropped` and returns the line that says so; `None` for any other event or
-/// error (permissions, limits, a missing task are never answered by leaving events out).
+/// error (permissions, limits, a missing task are never answered by leaving events out, but
+/// for `--off-cpu`'s stacks, which need more than the intervals).
 fn leave_out(
     plan: &Plan,
     ev: &PlannedEvent,
     e: &OpenError,
     names: &[String],
+    procfs_root: &Path,
     dropped: &mut [bool],
 ) -> Option<String> {
     let how = ev.if_refused?;
     let errno = e.errno();
+    let err = std::io::Error::from_raw_os_error(errno);
+    if how == IfRefused::OffCpuStacks {
+        dropped[ev.index] = true;
+        if matches!(errno, libc::EACCES | libc::EPERM) {
+            let lv = paranoid(procfs_root).map_or("?".to_string(), |l| l.to_string());
+            return Some(format!(
+                "off-CPU stacks need kernel samples, which kernel.perf_event_paranoid={lv} does not allow: recording the off-CPU intervals without their stacks (run as root, or sysctl -w kernel.perf_event_paranoid=1, for the stacks)"
+            ));
+        }
+        return Some(format!(
+            "the kernel refused {} sampled at every switch ({err}): recording the off-CPU intervals without their stacks",
+            names[ev.index]
+        ));
+    }
     if !matches!(
         errno,
         libc::EINVAL | libc::EOPNOTSUPP | libc::ENOENT | libc::ENODEV
@@ -253,7 +270,7 @@ fn leave_out(
     };
     let left = |x: &PlannedEvent| match how {
         IfRefused::DropLevel2 => x.if_refused == Some(IfRefused::DropLevel2),
-        IfRefused::DropTopdown => x.if_refused.is_some(),
+        IfRefused::DropTopdown | IfRefused::OffCpuStacks => x.if_refused.is_some(),
     };
     for x in group_of(plan, ev.leader) {
         if left(&plan.events[x]) {
@@ -262,13 +279,11 @@ fn leave_out(
     }
     let rest = match how {
         IfRefused::DropLevel2 => "recording TopDown level 1 only",
-        IfRefused::DropTopdown => "sampling without TopDown",
+        IfRefused::DropTopdown | IfRefused::OffCpuStacks => "sampling without TopDown",
     };
     Some(format!(
-        "{pmu}: the kernel refused {} in {}'s group ({}: {why}): {rest}",
-        names[ev.index],
-        names[leader.index],
-        std::io::Error::from_raw_os_error(errno)
+        "{pmu}: the kernel refused {} in {}'s group ({err}: {why}): {rest}",
+        names[ev.index], names[leader.index],
     ))
 }
 

@@ -138,6 +138,29 @@ pub enum LocKey {
     Anon(u32, FileIdx, u64),
     /// An address of a process outside every mapping.
     Unmapped(u32, u64),
+    /// A frame that stands for no code: what an off-CPU interval's stack says of itself
+    /// ([`Mark`]).
+    Mark(Mark),
+}
+
+/// Frames of off-CPU intervals that stand for no code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Mark {
+    /// `[preempted]`: the thread was runnable and waited for a CPU (the leaf of a preempted
+    /// interval, above the stack it was preempted in).
+    Preempted,
+    /// `[no stack]`: the interval's stack was not recorded (refused or lost).
+    NoStack,
+}
+
+impl Mark {
+    /// The frame's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mark::Preempted => "[preempted]",
+            Mark::NoStack => "[no stack]",
+        }
+    }
 }
 
 /// A loaded binary (or why it cannot be loaded), shared by the workers that need it.
@@ -326,6 +349,18 @@ impl Symbolizer {
                 LocKey::Unmapped(_, a) => {
                     unresolved_loc(addr.max(a), false, unknown.clone(), Unresolved::Unmapped)
                 }
+                LocKey::Mark(m) => Loc {
+                    addr: 0,
+                    kernel: false,
+                    dso: "[off-cpu]".into(),
+                    file_addr: 0,
+                    sym: Some(m.name().into()),
+                    sym_offset: 0,
+                    frames: Vec::new(),
+                    unresolved: None,
+                    rel_addr: 0,
+                    dso_path: Arc::default(),
+                },
             });
         }
         let build_ids = &self.build_ids;

@@ -1,0 +1,311 @@
+//! `record --off-cpu` on the real kernel: a workload that blocks for times it measures itself
+//! (`examples/offcpu.rs`), its off-CPU time per blocking function from the `offcpu-time`
+//! event, checked against the program's own figures and against perf's records of the same
+//! workload (`sched:sched_switch` samples paired with perf's switch records, paired here from
+//! `perf script`'s text); preempted time never counted as blocked; and the intervals alone,
+//! with one line, where the stacks are refused.
+
+mod support;
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::Command;
+
+use support::privilege::{command_as, open_tempdir, unprivileged};
+use support::{hrec_in, release_example, text};
+
+/// The program's own figures: function → (calls, ms).
+fn figures(stdout: &str) -> HashMap<String, (u64, f64)> {
+    stdout
+        .lines()
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            match w[..] {
+                ["blocked", name, "calls", n, "ms", ms] => {
+                    Some((name.to_string(), (n.parse().ok()?, ms.parse().ok()?)))
+                }
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// `flamegraph --folded` of the `offcpu-time` event: (stack, weight) lines.
+fn folded(dir: &Path, file: &str, weight: &str) -> Vec<(String, u64)> {
+    let o = hrec_in(
+        dir,
+        &[
+            "flamegraph",
+            "-i",
+            file,
+            "--folded",
+            "--event",
+            "offcpu-time",
+            "--weight",
+            weight,
+            "-o",
+            "-",
+        ],
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    out.lines()
+        .filter_map(|l| {
+            let (stack, n) = l.rsplit_once(' ')?;
+            Some((stack.to_string(), n.parse().ok()?))
+        })
+        .collect()
+}
+
+/// Off-CPU time under `frame` in folded lines: the blocked (not preempted) intervals, their
+/// ms, and the ms of all of them, preempted ones too.
+fn off_cpu_under(
+    by_period: &[(String, u64)],
+    by_samples: &[(String, u64)],
+    frame: &str,
+) -> (u64, f64, f64) {
+    let under = |s: &str| s.split(';').any(|f| f == frame);
+    let blocked = |s: &str| under(s) && !s.ends_with(";[preempted]");
+    let ms = |keep: &dyn Fn(&str) -> bool| {
+        by_period
+            .iter()
+            .filter(|(s, _)| keep(s))
+            .map(|(_, n)| *n as f64 / 1e6)
+            .sum::<f64>()
+    };
+    let n: u64 = by_samples
+        .iter()
+        .filter(|(s, _)| blocked(s))
+        .map(|(_, n)| n)
+        .sum();
+    (n, ms(&blocked), ms(&under))
+}
+
+/// Whether `got` ms of `calls` intervals is the program's `want` ms: within 5%, or 1 ms per
+/// interval. The program's figure is all the time inside the function, so it is compared with
+/// all the off-CPU time under it: on a busy machine the thread is also preempted there (on its
+/// way into or out of the wait), which is off-CPU time but not blocked time.
+fn close(got: f64, want: f64, calls: u64) -> bool {
+    (got - want).abs() <= (0.05 * want).max(calls as f64)
+}
+
+/// Kernel samples are allowed: root, or `perf_event_paranoid` 1 or lower.
+fn kernel_samples_allowed() -> bool {
+    support::privilege::is_root()
+        || std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+            .ok()
+            .and_then(|s| s.trim().parse::<i32>().ok())
+            .is_some_and(|l| l <= 1)
+}
+
+/// perf's off-CPU time per frame name, from `perf script --show-switch-events` of a recording
+/// of `sched:sched_switch` with call chains: each thread's switch-out to its next switch-in,
+/// attributed to every distinct frame of the thread's last `sched:sched_switch` sample since
+/// it last took a CPU; per frame the blocked intervals (perf prints `OUT preempt` for the
+/// others) and the ms of all.
+fn perf_off_cpu(script: &str) -> HashMap<String, (u64, f64)> {
+    let ns_of = |t: &str| -> Option<u64> {
+        let (s, frac) = t.trim_end_matches(':').split_once('.')?;
+        Some(s.parse::<u64>().ok()? * 1_000_000_000 + frac.parse::<u64>().ok()?)
+    };
+    let mut stacks: HashMap<u32, Vec<String>> = HashMap::new();
+    let mut outs: HashMap<u32, (u64, bool)> = HashMap::new();
+    let mut current: Option<u32> = None;
+    let mut out: HashMap<String, (u64, f64)> = HashMap::new();
+    for line in script.lines() {
+        if line.starts_with('\t') {
+            if let (Some(tid), Some(sym)) = (current, line.split_whitespace().nth(1)) {
+                stacks.entry(tid).or_default().push(sym.to_string());
+            }
+            continue;
+        }
+        current = None;
+        let w: Vec<&str> = line.split_whitespace().collect();
+        let (Some(tid), Some(time)) = (
+            w.first().and_then(|t| t.parse::<u32>().ok()),
+            w.get(1).and_then(|t| ns_of(t)),
+        ) else {
+            continue;
+        };
+        if line.contains("sched:sched_switch:") {
+            stacks.insert(tid, Vec::new());
+            current = Some(tid);
+        } else if line.contains("PERF_RECORD_SWITCH OUT") {
+            outs.insert(tid, (time, line.contains("preempt")));
+        } else if line.contains("PERF_RECORD_SWITCH IN") {
+            let stack = stacks.remove(&tid).unwrap_or_default();
+            if let Some((start, preempted)) = outs.remove(&tid) {
+                let mut seen: Vec<&String> = Vec::new();
+                for f in &stack {
+                    if !seen.contains(&f) {
+                        seen.push(f);
+                        let e = out.entry(f.clone()).or_default();
+                        e.0 += u64::from(!preempted);
+                        e.1 += (time - start) as f64 / 1e6;
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Off-CPU time per blocking function: the program's figures, hrec's recording and perf's.
+#[test]
+fn off_cpu_time_per_blocking_function_matches_the_program_and_perf() {
+    if !kernel_samples_allowed() {
+        eprintln!(
+            "skipped: off-CPU stacks need kernel samples (root or kernel.perf_event_paranoid <= 1)"
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let prog = release_example("offcpu");
+    let prog = prog.to_str().unwrap();
+    let o = hrec_in(
+        dir.path(),
+        &[
+            "record",
+            "--off-cpu",
+            "--call-graph",
+            "dwarf",
+            "-o",
+            "o.hrec",
+            "--",
+            prog,
+        ],
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let own = figures(&out);
+    assert_eq!(own.len(), 4, "{out}");
+    let period = folded(dir.path(), "o.hrec", "period");
+    let samples = folded(dir.path(), "o.hrec", "samples");
+    for f in ["nap", "take_lock", "join_sleepy"] {
+        let (calls, ms) = own[f];
+        let (n, _, got) = off_cpu_under(&period, &samples, &format!("offcpu::{f}"));
+        assert_eq!(n, calls, "{f}: blocked intervals\n{period:#?}");
+        assert!(
+            close(got, ms, calls),
+            "{f}: hrec {got:.3} ms, the program {ms:.3} ms"
+        );
+    }
+    // Spinning is never blocked: whatever off-CPU time it has is preemption.
+    let (_, spin, _) = off_cpu_under(&period, &samples, "offcpu::spin_phase");
+    assert!(spin < 1.0, "spin_phase blocked {spin:.3} ms:\n{period:#?}");
+    // The report has the event with the intervals' nanoseconds as its count.
+    let r = hrec_in(dir.path(), &["report", "--stdio", "-i", "o.hrec"]);
+    let (rout, _) = text(&r);
+    assert!(rout.contains("of event 'offcpu-time'"), "{rout}");
+
+    // perf on the same workload: its switch records and sched_switch stacks, paired from its
+    // own script output; and hrec reading perf's file into the same event.
+    let tracefs = Path::new("/sys/kernel/tracing/events/sched/sched_switch");
+    let perf_ok = Command::new("perf")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !perf_ok || !tracefs.exists() {
+        eprintln!("skipped the comparison with perf: no perf, or no tracefs sched_switch");
+        return;
+    }
+    let o = Command::new("perf")
+        .args([
+            "record",
+            "-q",
+            "-e",
+            "sched:sched_switch",
+            "--call-graph",
+            "dwarf",
+            "--switch-events",
+            "-o",
+            "p.data",
+            "--",
+            prog,
+        ])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let (pout, perr) = text(&o);
+    assert!(o.status.success(), "{perr}");
+    let own = figures(&pout);
+    let script = Command::new("perf")
+        .args([
+            "script",
+            "-i",
+            "p.data",
+            "--ns",
+            "--show-switch-events",
+            "-F",
+            "tid,time,event,ip,sym",
+        ])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let theirs = perf_off_cpu(&String::from_utf8_lossy(&script.stdout));
+    let period = folded(dir.path(), "p.data", "period");
+    let samples = folded(dir.path(), "p.data", "samples");
+    for f in ["nap", "take_lock", "join_sleepy"] {
+        let (calls, ms) = own[f];
+        let frame = format!("offcpu::{f}");
+        let (pn, pms) = theirs.get(&frame).copied().unwrap_or_default();
+        assert_eq!(pn, calls, "{f}: perf's intervals");
+        assert!(
+            close(pms, ms, calls),
+            "{f}: perf {pms:.3} ms, the program {ms:.3} ms"
+        );
+        let (n, _, got) = off_cpu_under(&period, &samples, &frame);
+        assert_eq!(n, calls, "{f}: hrec on perf.data, intervals\n{period:#?}");
+        assert!(
+            close(got, pms, calls),
+            "{f}: hrec on perf.data {got:.3} ms, perf {pms:.3} ms"
+        );
+    }
+}
+
+/// Without kernel samples (an unprivileged user at `perf_event_paranoid` 2) the stacks are
+/// refused: one line says so and how to get them, and the intervals are still recorded, under
+/// a `[no stack]` frame, with all the blocked time.
+#[test]
+fn without_kernel_samples_the_intervals_are_recorded_and_one_line_says_why() {
+    let level = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .ok()
+        .and_then(|s| s.trim().parse::<i32>().ok());
+    if level != Some(2) {
+        eprintln!("skipped: perf_event_paranoid is {level:?}, not 2");
+        return;
+    }
+    let Some(prefix) = unprivileged("off-CPU without kernel samples") else {
+        return;
+    };
+    let dir = open_tempdir();
+    let prog = release_example("offcpu");
+    let o = command_as(&prefix, env!("CARGO_BIN_EXE_hrec"))
+        .args(["record", "--off-cpu", "-o", "o.hrec", "--"])
+        .arg(&prog)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let lines: Vec<&str> = err.lines().filter(|l| l.contains("off-CPU")).collect();
+    assert_eq!(
+        lines,
+        [
+            "hrec: off-CPU stacks need kernel samples, which kernel.perf_event_paranoid=2 does not allow: recording the off-CPU intervals without their stacks (run as root, or sysctl -w kernel.perf_event_paranoid=1, for the stacks)"
+        ],
+        "{err}"
+    );
+    let own = figures(&out);
+    let want: f64 = own.values().map(|(_, ms)| ms).sum();
+    let period = folded(dir.path(), "o.hrec", "period");
+    let no_stack: f64 = period
+        .iter()
+        .filter(|(s, _)| s.ends_with(";[no stack]"))
+        .map(|(_, n)| *n as f64 / 1e6)
+        .sum();
+    assert!(
+        no_stack >= 0.95 * want,
+        "[no stack] {no_stack:.3} ms, the program blocked {want:.3} ms:\n{period:#?}"
+    );
+}
