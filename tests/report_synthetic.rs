@@ -1550,6 +1550,130 @@ fn firefox_export_has_a_thread_per_event_counters_and_markers() {
     assert_eq!(counter("topdown bad-spec"), td(2));
     assert_eq!(counter("topdown fe-bound"), td(3));
     assert_eq!(counter("topdown be-bound"), td(4));
+    // The slots the shares are of: on this P-core the sum of the four.
+    assert_eq!(counter("topdown slots"), [1000.0; 3]);
+}
+
+/// The exports of E-core TopDown. Firefox: per event with TopDown its own five counters (a
+/// hybrid part's P-core and E-core slots follow different rules, so they are not summed),
+/// Gracemont's Bad Speculation the remainder (it is not counted: the four add up to the
+/// slots), Skymont's counted (they need not); a range's shares, each counter's increase over
+/// the slots counter's, are the report's level 1. pprof: a column per sampling event, none
+/// for the group's counted members, and no TopDown.
+#[test]
+fn exports_carry_ecore_topdown_by_each_cores_formula() {
+    let td = |ret, bad, fe, be| Some([0, ret, bad, fe, be, 0, 0, 0, 0]);
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Synth::ecore("alderlake", |pmu| if pmu == "cpu_atom" { 16 } else { 0 });
+    let (core, atom) = (s.sampler(Some("cpu_core")), s.sampler(Some("cpu_atom")));
+    s.sample(core, 500, HOT_A, 3000, Some(RETIRING), 0);
+    // 1000 cycles = 5000 Gracemont slots each; Bad Speculation 500, 700, 500.
+    s.sample(atom, 501, HOT_A, 1000, td(2000, 0, 1000, 1500), 0);
+    s.sample(core, 500, HOT_B, 3000, Some(CORE_BOUND), 0);
+    s.sample(atom, 501, HOT_A, 1000, td(2200, 0, 600, 1500), 0);
+    s.sample(atom, 501, HOT_B, 1000, td(500, 0, 500, 3500), 0);
+    s.write(dir.path());
+    run_ok(
+        dir.path(),
+        &["export", "--format", "firefox", "-o", "p.json.gz"],
+    );
+    let j = support::read_firefox(&dir.path().join("p.json.gz"));
+    support::check_processed_profile(&j);
+    let counter = |n: &str| -> Vec<f64> {
+        j["counters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == n)
+            .unwrap_or_else(|| panic!("no counter {n}: {:#}", j["counters"]))["samples"]["count"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect()
+    };
+    let cats = ["retiring", "bad-spec", "fe-bound", "be-bound", "slots"];
+    let of = |event: &str| cats.map(|c| counter(&format!("topdown {c} [{event}]")));
+    let [ret, bad, fe, be, slots] = of("cpu_atom/cycles/P");
+    assert_eq!(ret, [2000.0, 2200.0, 500.0]);
+    assert_eq!(bad, [500.0, 700.0, 500.0]);
+    assert_eq!(fe, [1000.0, 600.0, 500.0]);
+    assert_eq!(be, [1500.0, 1500.0, 3500.0]);
+    assert_eq!(slots, [5000.0; 3]);
+    let [ret, bad, fe, be, slots] = of("cpu_core/cycles/P");
+    assert_eq!(ret, [600.0, 100.0]);
+    assert_eq!(bad, [100.0, 100.0]);
+    assert_eq!(fe, [100.0, 200.0]);
+    assert_eq!(be, [200.0, 600.0]);
+    assert_eq!(slots, [1000.0; 2]);
+    // Over the whole recording, each event's shares are the report's.
+    let report = report_json(dir.path(), &["--sort", "sym"]);
+    for event in ["cpu_atom/cycles/P", "cpu_core/cycles/P"] {
+        let c = of(event).map(|v| v.iter().sum::<f64>());
+        let shares: Vec<f64> = c[..4].iter().map(|x| 100.0 * x / c[4]).collect();
+        let t = report["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["event"] == event)
+            .unwrap();
+        let want = l1(t);
+        assert!(
+            shares.iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-6),
+            "{event}: {shares:?} against the report's {want:?}"
+        );
+    }
+    // Gracemont's table: slots 15000; RET 4700, Bad 1700, FE 2100, BE 6500.
+    let atom_l1 = l1(&report["events"][1]);
+    let want = [4700.0, 1700.0, 2100.0, 6500.0].map(|x: f64| (x / 150.0 * 1e6).round() / 1e6);
+    assert_eq!(atom_l1, want);
+
+    // pprof: the two samplers' periods, the samples; the counted members are no columns.
+    run_ok(
+        dir.path(),
+        &["export", "--format", "pprof", "-o", "p.pb.gz"],
+    );
+    let pb = support::read_pprof(&dir.path().join("p.pb.gz"));
+    let st = |i: i64| pb.string_table[i as usize].as_str();
+    let types: Vec<&str> = pb.sample_type.iter().map(|v| st(v.r#type)).collect();
+    assert_eq!(types, ["cpu_core/cycles/P", "cpu_atom/cycles/P", "samples"]);
+    let total = |c: usize| pb.sample.iter().map(|x| x.value[c]).sum::<i64>();
+    assert_eq!([0, 1, 2].map(total), [6000, 3000, 5]);
+
+    // Lunar Lake's Skymont alone: unsuffixed counters; 1000 cycles = 8000 slots, the four
+    // counted add up to 7600: the shares are of the 8000.
+    let mut s = Synth::ecore("lunarlake", |pmu| if pmu == "cpu_atom" { 4 } else { 0 });
+    let atom = s.sampler(Some("cpu_atom"));
+    s.sample(atom, 501, HOT_A, 1000, td(4000, 400, 800, 2400), 0);
+    s.write(dir.path());
+    run_ok(
+        dir.path(),
+        &["export", "--format", "firefox", "-o", "l.json.gz"],
+    );
+    let j = support::read_firefox(&dir.path().join("l.json.gz"));
+    let counter = |n: &str| -> Vec<f64> {
+        j["counters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == n)
+            .unwrap_or_else(|| panic!("no counter {n}: {:#}", j["counters"]))["samples"]["count"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect()
+    };
+    let got = cats.map(|c| counter(&format!("topdown {c}"))[0]);
+    assert_eq!(got, [4000.0, 400.0, 800.0, 2400.0, 8000.0]);
+    let report = report_json(dir.path(), &["--sort", "sym"]);
+    let t = report["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["event"] == "cpu_atom/cycles/P")
+        .unwrap();
+    assert_eq!(l1(t), [50.0, 5.0, 10.0, 30.0]);
 }
 
 /// Issue 30: E-core TopDown per symbol and per PMU, against Intel's E-core TMA computed by

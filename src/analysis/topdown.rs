@@ -231,23 +231,26 @@ impl TdCounts {
         }
     }
 
+    /// Level-1 slot counts in [`L1_LABELS`] order, the shares [`TdCounts::level1`] divides
+    /// by [`TdCounts::slots`]. P-core: the four counts (their sum is the slots); E-core: the
+    /// counted categories, Bad Speculation the remainder where the core's formula says so
+    /// (negative when the counted categories overshoot the slots, as Intel's formula gives).
+    pub fn level1_slots(&self) -> [f64; 4] {
+        let v = |i: usize| self.0[i] as f64;
+        let (ret, fe, be) = (v(1), v(3), v(4));
+        let bad = match (self.0[Self::ECORE_SLOTS], self.0[Self::REMAINDER_SLOTS]) {
+            (e, r) if e > 0 && r > 0 => r as f64 - (ret + fe + be),
+            _ => v(2),
+        };
+        [ret, bad, fe, be]
+    }
+
     /// Level-1 percentages in [`L1_LABELS`] order; `None` with no slots. P-core: each of the
     /// four divided by their sum (perf's rule); E-core: each divided by the slots, Bad
     /// Speculation the remainder where the core's formula says so (Intel's E-core TMA).
     pub fn level1(&self) -> Option<[f64; 4]> {
-        let e = self.0[Self::ECORE_SLOTS];
-        if e > 0 {
-            let v = |i: usize| self.0[i] as f64;
-            let pct = |x: f64| 100.0 * x / e as f64;
-            let (ret, fe, be) = (v(1), v(3), v(4));
-            let bad = match self.0[Self::REMAINDER_SLOTS] {
-                0 => v(2),
-                r => r as f64 - (ret + fe + be),
-            };
-            return Some([pct(ret), pct(bad), pct(fe), pct(be)]);
-        }
-        let sum = self.l1_sum();
-        (sum > 0).then(|| std::array::from_fn(|i| 100.0 * self.0[1 + i] as f64 / sum as f64))
+        let slots = self.slots();
+        (slots > 0).then(|| self.level1_slots().map(|x| 100.0 * x / slots as f64))
     }
 
     /// Level-2 percentages of all slots; `None` with no slots or when the group had no
@@ -292,10 +295,7 @@ impl TdCounts {
         if counted.iter().all(|&e| self.get(e) == 0) {
             return None;
         }
-        let bad = match self.0[Self::REMAINDER_SLOTS] {
-            0 => v(TdEvent::BadSpec),
-            r => r as f64 - (v(TdEvent::Retiring) + v(TdEvent::FeBound) + v(TdEvent::BeBound)),
-        };
+        let bad = self.level1_slots()[1];
         let both_counted =
             self.get(TdEvent::IfetchBandwidth) > 0 || self.get(TdEvent::MachineClears) > 0;
         let rest = |whole: f64, part: TdEvent| (whole - v(part)).max(0.0);
@@ -715,5 +715,28 @@ mod tests {
         // A missing level-1 event: no TopDown at all.
         m.remove(2);
         assert!(ecore_roles(cpu.as_ref(), "cpu_atom", 10, &m).is_none());
+    }
+
+    /// The slot counts behind level 1 are what it divides by the slots, on every core: the
+    /// P-core's four (their sum is the slots), Gracemont's with Bad Speculation the remainder
+    /// (the four add up to the slots), Skymont's as counted (they need not).
+    #[test]
+    fn level1_slots_are_the_shares_numerators() {
+        let p = TdCounts::pcore([1000, 400, 80, 120, 200, 0, 0, 0, 0]);
+        assert_eq!(p.level1_slots(), [400.0, 80.0, 120.0, 200.0]);
+        assert_eq!(p.slots(), 800);
+        let mut grt = TdCounts::default();
+        // 2000 cycles x 5: RET 5000, FE 2000, BE 1000; the 0x73 count is not Gracemont's.
+        grt.0[..5].copy_from_slice(&[10000, 5000, 0, 2000, 1000]);
+        grt.0[TdCounts::ECORE_SLOTS] = 10000;
+        grt.0[TdCounts::REMAINDER_SLOTS] = 10000;
+        assert_eq!(grt.level1_slots(), [5000.0, 2000.0, 2000.0, 1000.0]);
+        assert_eq!(grt.level1_slots().iter().sum::<f64>(), grt.slots() as f64);
+        assert_eq!(grt.level1(), Some([50.0, 20.0, 20.0, 10.0]));
+        let mut skt = TdCounts::default();
+        skt.0[..5].copy_from_slice(&[8000, 4000, 400, 800, 2400]);
+        skt.0[TdCounts::ECORE_SLOTS] = 8000;
+        assert_eq!(skt.level1_slots(), [4000.0, 400.0, 800.0, 2400.0]);
+        assert_eq!(skt.level1(), Some([50.0, 5.0, 10.0, 30.0]));
     }
 }
