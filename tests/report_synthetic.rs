@@ -1945,6 +1945,13 @@ fn ecore_groups_are_read_by_encoding_not_by_name() {
     let j = report_json(dir.path(), &["--sort", "sym"]);
     let a = &j["events"].as_array().unwrap()[1];
     assert!(row(a, "hot_a")["topdown"].is_null(), "{a:#}");
+    // And the report says which of Crestmont's events the group lacks.
+    assert_eq!(
+        a["no_topdown"],
+        "the group lacks crestmont's TOPDOWN_RETIRING.ALL (event 0x72, umask 0x0) on cpu_atom \
+         (members are known by their encoding, not by their names)",
+        "{a:#}"
+    );
 
     // No cpuid in the file: no E-core rules.
     let mut s = Synth::ecore("alderlake", |pmu| if pmu == "cpu_atom" { 16 } else { 0 });
@@ -1955,6 +1962,14 @@ fn ecore_groups_are_read_by_encoding_not_by_name() {
     let j = report_json(dir.path(), &["--sort", "sym"]);
     let a = &j["events"].as_array().unwrap()[1];
     assert!(row(a, "hot_a")["topdown"].is_null(), "{a:#}");
+    assert!(
+        a["no_topdown"]
+            .as_str()
+            .is_some_and(|w| w.contains("(no cpuid)")),
+        "{a:#}"
+    );
+    // The P-core group is known by its names and needs no cpuid: it has no reason.
+    assert!(j["events"][0].get("no_topdown").is_none(), "{j:#}");
 }
 
 /// Retire latency is shown only for cores that fill it: Meteor Lake's P-core (Timed PEBS) has

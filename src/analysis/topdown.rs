@@ -31,14 +31,17 @@
 //! subtraction ([`uarch`]'s counter budget). The members' roles come from their PMU
 //! and encoding, never from their names ([`roles`]): the kernel's `cpu_atom/topdown-*`
 //! aliases are not always the core's TopDown events (Meteor Lake's retiring alias is
-//! Gracemont's code), and perf names them either way.
+//! Gracemont's code), and perf names them either way. Which E-core a PMU is comes only from
+//! the recording's cpuid (perf.data's `CPUID` header): without it no rule is guessed, and a
+//! group whose members are named as TopDown events gets the reason instead of numbers
+//! ([`missing`]).
 
 use std::collections::HashMap;
 
 use crate::data::{Meta, Role};
 use crate::decode::ReadValues;
 use crate::event::Attr;
-use crate::pmu::uarch::{self, CpuId, TdCategory, TdPart};
+use crate::pmu::uarch::{self, CpuId, Ecore, TdCategory, TdPart};
 
 /// A TopDown event of the group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -357,6 +360,44 @@ pub enum TdRole {
 pub fn roles(meta: &Meta) -> HashMap<u64, TdRole> {
     let cpu = CpuId::parse(&meta.cpuid);
     let mut out = HashMap::new();
+    for members in groups(meta) {
+        for (i, role) in group_roles(meta, cpu.as_ref(), &members).unwrap_or_default() {
+            out.extend(meta.events[i].ids.iter().map(|id| (id.id, role)));
+        }
+    }
+    out
+}
+
+/// Why a group that asks for TopDown has none, by the event index of its sampler: a group
+/// asks when a counted member is named as a TopDown event (perf's `topdown-*` aliases,
+/// Intel's `TOPDOWN_*` names) yet [`roles`] gave it no roles (no cpuid in the recording, a
+/// core without Intel's E-core TopDown, a member missing, a lead that is not core cycles).
+/// So a report can say why rather than show no TopDown or guess a rule.
+pub fn missing(meta: &Meta) -> HashMap<usize, String> {
+    let cpu = CpuId::parse(&meta.cpuid);
+    let mut out = HashMap::new();
+    for members in groups(meta) {
+        let asks = members.iter().any(|&i| {
+            let e = &meta.events[i];
+            e.role == Role::Counted
+                && crate::event::base_name(&e.name)
+                    .to_ascii_lowercase()
+                    .starts_with("topdown")
+        });
+        let sampler = members
+            .iter()
+            .find(|&&i| meta.events[i].role == Role::Sampler);
+        if let (true, Some(&sampler), Err(why)) =
+            (asks, sampler, group_roles(meta, cpu.as_ref(), &members))
+        {
+            out.insert(sampler, why);
+        }
+    }
+    out
+}
+
+/// The groups of a recording: each group's member indexes in event order.
+fn groups(meta: &Meta) -> Vec<Vec<usize>> {
     let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
     for (i, e) in meta.events.iter().enumerate() {
         match groups.iter_mut().find(|(l, _)| *l == e.leader) {
@@ -364,37 +405,48 @@ pub fn roles(meta: &Meta) -> HashMap<u64, TdRole> {
             None => groups.push((e.leader, vec![i])),
         }
     }
-    for (_, members) in &groups {
-        let by_name: Vec<(usize, TdEvent)> = members
-            .iter()
-            .filter_map(|&i| Some((i, TdEvent::from_name(&meta.events[i].name)?)))
-            .collect();
-        let assigned: Vec<(usize, TdRole)> = if by_name.iter().any(|(_, k)| *k == TdEvent::Slots) {
-            by_name
-                .into_iter()
-                .map(|(i, k)| (i, TdRole::Event(k)))
-                .collect()
-        } else {
-            ecore_group(meta, cpu.as_ref(), members).unwrap_or_default()
-        };
-        for (i, role) in assigned {
-            out.extend(meta.events[i].ids.iter().map(|id| (id.id, role)));
-        }
-    }
-    out
+    groups.into_iter().map(|(_, m)| m).collect()
 }
 
-/// The roles of an E-core group's members, if `members` is one.
+/// The roles of a group's members, or why it has none.
+fn group_roles(
+    meta: &Meta,
+    cpu: Option<&CpuId>,
+    members: &[usize],
+) -> Result<Vec<(usize, TdRole)>, String> {
+    let by_name: Vec<(usize, TdEvent)> = members
+        .iter()
+        .filter_map(|&i| Some((i, TdEvent::from_name(&meta.events[i].name)?)))
+        .collect();
+    if by_name.iter().any(|(_, k)| *k == TdEvent::Slots) {
+        return Ok(by_name
+            .into_iter()
+            .map(|(i, k)| (i, TdRole::Event(k)))
+            .collect());
+    }
+    ecore_group(meta, cpu, members)
+}
+
+/// The roles of an E-core group's members, or why `members` is not one.
 fn ecore_group(
     meta: &Meta,
     cpu: Option<&CpuId>,
     members: &[usize],
-) -> Option<Vec<(usize, TdRole)>> {
+) -> Result<Vec<(usize, TdRole)>, String> {
     let sampler = *members
         .iter()
-        .find(|&&i| meta.events[i].role == Role::Sampler)?;
-    let pmu = meta.events[sampler].pmu.as_deref()?;
-    let pmu_type = meta.pmus.iter().find(|p| p.name == pmu)?.type_;
+        .find(|&&i| meta.events[i].role == Role::Sampler)
+        .ok_or("the group has no sampling event")?;
+    let pmu = meta.events[sampler]
+        .pmu
+        .as_deref()
+        .ok_or("the PMU of the group's sampler is unknown")?;
+    let pmu_type = meta
+        .pmus
+        .iter()
+        .find(|p| p.name == pmu)
+        .ok_or_else(|| format!("the recording does not give the type of PMU {pmu}"))?
+        .type_;
     let kept: Vec<usize> = members
         .iter()
         .copied()
@@ -407,8 +459,8 @@ fn ecore_group(
         .iter()
         .map(|&i| (meta.events[i].attr, i == sampler))
         .collect();
-    let roles = ecore_roles(cpu, pmu, pmu_type, &attrs)?;
-    Some(roles.into_iter().map(|(k, r)| (kept[k], r)).collect())
+    let roles = ecore_roles_or_why(cpu, pmu, pmu_type, &attrs)?;
+    Ok(roles.into_iter().map(|(k, r)| (kept[k], r)).collect())
 }
 
 /// The roles in an E-core TopDown group of the PMU `pmu` (of type `pmu_type`): `members` are
@@ -422,14 +474,51 @@ pub fn ecore_roles(
     pmu_type: u32,
     members: &[(Attr, bool)],
 ) -> Option<Vec<(usize, TdRole)>> {
-    let td = uarch::ecore_topdown(cpu, pmu)?;
-    let lead = members.iter().position(|(_, lead)| *lead)?;
+    ecore_roles_or_why(cpu, pmu, pmu_type, members).ok()
+}
+
+/// [`ecore_roles`], or why the group has no E-core TopDown.
+fn ecore_roles_or_why(
+    cpu: Option<&CpuId>,
+    pmu: &str,
+    pmu_type: u32,
+    members: &[(Attr, bool)],
+) -> Result<Vec<(usize, TdRole)>, String> {
+    let td = match (uarch::ecore_of(cpu, pmu), cpu) {
+        (Ecore::Arch(arch), _) => arch.topdown().ok_or_else(|| {
+            format!(
+                "Intel has published no E-core TopDown for {} ({pmu})",
+                arch.name()
+            )
+        })?,
+        (_, None) => {
+            return Err(format!(
+                "the recording does not say which CPU it was made on (no cpuid), so the \
+                 E-core behind {pmu} and its TopDown events are unknown"
+            ));
+        }
+        (Ecore::Unknown, Some(c)) => {
+            return Err(format!("hrec does not know the E-core behind {pmu} on {c}"));
+        }
+        (Ecore::No, Some(c)) => {
+            return Err(format!(
+                "{pmu} on {c} is not an E-core PMU, and the group has no slots event"
+            ));
+        }
+    };
+    let lead = members
+        .iter()
+        .position(|(_, lead)| *lead)
+        .ok_or("the group has no lead event")?;
     let s = &members[lead].0;
     // The lead counts core cycles: legacy cycles (on this PMU) or CPU_CLK_UNHALTED.CORE_P.
     let legacy_cycles =
         s.type_ == crate::event::attr::types::HARDWARE && s.config & 0xffff_ffff == 0;
     if !(legacy_cycles || (s.type_ == pmu_type && s.config == 0x3c)) {
-        return None;
+        return Err(format!(
+            "the group is not led by core cycles, whose {} x are the slots",
+            td.width
+        ));
     }
     let mut out = vec![(
         lead,
@@ -444,12 +533,7 @@ pub fn ecore_roles(
             continue;
         }
         let k = match (td.category_of(attr.config), td.part_of(attr.config)) {
-            (Some(c), _) => match c {
-                TdCategory::Retiring => TdEvent::Retiring,
-                TdCategory::BadSpeculation => TdEvent::BadSpec,
-                TdCategory::FrontendBound => TdEvent::FeBound,
-                TdCategory::BackendBound => TdEvent::BeBound,
-            },
+            (Some(c), _) => td_event(c),
             (None, Some(p)) => {
                 let k = match p {
                     TdPart::IfetchLatency => TdEvent::FetchLat,
@@ -470,8 +554,22 @@ pub fn ecore_roles(
         }
     }
     // Every counted category of the core, or no TopDown at all.
-    if out.len() != 1 + td.events.len() {
-        return None;
+    let lacking: Vec<String> = td
+        .events
+        .iter()
+        .filter(|e| {
+            !out.iter()
+                .any(|(_, r)| *r == TdRole::Event(td_event(e.category)))
+        })
+        .map(|e| format!("{} (event {:#x}, umask {:#x})", e.name, e.event, e.umask))
+        .collect();
+    if !lacking.is_empty() {
+        return Err(format!(
+            "the group lacks {}'s {} on {pmu} (members are known by their encoding, not by \
+             their names)",
+            td.arch.name(),
+            lacking.join(", ")
+        ));
     }
     // Level 2 as a whole or not at all: IFetch Latency, Branch Mispredicts and Core Bound,
     // and IFetch Bandwidth with Machine Clears only as a pair ([`TdCounts::level2`] takes
@@ -493,7 +591,17 @@ pub fn ecore_roles(
             )
         }));
     }
-    Some(out)
+    Ok(out)
+}
+
+/// The event an E-core category's count adds to.
+fn td_event(c: TdCategory) -> TdEvent {
+    match c {
+        TdCategory::Retiring => TdEvent::Retiring,
+        TdCategory::BadSpeculation => TdEvent::BadSpec,
+        TdCategory::FrontendBound => TdEvent::FeBound,
+        TdCategory::BackendBound => TdEvent::BeBound,
+    }
 }
 
 /// The previous group read of every counter, to turn cumulative reads into deltas.
