@@ -1676,6 +1676,145 @@ fn exports_carry_ecore_topdown_by_each_cores_formula() {
     assert_eq!(l1(t), [50.0, 5.0, 10.0, 30.0]);
 }
 
+/// `hrec annotate` of E-core samples: each basic block's TopDown is Intel's E-core formula of
+/// the block's samples (Gracemont: slots 5 x cycles, Bad Speculation the remainder; Skymont:
+/// slots 8 x cycles, the four counted), and the blocks weighed by their slots give report's
+/// per-function level 1. The code is known bytes in a stand-in `/proc/kcore`.
+#[test]
+fn annotate_blocks_of_ecore_samples_follow_the_cores_formula() {
+    const A: u64 = 0xffff_ffff_8100_1000; // hot_a, up to hot_b
+    #[rustfmt::skip]
+    let hot_a: &[u8] = &[
+        0x55,                   // 00 push %rbp           (entry block)
+        0x48, 0x89, 0xe5,       // 01 mov %rsp,%rbp
+        0x48, 0x8b, 0x07,       // 04 mov (%rdi),%rax     (the loop's block)
+        0x48, 0x01, 0xd8,       // 07 add %rbx,%rax
+        0x48, 0xff, 0xc9,       // 0a dec %rcx
+        0x75, 0xf5,             // 0d jne 04
+        0x5d,                   // 0f pop %rbp            (exit block)
+        0xc3,                   // 10 ret
+    ];
+    let mut code = hot_a.to_vec();
+    code.resize(0x2000, 0xcc);
+    let td = |ret, bad, fe, be| Some([0, ret, bad, fe, be, 0, 0, 0, 0]);
+    // (model, E-core samples: IP, cycles, TopDown deltas; the blocks' shares (entry, loop),
+    // the function's).
+    type Case = (&'static str, Vec<(u64, u64, Option<Td>)>, [[f64; 4]; 3]);
+    let cases: [Case; 2] = [
+        (
+            "alderlake",
+            vec![
+                // Entry: 5000 slots; RET 1000, FE 2500, BE 500, Bad 1000.
+                (A, 1000, td(1000, 0, 2500, 500)),
+                // Loop: 5000 + 3000 slots; RET 4000, FE 1000, BE 2000, Bad 1000.
+                (A + 0x04, 1000, td(3000, 0, 500, 1000)),
+                (A + 0x07, 600, td(1000, 0, 500, 1000)),
+            ],
+            [
+                [20.0, 20.0, 50.0, 10.0],
+                [50.0, 12.5, 12.5, 25.0],
+                // hot_a: 13000 slots; RET 5000, Bad 2000, FE 3500, BE 2500.
+                [5000.0, 2000.0, 3500.0, 2500.0].map(|x| 100.0 * x / 13000.0),
+            ],
+        ),
+        (
+            "lunarlake",
+            vec![
+                // Entry: 8000 slots; RET 2000, Bad 800, FE 4000, BE 800 (95 %).
+                (A, 1000, td(2000, 800, 4000, 800)),
+                // Loop: 4000 + 4000 slots; RET 3200, Bad 800, FE 1200, BE 2200.
+                (A + 0x04, 500, td(2000, 400, 400, 1000)),
+                (A + 0x0d, 500, td(1200, 400, 800, 1200)),
+            ],
+            [
+                [25.0, 10.0, 50.0, 10.0],
+                [40.0, 10.0, 15.0, 27.5],
+                // hot_a: 16000 slots; RET 5200, Bad 1600, FE 5200, BE 3000.
+                [32.5, 10.0, 32.5, 18.75],
+            ],
+        ),
+    ];
+    let near = |a: &[f64], b: &[f64]| a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-6);
+    for (model, samples, [entry, lp, whole]) in cases {
+        // The first E-core: CPU 16 on Alder Lake, 4 on Lunar Lake.
+        let first = if model == "alderlake" { 16 } else { 4 };
+        let mut s = Synth::ecore(model, |pmu| if pmu == "cpu_atom" { first } else { 0 });
+        let (core, atom) = (s.sampler(Some("cpu_core")), s.sampler(Some("cpu_atom")));
+        // A P-core sample in the function too: it is another event's, not in these blocks.
+        s.sample(core, 500, A + 0x04, 3000, Some(CORE_BOUND), 0);
+        for (ip, cycles, d) in samples {
+            s.sample(atom, 501, ip, cycles, d, 0);
+        }
+        let dir = tempfile::tempdir().unwrap();
+        s.write(dir.path());
+        let proc = dir.path().join("proc");
+        std::fs::create_dir(&proc).unwrap();
+        std::fs::write(proc.join("kcore"), core_image(A, &code)).unwrap();
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_hrec"))
+            .args([
+                "annotate",
+                "--json",
+                "--event",
+                "cpu_atom/cycles/P",
+                "hot_a",
+            ])
+            .current_dir(dir.path())
+            .env("HREC_PROCFS_ROOT", &proc)
+            .output()
+            .unwrap();
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "{model}: {err}");
+        let j: Value = serde_json::from_str(&out).unwrap();
+        let f = &j["symbols"][0];
+        assert_eq!(f["name"], "hot_a", "{model}: {j:#}");
+        let blocks = f["blocks"].as_array().unwrap();
+        let block = |at: u64| {
+            blocks
+                .iter()
+                .find(|b| b["start"].as_u64() == Some(at))
+                .unwrap_or_else(|| panic!("{model}: no block at {at:x}: {f:#}"))
+        };
+        let shares = |b: &Value| -> Vec<f64> {
+            b["topdown_l1"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{model}: no TopDown in {b:#}"))
+                .iter()
+                .map(|v| v.as_f64().unwrap())
+                .collect()
+        };
+        assert!(near(&shares(block(A)), &entry), "{model} entry: {f:#}");
+        assert!(near(&shares(block(A + 0x04)), &lp), "{model} loop: {f:#}");
+        assert!(block(A + 0x0f)["topdown_l1"].is_null(), "{model}: {f:#}");
+        // The blocks weighed by their slots: the function, as report has it.
+        let slots: u64 = blocks
+            .iter()
+            .map(|b| b["topdown_slots"].as_u64().unwrap_or(0))
+            .sum();
+        let weighed: Vec<f64> = (0..4)
+            .map(|k| {
+                blocks
+                    .iter()
+                    .filter(|b| b["topdown_slots"].is_u64())
+                    .map(|b| {
+                        shares(b)[k] * b["topdown_slots"].as_u64().unwrap() as f64 / slots as f64
+                    })
+                    .sum()
+            })
+            .collect();
+        assert!(near(&weighed, &whole), "{model}: {weighed:?}");
+        let j = report_json(dir.path(), &["--sort", "sym"]);
+        let t = j["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["event"] == "cpu_atom/cycles/P")
+            .unwrap();
+        let r = row(t, "hot_a");
+        assert_eq!(r["topdown"]["slots"], slots, "{model}");
+        assert!(near(&l1(r), &whole), "{model}: report {:?}", l1(r));
+    }
+}
+
 /// Issue 30: E-core TopDown per symbol and per PMU, against Intel's E-core TMA computed by
 /// hand. Alder Lake's Gracemont (width 5, Bad Speculation the remainder) beside its P-core
 /// slots group, Lunar Lake's Skymont (width 8, four counted categories divided by the slots,
