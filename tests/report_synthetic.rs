@@ -1815,6 +1815,77 @@ fn annotate_blocks_of_ecore_samples_follow_the_cores_formula() {
     }
 }
 
+/// `hrec top`'s TopDown columns (driven here through the library: top records live) on an
+/// E-core part, Alder Lake-N (Gracemont as `cpu`, the table top shows): each row's level 1 is
+/// Intel's formula of its samples, and it stays so within 0.1 point as perf top's 7/8 decay
+/// shrinks every count (the slots and the remainder included).
+#[test]
+fn top_rows_of_ecore_samples_follow_the_cores_formula() {
+    use hrec::analysis::hist::{self, HistOptions, SortKey};
+    use hrec::analysis::top::{Interval, Live};
+    let td = |ret, bad, fe, be| Some([0, ret, bad, fe, be, 0, 0, 0, 0]);
+    let mut s = Synth::ecore("alderlake-n", |_| 0);
+    let c = s.sampler(None);
+    assert_eq!(s.meta.events[c].pmu.as_deref(), Some("cpu"));
+    // 1000 cycles = 5000 slots each. hot_a: slots 10000; RET 4200, FE 1600, BE 3000, Bad
+    // 1200. hot_b: slots 5000; RET 500, FE 500, BE 3500, Bad 500.
+    s.sample(c, 501, HOT_A, 1000, td(2000, 0, 1000, 1500), 0);
+    s.sample(c, 501, HOT_A, 1000, td(2200, 0, 600, 1500), 0);
+    s.sample(c, 501, HOT_B, 1000, td(500, 0, 500, 3500), 0);
+    let dir = tempfile::tempdir().unwrap();
+    s.write(dir.path());
+    let rec = hrec::recording::Recording::open(&dir.path().join("hrec.data")).unwrap();
+    let p = hrec::analysis::replay::build(&rec, &Default::default(), &mut |_| {});
+    let sort = [SortKey::Dso, SortKey::Sym];
+    let tables = hist::tables(
+        &p,
+        &HistOptions {
+            sort: sort.to_vec(),
+            ..HistOptions::default()
+        },
+    );
+    let mut live = Live::new();
+    live.add(&tables[0]);
+    let status = hrec::output::top::Status {
+        event: "4000Hz cycles:P".into(),
+        target: "all, 8 CPUs".into(),
+    };
+    let screen = hrec::output::top::screen(&live, &Interval::default(), &status, &sort, 10);
+    let line = |sym: &str| {
+        screen
+            .lines()
+            .find(|l| l.ends_with(&format!("[k] {sym}")))
+            .unwrap_or_else(|| panic!("no {sym}: {screen}"))
+            .split_whitespace()
+            .take(6)
+            .collect::<Vec<_>>()
+    };
+    assert!(
+        screen.contains("Retiring  BadSpec  FEBound  BEBound"),
+        "{screen}"
+    );
+    assert_eq!(
+        line("hot_a"),
+        ["66.67%", "2", "42.0%", "12.0%", "16.0%", "30.0%"]
+    );
+    assert_eq!(
+        line("hot_b"),
+        ["33.33%", "1", "10.0%", "10.0%", "10.0%", "70.0%"]
+    );
+    for _ in 0..5 {
+        live.decay();
+    }
+    let rows = live.rows();
+    let a = rows.iter().find(|r| r.0[1] == "[k] hot_a").unwrap().1;
+    let l1 = a.td.level1().unwrap();
+    assert!(
+        l1.iter()
+            .zip([42.0, 12.0, 16.0, 30.0])
+            .all(|(g, w)| (g - w).abs() < 0.1),
+        "{l1:?}"
+    );
+}
+
 /// Issue 30: E-core TopDown per symbol and per PMU, against Intel's E-core TMA computed by
 /// hand. Alder Lake's Gracemont (width 5, Bad Speculation the remainder) beside its P-core
 /// slots group, Lunar Lake's Skymont (width 8, four counted categories divided by the slots,
