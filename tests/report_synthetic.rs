@@ -1550,6 +1550,340 @@ fn firefox_export_has_a_thread_per_event_counters_and_markers() {
     assert_eq!(counter("topdown bad-spec"), td(2));
     assert_eq!(counter("topdown fe-bound"), td(3));
     assert_eq!(counter("topdown be-bound"), td(4));
+    // The slots the shares are of: on this P-core the sum of the four.
+    assert_eq!(counter("topdown slots"), [1000.0; 3]);
+}
+
+/// The exports of E-core TopDown. Firefox: per event with TopDown its own five counters (a
+/// hybrid part's P-core and E-core slots follow different rules, so they are not summed),
+/// Gracemont's Bad Speculation the remainder (it is not counted: the four add up to the
+/// slots), Skymont's counted (they need not); a range's shares, each counter's increase over
+/// the slots counter's, are the report's level 1. pprof: a column per sampling event, none
+/// for the group's counted members, and no TopDown.
+#[test]
+fn exports_carry_ecore_topdown_by_each_cores_formula() {
+    let td = |ret, bad, fe, be| Some([0, ret, bad, fe, be, 0, 0, 0, 0]);
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Synth::ecore("alderlake", |pmu| if pmu == "cpu_atom" { 16 } else { 0 });
+    let (core, atom) = (s.sampler(Some("cpu_core")), s.sampler(Some("cpu_atom")));
+    s.sample(core, 500, HOT_A, 3000, Some(RETIRING), 0);
+    // 1000 cycles = 5000 Gracemont slots each; Bad Speculation 500, 700, 500.
+    s.sample(atom, 501, HOT_A, 1000, td(2000, 0, 1000, 1500), 0);
+    s.sample(core, 500, HOT_B, 3000, Some(CORE_BOUND), 0);
+    s.sample(atom, 501, HOT_A, 1000, td(2200, 0, 600, 1500), 0);
+    s.sample(atom, 501, HOT_B, 1000, td(500, 0, 500, 3500), 0);
+    s.write(dir.path());
+    run_ok(
+        dir.path(),
+        &["export", "--format", "firefox", "-o", "p.json.gz"],
+    );
+    let j = support::read_firefox(&dir.path().join("p.json.gz"));
+    support::check_processed_profile(&j);
+    let counter = |n: &str| -> Vec<f64> {
+        j["counters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == n)
+            .unwrap_or_else(|| panic!("no counter {n}: {:#}", j["counters"]))["samples"]["count"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect()
+    };
+    let cats = ["retiring", "bad-spec", "fe-bound", "be-bound", "slots"];
+    let of = |event: &str| cats.map(|c| counter(&format!("topdown {c} [{event}]")));
+    let [ret, bad, fe, be, slots] = of("cpu_atom/cycles/P");
+    assert_eq!(ret, [2000.0, 2200.0, 500.0]);
+    assert_eq!(bad, [500.0, 700.0, 500.0]);
+    assert_eq!(fe, [1000.0, 600.0, 500.0]);
+    assert_eq!(be, [1500.0, 1500.0, 3500.0]);
+    assert_eq!(slots, [5000.0; 3]);
+    let [ret, bad, fe, be, slots] = of("cpu_core/cycles/P");
+    assert_eq!(ret, [600.0, 100.0]);
+    assert_eq!(bad, [100.0, 100.0]);
+    assert_eq!(fe, [100.0, 200.0]);
+    assert_eq!(be, [200.0, 600.0]);
+    assert_eq!(slots, [1000.0; 2]);
+    // Over the whole recording, each event's shares are the report's.
+    let report = report_json(dir.path(), &["--sort", "sym"]);
+    for event in ["cpu_atom/cycles/P", "cpu_core/cycles/P"] {
+        let c = of(event).map(|v| v.iter().sum::<f64>());
+        let shares: Vec<f64> = c[..4].iter().map(|x| 100.0 * x / c[4]).collect();
+        let t = report["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["event"] == event)
+            .unwrap();
+        let want = l1(t);
+        assert!(
+            shares.iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-6),
+            "{event}: {shares:?} against the report's {want:?}"
+        );
+    }
+    // Gracemont's table: slots 15000; RET 4700, Bad 1700, FE 2100, BE 6500.
+    let atom_l1 = l1(&report["events"][1]);
+    let want = [4700.0, 1700.0, 2100.0, 6500.0].map(|x: f64| (x / 150.0 * 1e6).round() / 1e6);
+    assert_eq!(atom_l1, want);
+
+    // pprof: the two samplers' periods, the samples; the counted members are no columns.
+    run_ok(
+        dir.path(),
+        &["export", "--format", "pprof", "-o", "p.pb.gz"],
+    );
+    let pb = support::read_pprof(&dir.path().join("p.pb.gz"));
+    let st = |i: i64| pb.string_table[i as usize].as_str();
+    let types: Vec<&str> = pb.sample_type.iter().map(|v| st(v.r#type)).collect();
+    assert_eq!(types, ["cpu_core/cycles/P", "cpu_atom/cycles/P", "samples"]);
+    let total = |c: usize| pb.sample.iter().map(|x| x.value[c]).sum::<i64>();
+    assert_eq!([0, 1, 2].map(total), [6000, 3000, 5]);
+
+    // Lunar Lake's Skymont alone: unsuffixed counters; 1000 cycles = 8000 slots, the four
+    // counted add up to 7600: the shares are of the 8000.
+    let mut s = Synth::ecore("lunarlake", |pmu| if pmu == "cpu_atom" { 4 } else { 0 });
+    let atom = s.sampler(Some("cpu_atom"));
+    s.sample(atom, 501, HOT_A, 1000, td(4000, 400, 800, 2400), 0);
+    s.write(dir.path());
+    run_ok(
+        dir.path(),
+        &["export", "--format", "firefox", "-o", "l.json.gz"],
+    );
+    let j = support::read_firefox(&dir.path().join("l.json.gz"));
+    let counter = |n: &str| -> Vec<f64> {
+        j["counters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == n)
+            .unwrap_or_else(|| panic!("no counter {n}: {:#}", j["counters"]))["samples"]["count"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect()
+    };
+    let got = cats.map(|c| counter(&format!("topdown {c}"))[0]);
+    assert_eq!(got, [4000.0, 400.0, 800.0, 2400.0, 8000.0]);
+    let report = report_json(dir.path(), &["--sort", "sym"]);
+    let t = report["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["event"] == "cpu_atom/cycles/P")
+        .unwrap();
+    assert_eq!(l1(t), [50.0, 5.0, 10.0, 30.0]);
+}
+
+/// `hrec annotate` of E-core samples: each basic block's TopDown is Intel's E-core formula of
+/// the block's samples (Gracemont: slots 5 x cycles, Bad Speculation the remainder; Skymont:
+/// slots 8 x cycles, the four counted), and the blocks weighed by their slots give report's
+/// per-function level 1. The code is known bytes in a stand-in `/proc/kcore`.
+#[test]
+fn annotate_blocks_of_ecore_samples_follow_the_cores_formula() {
+    const A: u64 = 0xffff_ffff_8100_1000; // hot_a, up to hot_b
+    #[rustfmt::skip]
+    let hot_a: &[u8] = &[
+        0x55,                   // 00 push %rbp           (entry block)
+        0x48, 0x89, 0xe5,       // 01 mov %rsp,%rbp
+        0x48, 0x8b, 0x07,       // 04 mov (%rdi),%rax     (the loop's block)
+        0x48, 0x01, 0xd8,       // 07 add %rbx,%rax
+        0x48, 0xff, 0xc9,       // 0a dec %rcx
+        0x75, 0xf5,             // 0d jne 04
+        0x5d,                   // 0f pop %rbp            (exit block)
+        0xc3,                   // 10 ret
+    ];
+    let mut code = hot_a.to_vec();
+    code.resize(0x2000, 0xcc);
+    let td = |ret, bad, fe, be| Some([0, ret, bad, fe, be, 0, 0, 0, 0]);
+    // (model, E-core samples: IP, cycles, TopDown deltas; the blocks' shares (entry, loop),
+    // the function's).
+    type Case = (&'static str, Vec<(u64, u64, Option<Td>)>, [[f64; 4]; 3]);
+    let cases: [Case; 2] = [
+        (
+            "alderlake",
+            vec![
+                // Entry: 5000 slots; RET 1000, FE 2500, BE 500, Bad 1000.
+                (A, 1000, td(1000, 0, 2500, 500)),
+                // Loop: 5000 + 3000 slots; RET 4000, FE 1000, BE 2000, Bad 1000.
+                (A + 0x04, 1000, td(3000, 0, 500, 1000)),
+                (A + 0x07, 600, td(1000, 0, 500, 1000)),
+            ],
+            [
+                [20.0, 20.0, 50.0, 10.0],
+                [50.0, 12.5, 12.5, 25.0],
+                // hot_a: 13000 slots; RET 5000, Bad 2000, FE 3500, BE 2500.
+                [5000.0, 2000.0, 3500.0, 2500.0].map(|x| 100.0 * x / 13000.0),
+            ],
+        ),
+        (
+            "lunarlake",
+            vec![
+                // Entry: 8000 slots; RET 2000, Bad 800, FE 4000, BE 800 (95 %).
+                (A, 1000, td(2000, 800, 4000, 800)),
+                // Loop: 4000 + 4000 slots; RET 3200, Bad 800, FE 1200, BE 2200.
+                (A + 0x04, 500, td(2000, 400, 400, 1000)),
+                (A + 0x0d, 500, td(1200, 400, 800, 1200)),
+            ],
+            [
+                [25.0, 10.0, 50.0, 10.0],
+                [40.0, 10.0, 15.0, 27.5],
+                // hot_a: 16000 slots; RET 5200, Bad 1600, FE 5200, BE 3000.
+                [32.5, 10.0, 32.5, 18.75],
+            ],
+        ),
+    ];
+    let near = |a: &[f64], b: &[f64]| a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-6);
+    for (model, samples, [entry, lp, whole]) in cases {
+        // The first E-core: CPU 16 on Alder Lake, 4 on Lunar Lake.
+        let first = if model == "alderlake" { 16 } else { 4 };
+        let mut s = Synth::ecore(model, |pmu| if pmu == "cpu_atom" { first } else { 0 });
+        let (core, atom) = (s.sampler(Some("cpu_core")), s.sampler(Some("cpu_atom")));
+        // A P-core sample in the function too: it is another event's, not in these blocks.
+        s.sample(core, 500, A + 0x04, 3000, Some(CORE_BOUND), 0);
+        for (ip, cycles, d) in samples {
+            s.sample(atom, 501, ip, cycles, d, 0);
+        }
+        let dir = tempfile::tempdir().unwrap();
+        s.write(dir.path());
+        let proc = dir.path().join("proc");
+        std::fs::create_dir(&proc).unwrap();
+        std::fs::write(proc.join("kcore"), core_image(A, &code)).unwrap();
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_hrec"))
+            .args([
+                "annotate",
+                "--json",
+                "--event",
+                "cpu_atom/cycles/P",
+                "hot_a",
+            ])
+            .current_dir(dir.path())
+            .env("HREC_PROCFS_ROOT", &proc)
+            .output()
+            .unwrap();
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "{model}: {err}");
+        let j: Value = serde_json::from_str(&out).unwrap();
+        let f = &j["symbols"][0];
+        assert_eq!(f["name"], "hot_a", "{model}: {j:#}");
+        let blocks = f["blocks"].as_array().unwrap();
+        let block = |at: u64| {
+            blocks
+                .iter()
+                .find(|b| b["start"].as_u64() == Some(at))
+                .unwrap_or_else(|| panic!("{model}: no block at {at:x}: {f:#}"))
+        };
+        let shares = |b: &Value| -> Vec<f64> {
+            b["topdown_l1"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{model}: no TopDown in {b:#}"))
+                .iter()
+                .map(|v| v.as_f64().unwrap())
+                .collect()
+        };
+        assert!(near(&shares(block(A)), &entry), "{model} entry: {f:#}");
+        assert!(near(&shares(block(A + 0x04)), &lp), "{model} loop: {f:#}");
+        assert!(block(A + 0x0f)["topdown_l1"].is_null(), "{model}: {f:#}");
+        // The blocks weighed by their slots: the function, as report has it.
+        let slots: u64 = blocks
+            .iter()
+            .map(|b| b["topdown_slots"].as_u64().unwrap_or(0))
+            .sum();
+        let weighed: Vec<f64> = (0..4)
+            .map(|k| {
+                blocks
+                    .iter()
+                    .filter(|b| b["topdown_slots"].is_u64())
+                    .map(|b| {
+                        shares(b)[k] * b["topdown_slots"].as_u64().unwrap() as f64 / slots as f64
+                    })
+                    .sum()
+            })
+            .collect();
+        assert!(near(&weighed, &whole), "{model}: {weighed:?}");
+        let j = report_json(dir.path(), &["--sort", "sym"]);
+        let t = j["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["event"] == "cpu_atom/cycles/P")
+            .unwrap();
+        let r = row(t, "hot_a");
+        assert_eq!(r["topdown"]["slots"], slots, "{model}");
+        assert!(near(&l1(r), &whole), "{model}: report {:?}", l1(r));
+    }
+}
+
+/// `hrec top`'s TopDown columns (driven here through the library: top records live) on an
+/// E-core part, Alder Lake-N (Gracemont as `cpu`, the table top shows): each row's level 1 is
+/// Intel's formula of its samples, and it stays so within 0.1 point as perf top's 7/8 decay
+/// shrinks every count (the slots and the remainder included).
+#[test]
+fn top_rows_of_ecore_samples_follow_the_cores_formula() {
+    use hrec::analysis::hist::{self, HistOptions, SortKey};
+    use hrec::analysis::top::{Interval, Live};
+    let td = |ret, bad, fe, be| Some([0, ret, bad, fe, be, 0, 0, 0, 0]);
+    let mut s = Synth::ecore("alderlake-n", |_| 0);
+    let c = s.sampler(None);
+    assert_eq!(s.meta.events[c].pmu.as_deref(), Some("cpu"));
+    // 1000 cycles = 5000 slots each. hot_a: slots 10000; RET 4200, FE 1600, BE 3000, Bad
+    // 1200. hot_b: slots 5000; RET 500, FE 500, BE 3500, Bad 500.
+    s.sample(c, 501, HOT_A, 1000, td(2000, 0, 1000, 1500), 0);
+    s.sample(c, 501, HOT_A, 1000, td(2200, 0, 600, 1500), 0);
+    s.sample(c, 501, HOT_B, 1000, td(500, 0, 500, 3500), 0);
+    let dir = tempfile::tempdir().unwrap();
+    s.write(dir.path());
+    let rec = hrec::recording::Recording::open(&dir.path().join("hrec.data")).unwrap();
+    let p = hrec::analysis::replay::build(&rec, &Default::default(), &mut |_| {});
+    let sort = [SortKey::Dso, SortKey::Sym];
+    let tables = hist::tables(
+        &p,
+        &HistOptions {
+            sort: sort.to_vec(),
+            ..HistOptions::default()
+        },
+    );
+    let mut live = Live::new();
+    live.add(&tables[0]);
+    let status = hrec::output::top::Status {
+        event: "4000Hz cycles:P".into(),
+        target: "all, 8 CPUs".into(),
+    };
+    let screen = hrec::output::top::screen(&live, &Interval::default(), &status, &sort, 10);
+    let line = |sym: &str| {
+        screen
+            .lines()
+            .find(|l| l.ends_with(&format!("[k] {sym}")))
+            .unwrap_or_else(|| panic!("no {sym}: {screen}"))
+            .split_whitespace()
+            .take(6)
+            .collect::<Vec<_>>()
+    };
+    assert!(
+        screen.contains("Retiring  BadSpec  FEBound  BEBound"),
+        "{screen}"
+    );
+    assert_eq!(
+        line("hot_a"),
+        ["66.67%", "2", "42.0%", "12.0%", "16.0%", "30.0%"]
+    );
+    assert_eq!(
+        line("hot_b"),
+        ["33.33%", "1", "10.0%", "10.0%", "10.0%", "70.0%"]
+    );
+    for _ in 0..5 {
+        live.decay();
+    }
+    let rows = live.rows();
+    let a = rows.iter().find(|r| r.0[1] == "[k] hot_a").unwrap().1;
+    let l1 = a.td.level1().unwrap();
+    assert!(
+        l1.iter()
+            .zip([42.0, 12.0, 16.0, 30.0])
+            .all(|(g, w)| (g - w).abs() < 0.1),
+        "{l1:?}"
+    );
 }
 
 /// Issue 30: E-core TopDown per symbol and per PMU, against Intel's E-core TMA computed by
@@ -1821,6 +2155,13 @@ fn ecore_groups_are_read_by_encoding_not_by_name() {
     let j = report_json(dir.path(), &["--sort", "sym"]);
     let a = &j["events"].as_array().unwrap()[1];
     assert!(row(a, "hot_a")["topdown"].is_null(), "{a:#}");
+    // And the report says which of Crestmont's events the group lacks.
+    assert_eq!(
+        a["no_topdown"],
+        "the group lacks crestmont's TOPDOWN_RETIRING.ALL (event 0x72, umask 0x0) on cpu_atom \
+         (members are known by their encoding, not by their names)",
+        "{a:#}"
+    );
 
     // No cpuid in the file: no E-core rules.
     let mut s = Synth::ecore("alderlake", |pmu| if pmu == "cpu_atom" { 16 } else { 0 });
@@ -1831,6 +2172,14 @@ fn ecore_groups_are_read_by_encoding_not_by_name() {
     let j = report_json(dir.path(), &["--sort", "sym"]);
     let a = &j["events"].as_array().unwrap()[1];
     assert!(row(a, "hot_a")["topdown"].is_null(), "{a:#}");
+    assert!(
+        a["no_topdown"]
+            .as_str()
+            .is_some_and(|w| w.contains("(no cpuid)")),
+        "{a:#}"
+    );
+    // The P-core group is known by its names and needs no cpuid: it has no reason.
+    assert!(j["events"][0].get("no_topdown").is_none(), "{j:#}");
 }
 
 /// Retire latency is shown only for cores that fill it: Meteor Lake's P-core (Timed PEBS) has

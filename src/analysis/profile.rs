@@ -105,6 +105,9 @@ pub struct EventInfo {
     pub latency_filled: Option<bool>,
     /// Samples whose group read held TopDown members.
     pub topdown_samples: u64,
+    /// Why the event's group, which asks for TopDown, has none
+    /// ([`super::topdown::missing`]).
+    pub no_topdown: Option<String>,
 }
 
 /// Sentinel for "none" in the compact fields.

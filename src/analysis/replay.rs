@@ -139,6 +139,7 @@ impl Replay {
         let meta = rec.meta();
         let mut events = Vec::new();
         let cpu = crate::pmu::uarch::CpuId::parse(&meta.cpuid);
+        let mut no_topdown = super::topdown::missing(meta);
         let mut event_slot = vec![None; meta.events.len()];
         let mut inherit = vec![false; meta.events.len()];
         for (i, e) in meta.events.iter().enumerate() {
@@ -155,6 +156,7 @@ impl Replay {
                         .pmu
                         .as_deref()
                         .and_then(|pmu| crate::pmu::uarch::retire_latency(cpu.as_ref(), pmu)),
+                    no_topdown: no_topdown.remove(&i),
                     ..EventInfo::default()
                 });
             }

@@ -26,8 +26,11 @@ pub struct Weight {
     pub period: u64,
     /// Samples, decayed.
     pub samples: u64,
-    /// TopDown slots of the samples that carried group reads (slots-led sampling on a PMU
-    /// with TopDown), decayed alike, so the shares follow the recent samples.
+    /// TopDown slots of the samples that carried group reads (a slots-led group on a PMU
+    /// with perf metrics, or an E-core's cycles-led group), decayed alike, so the shares
+    /// follow the recent samples; shown through [`TdCounts::level1`], which applies each
+    /// core's rule (an E-core's `width x` cycles and Gracemont's remainder are decayed with
+    /// the counts, so the shares stay Intel's within the decay's rounding).
     pub td: TdCounts,
 }
 
@@ -151,7 +154,7 @@ impl Live {
 
     /// Whether any row has TopDown slots (the columns are shown then).
     pub fn has_topdown(&self) -> bool {
-        self.rows.values().any(|w| w.td.l1_sum() > 0)
+        self.rows.values().any(|w| w.td.slots() > 0)
     }
 
     /// The sum of the rows' periods.

@@ -31,14 +31,17 @@
 //! subtraction ([`uarch`]'s counter budget). The members' roles come from their PMU
 //! and encoding, never from their names ([`roles`]): the kernel's `cpu_atom/topdown-*`
 //! aliases are not always the core's TopDown events (Meteor Lake's retiring alias is
-//! Gracemont's code), and perf names them either way.
+//! Gracemont's code), and perf names them either way. Which E-core a PMU is comes only from
+//! the recording's cpuid (perf.data's `CPUID` header): without it no rule is guessed, and a
+//! group whose members are named as TopDown events gets the reason instead of numbers
+//! ([`missing`]).
 
 use std::collections::HashMap;
 
 use crate::data::{Meta, Role};
 use crate::decode::ReadValues;
 use crate::event::Attr;
-use crate::pmu::uarch::{self, CpuId, TdCategory, TdPart};
+use crate::pmu::uarch::{self, CpuId, Ecore, TdCategory, TdPart};
 
 /// A TopDown event of the group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -231,23 +234,26 @@ impl TdCounts {
         }
     }
 
+    /// Level-1 slot counts in [`L1_LABELS`] order, the shares [`TdCounts::level1`] divides
+    /// by [`TdCounts::slots`]. P-core: the four counts (their sum is the slots); E-core: the
+    /// counted categories, Bad Speculation the remainder where the core's formula says so
+    /// (negative when the counted categories overshoot the slots, as Intel's formula gives).
+    pub fn level1_slots(&self) -> [f64; 4] {
+        let v = |i: usize| self.0[i] as f64;
+        let (ret, fe, be) = (v(1), v(3), v(4));
+        let bad = match (self.0[Self::ECORE_SLOTS], self.0[Self::REMAINDER_SLOTS]) {
+            (e, r) if e > 0 && r > 0 => r as f64 - (ret + fe + be),
+            _ => v(2),
+        };
+        [ret, bad, fe, be]
+    }
+
     /// Level-1 percentages in [`L1_LABELS`] order; `None` with no slots. P-core: each of the
     /// four divided by their sum (perf's rule); E-core: each divided by the slots, Bad
     /// Speculation the remainder where the core's formula says so (Intel's E-core TMA).
     pub fn level1(&self) -> Option<[f64; 4]> {
-        let e = self.0[Self::ECORE_SLOTS];
-        if e > 0 {
-            let v = |i: usize| self.0[i] as f64;
-            let pct = |x: f64| 100.0 * x / e as f64;
-            let (ret, fe, be) = (v(1), v(3), v(4));
-            let bad = match self.0[Self::REMAINDER_SLOTS] {
-                0 => v(2),
-                r => r as f64 - (ret + fe + be),
-            };
-            return Some([pct(ret), pct(bad), pct(fe), pct(be)]);
-        }
-        let sum = self.l1_sum();
-        (sum > 0).then(|| std::array::from_fn(|i| 100.0 * self.0[1 + i] as f64 / sum as f64))
+        let slots = self.slots();
+        (slots > 0).then(|| self.level1_slots().map(|x| 100.0 * x / slots as f64))
     }
 
     /// Level-2 percentages of all slots; `None` with no slots or when the group had no
@@ -292,10 +298,7 @@ impl TdCounts {
         if counted.iter().all(|&e| self.get(e) == 0) {
             return None;
         }
-        let bad = match self.0[Self::REMAINDER_SLOTS] {
-            0 => v(TdEvent::BadSpec),
-            r => r as f64 - (v(TdEvent::Retiring) + v(TdEvent::FeBound) + v(TdEvent::BeBound)),
-        };
+        let bad = self.level1_slots()[1];
         let both_counted =
             self.get(TdEvent::IfetchBandwidth) > 0 || self.get(TdEvent::MachineClears) > 0;
         let rest = |whole: f64, part: TdEvent| (whole - v(part)).max(0.0);
@@ -357,6 +360,44 @@ pub enum TdRole {
 pub fn roles(meta: &Meta) -> HashMap<u64, TdRole> {
     let cpu = CpuId::parse(&meta.cpuid);
     let mut out = HashMap::new();
+    for members in groups(meta) {
+        for (i, role) in group_roles(meta, cpu.as_ref(), &members).unwrap_or_default() {
+            out.extend(meta.events[i].ids.iter().map(|id| (id.id, role)));
+        }
+    }
+    out
+}
+
+/// Why a group that asks for TopDown has none, by the event index of its sampler: a group
+/// asks when a counted member is named as a TopDown event (perf's `topdown-*` aliases,
+/// Intel's `TOPDOWN_*` names) yet [`roles`] gave it no roles (no cpuid in the recording, a
+/// core without Intel's E-core TopDown, a member missing, a lead that is not core cycles).
+/// So a report can say why rather than show no TopDown or guess a rule.
+pub fn missing(meta: &Meta) -> HashMap<usize, String> {
+    let cpu = CpuId::parse(&meta.cpuid);
+    let mut out = HashMap::new();
+    for members in groups(meta) {
+        let asks = members.iter().any(|&i| {
+            let e = &meta.events[i];
+            e.role == Role::Counted
+                && crate::event::base_name(&e.name)
+                    .to_ascii_lowercase()
+                    .starts_with("topdown")
+        });
+        let sampler = members
+            .iter()
+            .find(|&&i| meta.events[i].role == Role::Sampler);
+        if let (true, Some(&sampler), Err(why)) =
+            (asks, sampler, group_roles(meta, cpu.as_ref(), &members))
+        {
+            out.insert(sampler, why);
+        }
+    }
+    out
+}
+
+/// The groups of a recording: each group's member indexes in event order.
+fn groups(meta: &Meta) -> Vec<Vec<usize>> {
     let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
     for (i, e) in meta.events.iter().enumerate() {
         match groups.iter_mut().find(|(l, _)| *l == e.leader) {
@@ -364,37 +405,48 @@ pub fn roles(meta: &Meta) -> HashMap<u64, TdRole> {
             None => groups.push((e.leader, vec![i])),
         }
     }
-    for (_, members) in &groups {
-        let by_name: Vec<(usize, TdEvent)> = members
-            .iter()
-            .filter_map(|&i| Some((i, TdEvent::from_name(&meta.events[i].name)?)))
-            .collect();
-        let assigned: Vec<(usize, TdRole)> = if by_name.iter().any(|(_, k)| *k == TdEvent::Slots) {
-            by_name
-                .into_iter()
-                .map(|(i, k)| (i, TdRole::Event(k)))
-                .collect()
-        } else {
-            ecore_group(meta, cpu.as_ref(), members).unwrap_or_default()
-        };
-        for (i, role) in assigned {
-            out.extend(meta.events[i].ids.iter().map(|id| (id.id, role)));
-        }
-    }
-    out
+    groups.into_iter().map(|(_, m)| m).collect()
 }
 
-/// The roles of an E-core group's members, if `members` is one.
+/// The roles of a group's members, or why it has none.
+fn group_roles(
+    meta: &Meta,
+    cpu: Option<&CpuId>,
+    members: &[usize],
+) -> Result<Vec<(usize, TdRole)>, String> {
+    let by_name: Vec<(usize, TdEvent)> = members
+        .iter()
+        .filter_map(|&i| Some((i, TdEvent::from_name(&meta.events[i].name)?)))
+        .collect();
+    if by_name.iter().any(|(_, k)| *k == TdEvent::Slots) {
+        return Ok(by_name
+            .into_iter()
+            .map(|(i, k)| (i, TdRole::Event(k)))
+            .collect());
+    }
+    ecore_group(meta, cpu, members)
+}
+
+/// The roles of an E-core group's members, or why `members` is not one.
 fn ecore_group(
     meta: &Meta,
     cpu: Option<&CpuId>,
     members: &[usize],
-) -> Option<Vec<(usize, TdRole)>> {
+) -> Result<Vec<(usize, TdRole)>, String> {
     let sampler = *members
         .iter()
-        .find(|&&i| meta.events[i].role == Role::Sampler)?;
-    let pmu = meta.events[sampler].pmu.as_deref()?;
-    let pmu_type = meta.pmus.iter().find(|p| p.name == pmu)?.type_;
+        .find(|&&i| meta.events[i].role == Role::Sampler)
+        .ok_or("the group has no sampling event")?;
+    let pmu = meta.events[sampler]
+        .pmu
+        .as_deref()
+        .ok_or("the PMU of the group's sampler is unknown")?;
+    let pmu_type = meta
+        .pmus
+        .iter()
+        .find(|p| p.name == pmu)
+        .ok_or_else(|| format!("the recording does not give the type of PMU {pmu}"))?
+        .type_;
     let kept: Vec<usize> = members
         .iter()
         .copied()
@@ -407,8 +459,8 @@ fn ecore_group(
         .iter()
         .map(|&i| (meta.events[i].attr, i == sampler))
         .collect();
-    let roles = ecore_roles(cpu, pmu, pmu_type, &attrs)?;
-    Some(roles.into_iter().map(|(k, r)| (kept[k], r)).collect())
+    let roles = ecore_roles_or_why(cpu, pmu, pmu_type, &attrs)?;
+    Ok(roles.into_iter().map(|(k, r)| (kept[k], r)).collect())
 }
 
 /// The roles in an E-core TopDown group of the PMU `pmu` (of type `pmu_type`): `members` are
@@ -422,14 +474,51 @@ pub fn ecore_roles(
     pmu_type: u32,
     members: &[(Attr, bool)],
 ) -> Option<Vec<(usize, TdRole)>> {
-    let td = uarch::ecore_topdown(cpu, pmu)?;
-    let lead = members.iter().position(|(_, lead)| *lead)?;
+    ecore_roles_or_why(cpu, pmu, pmu_type, members).ok()
+}
+
+/// [`ecore_roles`], or why the group has no E-core TopDown.
+fn ecore_roles_or_why(
+    cpu: Option<&CpuId>,
+    pmu: &str,
+    pmu_type: u32,
+    members: &[(Attr, bool)],
+) -> Result<Vec<(usize, TdRole)>, String> {
+    let td = match (uarch::ecore_of(cpu, pmu), cpu) {
+        (Ecore::Arch(arch), _) => arch.topdown().ok_or_else(|| {
+            format!(
+                "Intel has published no E-core TopDown for {} ({pmu})",
+                arch.name()
+            )
+        })?,
+        (_, None) => {
+            return Err(format!(
+                "the recording does not say which CPU it was made on (no cpuid), so the \
+                 E-core behind {pmu} and its TopDown events are unknown"
+            ));
+        }
+        (Ecore::Unknown, Some(c)) => {
+            return Err(format!("hrec does not know the E-core behind {pmu} on {c}"));
+        }
+        (Ecore::No, Some(c)) => {
+            return Err(format!(
+                "{pmu} on {c} is not an E-core PMU, and the group has no slots event"
+            ));
+        }
+    };
+    let lead = members
+        .iter()
+        .position(|(_, lead)| *lead)
+        .ok_or("the group has no lead event")?;
     let s = &members[lead].0;
     // The lead counts core cycles: legacy cycles (on this PMU) or CPU_CLK_UNHALTED.CORE_P.
     let legacy_cycles =
         s.type_ == crate::event::attr::types::HARDWARE && s.config & 0xffff_ffff == 0;
     if !(legacy_cycles || (s.type_ == pmu_type && s.config == 0x3c)) {
-        return None;
+        return Err(format!(
+            "the group is not led by core cycles, whose {} x are the slots",
+            td.width
+        ));
     }
     let mut out = vec![(
         lead,
@@ -444,12 +533,7 @@ pub fn ecore_roles(
             continue;
         }
         let k = match (td.category_of(attr.config), td.part_of(attr.config)) {
-            (Some(c), _) => match c {
-                TdCategory::Retiring => TdEvent::Retiring,
-                TdCategory::BadSpeculation => TdEvent::BadSpec,
-                TdCategory::FrontendBound => TdEvent::FeBound,
-                TdCategory::BackendBound => TdEvent::BeBound,
-            },
+            (Some(c), _) => td_event(c),
             (None, Some(p)) => {
                 let k = match p {
                     TdPart::IfetchLatency => TdEvent::FetchLat,
@@ -470,8 +554,22 @@ pub fn ecore_roles(
         }
     }
     // Every counted category of the core, or no TopDown at all.
-    if out.len() != 1 + td.events.len() {
-        return None;
+    let lacking: Vec<String> = td
+        .events
+        .iter()
+        .filter(|e| {
+            !out.iter()
+                .any(|(_, r)| *r == TdRole::Event(td_event(e.category)))
+        })
+        .map(|e| format!("{} (event {:#x}, umask {:#x})", e.name, e.event, e.umask))
+        .collect();
+    if !lacking.is_empty() {
+        return Err(format!(
+            "the group lacks {}'s {} on {pmu} (members are known by their encoding, not by \
+             their names)",
+            td.arch.name(),
+            lacking.join(", ")
+        ));
     }
     // Level 2 as a whole or not at all: IFetch Latency, Branch Mispredicts and Core Bound,
     // and IFetch Bandwidth with Machine Clears only as a pair ([`TdCounts::level2`] takes
@@ -493,7 +591,17 @@ pub fn ecore_roles(
             )
         }));
     }
-    Some(out)
+    Ok(out)
+}
+
+/// The event an E-core category's count adds to.
+fn td_event(c: TdCategory) -> TdEvent {
+    match c {
+        TdCategory::Retiring => TdEvent::Retiring,
+        TdCategory::BadSpeculation => TdEvent::BadSpec,
+        TdCategory::FrontendBound => TdEvent::FeBound,
+        TdCategory::BackendBound => TdEvent::BeBound,
+    }
 }
 
 /// The previous group read of every counter, to turn cumulative reads into deltas.
@@ -715,5 +823,28 @@ mod tests {
         // A missing level-1 event: no TopDown at all.
         m.remove(2);
         assert!(ecore_roles(cpu.as_ref(), "cpu_atom", 10, &m).is_none());
+    }
+
+    /// The slot counts behind level 1 are what it divides by the slots, on every core: the
+    /// P-core's four (their sum is the slots), Gracemont's with Bad Speculation the remainder
+    /// (the four add up to the slots), Skymont's as counted (they need not).
+    #[test]
+    fn level1_slots_are_the_shares_numerators() {
+        let p = TdCounts::pcore([1000, 400, 80, 120, 200, 0, 0, 0, 0]);
+        assert_eq!(p.level1_slots(), [400.0, 80.0, 120.0, 200.0]);
+        assert_eq!(p.slots(), 800);
+        let mut grt = TdCounts::default();
+        // 2000 cycles x 5: RET 5000, FE 2000, BE 1000; the 0x73 count is not Gracemont's.
+        grt.0[..5].copy_from_slice(&[10000, 5000, 0, 2000, 1000]);
+        grt.0[TdCounts::ECORE_SLOTS] = 10000;
+        grt.0[TdCounts::REMAINDER_SLOTS] = 10000;
+        assert_eq!(grt.level1_slots(), [5000.0, 2000.0, 2000.0, 1000.0]);
+        assert_eq!(grt.level1_slots().iter().sum::<f64>(), grt.slots() as f64);
+        assert_eq!(grt.level1(), Some([50.0, 20.0, 20.0, 10.0]));
+        let mut skt = TdCounts::default();
+        skt.0[..5].copy_from_slice(&[8000, 4000, 400, 800, 2400]);
+        skt.0[TdCounts::ECORE_SLOTS] = 8000;
+        assert_eq!(skt.level1_slots(), [4000.0, 400.0, 800.0, 2400.0]);
+        assert_eq!(skt.level1(), Some([50.0, 5.0, 10.0, 30.0]));
     }
 }

@@ -60,9 +60,19 @@
 //! `-W` (samples with `WEIGHT_STRUCT` and non-zero retire latencies) a counter `retire
 //! latency` gets one counter sample per sample with its retire latency in cycles; with
 //! TopDown group reads, four counters (`topdown retiring`, `topdown bad-spec`, `topdown
-//! fe-bound`, `topdown be-bound`) get the sample's slot deltas of the level-1 events (the
-//! deltas `hrec report` sums per symbol). Counter graphs show these accumulated over time;
-//! the level-1 fractions of a time range are the ratios of the four counters' increases.
+//! fe-bound`, `topdown be-bound`) get the sample's level-1 slots (the deltas `hrec report`
+//! sums per symbol, [`crate::analysis::topdown::TdCounts::level1_slots`]) and a fifth,
+//! `topdown slots`, the slots they are shares of ([`TdCounts::slots`]): on a P-core the sum
+//! of the four (perf's normalisation), on an E-core `width x` the cycles, with Gracemont's
+//! Bad Speculation the remainder of those slots (it is not counted). So the level-1 share of
+//! a time range is a category counter's increase over the slots counter's, the report's
+//! number for the same samples; on a Crestmont or Skymont E-core the four need not add up to
+//! the slots (Intel's formula does not normalise). When several events carry TopDown (a
+//! hybrid part's P-core and E-core groups) each event has its own five counters, suffixed
+//! with its name (`topdown retiring [cpu_atom/cycles/P]`): their slots follow different
+//! rules and are not added together. Counter graphs show these accumulated over time.
+//!
+//! [`TdCounts::slots`]: crate::analysis::topdown::TdCounts::slots
 //!
 //! **Markers.** `PERF_RECORD_LOST` and `PERF_RECORD_LOST_SAMPLES` become instant markers
 //! `Lost samples` with the number lost; `PERF_RECORD_THROTTLE` .. `UNTHROTTLE` of one event
@@ -87,7 +97,6 @@ use fxprof_processed_profile::{
 };
 
 use crate::analysis::profile::{Profile, SampleView};
-use crate::analysis::topdown::TdEvent;
 use crate::decode::Record;
 use crate::recording::Recording;
 use crate::symbol::symbolizer::Loc;
@@ -187,7 +196,8 @@ struct Proc {
     has_main: bool,
     samples: u64,
     latency: Option<fx::CounterHandle>,
-    topdown: Option<[fx::CounterHandle; 4]>,
+    /// The TopDown counters of each profile event with group reads.
+    topdown: HashMap<u16, [fx::CounterHandle; 5]>,
 }
 
 /// A marker waiting for its thread.
@@ -387,7 +397,7 @@ impl<'p> Exporter<'p> {
             has_main: false,
             samples: 0,
             latency: None,
-            topdown: None,
+            topdown: HashMap::new(),
         })
     }
 
@@ -514,23 +524,30 @@ impl<'p> Exporter<'p> {
             && let Some(pr) = self.processes.get_mut(&v.pid)
         {
             let out = &mut self.out;
-            let cs = *pr.topdown.get_or_insert_with(|| {
+            // With TopDown on several events (a hybrid part's P-core and E-core groups) each
+            // has its own counters: their slots follow different rules.
+            let suffix = if p.events.iter().filter(|e| e.topdown_samples > 0).count() > 1 {
+                format!(" [{}]", p.events[event].name)
+            } else {
+                String::new()
+            };
+            let cs = *pr.topdown.entry(v.event).or_insert_with(|| {
                 [
                     ("topdown retiring", "Slots retiring (TopDown level 1)"),
                     ("topdown bad-spec", "Slots lost to bad speculation"),
                     ("topdown fe-bound", "Slots stalled on the front end"),
                     ("topdown be-bound", "Slots stalled on the back end"),
+                    (
+                        "topdown slots",
+                        "Slots the level-1 shares are of (P-core: the four's sum; E-core: width x cycles)",
+                    ),
                 ]
-                .map(|(n, d)| out.add_counter(pr.handle, n, "PMU", d))
+                .map(|(n, d)| out.add_counter(pr.handle, &format!("{n}{suffix}"), "PMU", d))
             });
-            let l1 = [
-                TdEvent::Retiring,
-                TdEvent::BadSpec,
-                TdEvent::FeBound,
-                TdEvent::BeBound,
-            ];
-            for (c, e) in cs.into_iter().zip(l1) {
-                out.add_counter_sample(c, ts, td.get(e) as f64, 1);
+            let [ret, bad, fe, be] = td.level1_slots();
+            let values = [ret, bad, fe, be, td.slots() as f64];
+            for (c, x) in cs.into_iter().zip(values) {
+                out.add_counter_sample(c, ts, x, 1);
             }
         }
     }

@@ -1,5 +1,6 @@
 //! The report as JSON (`--json`: each event's table with its rows' keys in `--sort` order,
-//! shares, TopDown breakdowns, retire-latency statistics and call-graph trees), and
+//! shares, TopDown breakdowns, retire-latency statistics and call-graph trees, and why an
+//! event has no retire latencies or, where its group asks for TopDown, no TopDown), and
 //! `--retire-latency-json`: per-event statistics in the schema of Intel's
 //! `<model>_retire_latency.json`, which `hrec stat --tpebs-from` reads back.
 
@@ -113,6 +114,9 @@ struct JsonTable {
     retire_latency: Option<LatencyStats>,
     #[serde(skip_serializing_if = "Option::is_none")]
     no_retire_latency: Option<String>,
+    /// Why a group that asks for TopDown has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    no_topdown: Option<String>,
     rows: Vec<JsonRow>,
 }
 
@@ -148,6 +152,7 @@ pub fn json(
                 topdown: json_td(&t.td, t.td_samples),
                 retire_latency: t.latency,
                 no_retire_latency: no_latency_reason(e),
+                no_topdown: e.no_topdown.clone(),
                 rows: t
                     .rows
                     .iter()

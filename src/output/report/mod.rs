@@ -206,6 +206,12 @@ pub fn table_lines(p: &Profile, t: &Table, o: &HistOptions, style: &ReportStyle)
             }
         );
     }
+    if style.td_level > 0
+        && t.td_samples == 0
+        && let Some(why) = &e.no_topdown
+    {
+        let _ = writeln!(s, "# TopDown: none, {why}");
+    }
     match (&t.latency, no_latency_reason(e)) {
         (Some(l), _) => {
             let _ = writeln!(s, "# Retire latency (cycles): {}", lat_line(l));
