@@ -481,6 +481,11 @@ pub fn tables(p: &Profile, o: &HistOptions) -> Vec<Table> {
             if let Some(row) = map.get_mut(&k) {
                 credit(row);
             }
+            // An event whose samples carry no chains credits no caller (perf: the Children
+            // of such a row are its Self), e.g. the samplers of an `--off-cpu` recording.
+            if !p.events[usize::from(s.event)].callchains {
+                continue;
+            }
             callgraph::kept_locs(p, s, o.max_stack, &mut kept);
             for &loc in &kept {
                 for (i, &sym) in lk.entries[loc as usize].iter().enumerate() {

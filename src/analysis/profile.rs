@@ -108,6 +108,8 @@ pub struct EventInfo {
     /// Why the event's group, which asks for TopDown, has none
     /// ([`super::topdown::missing`]).
     pub no_topdown: Option<String>,
+    /// Some of its samples carried a call chain.
+    pub callchains: bool,
 }
 
 /// Sentinel for "none" in the compact fields.
@@ -403,6 +405,9 @@ impl Folder {
         let ev = usize::from(s.event);
         let chain = self.chain(s.callers);
         self.p.callchains |= s.callchain;
+        if s.callchain && !self.p.events[ev].callchains {
+            self.p.events[ev].callchains = true;
+        }
         let ctx = self.context(Context {
             event: s.event,
             cpu: s.cpu,

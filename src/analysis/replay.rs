@@ -633,6 +633,21 @@ impl Replay {
             ));
         }
         w.extend(self.fp_chains.line());
+        if let Some(o) = &self.off_cpu {
+            let t = &o.tracker;
+            if t.without_stack > 0 {
+                w.push(format!(
+                    "{} of {} off-CPU intervals have no stack ([no stack]): the recording has none for them (refused or lost)",
+                    t.without_stack, t.intervals
+                ));
+            }
+            if o.left_out > 0 {
+                w.push(format!(
+                    "{} preempted off-CPU intervals left out (record --off-cpu=blocked)",
+                    o.left_out
+                ));
+            }
+        }
         if self.tracker.resets > 0 {
             w.push(format!(
                 "{} group reads went backwards (counter reset); their values were taken as deltas",

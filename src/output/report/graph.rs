@@ -180,7 +180,11 @@ pub(super) fn trees_of(
     style: &ReportStyle,
 ) -> Vec<Option<CallTree>> {
     match &style.callgraph {
-        Some(cg) if p.callchains && cg.mode != Mode::None => hist::call_trees(p, t, o, cg),
+        // Only events whose samples carry chains have trees (an `--off-cpu` recording's
+        // `offcpu-time` does, its plain samplers may not).
+        Some(cg) if p.events[t.event].callchains && cg.mode != Mode::None => {
+            hist::call_trees(p, t, o, cg)
+        }
         _ => Vec::new(),
     }
 }

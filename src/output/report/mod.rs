@@ -187,6 +187,12 @@ pub fn table_lines(p: &Profile, t: &Table, o: &HistOptions, style: &ReportStyle)
             .unwrap_or_default()
     );
     let _ = writeln!(s, "# Event count (approx.): {}", t.base_period);
+    if e.name == crate::analysis::replay::OFF_CPU_EVENT && e.index == usize::MAX {
+        let _ = writeln!(
+            s,
+            "# (off-CPU time in ns: one sample per interval a thread spent off the CPU, under the stack it left with; [preempted]: runnable, waiting for a CPU)"
+        );
+    }
     let td_level = if t.td_samples > 0 { style.td_level } else { 0 };
     if td_level > 0
         && let Some(line) = td_header_line(
