@@ -197,6 +197,50 @@ fn off_cpu_time_per_blocking_function_matches_the_program_and_perf() {
     let r = hrec_in(dir.path(), &["report", "--stdio", "-i", "o.hrec"]);
     let (rout, _) = text(&r);
     assert!(rout.contains("of event 'offcpu-time'"), "{rout}");
+    // Per thread (`report -T`, from the switch records alone): on-CPU + off-CPU is the span,
+    // and the off-CPU time is the offcpu-time event's, thread by thread.
+    let r = hrec_in(dir.path(), &["report", "--stdio", "-T", "-i", "o.hrec"]);
+    let (rout, _) = text(&r);
+    let at = rout.find("# Time per thread").expect("the thread times");
+    let times: Vec<(String, [f64; 5])> = rout[at..]
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            let v = |i: usize| w[i].parse::<f64>().unwrap();
+            (w[1].to_string(), [v(2), v(3), v(4), v(5), v(6)])
+        })
+        .collect();
+    assert!(times.len() >= 6, "main, 4 holders, sleepy:\n{rout}");
+    let j = hrec_in(
+        dir.path(),
+        &["report", "--json", "--sort", "tid", "-i", "o.hrec"],
+    );
+    let j: serde_json::Value = serde_json::from_slice(&j.stdout).unwrap();
+    let off = j["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["event"] == "offcpu-time")
+        .unwrap();
+    for (tid, [on, off_ms, blocked, preempted, span]) in &times {
+        assert!(
+            (on + off_ms - span).abs() < 0.003,
+            "{tid}: {on} + {off_ms} != {span}"
+        );
+        assert!((blocked + preempted - off_ms).abs() < 0.003, "{tid}");
+        let ns: u64 = off["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["key"]["tid"] == tid.as_str())
+            .map(|r| r["period"].as_u64().unwrap())
+            .sum();
+        assert!(
+            (ns as f64 / 1e6 - off_ms).abs() < 0.001,
+            "{tid}: offcpu-time {ns} ns, switch records {off_ms} ms"
+        );
+    }
 
     // perf on the same workload: its switch records and sched_switch stacks, paired from its
     // own script output; and hrec reading perf's file into the same event.

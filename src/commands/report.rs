@@ -365,6 +365,10 @@ fn run(
             writeln!(out)?;
             let t = hrec::analysis::threads::thread_counts(&rec);
             output::report::thread_counts(&t, out)?;
+            if let Some(times) = hrec::analysis::threads::thread_times(&rec) {
+                writeln!(out)?;
+                output::report::thread_times(&times, out)?;
+            }
         }
     }
     if let Some(path) = &cfg.retire_latency_json {

@@ -210,6 +210,23 @@ pub fn info(rec: &Recording, out: &mut dyn Write) -> io::Result<()> {
             for th in &t.threads {
                 writeln!(out, "#   {}/{} {} samples", th.pid, th.tid, th.samples)?;
             }
+            if let Some(times) = crate::analysis::threads::thread_times(rec) {
+                for th in &times {
+                    writeln!(
+                        out,
+                        "# thread time : {}/{} {}: on-CPU {:.3} ms + off-CPU {:.3} ms (blocked {:.3}, preempted {:.3}; {} intervals) = {:.3} ms",
+                        th.pid,
+                        th.tid,
+                        th.comm,
+                        th.on_ns as f64 / 1e6,
+                        th.off_ns() as f64 / 1e6,
+                        th.blocked_ns as f64 / 1e6,
+                        th.preempted_ns as f64 / 1e6,
+                        th.intervals,
+                        th.lifetime_ns() as f64 / 1e6
+                    )?;
+                }
+            }
             for c in &t.counts {
                 let name = m.events.get(c.event).map_or("?", |e| e.name.as_str());
                 let times = if c.time_enabled > 0 {

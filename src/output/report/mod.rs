@@ -417,6 +417,41 @@ fn emit(out: &mut dyn Write, s: &str, quiet: bool, started: &mut bool) -> io::Re
 
 /// `report -T`: the per-thread counts of `record -s` in perf's layout: `# PID  TID  EVENT...`
 /// right-aligned to the widest of each column (at least 3 for the ids), a row per thread.
+/// The per-thread times of an off-CPU recording ([`crate::analysis::threads::thread_times`]),
+/// in ms, one row per thread: on-CPU + off-CPU (blocked + preempted) = its span.
+pub fn thread_times(
+    times: &[crate::analysis::threads::ThreadTime],
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let ms = |ns: u64| format!("{:.3}", ns as f64 / 1e6);
+    writeln!(
+        out,
+        "# Time per thread from its switch records (ms): on-CPU + off-CPU (blocked + preempted) = from its first switch to its last"
+    )?;
+    writeln!(
+        out,
+        "# {:>7}  {:>7}  {:>12}  {:>12}  {:>12}  {:>12}  {:>12}  {:>9}  COMM",
+        "PID", "TID", "on-CPU", "off-CPU", "blocked", "preempted", "span", "intervals"
+    )?;
+    for t in times {
+        writeln!(
+            out,
+            "  {:>7}  {:>7}  {:>12}  {:>12}  {:>12}  {:>12}  {:>12}  {:>9}  {}",
+            t.pid,
+            t.tid,
+            ms(t.on_ns),
+            ms(t.off_ns()),
+            ms(t.blocked_ns),
+            ms(t.preempted_ns),
+            ms(t.lifetime_ns()),
+            t.intervals,
+            t.comm
+        )?;
+    }
+    Ok(())
+}
+
+/// The per-thread counts of `record -s` (perf's `report -T` table).
 pub fn thread_counts(
     t: &crate::analysis::threads::ThreadCounts,
     out: &mut dyn Write,
