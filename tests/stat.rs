@@ -450,6 +450,97 @@ fn topdown_plan_on_fixture_models_and_the_message_without_it() {
     }
 }
 
+/// `--topdown --td-level 2` and `-M TopdownL2` on E-cores read kernel.nmi_watchdog from the
+/// procfs root, as record does: on Alder Lake's Gracemont with the watchdog on (the fixture
+/// has it on) one note and a level-1 group, and each level-2 metric says why it has no value;
+/// with it off (a copy of the fixture with 0) the three level-2 events join the group. Meteor
+/// Lake's Crestmont has room either way. The counter lines name the planned events whether
+/// or not this machine can count them.
+#[test]
+fn ecore_level2_follows_the_nmi_watchdog() {
+    let dir = tempfile::tempdir().unwrap();
+    let off = dir.path().join("procfs");
+    std::fs::create_dir_all(off.join("sys/kernel")).unwrap();
+    std::fs::copy(
+        support::procfs_of("alderlake").join("cpuinfo"),
+        off.join("cpuinfo"),
+    )
+    .unwrap();
+    std::fs::write(off.join("sys/kernel/nmi_watchdog"), "0\n").unwrap();
+    let stat = |model: &str, procfs: &std::path::Path, args: &[&str]| {
+        let sysfs = support::sysfs(model);
+        let mut all = args.to_vec();
+        all.extend(["--", "true"]);
+        let (code, _, err) = hrec_stat(
+            &all,
+            &[
+                ("HREC_SYSFS_ROOT", sysfs.as_os_str()),
+                ("HREC_PROCFS_ROOT", procfs.as_os_str()),
+            ],
+        );
+        assert_eq!(code, 0, "{model} {args:?}: {err}");
+        err
+    };
+    let note = "hrec: cpu_atom: gracemont E-cores have too few counters for TopDown level 2 while the NMI watchdog holds one: counting level 1 (sysctl -w kernel.nmi_watchdog=0 for level 2)";
+    let level2 = [
+        "TOPDOWN_FE_BOUND.FRONTEND_LATENCY",
+        "TOPDOWN_BAD_SPECULATION.MISPREDICT",
+        "TOPDOWN_BE_BOUND.ALLOC_RESTRICTIONS",
+    ];
+    let td = ["--topdown", "--td-level", "2"];
+    let on = support::procfs_of("alderlake");
+    let err = stat("alderlake", &on, &td);
+    assert_eq!(
+        err.lines()
+            .filter(|l| l.contains("too few counters"))
+            .collect::<Vec<_>>(),
+        [note],
+        "{err}"
+    );
+    assert!(level2.iter().all(|e| !err.contains(e)), "{err}");
+    let err = stat("alderlake", &off, &td);
+    assert!(!err.contains("too few counters"), "{err}");
+    assert!(level2.iter().all(|e| err.contains(e)), "{err}");
+    let err = stat("meteorlake", &support::procfs_of("meteorlake"), &td);
+    assert!(!err.contains("too few counters"), "{err}");
+    assert!(level2.iter().all(|e| err.contains(e)), "{err}");
+    // --td-level 1: no level-2 events, no note.
+    let err = stat("alderlake", &on, &["--topdown"]);
+    assert!(
+        !err.contains("too few counters") && !err.contains(level2[0]),
+        "{err}"
+    );
+
+    // -M: the same rule; the budget is named in each level-2 metric's reason.
+    let m = ["-M", "TopdownL2", "--cputype", "atom"];
+    let err = stat("alderlake", &on, &m);
+    assert!(
+        level2.iter().all(|e| !err.contains(&format!("  {e}\n"))),
+        "{err}"
+    );
+    for metric in ["tma_ifetch_latency", "tma_resource_bound"] {
+        assert!(
+            err.lines().any(|l| l.contains(&format!("<not computed>      {metric}: "))
+                && l.contains("too few counters for TopDown level 2 while the NMI watchdog holds one (sysctl -w kernel.nmi_watchdog=0 for level 2)")),
+            "{metric}: {err}"
+        );
+    }
+    let err = stat("alderlake", &off, &m);
+    assert!(level2.iter().all(|e| err.contains(e)), "{err}");
+    assert!(!err.contains("too few counters"), "{err}");
+    // Both: one E-core group, not two.
+    let err = stat(
+        "meteorlake",
+        &support::procfs_of("meteorlake"),
+        &[&td[..], &m[..]].concat(),
+    );
+    assert_eq!(
+        err.matches("TOPDOWN_BE_BOUND.ALLOC_RESTRICTIONS").count(),
+        1,
+        "{err}"
+    );
+}
+
 fn perfmon_dir() -> Option<std::path::PathBuf> {
     let d = std::env::var_os("HREC_PERFMON_DIR")
         .map(std::path::PathBuf::from)

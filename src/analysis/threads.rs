@@ -235,7 +235,7 @@ mod tests {
         let t = &s.times[0];
         assert_eq!(
             (t.on_ns, t.blocked_ns, t.preempted_ns, t.intervals),
-            (300, 1000, 100, 2)
+            (400, 1000, 100, 2)
         );
         assert_eq!(t.on_ns + t.off_ns(), t.lifetime_ns());
         assert_eq!(t.lifetime_ns(), 1500);

@@ -264,6 +264,16 @@ impl TdCounts {
     /// sibling.
     pub fn level2(&self) -> Option<Level2> {
         if self.0[Self::ECORE_SLOTS] > 0 {
+            let counted = [
+                TdEvent::FetchLat,
+                TdEvent::BrMispredict,
+                TdEvent::AllocRestrictions,
+                TdEvent::IfetchBandwidth,
+                TdEvent::MachineClears,
+            ];
+            if counted.iter().all(|&e| self.get(e) == 0) {
+                return None;
+            }
             return self.ecore_level2();
         }
         let sum = self.l1_sum();
@@ -285,19 +295,16 @@ impl TdCounts {
         })
     }
 
-    fn ecore_level2(&self) -> Option<Level2> {
-        let slots = self.0[Self::ECORE_SLOTS] as f64;
-        let v = |e: TdEvent| self.get(e) as f64;
-        let counted = [
-            TdEvent::FetchLat,
-            TdEvent::BrMispredict,
-            TdEvent::AllocRestrictions,
-            TdEvent::IfetchBandwidth,
-            TdEvent::MachineClears,
-        ];
-        if counted.iter().all(|&e| self.get(e) == 0) {
+    /// E-core level-2 percentages of the slots, whichever level-2 events were counted (an
+    /// uncounted one reads 0: the caller knows which were); `None` without E-core slots.
+    /// IFetch Bandwidth and Machine Clears are taken as counted when either is not zero, else
+    /// derived; Resource Bound is always Backend Bound minus Core Bound.
+    pub fn ecore_level2(&self) -> Option<Level2> {
+        if self.0[Self::ECORE_SLOTS] == 0 {
             return None;
         }
+        let slots = self.0[Self::ECORE_SLOTS] as f64;
+        let v = |e: TdEvent| self.get(e) as f64;
         let bad = self.level1_slots()[1];
         let both_counted =
             self.get(TdEvent::IfetchBandwidth) > 0 || self.get(TdEvent::MachineClears) > 0;

@@ -3,7 +3,7 @@
 //! the `record` stage.
 
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::Args;
 use hrec::event::plan::{self, CallGraph, DEFAULT_DWARF_STACK, Host, RecordOptions, Target};
@@ -236,23 +236,6 @@ pub fn check_mmap_pages(pages: Option<u64>) -> Result<(), Error> {
     }
 }
 
-/// Reads what planning needs from procfs (the sample-rate limit, the CPU's family and
-/// model, the NMI watchdog); missing files mean "unknown".
-pub fn read_host(procfs_root: &Path) -> Host {
-    let rate = std::fs::read_to_string(procfs_root.join("sys/kernel/perf_event_max_sample_rate"))
-        .ok()
-        .and_then(|s| s.trim().parse().ok());
-    let watchdog = std::fs::read_to_string(procfs_root.join("sys/kernel/nmi_watchdog"))
-        .ok()
-        .and_then(|s| s.trim().parse::<u32>().ok());
-    Host {
-        max_sample_rate: rate,
-        cpu: hrec::pmu::uarch::CpuId::read(procfs_root),
-        nmi_watchdog: watchdog.map(|w| w != 0),
-        ..Host::default()
-    }
-}
-
 /// Runs `hrec record` with its flags.
 pub fn exec(
     args: RecordArgs,
@@ -276,7 +259,7 @@ fn run(
         ));
     }
     let pmus = Pmus::read(&env.sysfs_root)?;
-    let host = read_host(&env.procfs_root);
+    let host = Host::read(&env.procfs_root);
     let plan = plan::plan_record(&pmus, &host, &cfg.options)?;
     for n in plan.notices.iter().filter(|_| !cfg.quiet) {
         writeln!(err, "hrec: {n}")?;

@@ -384,9 +384,13 @@ fn run(
     options.online = Some(pmus.online.clone());
     options.topology = count::cpu_topology(&env.sysfs_root, pmus.online.cpus());
     options.procfs_root = env.procfs_root.clone();
-    options.cpu = hrec::pmu::uarch::CpuId::read(&env.procfs_root);
+    // The CPU (which E-core each PMU is) and the NMI watchdog (whether Gracemont has room for
+    // TopDown level 2), read as record reads them.
+    let host = hrec::event::Host::read(&env.procfs_root);
+    options.cpu = host.cpu;
+    options.nmi_watchdog = host.nmi_watchdog;
     // -M: the metrics' events are counted (alone, like perf stat -M, unless -e is given too).
-    // Intel's files are an error only where a metric needs them (E-core level 1 does not).
+    // Intel's files are an error only where a metric needs them (E-core TopDown does not).
     let setup = if cfg.metrics.is_empty() {
         None
     } else {
@@ -399,6 +403,7 @@ fn run(
         let scope = tma::Scope {
             cputype: options.cputype.as_deref(),
             cpu: options.cpu.as_ref(),
+            nmi_watchdog: options.nmi_watchdog,
         };
         let setup = tma::setup(loaded, pmus, &cfg.metrics, scope)?;
         options.events.extend(setup.strings.iter().cloned());
@@ -582,7 +587,7 @@ fn run(
             &style,
         ));
     }
-    // E-core TopDown level 1 (hrec's table), a block per E-core PMU.
+    // E-core TopDown levels 1 and 2 (hrec's table), a block per E-core PMU.
     for m in setup.iter().flat_map(|s| &s.ecore) {
         let values = m.evaluate(&res.counters, &res.counts);
         text.push_str(&so::ecore_metrics_block(

@@ -12,7 +12,7 @@ use hrec::record;
 use hrec::recording::Recording;
 
 use super::args::{SamplingArgs, TargetArgs};
-use super::record::{check_mmap_pages, read_host};
+use super::record::check_mmap_pages;
 use super::{Env, Error};
 
 /// `hrec top` flags (perf top's names; `-n` counts refreshes).
@@ -137,7 +137,7 @@ fn run(env: &Env, cfg: &TopConfig, out: &mut dyn Write, err: &mut dyn Write) -> 
 
     check_mmap_pages(cfg.mmap_pages)?;
     let pmus = Pmus::read(&env.sysfs_root)?;
-    let host = read_host(&env.procfs_root);
+    let host = hrec::event::Host::read(&env.procfs_root);
     let plan = plan::plan_record(&pmus, &host, &cfg.options)?;
     for n in &plan.notices {
         writeln!(err, "hrec: {n}")?;

@@ -135,6 +135,24 @@ pub struct Host {
     pub nmi_watchdog: Option<bool>,
 }
 
+impl Host {
+    /// What planning needs from procfs (`/proc` or a stand-in): the sample-rate limit, the
+    /// CPU's family and model, the NMI watchdog; a missing file means "unknown". `record`,
+    /// `top` and `stat` read the host this one way.
+    pub fn read(procfs_root: &std::path::Path) -> Host {
+        let rate =
+            std::fs::read_to_string(procfs_root.join("sys/kernel/perf_event_max_sample_rate"))
+                .ok()
+                .and_then(|s| s.trim().parse().ok());
+        Host {
+            max_sample_rate: rate,
+            cpu: CpuId::read(procfs_root),
+            nmi_watchdog: uarch::read_nmi_watchdog(procfs_root),
+            ..Host::default()
+        }
+    }
+}
+
 impl Default for Host {
     fn default() -> Self {
         Host {
@@ -318,18 +336,12 @@ pub fn default_events(pmus: &Pmus, host: &Host) -> (Vec<String>, Vec<String>) {
                 Some(td) => {
                     let mut members = vec![q("cycles", "P")];
                     members.extend(td.events.iter().map(|e| e.spec(&p.name)));
-                    if td.level2_needs_free_cycles_counter && host.nmi_watchdog != Some(false) {
-                        let why = match host.nmi_watchdog {
-                            Some(_) => "while the NMI watchdog holds one",
-                            None => "if the NMI watchdog holds one, and kernel.nmi_watchdog cannot be read",
-                        };
-                        notices.push(format!(
-                            "{}: {} E-cores have too few counters for TopDown level 2 {why}: recording level 1 (sysctl -w kernel.nmi_watchdog=0 for level 2)",
-                            p.name,
-                            td.arch.name()
-                        ));
-                    } else {
-                        members.extend(td.level2.iter().map(|e| e.spec(&p.name)));
+                    match td.level2_events(host.nmi_watchdog) {
+                        Ok(l2) => members.extend(l2.iter().map(|e| e.spec(&p.name))),
+                        Err(why) => notices.push(format!(
+                            "{}: {why}: recording level 1 (sysctl -w kernel.nmi_watchdog=0 for level 2)",
+                            p.name
+                        )),
                     }
                     format!("{{{}}}:S", members.join(","))
                 }

@@ -27,6 +27,10 @@
 //! hold three level-1 events, so all five level-2 events fit there. Where two are not
 //! counted, IFetch Bandwidth and Machine Clears are their level-1 parent minus the counted
 //! sibling; Resource Bound is always Backend Bound minus Core Bound (Intel's formula).
+//! Whether the watchdog is on is `<procfs>/sys/kernel/nmi_watchdog` ([`read_nmi_watchdog`]);
+//! where it cannot be read, Gracemont gets level 1 alone, as with the watchdog on
+//! ([`EcoreTopDown::level2_events`] is the one place the rule lives, for `record`, `top` and
+//! `stat` alike).
 
 use std::fmt;
 use std::path::Path;
@@ -136,6 +140,30 @@ impl Vendor {
             _ => Vendor::Other,
         }
     }
+}
+
+/// `<procfs>/sys/kernel/nmi_watchdog`: `Some(true)` when the NMI watchdog is on (it holds a
+/// counter), `Some(false)` when off, `None` when the file cannot be read or parsed.
+pub fn read_nmi_watchdog(procfs_root: &Path) -> Option<bool> {
+    std::fs::read_to_string(procfs_root.join("sys/kernel/nmi_watchdog"))
+        .ok()
+        .and_then(|s| s.trim().parse::<u32>().ok())
+        .map(|w| w != 0)
+}
+
+/// Why an E-core's level-2 events are not opened beside level 1: its core has too few
+/// counters while the NMI watchdog holds one (or may: `watchdog` `None` when
+/// `kernel.nmi_watchdog` could not be read).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("{} E-cores have too few counters for TopDown level 2 {}", .arch.name(), match .watchdog {
+    Some(_) => "while the NMI watchdog holds one",
+    None => "if the NMI watchdog holds one, and kernel.nmi_watchdog cannot be read",
+})]
+pub struct Level2Blocked {
+    /// The core.
+    pub arch: EcoreArch,
+    /// The watchdog's state: `Some(true)` on, `None` unknown.
+    pub watchdog: Option<bool>,
 }
 
 /// Intel's E-core microarchitectures.
@@ -465,14 +493,36 @@ impl EcoreTopDown {
     /// by core cycles (the slots are `width x` its count): `{cpu_atom/cycles/,cpu_atom/event=
     /// 0x71,umask=0x0,name=TOPDOWN_FE_BOUND.ALL/,...}`. On a hybrid part (`hybrid`) the cycles
     /// event names its PMU, since a bare `cycles` means every core PMU there.
-    pub fn group_spec(&self, pmu: &str, hybrid: bool) -> String {
+    /// With `level2`, the level-2 events ([`EcoreTopDown::level2`]) follow level 1; the caller
+    /// has checked that they fit ([`EcoreTopDown::level2_events`]).
+    pub fn group_spec(&self, pmu: &str, hybrid: bool, level2: bool) -> String {
         let mut members = vec![if hybrid {
             format!("{pmu}/cycles/")
         } else {
             "cycles".to_string()
         }];
         members.extend(self.events.iter().map(|e| e.spec(pmu)));
+        if level2 {
+            members.extend(self.level2.iter().map(|e| e.spec(pmu)));
+        }
         format!("{{{}}}", members.join(","))
+    }
+
+    /// The level-2 events that fit in the group beside level 1 with the NMI watchdog in state
+    /// `nmi_watchdog` (`None`: unknown), or why none do: all of [`EcoreTopDown::level2`],
+    /// except on a core whose level 2 needs the cycles counter the watchdog may hold
+    /// (Gracemont), which gets them only with the watchdog known to be off.
+    pub fn level2_events(
+        &self,
+        nmi_watchdog: Option<bool>,
+    ) -> Result<&'static [EcoreEvent<TdPart>], Level2Blocked> {
+        if self.level2_needs_free_cycles_counter && nmi_watchdog != Some(false) {
+            return Err(Level2Blocked {
+                arch: self.arch,
+                watchdog: nmi_watchdog,
+            });
+        }
+        Ok(self.level2)
     }
 
     /// The category counted by `config` on this core, if any.
@@ -598,6 +648,47 @@ mod tests {
         assert_eq!(l2(skt).len(), 5);
         assert_eq!(grt.part_of(0x0373), Some(MachineClears));
         assert_eq!(grt.part_of(0x0073), None);
+    }
+
+    /// The budget rule: Gracemont's level 2 only with the watchdog known off, the others'
+    /// whatever the watchdog; the refusal says why in one phrase.
+    #[test]
+    fn level2_fits_by_watchdog() {
+        let grt = EcoreArch::Gracemont.topdown().unwrap();
+        let cmt = EcoreArch::Crestmont.topdown().unwrap();
+        let skt = EcoreArch::Skymont.topdown().unwrap();
+        assert_eq!(grt.level2_events(Some(false)).unwrap().len(), 3);
+        for w in [Some(true), None] {
+            assert_eq!(cmt.level2_events(w).unwrap().len(), 3);
+            assert_eq!(skt.level2_events(w).unwrap().len(), 5);
+        }
+        assert_eq!(
+            grt.level2_events(Some(true)).unwrap_err().to_string(),
+            "gracemont E-cores have too few counters for TopDown level 2 while the NMI watchdog holds one"
+        );
+        assert_eq!(
+            grt.level2_events(None).unwrap_err().to_string(),
+            "gracemont E-cores have too few counters for TopDown level 2 if the NMI watchdog holds one, and kernel.nmi_watchdog cannot be read"
+        );
+        // The group spec with level 2 appends exactly those events.
+        let spec = cmt.group_spec("cpu_atom", true, true);
+        assert!(spec.starts_with("{cpu_atom/cycles/,"), "{spec}");
+        assert!(
+            spec.ends_with("name=TOPDOWN_BE_BOUND.ALLOC_RESTRICTIONS/}"),
+            "{spec}"
+        );
+        assert_eq!(spec.matches("cpu_atom/event=").count(), 4 + 3);
+    }
+
+    #[test]
+    fn nmi_watchdog_from_procfs() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(read_nmi_watchdog(dir.path()), None);
+        std::fs::create_dir_all(dir.path().join("sys/kernel")).unwrap();
+        for (text, want) in [("1\n", Some(true)), ("0\n", Some(false)), ("x", None)] {
+            std::fs::write(dir.path().join("sys/kernel/nmi_watchdog"), text).unwrap();
+            assert_eq!(read_nmi_watchdog(dir.path()), want, "{text:?}");
+        }
     }
 
     /// The encodings are Intel's: each name's `EventCode`/`UMask` in the E-core event file of

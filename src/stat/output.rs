@@ -873,6 +873,119 @@ mod tests {
         assert!(s.ends_with(want), "{s}");
     }
 
+    /// `--td-level 2` on Arrow Lake-H's two E-core PMUs: a level-1 and a level-2 block each,
+    /// the level-2 labels of Intel's E-core tree, each share of `width x` cycles.
+    ///
+    /// cpu_atom (Skymont, all five level-2 events counted): slots = 8 x 100 = 800; RET 280,
+    /// Bad Speculation 80, FE 200, BE 240 give 35/10/25/30%; Branch Mispredicts 40 = 5%,
+    /// Machine Clears 24 = 3%, IFetch Latency 120 = 15%, IFetch Bandwidth 72 = 9%, Core Bound
+    /// 96 = 12%, Resource Bound (240 - 96) = 144 = 18%.
+    ///
+    /// cpu_lowpower (Crestmont, three counted): slots = 6 x 500 = 3000; RET 1200, Bad
+    /// Speculation 300, FE 600, BE 900 give 40/10/20/30%; Branch Mispredicts 240 = 8%,
+    /// Machine Clears (300 - 240) = 60 = 2%, IFetch Latency 450 = 15%, IFetch Bandwidth
+    /// (600 - 450) = 150 = 5%, Core Bound 360 = 12%, Resource Bound (900 - 360) = 540 = 18%.
+    #[test]
+    fn ecore_level2_blocks_from_counts() {
+        use crate::analysis::topdown::TdRole;
+        let group = |pmu: &str, width: u32, members: &[(TdEvent, u64)], cycles: u64| {
+            let mut c = vec![counter("cycles", Some(pmu), None)];
+            c[0].td = Some(TdRole::EcoreCycles {
+                width,
+                remainder: false,
+            });
+            let mut n = vec![val(cycles, 1, 1)];
+            for &(k, v) in members {
+                c.push(counter(&format!("{k:?}"), Some(pmu), Some(k)));
+                n.push(val(v, 1, 1));
+            }
+            (c, n)
+        };
+        use TdEvent::*;
+        let (mut counters, mut counts) = group(
+            "cpu_atom",
+            8,
+            &[
+                (FeBound, 200),
+                (BadSpec, 80),
+                (BeBound, 240),
+                (Retiring, 280),
+                (FetchLat, 120),
+                (BrMispredict, 40),
+                (AllocRestrictions, 96),
+                (IfetchBandwidth, 72),
+                (MachineClears, 24),
+            ],
+            100,
+        );
+        let (c, n) = group(
+            "cpu_lowpower",
+            6,
+            &[
+                (FeBound, 600),
+                (BadSpec, 300),
+                (BeBound, 900),
+                (Retiring, 1200),
+                (FetchLat, 450),
+                (BrMispredict, 240),
+                (AllocRestrictions, 360),
+            ],
+            500,
+        );
+        counters.extend(c);
+        counts.extend(n);
+        let s = format(
+            &counters,
+            &counts,
+            Duration::from_secs(1),
+            &StatStyle {
+                td_level: 2,
+                ..Default::default()
+            },
+            None,
+        );
+        let want = "\
+TopDown level 1 (cpu_atom), share of 800 slots:
+    35.0%  Retiring
+    10.0%  Bad Speculation
+    25.0%  Frontend Bound
+    30.0%  Backend Bound
+TopDown level 2 (cpu_atom):
+     5.0%  Branch Mispredicts
+     3.0%  Machine Clears
+    15.0%  IFetch Latency
+     9.0%  IFetch Bandwidth
+    12.0%  Core Bound
+    18.0%  Resource Bound
+TopDown level 1 (cpu_lowpower), share of 3,000 slots:
+    40.0%  Retiring
+    10.0%  Bad Speculation
+    20.0%  Frontend Bound
+    30.0%  Backend Bound
+TopDown level 2 (cpu_lowpower):
+     8.0%  Branch Mispredicts
+     2.0%  Machine Clears
+    15.0%  IFetch Latency
+     5.0%  IFetch Bandwidth
+    12.0%  Core Bound
+    18.0%  Resource Bound
+";
+        assert!(s.ends_with(want), "{s}");
+        // --td-level 1: the level-1 blocks alone.
+        let s = format(
+            &counters,
+            &counts,
+            Duration::from_secs(1),
+            &StatStyle {
+                td_level: 1,
+                ..Default::default()
+            },
+            None,
+        );
+        assert!(!s.contains("TopDown level 2"), "{s}");
+        assert_eq!(s.matches("TopDown level 1").count(), 2, "{s}");
+    }
+
     /// Lines as perf 6.1 prints them on this machine (trailing blanks aside) for `-A -I`,
     /// `--per-core -I`, `--per-socket -I` and `--per-thread`.
     #[test]

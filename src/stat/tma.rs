@@ -12,23 +12,25 @@
 //! **Which core PMU.** Intel's file describes one core: the only one on most parts, the
 //! P-core (`cpu_core`) on hybrid ones, whose metric file is the P-core's alone. `--cputype`
 //! chooses one core PMU ([`Scope`]): the P-core's keeps Intel's file; an E-core's
-//! (`cpu_atom`, `cpu_lowpower`) answers the TopDown level-1 names from hrec's E-core table
-//! ([`super::ecore_tma`]) and refuses any other metric with a line naming the file. Without
-//! `--cputype`, a hybrid part's level-1 names are answered for each E-core PMU too, in a
-//! block of its own. A part made only of E-cores (one `cpu` PMU: Sierra Forest, Alder
-//! Lake-N) uses Intel's file when there is one (it is the E-core's own, and its TopDown
-//! events are ordinary counters there: no slots group) and hrec's table for the level-1
-//! names otherwise.
+//! (`cpu_atom`, `cpu_lowpower`) answers the TopDown level-1 and level-2 names from hrec's
+//! E-core table ([`super::ecore_tma`]) and refuses any other metric with a line naming the
+//! file. Without `--cputype`, a hybrid part's TopDown names are answered for each E-core PMU
+//! too, in a block of its own; an E-core-only name that the P-core's file lacks
+//! (`tma_ifetch_latency`, `tma_resource_bound`) is answered on the E-cores alone, with a
+//! note. A part made only of E-cores (one `cpu` PMU: Sierra Forest, Alder Lake-N) uses
+//! Intel's file when there is one (it is the E-core's own, and its TopDown events are
+//! ordinary counters there: no slots group) and hrec's table for the TopDown names
+//! otherwise.
 
 use std::path::{Path, PathBuf};
 
 use crate::metrics::perfmon::{Encoding, EventRef, Mapfile, Metric, Perfmon};
 use crate::metrics::{Constants, MetricError};
-use crate::pmu::uarch::{CpuId, Ecore, TdCategory, ecore_of, ecore_topdown};
+use crate::pmu::uarch::{CpuId, Ecore, ecore_of, ecore_topdown};
 use crate::pmu::{Pmu, Pmus};
 
 use super::count::{Count, Counter};
-use super::ecore_tma::{self, EcoreMetrics};
+use super::ecore_tma::{self, EcoreMetric, EcoreMetrics};
 
 /// Where the perfmon files are: the flag, `HREC_PERFMON_DIR`, then `~/.cache/hrec/perfmon`.
 pub fn perfmon_dir(flag: Option<&Path>) -> PathBuf {
@@ -89,7 +91,7 @@ pub enum TmaError {
     },
     /// Metrics of Intel's P-core file asked for on an E-core PMU.
     #[error(
-        "-M {names} on {pmu}: Intel's metric file for this CPU{file} covers only the P-core{pcore}; on {pmu}, E-core TopDown level 1 is available with --topdown or -M TopdownL1 (tma_frontend_bound, tma_bad_speculation, tma_backend_bound, tma_retiring)"
+        "-M {names} on {pmu}: Intel's metric file for this CPU{file} covers only the P-core{pcore}; on {pmu}, E-core TopDown level 1 is available with --topdown or -M TopdownL1 (tma_frontend_bound, tma_bad_speculation, tma_backend_bound, tma_retiring), level 2 with --td-level 2 or -M TopdownL2 (tma_ifetch_latency, tma_ifetch_bandwidth, tma_branch_mispredicts, tma_machine_clears, tma_core_bound, tma_resource_bound)"
     )]
     PcoreOnly {
         /// The metrics asked for, comma-separated.
@@ -101,7 +103,7 @@ pub enum TmaError {
         /// ` (<P-core PMU>)` when the machine has one, else empty.
         pcore: String,
     },
-    /// Level-1 names asked for on an E-core PMU whose TopDown hrec does not know.
+    /// TopDown names asked for on an E-core PMU whose TopDown hrec does not know.
     #[error("-M {names} on {pmu}: no E-core TopDown for it: {why}")]
     NoEcoreTopDown {
         /// The metrics asked for, comma-separated.
@@ -113,14 +115,17 @@ pub enum TmaError {
     },
 }
 
-/// What `-M` is for: the core PMU `--cputype` chose (`None`: every core PMU) and the CPU
-/// (from `/proc/cpuinfo`), which tells the E-core PMUs and their cores apart.
+/// What `-M` is for: the core PMU `--cputype` chose (`None`: every core PMU), the CPU (from
+/// `/proc/cpuinfo`), which tells the E-core PMUs and their cores apart, and the NMI watchdog,
+/// which decides whether a Gracemont E-core has room for TopDown level 2.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Scope<'a> {
     /// `--cputype`'s PMU name.
     pub cputype: Option<&'a str>,
     /// The CPU.
     pub cpu: Option<&'a CpuId>,
+    /// `kernel.nmi_watchdog` is on (`None`: unknown).
+    pub nmi_watchdog: Option<bool>,
 }
 
 /// Why the core PMU `pmu` has no E-core TopDown on `cpu`, in words.
@@ -159,7 +164,7 @@ pub struct Setup {
     pub latencies: Vec<String>,
     /// The defaults file, when the model has one.
     pub defaults_path: Option<PathBuf>,
-    /// TopDown level 1 from hrec's E-core table, one per E-core PMU.
+    /// TopDown levels 1 and 2 from hrec's E-core table, one per E-core PMU.
     pub ecore: Vec<EcoreMetrics>,
     /// One-line notes (an E-core PMU left out, and why).
     pub notes: Vec<String>,
@@ -189,7 +194,7 @@ pub fn cpuid(procfs: &Path) -> Result<String, TmaError> {
 /// Resolves `-M` names (metrics or groups, comma-separated) into metrics and the events to
 /// count, on the core PMUs of `scope`: Intel's metrics from `loaded` (the files of
 /// [`load`], or why they could not be loaded: an error only where they are needed), the
-/// level-1 names of E-core PMUs from hrec's table.
+/// TopDown names of E-core PMUs from hrec's table.
 pub fn setup(
     loaded: Result<(Perfmon, Option<PathBuf>), TmaError>,
     pmus: &Pmus,
@@ -225,25 +230,21 @@ pub fn setup(
         None => all.clone(),
     };
     let is_ecore = |p: &Pmu| ecore_of(scope.cpu, &p.name) != Ecore::No;
-    // The level-1 categories asked for, in order, each once.
-    let mut level1: Vec<TdCategory> = Vec::new();
-    for c in names
+    // The E-core metrics asked for, in order, each once.
+    let mut asked: Vec<EcoreMetric> = Vec::new();
+    for m in names
         .iter()
-        .filter_map(|n| ecore_tma::level1_of(n))
+        .filter_map(|n| ecore_tma::metrics_of(n))
         .flatten()
     {
-        if !level1.contains(&c) {
-            level1.push(c);
+        if !asked.contains(&m) {
+            asked.push(m);
         }
     }
-    let all_level1 = names.iter().all(|n| ecore_tma::level1_of(n).is_some());
+    let all_ecore = names.iter().all(|n| ecore_tma::metrics_of(n).is_some());
     let ecore_metrics = |p: &Pmu| {
-        ecore_topdown(scope.cpu, &p.name).map(|td| EcoreMetrics {
-            pmu: p.name.clone(),
-            hybrid,
-            topdown: td,
-            asked: level1.clone(),
-        })
+        ecore_topdown(scope.cpu, &p.name)
+            .map(|td| EcoreMetrics::new(&p.name, hybrid, td, asked.clone(), scope.nmi_watchdog))
     };
     let joined = names.join(",");
     let mut out = Setup {
@@ -262,7 +263,7 @@ pub fn setup(
         // One core PMU. An all-E-core part without Intel's file: hrec's level-1 table.
         let pmu = all[0];
         if let (Err(_), true, true, Some(m)) =
-            (&loaded, is_ecore(pmu), all_level1, ecore_metrics(pmu))
+            (&loaded, is_ecore(pmu), all_ecore, ecore_metrics(pmu))
         {
             out.strings.push(m.group_spec());
             out.ecore.push(m);
@@ -284,17 +285,44 @@ pub fn setup(
     match pcore {
         Some(p) => {
             let (perfmon, defaults) = loaded?;
-            intel(&mut out, &perfmon, p, true, &names)?;
-            out.pmu = Some(p.name.clone());
-            out.perfmon = Some(perfmon);
-            out.defaults_path = defaults;
+            // A TopDown name the E-core table answers and the P-core's file lacks
+            // (tma_ifetch_latency): the E-cores' alone.
+            let ecores: Vec<&str> = chosen
+                .iter()
+                .filter(|e| is_ecore(e) && ecore_topdown(scope.cpu, &e.name).is_some())
+                .map(|e| e.name.as_str())
+                .collect();
+            let (pnames, eonly): (Vec<&str>, Vec<&str>) = names.iter().partition(|n| {
+                ecores.is_empty()
+                    || ecore_tma::metrics_of(n).is_none()
+                    || perfmon.metric(n).is_some()
+                    || !perfmon.metrics_in_group(n).is_empty()
+            });
+            if !eonly.is_empty() {
+                out.notes.push(format!(
+                    "-M {}: not in Intel's metric file for the P-core ({}), so counted on {} alone",
+                    eonly.join(","),
+                    perfmon
+                        .metrics
+                        .path
+                        .file_name()
+                        .map_or_else(String::new, |f| f.to_string_lossy().into_owned()),
+                    ecores.join(", ")
+                ));
+            }
+            if !pnames.is_empty() {
+                intel(&mut out, &perfmon, p, true, &pnames)?;
+                out.pmu = Some(p.name.clone());
+                out.perfmon = Some(perfmon);
+                out.defaults_path = defaults;
+            }
         }
         None => {
-            // An E-core PMU chosen: the level-1 names alone.
+            // An E-core PMU chosen: the TopDown names alone.
             let others: Vec<&str> = names
                 .iter()
                 .copied()
-                .filter(|n| ecore_tma::level1_of(n).is_none())
+                .filter(|n| ecore_tma::metrics_of(n).is_none())
                 .collect();
             if !others.is_empty() {
                 let file = loaded.as_ref().ok().map(|(p, _)| &p.metrics.path);
@@ -324,7 +352,7 @@ pub fn setup(
             }
         }
     }
-    if level1.is_empty() {
+    if asked.is_empty() {
         return Ok(out);
     }
     for p in chosen.iter().copied().filter(|p| is_ecore(p)) {
@@ -341,7 +369,7 @@ pub fn setup(
                 });
             }
             None => out.notes.push(format!(
-                "-M {joined}: no E-core TopDown level 1 on {}: {}",
+                "-M {joined}: no E-core TopDown on {}: {}",
                 p.name,
                 why_no_ecore_topdown(scope.cpu, &p.name)
             )),
@@ -581,7 +609,7 @@ pub fn constants(sysfs: &Path, seconds: f64) -> Constants {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pmu::uarch::EcoreArch;
+    use crate::pmu::uarch::{EcoreArch, TdCategory};
 
     fn fixture(model: &str) -> (Pmus, Option<CpuId>) {
         let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
@@ -615,6 +643,7 @@ mod tests {
         let scope = Scope {
             cputype: None,
             cpu: cpu.as_ref(),
+            nmi_watchdog: Some(true),
         };
         let s = setup(
             loaded("GenuineIntel-6-97-2"),
@@ -637,7 +666,10 @@ mod tests {
             (e.pmu.as_str(), e.hybrid, e.topdown.arch),
             ("cpu_atom", true, EcoreArch::Gracemont)
         );
-        assert_eq!(e.asked, ecore_tma::LEVEL1);
+        assert_eq!(
+            e.asked,
+            ecore_tma::LEVEL1.map(ecore_tma::EcoreMetric::Level1)
+        );
         // The P-core's slots group, then the E-core's cycles group.
         assert!(
             s.strings[0].starts_with("{cpu_core/slots/,"),
@@ -688,7 +720,7 @@ mod tests {
         assert_eq!(
             s.notes,
             [
-                "-M tma_retiring: no E-core TopDown level 1 on cpu_atom: the CPU could not be identified from /proc/cpuinfo, so neither could its E-core"
+                "-M tma_retiring: no E-core TopDown on cpu_atom: the CPU could not be identified from /proc/cpuinfo, so neither could its E-core"
             ]
         );
     }
@@ -707,6 +739,7 @@ mod tests {
             let scope = Scope {
                 cputype: Some(pmu),
                 cpu: cpu.as_ref(),
+                nmi_watchdog: Some(true),
             };
             let s = setup(
                 absent(),
@@ -723,7 +756,7 @@ mod tests {
             );
             assert_eq!(
                 s.ecore[0].asked,
-                [TdCategory::Retiring, TdCategory::FrontendBound]
+                [TdCategory::Retiring, TdCategory::FrontendBound].map(EcoreMetric::Level1)
             );
             assert_eq!(s.strings, [s.ecore[0].group_spec()]);
         }
@@ -731,6 +764,7 @@ mod tests {
         let scope = Scope {
             cputype: Some("cpu_atom"),
             cpu: cpu.as_ref(),
+            nmi_watchdog: Some(true),
         };
         let e = setup(
             loaded("GenuineIntel-6-97-2"),
@@ -742,7 +776,7 @@ mod tests {
         .to_string();
         assert_eq!(
             e,
-            "-M Info_Thread_IPC on cpu_atom: Intel's metric file for this CPU (hybrid_pcore_metrics.json) covers only the P-core (cpu_core); on cpu_atom, E-core TopDown level 1 is available with --topdown or -M TopdownL1 (tma_frontend_bound, tma_bad_speculation, tma_backend_bound, tma_retiring)"
+            "-M Info_Thread_IPC on cpu_atom: Intel's metric file for this CPU (hybrid_pcore_metrics.json) covers only the P-core (cpu_core); on cpu_atom, E-core TopDown level 1 is available with --topdown or -M TopdownL1 (tma_frontend_bound, tma_bad_speculation, tma_backend_bound, tma_retiring), level 2 with --td-level 2 or -M TopdownL2 (tma_ifetch_latency, tma_ifetch_bandwidth, tma_branch_mispredicts, tma_machine_clears, tma_core_bound, tma_resource_bound)"
         );
         // Without the file the same, less its name; a name the file lacks is unknown.
         let e = setup(absent(), &pmus, &names("Info_Thread_IPC"), scope).unwrap_err();
@@ -789,6 +823,7 @@ mod tests {
         let scope = Scope {
             cputype: None,
             cpu: cpu.as_ref(),
+            nmi_watchdog: Some(true),
         };
         let s = setup(
             loaded("GenuineIntel-6-AF-3"),
@@ -840,6 +875,7 @@ mod tests {
             Scope {
                 cputype: None,
                 cpu: cpu.as_ref(),
+                nmi_watchdog: Some(true),
             },
         )
         .unwrap();
@@ -853,10 +889,124 @@ mod tests {
                 &names("TopdownL1"),
                 Scope {
                     cputype: None,
-                    cpu: cpu.as_ref()
+                    cpu: cpu.as_ref(),
+                    nmi_watchdog: Some(true),
                 }
             )
             .is_err()
+        );
+    }
+
+    /// Level 2 on E-cores: `TopdownL2` and the level-2 names from hrec's table, the group
+    /// with the core's level-2 events where its counters hold them (record's budget rule:
+    /// Gracemont only with the NMI watchdog off); on a hybrid part without `--cputype`, a
+    /// name the P-core's file lacks is the E-cores' alone, with a note.
+    #[test]
+    fn ecore_level2_names_and_the_budget() {
+        let l2: Vec<EcoreMetric> = ecore_tma::LEVEL2.map(EcoreMetric::Level2).to_vec();
+        for (model, pmu, watchdog, opened) in [
+            ("alderlake", "cpu_atom", Some(true), None),
+            ("alderlake", "cpu_atom", None, None),
+            ("alderlake", "cpu_atom", Some(false), Some(3)),
+            ("meteorlake", "cpu_atom", Some(true), Some(3)),
+            ("lunarlake", "cpu_atom", Some(true), Some(5)),
+            ("arrowlake-h", "cpu_atom", None, Some(5)),
+            ("arrowlake-h", "cpu_lowpower", Some(true), Some(3)),
+        ] {
+            let (pmus, cpu) = fixture(model);
+            let scope = Scope {
+                cputype: Some(pmu),
+                cpu: cpu.as_ref(),
+                nmi_watchdog: watchdog,
+            };
+            let s = setup(absent(), &pmus, &names("TopdownL2,tma_retiring"), scope).unwrap();
+            let e = &s.ecore[0];
+            let mut want = l2.clone();
+            want.push(EcoreMetric::Level1(TdCategory::Retiring));
+            assert_eq!(e.asked, want, "{model} {pmu}");
+            assert_eq!(e.level2.map(<[_]>::len).ok(), opened, "{model} {pmu}");
+            let td = e.topdown;
+            assert_eq!(
+                s.strings,
+                [td.group_spec(pmu, true, opened.is_some())],
+                "{model} {pmu} {watchdog:?}"
+            );
+        }
+
+        // Hybrid, no --cputype: the fixture's P-core file has no TopdownL2, so the E-core
+        // answers it alone; the P-core's metrics need no counting then.
+        let (pmus, cpu) = fixture("alderlake");
+        let scope = Scope {
+            cputype: None,
+            cpu: cpu.as_ref(),
+            nmi_watchdog: Some(false),
+        };
+        let s = setup(
+            loaded("GenuineIntel-6-97-2"),
+            &pmus,
+            &names("TopdownL2"),
+            scope,
+        )
+        .unwrap();
+        assert!(s.metrics.is_empty() && s.pmu.is_none() && s.perfmon.is_none());
+        assert_eq!(
+            s.notes,
+            [
+                "-M TopdownL2: not in Intel's metric file for the P-core (hybrid_pcore_metrics.json), so counted on cpu_atom alone"
+            ]
+        );
+        assert_eq!(s.ecore.len(), 1);
+        assert_eq!(s.ecore[0].asked, l2);
+        assert_eq!(s.strings, [s.ecore[0].group_spec()]);
+        // A name in the file and one that is not: the P-core's metric and both E-core ones.
+        let s = setup(
+            loaded("GenuineIntel-6-97-2"),
+            &pmus,
+            &names("Retiring,tma_ifetch_latency"),
+            scope,
+        )
+        .unwrap();
+        assert_eq!(s.pmu.as_deref(), Some("cpu_core"));
+        assert_eq!(s.metrics.len(), 1);
+        assert_eq!(
+            s.ecore[0].asked,
+            [
+                EcoreMetric::Level1(TdCategory::Retiring),
+                EcoreMetric::Level2(ecore_tma::L2Node::IfetchLatency)
+            ]
+        );
+        assert_eq!(s.notes.len(), 1, "{:?}", s.notes);
+        // --cputype core: such a name is the file's to answer, and it is not there.
+        let e = setup(
+            loaded("GenuineIntel-6-97-2"),
+            &pmus,
+            &names("tma_ifetch_latency"),
+            Scope {
+                cputype: Some("cpu_core"),
+                ..scope
+            },
+        )
+        .unwrap_err();
+        assert!(matches!(e, TmaError::Unknown { .. }), "{e}");
+
+        // Alder Lake-N (no metric file): the table, Gracemont's rule.
+        let (pmus, cpu) = fixture("alderlake-n");
+        let s = setup(
+            absent(),
+            &pmus,
+            &names("tma_resource_bound"),
+            Scope {
+                cputype: None,
+                cpu: cpu.as_ref(),
+                nmi_watchdog: Some(true),
+            },
+        )
+        .unwrap();
+        assert!(s.ecore[0].level2.is_err());
+        assert!(
+            s.strings[0].starts_with("{cycles,cpu/event=0x71"),
+            "{:?}",
+            s.strings
         );
     }
 }

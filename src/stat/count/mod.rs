@@ -25,7 +25,9 @@
 //! **TopDown** (`--topdown`) opens `{slots, topdown-*}` per PMU that has it: slots must lead
 //! the group because the kernel computes each metric event's value from the PERF_METRICS
 //! fractions times the leader's slots. Level 1 is normalised by the sum of the four level-1
-//! values, level 2 split by subtraction (see [`crate::analysis::topdown`]).
+//! values, level 2 split by subtraction (see [`crate::analysis::topdown`]). An E-core has a
+//! group led by its cycles with Intel's E-core events instead, level 2 included where its
+//! counters hold it (`plan`).
 //!
 //! The parts, a file each: what is asked (`options`: [`StatOptions`], [`StatError`]), which
 //! counters that makes (`plan`), where they are opened and how places add up into aggregates
@@ -50,7 +52,9 @@ use places::places;
 pub use aggregate::{Count, Group, topdown_counts, topdown_pmus};
 pub use options::{Aggr, StatError, StatOptions, StatTarget, TpebsSampler};
 pub use places::{Label, cpu_topology};
-pub use plan::{Counter, DEFAULT_HARDWARE, DEFAULT_SOFTWARE, DETAILED, event_strings, plan};
+pub use plan::{
+    Counter, DEFAULT_HARDWARE, DEFAULT_SOFTWARE, DETAILED, event_strings, plan, plan_with_notes,
+};
 
 /// What a run measured.
 #[derive(Debug, Clone)]
@@ -104,8 +108,7 @@ pub fn run(
     command: &[String],
     interval: &mut IntervalFn<'_>,
 ) -> Result<StatResult, StatError> {
-    let mut counters = plan(pmus, o)?;
-    let mut notes = Vec::new();
+    let (mut counters, mut notes) = plan_with_notes(pmus, o)?;
     let signals =
         Signals::catch(&[libc::SIGINT, libc::SIGTERM, libc::SIGCHLD], &[]).map_err(|source| {
             StatError::Os {

@@ -67,6 +67,9 @@ pub struct StatOptions {
     /// The CPU's family and model (`/proc/cpuinfo`): which E-core each core PMU counts for,
     /// for `--topdown` on E-cores.
     pub cpu: Option<crate::pmu::uarch::CpuId>,
+    /// `kernel.nmi_watchdog` is on (`None`: unknown): whether a Gracemont E-core has room for
+    /// TopDown level 2 ([`crate::pmu::uarch::EcoreTopDown::level2_events`]).
+    pub nmi_watchdog: Option<bool>,
     /// `--record-tpebs`: precise samplers of the metrics' retire-latency events.
     pub tpebs: Vec<TpebsSampler>,
     /// `-d` given this many times (perf uses up to three): [`crate::stat::count::DETAILED`] sets added after the

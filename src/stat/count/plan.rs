@@ -7,6 +7,16 @@
 //! leader disabled until the start (`enable_on_exec` on a command hrec starts), `inherit`
 //! except per CPU.
 //!
+//! **E-core level 2** (`--topdown --td-level 2`): the E-core group gets Intel's level-2 events
+//! where the core's counters hold them beside level 1 and the cycles leader, by the same
+//! budget rule as `record` ([`crate::pmu::uarch::EcoreTopDown::level2_events`]): Crestmont
+//! and Skymont always; Gracemont (6 general counters, all taken by level 1 and level 2) only
+//! when `kernel.nmi_watchdog` is known to be off, since the watchdog holds the fixed cycles
+//! counter and a group that does not fit would never be scheduled at all. Otherwise the group
+//! stays level 1 and one note says why. `-M`'s E-core group for the same PMU
+//! ([`crate::stat::ecore_tma`]) is the same group: it is counted once, with level 2 when
+//! either asks for it, so both read the same counts.
+//!
 //! **`--cputype`** (perf stat's "only enable events on applying cpu with this type for
 //! hybrid platform") chooses one core PMU: the default hardware events, the `-e` events
 //! written without a PMU (`cycles`, `r3c`, `topdown-retiring`) and the `--topdown` group are
@@ -71,6 +81,16 @@ pub struct Counter {
 /// The `-e` strings stat resolves: the given ones, or perf's defaults, plus the TopDown
 /// groups with `--topdown`.
 pub fn event_strings(pmus: &Pmus, o: &StatOptions) -> Result<Vec<String>, StatError> {
+    strings_and_notes(pmus, o).map(|(v, _)| v)
+}
+
+/// [`event_strings`], and one-line notes on what `--topdown` leaves out (an E-core's level 2
+/// that its counters do not hold).
+fn strings_and_notes(
+    pmus: &Pmus,
+    o: &StatOptions,
+) -> Result<(Vec<String>, Vec<String>), StatError> {
+    let mut notes = Vec::new();
     let mut v: Vec<String> = if o.events.is_empty() && !o.topdown && !o.null_run {
         DEFAULT_SOFTWARE
             .iter()
@@ -106,8 +126,8 @@ pub fn event_strings(pmus: &Pmus, o: &StatOptions) -> Result<Vec<String>, StatEr
             );
             v.push(format!("{{{}}}", members.join(",")));
         }
-        // E-cores: the cycles-led group of Intel's level-1 events (level 1 only: hrec has no
-        // E-core level-2 set yet).
+        // E-cores: the cycles-led group of Intel's level-1 events, with level 2 where asked
+        // and the counters hold it; -M's group for the PMU, if any, is this one.
         for p in &core {
             if !resolve::topdown_metric_names(p).is_empty() {
                 continue;
@@ -116,7 +136,24 @@ pub fn event_strings(pmus: &Pmus, o: &StatOptions) -> Result<Vec<String>, StatEr
                 continue;
             };
             any = true;
-            v.push(td.group_spec(&p.name, hybrid));
+            let level2 = o.td_level >= 2
+                && match td.level2_events(o.nmi_watchdog) {
+                    Ok(_) => true,
+                    Err(why) => {
+                        notes.push(format!(
+                            "{}: {why}: counting level 1 (sysctl -w kernel.nmi_watchdog=0 for level 2)",
+                            p.name
+                        ));
+                        false
+                    }
+                };
+            let l1 = td.group_spec(&p.name, hybrid, false);
+            let l2 = td.group_spec(&p.name, hybrid, true);
+            match v.iter().position(|s| *s == l1 || *s == l2) {
+                Some(i) if level2 => v[i] = l2,
+                Some(_) => {}
+                None => v.push(if level2 { l2 } else { l1 }),
+            }
         }
         if !any {
             let have: Vec<&str> = core.iter().map(|p| p.name.as_str()).collect();
@@ -136,7 +173,7 @@ pub fn event_strings(pmus: &Pmus, o: &StatOptions) -> Result<Vec<String>, StatEr
             v.extend(set.iter().map(|s| s.to_string()));
         }
     }
-    Ok(v)
+    Ok((v, notes))
 }
 
 /// The core PMUs stat counts on: every one, or the one `--cputype` chose (which must exist).
@@ -168,8 +205,16 @@ fn is_level2(name: &str) -> bool {
 
 /// Resolves the counters, leaders first, with the counting attr flags set.
 pub fn plan(pmus: &Pmus, o: &StatOptions) -> Result<Vec<Counter>, StatError> {
+    plan_with_notes(pmus, o).map(|(c, _)| c)
+}
+
+/// [`plan`], and the notes on what `--topdown` leaves out (see [`event_strings`]).
+pub fn plan_with_notes(
+    pmus: &Pmus,
+    o: &StatOptions,
+) -> Result<(Vec<Counter>, Vec<String>), StatError> {
     core_pmus(pmus, o)?;
-    let strings = event_strings(pmus, o)?;
+    let (strings, notes) = strings_and_notes(pmus, o)?;
     let res = match &o.cputype {
         Some(core) => resolve::resolve_on_core(pmus, &strings, core)?,
         None => resolve::resolve(pmus, &strings)?,
@@ -203,7 +248,7 @@ pub fn plan(pmus: &Pmus, o: &StatOptions) -> Result<Vec<Counter>, StatError> {
             });
         }
     }
-    Ok(out)
+    Ok((out, notes))
 }
 
 /// The TopDown role of each member of a group: by name in a perf-metrics group (one with
@@ -479,5 +524,123 @@ mod tests {
                 ("cpu_atom/cycles/".to_string(), Some("cpu_atom".to_string()))
             ]
         );
+    }
+
+    /// `--topdown --td-level 2` on E-cores: the level-2 events join each E-core group by
+    /// record's budget rule. Gracemont (Alder Lake) only with the NMI watchdog known off, else
+    /// level 1 and one note; Crestmont (Meteor Lake, Arrow Lake-H's cpu_lowpower) the three
+    /// whatever the watchdog; Skymont (Lunar Lake, Arrow Lake-H's cpu_atom) all five. Each
+    /// member has its level-2 role, so the output's level-2 block reads them.
+    #[test]
+    fn ecore_level2_by_the_counter_budget() {
+        use crate::analysis::topdown::TdEvent::*;
+        let three = [FetchLat, BrMispredict, AllocRestrictions];
+        let five = [
+            FetchLat,
+            BrMispredict,
+            AllocRestrictions,
+            IfetchBandwidth,
+            MachineClears,
+        ];
+        let grt_note = "cpu_atom: gracemont E-cores have too few counters for TopDown level 2 while the NMI watchdog holds one: counting level 1 (sysctl -w kernel.nmi_watchdog=0 for level 2)";
+        // (model, E-core PMU, kernel.nmi_watchdog, its level-2 members, the note).
+        type Case<'a> = (
+            &'a str,
+            &'a str,
+            Option<bool>,
+            &'a [TdEvent],
+            Option<&'a str>,
+        );
+        let cases: [Case; 8] = [
+            ("alderlake", "cpu_atom", Some(false), &three, None),
+            ("alderlake", "cpu_atom", Some(true), &[], Some(grt_note)),
+            (
+                "alderlake",
+                "cpu_atom",
+                None,
+                &[],
+                Some(
+                    "cpu_atom: gracemont E-cores have too few counters for TopDown level 2 if the NMI watchdog holds one, and kernel.nmi_watchdog cannot be read: counting level 1 (sysctl -w kernel.nmi_watchdog=0 for level 2)",
+                ),
+            ),
+            ("meteorlake", "cpu_atom", Some(true), &three, None),
+            ("lunarlake", "cpu_atom", Some(true), &five, None),
+            ("arrowlake-h", "cpu_atom", Some(true), &five, None),
+            ("arrowlake-h", "cpu_lowpower", None, &three, None),
+            ("alderlake-n", "cpu", Some(false), &three, None),
+        ];
+        for (model, pmu, watchdog, level2, note) in cases {
+            let (pmus, cpu) = fixture(model);
+            let o = StatOptions {
+                topdown: true,
+                td_level: 2,
+                cpu,
+                nmi_watchdog: watchdog,
+                ..Default::default()
+            };
+            let (c, notes) = plan_with_notes(&pmus, &o).unwrap();
+            let group: Vec<&Counter> = c.iter().filter(|c| c.pmu.as_deref() == Some(pmu)).collect();
+            let td = crate::pmu::uarch::ecore_topdown(cpu.as_ref(), pmu).unwrap();
+            assert!(
+                matches!(group[0].td, Some(TdRole::EcoreCycles { .. })),
+                "{model} {pmu}"
+            );
+            // One group, led by the cycles counter.
+            assert_eq!(c[group[0].leader], *group[0], "{model} {pmu}");
+            assert!(group.iter().all(|m| m.leader == group[0].leader));
+            let l1 = td.events.len();
+            assert_eq!(
+                group.len(),
+                1 + l1 + level2.len(),
+                "{model} {pmu} {watchdog:?}"
+            );
+            let roles: Vec<Option<TdRole>> = group[1 + l1..].iter().map(|m| m.td).collect();
+            let want: Vec<Option<TdRole>> =
+                level2.iter().map(|&k| Some(TdRole::Event(k))).collect();
+            assert_eq!(roles, want, "{model} {pmu} {watchdog:?}");
+            // Intel's encodings: IFetch Latency 0x71/0x72, Branch Mispredicts 0x73/0x04,
+            // Core Bound 0x74/0x01, IFetch Bandwidth 0x71/0x8d, Machine Clears 0x73/0x03.
+            let configs: Vec<u64> = group[1 + l1..].iter().map(|m| m.attr.config).collect();
+            assert_eq!(
+                configs,
+                [0x7271, 0x0473, 0x0174, 0x8d71, 0x0373][..level2.len()],
+                "{model} {pmu}"
+            );
+            // One note where level 2 does not fit, none elsewhere.
+            assert_eq!(notes, Vec::from_iter(note), "{model} {pmu} {watchdog:?}");
+            // Level 1 asked: no level-2 events and no note, watchdog or not.
+            let (c1, notes1) = plan_with_notes(&pmus, &StatOptions { td_level: 1, ..o }).unwrap();
+            assert_eq!(
+                c1.iter().filter(|c| c.pmu.as_deref() == Some(pmu)).count(),
+                1 + l1,
+                "{model} {pmu}"
+            );
+            assert!(notes1.is_empty(), "{notes1:?}");
+        }
+    }
+
+    /// `-M`'s E-core group and `--topdown`'s for the same PMU are one group, counted once
+    /// (two would double the cycles beside one set of level-2 counts): with level 2 when
+    /// either asks for it.
+    #[test]
+    fn ecore_group_of_metrics_and_topdown_is_counted_once() {
+        let (pmus, cpu) = fixture("meteorlake");
+        let td = crate::pmu::uarch::ecore_topdown(cpu.as_ref(), "cpu_atom").unwrap();
+        let l1 = td.group_spec("cpu_atom", true, false);
+        let l2 = td.group_spec("cpu_atom", true, true);
+        for (metrics, td_level, want) in
+            [(&l1, 2, &l2), (&l2, 1, &l2), (&l1, 1, &l1), (&l2, 2, &l2)]
+        {
+            let o = StatOptions {
+                topdown: true,
+                td_level,
+                cpu,
+                events: vec![metrics.clone()],
+                ..Default::default()
+            };
+            let v = event_strings(&pmus, &o).unwrap();
+            let atom: Vec<&String> = v.iter().filter(|s| s.starts_with("{cpu_atom/")).collect();
+            assert_eq!(atom, [want], "{metrics} --td-level {td_level}");
+        }
     }
 }
