@@ -252,3 +252,15 @@ impl Perfmon {
             })
     }
 }
+
+/// One evaluated metric, as `stat -M` prints it: from Intel's formulas
+/// ([`crate::stat::tma`]) or from hrec's E-core table ([`crate::stat::ecore_tma`]).
+#[derive(Debug, Clone)]
+pub struct MetricValue {
+    /// Its name as perf shows it (`tma_dtlb_load`).
+    pub name: String,
+    /// Unit (`%`, ...).
+    pub unit: String,
+    /// The value, or why there is none.
+    pub value: Result<f64, String>,
+}

@@ -67,7 +67,7 @@ pub mod eval;
 pub mod expr;
 pub mod perfmon;
 
-pub use eval::{Constants, MetricError};
+pub use eval::{Constants, MetricError, MetricValue};
 pub use expr::{EvalError, Expr, ExprError, Lookup};
 pub use perfmon::{
     CoreEvent, CoreEvents, Encoding, EventRef, Mapfile, MapfileEntry, Metric, MetricFile, Perfmon,

@@ -45,7 +45,7 @@ use crate::analysis::topdown::{TdCounts, TdEvent, TdRole};
 use crate::pmu::uarch::{EcoreEvent, EcoreTopDown, Level2Blocked, TdCategory, TdPart};
 
 use super::count::{Count, Counter, topdown_counts};
-use super::tma::MetricValue;
+use crate::metrics::MetricValue;
 
 /// The level-1 categories in Intel's tree order (the order `TopdownL1` prints them).
 pub const LEVEL1: [TdCategory; 4] = [

@@ -532,16 +532,7 @@ fn same_event(counter: &Counter, string: &str) -> bool {
     norm(&counter.name) == norm(string)
 }
 
-/// One evaluated metric.
-#[derive(Debug, Clone)]
-pub struct MetricValue {
-    /// Its name as perf shows it (`tma_dtlb_load`).
-    pub name: String,
-    /// Unit (`%`, ...).
-    pub unit: String,
-    /// The value, or why there is none.
-    pub value: Result<f64, String>,
-}
+pub use crate::metrics::MetricValue;
 
 /// Evaluates the metrics from the counts and the resolved latencies.
 pub fn evaluate(
