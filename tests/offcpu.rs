@@ -242,6 +242,33 @@ fn off_cpu_time_per_blocking_function_matches_the_program_and_perf() {
         );
     }
 
+    // `--off-cpu=blocked`: no preempted interval at all, the blocked ones as before.
+    let o = hrec_in(
+        dir.path(),
+        &[
+            "record",
+            "--off-cpu=blocked",
+            "--call-graph",
+            "dwarf",
+            "-o",
+            "b.hrec",
+            "--",
+            prog,
+        ],
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let own = figures(&out);
+    let period = folded(dir.path(), "b.hrec", "period");
+    let samples = folded(dir.path(), "b.hrec", "samples");
+    assert!(
+        !period.iter().any(|(s, _)| s.contains("[preempted]")),
+        "{period:#?}"
+    );
+    let (calls, _) = own["nap"];
+    let (n, blocked, all) = off_cpu_under(&period, &samples, "offcpu::nap");
+    assert_eq!((n, blocked), (calls, all));
+
     // perf on the same workload: its switch records and sched_switch stacks, paired from its
     // own script output; and hrec reading perf's file into the same event.
     let tracefs = Path::new("/sys/kernel/tracing/events/sched/sched_switch");
