@@ -243,7 +243,15 @@ fn leave_out(
     let how = ev.if_refused?;
     let errno = e.errno();
     let err = std::io::Error::from_raw_os_error(errno);
+    let refused = matches!(
+        errno,
+        libc::EINVAL | libc::EOPNOTSUPP | libc::ENOENT | libc::ENODEV
+    );
     if how == IfRefused::OffCpuStacks {
+        // Too many files or a task gone are not about the stacks: the usual fallbacks.
+        if !refused && !matches!(errno, libc::EACCES | libc::EPERM) {
+            return None;
+        }
         dropped[ev.index] = true;
         if matches!(errno, libc::EACCES | libc::EPERM) {
             let lv = paranoid(procfs_root).map_or("?".to_string(), |l| l.to_string());
@@ -256,10 +264,7 @@ fn leave_out(
             names[ev.index]
         ));
     }
-    if !matches!(
-        errno,
-        libc::EINVAL | libc::EOPNOTSUPP | libc::ENOENT | libc::ENODEV
-    ) {
+    if !refused {
         return None;
     }
     let leader = &plan.events[ev.leader];
