@@ -409,7 +409,8 @@ fn wall_flame_graph_adds_on_and_off_cpu_time_to_the_programs_wall_clock_time() {
         &["-i", "w.hrec", "--event", "cpu-clock", "--weight", "period"],
     );
     // The two events' lines, the off-CPU ones ending in [off-cpu].
-    let (mut off, mut on): (Vec<(String, u64)>, Vec<(String, u64)>) = wall
+    type Lines = Vec<(String, u64)>;
+    let (mut off, mut on): (Lines, Lines) = wall
         .iter()
         .cloned()
         .partition(|(s, _)| s.ends_with(";[off-cpu]"));

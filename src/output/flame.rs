@@ -210,9 +210,18 @@ pub struct Folded {
     pub event: String,
     /// TopDown deltas per function name (inclusive, once per sample).
     pub topdown: HashMap<String, TdCounts>,
-    /// The wall-clock view: per function name, its nanoseconds on and off the CPU (inclusive,
-    /// once per stack), for the hot/cold colours; and the notes for the subtitle.
-    pub wall: Option<(HashMap<String, (u64, u64)>, Vec<String>)>,
+    /// The wall-clock view's colours and notes.
+    pub wall: Option<WallInfo>,
+}
+
+/// What the wall-clock view adds to its folded stacks.
+#[derive(Debug, Clone, Default)]
+pub struct WallInfo {
+    /// Per function name: its nanoseconds on and off the CPU (inclusive, once per stack),
+    /// for the hot/cold colours.
+    pub time: HashMap<String, (u64, u64)>,
+    /// Notes for the subtitle.
+    pub notes: Vec<String>,
 }
 
 /// Picks the event: the one named, or the first.
@@ -528,7 +537,10 @@ fn fold_wall(
             p.events[off].name
         ),
         topdown: HashMap::new(),
-        wall: Some((shares, notes)),
+        wall: Some(WallInfo {
+            time: shares,
+            notes,
+        }),
     })
 }
 
@@ -614,15 +626,15 @@ pub fn svg(
                 .to_string(),
         );
     }
-    if let Some((shares, wall_notes)) = &f.wall {
-        for (name, &(on, off)) in shares {
+    if let Some(wall) = &f.wall {
+        for (name, &(on, off)) in &wall.time {
             let total = on + off;
             if total == 0 {
                 continue;
             }
             palette.insert(name, wall_color(off as f64 / total as f64));
         }
-        notes.extend(wall_notes.iter().cloned());
+        notes.extend(wall.notes.iter().cloned());
     }
     if o.colors == Colors::TopDown {
         let mut grey = Vec::new();
@@ -820,7 +832,10 @@ mod tests {
             ]
         );
         assert_eq!(f.count_name, "ns");
-        let (shares, notes) = f.wall.as_ref().unwrap();
+        let WallInfo {
+            time: shares,
+            notes,
+        } = f.wall.as_ref().unwrap();
         assert_eq!(shares["main"], (750_000, 3_000_000));
         assert_eq!(shares["wait"], (0, 8_000_000));
         assert_eq!(shares[OFF_CPU_FRAME], (0, 8_000_000));
@@ -861,7 +876,7 @@ mod tests {
         };
         let f = fold(&p, 0, &o).unwrap();
         assert_eq!(f.lines[0], ("app;main".to_string(), 750_000));
-        let (_, notes) = f.wall.as_ref().unwrap();
+        let notes = &f.wall.as_ref().unwrap().notes;
         assert!(
             notes.contains(
                 &"cycles is not a time: each of its samples counts as 250000 ns on the CPU (1e9 / its 4000 Hz, an estimate)"
