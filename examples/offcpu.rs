@@ -3,16 +3,23 @@
 //! can be checked against it.
 //!
 //! Usage: `offcpu [SCALE]` (default 1.0 scales every wait). It prints one line per blocking
-//! function, `blocked FUNCTION calls N ms X`, where X adds up the time measured around each of
-//! its calls (the thread is off the CPU for nearly all of it):
+//! function, `blocked FUNCTION calls N ms X`, where N counts the calls that had to wait and X
+//! adds up the time measured around each call (the thread is off the CPU for nearly all of
+//! it). On a loaded machine the main thread may lose the CPU long enough for a lock to be free
+//! or a thread to have finished when it gets there: such a call does not wait, and is not
+//! counted.
 //! - `nap` (in `sleep_phase`): 5 sleeps of 20 ms (`nanosleep`);
 //! - `take_lock` (in `lock_phase`): 4 waits for a mutex another thread holds for 15 ms each
 //!   time (a futex);
 //! - `join_sleepy` (in `join_phase`): 1 join of a thread that sleeps 30 ms;
 //! - `spin_phase`: 40 ms on the CPU, never blocking (it should get no blocked time).
+//!
+//! Then `ran spin_phase ms X` (the wall-clock time of the spin phase: on the CPU, or
+//! preempted) and `ran main ms X` (from the start of `main` to its last line), the wall-clock
+//! times a combined on- and off-CPU profile should find.
 
 use std::hint::black_box;
-use std::sync::{Arc, Barrier, Mutex};
+use std::sync::{Arc, Barrier, Mutex, TryLockError};
 use std::time::{Duration, Instant};
 
 fn ms(scale: f64, v: f64) -> Duration {
@@ -45,11 +52,16 @@ fn sleep_phase(scale: f64) -> (u32, Duration) {
     (5, blocked)
 }
 
+/// The lock, and whether it had to be waited for (it was held when asked for).
 #[inline(never)]
-fn take_lock(lock: &Mutex<u64>) -> std::sync::MutexGuard<'_, u64> {
-    let g = lock.lock().unwrap_or_else(|e| e.into_inner());
+fn take_lock(lock: &Mutex<u64>) -> (std::sync::MutexGuard<'_, u64>, bool) {
+    let (g, waited) = match lock.try_lock() {
+        Ok(g) => (g, false),
+        Err(TryLockError::Poisoned(e)) => (e.into_inner(), false),
+        Err(TryLockError::WouldBlock) => (lock.lock().unwrap_or_else(|e| e.into_inner()), true),
+    };
     black_box(*g);
-    g
+    (g, waited)
 }
 
 #[inline(never)]
@@ -64,6 +76,7 @@ fn hold(lock: &Mutex<u64>, ready: &Barrier, d: Duration) {
 fn lock_phase(scale: f64) -> (u32, Duration) {
     let lock = Arc::new(Mutex::new(0u64));
     let mut blocked = Duration::ZERO;
+    let mut waits = 0;
     for _ in 0..4 {
         let ready = Arc::new(Barrier::new(2));
         let holder = {
@@ -75,10 +88,12 @@ fn lock_phase(scale: f64) -> (u32, Duration) {
         };
         // The holder has the lock once the barrier opens.
         ready.wait();
-        drop(timed(&mut blocked, || take_lock(&lock)));
+        let (g, waited) = timed(&mut blocked, || take_lock(&lock));
+        drop(g);
+        waits += u32::from(waited);
         holder.join().expect("holder");
     }
-    (4, blocked)
+    (waits, blocked)
 }
 
 #[inline(never)]
@@ -86,11 +101,14 @@ fn sleepy_child(d: Duration) {
     std::thread::sleep(d);
 }
 
+/// Joins the thread; whether it had to wait (the thread was still running).
 #[inline(never)]
-fn join_sleepy(child: std::thread::JoinHandle<()>) {
+fn join_sleepy(child: std::thread::JoinHandle<()>) -> bool {
+    let waited = !child.is_finished();
     let r = child.join();
     black_box(r.is_ok());
     r.expect("join");
+    waited
 }
 
 #[inline(never)]
@@ -101,8 +119,8 @@ fn join_phase(scale: f64) -> (u32, Duration) {
         .spawn(move || sleepy_child(d))
         .expect("spawn");
     let mut blocked = Duration::ZERO;
-    timed(&mut blocked, || join_sleepy(child));
-    (1, blocked)
+    let waited = timed(&mut blocked, || join_sleepy(child));
+    (u32::from(waited), blocked)
 }
 
 #[inline(never)]
@@ -130,11 +148,19 @@ fn main() {
         ("join_sleepy", join_phase),
         ("spin_phase", spin_phase),
     ];
+    let start = Instant::now();
+    let mut spin = Duration::ZERO;
     for (name, phase) in phases {
+        let t = Instant::now();
         let (calls, blocked) = phase(scale);
+        if name == "spin_phase" {
+            spin = t.elapsed();
+        }
         println!(
             "blocked {name} calls {calls} ms {:.3}",
             blocked.as_secs_f64() * 1000.0
         );
     }
+    println!("ran spin_phase ms {:.3}", spin.as_secs_f64() * 1000.0);
+    println!("ran main ms {:.3}", start.elapsed().as_secs_f64() * 1000.0);
 }

@@ -380,3 +380,476 @@ fn without_kernel_samples_the_intervals_are_recorded_and_one_line_says_why() {
         "[no stack] {no_stack:.3} ms, the program blocked {want:.3} ms:\n{period:#?}"
     );
 }
+
+/// The program's wall-clock figure `ran WHAT ms X` (`spin_phase`, `main`).
+fn ran(stdout: &str, what: &str) -> f64 {
+    stdout
+        .lines()
+        .find_map(|l| match l.split_whitespace().collect::<Vec<_>>()[..] {
+            ["ran", w, "ms", ms] if w == what => ms.parse().ok(),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no `ran {what}` line in {stdout}"))
+}
+
+/// `hrec record -e cpu-clock --off-cpu --call-graph dwarf -o FILE -- offcpu SCALE` in `dir`:
+/// the program's output.
+fn record_offcpu(dir: &Path, file: &str, scale: &str) -> String {
+    let prog = release_example("offcpu");
+    let o = hrec_in(
+        dir,
+        &[
+            "record",
+            "-q",
+            "-e",
+            "cpu-clock",
+            "--off-cpu",
+            "--call-graph",
+            "dwarf",
+            "-o",
+            file,
+            "--",
+            prog.to_str().unwrap(),
+            scale,
+        ],
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    out
+}
+
+/// Folded lines of `hrec flamegraph --folded ARGS -o -`.
+fn folded_with(dir: &Path, args: &[&str]) -> Vec<(String, u64)> {
+    let mut all = vec!["flamegraph", "--folded", "-o", "-"];
+    all.extend_from_slice(args);
+    let o = hrec_in(dir, &all);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{args:?}: {err}");
+    out.lines()
+        .filter_map(|l| {
+            let (stack, n) = l.rsplit_once(' ')?;
+            Some((stack.to_string(), n.parse().ok()?))
+        })
+        .collect()
+}
+
+/// `got` ms is the program's wall-clock `want` ms: within 3%, or 3 ms.
+fn close_wall(got: f64, want: f64) -> bool {
+    (got - want).abs() <= (0.03 * want).max(3.0)
+}
+
+/// `hrec report --json`'s total period of each event.
+fn event_periods(dir: &Path, file: &str) -> HashMap<String, u64> {
+    let o = hrec_in(dir, &["report", "--json", "-g", "none", "-i", file]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    j["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["event"].as_str().unwrap().to_string(),
+                e["period"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// `flamegraph --wall`: the on-CPU samples (cpu-clock periods, nanoseconds) and the off-CPU
+/// intervals in one graph. Its lines are exactly the two events' own (the off-CPU ones with an
+/// `[off-cpu]` frame at the leaf); each blocking function's off-CPU time is the program's; the
+/// spin phase's on- plus off-CPU time is its wall-clock time as the program measured it, and so
+/// is the main thread's, from the start of `main` to its end.
+#[test]
+fn wall_flame_graph_adds_on_and_off_cpu_time_to_the_programs_wall_clock_time() {
+    if !kernel_samples_allowed() {
+        eprintln!(
+            "skipped: off-CPU stacks need kernel samples (root or kernel.perf_event_paranoid <= 1)"
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = record_offcpu(dir.path(), "w.hrec", "1");
+    let own = figures(&out);
+    let wall = folded_with(dir.path(), &["-i", "w.hrec", "--wall"]);
+    let mut off_cpu = folded(dir.path(), "w.hrec", "period");
+    let mut on_cpu = folded_with(
+        dir.path(),
+        &["-i", "w.hrec", "--event", "cpu-clock", "--weight", "period"],
+    );
+    // The two events' lines, the off-CPU ones ending in [off-cpu].
+    type Lines = Vec<(String, u64)>;
+    let (mut off, mut on): (Lines, Lines) = wall
+        .iter()
+        .cloned()
+        .partition(|(s, _)| s.ends_with(";[off-cpu]"));
+    for l in &mut off {
+        l.0.truncate(l.0.len() - ";[off-cpu]".len());
+    }
+    for v in [&mut off, &mut on, &mut off_cpu, &mut on_cpu] {
+        v.sort();
+    }
+    assert_eq!(off, off_cpu, "off-CPU lines");
+    assert_eq!(on, on_cpu, "on-CPU lines");
+    assert!(!on.is_empty() && !off.is_empty());
+    // Off-CPU time per blocking function: the program's.
+    let samples = folded(dir.path(), "w.hrec", "samples");
+    for f in ["nap", "take_lock", "join_sleepy"] {
+        let (calls, ms) = own[f];
+        let frame = format!("offcpu::{f}");
+        let (n, _, _) = off_cpu_under(&off_cpu, &samples, &frame);
+        assert_eq!(n, calls, "{f}: blocked intervals");
+        let got: f64 = wall
+            .iter()
+            .filter(|(s, _)| s.ends_with(";[off-cpu]") && s.split(';').any(|x| x == frame))
+            .map(|(_, n)| *n as f64 / 1e6)
+            .sum();
+        assert!(
+            close(got, ms, calls),
+            "{f}: {got:.3} ms off the CPU, the program {ms:.3} ms"
+        );
+    }
+    // Wall-clock time: where the program spun (on the CPU or preempted), and its main thread
+    // from the start (the loader before main is a millisecond or so) to the end.
+    let ms_where = |keep: &dyn Fn(&str) -> bool| -> f64 {
+        wall.iter()
+            .filter(|(s, _)| keep(s))
+            .map(|(_, n)| *n as f64 / 1e6)
+            .sum()
+    };
+    let spin = ms_where(&|s| s.split(';').any(|f| f == "offcpu::spin_phase"));
+    let spin_on =
+        ms_where(&|s| s.split(';').any(|f| f == "offcpu::spin_phase") && !s.ends_with("[off-cpu]"));
+    let want = ran(&out, "spin_phase");
+    assert!(
+        close_wall(spin, want) && spin_on > 0.0,
+        "spin_phase: {spin:.3} ms wall ({spin_on:.3} ms on the CPU), the program {want:.3} ms"
+    );
+    let main = ms_where(&|s| s.split(';').next() == Some("offcpu"));
+    let want = ran(&out, "main");
+    assert!(
+        close_wall(main, want),
+        "the main thread: {main:.3} ms wall, the program ran {want:.3} ms"
+    );
+
+    // The SVG: hot/cold colours (the all-off-CPU frames blue) and the subtitle's note.
+    let o = hrec_in(
+        dir.path(),
+        &["flamegraph", "-i", "w.hrec", "--wall", "-o", "w.svg"],
+    );
+    assert!(o.status.success(), "{}", text(&o).1);
+    let svg = std::fs::read_to_string(dir.path().join("w.svg")).unwrap();
+    assert!(svg.contains("[off-cpu] ("), "no [off-cpu] frame");
+    assert!(svg.contains("rgb(60,120,220)"), "no blue frame");
+    assert!(svg.contains("off-CPU stacks end in [off-cpu]"));
+    // --wall with another weight, or on a recording without switch records: one line.
+    let o = hrec_in(
+        dir.path(),
+        &[
+            "flamegraph",
+            "-i",
+            "w.hrec",
+            "--wall",
+            "--weight",
+            "samples",
+        ],
+    );
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let o = hrec_in(
+        dir.path(),
+        &["record", "-q", "-o", "plain.hrec", "--", "true"],
+    );
+    assert!(o.status.success(), "{}", text(&o).1);
+    let o = hrec_in(dir.path(), &["flamegraph", "-i", "plain.hrec", "--wall"]);
+    let (_, err) = text(&o);
+    assert!(!o.status.success());
+    assert_eq!(
+        err.trim(),
+        "hrec: error: --wall needs off-CPU time: the recording has no switch records (record with --off-cpu, or perf record --switch-events)"
+    );
+}
+
+/// The pprof export of an `--off-cpu` recording: the off-CPU time is the column `off_cpu` in
+/// nanoseconds beside `cpu`; per blocking function its intervals and time are the program's,
+/// and each column adds up to its event's total in the report.
+#[test]
+fn pprof_export_has_off_cpu_nanoseconds_beside_cpu() {
+    if !kernel_samples_allowed() {
+        eprintln!(
+            "skipped: off-CPU stacks need kernel samples (root or kernel.perf_event_paranoid <= 1)"
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let own = figures(&record_offcpu(dir.path(), "o.hrec", "1"));
+    let o = hrec_in(
+        dir.path(),
+        &[
+            "export", "--format", "pprof", "-i", "o.hrec", "-o", "o.pb.gz",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o).1);
+    let pb = support::read_pprof(&dir.path().join("o.pb.gz"));
+    let s = |i: i64| pb.string_table[i as usize].as_str();
+    let types: Vec<(&str, &str)> = pb
+        .sample_type
+        .iter()
+        .map(|v| (s(v.r#type), s(v.unit)))
+        .collect();
+    assert_eq!(
+        types,
+        [
+            ("cpu", "nanoseconds"),
+            ("off_cpu", "nanoseconds"),
+            ("samples", "count")
+        ]
+    );
+    let totals = event_periods(dir.path(), "o.hrec");
+    for (c, event) in [(0, "cpu-clock"), (1, "offcpu-time")] {
+        let sum: i64 = pb.sample.iter().map(|x| x.value[c]).sum();
+        assert_eq!(sum as u64, totals[event], "{event}");
+    }
+    // Per sample: its functions, leaf first.
+    let functions = |x: &hrec::output::pprof::proto::Sample| -> Vec<&str> {
+        x.location_id
+            .iter()
+            .flat_map(|&l| &pb.location[l as usize - 1].line)
+            .map(|line| s(pb.function[line.function_id as usize - 1].name))
+            .collect()
+    };
+    for f in ["nap", "take_lock", "join_sleepy"] {
+        let (calls, ms) = own[f];
+        let frame = format!("offcpu::{f}");
+        let under: Vec<_> = pb
+            .sample
+            .iter()
+            .filter(|x| x.value[1] > 0 && functions(x).contains(&frame.as_str()))
+            .collect();
+        let blocked: i64 = under
+            .iter()
+            .filter(|x| functions(x)[0] != "[preempted]")
+            .map(|x| x.value[2])
+            .sum();
+        let got: f64 = under.iter().map(|x| x.value[1] as f64 / 1e6).sum();
+        assert_eq!(blocked as u64, calls, "{f}: blocked intervals");
+        assert!(
+            close(got, ms, calls),
+            "{f}: off_cpu {got:.3} ms, the program {ms:.3} ms"
+        );
+    }
+}
+
+/// The Firefox export of an `--off-cpu` recording: one track per thread holding its cpu-clock
+/// samples (CPU delta = period) and its off-CPU intervals (weight = ns, CPU delta 0, leaf in
+/// the Off-CPU category, a sample of no weight where each ends); per blocking function the
+/// intervals and time are the program's, and the main thread's weights add up to its
+/// wall-clock time.
+#[test]
+fn firefox_export_puts_off_cpu_time_on_the_threads_track() {
+    if !kernel_samples_allowed() {
+        eprintln!(
+            "skipped: off-CPU stacks need kernel samples (root or kernel.perf_event_paranoid <= 1)"
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = record_offcpu(dir.path(), "o.hrec", "1");
+    let own = figures(&out);
+    let path = dir.path().join("o.json.gz");
+    let o = hrec_in(
+        dir.path(),
+        &[
+            "export",
+            "--format",
+            "firefox",
+            "-i",
+            "o.hrec",
+            "-o",
+            path.to_str().unwrap(),
+        ],
+    );
+    let (_, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("off-CPU intervals"), "{err}");
+    let threads = support::check_processed_profile(&support::read_firefox(&path));
+    // One track per thread, named by the thread alone.
+    let mut ids: Vec<(&str, &str)> = threads
+        .iter()
+        .map(|t| (t.pid.as_str(), t.tid.as_str()))
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), threads.len(), "a thread with two tracks");
+    assert!(
+        threads.iter().all(|t| !t.name.contains('[')),
+        "{threads:#?}"
+    );
+    let totals = event_periods(dir.path(), "o.hrec");
+    let weight: i64 = threads.iter().flat_map(|t| &t.weights).sum();
+    assert_eq!(weight as u64, totals["cpu-clock"] + totals["offcpu-time"]);
+    let mut intervals: HashMap<String, (u64, f64)> = HashMap::new();
+    for t in &threads {
+        let n = t.weights.len();
+        for i in 0..n {
+            let (w, cpu, cat) = (t.weights[i], t.cpu_deltas[i], t.categories[i].as_str());
+            if cat != "Off-CPU" {
+                // On the CPU: the clock's period, in µs.
+                assert_eq!(
+                    (w / 1000) as f64,
+                    cpu,
+                    "{}: CPU delta of a clock sample",
+                    t.tid
+                );
+                continue;
+            }
+            assert_eq!(cpu, 0.0, "{}: an off-CPU sample with CPU time", t.tid);
+            if w == 0 {
+                continue;
+            }
+            // An interval: the next sample of the track is its end, with no weight.
+            assert!(
+                i + 1 < n,
+                "{}: no end to the interval at {}",
+                t.tid,
+                t.times[i]
+            );
+            assert_eq!(
+                (
+                    t.weights[i + 1],
+                    &t.stacks[i + 1],
+                    t.categories[i + 1].as_str()
+                ),
+                (0, &t.stacks[i], "Off-CPU")
+            );
+            let end = t.times[i] + w as f64 / 1e6;
+            assert!((t.times[i + 1] - end).abs() < 1e-5, "{}: end", t.tid);
+            if t.pid == t.tid {
+                let blocked = t.stacks[i][0] != "[preempted]";
+                for f in ["nap", "take_lock", "join_sleepy"] {
+                    if t.stacks[i].iter().any(|x| x == &format!("offcpu::{f}")) {
+                        let e = intervals.entry(f.to_string()).or_default();
+                        e.0 += u64::from(blocked);
+                        e.1 += w as f64 / 1e6;
+                    }
+                }
+            }
+        }
+    }
+    for f in ["nap", "take_lock", "join_sleepy"] {
+        let (calls, ms) = own[f];
+        let (n, got) = intervals.get(f).copied().unwrap_or_default();
+        assert_eq!(n, calls, "{f}: blocked intervals");
+        assert!(
+            close(got, ms, calls),
+            "{f}: {got:.3} ms off the CPU, the program {ms:.3} ms"
+        );
+    }
+    let main = threads
+        .iter()
+        .find(|t| t.pid == t.tid && t.name == "offcpu")
+        .expect("the main thread");
+    let wall = main.weights.iter().sum::<i64>() as f64 / 1e6;
+    let want = ran(&out, "main");
+    assert!(
+        close_wall(wall, want),
+        "the main thread's track: {wall:.3} ms, the program ran {want:.3} ms"
+    );
+}
+
+/// `hrec diff` of two `--off-cpu` recordings (the workload at two scales) pairs their
+/// `offcpu-time` events and shows nanoseconds: the note's totals and each row's periods are
+/// the sums of each recording's own off-CPU samples (`hrec script`), `wdiff:1,1` their change.
+#[test]
+fn diff_pairs_off_cpu_time_and_shows_nanoseconds() {
+    if !kernel_samples_allowed() {
+        eprintln!(
+            "skipped: off-CPU stacks need kernel samples (root or kernel.perf_event_paranoid <= 1)"
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    record_offcpu(dir.path(), "old.hrec", "0.5");
+    record_offcpu(dir.path(), "new.hrec", "1");
+    // Per leaf symbol, the off-CPU ns of a recording's samples.
+    let by_sym = |file: &str| -> HashMap<String, u64> {
+        let o = hrec_in(
+            dir.path(),
+            &["script", "-i", file, "-G", "-F", "event,period,ip,sym"],
+        );
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "{err}");
+        let mut m = HashMap::new();
+        for l in out.lines() {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            if let [period, "offcpu-time:", _ip, sym @ ..] = &w[..] {
+                *m.entry(sym.join(" ")).or_default() += period.parse::<u64>().unwrap();
+            }
+        }
+        m
+    };
+    let (old, new) = (by_sym("old.hrec"), by_sym("new.hrec"));
+    let (old_total, new_total): (u64, u64) = (old.values().sum(), new.values().sum());
+    assert!(old_total > 0 && new_total > old_total, "{old:?} {new:?}");
+    let o = hrec_in(
+        dir.path(),
+        &["diff", "-s", "sym", "--json", "old.hrec", "new.hrec"],
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let t = j["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["event"] == "offcpu-time")
+        .expect("an offcpu-time table");
+    assert_eq!(t["matched"], true);
+    assert_eq!(t["old_total_period"].as_u64(), Some(old_total));
+    assert_eq!(t["new_total_period"].as_u64(), Some(new_total));
+    let mut rows = 0;
+    for r in t["rows"].as_array().unwrap() {
+        let sym = r["key"]["sym"].as_str().unwrap();
+        let name = sym.split_once("] ").map_or(sym, |(_, n)| n);
+        let period = |side: &str| r[side]["period"].as_u64().unwrap_or(0);
+        assert_eq!(period("old"), old.get(name).copied().unwrap_or(0), "{sym}");
+        assert_eq!(period("new"), new.get(name).copied().unwrap_or(0), "{sym}");
+        rows += 1;
+    }
+    assert!(rows > 0);
+    // The text table says the totals and their change in ns.
+    let o = hrec_in(
+        dir.path(),
+        &[
+            "diff",
+            "-s",
+            "sym",
+            "-c",
+            "wdiff:1,1",
+            "old.hrec",
+            "new.hrec",
+        ],
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let note = format!(
+        "# (off-CPU time in ns: old {old_total} ns, new {new_total} ns, +{} ns;",
+        new_total - old_total
+    );
+    assert!(out.contains(&note), "{note}\n{out}");
+    let section = out.split("# Event 'offcpu-time'").nth(1).unwrap();
+    let schedule_change = new.get("schedule").copied().unwrap_or(0) as i64
+        - old.get("schedule").copied().unwrap_or(0) as i64;
+    let line = section
+        .lines()
+        .find(|l| l.ends_with("[k] schedule"))
+        .unwrap_or_else(|| panic!("no schedule row:\n{section}"));
+    assert!(
+        line.split_whitespace()
+            .any(|w| w == schedule_change.to_string()),
+        "schedule's change {schedule_change} ns: {line}"
+    );
+}

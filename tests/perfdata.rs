@@ -965,6 +965,92 @@ fn script_side_band_events_equal_perf_script() {
     }
 }
 
+/// `script --show-switch-events` prints the context-switch records of perf's `--switch-events`
+/// (`PERF_RECORD_SWITCH` of a followed task, `PERF_RECORD_SWITCH_CPU_WIDE` of `-a`) where they
+/// occur, byte for byte as perf script prints them on the same files, alone and with the other
+/// side-band records, `--ns`, `-G` and field lists; the samples between them too, in the same
+/// order (hrec's `offcpu-time` samples, which it makes of those records, left out: perf has no
+/// such event in these files).
+#[test]
+fn script_switch_events_equal_perf_script() {
+    if support::perf().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let prog = support::release_example("offcpu");
+    let prog = prog.to_str().unwrap();
+    let mut files = vec![perf_record(
+        dir.path(),
+        "switch.data",
+        &["-e", "cpu-clock", "--switch-events"],
+        &[prog, "0.3"],
+    )];
+    let wide = Command::new("perf")
+        .args(["record", "-q", "-a", "-e", "cpu-clock", "--switch-events"])
+        .args(["-o", "wide.data", "--", prog, "0.3"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    if wide.status.success() {
+        files.push(dir.path().join("wide.data"));
+    } else {
+        eprintln!("skipped the CPU-wide records: perf record -a is not allowed here");
+    }
+    for file in &files {
+        let file = file.to_str().unwrap();
+        for (flags, whole) in [
+            (&["--show-switch-events"][..], false),
+            (&["--show-switch-events", "--ns"], false),
+            (
+                &[
+                    "--show-switch-events",
+                    "--show-task-events",
+                    "--show-mmap-events",
+                    "-G",
+                ],
+                false,
+            ),
+            (
+                &[
+                    "--show-switch-events",
+                    "-F",
+                    "comm,pid,tid,time,period,event",
+                ],
+                true,
+            ),
+            (
+                &["--show-switch-events", "--ns", "-F", "tid,time,event"],
+                true,
+            ),
+        ] {
+            let mut args = vec!["script", "-i", file];
+            args.extend(flags);
+            let perf = run_perf(dir.path(), &args);
+            let (hrec, _) = hrec_ok(dir.path(), &args);
+            let switches = perf.matches(": PERF_RECORD_SWITCH").count();
+            assert!(switches >= 20, "{file} {flags:?}: {perf}");
+            assert_eq!(hrec.matches(": PERF_RECORD_SWITCH").count(), switches);
+            assert!(
+                hrec.lines().any(|l| l.contains(" offcpu-time: ")),
+                "{file} {flags:?}: no offcpu-time sample"
+            );
+            let keep = |l: &&str| {
+                if whole {
+                    !l.contains(" offcpu-time: ")
+                } else {
+                    l.contains(": PERF_RECORD_")
+                }
+            };
+            let perf: Vec<&str> = perf.lines().filter(keep).collect();
+            let hrec: Vec<&str> = hrec.lines().filter(keep).collect();
+            for (a, b) in perf.iter().zip(&hrec) {
+                assert_eq!(a, b, "{file} {flags:?}");
+            }
+            assert_eq!(perf.len(), hrec.len(), "{file} {flags:?}: lines");
+        }
+    }
+}
+
 /// `script -F` prints what perf prints for the same field lists on the same files: each
 /// field followed by its blank, call chains and `sym`/`dso`/`srcline` only with `ip`, `+`/`-`
 /// changes to the defaults. With call chains, perf finds source lines of libc frames it has no

@@ -112,6 +112,14 @@ pub struct EventInfo {
     pub callchains: bool,
 }
 
+impl EventInfo {
+    /// The `offcpu-time` event the replay makes of a recording's switch records
+    /// ([`super::replay::OFF_CPU_EVENT`]): its periods are nanoseconds off the CPU.
+    pub fn is_off_cpu(&self) -> bool {
+        self.index == usize::MAX && self.name == super::replay::OFF_CPU_EVENT
+    }
+}
+
 /// Sentinel for "none" in the compact fields.
 pub const NONE: u32 = u32::MAX;
 

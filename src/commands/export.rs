@@ -16,10 +16,11 @@ pub struct ExportArgs {
     /// Input file [default: hrec.data, else perf.data when only that is here].
     #[arg(short = 'i', long = "input")]
     pub input: Option<PathBuf>,
-    /// Output format: pprof (gzip-compressed profile.proto, for `go tool pprof` and others),
-    /// firefox (gzip-compressed processed-profile JSON for the Firefox Profiler, as samply
-    /// writes: a track per thread, samples on the timeline weighted by their period,
-    /// inline frames, lost-sample and throttling markers).
+    /// Output format: pprof (gzip-compressed profile.proto, for `go tool pprof` and others;
+    /// off-CPU time as the column off_cpu in nanoseconds), firefox (gzip-compressed
+    /// processed-profile JSON for the Firefox Profiler, as samply writes: a track per thread,
+    /// samples on the timeline weighted by their period, off-CPU intervals on the thread's
+    /// clock track with no CPU time, inline frames, lost-sample and throttling markers).
     #[arg(long, value_parser = ["pprof", "firefox"])]
     pub format: String,
     /// Output file (`-` for stdout) [default: profile.pb.gz for pprof, profile.json.gz for
@@ -153,8 +154,13 @@ fn run(
                     s.clamped
                 )?;
             }
+            let off = if s.off_cpu > 0 {
+                format!(" ({} of them off-CPU intervals)", s.off_cpu)
+            } else {
+                String::new()
+            };
             format!(
-                "{} samples in {} threads of {} processes, {} markers",
+                "{} samples{off} in {} threads of {} processes, {} markers",
                 s.samples, s.threads, s.processes, s.markers
             )
         }

@@ -21,12 +21,19 @@ pub struct FlamegraphArgs {
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
     /// The event to draw (default: the first; the recording's events are listed when it has
-    /// several).
+    /// several). With --wall, the on-CPU event (default: the first clock).
     #[arg(long)]
     pub event: Option<String>,
-    /// Frame width: samples, period (the event count) or retire-latency (cycles).
-    #[arg(long, default_value = "samples", value_parser = ["samples", "period", "retire-latency"])]
-    pub weight: String,
+    /// Frame width: samples, period (the event count) or retire-latency (cycles)
+    /// [default: samples; with --wall, period: nanoseconds].
+    #[arg(long, value_parser = ["samples", "period", "retire-latency"])]
+    pub weight: Option<String>,
+    /// Wall-clock view (hot/cold): the on-CPU samples and the off-CPU time of a recording
+    /// with switch records (record --off-cpu, or perf's --switch-events) in one graph, in
+    /// nanoseconds; off-CPU stacks end in an [off-cpu] frame, functions coloured from warm
+    /// (on the CPU) to blue (off it).
+    #[arg(long)]
+    pub wall: bool,
     /// Colours: default or topdown (dominant TopDown L1 category per function).
     #[arg(long = "color", alias = "colors", default_value = "default", value_parser = ["default", "topdown"])]
     pub color: String,
@@ -60,6 +67,19 @@ impl FlamegraphArgs {
         use hrec::output::flame::{Colors, FlameOptions, Weight};
         let default_out = if self.folded { "-" } else { "flamegraph.svg" };
         let (profile, filters) = reading_options(self.symbols, self.filters)?;
+        if self.wall {
+            if let Some(w) = self.weight.as_deref().filter(|&w| w != "period") {
+                return Err(format!(
+                    "--wall weighs by nanoseconds (the on-CPU time and the off-CPU time); --weight {w} does not apply"
+                ));
+            }
+            if self.color == "topdown" {
+                return Err(
+                    "--wall colours by time on and off the CPU; --color topdown does not apply"
+                        .to_string(),
+                );
+            }
+        }
         Ok(FlamegraphConfig {
             input: input_file(self.input),
             output: self.output.unwrap_or_else(|| PathBuf::from(default_out)),
@@ -71,7 +91,7 @@ impl FlamegraphArgs {
             },
             flame: FlameOptions {
                 event: self.event,
-                weight: match self.weight.as_str() {
+                weight: match self.weight.as_deref().unwrap_or("samples") {
                     "period" => Weight::Period,
                     "retire-latency" => Weight::RetireLatency,
                     _ => Weight::Samples,
@@ -86,7 +106,10 @@ impl FlamegraphArgs {
                 flame_chart: self.flame_chart,
                 min_width: self.min_width,
                 filters,
+                // Set for the recording once it is read: how its on-CPU samples count.
+                wall: None,
             },
+            wall: self.wall,
         })
     }
 }
@@ -106,6 +129,8 @@ struct FlamegraphConfig {
     pub profile: hrec::analysis::profile::ProfileOptions,
     /// Drawing.
     pub flame: output::flame::FlameOptions,
+    /// `--wall`.
+    pub wall: bool,
 }
 
 /// Folded stacks of one recording for `hrec flamegraph`, with a notice on stderr when the
@@ -129,6 +154,30 @@ fn fold_recording(
             "{} has no sampling events",
             path.display()
         )));
+    }
+    if cfg.wall {
+        let how = output::on_cpu_time(rec.meta(), &p);
+        let (ev, off) = output::flame::pick_wall_events(&p, cfg.flame.event.as_deref(), &how)?;
+        let on = &p.events[ev].name;
+        if cfg.flame.event.is_none() && p.events.len() > 2 {
+            let names: Vec<&str> = p.events.iter().map(|e| e.name.as_str()).collect();
+            writeln!(
+                err,
+                "hrec: {} has {} events ({}); drawing {on} with {} (choose the on-CPU event with --event)",
+                path.display(),
+                names.len(),
+                names.join(", "),
+                p.events[off].name
+            )?;
+        }
+        if let Some(note) = how[ev].note(on) {
+            writeln!(err, "hrec: --wall: {note}")?;
+        }
+        let flame = output::flame::FlameOptions {
+            wall: Some(how[ev].clone()),
+            ..cfg.flame.clone()
+        };
+        return Ok(output::flame::fold(&p, ev, &flame)?);
     }
     let ev = output::flame::pick_event(&p, cfg.flame.event.as_deref())?;
     if cfg.flame.event.is_none() && p.events.len() > 1 {

@@ -41,6 +41,10 @@ pub struct ScriptArgs {
     /// Print COMM, FORK and EXIT records where they occur, as perf does.
     #[arg(long = "show-task-events")]
     pub show_task_events: bool,
+    /// Print context-switch records (PERF_RECORD_SWITCH, SWITCH_CPU_WIDE: record --off-cpu,
+    /// perf's --switch-events) where they occur, as perf does.
+    #[arg(long = "show-switch-events")]
+    pub show_switch_events: bool,
     /// The recording's header (as `hrec info` / perf's `--header`) before the samples.
     #[arg(long)]
     pub header: bool,
@@ -77,6 +81,7 @@ impl ScriptArgs {
                 hide_call_graph: self.hide_call_graph,
                 show_mmap: self.show_mmap_events,
                 show_task: self.show_task_events,
+                show_switch: self.show_switch_events,
             },
             header: self.header,
         })
@@ -106,7 +111,8 @@ struct ScriptConfig {
     pub profile: hrec::analysis::profile::ProfileOptions,
     /// `--comm`, `--pid`, `--dso`, `--sym`.
     pub filters: hrec::analysis::hist::Filters,
-    /// `--inline`, `--ns`, `-G`, `--show-mmap-events`, `--show-task-events`.
+    /// `--inline`, `--ns`, `-G`, `--show-mmap-events`, `--show-task-events`,
+    /// `--show-switch-events`.
     pub layout: output::script::Layout,
     /// `--header`: the recording's header first.
     pub header: bool,

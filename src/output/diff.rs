@@ -215,6 +215,15 @@ pub fn text(
                     "# (the new recording has no event '{}': baseline only)",
                     t.event.name
                 );
+            } else if t.event.is_off_cpu() {
+                // Periods are nanoseconds off the CPU: say the totals and their change.
+                let _ = writeln!(
+                    s,
+                    "# (off-CPU time in ns: old {} ns, new {} ns, {:+} ns; -p shows each row's ns, -c wdiff:1,1 its change in ns)",
+                    t.old_total,
+                    t.new_total,
+                    i128::from(t.new_total) - i128::from(t.old_total)
+                );
             }
             if t.topdown {
                 let _ = writeln!(

@@ -55,6 +55,28 @@
 //! mode (`-F`), the period for a clock with a fixed period (`-c`), else the mean time
 //! between samples.
 //!
+//! **Off-CPU time.** A recording with switch records (`record --off-cpu`, perf's
+//! `--switch-events`) has the `offcpu-time` event ([`crate::analysis::offcpu`]): one sample per
+//! interval a thread spent off the CPU, at its start, with the stack the thread left with and
+//! the interval's nanoseconds as its period. As in samply's profiles of perf.data with switch
+//! records, these samples go on the thread's own track, beside its on-CPU samples, when those
+//! are in nanoseconds too (the first CPU-time clock of the recording, `cpu-clock` or
+//! `task-clock`): the track then has no `[event]` suffix of its own, its call tree adds up
+//! wall-clock time (CPU time where the thread ran, off-CPU time where it waited), and the
+//! activity graph, drawn from CPU deltas, is empty where it waited. With no clock to share
+//! (cycles, say, whose counts are not time), the off-CPU samples get tracks of their own,
+//! `comm [offcpu-time]`, as any other event. An interval is written as samples with a CPU
+//! delta of 0: at its start with its nanoseconds as the weight (split evenly over the
+//! interval, in pieces of at most `i32::MAX` ns, when it lasted longer: the weights are
+//! `i32`), and one of weight 0 at its end, where samply puts its "rest" sample, so that the
+//! thread's next sample, whose CPU delta covers only its time since then, draws as running,
+//! not as spread over the wait. The leaf frame of an off-CPU sample is in the category
+//! `Off-CPU` (blue), which is the sample's category: the sidebar's category breakdown of a
+//! function splits its time into on-CPU categories and Off-CPU, and preempted intervals end
+//! in `[preempted]`, intervals without a stack in `[no stack]`. For an event that is not a
+//! clock, the CPU delta of a sample (the time since the thread's previous one) leaves out the
+//! off-CPU intervals that ended in between.
+//!
 //! **Retire latency and TopDown.** The sample table has one weight column, so these are
 //! *counters* (per-process tracks whose samples are deltas, as the format defines them): with
 //! `-W` (samples with `WEIGHT_STRUCT` and non-zero retire latencies) a counter `retire
@@ -167,6 +189,8 @@ pub struct Summary {
     pub markers: usize,
     /// Samples whose period did not fit the format's `i32` weight (clamped).
     pub clamped: u64,
+    /// Of the samples, off-CPU intervals (`offcpu-time`).
+    pub off_cpu: u64,
 }
 
 /// A thread's track.
@@ -177,10 +201,13 @@ struct Track {
     comm: u32,
     /// Time of its last sample.
     last_time: Option<u64>,
-    /// Its last sample's locations (leaf, then callers) and stack: a thread in a loop
-    /// samples the same stack many times in a row, and interning it again costs a lookup
-    /// per frame.
+    /// The thread's off-CPU nanoseconds ([`Exporter::off_ns`]) at its last sample.
+    last_off_ns: u64,
+    /// Its last sample's locations (leaf, then callers), whether it was off the CPU, and its
+    /// stack: a thread in a loop samples the same stack many times in a row, and interning it
+    /// again costs a lookup per frame.
     last_locs: Vec<u32>,
+    last_off: bool,
     last_stack: Option<fx::StackHandle>,
 }
 
@@ -291,6 +318,18 @@ pub struct Exporter<'p> {
     user: CategoryPairHandle,
     kernel: CategoryPairHandle,
     other: CategoryPairHandle,
+    /// The leaf frame of an off-CPU sample.
+    off_cpu: CategoryPairHandle,
+    /// The `offcpu-time` event, when the profile has one.
+    off_event: Option<u16>,
+    /// The event whose tracks the off-CPU samples share: the first CPU-time clock (both in
+    /// nanoseconds); without one they have tracks of their own.
+    off_track_event: Option<u16>,
+    /// Whether tracks are named with their event: several on-CPU events, or off-CPU samples
+    /// on tracks of their own beside another event's.
+    several: bool,
+    /// Per tid: the nanoseconds off the CPU of its intervals so far.
+    off_ns: HashMap<u32, u64>,
     processes: HashMap<u32, Proc>,
     tracks: HashMap<(u32, u32, u16), Track>,
     /// The first track made, and the first track of each tid (for markers).
@@ -323,6 +362,16 @@ impl<'p> Exporter<'p> {
         out.set_symbolicated(true);
         let user = out.add_category("User", CategoryColor::Yellow).into();
         let kernel = out.add_category("Kernel", CategoryColor::Orange).into();
+        let off_cpu = out.add_category("Off-CPU", CategoryColor::Blue).into();
+        let off_event = p
+            .events
+            .iter()
+            .position(|e| e.is_off_cpu())
+            .map(|k| k as u16);
+        let off_track_event = off_event
+            .and_then(|_| meta.clock.iter().position(|&c| c))
+            .map(|k| k as u16);
+        let tracks_per_thread = p.events.len() - usize::from(off_track_event.is_some());
         Exporter {
             p,
             meta,
@@ -330,6 +379,11 @@ impl<'p> Exporter<'p> {
             user,
             kernel,
             other: CategoryHandle::OTHER.into(),
+            off_cpu,
+            off_event,
+            off_track_event,
+            several: tracks_per_thread > 1,
+            off_ns: HashMap::new(),
             processes: HashMap::new(),
             tracks: HashMap::new(),
             first_track: None,
@@ -406,11 +460,17 @@ impl<'p> Exporter<'p> {
         let p: &'p Profile = self.p;
         let ts = self.timestamp(v.time);
         let comm: &str = p.comms.get(v.comm as usize).map_or("?", |c| c);
-        let several = p.events.len() > 1;
+        let several = self.several;
         let event = usize::from(v.event);
+        let off = Some(v.event) == self.off_event;
+        // The track: an off-CPU sample's is the thread's clock track, when there is one.
+        let track_event = match self.off_track_event {
+            Some(e) if off => e,
+            _ => v.event,
+        };
         let track_name = |comm: &str| {
             if several {
-                format!("{comm} [{}]", p.events[event].name)
+                format!("{comm} [{}]", p.events[usize::from(track_event)].name)
             } else {
                 comm.to_string()
             }
@@ -428,7 +488,7 @@ impl<'p> Exporter<'p> {
         if rename {
             self.out.set_process_name(proc_handle, comm);
         }
-        let key = (v.pid, v.tid, v.event);
+        let key = (v.pid, v.tid, track_event);
         let thread = match self.tracks.get_mut(&key) {
             Some(t) => {
                 if t.comm != v.comm {
@@ -451,7 +511,9 @@ impl<'p> Exporter<'p> {
                         handle: h,
                         comm: v.comm,
                         last_time: None,
+                        last_off_ns: 0,
                         last_locs: Vec::new(),
+                        last_off: false,
                         last_stack: None,
                     },
                 );
@@ -466,6 +528,7 @@ impl<'p> Exporter<'p> {
             return; // made above
         };
         let same = track.last_stack.is_some()
+            && track.last_off == off
             && track.last_locs.first() == Some(&v.leaf)
             && track.last_locs[1..] == *v.callers;
         let stack = if same {
@@ -474,11 +537,18 @@ impl<'p> Exporter<'p> {
             track.last_locs.clear();
             track.last_locs.push(v.leaf);
             track.last_locs.extend_from_slice(v.callers);
+            track.last_off = off;
             self.stack.clear();
             for &l in std::iter::once(&v.leaf).chain(v.callers) {
                 let (a, n) = self.frames_of(l);
                 self.stack
                     .extend_from_slice(&self.frame_buf[a as usize..(a + n) as usize]);
+            }
+            // An off-CPU sample's leaf frame is in the category Off-CPU: the sample's
+            // category, so the profiler's category breakdown of a function splits its time
+            // into on and off the CPU.
+            if off && let Some(leaf) = self.stack.first_mut() {
+                leaf.category_pair = self.off_cpu;
             }
             let stack = self
                 .out
@@ -491,12 +561,39 @@ impl<'p> Exporter<'p> {
         let Some(track) = self.tracks.get_mut(&key) else {
             return;
         };
+        if off {
+            // The interval's nanoseconds, with no CPU time: from its start, in pieces of at
+            // most i32::MAX ns (the format's weights are i32) spread over it, and a sample of
+            // no weight at its end, so that the activity graph is empty over the interval and
+            // the thread's next sample is measured from its end.
+            let end = v.time.saturating_add(v.period);
+            let pieces = v.period.div_ceil(i32::MAX as u64).max(1);
+            let at = |k: u64| (u128::from(v.period) * u128::from(k) / u128::from(pieces)) as u64;
+            for k in 0..pieces {
+                let weight = (at(k + 1) - at(k)) as i32;
+                let t = self.timestamp(v.time + at(k));
+                self.out
+                    .add_sample(thread, t, stack, CpuDelta::from_nanos(0), weight);
+            }
+            let t = self.timestamp(end);
+            self.out
+                .add_sample(thread, t, stack, CpuDelta::from_nanos(0), 0);
+            *self.off_ns.entry(v.tid).or_default() += v.period;
+            self.summary.samples += 1;
+            self.summary.off_cpu += 1;
+            return;
+        }
+        let off_ns = self.off_ns.get(&v.tid).copied().unwrap_or(0);
         let cpu = if self.meta.clock.get(event).copied().unwrap_or(false) {
             CpuDelta::from_nanos(v.period)
         } else {
-            CpuDelta::from_nanos(track.last_time.map_or(0, |t| v.time.saturating_sub(t)))
+            // Not a time: the time since the thread's previous sample, less the time it is
+            // known to have spent off the CPU since (from switch records, when recorded).
+            let since = track.last_time.map_or(0, |t| v.time.saturating_sub(t));
+            CpuDelta::from_nanos(since.saturating_sub(off_ns - track.last_off_ns))
         };
         track.last_time = Some(v.time);
+        track.last_off_ns = off_ns;
         let weight = i32::try_from(v.period).unwrap_or_else(|_| {
             self.summary.clamped += 1;
             i32::MAX
@@ -647,4 +744,214 @@ pub fn write_gz(profile: &fx::Profile, out: &mut dyn Write) -> io::Result<()> {
     serde_json::to_writer(&mut gz, profile).map_err(io::Error::other)?;
     gz.finish()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::analysis::profile::{EventInfo, Folder};
+
+    fn loc(sym: &str) -> Loc {
+        Loc {
+            addr: 0x1000,
+            kernel: false,
+            dso: "app".into(),
+            file_addr: 0,
+            sym: Some(sym.into()),
+            sym_offset: 0,
+            frames: Vec::new(),
+            unresolved: None,
+            rel_addr: 0,
+            dso_path: Arc::default(),
+        }
+    }
+
+    fn view(event: u16, time: u64, period: u64, leaf: u32, callers: &[u32]) -> SampleView<'_> {
+        SampleView {
+            event,
+            cpu: 0,
+            // Not the main thread, which the format names after its process.
+            pid: 7,
+            tid: 8,
+            comm: 0,
+            time,
+            period,
+            leaf,
+            callers,
+            callchain: true,
+            td: None,
+            retire_lat: None,
+        }
+    }
+
+    /// A thread's samples as the profile holds them: (time ms, weight, CPU delta µs, leaf
+    /// function, leaf category).
+    type Row = (f64, i64, f64, String, String);
+
+    /// Exports the samples and returns each track's name and rows.
+    fn export(event: &str, clock: bool, samples: &[SampleView<'_>]) -> Vec<(String, Vec<Row>)> {
+        let events = vec![
+            EventInfo {
+                name: event.into(),
+                ..Default::default()
+            },
+            EventInfo {
+                index: usize::MAX,
+                name: crate::analysis::replay::OFF_CPU_EVENT.into(),
+                ..Default::default()
+            },
+        ];
+        let mut f = Folder::new(events, false);
+        for s in samples {
+            f.add(s);
+        }
+        let mut p = f.finish();
+        p.locs = vec![loc("main"), loc("wait"), loc("[preempted]")];
+        p.comms = vec!["app".into()];
+        let meta = FirefoxMeta {
+            start_time_unix_ns: 0,
+            first_time: 1_000_000,
+            interval_ns: 250_000,
+            clock: vec![clock, false],
+        };
+        let mut x = Exporter::new(&p, meta);
+        for s in samples {
+            x.add_sample(s);
+        }
+        let (profile, summary) = x.finish();
+        assert_eq!(summary.samples, samples.len() as u64);
+        assert_eq!(
+            summary.off_cpu,
+            samples.iter().filter(|s| s.event == 1).count() as u64
+        );
+        let j = serde_json::to_value(&profile).unwrap();
+        let categories: Vec<&str> = j["meta"]["categories"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
+        let ints = |v: &serde_json::Value| -> Vec<usize> {
+            v.as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_u64().unwrap() as usize)
+                .collect()
+        };
+        let floats = |v: &serde_json::Value| -> Vec<f64> {
+            v.as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap())
+                .collect()
+        };
+        j["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                let strings: Vec<&str> = t["stringArray"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|s| s.as_str().unwrap())
+                    .collect();
+                let s = &t["samples"];
+                let frame = ints(&t["stackTable"]["frame"]);
+                let func = ints(&t["frameTable"]["func"]);
+                let category = ints(&t["frameTable"]["category"]);
+                let name = ints(&t["funcTable"]["name"]);
+                let mut now = 0.0;
+                let rows = ints(&s["stack"])
+                    .into_iter()
+                    .zip(floats(&s["timeDeltas"]))
+                    .zip(floats(&s["weight"]))
+                    .zip(floats(&s["threadCPUDelta"]))
+                    .map(|(((stack, dt), w), cpu)| {
+                        now += dt;
+                        let fr = frame[stack];
+                        (
+                            (now * 1e6).round() / 1e6,
+                            w as i64,
+                            cpu,
+                            strings[name[func[fr]]].to_string(),
+                            categories[category[fr]].to_string(),
+                        )
+                    })
+                    .collect();
+                (t["name"].as_str().unwrap().to_string(), rows)
+            })
+            .collect()
+    }
+
+    fn row(ms: f64, weight: i64, cpu_us: f64, leaf: &str, category: &str) -> Row {
+        (ms, weight, cpu_us, leaf.to_string(), category.to_string())
+    }
+
+    /// With a clock, off-CPU intervals share the thread's track: weight in ns, no CPU time, a
+    /// sample of no weight where the interval ends, intervals longer than i32::MAX ns in
+    /// even pieces, the leaf in the Off-CPU category.
+    #[test]
+    fn off_cpu_samples_share_the_clock_track_with_no_cpu_time() {
+        let callers = [0u32];
+        let samples = [
+            view(0, 1_000_000, 250_000, 0, &[]),
+            // Blocked in wait for 1 ms, from 1.1 ms.
+            view(1, 1_100_000, 1_000_000, 1, &callers),
+            view(0, 2_350_000, 250_000, 0, &[]),
+            // Preempted for 3 s: two pieces of 1.5 s.
+            view(1, 2_400_000, 3_000_000_000, 2, &callers),
+            view(0, 3_002_650_000, 250_000, 0, &[]),
+        ];
+        let tracks = export("cpu-clock", true, &samples);
+        assert_eq!(tracks.len(), 1, "{tracks:?}");
+        let (name, rows) = &tracks[0];
+        assert_eq!(name, "app");
+        assert_eq!(
+            *rows,
+            [
+                row(0.0, 250_000, 250.0, "main", "User"),
+                row(0.1, 1_000_000, 0.0, "wait", "Off-CPU"),
+                row(1.1, 0, 0.0, "wait", "Off-CPU"),
+                row(1.35, 250_000, 250.0, "main", "User"),
+                row(1.4, 1_500_000_000, 0.0, "[preempted]", "Off-CPU"),
+                row(1501.4, 1_500_000_000, 0.0, "[preempted]", "Off-CPU"),
+                row(3001.4, 0, 0.0, "[preempted]", "Off-CPU"),
+                row(3001.65, 250_000, 250.0, "main", "User"),
+            ]
+        );
+    }
+
+    /// Without a clock (cycles counts are not time), the off-CPU samples have tracks of their
+    /// own, and a cycles sample's CPU delta leaves out the thread's time off the CPU.
+    #[test]
+    fn without_a_clock_off_cpu_samples_have_their_own_tracks() {
+        let callers = [0u32];
+        let samples = [
+            view(0, 1_000_000, 5000, 0, &[]),
+            view(1, 1_100_000, 1_000_000, 1, &callers),
+            view(0, 2_400_000, 7000, 0, &[]),
+        ];
+        let mut tracks = export("cycles", false, &samples);
+        tracks.sort_by(|a, b| a.0.cmp(&b.0));
+        let names: Vec<&str> = tracks.iter().map(|t| t.0.as_str()).collect();
+        assert_eq!(names, ["app [cycles]", "app [offcpu-time]"]);
+        // 1.4 ms between the samples, 1 ms of it off the CPU.
+        assert_eq!(
+            tracks[0].1,
+            [
+                row(0.0, 5000, 0.0, "main", "User"),
+                row(1.4, 7000, 400.0, "main", "User"),
+            ]
+        );
+        assert_eq!(
+            tracks[1].1,
+            [
+                row(0.1, 1_000_000, 0.0, "wait", "Off-CPU"),
+                row(1.1, 0, 0.0, "wait", "Off-CPU"),
+            ]
+        );
+    }
 }

@@ -12,6 +12,24 @@
 //! sum of the retire latencies of the samples that have one. A recording without retire
 //! latencies cannot be weighted by them, and the error says why.
 //!
+//! **Wall-clock view** (`flamegraph --wall`): the on-CPU samples of one event and the
+//! `offcpu-time` samples of a recording with switch records ([`crate::analysis::offcpu`]) in
+//! one graph, both in nanoseconds, so a function's width is the time threads spent in it,
+//! running or waiting (Brendan Gregg's hot/cold flame graph; perf has no such view). An
+//! on-CPU sample of a CPU-time clock (`cpu-clock`, `task-clock`) counts its period, which is
+//! nanoseconds of CPU time. An event that is not a time, sampled in frequency mode (`-F`, as
+//! cycles is by default), has its period adjusted by the kernel so that about `F` samples
+//! come per second the thread runs: each sample counts `1e9 / F` ns, an estimate, which the
+//! graph's subtitle and a line on stderr say ([`OnCpuTime`]). A fixed period (`-c N`) of such
+//! an event says nothing of time, and the view is refused with the reason. Every off-CPU
+//! stack ends in a frame `[off-cpu]` (under `[preempted]` where the thread was runnable and
+//! `[no stack]` where its stack was not recorded), so the off-CPU towers stand out and
+//! `grep ';\[off-cpu\] '` splits the folded lines; a caller's width is the sum of both.
+//! Colours are hot and cold as in Gregg's graphs: inferno colours by function name, so each
+//! name gets a colour from warm (all its time on the CPU) to blue (all of it off the CPU) by
+//! the off-CPU share of the time of every stack it is on (counted once per stack); the
+//! tooltips are inferno's, each frame's own nanoseconds and share.
+//!
 //! **TopDown colours.** inferno colours by function name, so each function gets the colour of
 //! the dominant level-1 category of the TopDown deltas of every sample with that function on
 //! its stack (counted once per sample), lighter as the dominant share falls, and a tooltip
@@ -68,6 +86,9 @@ pub struct FlameOptions {
     pub min_width: f64,
     /// Sample filters.
     pub filters: Filters,
+    /// The wall-clock view (`--wall`): the drawn event is the on-CPU side, counted so, with
+    /// the `offcpu-time` samples beside it.
+    pub wall: Option<OnCpuTime>,
 }
 
 impl Default for FlameOptions {
@@ -81,6 +102,47 @@ impl Default for FlameOptions {
             flame_chart: false,
             min_width: 0.1,
             filters: Filters::default(),
+            wall: None,
+        }
+    }
+}
+
+/// How the on-CPU samples of an event count in a wall-clock view: nanoseconds of CPU time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OnCpuTime {
+    /// A CPU-time clock: each sample's period is nanoseconds.
+    Clock,
+    /// An event that is not a time, sampled in frequency mode: each sample stands for about
+    /// `1e9 / freq` ns of running.
+    PerSample {
+        /// Samples per second asked for.
+        freq: u64,
+    },
+    /// Not a time, with a fixed period: the number of events between samples, which says
+    /// nothing of time.
+    FixedPeriod(u64),
+}
+
+impl OnCpuTime {
+    /// The nanoseconds `samples` samples of `period` stand for; `None` for a fixed period.
+    fn ns(&self, samples: u64, period: u64) -> Option<u64> {
+        match *self {
+            OnCpuTime::Clock => Some(period),
+            OnCpuTime::PerSample { freq } => {
+                Some(samples.saturating_mul(1_000_000_000 / freq.max(1)))
+            }
+            OnCpuTime::FixedPeriod(_) => None,
+        }
+    }
+
+    /// What the view says of the conversion, when it is an estimate.
+    pub fn note(&self, event: &str) -> Option<String> {
+        match *self {
+            OnCpuTime::PerSample { freq } => Some(format!(
+                "{event} is not a time: each of its samples counts as {} ns on the CPU (1e9 / its {freq} Hz, an estimate)",
+                1_000_000_000 / freq.max(1)
+            )),
+            _ => None,
         }
     }
 }
@@ -107,6 +169,29 @@ pub enum FlameError {
     /// No samples to draw.
     #[error("no samples of event {0} to draw (after filters)")]
     Empty(String),
+    /// `--wall` on a recording without off-CPU time.
+    #[error(
+        "--wall needs off-CPU time: the recording has no switch records (record with --off-cpu, or perf record --switch-events)"
+    )]
+    NoOffCpu,
+    /// `--wall` on a recording with off-CPU time and nothing else.
+    #[error(
+        "--wall needs on-CPU samples beside the off-CPU time, and the recording has none (its off-CPU time alone: --event offcpu-time --weight period)"
+    )]
+    NoOnCpu,
+    /// `--wall --event offcpu-time`.
+    #[error("--wall: --event names the on-CPU event (one of: {0}); offcpu-time is added to it")]
+    OffCpuPicked(String),
+    /// `--wall` with an on-CPU event whose samples are not a time.
+    #[error(
+        "--wall needs the time of the on-CPU samples: {event} samples every {period} events (a fixed period), which is not a time; record a clock (-e cpu-clock) or in frequency mode (-F)"
+    )]
+    NotTime {
+        /// The event.
+        event: String,
+        /// Its period.
+        period: u64,
+    },
     /// Writing.
     #[error(transparent)]
     Io(#[from] io::Error),
@@ -125,6 +210,18 @@ pub struct Folded {
     pub event: String,
     /// TopDown deltas per function name (inclusive, once per sample).
     pub topdown: HashMap<String, TdCounts>,
+    /// The wall-clock view's colours and notes.
+    pub wall: Option<WallInfo>,
+}
+
+/// What the wall-clock view adds to its folded stacks.
+#[derive(Debug, Clone, Default)]
+pub struct WallInfo {
+    /// Per function name: its nanoseconds on and off the CPU (inclusive, once per stack),
+    /// for the hot/cold colours.
+    pub time: HashMap<String, (u64, u64)>,
+    /// Notes for the subtitle.
+    pub notes: Vec<String>,
 }
 
 /// Picks the event: the one named, or the first.
@@ -186,8 +283,55 @@ fn frame_names(l: &Loc, leaf_only: bool, out: &mut Vec<String>) {
     }
 }
 
-/// Builds the folded stacks of one event.
+/// The on-CPU event and the `offcpu-time` event of the wall-clock view: the one named (which
+/// must not be `offcpu-time`), else the first clock, else the first event that is not one
+/// with a fixed period, else the first; `on_cpu` says how each event's samples count.
+pub fn pick_wall_events(
+    p: &Profile,
+    name: Option<&str>,
+    on_cpu: &[OnCpuTime],
+) -> Result<(usize, usize), FlameError> {
+    let off = p
+        .events
+        .iter()
+        .position(|e| e.is_off_cpu())
+        .ok_or(FlameError::NoOffCpu)?;
+    let on: Vec<usize> = (0..p.events.len()).filter(|&k| k != off).collect();
+    let how = |k: usize| on_cpu.get(k).cloned().unwrap_or(OnCpuTime::FixedPeriod(0));
+    let ev = match name {
+        Some(_) => {
+            let k = pick_event(p, name)?;
+            if k == off {
+                let names: Vec<&str> = on.iter().map(|&k| p.events[k].name.as_str()).collect();
+                return Err(FlameError::OffCpuPicked(names.join(", ")));
+            }
+            k
+        }
+        None => *on
+            .iter()
+            .find(|&&k| how(k) == OnCpuTime::Clock)
+            .or_else(|| {
+                on.iter()
+                    .find(|&&k| !matches!(how(k), OnCpuTime::FixedPeriod(_)))
+            })
+            .or(on.first())
+            .ok_or(FlameError::NoOnCpu)?,
+    };
+    if let OnCpuTime::FixedPeriod(period) = how(ev) {
+        return Err(FlameError::NotTime {
+            event: p.events[ev].name.clone(),
+            period,
+        });
+    }
+    Ok((ev, off))
+}
+
+/// Builds the folded stacks of one event (with [`FlameOptions::wall`], the wall-clock view
+/// of `event` as the on-CPU side and the `offcpu-time` event).
 pub fn fold(p: &Profile, event: usize, o: &FlameOptions) -> Result<Folded, FlameError> {
+    if let Some(how) = &o.wall {
+        return fold_wall(p, event, how, o);
+    }
     let e = &p.events[event];
     let count_name = match o.weight {
         Weight::Samples => "samples".to_string(),
@@ -278,7 +422,138 @@ pub fn fold(p: &Profile, event: usize, o: &FlameOptions) -> Result<Folded, Flame
         count_name,
         event: e.name.clone(),
         topdown,
+        wall: None,
     })
+}
+
+/// The frame that ends every off-CPU stack of the wall-clock view.
+pub const OFF_CPU_FRAME: &str = "[off-cpu]";
+
+/// The wall-clock view (see the module docs): `on` counted by `how`, and `offcpu-time`.
+fn fold_wall(
+    p: &Profile,
+    on: usize,
+    how: &OnCpuTime,
+    o: &FlameOptions,
+) -> Result<Folded, FlameError> {
+    let off = p
+        .events
+        .iter()
+        .position(|e| e.is_off_cpu())
+        .ok_or(FlameError::NoOffCpu)?;
+    let on_name = p.events[on].name.clone();
+    if let OnCpuTime::FixedPeriod(period) = how {
+        return Err(FlameError::NotTime {
+            event: on_name,
+            period: *period,
+        });
+    }
+    let ns = |ev: usize, samples: u64, period: u64| {
+        if ev == off {
+            period
+        } else {
+            how.ns(samples, period).unwrap_or(0)
+        }
+    };
+    let mut merged: HashMap<String, u64> = HashMap::new();
+    let mut shares: HashMap<String, (u64, u64)> = HashMap::new();
+    let mut frames: Vec<String> = Vec::new();
+    let mut stacks: Vec<Option<String>> = vec![None; p.groups.len()];
+    for (gi, s) in p.groups.iter().enumerate() {
+        let ev = usize::from(s.event);
+        if (ev != on && ev != off) || !o.filters.keep(p, s) {
+            continue;
+        }
+        frames.clear();
+        stack_of(p, s, &mut frames);
+        if ev == off {
+            frames.push(OFF_CPU_FRAME.to_string());
+        }
+        let w = ns(ev, s.samples, s.period);
+        // Each name once per stack, the thread's name (the first frame) aside.
+        for (k, f) in frames.iter().enumerate().skip(1) {
+            if frames[1..k].contains(f) {
+                continue;
+            }
+            let e = shares.entry(f.clone()).or_default();
+            if ev == off {
+                e.1 += w;
+            } else {
+                e.0 += w;
+            }
+        }
+        let stack = frames.join(";");
+        if o.flame_chart {
+            stacks[gi] = Some(stack);
+        } else if w > 0 {
+            *merged.entry(stack).or_default() += w;
+        }
+    }
+    let lines = if o.flame_chart {
+        // In the order the samples came: an off-CPU interval where its thread took a CPU
+        // again.
+        let mut ordered: Vec<(String, u64)> = Vec::new();
+        for r in &p.timeline {
+            let Some(stack) = &stacks[r.group as usize] else {
+                continue;
+            };
+            let ev = usize::from(p.groups[r.group as usize].event);
+            let w = ns(ev, r.samples, r.period);
+            if w == 0 {
+                continue;
+            }
+            match ordered.last_mut() {
+                Some((last, n)) if last == stack => *n += w,
+                _ => ordered.push((stack.clone(), w)),
+            }
+        }
+        ordered
+    } else {
+        let mut v: Vec<(String, u64)> = merged.into_iter().collect();
+        v.sort();
+        v
+    };
+    if lines.is_empty() {
+        return Err(FlameError::Empty(format!(
+            "{on_name} or {}",
+            p.events[off].name
+        )));
+    }
+    let mut notes = vec![format!(
+        "off-CPU stacks end in {OFF_CPU_FRAME}; colours: warm = on the CPU, blue = off it"
+    )];
+    notes.extend(how.note(&on_name));
+    if p.events[off].callchains && !p.events[on].callchains {
+        notes.push(format!(
+            "{on_name} samples have no call chains (record with -g or --call-graph dwarf): their stacks are the sampled function alone"
+        ));
+    }
+    Ok(Folded {
+        lines,
+        callchains: p.callchains,
+        count_name: "ns".to_string(),
+        event: format!(
+            "wall clock: {on_name} on the CPU + {} off it",
+            p.events[off].name
+        ),
+        topdown: HashMap::new(),
+        wall: Some(WallInfo {
+            time: shares,
+            notes,
+        }),
+    })
+}
+
+/// The hot/cold colour of a function that spends `off` of its time off the CPU (0 to 1).
+pub fn wall_color(off: f64) -> Color {
+    let (hot, cold) = ((232.0, 110.0, 40.0), (60.0, 120.0, 220.0));
+    let t = off.clamp(0.0, 1.0);
+    let mix = |a: f64, b: f64| (a + (b - a) * t).round() as u8;
+    Color {
+        r: mix(hot.0, cold.0),
+        g: mix(hot.1, cold.1),
+        b: mix(hot.2, cold.2),
+    }
 }
 
 /// The frames of a sample, root first: comm, callers (outermost first), the sampled location.
@@ -351,6 +626,16 @@ pub fn svg(
                 .to_string(),
         );
     }
+    if let Some(wall) = &f.wall {
+        for (name, &(on, off)) in &wall.time {
+            let total = on + off;
+            if total == 0 {
+                continue;
+            }
+            palette.insert(name, wall_color(off as f64 / total as f64));
+        }
+        notes.extend(wall.notes.iter().cloned());
+    }
     if o.colors == Colors::TopDown {
         let mut grey = Vec::new();
         let names: std::collections::BTreeSet<&str> =
@@ -403,8 +688,10 @@ pub fn svg(
     if o.inverted {
         opts.direction = Direction::Inverted;
     }
-    if o.colors == Colors::TopDown {
+    if o.colors == Colors::TopDown || f.wall.is_some() {
         opts.palette_map = Some(&mut palette);
+    }
+    if o.colors == Colors::TopDown {
         opts.func_frameattrs = FuncFrameAttrsMap::from_reader(attrs.as_bytes())?;
     }
     let lines: Vec<String> = f.lines.iter().map(|(s, n)| format!("{s} {n}")).collect();
@@ -456,7 +743,165 @@ pub fn diff_svg(
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
+    use crate::analysis::profile::{EventInfo, Folder, SampleView};
+
+    fn loc(sym: &str) -> Loc {
+        Loc {
+            addr: 0x1000,
+            kernel: false,
+            dso: "app".into(),
+            file_addr: 0,
+            sym: Some(sym.into()),
+            sym_offset: 0,
+            frames: Vec::new(),
+            unresolved: None,
+            rel_addr: 0,
+            dso_path: Arc::default(),
+        }
+    }
+
+    /// A recording of `event` with off-CPU time: `main` runs 3 samples of 250 µs (period
+    /// 250000 for a clock, 1000 otherwise), then waits in `wait` 2 ms, and is preempted
+    /// there 1 ms; a second thread only waits 5 ms.
+    fn wall_profile(event: &str) -> Profile {
+        let events = vec![
+            EventInfo {
+                name: event.into(),
+                ..Default::default()
+            },
+            EventInfo {
+                index: usize::MAX,
+                name: crate::analysis::replay::OFF_CPU_EVENT.into(),
+                ..Default::default()
+            },
+        ];
+        let period = if event == "cpu-clock" { 250_000 } else { 1000 };
+        let mut f = Folder::new(events, false);
+        let v =
+            |event: u16, tid: u32, period: u64, leaf: u32, callers: &'static [u32]| SampleView {
+                event,
+                cpu: 0,
+                pid: 7,
+                tid,
+                comm: u32::from(tid != 7),
+                time: 0,
+                period,
+                leaf,
+                callers,
+                callchain: true,
+                td: None,
+                retire_lat: None,
+            };
+        for s in [
+            v(0, 7, period, 0, &[]),
+            v(0, 7, period, 0, &[]),
+            v(0, 7, period, 0, &[]),
+            v(1, 7, 2_000_000, 1, &[0]),
+            v(1, 7, 1_000_000, 2, &[1, 0]),
+            v(1, 8, 5_000_000, 1, &[]),
+        ] {
+            f.add(&s);
+        }
+        let mut p = f.finish();
+        p.callchains = true;
+        p.locs = vec![loc("main"), loc("wait"), loc("[preempted]")];
+        p.comms = vec!["app".into(), "helper".into()];
+        p
+    }
+
+    #[test]
+    fn the_wall_view_adds_on_cpu_time_and_off_cpu_time_in_nanoseconds() {
+        let p = wall_profile("cpu-clock");
+        let how = vec![OnCpuTime::Clock, OnCpuTime::Clock];
+        assert_eq!(pick_wall_events(&p, None, &how).unwrap(), (0, 1));
+        let o = FlameOptions {
+            wall: Some(OnCpuTime::Clock),
+            ..Default::default()
+        };
+        let f = fold(&p, 0, &o).unwrap();
+        assert_eq!(
+            f.lines,
+            [
+                ("app;main".to_string(), 750_000),
+                ("app;main;wait;[off-cpu]".to_string(), 2_000_000),
+                ("app;main;wait;[preempted];[off-cpu]".to_string(), 1_000_000),
+                ("helper;wait;[off-cpu]".to_string(), 5_000_000),
+            ]
+        );
+        assert_eq!(f.count_name, "ns");
+        let WallInfo {
+            time: shares,
+            notes,
+        } = f.wall.as_ref().unwrap();
+        assert_eq!(shares["main"], (750_000, 3_000_000));
+        assert_eq!(shares["wait"], (0, 8_000_000));
+        assert_eq!(shares[OFF_CPU_FRAME], (0, 8_000_000));
+        assert!(notes.iter().all(|n| !n.contains("estimate")), "{notes:?}");
+        // Warm to cold by the off-CPU share.
+        assert_eq!(
+            wall_color(0.0),
+            Color {
+                r: 232,
+                g: 110,
+                b: 40
+            }
+        );
+        assert_eq!(
+            wall_color(1.0),
+            Color {
+                r: 60,
+                g: 120,
+                b: 220
+            }
+        );
+        let mut svg_out = Vec::new();
+        svg(&f, &o, None, &mut svg_out).unwrap();
+        let svg_text = String::from_utf8(svg_out).unwrap();
+        assert!(svg_text.contains("rgb(60,120,220)"), "wait is all off-CPU");
+        assert!(svg_text.contains("off-CPU stacks end in [off-cpu]"));
+    }
+
+    #[test]
+    fn the_wall_view_of_an_event_that_is_not_a_time() {
+        let p = wall_profile("cycles");
+        // Frequency mode: 1e9 / 4000 ns per sample, said in a note.
+        let how = vec![OnCpuTime::PerSample { freq: 4000 }, OnCpuTime::Clock];
+        assert_eq!(pick_wall_events(&p, Some("cycles"), &how).unwrap(), (0, 1));
+        let o = FlameOptions {
+            wall: Some(how[0].clone()),
+            ..Default::default()
+        };
+        let f = fold(&p, 0, &o).unwrap();
+        assert_eq!(f.lines[0], ("app;main".to_string(), 750_000));
+        let notes = &f.wall.as_ref().unwrap().notes;
+        assert!(
+            notes.contains(
+                &"cycles is not a time: each of its samples counts as 250000 ns on the CPU (1e9 / its 4000 Hz, an estimate)"
+                    .to_string()
+            ),
+            "{notes:?}"
+        );
+        // A fixed period is refused with the reason; offcpu-time is not the on-CPU side;
+        // a recording without off-CPU time has no wall view.
+        let how = vec![OnCpuTime::FixedPeriod(100_003), OnCpuTime::Clock];
+        assert_eq!(
+            pick_wall_events(&p, None, &how).unwrap_err().to_string(),
+            "--wall needs the time of the on-CPU samples: cycles samples every 100003 events (a fixed period), which is not a time; record a clock (-e cpu-clock) or in frequency mode (-F)"
+        );
+        assert!(matches!(
+            pick_wall_events(&p, Some("offcpu-time"), &how),
+            Err(FlameError::OffCpuPicked(n)) if n == "cycles"
+        ));
+        let mut plain = wall_profile("cycles");
+        plain.events.pop();
+        assert!(matches!(
+            pick_wall_events(&plain, None, &how),
+            Err(FlameError::NoOffCpu)
+        ));
+    }
 
     #[test]
     fn frame_names_are_kept_whole() {

@@ -36,6 +36,28 @@ pub(crate) fn clock_events(meta: &Meta, p: &crate::analysis::profile::Profile) -
         .collect()
 }
 
+/// Per event of profile `p`: how its samples count as time on the CPU in the wall-clock flame
+/// graph ([`flame::OnCpuTime`]): a clock's periods are nanoseconds; another event sampled in
+/// frequency mode counts `1e9 / freq` per sample; one with a fixed period cannot count. The
+/// `offcpu-time` event (no attr) is in nanoseconds too, and counted as a clock.
+pub fn on_cpu_time(meta: &Meta, p: &crate::analysis::profile::Profile) -> Vec<flame::OnCpuTime> {
+    let clock = clock_events(meta, p);
+    p.events
+        .iter()
+        .zip(clock)
+        .map(|(e, clock)| match meta.events.get(e.index) {
+            _ if clock || e.is_off_cpu() => flame::OnCpuTime::Clock,
+            Some(m) if m.attr.freq() && m.attr.sample_period_or_freq > 0 => {
+                flame::OnCpuTime::PerSample {
+                    freq: m.attr.sample_period_or_freq,
+                }
+            }
+            Some(m) => flame::OnCpuTime::FixedPeriod(m.attr.sample_period_or_freq),
+            None => flame::OnCpuTime::FixedPeriod(0),
+        })
+        .collect()
+}
+
 /// What `evlist` prints of each event (perf evlist's flags).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct EvlistStyle {

@@ -13,7 +13,14 @@
 //! and 1, whose period is nanoseconds of CPU time) is the column `(cpu, nanoseconds)`, as
 //! Go's CPU profiles and `go tool pprof` spell it, so pprof shows times (`Total samples =
 //! 280ms`); any other event is `(<event name>, count)`. Names that repeat get `#2`, `#3`
-//! (two clock events: `cpu`, `cpu#2`); the `event` label keeps the event's own name. Then
+//! (two clock events: `cpu`, `cpu#2`); the `event` label keeps the event's own name. The
+//! `offcpu-time` event of a recording with switch records (`record --off-cpu`, perf's
+//! `--switch-events`; [`crate::analysis::offcpu`]), whose period is the nanoseconds a thread
+//! spent off the CPU, is the column `(off_cpu, nanoseconds)`, beside the on-CPU columns: its
+//! samples are the stacks threads left the CPU with (`[preempted]` and `[no stack]` are
+//! functions of their own), zero in `cpu`, and `cpu` plus `off_cpu` of a stack is its
+//! wall-clock time when the on-CPU event is a clock (`-sample_index=off_cpu` shows where
+//! threads waited). Then
 //! come `(samples, count)`, one per sample of any event, and, when some event has retire
 //! latencies, `(retire-latency, cycles)` with the sum of the samples' retire latencies.
 //! Summing a column over all samples gives exactly the event's total in `hrec report`. The
@@ -694,9 +701,16 @@ pub fn build(p: &Profile, meta: &PprofMeta, filters: &Filters) -> proto::Profile
     let count = t.strings.id("count");
     let nanoseconds = t.strings.id("nanoseconds");
     let is_clock = |k: usize| meta.clock.get(k).copied().unwrap_or(false);
+    let is_time = |k: usize| is_clock(k) || p.events[k].is_off_cpu();
     let mut names: Vec<String> = Vec::new();
     for (k, e) in p.events.iter().enumerate() {
-        let base = if is_clock(k) { "cpu" } else { &e.name };
+        let base = if is_clock(k) {
+            "cpu"
+        } else if e.is_off_cpu() {
+            "off_cpu"
+        } else {
+            &e.name
+        };
         let mut name = base.to_string();
         let mut n = 2;
         while names.contains(&name) {
@@ -710,7 +724,7 @@ pub fn build(p: &Profile, meta: &PprofMeta, filters: &Filters) -> proto::Profile
         .enumerate()
         .map(|(k, n)| proto::ValueType {
             r#type: t.strings.id(n),
-            unit: if is_clock(k) { nanoseconds } else { count },
+            unit: if is_time(k) { nanoseconds } else { count },
         })
         .collect();
     let samples_col = sample_type.len();
@@ -1320,6 +1334,107 @@ mod tests {
         std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(gz.as_slice()), &mut raw)
             .unwrap();
         assert_eq!(proto::Profile::decode(raw.as_slice()).unwrap(), pb);
+    }
+
+    /// An `--off-cpu` recording: a clock and the `offcpu-time` event the replay makes, both
+    /// in nanoseconds; the off-CPU samples' `[preempted]` mark is a function of its own, in
+    /// no mapping.
+    #[test]
+    fn off_cpu_time_is_a_nanoseconds_column_beside_the_clock() {
+        let events = vec![
+            EventInfo {
+                name: "cpu-clock".into(),
+                ..Default::default()
+            },
+            EventInfo {
+                index: usize::MAX,
+                name: crate::analysis::replay::OFF_CPU_EVENT.into(),
+                pmu: Some("software".into()),
+                ..Default::default()
+            },
+        ];
+        let mut f = Folder::new(events, false);
+        for s in [
+            // On the CPU in app::outer for 250 µs twice; off it, blocked under it for 20 ms,
+            // and preempted there for 3 ms.
+            sample(0, 0, &[], 250_000, None),
+            sample(0, 0, &[], 250_000, None),
+            sample(1, 0, &[], 20_000_000, None),
+            sample(1, 1, &[0], 3_000_000, None),
+        ] {
+            f.add(&s);
+        }
+        let mut p = f.finish();
+        p.locs = vec![
+            loc("app", 0x1100, Some("app::outer"), vec![]),
+            Loc {
+                addr: 0,
+                dso: "[off-cpu]".into(),
+                sym: Some("[preempted]".into()),
+                unresolved: None,
+                ..loc("app", 0x1000, None, vec![])
+            },
+        ];
+        p.sites = Sites {
+            keys: vec![
+                (LocKey::File(FileIdx(0), 0x100), FrameAddress::Ip(0x1100)),
+                (
+                    LocKey::Mark(crate::symbol::symbolizer::Mark::Preempted),
+                    FrameAddress::Ip(0),
+                ),
+            ],
+            mappings: vec![(7, map(0x1000, 0x2000, 0, 0))],
+            files: vec![file("/opt/bin/app")],
+        };
+        p.comms = vec!["app".into()];
+        let meta = PprofMeta {
+            clock: vec![true, false],
+            ..PprofMeta::default()
+        };
+        let pb = build(&p, &meta, &Filters::default());
+        let s = |i: i64| pb.string_table[i as usize].as_str();
+        let types: Vec<(&str, &str)> = pb
+            .sample_type
+            .iter()
+            .map(|v| (s(v.r#type), s(v.unit)))
+            .collect();
+        assert_eq!(
+            types,
+            [
+                ("cpu", "nanoseconds"),
+                ("off_cpu", "nanoseconds"),
+                ("samples", "count")
+            ]
+        );
+        // The clock stays the default and the period type.
+        assert_eq!(s(pb.default_sample_type), "cpu");
+        let rows: Vec<(Vec<&str>, &[i64])> = pb
+            .sample
+            .iter()
+            .map(|x| {
+                let names = x
+                    .location_id
+                    .iter()
+                    .map(|&l| {
+                        let f = pb.location[l as usize - 1].line[0].function_id;
+                        s(pb.function[f as usize - 1].name)
+                    })
+                    .collect();
+                (names, x.value.as_slice())
+            })
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                (vec!["app::outer"], &[500_000, 0, 2][..]),
+                (vec!["app::outer"], &[0, 20_000_000, 1][..]),
+                (vec!["[preempted]", "app::outer"], &[0, 3_000_000, 1][..]),
+            ]
+        );
+        let event_label = |x: &proto::Sample| s(x.label[0].str).to_string();
+        assert_eq!(event_label(&pb.sample[1]), "offcpu-time");
+        let mark = &pb.location[pb.sample[2].location_id[0] as usize - 1];
+        assert_eq!((mark.mapping_id, mark.address), (0, 0));
     }
 
     #[test]

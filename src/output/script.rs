@@ -313,6 +313,9 @@ pub struct Layout {
     pub show_mmap: bool,
     /// `--show-task-events`: COMM, FORK and EXIT records in the stream, as perf prints them.
     pub show_task: bool,
+    /// `--show-switch-events`: SWITCH and SWITCH_CPU_WIDE records in the stream, as perf
+    /// prints them.
+    pub show_switch: bool,
 }
 
 /// Where `script` writes: the lines, the records it had to skip (at most 10 kept), and the
@@ -369,11 +372,14 @@ pub fn script(
     let mut io_err = None;
     let mut n = 0u64;
     let mut r = Replay::new(rec, profile_options);
-    if layout.show_mmap || layout.show_task {
+    if layout.show_mmap || layout.show_task || layout.show_switch {
         r = r.with_side_band();
     }
-    // perf leaves the thread name unpadded above call-chain lines, side-band lines too.
-    let chain_file = p.callchains && !layout.hide_call_graph && has(Field::Ip);
+    // perf leaves the thread name unpadded above call-chain lines, side-band lines too: when
+    // the file's events sample call chains (the replay's `offcpu-time`, whose stacks come
+    // from another event, aside).
+    let file_chains = p.events.iter().any(|e| e.callchains && !e.is_off_cpu());
+    let chain_file = file_chains && !layout.hide_call_graph && has(Field::Ip);
     // perf lists the functions inlined at the addresses of unwound chains (whatever the
     // fields: `-F ip` repeats the address), not of frame-pointer chains.
     let expand = match layout.inline {
@@ -406,10 +412,15 @@ pub fn script(
         if !filters.keep_sample(&p, ps.comm, ps.pid, ps.tid, ps.leaf) {
             return;
         }
-        let ev = p.events[usize::from(ps.event)].index;
+        let info = &p.events[usize::from(ps.event)];
         n += 1;
         line.clear();
-        let event = meta.events.get(ev).map_or("?", |e| e.name.as_str());
+        // The replay's `offcpu-time` is no event of the file: its own name (the width stays
+        // that of the file's events, as perf's lines of them are).
+        let event = meta
+            .events
+            .get(info.index)
+            .map_or(info.name.as_str(), |e| e.name.as_str());
         // perf prints a call chain only under the address (`ip`), one frame per line.
         let chain =
             p.callchains && s.callchain.is_some() && !layout.hide_call_graph && has(Field::Ip);
@@ -495,8 +506,10 @@ fn c_hex(v: u64) -> String {
     }
 }
 
-/// A side-band record as `perf script --show-mmap-events / --show-task-events` prints it:
-/// the thread's name, tid, cpu and time from its sample_id, then perf's text of the record.
+/// A side-band record as `perf script --show-mmap-events / --show-task-events /
+/// --show-switch-events` prints it: the thread's name, tid, cpu and time from its sample_id,
+/// then perf's text of the record (perf's `perf_event__fprintf`; a switch's direction padded
+/// to the width of `OUT preempt`, and for a CPU-wide one the thread switched to or from).
 /// Returns false for records the layout does not show.
 fn side_band_line(
     line: &mut String,
@@ -509,6 +522,7 @@ fn side_band_line(
     let show = match r {
         Record::Mmap(_) | Record::Mmap2(_) => layout.show_mmap,
         Record::Comm(_) | Record::Fork(_) | Record::Exit(_) => layout.show_task,
+        Record::Switch { .. } | Record::SwitchCpuWide { .. } => layout.show_switch,
         _ => false,
     };
     let Some(id) = r.sample_id().filter(|_| show) else {
@@ -583,10 +597,36 @@ fn side_band_line(
                 String::from_utf8_lossy(m.filename)
             )
         }
+        Record::Switch { out, preempt, .. } => {
+            write!(line, "SWITCH {}", switch_direction(*out, *preempt))
+        }
+        Record::SwitchCpuWide {
+            out,
+            preempt,
+            next_prev_pid,
+            next_prev_tid,
+            ..
+        } => write!(
+            line,
+            "SWITCH_CPU_WIDE {}  {} pid/tid: {:>5}/{:<5}",
+            switch_direction(*out, *preempt),
+            if *out { "next" } else { "prev" },
+            *next_prev_pid as i32,
+            *next_prev_tid as i32
+        ),
         _ => return false,
     };
     line.push('\n');
     true
+}
+
+/// A switch record's direction as perf prints it, padded to one width.
+fn switch_direction(out: bool, preempt: bool) -> &'static str {
+    match (out, preempt) {
+        (false, _) => "IN         ",
+        (true, false) => "OUT        ",
+        (true, true) => "OUT preempt",
+    }
 }
 
 /// What perf prints before every record: the thread's name, pid/tid, cpu and time, each

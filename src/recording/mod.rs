@@ -398,13 +398,14 @@ impl Comms {
         }
     }
 
-    /// The name of a thread (`:TID` when unknown, as perf prints it; the idle task, pid 0,
-    /// is `swapper`, as perf names it: no record ever names it).
+    /// The name of a thread (`:TID` when unknown, as perf prints it, the tid signed: some
+    /// CPU-wide switch records carry tid -1; the idle task, pid 0, is `swapper`, as perf
+    /// names it: no record ever names it).
     pub fn name(&self, tid: u32) -> String {
         match self.0.get(&tid) {
             Some(name) => name.clone(),
             None if tid == 0 => "swapper".to_string(),
-            None => format!(":{tid}"),
+            None => format!(":{}", tid as i32),
         }
     }
 }

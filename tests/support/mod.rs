@@ -287,6 +287,8 @@ pub struct FxThread {
     pub cpu_deltas: Vec<f64>,
     /// Per sample: the function names of its stack, leaf first.
     pub stacks: Vec<Vec<String>>,
+    /// Per sample: its category's name (its leaf frame's).
+    pub categories: Vec<String>,
     /// Markers: name and `data`.
     pub markers: Vec<(String, serde_json::Value)>,
 }
@@ -389,8 +391,22 @@ pub fn check_processed_profile(j: &serde_json::Value) -> Vec<FxThread> {
             );
             assert!(f < nf, "stack {i}'s frame {f} >= {nf}");
         }
+        let category_names: Vec<String> = meta["categories"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap_or("?").to_string())
+            .collect();
+        let frame_category: Vec<usize> = col(t, "frameTable", "category")
+            .iter()
+            .map(|v| idx(v, "frameTable.category"))
+            .collect();
+        let mut categories = Vec::new();
         let mut stacks = Vec::new();
         for s in col(t, "samples", "stack") {
+            categories.push(s.as_u64().map_or_else(String::new, |s| {
+                category_names[frame_category[frame[s as usize]]].clone()
+            }));
             let mut names = Vec::new();
             let mut at = s.as_u64().map(|s| s as usize);
             if let Some(s) = at {
@@ -436,6 +452,7 @@ pub fn check_processed_profile(j: &serde_json::Value) -> Vec<FxThread> {
             weights,
             cpu_deltas,
             stacks,
+            categories,
             markers,
         });
     }

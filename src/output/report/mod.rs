@@ -187,7 +187,7 @@ pub fn table_lines(p: &Profile, t: &Table, o: &HistOptions, style: &ReportStyle)
             .unwrap_or_default()
     );
     let _ = writeln!(s, "# Event count (approx.): {}", t.base_period);
-    if e.name == crate::analysis::replay::OFF_CPU_EVENT && e.index == usize::MAX {
+    if e.is_off_cpu() {
         let _ = writeln!(
             s,
             "# (off-CPU time in ns: one sample per interval a thread spent off the CPU, under the stack it left with; [preempted]: runnable, waiting for a CPU)"
