@@ -138,6 +138,7 @@ impl Env {
         SearchPaths {
             debug_dirs: Vec::new(),
             build_id_cache: None,
+            debuginfod_cache: None,
         }
     }
 
