@@ -46,6 +46,8 @@ pub const MAX_FILE: u64 = 8 << 30;
 /// At least this many bytes must arrive per timeout period (libdebuginfod's
 /// `CURLOPT_LOW_SPEED_LIMIT`).
 const LOW_SPEED: u64 = 100 * 1024;
+/// How many redirects are followed by default.
+pub const MAX_REDIRECTS: u32 = 8;
 /// How many files are fetched at once.
 const THREADS: usize = 4;
 
@@ -80,6 +82,9 @@ pub struct Config {
     /// `DEBUGINFOD_MAXSIZE`: larger files are refused (sent to the server as
     /// `X-DEBUGINFOD-MAXSIZE`).
     pub max_size: Option<u64>,
+    /// How many redirects are followed (libdebuginfod follows them; federating servers
+    /// redirect).
+    pub max_redirects: u32,
 }
 
 impl Config {
@@ -126,6 +131,7 @@ impl Config {
             timeout,
             cache,
             max_size,
+            max_redirects: MAX_REDIRECTS,
         })
     }
 
@@ -500,6 +506,7 @@ impl Debuginfod {
             .timeout_connect(config.timeout)
             .timeout_send_request(config.timeout)
             .timeout_per_read(config.timeout)
+            .max_redirects(config.max_redirects)
             .build()
             .new_agent();
         let cache = Cache::new(config.cache.clone());

@@ -206,6 +206,7 @@ fn client(urls: &[&str], cache: &Path, timeout: u64) -> Debuginfod {
         timeout: Some(Duration::from_secs(timeout)),
         cache: cache.to_path_buf(),
         max_size: None,
+        max_redirects: 0,
     })
 }
 
