@@ -34,7 +34,14 @@ fn unable() -> Option<String> {
     if !support::privilege::is_root() {
         return Some("needs root (unshare --net)".into());
     }
-    for tool in ["debuginfod", "debuginfod-find", "unshare", "ip", "bash", "objcopy"] {
+    for tool in [
+        "debuginfod",
+        "debuginfod-find",
+        "unshare",
+        "ip",
+        "bash",
+        "objcopy",
+    ] {
         let found = Command::new("sh")
             .args(["-c", &format!("command -v {tool}")])
             .output()
@@ -136,8 +143,7 @@ report() {{ "$HREC" report -i r.hrec --stdio --sort sym,srcline; }}
     }
 
     fn read(&self, name: &str) -> String {
-        std::fs::read_to_string(self.path().join(name))
-            .unwrap_or_else(|e| panic!("{name}: {e}"))
+        std::fs::read_to_string(self.path().join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
     }
 }
 
@@ -183,7 +189,16 @@ fn fixture() -> Option<Fixture> {
         d,
         HREC,
         &[
-            "record", "-F", "2000", "-e", "cpu-clock", "-o", "r.hrec", "--", "./prog", "600",
+            "record",
+            "-F",
+            "2000",
+            "-e",
+            "cpu-clock",
+            "-o",
+            "r.hrec",
+            "--",
+            "./prog",
+            "600",
         ],
     );
     Some(Fixture {
@@ -216,7 +231,8 @@ fn fetched_debug_files_name_functions_and_lines_as_installed_ones() {
         "with the debug files installed: {res}"
     );
     assert!(
-        want.iter().any(|r| r.contains("spin_own") && r.contains("prog.c:"))
+        want.iter()
+            .any(|r| r.contains("spin_own") && r.contains("prog.c:"))
             && want
                 .iter()
                 .any(|r| r.contains("spin_lib") && r.contains("spin.c:")),
@@ -278,7 +294,11 @@ echo "$(requests 8003 "" "$LIB_ID") $(requests 8003 "" "$PROG_ID")" >neg.request
             && res.ends_with("; debuginfod: 2 debug files fetched from http://127.0.0.1:8002"),
         "{res}"
     );
-    assert_eq!(fx.read("fetched.err"), "", "quiet when stderr is no terminal");
+    assert_eq!(
+        fx.read("fetched.err"),
+        "",
+        "quiet when stderr is no terminal"
+    );
     let again = fx.read("again.txt");
     assert_eq!(rows(&again).0, want);
     assert!(!again.contains("debuginfod:"), "{}", rows(&again).1);
@@ -313,7 +333,11 @@ echo "$(requests 8003 "" "$LIB_ID") $(requests 8003 "" "$PROG_ID")" >neg.request
             .unwrap()
     );
     assert_eq!(fx.read("find.requests").trim(), "0");
-    assert_eq!(fx.read("neg.requests").trim(), "1 1", "each miss asked once");
+    assert_eq!(
+        fx.read("neg.requests").trim(),
+        "1 1",
+        "each miss asked once"
+    );
     let neg = fx.read("neg.txt");
     let (got, res) = rows(&neg);
     assert_eq!(got, rows(&stripped).0);
@@ -365,7 +389,11 @@ echo $((($(date +%s%N) - t0) / 1000000)) >silent.ms
             .map(str::to_string)
             .collect::<Vec<_>>()
     };
-    assert!(others(&refused).is_empty(), "one line: {:?}", others(&refused));
+    assert!(
+        others(&refused).is_empty(),
+        "one line: {:?}",
+        others(&refused)
+    );
     // Failures are not misses: no negative entries.
     assert!(!fx.path().join("cache").join(&fx.ids[0]).exists());
 
@@ -379,7 +407,11 @@ echo $((($(date +%s%N) - t0) / 1000000)) >silent.ms
         ),
         "{res}"
     );
-    assert!(others(&silent).is_empty(), "one line: {:?}", others(&silent));
+    assert!(
+        others(&silent).is_empty(),
+        "one line: {:?}",
+        others(&silent)
+    );
     let ms: u64 = fx.read("silent.ms").trim().parse().unwrap();
     assert!(
         (2000..3900).contains(&ms),

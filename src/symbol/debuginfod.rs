@@ -465,6 +465,9 @@ enum Reply {
     Unreachable(String),
 }
 
+/// The files looked for (build-id, kind) and what was found.
+type Asked = std::collections::HashMap<(Vec<u8>, Kind), Option<PathBuf>>;
+
 /// Progress of a batch of fetches: `(done, total)`, from `(0, total)` to `(total, total)`.
 pub type OnProgress = Arc<dyn Fn(u64, u64) + Send + Sync>;
 
@@ -476,7 +479,7 @@ pub struct Debuginfod {
     agent: ureq::Agent,
     servers: Vec<Server>,
     /// Files already looked for in this run, and what was found.
-    asked: Mutex<std::collections::HashMap<(Vec<u8>, Kind), Option<PathBuf>>>,
+    asked: Mutex<Asked>,
     known_missing: AtomicU64,
     not_asked: AtomicU64,
     progress: Mutex<Option<OnProgress>>,
