@@ -15,7 +15,8 @@
 //! * Without it, nothing is contacted: the server logs no request from hrec.
 //! * hrec and `debuginfod-find` share one cache, misses included, each way.
 //! * An unreachable server (a closed port) costs one line and the run finishes; a server that
-//!   accepts and never answers costs `DEBUGINFOD_TIMEOUT` once, not once per file.
+//!   accepts and never answers costs `DEBUGINFOD_TIMEOUT` once, not once per file, with a bar
+//!   of files done on a terminal meanwhile (cleared after), none when stderr is not one.
 //!
 //! Each test says "skipped: ..." and passes where it cannot run: not root, no `unshare`, or
 //! no `debuginfod`.
@@ -361,13 +362,14 @@ DEBUGINFOD_URLS=http://127.0.0.1:1 DEBUGINFOD_CACHE_PATH="$PWD/cache" report \
     >refused.txt 2>refused.err
 
 # A server that accepts connections and never answers (stopped): DEBUGINFOD_TIMEOUT once,
-# though two files are missing.
+# though two files are missing. On a terminal (script(1)'s), with the progress bar meanwhile.
 start 8004 srv
 await 8004 /metrics 200
 kill -STOP "$(cat server-8004.pid)"
 t0=$(date +%s%N)
 DEBUGINFOD_TIMEOUT=2 DEBUGINFOD_URLS=http://127.0.0.1:8004 DEBUGINFOD_CACHE_PATH="$PWD/cache" \
-    report >silent.txt 2>silent.err
+    script -qfec "$HREC report -i r.hrec --stdio --sort sym,srcline >silent.txt" silent.tty \
+    >/dev/null
 echo $((($(date +%s%N) - t0) / 1000000)) >silent.ms
 "#,
     );
@@ -412,6 +414,14 @@ echo $((($(date +%s%N) - t0) / 1000000)) >silent.ms
         "one line: {:?}",
         others(&silent)
     );
+    // The bar of files done, drawn on the terminal while waiting, then cleared.
+    let tty = fx.read("silent.tty");
+    assert!(
+        tty.contains("debuginfod: [") && tty.contains(" 0/2 files"),
+        "{tty:?}"
+    );
+    let last = tty.rfind("debuginfod: [").unwrap();
+    assert!(tty[last..].contains("\r\x1b[2K"), "not cleared: {tty:?}");
     let ms: u64 = fx.read("silent.ms").trim().parse().unwrap();
     assert!(
         (2000..3900).contains(&ms),
