@@ -10,7 +10,8 @@
 //! files exist only on the server, and in a `--debug-dir` for the reference report.
 //!
 //! * With `DEBUGINFOD_URLS`, `report --sort sym,srcline` names the functions and lines it
-//!   names with the debug files installed; with the binaries gone too (executables fetched).
+//!   names with the debug files installed; with the binaries gone too (executables fetched);
+//!   for perf's perf.data too, where perf is installed.
 //!   The resolution line says what was fetched.
 //! * Without it, nothing is contacted: the server logs no request from hrec.
 //! * hrec and `debuginfod-find` share one cache, misses included, each way.
@@ -65,6 +66,8 @@ struct Fixture {
     dir: tempfile::TempDir,
     /// Build-ids (hex) of the program and the library.
     ids: [String; 2],
+    /// perf recorded it too (`p.data`; perf's build-id cache in `perf-cache/`).
+    perf: bool,
 }
 
 impl Fixture {
@@ -75,8 +78,13 @@ impl Fixture {
     /// `hrec report --sort sym,srcline` of the recording, run in the fixture's directory with
     /// no debuginfod and an empty perf build-id cache, plus `extra` arguments.
     fn report(&self, extra: &[&str]) -> String {
+        self.report_of("r.hrec", extra)
+    }
+
+    /// [`Fixture::report`] of the recording `input`.
+    fn report_of(&self, input: &str, extra: &[&str]) -> String {
         let o = Command::new(HREC)
-            .args(["report", "-i", "r.hrec", "--stdio", "--sort", "sym,srcline"])
+            .args(["report", "-i", input, "--stdio", "--sort", "sym,srcline"])
             .args(extra)
             .current_dir(self.path())
             .env_remove("DEBUGINFOD_URLS")
@@ -202,9 +210,35 @@ fn fixture() -> Option<Fixture> {
             "600",
         ],
     );
+    // perf's perf.data too, where perf is installed: its build-ids come from the file's
+    // build-id feature.
+    let perf = support::perf().is_some();
+    if perf {
+        let cache = d.join("perf-cache");
+        run(
+            d,
+            "perf",
+            &[
+                "--buildid-dir",
+                cache.to_str().unwrap(),
+                "record",
+                "-q",
+                "-F",
+                "2000",
+                "-e",
+                "cpu-clock",
+                "-o",
+                "p.data",
+                "--",
+                "./prog",
+                "400",
+            ],
+        );
+    }
     Some(Fixture {
         dir,
         ids: [ids[0].clone(), ids[1].clone()],
+        perf,
     })
 }
 
@@ -262,9 +296,17 @@ DEBUGINFOD_URLS=http://127.0.0.1:8002 DEBUGINFOD_CACHE_PATH="$PWD/cache" report 
 DEBUGINFOD_URLS=http://127.0.0.1:8002 DEBUGINFOD_CACHE_PATH="$PWD/cache" report >again.txt
 requests 8002 hrec "" >fetched.requests
 
-# With the binaries gone as well, the executables are fetched too.
+# perf's recording: the build-ids of its build-id feature.
+if [ -e p.data ]; then
+    DEBUGINFOD_URLS=http://127.0.0.1:8002 DEBUGINFOD_CACHE_PATH="$PWD/cache-perf" \
+        "$HREC" report -i p.data --stdio --sort sym,srcline >perf-fetched.txt
+fi
+
+# With the binaries gone as well (perf's build-id cache holds none), the executables are
+# fetched too.
 mv prog libspin.so gone/
-DEBUGINFOD_URLS=http://127.0.0.1:8002 DEBUGINFOD_CACHE_PATH="$PWD/cache2" report >gone.txt
+PERF_BUILDID_DIR="$PWD/empty" DEBUGINFOD_URLS=http://127.0.0.1:8002 \
+    DEBUGINFOD_CACHE_PATH="$PWD/cache2" report >gone.txt
 mv gone/prog gone/libspin.so .
 
 # debuginfod-find finds what hrec fetched, without a request.
@@ -310,6 +352,21 @@ echo "$(requests 8003 "" "$LIB_ID") $(requests 8003 "" "$PROG_ID")" >neg.request
             &std::fs::metadata(&entry).unwrap().permissions(),
         );
         assert_eq!(mode & 0o777, 0o400, "{}", entry.display());
+    }
+
+    if fx.perf {
+        let installed = fx.report_of("p.data", &["--debug-dir", "dbg"]);
+        let fetched = fx.read("perf-fetched.txt");
+        let (got, res) = rows(&fetched);
+        assert_eq!(
+            got,
+            rows(&installed).0,
+            "perf.data:\n{fetched}\n{installed}"
+        );
+        assert!(
+            res.ends_with("; debuginfod: 2 debug files fetched from http://127.0.0.1:8002"),
+            "perf.data: {res}"
+        );
     }
 
     // Binaries gone: executables fetched as well.
