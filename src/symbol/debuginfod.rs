@@ -674,7 +674,8 @@ impl Debuginfod {
         }
         let body = resp.into_body();
         let declared = body.content_length();
-        let mut reader = body.into_with_config().limit(u64::MAX).reader();
+        // Unlimited here: store_reply bounds it, and refuses a Content-Length over the limit.
+        let mut reader = body.into_reader();
         let stored = store_reply(
             &self.cache,
             id,
