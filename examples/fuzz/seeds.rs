@@ -553,8 +553,55 @@ pub fn seeds(env: &Env, target: &str) -> Vec<Vec<u8>> {
                 s
             })
             .collect(),
+        "debuginfod" => debuginfod_seeds(env),
         _ => Vec::new(),
     }
+}
+
+/// Replies of a debuginfod server (the fixture binary, plain and chunked; a miss; a size that
+/// lies), a body with its declared length, and the cache's files.
+fn debuginfod_seeds(env: &Env) -> Vec<Vec<u8>> {
+    let bin = std::fs::read(env.symfs.join("tmp/hrec-fixture/work")).unwrap_or_default();
+    let with = |kind: u8, head: &[u8], body: &[u8]| {
+        let mut s = vec![kind];
+        s.extend_from_slice(head);
+        s.extend_from_slice(body);
+        s
+    };
+    let mut chunked = Vec::new();
+    for c in bin.chunks(4000) {
+        chunked.extend(format!("{:x}\r\n", c.len()).bytes());
+        chunked.extend_from_slice(c);
+        chunked.extend(b"\r\n");
+    }
+    chunked.extend(b"0\r\n\r\n");
+    vec![
+        with(
+            0,
+            format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nX-DEBUGINFOD-SIZE: {0}\r\n\
+                 X-DEBUGINFOD-FILE: work\r\nContent-Length: {0}\r\n\r\n",
+                bin.len()
+            )
+            .as_bytes(),
+            &bin,
+        ),
+        with(
+            0,
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+            &chunked,
+        ),
+        with(0, b"HTTP/1.1 404 Not Found\r\nContent-Length: 9\r\n\r\n", b"not found"),
+        with(
+            0,
+            b"HTTP/1.1 200 OK\r\nContent-Length: 99999999999999\r\n\r\n",
+            &bin[..bin.len().min(64)],
+        ),
+        with(1, &(bin.len() as u64).to_le_bytes(), &bin),
+        with(1, &u64::MAX.to_le_bytes(), &bin),
+        with(2, b"600\0", &bin),
+        with(2, b"5\0", b""),
+    ]
 }
 
 const TEXTS: &[(u8, &str)] = &[

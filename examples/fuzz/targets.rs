@@ -31,8 +31,18 @@ use hrec::unwind::{FrameAddress, Unwinder};
 
 /// The names of the targets, in the order `all` runs them.
 pub const TARGETS: &[&str] = &[
-    "hrec", "perfdata", "sample", "unwind", "elf", "disasm", "event", "sysfs", "perfmon", "expr",
+    "hrec",
+    "perfdata",
+    "sample",
+    "unwind",
+    "elf",
+    "disasm",
+    "event",
+    "sysfs",
+    "perfmon",
+    "expr",
     "text",
+    "debuginfod",
 ];
 
 /// Where the unwinder fixture binary is mapped in the synthetic process.
@@ -41,6 +51,11 @@ pub const MAP_BASE: u64 = 0x5555_5555_4000;
 const PID: u32 = 4242;
 /// The fixture binary's path inside the recordings' symfs root.
 pub const WORK_BINARY: &str = "/tmp/hrec-fixture/work";
+/// The build-id of the fixture binary (`WORK_BINARY`), which the `debuginfod` target asks for.
+pub const DEBUGINFOD_ID: [u8; 20] = [
+    0xa7, 0x97, 0x67, 0x1d, 0x0d, 0x94, 0x25, 0x71, 0xe3, 0xe6, 0x51, 0x8a, 0xad, 0x52, 0xaf, 0xe2,
+    0xbf, 0x95, 0x74, 0x59,
+];
 /// The sysfs fixture a `sysfs` input mutates one file of.
 pub const SYSFS_MODEL: &str = "alderlake";
 
@@ -129,15 +144,94 @@ impl Env {
             "perfmon" => perfmon(input),
             "expr" => expr(input),
             "text" => text(input),
+            "debuginfod" => self.debuginfod(input),
             _ => return false,
         }
         true
+    }
+
+    /// debuginfod's reply handling, the first byte picking what the rest is: 0, a whole HTTP
+    /// reply, served on loopback to the real client asking for the fixture binary's
+    /// executable (redirects not followed, so nothing leaves the machine); 1, a reply's body
+    /// (after an 8-byte declared length, `u64::MAX` for none) stored into the cache; 2, the
+    /// cache's own files (`cache_miss_s`, a NUL, then an entry) looked up.
+    fn debuginfod(&self, input: &[u8]) {
+        use hrec::symbol::debuginfod::{Cache, Config, Debuginfod, Kind, store_reply};
+        use std::io::{BufRead as _, Read as _};
+        let [kind, rest @ ..] = input else {
+            return;
+        };
+        let cache = self.tmp.path().join("debuginfod-cache");
+        let _ = std::fs::remove_dir_all(&cache);
+        let id = DEBUGINFOD_ID;
+        const LIMIT: u64 = 4 << 20;
+        match kind % 3 {
+            0 => {
+                let Ok(l) = std::net::TcpListener::bind("127.0.0.1:0") else {
+                    return;
+                };
+                let Ok(addr) = l.local_addr() else { return };
+                let reply = rest.to_vec();
+                let server = std::thread::spawn(move || {
+                    let Ok((mut conn, _)) = l.accept() else {
+                        return;
+                    };
+                    let _ = conn.set_read_timeout(Some(std::time::Duration::from_secs(2)));
+                    if let Ok(c) = conn.try_clone() {
+                        let mut r = std::io::BufReader::new(c.take(1 << 16));
+                        let mut line = String::new();
+                        while r.read_line(&mut line).is_ok_and(|n| n > 2) {
+                            line.clear();
+                        }
+                    }
+                    let _ = conn.write_all(&reply);
+                });
+                let d = Debuginfod::new(Config {
+                    urls: vec![format!("http://{addr}")],
+                    timeout: Some(std::time::Duration::from_secs(2)),
+                    cache: cache.clone(),
+                    max_size: Some(LIMIT),
+                    max_redirects: 0,
+                });
+                let _ = d.find(&id, Kind::Executable);
+                let _ = d.summary();
+                let _ = server.join();
+            }
+            1 => {
+                let Some((len, body)) = rest.split_first_chunk::<8>() else {
+                    return;
+                };
+                let declared = Some(u64::from_le_bytes(*len)).filter(|&n| n != u64::MAX);
+                let mut body = body;
+                let c = Cache::new(cache);
+                let _ = store_reply(&c, &id, Kind::Debuginfo, declared, &mut body, LIMIT, None);
+                let _ = c.lookup(&id, Kind::Debuginfo, c.cache_miss());
+            }
+            _ => {
+                let (miss, entry) = match rest.iter().position(|&b| b == 0) {
+                    Some(i) => (&rest[..i], &rest[i + 1..]),
+                    None => (rest, &[][..]),
+                };
+                let c = Cache::new(cache.clone());
+                let Some(path) = c.entry(&id, Kind::Debuginfo) else {
+                    return;
+                };
+                if let Some(dir) = path.parent()
+                    && std::fs::create_dir_all(dir).is_ok()
+                    && std::fs::write(cache.join("cache_miss_s"), miss).is_ok()
+                    && std::fs::write(&path, entry).is_ok()
+                {
+                    let _ = c.lookup(&id, Kind::Debuginfo, c.cache_miss());
+                }
+            }
+        }
     }
 
     fn no_search() -> SearchPaths {
         SearchPaths {
             debug_dirs: Vec::new(),
             build_id_cache: None,
+            debuginfod_cache: None,
         }
     }
 

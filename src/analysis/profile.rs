@@ -34,6 +34,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::symbol::debuginfo::SearchPaths;
+use crate::symbol::debuginfod::{self, Debuginfod};
 use crate::symbol::maps::{MappedFile, Mapping};
 use crate::symbol::symbolizer::{Loc, LocKey};
 use crate::symbol::{FrameAddress, Unresolved};
@@ -63,6 +64,8 @@ pub struct ProfileOptions {
     /// `--no-inline`: no entries of their own for the functions inlined at the addresses of
     /// unwound chains ([`Profile::inline_entries`]).
     pub no_inline: bool,
+    /// Fetches missing executables and debug files (`DEBUGINFOD_URLS`; `None`: never).
+    pub debuginfod: Option<Arc<Debuginfod>>,
 }
 
 impl Default for ProfileOptions {
@@ -76,6 +79,7 @@ impl Default for ProfileOptions {
             timeline: false,
             reunwind: false,
             no_inline: false,
+            debuginfod: None,
         }
     }
 }
@@ -263,6 +267,8 @@ pub struct Profile {
     pub unwind: Option<crate::unwind::UnwindStats>,
     /// Files that were on disk but differ from the recorded build-id (path).
     pub build_id_mismatches: Vec<String>,
+    /// What debuginfod fetched, or why not (`None`: not used, or nothing was missing).
+    pub debuginfod: Option<debuginfod::Summary>,
     /// One-line warnings for the report header.
     pub warnings: Vec<String>,
 }

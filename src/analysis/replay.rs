@@ -776,6 +776,7 @@ pub fn build_with(
                 .kernel(rec.kernel_symbols(), rec.kernel_unresolved())
                 .recorded_build_ids(&rec.side("build-ids").unwrap_or_default())
                 .vdso(r.vdso.as_deref())
+                .debuginfod(opts.debuginfod.clone())
                 .build();
             &own
         }
@@ -788,6 +789,11 @@ pub fn build_with(
         files: r.maps.files().to_vec(),
     };
     p.build_id_mismatches = mismatches;
+    p.debuginfod = opts
+        .debuginfod
+        .as_ref()
+        .map(|d| d.summary())
+        .filter(|s| !s.is_empty());
     p.resolution = resolution(&p);
     p.dwarf_stacks = r.unwinder.is_some() || r.stacks.is_some();
     p.inline_entries = p.dwarf_stacks && !opts.no_inline;

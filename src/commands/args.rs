@@ -187,12 +187,22 @@ pub fn reading_options(
         // Binaries come from the --symfs tree only, not from this machine's perf cache.
         search.build_id_cache = None;
     }
+    // Only with DEBUGINFOD_URLS: files missing here are fetched by build-id, with a progress
+    // bar on a terminal.
+    let debuginfod = hrec::symbol::debuginfod::Debuginfod::from_env().map(|d| {
+        use std::io::IsTerminal as _;
+        d.set_progress(Some(hrec::output::progress::fetch_bar(
+            std::io::stderr().is_terminal(),
+        )));
+        std::sync::Arc::new(d)
+    });
     Ok((
         hrec::analysis::profile::ProfileOptions {
             symfs: symbols.symfs,
             search,
             time,
             reunwind: symbols.reunwind,
+            debuginfod,
             ..Default::default()
         },
         hrec::analysis::hist::Filters {

@@ -67,3 +67,34 @@ impl Progress {
         }
     }
 }
+
+/// The progress of debuginfod's fetches (`hrec::symbol::debuginfod::OnProgress`): a bar of
+/// files done on stderr when `show` (stderr is a terminal), from the first fetch to the last
+/// of each batch, then cleared; nothing otherwise.
+pub fn fetch_bar(show: bool) -> crate::symbol::debuginfod::OnProgress {
+    let bar: std::sync::Mutex<Option<indicatif::ProgressBar>> = std::sync::Mutex::new(None);
+    std::sync::Arc::new(move |done: u64, total: u64| {
+        if !show {
+            return;
+        }
+        let mut bar = bar.lock().unwrap_or_else(|e| e.into_inner());
+        let b = bar.get_or_insert_with(|| {
+            let b = indicatif::ProgressBar::new(total);
+            b.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+            if let Ok(style) = indicatif::ProgressStyle::with_template(
+                "debuginfod: [{bar:40}] {pos}/{len} files ({elapsed})",
+            ) {
+                b.set_style(style.progress_chars("=> "));
+            }
+            b.enable_steady_tick(std::time::Duration::from_millis(200));
+            b
+        });
+        b.set_length(total);
+        b.set_position(done);
+        if done >= total
+            && let Some(b) = bar.take()
+        {
+            b.finish_and_clear();
+        }
+    })
+}

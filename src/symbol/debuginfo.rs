@@ -35,7 +35,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use super::elf::read_elf_info;
+use super::debuginfod;
+use super::elf::{build_id_matches, read_elf_info};
 
 /// Where separate debug files are searched for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,6 +46,10 @@ pub struct SearchPaths {
     pub debug_dirs: Vec<PathBuf>,
     /// perf's build-id cache (`$PERF_BUILDID_DIR`, else `~/.debug`), when there is one.
     pub build_id_cache: Option<PathBuf>,
+    /// libdebuginfod's cache ([`super::debuginfod`]), read only while `DEBUGINFOD_URLS` is
+    /// set (as libdebuginfod does): executables as `<cache>/<hex>/executable`, debug files as
+    /// `<cache>/<hex>/debuginfo`, each used only with the build-id asked for.
+    pub debuginfod_cache: Option<PathBuf>,
 }
 
 impl Default for SearchPaths {
@@ -59,14 +64,30 @@ impl Default for SearchPaths {
                         .filter(|h| !h.is_empty())
                         .map(|h| Path::new(&h).join(".debug"))
                 }),
+            debuginfod_cache: debuginfod::Config::from_env().map(|c| c.cache),
         }
     }
 }
 
 impl SearchPaths {
     /// The copy of the binary with `build_id` in perf's build-id cache
-    /// (`<cache>/.build-id/xx/rest/elf`), when it is there.
+    /// (`<cache>/.build-id/xx/rest/elf`), else in debuginfod's cache, when it is there.
     pub fn cached_binary(&self, build_id: &[u8]) -> Option<PathBuf> {
+        self.perf_cached_binary(build_id)
+            .or_else(|| self.debuginfod_file(build_id, debuginfod::Kind::Executable))
+    }
+
+    /// The file with `build_id` in debuginfod's cache (not a negative entry; the build-id
+    /// checked), when there is one.
+    pub fn debuginfod_file(&self, build_id: &[u8], kind: debuginfod::Kind) -> Option<PathBuf> {
+        let cache = debuginfod::Cache::new(self.debuginfod_cache.clone()?);
+        match cache.lookup(build_id, kind, std::time::Duration::ZERO) {
+            debuginfod::Cached::Hit(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    fn perf_cached_binary(&self, build_id: &[u8]) -> Option<PathBuf> {
         let (first, rest) = build_id.split_first()?;
         let mut name = String::new();
         for b in rest {
@@ -88,7 +109,9 @@ impl SearchPaths {
 /// 1. `<dir>/.build-id/xx/rest.debug` for each debug dir (build id in hex, first byte = `xx`),
 /// 2. the `.gnu_debuglink` name, checked with its CRC32, in: the binary's directory,
 ///    `<bindir>/.debug/`, and `<dir>/<bindir>/` for each debug dir. The binary's directory is
-///    tried as given (made absolute) and, when different, with symlinks resolved.
+///    tried as given (made absolute) and, when different, with symlinks resolved;
+/// 3. debuginfod's cache, `<cache>/<hex>/debuginfo` (only with `DEBUGINFOD_URLS`; see
+///    [`SearchPaths::debuginfod_cache`]).
 ///
 /// `build_id` is the binary's build id, `debuglink` its `.gnu_debuglink` (file name, CRC32).
 /// Returns `None` when nothing is found.
@@ -107,20 +130,22 @@ pub fn find_debug_file(
             }
         }
     }
-    let (name, crc) = debuglink?;
-    if name.is_empty() {
-        return None;
-    }
-    let name = Path::new(OsStr::from_bytes(name));
-    let binary_id = file_id(binary);
-    debuglink_candidates(binary, name, search)
-        .into_iter()
-        .find(|candidate| {
-            // The link may name the binary itself (same file name); its CRC would not match,
-            // but hashing it is wasted work.
-            let id = file_id(candidate);
-            id.is_some() && id != binary_id && crc32_file(candidate).ok() == Some(crc)
-        })
+    let linked = debuglink.and_then(|(name, crc)| {
+        if name.is_empty() {
+            return None;
+        }
+        let name = Path::new(OsStr::from_bytes(name));
+        let binary_id = file_id(binary);
+        debuglink_candidates(binary, name, search)
+            .into_iter()
+            .find(|candidate| {
+                // The link may name the binary itself (same file name); its CRC would not
+                // match, but hashing it is wasted work.
+                let id = file_id(candidate);
+                id.is_some() && id != binary_id && crc32_file(candidate).ok() == Some(crc)
+            })
+    });
+    linked.or_else(|| search.debuginfod_file(build_id?, debuginfod::Kind::Debuginfo))
 }
 
 /// [`find_debug_file`] of `binary`, with the build id and `.gnu_debuglink` read from it.
@@ -128,6 +153,53 @@ pub fn debug_file_of(binary: &Path, search: &SearchPaths) -> Option<PathBuf> {
     let info = read_elf_info(binary).ok()?;
     let link = info.debuglink.as_ref().map(|(n, crc)| (n.as_slice(), *crc));
     find_debug_file(binary, info.build_id.as_deref(), link, search)
+}
+
+/// What a recorded binary (build-id `build_id`, recorded at `binary`) lacks on this machine
+/// for functions and source lines, as [`super::binary::Binary::load`] would look: the file at
+/// `binary` when its build-id is that one, else a cached copy
+/// ([`SearchPaths::cached_binary`]); then its DWARF, or a debug file ([`find_debug_file`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Missing {
+    /// Nothing.
+    Nothing,
+    /// The binary is here (this path), without DWARF, and no debug file is found.
+    DebugInfo(PathBuf),
+    /// No file with the build-id is here.
+    Binary,
+}
+
+/// See [`Missing`].
+pub fn missing(binary: &Path, build_id: &[u8], search: &SearchPaths) -> Missing {
+    let here = |p: &Path| {
+        read_elf_info(p)
+            .ok()
+            .filter(|info| build_id_matches(build_id, info.build_id.as_deref()))
+    };
+    let found = here(binary)
+        .map(|info| (binary.to_path_buf(), info))
+        .or_else(|| {
+            let copy = search.cached_binary(build_id)?;
+            here(&copy).map(|info| (copy, info))
+        });
+    let Some((path, info)) = found else {
+        return Missing::Binary;
+    };
+    if lacks_debug_info(&path, &info, search) {
+        Missing::DebugInfo(path)
+    } else {
+        Missing::Nothing
+    }
+}
+
+/// Whether `binary` (read as `info`) has no DWARF and no debug file is found for it.
+pub fn has_no_debug_info(binary: &Path, search: &SearchPaths) -> bool {
+    read_elf_info(binary).is_ok_and(|info| lacks_debug_info(binary, &info, search))
+}
+
+fn lacks_debug_info(binary: &Path, info: &super::elf::ElfInfo, search: &SearchPaths) -> bool {
+    let link = info.debuglink.as_ref().map(|(n, crc)| (n.as_slice(), *crc));
+    !info.has_dwarf && find_debug_file(binary, info.build_id.as_deref(), link, search).is_none()
 }
 
 /// The dwz supplementary file named by `.gnu_debugaltlink` of `debug_file`: its name as
@@ -394,6 +466,7 @@ mod tests {
         SearchPaths {
             debug_dirs: dirs.iter().map(|d| d.to_path_buf()).collect(),
             build_id_cache: None,
+            debuginfod_cache: None,
         }
     }
 

@@ -112,6 +112,7 @@ mod tests {
         let search = SearchPaths {
             debug_dirs: Vec::new(),
             build_id_cache: None,
+            debuginfod_cache: None,
         };
         let lookups = |path: &std::path::Path| -> usize {
             match Binary::load(path, None, &search) {

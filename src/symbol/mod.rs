@@ -28,6 +28,7 @@
 
 pub mod binary;
 pub mod debuginfo;
+pub mod debuginfod;
 mod dwarf;
 #[cfg_attr(
     not(test),

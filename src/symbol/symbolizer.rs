@@ -19,7 +19,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::binary::Binary;
-use super::debuginfo::SearchPaths;
+use super::debuginfo::{self, Missing, SearchPaths};
+use super::debuginfod::{Debuginfod, Kind};
 use super::kallsyms::{self, KernelSymbols};
 use super::maps::{AddressSpaces, FileIdx};
 use super::perfmap::PerfMap;
@@ -193,6 +194,8 @@ pub struct Symbolizer {
     dwarf: bool,
     /// The vdso's image in an in-memory file, read by its `/proc/self/fd` path.
     vdso: Option<(std::fs::File, PathBuf)>,
+    /// Fetches what is missing of the files to symbolize (`DEBUGINFOD_URLS`).
+    debuginfod: Option<Arc<Debuginfod>>,
 }
 
 /// Builds a [`Symbolizer`]. Without settings it reads binaries where the recording saw them,
@@ -220,6 +223,7 @@ impl Symbolizer {
                 kept_locs: Mutex::new(HashMap::new()),
                 dwarf: true,
                 vdso: None,
+                debuginfod: None,
             },
         }
     }
@@ -251,6 +255,46 @@ impl Symbolizer {
                 }))
             })
             .clone()
+    }
+
+    /// Fetches from debuginfod, on a few threads, what the recorded files of `jobs` lack on
+    /// this machine: the executable when no file with its build-id is here, then its debug
+    /// file when it has no DWARF and none is installed. Only files with a recorded build-id.
+    fn fetch_missing(
+        &self,
+        d: &Debuginfod,
+        maps: &AddressSpaces,
+        jobs: &[(FileIdx, Vec<(usize, u64)>)],
+    ) {
+        let mut seen = std::collections::HashSet::new();
+        let mut wanted = Vec::new();
+        for (f, _) in jobs {
+            let file = maps.file(*f);
+            let Some(id) = self.build_ids.get(&*file.path) else {
+                continue;
+            };
+            if file.is_pseudo() || id.iter().all(|&b| b == 0) || !seen.insert(id.clone()) {
+                continue;
+            }
+            let path = on_disk(&file.path, self.symfs.as_deref());
+            match debuginfo::missing(&path, id, &self.search) {
+                Missing::Nothing => {}
+                m => wanted.push((id.clone(), m)),
+            }
+        }
+        d.fetch_all(&wanted, |(id, m)| match m {
+            Missing::Nothing => {}
+            Missing::DebugInfo(_) => {
+                d.find(id, Kind::Debuginfo);
+            }
+            Missing::Binary => {
+                if let Some(exe) = d.find(id, Kind::Executable)
+                    && debuginfo::has_no_debug_info(&exe, &self.search)
+                {
+                    d.find(id, Kind::Debuginfo);
+                }
+            }
+        });
     }
 
     /// The remembered location for `key`, resolved (and remembered) on first use.
@@ -372,6 +416,9 @@ impl Symbolizer {
         }
         .min(jobs.len())
         .max(1);
+        if let Some(d) = &self.debuginfod {
+            self.fetch_missing(d, maps, &jobs);
+        }
         // A binary (its symbols and DWARF: tens of MB for a libc debug file) is dropped when
         // the last job that needs it is done, so memory holds the binaries being read, not
         // all of them.
@@ -565,8 +612,18 @@ impl SymbolizerBuilder {
         self
     }
 
+    /// Fetch what the files to symbolize lack from debuginfod (and find what an earlier run
+    /// fetched in its cache).
+    pub fn debuginfod(mut self, client: Option<Arc<Debuginfod>>) -> Self {
+        self.s.debuginfod = client;
+        self
+    }
+
     /// The symbolizer.
-    pub fn build(self) -> Symbolizer {
+    pub fn build(mut self) -> Symbolizer {
+        if let Some(d) = &self.s.debuginfod {
+            self.s.search.debuginfod_cache = Some(d.cache().root().to_path_buf());
+        }
         self.s
     }
 }

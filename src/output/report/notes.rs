@@ -1,11 +1,13 @@
 //! The lines that say why a report's data is incomplete rather than leaving it to be guessed:
-//! the share of samples resolved to symbols and why the rest were not, how the
+//! the share of samples resolved to symbols and why the rest were not (and what debuginfod
+//! fetched, or why it did not), how the
 //! `--call-graph dwarf` stacks unwound and where they stopped, and why an event has no
 //! retire-latency statistics (no `WEIGHT_STRUCT`, not precise, or a CPU without Timed PEBS).
 
 use std::fmt::Write as _;
 
 use crate::analysis::profile::{EventInfo, Profile};
+use crate::symbol::debuginfod::Summary;
 
 use super::style::pct;
 
@@ -25,7 +27,68 @@ pub fn resolution_line(p: &Profile) -> String {
             .collect();
         let _ = write!(s, "; unresolved: {}", why.join(", "));
     }
+    if let Some(note) = p.debuginfod.as_ref().and_then(debuginfod_note) {
+        let _ = write!(s, "; {note}");
+    }
     s
+}
+
+/// The report's words for a summary: what was fetched from where, what was not there, which
+/// server could not be reached; `None` when debuginfod had nothing to do.
+pub fn debuginfod_note(s: &Summary) -> Option<String> {
+    if s.is_empty() {
+        return None;
+    }
+    let count = |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let mut parts = Vec::new();
+    for srv in &s.servers {
+        let mut fetched = Vec::new();
+        if srv.debuginfo > 0 {
+            fetched.push(count(srv.debuginfo, "debug file", "debug files"));
+        }
+        if srv.executables > 0 {
+            fetched.push(count(srv.executables, "executable", "executables"));
+        }
+        let mut p = String::new();
+        if !fetched.is_empty() {
+            let _ = write!(p, "{} fetched from {}", fetched.join(" and "), srv.url);
+        }
+        if srv.not_found > 0 {
+            if p.is_empty() {
+                let _ = write!(p, "{} not found at {}", srv.not_found, srv.url);
+            } else {
+                let _ = write!(p, ", {} not found there", srv.not_found);
+            }
+        }
+        if srv.failed.0 > 0 {
+            let why = srv.failed.1.as_deref().unwrap_or("?");
+            if p.is_empty() {
+                let _ = write!(p, "{} failed at {} ({why})", srv.failed.0, srv.url);
+            } else {
+                let _ = write!(p, ", {} failed ({why})", srv.failed.0);
+            }
+        }
+        if let Some(why) = &srv.unreachable {
+            if p.is_empty() {
+                let _ = write!(p, "{} unreachable: {why}", srv.url);
+            } else {
+                let _ = write!(p, ", then unreachable: {why}");
+            }
+        }
+        if !p.is_empty() {
+            parts.push(p);
+        }
+    }
+    if s.known_missing > 0 {
+        parts.push(format!(
+            "{} known missing (the cache's negative entries)",
+            s.known_missing
+        ));
+    }
+    if s.not_asked > 0 && s.servers.iter().all(|srv| srv.unreachable.is_some()) {
+        parts.push(count(s.not_asked, "file not fetched", "files not fetched"));
+    }
+    Some(format!("debuginfod: {}", parts.join("; ")))
 }
 
 /// How the `--call-graph dwarf` stacks unwound, when there are any: the share that reached

@@ -14,6 +14,7 @@ fn no_debug_dirs() -> SearchPaths {
     SearchPaths {
         debug_dirs: Vec::new(),
         build_id_cache: None,
+        debuginfod_cache: None,
     }
 }
 
@@ -118,6 +119,7 @@ fn stripped_binary_uses_build_id_debug_dir() {
     let search = SearchPaths {
         debug_dirs: vec![dir.path().join("elsewhere"), debug_dir],
         build_id_cache: None,
+        debuginfod_cache: None,
     };
     let binary = Binary::load(&prog, Some(&id), &search).unwrap();
     assert_eq!(binary.debug_path(), Some(debug.as_path()));
