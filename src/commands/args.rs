@@ -112,6 +112,10 @@ pub struct SymbolArgs {
     /// Extra debug-file directory (default /usr/lib/debug); repeatable.
     #[arg(long = "debug-dir")]
     pub debug_dir: Vec<PathBuf>,
+    /// perf's build-id cache to find binaries in (default $HREC_BUILDID_DIR, else
+    /// $PERF_BUILDID_DIR, else perf's buildid.dir, else ~/.debug).
+    #[arg(long = "buildid-dir", value_name = "DIR")]
+    pub buildid_dir: Option<PathBuf>,
     /// Unwind the user stacks kept by `record --call-graph dwarf,SIZE,raw` again (with the
     /// binaries as they are now) instead of taking the chains found while recording.
     #[arg(long)]
@@ -176,6 +180,9 @@ pub fn reading_options(
         .map_err(|e| e.to_string())?;
     let mut search = hrec::symbol::debuginfo::SearchPaths::default();
     search.debug_dirs.splice(0..0, symbols.debug_dir);
+    if let Some(dir) = symbols.buildid_dir.as_deref() {
+        search.build_id_cache = hrec::symbol::buildid_cache::resolve_dir(Some(dir));
+    }
     if let Some(root) = &symbols.symfs {
         // A --symfs that is not a directory would leave every binary unresolved without a
         // word (perf's behaviour): refused instead.

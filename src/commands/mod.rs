@@ -11,6 +11,7 @@
 
 mod annotate;
 mod args;
+mod buildid_cache;
 mod buildid_list;
 mod diff;
 mod evlist;
@@ -103,6 +104,9 @@ pub enum Cmd {
     /// List the build-ids of the binaries a recording saw (perf buildid-list).
     #[command(name = "buildid-list")]
     BuildidList(InputArgs),
+    /// Add binaries to perf's build-id cache (~/.debug), list, remove or purge them.
+    #[command(name = "buildid-cache")]
+    BuildidCache(buildid_cache::BuildidCacheArgs),
     /// Show the instructions and source lines of hot functions with their samples.
     Annotate(annotate::AnnotateArgs),
     /// Compare two recordings per symbol, as perf diff (baseline share, delta, ratio).
@@ -229,6 +233,7 @@ pub fn exec(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, Er
         Cmd::Info(a) => info::exec(a, &env, out, err),
         Cmd::Evlist(a) => evlist::exec(a, &env, out, err),
         Cmd::BuildidList(a) => buildid_list::exec(a, &env, out, err),
+        Cmd::BuildidCache(a) => buildid_cache::exec(a, &env, out, err),
         Cmd::Annotate(a) => annotate::exec(a, &env, out, err),
         Cmd::Diff(a) => diff::exec(a, &env, out, err),
         Cmd::Top(a) => top::exec(a, &env, out, err),

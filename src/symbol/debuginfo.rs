@@ -21,9 +21,10 @@
 //! `DW_FORM_GNU_strp_alt`) can only be read with it.
 //!
 //! **perf's build-id cache.** `perf record` copies every binary with samples into
-//! `~/.debug/.build-id/xx/rest/elf` (the directory is `$PERF_BUILDID_DIR` when set), so
-//! `perf report` still names the functions of a binary that was rebuilt or deleted since.
-//! [`SearchPaths::cached_binary`] finds that copy by the recorded build id, for the same reason.
+//! `~/.debug/.build-id/xx/rest/elf`, so `perf report` still names the functions of a binary
+//! that was rebuilt or deleted since. [`SearchPaths::cached_binary`] finds that copy by the
+//! recorded build id, for the same reason; where the cache is and its layout are
+//! [`super::buildid_cache`]'s, which `hrec buildid-cache` writes with.
 //!
 //! All lookups are best effort: a missing or unreadable candidate is skipped, never an error.
 
@@ -35,8 +36,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use super::debuginfod;
 use super::elf::{build_id_matches, read_elf_info};
+use super::{buildid_cache, debuginfod};
 
 /// Where separate debug files are searched for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,7 +45,8 @@ pub struct SearchPaths {
     /// Global debug directories, searched in order, each holding a `.build-id/` tree and a
     /// mirror of the file system for `.gnu_debuglink` names (`/usr/lib/debug` by default).
     pub debug_dirs: Vec<PathBuf>,
-    /// perf's build-id cache (`$PERF_BUILDID_DIR`, else `~/.debug`), when there is one.
+    /// perf's build-id cache ([`buildid_cache::resolve_dir`]: `$HREC_BUILDID_DIR`,
+    /// `$PERF_BUILDID_DIR`, perf's `buildid.dir`, else `~/.debug`), when there is one.
     pub build_id_cache: Option<PathBuf>,
     /// libdebuginfod's cache ([`super::debuginfod`]), read only while `DEBUGINFOD_URLS` is
     /// set (as libdebuginfod does): executables as `<cache>/<hex>/executable`, debug files as
@@ -56,14 +58,7 @@ impl Default for SearchPaths {
     fn default() -> Self {
         SearchPaths {
             debug_dirs: vec![PathBuf::from("/usr/lib/debug")],
-            build_id_cache: std::env::var_os("PERF_BUILDID_DIR")
-                .filter(|d| !d.is_empty())
-                .map(PathBuf::from)
-                .or_else(|| {
-                    std::env::var_os("HOME")
-                        .filter(|h| !h.is_empty())
-                        .map(|h| Path::new(&h).join(".debug"))
-                }),
+            build_id_cache: buildid_cache::resolve_dir(None),
             debuginfod_cache: debuginfod::Config::from_env().map(|c| c.cache),
         }
     }
@@ -88,19 +83,7 @@ impl SearchPaths {
     }
 
     fn perf_cached_binary(&self, build_id: &[u8]) -> Option<PathBuf> {
-        let (first, rest) = build_id.split_first()?;
-        let mut name = String::new();
-        for b in rest {
-            let _ = write!(name, "{b:02x}");
-        }
-        let p = self
-            .build_id_cache
-            .as_ref()?
-            .join(".build-id")
-            .join(format!("{first:02x}"))
-            .join(name)
-            .join("elf");
-        p.is_file().then_some(p)
+        buildid_cache::Cache::new(self.build_id_cache.as_ref()?).binary(build_id)
     }
 }
 

@@ -27,6 +27,7 @@
 //! what fraction of samples resolved and why the rest did not.
 
 pub mod binary;
+pub mod buildid_cache;
 pub mod debuginfo;
 pub mod debuginfod;
 mod dwarf;
