@@ -45,11 +45,13 @@ pub enum SortKey {
     Pmu,
     /// CPU.
     Cpu,
+    /// Cgroup path (`record --all-cgroups`), as perf's `cgroup` key.
+    Cgroup,
 }
 
 impl SortKey {
     /// Every key, for messages.
-    pub const ALL: &'static str = "comm, pid, tid, dso, sym, srcline, ip, event, pmu, cpu";
+    pub const ALL: &'static str = "comm, pid, tid, dso, sym, srcline, ip, event, pmu, cpu, cgroup";
 
     /// The column header perf uses.
     pub fn header(self) -> &'static str {
@@ -64,6 +66,7 @@ impl SortKey {
             SortKey::Event => "Event",
             SortKey::Pmu => "PMU",
             SortKey::Cpu => "CPU",
+            SortKey::Cgroup => "Cgroup",
         }
     }
 
@@ -80,6 +83,7 @@ impl SortKey {
             SortKey::Event => "event",
             SortKey::Pmu => "pmu",
             SortKey::Cpu => "cpu",
+            SortKey::Cgroup => "cgroup",
         }
     }
 }
@@ -109,6 +113,7 @@ impl FromStr for SortKey {
             "event" => SortKey::Event,
             "pmu" => SortKey::Pmu,
             "cpu" => SortKey::Cpu,
+            "cgroup" => SortKey::Cgroup,
             other => return Err(BadSortKey(other.to_string())),
         })
     }
@@ -373,6 +378,7 @@ fn key_of_entry(
             SortKey::Event => u64::from(s.event),
             SortKey::Pmu => u64::from(s.event),
             SortKey::Cpu => u64::from(s.cpu),
+            SortKey::Cgroup => u64::from(s.cgroup),
         };
     }
     k
@@ -406,6 +412,10 @@ fn render(
                     s.cpu.to_string()
                 }
             }
+            SortKey::Cgroup => p
+                .cgroups
+                .get(s.cgroup as usize)
+                .map_or_else(|| "N/A".into(), |c| c.to_string()),
         })
         .collect()
 }

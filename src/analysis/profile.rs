@@ -140,6 +140,9 @@ pub struct SampleView<'a> {
     pub tid: u32,
     /// Thread name at the sample's time, index into [`Profile::comms`].
     pub comm: u32,
+    /// The sample's cgroup (`PERF_SAMPLE_CGROUP`), index into [`Profile::cgroups`]; `NONE`
+    /// when not sampled.
+    pub cgroup: u32,
     /// Time (0 when not sampled).
     pub time: u64,
     /// Period: the event count this sample stands for.
@@ -169,6 +172,8 @@ pub struct SampleGroup {
     pub tid: u32,
     /// Thread name, index into [`Profile::comms`].
     pub comm: u32,
+    /// Cgroup path, index into [`Profile::cgroups`], or `NONE` (not sampled).
+    pub cgroup: u32,
     /// The sampled location, index into [`Profile::locs`].
     pub leaf: u32,
     /// The callers, index into the profile's interned chains ([`Profile::callers`]).
@@ -246,6 +251,8 @@ pub struct Profile {
     pub latencies: Vec<LatHist>,
     /// Thread names.
     pub comms: Vec<Arc<str>>,
+    /// Cgroup paths (from `PERF_RECORD_CGROUP`; `unknown` for an id without one).
+    pub cgroups: Vec<Arc<str>>,
     /// Some sample had a callchain.
     pub callchains: bool,
     /// The user parts of the chains were unwound from stack copies (`--call-graph dwarf`),
@@ -299,6 +306,7 @@ struct Context {
     pid: u32,
     tid: u32,
     comm: u32,
+    cgroup: u32,
 }
 
 /// What a group is keyed by while folding: the interned context, the leaf and the chain.
@@ -428,6 +436,7 @@ impl Folder {
             pid: s.pid,
             tid: s.tid,
             comm: s.comm,
+            cgroup: s.cgroup,
         });
         let key = GroupKey {
             ctx,
@@ -516,6 +525,7 @@ impl Folder {
                     pid: c.pid,
                     tid: c.tid,
                     comm: c.comm,
+                    cgroup: c.cgroup,
                     leaf: b.key.leaf,
                     chain: b.key.chain,
                     samples,

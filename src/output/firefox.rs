@@ -776,6 +776,7 @@ mod tests {
             pid: 7,
             tid: 8,
             comm: 0,
+            cgroup: u32::MAX,
             time,
             period,
             leaf,

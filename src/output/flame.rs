@@ -787,6 +787,7 @@ mod tests {
                 pid: 7,
                 tid,
                 comm: u32::from(tid != 7),
+                cgroup: u32::MAX,
                 time: 0,
                 period,
                 leaf,
