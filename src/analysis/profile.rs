@@ -143,6 +143,9 @@ pub struct SampleView<'a> {
     /// The sample's cgroup (`PERF_SAMPLE_CGROUP`), index into [`Profile::cgroups`]; `NONE`
     /// when not sampled.
     pub cgroup: u32,
+    /// The thread's cgroup namespace (from `PERF_RECORD_NAMESPACES`), index into
+    /// [`Profile::cgroup_ns`]; `NONE` when the thread has no such record.
+    pub cgroup_ns: u32,
     /// Time (0 when not sampled).
     pub time: u64,
     /// Period: the event count this sample stands for.
@@ -174,6 +177,8 @@ pub struct SampleGroup {
     pub comm: u32,
     /// Cgroup path, index into [`Profile::cgroups`], or `NONE` (not sampled).
     pub cgroup: u32,
+    /// Cgroup namespace, index into [`Profile::cgroup_ns`], or `NONE`.
+    pub cgroup_ns: u32,
     /// The sampled location, index into [`Profile::locs`].
     pub leaf: u32,
     /// The callers, index into the profile's interned chains ([`Profile::callers`]).
@@ -253,6 +258,8 @@ pub struct Profile {
     pub comms: Vec<Arc<str>>,
     /// Cgroup paths (from `PERF_RECORD_CGROUP`; `unknown` for an id without one).
     pub cgroups: Vec<Arc<str>>,
+    /// Cgroup namespaces as `(dev, inode)` (perf's `cgroup_id` key).
+    pub cgroup_ns: Vec<(u64, u64)>,
     /// Some sample had a callchain.
     pub callchains: bool,
     /// The user parts of the chains were unwound from stack copies (`--call-graph dwarf`),
@@ -307,6 +314,7 @@ struct Context {
     tid: u32,
     comm: u32,
     cgroup: u32,
+    cgroup_ns: u32,
 }
 
 /// What a group is keyed by while folding: the interned context, the leaf and the chain.
@@ -437,6 +445,7 @@ impl Folder {
             tid: s.tid,
             comm: s.comm,
             cgroup: s.cgroup,
+            cgroup_ns: s.cgroup_ns,
         });
         let key = GroupKey {
             ctx,
@@ -526,6 +535,7 @@ impl Folder {
                     tid: c.tid,
                     comm: c.comm,
                     cgroup: c.cgroup,
+                    cgroup_ns: c.cgroup_ns,
                     leaf: b.key.leaf,
                     chain: b.key.chain,
                     samples,

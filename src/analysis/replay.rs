@@ -76,6 +76,9 @@ pub struct Replay {
     /// Cgroup paths (interned), `unknown` among them once a sample's id had no record.
     cgroup_names: Vec<Arc<str>>,
     cgroup_index: HashMap<Arc<str>, u32>,
+    /// tid → its cgroup namespace (index into `cgroup_ns`), from NAMESPACES records.
+    tid_cgroup_ns: FastMap<u32, u32>,
+    cgroup_ns: Vec<(u64, u64)>,
     /// Location ids of file locations, per file: offset, with [`RETURN`] for return addresses.
     file_ids: Vec<FastMap<u64, u32>>,
     /// Location ids of the other locations.
@@ -197,6 +200,8 @@ impl Replay {
             cgroup_ids: FastMap::default(),
             cgroup_names: Vec::new(),
             cgroup_index: HashMap::new(),
+            tid_cgroup_ns: FastMap::default(),
+            cgroup_ns: Vec::new(),
             file_ids: Vec::new(),
             other_ids: FastMap::default(),
             last_map: None,
@@ -388,6 +393,20 @@ impl Replay {
                         Record::Fork(t) => {
                             self.tid_comm.remove(&t.tid);
                         }
+                        Record::Namespaces(n) => {
+                            // The cgroup namespace's {dev, inode} (CGROUP_NS_INDEX = 6).
+                            let v = n.link_info;
+                            if let (Some(dev), Some(ino)) = (v.get(12), v.get(13)) {
+                                let i = match self.cgroup_ns.iter().position(|&x| x == (dev, ino)) {
+                                    Some(i) => i as u32,
+                                    None => {
+                                        self.cgroup_ns.push((dev, ino));
+                                        self.cgroup_ns.len() as u32 - 1
+                                    }
+                                };
+                                self.tid_cgroup_ns.insert(n.tid, i);
+                            }
+                        }
                         Record::Cgroup(c) => {
                             let i = self.intern_cgroup(&String::from_utf8_lossy(c.path));
                             self.cgroup_ids.insert(c.id, i);
@@ -548,6 +567,7 @@ impl Replay {
             };
             let comm = self.comm(tid);
             let cgroup = self.cgroup(s.cgroup);
+            let cgroup_ns = self.tid_cgroup_ns.get(&tid).copied().unwrap_or(NONE);
             let view = SampleView {
                 event: slot,
                 cpu: s.cpu.unwrap_or(NONE),
@@ -555,6 +575,7 @@ impl Replay {
                 tid,
                 comm,
                 cgroup,
+                cgroup_ns,
                 time,
                 period: s.period.unwrap_or(1),
                 leaf,
@@ -634,6 +655,7 @@ impl Replay {
             tid,
             comm,
             cgroup: NONE,
+            cgroup_ns: self.tid_cgroup_ns.get(&tid).copied().unwrap_or(NONE),
             time: i.start,
             period: i.ns,
             leaf,
@@ -803,6 +825,7 @@ pub fn build_with(
     let mut p = folder.finish();
     p.comms = r.comm_names.clone();
     p.cgroups = r.cgroup_names.clone();
+    p.cgroup_ns = r.cgroup_ns.clone();
     p.decode_errors = decode_errors;
     p.filtered_by_time = r.filtered_by_time;
     p.multiplexed = r.tracker.multiplexed;

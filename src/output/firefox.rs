@@ -777,6 +777,7 @@ mod tests {
             tid: 8,
             comm: 0,
             cgroup: u32::MAX,
+            cgroup_ns: u32::MAX,
             time,
             period,
             leaf,

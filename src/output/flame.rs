@@ -788,6 +788,7 @@ mod tests {
                 tid,
                 comm: u32::from(tid != 7),
                 cgroup: u32::MAX,
+                cgroup_ns: u32::MAX,
                 time: 0,
                 period,
                 leaf,

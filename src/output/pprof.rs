@@ -949,6 +949,7 @@ mod tests {
             tid: 8,
             comm: 0,
             cgroup: u32::MAX,
+            cgroup_ns: u32::MAX,
             time: 0,
             period,
             leaf,
