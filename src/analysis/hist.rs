@@ -45,11 +45,17 @@ pub enum SortKey {
     Pmu,
     /// CPU.
     Cpu,
+    /// Cgroup path (`record --all-cgroups`), as perf's `cgroup` key.
+    Cgroup,
+    /// The thread's cgroup namespace as `dev/0xinode` (`PERF_RECORD_NAMESPACES`, perf's
+    /// `cgroup_id`; `0/0x0` without one).
+    CgroupId,
 }
 
 impl SortKey {
     /// Every key, for messages.
-    pub const ALL: &'static str = "comm, pid, tid, dso, sym, srcline, ip, event, pmu, cpu";
+    pub const ALL: &'static str =
+        "comm, pid, tid, dso, sym, srcline, ip, event, pmu, cpu, cgroup, cgroup_id";
 
     /// The column header perf uses.
     pub fn header(self) -> &'static str {
@@ -64,6 +70,8 @@ impl SortKey {
             SortKey::Event => "Event",
             SortKey::Pmu => "PMU",
             SortKey::Cpu => "CPU",
+            SortKey::Cgroup => "Cgroup",
+            SortKey::CgroupId => "cgroup id (dev/inode)",
         }
     }
 
@@ -80,6 +88,8 @@ impl SortKey {
             SortKey::Event => "event",
             SortKey::Pmu => "pmu",
             SortKey::Cpu => "cpu",
+            SortKey::Cgroup => "cgroup",
+            SortKey::CgroupId => "cgroup_id",
         }
     }
 }
@@ -109,6 +119,8 @@ impl FromStr for SortKey {
             "event" => SortKey::Event,
             "pmu" => SortKey::Pmu,
             "cpu" => SortKey::Cpu,
+            "cgroup" => SortKey::Cgroup,
+            "cgroup_id" => SortKey::CgroupId,
             other => return Err(BadSortKey(other.to_string())),
         })
     }
@@ -373,6 +385,8 @@ fn key_of_entry(
             SortKey::Event => u64::from(s.event),
             SortKey::Pmu => u64::from(s.event),
             SortKey::Cpu => u64::from(s.cpu),
+            SortKey::Cgroup => u64::from(s.cgroup),
+            SortKey::CgroupId => u64::from(s.cgroup_ns),
         };
     }
     k
@@ -405,6 +419,18 @@ fn render(
                 } else {
                     s.cpu.to_string()
                 }
+            }
+            SortKey::Cgroup => p
+                .cgroups
+                .get(s.cgroup as usize)
+                .map_or_else(|| "N/A".into(), |c| c.to_string()),
+            SortKey::CgroupId => {
+                let (dev, ino) = p
+                    .cgroup_ns
+                    .get(s.cgroup_ns as usize)
+                    .copied()
+                    .unwrap_or((0, 0));
+                format!("{dev}/{ino:#x}")
             }
         })
         .collect()

@@ -140,6 +140,12 @@ pub struct SampleView<'a> {
     pub tid: u32,
     /// Thread name at the sample's time, index into [`Profile::comms`].
     pub comm: u32,
+    /// The sample's cgroup (`PERF_SAMPLE_CGROUP`), index into [`Profile::cgroups`]; `NONE`
+    /// when not sampled.
+    pub cgroup: u32,
+    /// The thread's cgroup namespace (from `PERF_RECORD_NAMESPACES`), index into
+    /// [`Profile::cgroup_ns`]; `NONE` when the thread has no such record.
+    pub cgroup_ns: u32,
     /// Time (0 when not sampled).
     pub time: u64,
     /// Period: the event count this sample stands for.
@@ -169,6 +175,10 @@ pub struct SampleGroup {
     pub tid: u32,
     /// Thread name, index into [`Profile::comms`].
     pub comm: u32,
+    /// Cgroup path, index into [`Profile::cgroups`], or `NONE` (not sampled).
+    pub cgroup: u32,
+    /// Cgroup namespace, index into [`Profile::cgroup_ns`], or `NONE`.
+    pub cgroup_ns: u32,
     /// The sampled location, index into [`Profile::locs`].
     pub leaf: u32,
     /// The callers, index into the profile's interned chains ([`Profile::callers`]).
@@ -246,6 +256,10 @@ pub struct Profile {
     pub latencies: Vec<LatHist>,
     /// Thread names.
     pub comms: Vec<Arc<str>>,
+    /// Cgroup paths (from `PERF_RECORD_CGROUP`; `unknown` for an id without one).
+    pub cgroups: Vec<Arc<str>>,
+    /// Cgroup namespaces as `(dev, inode)` (perf's `cgroup_id` key).
+    pub cgroup_ns: Vec<(u64, u64)>,
     /// Some sample had a callchain.
     pub callchains: bool,
     /// The user parts of the chains were unwound from stack copies (`--call-graph dwarf`),
@@ -299,6 +313,8 @@ struct Context {
     pid: u32,
     tid: u32,
     comm: u32,
+    cgroup: u32,
+    cgroup_ns: u32,
 }
 
 /// What a group is keyed by while folding: the interned context, the leaf and the chain.
@@ -428,6 +444,8 @@ impl Folder {
             pid: s.pid,
             tid: s.tid,
             comm: s.comm,
+            cgroup: s.cgroup,
+            cgroup_ns: s.cgroup_ns,
         });
         let key = GroupKey {
             ctx,
@@ -516,6 +534,8 @@ impl Folder {
                     pid: c.pid,
                     tid: c.tid,
                     comm: c.comm,
+                    cgroup: c.cgroup,
+                    cgroup_ns: c.cgroup_ns,
                     leaf: b.key.leaf,
                     chain: b.key.chain,
                     samples,

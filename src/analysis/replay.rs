@@ -71,6 +71,14 @@ pub struct Replay {
     comm_names: Vec<Arc<str>>,
     /// tid → comm id, valid until the next COMM/FORK of that tid.
     tid_comm: FastMap<u32, u32>,
+    /// Cgroup id → index into `cgroup_names`, from the CGROUP records seen so far.
+    cgroup_ids: FastMap<u64, u32>,
+    /// Cgroup paths (interned), `unknown` among them once a sample's id had no record.
+    cgroup_names: Vec<Arc<str>>,
+    cgroup_index: HashMap<Arc<str>, u32>,
+    /// tid → its cgroup namespace (index into `cgroup_ns`), from NAMESPACES records.
+    tid_cgroup_ns: FastMap<u32, u32>,
+    cgroup_ns: Vec<(u64, u64)>,
     /// Location ids of file locations, per file: offset, with [`RETURN`] for return addresses.
     file_ids: Vec<FastMap<u64, u32>>,
     /// Location ids of the other locations.
@@ -189,6 +197,11 @@ impl Replay {
             comm_ids: HashMap::new(),
             comm_names: Vec::new(),
             tid_comm: FastMap::default(),
+            cgroup_ids: FastMap::default(),
+            cgroup_names: Vec::new(),
+            cgroup_index: HashMap::new(),
+            tid_cgroup_ns: FastMap::default(),
+            cgroup_ns: Vec::new(),
             file_ids: Vec::new(),
             other_ids: FastMap::default(),
             last_map: None,
@@ -251,6 +264,33 @@ impl Replay {
     /// Thread names by comm id.
     pub fn comm_names(&self) -> &[Arc<str>] {
         &self.comm_names
+    }
+
+    /// Cgroup paths by index (what [`SampleView::cgroup`] indexes).
+    pub fn cgroup_names(&self) -> &[Arc<str>] {
+        &self.cgroup_names
+    }
+
+    fn intern_cgroup(&mut self, path: &str) -> u32 {
+        if let Some(&i) = self.cgroup_index.get(path) {
+            return i;
+        }
+        let i = self.cgroup_names.len() as u32;
+        let name: Arc<str> = Arc::from(path);
+        self.cgroup_names.push(name.clone());
+        self.cgroup_index.insert(name, i);
+        i
+    }
+
+    /// The cgroup of a sample as perf's `cgroup` sort key names it: the path of the CGROUP
+    /// record with its id (the latest one), `unknown` for an id without a record; `NONE`
+    /// when the sample has no cgroup.
+    fn cgroup(&mut self, id: Option<u64>) -> u32 {
+        let Some(id) = id else { return NONE };
+        if let Some(&i) = self.cgroup_ids.get(&id) {
+            return i;
+        }
+        self.intern_cgroup("unknown")
     }
 
     /// The location id of a frame: interned by what it is looked up at and by its kind, so a
@@ -352,6 +392,24 @@ impl Replay {
                         }
                         Record::Fork(t) => {
                             self.tid_comm.remove(&t.tid);
+                        }
+                        Record::Namespaces(n) => {
+                            // The cgroup namespace's {dev, inode} (CGROUP_NS_INDEX = 6).
+                            let v = n.link_info;
+                            if let (Some(dev), Some(ino)) = (v.get(12), v.get(13)) {
+                                let i = match self.cgroup_ns.iter().position(|&x| x == (dev, ino)) {
+                                    Some(i) => i as u32,
+                                    None => {
+                                        self.cgroup_ns.push((dev, ino));
+                                        self.cgroup_ns.len() as u32 - 1
+                                    }
+                                };
+                                self.tid_cgroup_ns.insert(n.tid, i);
+                            }
+                        }
+                        Record::Cgroup(c) => {
+                            let i = self.intern_cgroup(&String::from_utf8_lossy(c.path));
+                            self.cgroup_ids.insert(c.id, i);
                         }
                         Record::Exit(t) => {
                             if let Some(o) = &mut self.off_cpu {
@@ -508,12 +566,16 @@ impl Replay {
                 return;
             };
             let comm = self.comm(tid);
+            let cgroup = self.cgroup(s.cgroup);
+            let cgroup_ns = self.tid_cgroup_ns.get(&tid).copied().unwrap_or(NONE);
             let view = SampleView {
                 event: slot,
                 cpu: s.cpu.unwrap_or(NONE),
                 pid,
                 tid,
                 comm,
+                cgroup,
+                cgroup_ns,
                 time,
                 period: s.period.unwrap_or(1),
                 leaf,
@@ -592,6 +654,8 @@ impl Replay {
             pid,
             tid,
             comm,
+            cgroup: NONE,
+            cgroup_ns: self.tid_cgroup_ns.get(&tid).copied().unwrap_or(NONE),
             time: i.start,
             period: i.ns,
             leaf,
@@ -760,6 +824,8 @@ pub fn build_with(
     }
     let mut p = folder.finish();
     p.comms = r.comm_names.clone();
+    p.cgroups = r.cgroup_names.clone();
+    p.cgroup_ns = r.cgroup_ns.clone();
     p.decode_errors = decode_errors;
     p.filtered_by_time = r.filtered_by_time;
     p.multiplexed = r.tracker.multiplexed;

@@ -19,7 +19,8 @@ pub struct DiffArgs {
     pub old: Option<PathBuf>,
     /// The recording compared with it [default: hrec.data, or perf.data with perf.data.old].
     pub new: Option<PathBuf>,
-    /// Sort keys: comm, pid, tid, dso, sym, srcline, ip, event, pmu, cpu.
+    /// Sort keys: comm, pid, tid, dso, sym, srcline, ip, event, pmu, cpu, cgroup,
+    /// cgroup_id.
     #[arg(short = 's', long = "sort", default_value = "dso,sym")]
     pub sort: String,
     /// What to compute: delta, delta-abs (ordered by magnitude), ratio or wdiff:W1,W2.

@@ -103,6 +103,10 @@ pub struct RecordArgs {
         value_parser = ["all", "blocked"]
     )]
     pub off_cpu: Option<String>,
+    /// Record the cgroup of each sample and the path of every cgroup (PERF_RECORD_CGROUP,
+    /// Linux 5.7+), for `hrec report --sort cgroup`: which container ran what.
+    #[arg(long = "all-cgroups")]
+    pub all_cgroups: bool,
     /// perf's filter of perf's own tracepoint events (accepted as perf accepts it: hrec
     /// records no tracepoint of perf's, so there is nothing to leave out).
     #[arg(long = "exclude-perf", hide = true)]
@@ -141,6 +145,7 @@ impl RecordArgs {
                 off_cpu: self.off_cpu.as_deref().map(|m| plan::OffCpu {
                     blocked_only: m == "blocked",
                 }),
+                all_cgroups: self.all_cgroups,
             },
             output: self.output,
             mmap_pages: self.mmap_pages,

@@ -18,8 +18,8 @@ pub struct ReportArgs {
     /// Input file [default: hrec.data, else perf.data when only that is here].
     #[arg(short = 'i', long = "input")]
     pub input: Option<PathBuf>,
-    /// Sort keys: comm, pid, tid, dso, sym, srcline, ip, event, pmu, cpu [default:
-    /// comm,dso,sym].
+    /// Sort keys: comm, pid, tid, dso, sym, srcline, ip, event, pmu, cpu, cgroup,
+    /// cgroup_id [default: comm,dso,sym].
     #[arg(short = 's', long = "sort")]
     pub sort: Option<String>,
     /// Output fields, perf's: overhead, overhead_children, sample, period, then sort keys (the

@@ -82,6 +82,7 @@ impl TopArgs {
                 no_inherit: false,
                 inherit_stat: false,
                 off_cpu: None,
+                all_cgroups: false,
             },
             delay: self.delay,
             refreshes: self.refreshes,

@@ -179,6 +179,8 @@ pub mod flag {
     pub const CONTEXT_SWITCH: u64 = 1 << 26;
     pub const KSYMBOL: u64 = 1 << 29;
     pub const BPF_EVENT: u64 = 1 << 30;
+    /// `PERF_RECORD_CGROUP` records (Linux 5.7).
+    pub const CGROUP: u64 = 1 << 32;
 }
 
 /// `sizeof(struct perf_event_attr)` with `config3` (`PERF_ATTR_SIZE_VER8`). Kernels with a

@@ -112,6 +112,9 @@ pub struct RecordOptions {
     pub inherit_stat: bool,
     /// `--off-cpu`: switch records and the stacks threads leave the CPU with.
     pub off_cpu: Option<OffCpu>,
+    /// `--all-cgroups`: CGROUP records (id and path of each cgroup, `attr.cgroup` on the
+    /// tracking event) and each sample's cgroup id (`PERF_SAMPLE_CGROUP`), as perf.
+    pub all_cgroups: bool,
 }
 
 /// `record --off-cpu[=blocked]`: where the followed threads wait, beside where they run.
@@ -613,6 +616,9 @@ fn set_tracking(a: &mut Attr, opts: &RecordOptions) {
     if matches!(opts.call_graph, Some(CallGraph::Dwarf { .. })) {
         a.set(flag::MMAP_DATA, true);
     }
+    if opts.all_cgroups {
+        a.set(flag::CGROUP, true);
+    }
 }
 
 fn inherit(opts: &RecordOptions) -> bool {
@@ -623,6 +629,10 @@ fn base_sample_type(opts: &RecordOptions) -> u64 {
     let mut st = sample::IP | sample::TID | sample::TIME;
     if opts.target.is_cpu_wide() {
         st |= sample::CPU;
+    }
+    // perf sets CGROUP on every event of the recording with --all-cgroups.
+    if opts.all_cgroups {
+        st |= sample::CGROUP;
     }
     st
 }

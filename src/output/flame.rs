@@ -787,6 +787,8 @@ mod tests {
                 pid: 7,
                 tid,
                 comm: u32::from(tid != 7),
+                cgroup: u32::MAX,
+                cgroup_ns: u32::MAX,
                 time: 0,
                 period,
                 leaf,

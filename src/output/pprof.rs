@@ -948,6 +948,8 @@ mod tests {
             pid: 7,
             tid: 8,
             comm: 0,
+            cgroup: u32::MAX,
+            cgroup_ns: u32::MAX,
             time: 0,
             period,
             leaf,

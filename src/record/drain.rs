@@ -90,7 +90,13 @@ impl Switcher<'_> {
             trailer: Box::new(trailer),
             meta: Box::new(meta),
         });
-        // The next file reads alone: the tasks alive now, with their names and mappings.
+        // The next file reads alone: the cgroups (--all-cgroups) and the tasks alive now,
+        // with their names and mappings.
+        if let Some(synth) = self.synth.filter(|s| s.cgroups) {
+            let bytes = synth::cgroups(&s.procfs_root, synth);
+            acc.account(&bytes);
+            let _ = tx.send(Msg::Records(u32::MAX, bytes));
+        }
         let tasks = match (&s.plan.target, self.workload) {
             (Target::SystemWide | Target::Cpus(_), _) => synth::Tasks::All,
             (Target::Pids(_) | Target::Tids(_), _) => synth::Tasks::These(self.tasks),

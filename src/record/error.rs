@@ -97,6 +97,14 @@ pub enum RecordError {
     /// epoll or signal set-up.
     #[error("{0}")]
     Os(String, #[source] std::io::Error),
+    /// `--all-cgroups` on a kernel that refuses `attr.cgroup` or `PERF_SAMPLE_CGROUP`.
+    #[error(
+        "this kernel refused {event} with --all-cgroups (EINVAL): cgroup records and samples (PERF_RECORD_CGROUP, PERF_SAMPLE_CGROUP) need Linux 5.7 or later; record without --all-cgroups"
+    )]
+    NoCgroupRecords {
+        /// Event name.
+        event: String,
+    },
     /// A broken invariant (a bug in hrec).
     #[error("internal error: {0}")]
     Internal(String),

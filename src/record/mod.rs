@@ -252,6 +252,13 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
         }
         let _ = tx.send(Msg::Records(u32::MAX, found.bytes));
     }
+    // --all-cgroups: the kernel writes a CGROUP record when a cgroup is made; the ones that
+    // exist already are written from the cgroup2 tree, whatever the target.
+    if let Some(synth) = synth.as_ref().filter(|s| s.cgroups) {
+        let bytes = synth::cgroups(&s.procfs_root, synth);
+        acc.account(&bytes);
+        let _ = tx.send(Msg::Records(u32::MAX, bytes));
+    }
     let mut opened = opened;
     let mut switcher = s.switch_output.map(|so| Switcher {
         due: switch::Due::new(so.trigger),

@@ -383,6 +383,10 @@ fn fallback(
                     "this kernel refuses inherit with sample-read (it needs Linux 6.12): recording {name}'s group without inherit, so child processes and threads created later are not followed"
                 )));
             }
+            if errno == libc::EINVAL && (a.has(flag::CGROUP) || a.sample_type & sample::CGROUP != 0)
+            {
+                return Err(RecordError::NoCgroupRecords { event: name });
+            }
             if errno != libc::EINVAL && is_cycles(&a) && ev.role != Role::Tracking {
                 let mut c = Attr::new(types::SOFTWARE, 0);
                 c.flags = a.flags;

@@ -26,11 +26,14 @@ use crate::event::attr::sample;
 pub struct Synth {
     sample_type: u64,
     id: u64,
+    /// The event has `attr.cgroup` (`--all-cgroups`): the existing cgroups are written too.
+    pub cgroups: bool,
 }
 
 const MMAP2: u32 = 10;
 const COMM: u32 = 3;
 const FORK: u32 = 7;
+const CGROUP: u32 = 19;
 /// `PERF_RECORD_MISC_USER`
 const MISC_USER: u16 = 2;
 
@@ -40,6 +43,7 @@ impl Synth {
         Synth {
             sample_type: attr.sample_type,
             id,
+            cgroups: attr.has(crate::event::attr::flag::CGROUP),
         }
     }
 
@@ -97,6 +101,16 @@ impl Synth {
         }
         b.extend_from_slice(&0u64.to_le_bytes());
         self.finish(FORK, 0, b, pid, tid, out);
+    }
+
+    /// A CGROUP record: cgroup `id` is at `path` (relative to the cgroup2 mount, `/` for
+    /// its root).
+    pub fn cgroup(&self, id: u64, path: &str, out: &mut Vec<u8>) {
+        let mut b = Vec::new();
+        b.extend_from_slice(&id.to_le_bytes());
+        b.extend_from_slice(path.as_bytes());
+        b.push(0);
+        self.finish(CGROUP, 0, b, 0, 0, out);
     }
 
     /// An MMAP2 record (inode form) for one `/proc/PID/maps` line.
@@ -398,6 +412,81 @@ fn process(procfs: &Path, pid: u32, tids: &[u32], synth: &Synth) -> Option<Proce
     Some(p)
 }
 
+/// Where the cgroup2 hierarchy is mounted, from `PROCFS/self/mountinfo` (the first `cgroup2`
+/// mount of its root, as perf's `cgroupfs_find_mountpoint`).
+pub fn cgroup2_mount(procfs: &Path) -> Option<std::path::PathBuf> {
+    let text = std::fs::read_to_string(procfs.join("self/mountinfo")).ok()?;
+    text.lines().find_map(|line| {
+        // ID PARENT MAJ:MIN ROOT MOUNT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER
+        let (left, right) = line.split_once(" - ")?;
+        let f: Vec<&str> = left.split(' ').collect();
+        if right.split(' ').next() != Some("cgroup2") || f.get(3) != Some(&"/") {
+            return None;
+        }
+        Some(std::path::PathBuf::from(unescape_mount(f.get(4)?)))
+    })
+}
+
+/// mountinfo's octal escapes (`\040` for a space).
+fn unescape_mount(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\'
+            && i + 3 < b.len()
+            && let Ok(v) = u8::from_str_radix(&s[i + 1..i + 4], 8)
+        {
+            out.push(v);
+            i += 4;
+            continue;
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The CGROUP records of every cgroup that exists now (`--all-cgroups`), as perf's
+/// `perf_event__synthesize_cgroups`: the cgroup2 tree walked from its mount point, parents
+/// before children, each directory's id its inode number (kernfs gives a cgroup's id as its
+/// inode number on 64-bit kernels, which is what `name_to_handle_at` returns perf) and its
+/// path relative to the mount (`/` for the root). Nothing without a cgroup2 mount.
+pub fn cgroups(procfs: &Path, synth: &Synth) -> Vec<u8> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = Vec::new();
+    let Some(root) = cgroup2_mount(procfs) else {
+        return out;
+    };
+    // Depth-first with an explicit stack, children in name order.
+    let mut stack = vec![(root, "/".to_string())];
+    while let Some((dir, rel)) = stack.pop() {
+        let Ok(meta) = std::fs::symlink_metadata(&dir) else {
+            continue;
+        };
+        synth.cgroup(meta.ino(), &rel, &mut out);
+        let mut children: Vec<(std::path::PathBuf, String)> = std::fs::read_dir(&dir)
+            .map(|rd| {
+                rd.filter_map(Result::ok)
+                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                    .map(|e| {
+                        let name = e.file_name().to_string_lossy().into_owned();
+                        let rel = if rel == "/" {
+                            format!("/{name}")
+                        } else {
+                            format!("{rel}/{name}")
+                        };
+                        (e.path(), rel)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        children.sort_by(|a, b| b.1.cmp(&a.1));
+        stack.extend(children);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -435,6 +524,44 @@ mod tests {
         assert_eq!(last, 77);
         assert_eq!(&out[size - 24..size - 20], &10u32.to_le_bytes());
         assert_eq!(&out[16..22], b"worker");
+    }
+
+    #[test]
+    fn cgroup_records_carry_id_and_padded_path() {
+        let mut a = Attr::new(1, 0);
+        a.sample_type = sample::IP | sample::TID | sample::TIME | sample::IDENTIFIER;
+        a.set(crate::event::attr::flag::CGROUP, true);
+        let s = Synth::new(&a, 5);
+        assert!(s.cgroups);
+        let mut out = Vec::new();
+        s.cgroup(0x1234, "/a/b", &mut out);
+        assert_eq!(u32::from_le_bytes(out[..4].try_into().unwrap()), CGROUP);
+        let size = usize::from(u16::from_le_bytes([out[6], out[7]]));
+        // header, id, "/a/b\0" padded to 8, pid/tid, time, identifier.
+        assert_eq!(size, 8 + 8 + 8 + 8 + 8 + 8);
+        assert_eq!(&out[8..16], &0x1234u64.to_le_bytes());
+        assert_eq!(&out[16..24], b"/a/b\0\0\0\0");
+        assert_eq!(&out[size - 8..], &5u64.to_le_bytes());
+    }
+
+    #[test]
+    fn cgroup2_mount_is_read_from_mountinfo() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("self")).unwrap();
+        std::fs::write(
+            dir.path().join("self/mountinfo"),
+            "32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n\
+             40 31 0:38 /sub /elsewhere rw - cgroup2 cgroup2 rw\n\
+             41 31 0:38 / /sys/fs/cgroup/uni\\040fied rw,relatime - cgroup2 cgroup2 rw\n",
+        )
+        .unwrap();
+        assert_eq!(
+            cgroup2_mount(dir.path()),
+            Some(std::path::PathBuf::from("/sys/fs/cgroup/uni fied"))
+        );
+        std::fs::write(dir.path().join("self/mountinfo"), "").unwrap();
+        assert_eq!(cgroup2_mount(dir.path()), None);
+        assert!(cgroups(dir.path(), &Synth::new(&Attr::new(1, 0), 1)).is_empty());
     }
 
     /// Decodes `(type, pid, tid, text)` of synthesized records: COMM's name, MMAP2's path,
