@@ -748,25 +748,10 @@ pub fn write_gz(profile: &fx::Profile, out: &mut dyn Write) -> io::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use super::*;
     use crate::analysis::profile::{EventInfo, Folder};
 
-    fn loc(sym: &str) -> Loc {
-        Loc {
-            addr: 0x1000,
-            kernel: false,
-            dso: "app".into(),
-            file_addr: 0,
-            sym: Some(sym.into()),
-            sym_offset: 0,
-            frames: Vec::new(),
-            unresolved: None,
-            rel_addr: 0,
-            dso_path: Arc::default(),
-        }
-    }
+    use crate::testutil::loc;
 
     fn view(event: u16, time: u64, period: u64, leaf: u32, callers: &[u32]) -> SampleView<'_> {
         SampleView {

@@ -743,25 +743,10 @@ pub fn diff_svg(
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use super::*;
     use crate::analysis::profile::{EventInfo, Folder, SampleView};
 
-    fn loc(sym: &str) -> Loc {
-        Loc {
-            addr: 0x1000,
-            kernel: false,
-            dso: "app".into(),
-            file_addr: 0,
-            sym: Some(sym.into()),
-            sym_offset: 0,
-            frames: Vec::new(),
-            unresolved: None,
-            rel_addr: 0,
-            dso_path: Arc::default(),
-        }
-    }
+    use crate::testutil::loc;
 
     /// A recording of `event` with off-CPU time: `main` runs 3 samples of 250 µs (period
     /// 250000 for a clock, 1000 otherwise), then waits in `wait` 2 ms, and is preempted
