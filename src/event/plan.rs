@@ -25,6 +25,11 @@
 
 use serde::Serialize;
 
+mod defaults;
+
+pub use defaults::default_events;
+use defaults::mark_ecore_members;
+
 use super::attr::{Attr, flag, read, sample, types};
 use super::parse::EventError;
 use super::resolve::{self, Group, Resolved, TopDownRole, names};
@@ -276,82 +281,6 @@ pub enum PlanError {
     /// Option combination that cannot work.
     #[error("{0}")]
     Options(String),
-}
-
-/// The default `-e` strings: `cycles:P` per core PMU, as perf uses it, in a sampling-read
-/// group that carries TopDown wherever the core has it: slots-led with the `topdown-*` metrics
-/// on a perf-metrics PMU (perf's own default), cycles-led with Intel's level-1 E-core events
-/// on an E-core PMU whose microarchitecture `host.cpu` tells ([`uarch::ecore_of`]), with
-/// Intel's level-2 E-core events where the counters hold them ([`uarch::EcoreTopDown::level2`]:
-/// on Gracemont only when the NMI watchdog is known to be off). Empty when there is no core
-/// PMU; the second list has a notice per E-core PMU left without TopDown or level 2.
-pub fn default_events(pmus: &Pmus, host: &Host) -> (Vec<String>, Vec<String>) {
-    let cpu = host.cpu.as_ref();
-    let core = pmus.core_pmus();
-    let hybrid = core.len() > 1;
-    let mut notices = Vec::new();
-    let events = core
-        .iter()
-        .map(|p| {
-            let q = |ev: &str, mods: &str| {
-                if hybrid {
-                    format!("{}/{ev}/{mods}", p.name)
-                } else if mods.is_empty() {
-                    ev.to_string()
-                } else {
-                    format!("{ev}:{mods}")
-                }
-            };
-            let metrics = resolve::topdown_metric_names(p);
-            if !metrics.is_empty() {
-                let mut members = vec![q("slots", ""), q("cycles", "P")];
-                members.extend(metrics.iter().map(|(n, _)| q(n, "")));
-                return format!("{{{}}}:S", members.join(","));
-            }
-            let td = match uarch::ecore_of(cpu, &p.name) {
-                uarch::Ecore::No => None,
-                uarch::Ecore::Arch(arch) => {
-                    if arch.topdown().is_none() {
-                        notices.push(format!(
-                            "{}: Intel has published no TopDown for {} E-cores: sampling cycles without it",
-                            p.name,
-                            arch.name()
-                        ));
-                    }
-                    arch.topdown()
-                }
-                uarch::Ecore::Unknown => {
-                    notices.push(match cpu {
-                        Some(c) => format!(
-                            "{}: E-core TopDown is not known for {c}: sampling cycles without it",
-                            p.name
-                        ),
-                        None => format!(
-                            "{}: no cpuinfo to tell which E-core this is: sampling cycles without TopDown",
-                            p.name
-                        ),
-                    });
-                    None
-                }
-            };
-            match td {
-                None => q("cycles", "P"),
-                Some(td) => {
-                    let mut members = vec![q("cycles", "P")];
-                    members.extend(td.events.iter().map(|e| e.spec(&p.name)));
-                    match td.level2_events(host.nmi_watchdog) {
-                        Ok(l2) => members.extend(l2.iter().map(|e| e.spec(&p.name))),
-                        Err(why) => notices.push(format!(
-                            "{}: {why}: recording level 1 (sysctl -w kernel.nmi_watchdog=0 for level 2)",
-                            p.name
-                        )),
-                    }
-                    format!("{{{}}}:S", members.join(","))
-                }
-            }
-        })
-        .collect();
-    (events, notices)
 }
 
 /// Builds the record plan. Pure: reads nothing but its arguments.
@@ -849,29 +778,6 @@ fn plan_group(
         });
     }
     Ok(())
-}
-
-/// Marks the E-core TopDown members of the default groups as left out when refused: a
-/// level-2 event drops level 2 (the group did not fit the counters, e.g. a kernel without
-/// Skymont's fixed counters 4-6), a level-1 event all TopDown of its group.
-fn mark_ecore_members(events: &mut [PlannedEvent], host: &Host) {
-    for e in events.iter_mut().filter(|e| e.role == Role::Counted) {
-        let Some(td) = e
-            .pmu
-            .as_deref()
-            .and_then(|p| uarch::ecore_topdown(host.cpu.as_ref(), p))
-        else {
-            continue;
-        };
-        let config = e.attr.config;
-        e.if_refused = if td.category_of(config).is_some() {
-            Some(IfRefused::DropTopdown)
-        } else if td.part_of(config).is_some() {
-            Some(IfRefused::DropLevel2)
-        } else {
-            None
-        };
-    }
 }
 
 fn strip_pmu(name: &str) -> &str {
