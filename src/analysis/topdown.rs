@@ -74,6 +74,27 @@ pub enum TdEvent {
 }
 
 impl TdEvent {
+    /// The slot an E-core level-1 category's count adds to.
+    pub fn of_category(c: TdCategory) -> TdEvent {
+        match c {
+            TdCategory::Retiring => TdEvent::Retiring,
+            TdCategory::BadSpeculation => TdEvent::BadSpec,
+            TdCategory::FrontendBound => TdEvent::FeBound,
+            TdCategory::BackendBound => TdEvent::BeBound,
+        }
+    }
+
+    /// The slot an E-core level-2 node's count adds to.
+    pub fn of_part(p: TdPart) -> TdEvent {
+        match p {
+            TdPart::IfetchLatency => TdEvent::FetchLat,
+            TdPart::BranchMispredicts => TdEvent::BrMispredict,
+            TdPart::CoreBound => TdEvent::AllocRestrictions,
+            TdPart::IfetchBandwidth => TdEvent::IfetchBandwidth,
+            TdPart::MachineClears => TdEvent::MachineClears,
+        }
+    }
+
     /// The TopDown event an event name (`slots`, `cpu_core/topdown-retiring/`,
     /// `topdown-be-bound:u`) names.
     pub fn from_name(name: &str) -> Option<TdEvent> {
@@ -540,15 +561,9 @@ fn ecore_roles_or_why(
             continue;
         }
         let k = match (td.category_of(attr.config), td.part_of(attr.config)) {
-            (Some(c), _) => td_event(c),
+            (Some(c), _) => TdEvent::of_category(c),
             (None, Some(p)) => {
-                let k = match p {
-                    TdPart::IfetchLatency => TdEvent::FetchLat,
-                    TdPart::BranchMispredicts => TdEvent::BrMispredict,
-                    TdPart::CoreBound => TdEvent::AllocRestrictions,
-                    TdPart::IfetchBandwidth => TdEvent::IfetchBandwidth,
-                    TdPart::MachineClears => TdEvent::MachineClears,
-                };
+                let k = TdEvent::of_part(p);
                 if !level2.iter().any(|(_, r)| *r == TdRole::Event(k)) {
                     level2.push((i, TdRole::Event(k)));
                 }
@@ -566,7 +581,7 @@ fn ecore_roles_or_why(
         .iter()
         .filter(|e| {
             !out.iter()
-                .any(|(_, r)| *r == TdRole::Event(td_event(e.category)))
+                .any(|(_, r)| *r == TdRole::Event(TdEvent::of_category(e.category)))
         })
         .map(|e| format!("{} (event {:#x}, umask {:#x})", e.name, e.event, e.umask))
         .collect();
@@ -599,16 +614,6 @@ fn ecore_roles_or_why(
         }));
     }
     Ok(out)
-}
-
-/// The event an E-core category's count adds to.
-fn td_event(c: TdCategory) -> TdEvent {
-    match c {
-        TdCategory::Retiring => TdEvent::Retiring,
-        TdCategory::BadSpeculation => TdEvent::BadSpec,
-        TdCategory::FrontendBound => TdEvent::FeBound,
-        TdCategory::BackendBound => TdEvent::BeBound,
-    }
 }
 
 /// The previous group read of every counter, to turn cumulative reads into deltas.

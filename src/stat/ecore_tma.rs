@@ -367,12 +367,7 @@ impl EcoreMetrics {
             remainder: self.topdown.bad_spec_by_remainder,
         };
         let level1_event = |c: TdCategory| {
-            let td = match c {
-                TdCategory::FrontendBound => TdEvent::FeBound,
-                TdCategory::BadSpeculation => TdEvent::BadSpec,
-                TdCategory::BackendBound => TdEvent::BeBound,
-                TdCategory::Retiring => TdEvent::Retiring,
-            };
+            let td = TdEvent::of_category(c);
             let name = self
                 .topdown
                 .events
@@ -382,13 +377,7 @@ impl EcoreMetrics {
             (TdRole::Event(td), name)
         };
         let level2_event = |p: TdPart| {
-            let td = match p {
-                TdPart::IfetchLatency => TdEvent::FetchLat,
-                TdPart::IfetchBandwidth => TdEvent::IfetchBandwidth,
-                TdPart::BranchMispredicts => TdEvent::BrMispredict,
-                TdPart::MachineClears => TdEvent::MachineClears,
-                TdPart::CoreBound => TdEvent::AllocRestrictions,
-            };
+            let td = TdEvent::of_part(p);
             let name = self
                 .topdown
                 .level2
