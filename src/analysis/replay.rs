@@ -19,6 +19,7 @@ use crate::data::Role;
 use crate::data::stacks::{STACK_REF, StackTable};
 use crate::decode::{DecodeError, Record, Sample, context, misc};
 use crate::event::attr::{flag, sample as st};
+use crate::offcpu::Tracker;
 use crate::recording::{Comms, Recording};
 use crate::symbol::maps::{AddressSpaces, Mapping};
 use crate::symbol::symbolizer::{LocKey, Mark, Symbolizer};
@@ -27,7 +28,6 @@ use crate::unwind::fp::{self, FpChains};
 use crate::unwind::{UnwindStats, Unwinder};
 
 use super::FastMap;
-use super::offcpu::{LeaveStack, OffCpuTracker};
 use super::profile::{
     EventInfo, Folder, NONE, Profile, ProfileOptions, SampleView, Sites, resolution,
 };
@@ -48,6 +48,21 @@ fn is_stack_source(e: &crate::data::EventMeta) -> bool {
         || (crate::event::base_name(&e.name) == "context-switches"
             && !e.attr.freq()
             && e.attr.sample_period_or_freq == 1)
+}
+
+/// The stack a thread left the CPU with, as the replay's location ids.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct LeaveStack {
+    /// The sampled location.
+    leaf: u32,
+    /// Its callers, outward.
+    callers: Vec<u32>,
+    /// The sample's `header.misc` (its cpumode).
+    misc: u16,
+    /// The sampled address.
+    ip: u64,
+    /// The CPU it left, when sampled.
+    cpu: Option<u32>,
 }
 
 /// What the replay hands on for each record.
@@ -118,10 +133,10 @@ pub struct Replay {
     off_cpu: Option<OffCpu>,
 }
 
-/// The off-CPU intervals of a recording with switch records ([`super::offcpu`]).
+/// The off-CPU intervals of a recording with switch records ([`crate::offcpu`]).
 #[derive(Debug)]
 struct OffCpu {
-    tracker: OffCpuTracker,
+    tracker: Tracker<LeaveStack>,
     /// The `offcpu-time` event's slot among the profile's events.
     slot: u16,
     /// Per recording event: its samples are stacks threads leave the CPU with.
@@ -174,7 +189,7 @@ impl Replay {
                     ..EventInfo::default()
                 });
                 OffCpu {
-                    tracker: OffCpuTracker::new(),
+                    tracker: Tracker::new(),
                     slot,
                     stack_source: meta.events.iter().map(is_stack_source).collect(),
                     blocked_only: meta.off_cpu_blocked_only,
@@ -355,7 +370,7 @@ impl Replay {
                         }
                         Record::Exit(t) => {
                             if let Some(o) = &mut self.off_cpu {
-                                o.tracker.exit(t.tid);
+                                o.tracker.exit(t.tid, t.time);
                             }
                         }
                         Record::Switch {
@@ -492,8 +507,8 @@ impl Replay {
             if stack_source && let Some(o) = &mut self.off_cpu {
                 o.tracker.stack(
                     tid,
+                    time,
                     LeaveStack {
-                        time,
                         leaf,
                         callers: frames.clone(),
                         misc: s.misc,
@@ -634,7 +649,7 @@ impl Replay {
         }
         w.extend(self.fp_chains.line());
         if let Some(o) = &self.off_cpu {
-            let t = &o.tracker;
+            let t = &o.tracker.counts;
             if t.without_stack > 0 {
                 w.push(format!(
                     "{} of {} off-CPU intervals have no stack ([no stack]): the recording has none for them (refused or lost)",
