@@ -103,6 +103,14 @@ pub struct RecordArgs {
         value_parser = ["all", "blocked"]
     )]
     pub off_cpu: Option<String>,
+    /// With --off-cpu: data pages of each ring buffer of the stacks threads leave the CPU with
+    /// (power of two; default as -m, four times that with --call-graph dwarf).
+    #[arg(
+        long = "off-cpu-mmap-pages",
+        value_name = "PAGES",
+        requires = "off_cpu"
+    )]
+    pub off_cpu_mmap_pages: Option<u64>,
     /// perf's filter of perf's own tracepoint events (accepted as perf accepts it: hrec
     /// records no tracepoint of perf's, so there is nothing to leave out).
     #[arg(long = "exclude-perf", hide = true)]
@@ -127,6 +135,13 @@ impl RecordArgs {
         // As in perf: `-g` turns call graphs on (frame pointers unless said otherwise) and
         // `--call-graph MODE` picks the mode, so `-g --call-graph dwarf` records dwarf.
         let call_graph = self.call_graph.or(self.g.then_some(CallGraph::Fp));
+        if let Some(p) = self.off_cpu_mmap_pages
+            && (p == 0 || !p.is_power_of_two())
+        {
+            return Err(format!(
+                "--off-cpu-mmap-pages {p}: the number of mmap data pages must be a power of two (e.g. 512)"
+            ));
+        }
         Ok(RecordConfig {
             options: RecordOptions {
                 events: self.sampling.events,
@@ -140,6 +155,7 @@ impl RecordArgs {
                 inherit_stat: self.stat,
                 off_cpu: self.off_cpu.as_deref().map(|m| plan::OffCpu {
                     blocked_only: m == "blocked",
+                    mmap_pages: self.off_cpu_mmap_pages.map(|p| p as usize),
                 }),
             },
             output: self.output,

@@ -22,7 +22,7 @@ use crate::kernel::process::{self, Epoll, ExitStatus, Signals};
 
 use super::account::Accounting;
 use super::error::RecordError;
-use super::finish::{final_counts, trailer_of, unix_now_ns};
+use super::finish::{LostRead, final_counts, trailer_of, unix_now_ns};
 use super::open::{self, Ring};
 use super::session::Session;
 use super::writer::{Msg, send_file_sides};
@@ -58,7 +58,7 @@ pub(super) struct Switcher<'a> {
     /// Counts of the files finished so far.
     pub(super) totals: Accounting,
     /// `read_format LOST` summed at the last switch.
-    pub(super) lost_read: u64,
+    pub(super) lost_read: LostRead,
     /// When the current file started.
     pub(super) file_start_unix: u64,
     pub(super) err: &'a mut dyn Write,
@@ -74,7 +74,7 @@ impl Switcher<'_> {
         let trailer = trailer_of(
             &file,
             counts,
-            lost_read.saturating_sub(self.lost_read),
+            lost_read.since(self.lost_read),
             self.file_start_unix,
         );
         self.lost_read = lost_read;
@@ -277,7 +277,7 @@ fn drain_all(
         if res.is_err() {
             *corrupt += 1;
         }
-        acc.account(&batch[before..]);
+        acc.account_ring(&batch[before..], r.kind != open::RingKind::Main);
         if out.side_band {
             unwind::side_band(&batch[before..], &mut side_band);
         }
@@ -295,13 +295,8 @@ fn drain_all(
         if !batch.is_empty()
             && (flush || batch.len() >= data::BATCH_BYTES || since.elapsed() >= BATCH_AGE)
         {
-            let source = if r.cpu >= 0 {
-                r.cpu as u32
-            } else {
-                r.tid as u32
-            };
             let bytes = std::mem::take(batch);
-            let _ = out.tx.send(Msg::Records(source, bytes));
+            let _ = out.tx.send(Msg::Records(r.source(), bytes));
         }
     }
 }

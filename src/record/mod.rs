@@ -100,6 +100,7 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
     let params = OpenParams {
         tasks: tasks.clone(),
         data_pages,
+        off_cpu_pages: open::off_cpu_pages(plan, data_pages),
         procfs_root: &s.procfs_root,
         verbose: s.verbose,
     };
@@ -264,7 +265,7 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
         workload: child,
         synth: synth.as_ref(),
         totals: Accounting::default(),
-        lost_read: 0,
+        lost_read: finish::LostRead::default(),
         file_start_unix: start_unix,
         err: &mut *err,
     });
@@ -297,14 +298,9 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
 
     let (file_start, lost_before, mut totals) = match switcher {
         Some(sw) => (sw.file_start_unix, sw.lost_read, Some(sw.totals)),
-        None => (start_unix, 0, None),
+        None => (start_unix, finish::LostRead::default(), None),
     };
-    let mut trailer = trailer_of(
-        &acc,
-        counts,
-        lost_read.saturating_sub(lost_before),
-        file_start,
-    );
+    let mut trailer = trailer_of(&acc, counts, lost_read.since(lost_before), file_start);
     trailer.workload_status = run.status.map(ExitStatus::shell_code);
     let written_to = writer.path().to_path_buf();
     let (size, write_error) = match write_error {

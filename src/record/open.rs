@@ -12,7 +12,11 @@
 //! **One ring buffer per CPU.** The first fd opened on a CPU is mapped; every later fd on that
 //! CPU is redirected into it with `PERF_EVENT_IOC_SET_OUTPUT`, which the kernel allows only
 //! within one CPU (or between `cpu = -1` events of one task). Records of different CPUs are
-//! therefore ordered only by their `time` field.
+//! therefore ordered only by their `time` field. `--off-cpu`'s two events have rings of their
+//! own on each CPU ([`RingKind`]): one for the switch records, one for the stacks threads
+//! leave with. A switch storm fills those and loses records there, never on-CPU samples; and
+//! the stacks (kilobytes each with `--call-graph dwarf`) never crowd out the switch records
+//! that make the intervals.
 //!
 //! **Fallbacks** (perf's `evsel__fallback` and friends), each said in one line and applied to
 //! every later fd of the same event so that all fds of an event share one attr:
@@ -69,8 +73,60 @@ pub struct Ring {
     pub tid: i32,
     /// Index into [`Opened::fds`] of the mapped fd.
     pub fd: usize,
+    /// What it holds.
+    pub kind: RingKind,
     /// The buffer.
     pub buffer: RingBuffer,
+}
+
+/// Which records a ring buffer holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RingKind {
+    /// On-CPU samples and the side-band records.
+    Main,
+    /// `--off-cpu`'s switch records ([`Role::Switches`]).
+    Switches,
+    /// `--off-cpu`'s stacks at each switch-out ([`Role::SwitchStacks`]).
+    Stacks,
+}
+
+impl RingKind {
+    /// The ring an event's records go to.
+    pub fn of(role: Role) -> RingKind {
+        match role {
+            Role::Switches => RingKind::Switches,
+            Role::SwitchStacks => RingKind::Stacks,
+            _ => RingKind::Main,
+        }
+    }
+}
+
+impl Ring {
+    /// The source its records are written under in the file: the CPU (or the thread with
+    /// `--per-thread`), with [`OFF_CPU_SOURCE`] (and [`STACKS_SOURCE`]) for the off-CPU rings.
+    pub fn source(&self) -> u32 {
+        let base = if self.cpu >= 0 {
+            self.cpu as u32
+        } else {
+            self.tid as u32
+        };
+        match self.kind {
+            RingKind::Main => base,
+            RingKind::Switches => base | OFF_CPU_SOURCE,
+            RingKind::Stacks => base | OFF_CPU_SOURCE | STACKS_SOURCE,
+        }
+    }
+}
+
+/// The bit of a block's source that marks an off-CPU ring's records (thread ids stay below
+/// 2^22, CPU numbers far below).
+pub const OFF_CPU_SOURCE: u32 = 1 << 31;
+/// With [`OFF_CPU_SOURCE`]: the stacks ring.
+pub const STACKS_SOURCE: u32 = 1 << 30;
+
+/// Whether an event's records go to an off-CPU ring (`--off-cpu`'s own events).
+pub fn in_off_cpu_ring(role: Role) -> bool {
+    RingKind::of(role) != RingKind::Main
 }
 
 /// The plan, open.
@@ -95,6 +151,8 @@ pub struct OpenParams<'a> {
     pub tasks: Vec<i32>,
     /// Data pages per ring buffer (a power of two).
     pub data_pages: usize,
+    /// Data pages per stacks ring buffer (`--off-cpu`, a power of two).
+    pub off_cpu_pages: usize,
     /// `/proc` (for the paranoid sysctl in messages).
     pub procfs_root: &'a Path,
     /// `-v`: print each retry.
@@ -106,6 +164,23 @@ pub fn default_data_pages() -> usize {
     (512 * 1024 / kernel::page_size())
         .max(1)
         .next_power_of_two()
+}
+
+/// Data pages of each stacks ring: `--off-cpu-mmap-pages`, else as many as the on-CPU rings'
+/// `data_pages`, four times that when the stacks carry user stack copies (`--call-graph
+/// dwarf`: 8 KiB each by default, so 512 KiB holds only 64 switches). The switch records'
+/// ring has `data_pages`.
+pub fn off_cpu_pages(plan: &Plan, data_pages: usize) -> usize {
+    let o = plan.off_cpu.and_then(|o| o.mmap_pages);
+    let stack_copies = plan
+        .events
+        .iter()
+        .any(|e| e.role == Role::SwitchStacks && e.attr.sample_type & sample::STACK_USER != 0);
+    o.unwrap_or(if stack_copies {
+        data_pages.saturating_mul(4)
+    } else {
+        data_pages
+    })
 }
 
 fn paranoid(procfs_root: &Path) -> Option<i32> {
@@ -218,7 +293,8 @@ pub fn open_plan(
         }
     }
 
-    let rings = map_rings(&fds, p.data_pages, &names)?;
+    let kinds: Vec<RingKind> = plan.events.iter().map(|e| RingKind::of(e.role)).collect();
+    let rings = map_rings(&fds, &kinds, (p.data_pages, p.off_cpu_pages), &names)?;
     Ok(Opened {
         fds,
         rings,
@@ -419,20 +495,28 @@ fn group_of(plan: &Plan, leader: usize) -> Vec<usize> {
         .collect()
 }
 
-/// Maps the first fd of each CPU (or each per-thread slot) and redirects the rest into it.
+/// Maps the first fd of each CPU (or each per-thread slot) and redirects the rest into it,
+/// one ring per CPU and kind (`kinds`: per event). `pages`: data pages of the on-CPU and of
+/// the off-CPU rings.
 fn map_rings(
     fds: &[OpenFd],
-    data_pages: usize,
+    kinds: &[RingKind],
+    pages: (usize, usize),
     names: &[String],
 ) -> Result<Vec<Ring>, RecordError> {
-    // Key: the CPU, or (-1, tid) for cpu = -1 fds.
-    let mut owners: BTreeMap<(i32, i32), usize> = BTreeMap::new();
+    // Key: the CPU, or (-1, tid) for cpu = -1 fds; and the kind.
+    let mut owners: BTreeMap<(i32, i32, RingKind), usize> = BTreeMap::new();
     let mut rings = Vec::new();
     for (i, f) in fds.iter().enumerate() {
+        let kind = kinds.get(f.event).copied().unwrap_or(RingKind::Main);
         let key = if f.slot.cpu >= 0 {
-            (f.slot.cpu, -1)
+            (f.slot.cpu, -1, kind)
         } else {
-            (-1, f.slot.pid)
+            (-1, f.slot.pid, kind)
+        };
+        let data_pages = match kind {
+            RingKind::Main | RingKind::Switches => pages.0,
+            RingKind::Stacks => pages.1,
         };
         match owners.get(&key) {
             Some(&owner) => {
@@ -454,6 +538,7 @@ fn map_rings(
                     cpu: key.0,
                     tid: key.1,
                     fd: i,
+                    kind,
                     buffer,
                 });
             }
