@@ -65,11 +65,12 @@ pub struct Counts {
     pub preempted: u64,
     /// Of those, ones without a stack.
     pub without_stack: u64,
-    /// Switch-ins with no switch-out before them: threads that were off the CPU when the
-    /// recording began or had just been created (or whose switch-out was lost).
+    /// A thread's first switch-in, with no switch-out before it: the thread was off the CPU
+    /// when the recording began, or had just been created.
     pub unpaired_in: u64,
-    /// Switch-outs followed by another switch-out of the same thread: the switch-in between
-    /// was lost, and with it the interval.
+    /// Intervals lost with one of their switch records: a switch-out followed by another
+    /// switch-out of the same thread (the switch-in between was lost), or a switch-in by
+    /// another switch-in (the switch-out between was lost).
     pub dropped: u64,
 }
 
@@ -78,8 +79,9 @@ struct Thread<S> {
     /// The pending switch-out: its time and whether it was a preemption.
     out: Option<(u64, bool)>,
     /// A switch-in that had no switch-out to close: the thread's first, or one whose
-    /// switch-out comes later from another CPU's buffer.
-    early_in: Option<u64>,
+    /// switch-out comes later from another CPU's buffer; and whether it was the first record
+    /// of the thread.
+    early_in: Option<(u64, bool)>,
     /// The last switch-in that closed an interval or began the thread.
     last_in: u64,
     /// The last stack sample, and its time.
@@ -128,6 +130,11 @@ impl<S: Clone> Tracker<S> {
         self.threads.len()
     }
 
+    /// Whether `tid` has state (it left a CPU and has not exited, or has a stack).
+    pub fn has(&self, tid: u32) -> bool {
+        self.threads.contains_key(&tid)
+    }
+
     /// A stack sample of `tid` taken at `time` as it left a CPU.
     pub fn stack(&mut self, tid: u32, time: u64, stack: S) {
         self.threads.entry(tid).or_default().stack = Some((time, stack));
@@ -138,6 +145,7 @@ impl<S: Clone> Tracker<S> {
     /// switch-out older than a switch-in met before it.
     pub fn switch(&mut self, tid: u32, time: u64, out: bool, preempt: bool) -> Option<Interval<S>> {
         let c = &mut self.counts;
+        let first = !self.threads.contains_key(&tid);
         let t = self.threads.entry(tid).or_default();
         if out {
             if t.exit_at.is_some_and(|e| time >= e) {
@@ -145,12 +153,12 @@ impl<S: Clone> Tracker<S> {
                 self.threads.remove(&tid);
                 return None;
             }
-            if let Some(at) = t.early_in.take() {
+            if let Some((at, was_first)) = t.early_in.take() {
                 if time <= at {
                     // The switch-in came first (drained from another CPU before this).
                     return Some(close(c, t, tid, (time, preempt), at));
                 }
-                c.unpaired_in += 1;
+                unpaired(c, was_first);
                 t.last_in = at;
             }
             if t.out.replace((time, preempt)).is_some() {
@@ -164,8 +172,8 @@ impl<S: Clone> Tracker<S> {
                 // No switch-out to close, or only a newer one (records out of order): wait
                 // for an older switch-out; a second one means the first had none.
                 t.out = pending;
-                if let Some(prev) = t.early_in.replace(time) {
-                    c.unpaired_in += 1;
+                if let Some((prev, was_first)) = t.early_in.replace((time, first)) {
+                    unpaired(c, was_first);
                     t.last_in = prev;
                 }
                 None
@@ -190,11 +198,21 @@ impl<S: Clone> Tracker<S> {
     /// The end of the records: switch-ins still waiting for a switch-out had none.
     pub fn finish(&mut self) {
         for t in self.threads.values_mut() {
-            if let Some(at) = t.early_in.take() {
-                self.counts.unpaired_in += 1;
+            if let Some((at, was_first)) = t.early_in.take() {
+                unpaired(&mut self.counts, was_first);
                 t.last_in = at;
             }
         }
+    }
+}
+
+/// A switch-in found to have no switch-out: the thread's first, or one whose switch-out the
+/// kernel lost.
+fn unpaired(c: &mut Counts, first: bool) {
+    if first {
+        c.unpaired_in += 1;
+    } else {
+        c.dropped += 1;
     }
 }
 
@@ -311,10 +329,10 @@ mod tests {
         t.switch(1, 200, true, false);
         assert_eq!(t.switch(1, 260, false, false).unwrap().ns, 60);
         assert_eq!(t.counts.dropped, 1);
-        // A switch-in with no switch-out (lost) waits, then counts as unpaired.
+        // A switch-in with no switch-out (lost) waits, then counts as dropped.
         t.switch(1, 400, false, false);
         t.switch(1, 500, true, false);
-        assert_eq!(t.counts.unpaired_in, 1);
+        assert_eq!((t.counts.dropped, t.counts.unpaired_in), (2, 0));
         assert_eq!(t.switch(1, 600, false, false).unwrap().start, 500);
     }
 

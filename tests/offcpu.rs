@@ -288,7 +288,10 @@ fn without_kernel_samples_the_intervals_are_recorded_and_one_line_says_why() {
         .unwrap();
     let (out, err) = text(&o);
     assert!(o.status.success(), "{err}");
-    let lines: Vec<&str> = err.lines().filter(|l| l.contains("off-CPU")).collect();
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("off-CPU stacks"))
+        .collect();
     assert_eq!(
         lines,
         [

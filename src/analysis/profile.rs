@@ -110,6 +110,8 @@ pub struct EventInfo {
     pub no_topdown: Option<String>,
     /// Some of its samples carried a call chain.
     pub callchains: bool,
+    /// It is `offcpu-time`: off-CPU intervals, their nanoseconds as period.
+    pub off_cpu: bool,
 }
 
 /// Sentinel for "none" in the compact fields.
@@ -132,6 +134,9 @@ pub struct SampleView<'a> {
     pub time: u64,
     /// Period: the event count this sample stands for.
     pub period: u64,
+    /// The samples it stands for: 1, or the intervals an aggregated `offcpu-time` sample
+    /// adds up (`record --off-cpu`'s intervals below the threshold).
+    pub samples: u64,
     /// The sampled location, index into [`Profile::locs`].
     pub leaf: u32,
     /// Caller locations, outward from the leaf.
@@ -257,6 +262,8 @@ pub struct Profile {
     pub build_id_mismatches: Vec<String>,
     /// One-line warnings for the report header.
     pub warnings: Vec<String>,
+    /// What `record --off-cpu` paired while recording (the file's `off-cpu` counts).
+    pub off_cpu: Option<crate::data::offcpu::OffCpuStats>,
 }
 
 impl Profile {
@@ -426,7 +433,7 @@ impl Folder {
             samples: 0,
             period: 0,
         });
-        slot.samples += 1;
+        slot.samples += s.samples;
         slot.period += s.period;
         let gi = slot.group;
         if gi == next {
@@ -457,20 +464,20 @@ impl Folder {
             self.p.latencies[b.lat as usize].add(l);
         }
         let e = &mut self.p.events[ev];
-        e.samples += 1;
+        e.samples += s.samples;
         e.period += s.period;
-        self.p.total_samples += 1;
+        self.p.total_samples += s.samples;
         if self.timeline {
             let lat = u64::from(s.retire_lat.unwrap_or(0));
             match self.p.timeline.last_mut() {
                 Some(r) if r.group == gi => {
-                    r.samples += 1;
+                    r.samples += s.samples;
                     r.period += s.period;
                     r.latency += lat;
                 }
                 _ => self.p.timeline.push(Run {
                     group: gi,
-                    samples: 1,
+                    samples: s.samples,
                     period: s.period,
                     latency: lat,
                 }),

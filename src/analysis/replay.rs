@@ -16,6 +16,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::data::Role;
+use crate::data::offcpu::{MISC_AGGREGATED, MISC_PREEMPTED, OffCpuStats, STATS_SIDE};
 use crate::data::stacks::{STACK_REF, StackTable};
 use crate::decode::{DecodeError, Record, Sample, context, misc};
 use crate::event::attr::{flag, sample as st};
@@ -37,7 +38,7 @@ use super::topdown::{DeltaTracker, TdRole};
 const RETURN: u64 = 1 << 63;
 
 /// The name of the event the off-CPU intervals become, as perf names its own.
-pub const OFF_CPU_EVENT: &str = "offcpu-time";
+pub const OFF_CPU_EVENT: &str = crate::data::offcpu::NAME;
 
 /// Whether `e`'s samples are stacks threads leave the CPU with: `record --off-cpu`'s
 /// `context-switches`, or perf's `sched:sched_switch` (what hotspot records beside
@@ -131,6 +132,9 @@ pub struct Replay {
     fp_chains: FpChains,
     /// Off-CPU intervals, when the recording has switch records.
     off_cpu: Option<OffCpu>,
+    /// The recording's `offcpu-time` event, whose samples `record --off-cpu` paired while
+    /// recording ([`crate::data::offcpu`]).
+    off_cpu_event: Option<usize>,
 }
 
 /// The off-CPU intervals of a recording with switch records ([`crate::offcpu`]).
@@ -157,9 +161,13 @@ impl Replay {
         let mut no_topdown = super::topdown::missing(meta);
         let mut event_slot = vec![None; meta.events.len()];
         let mut inherit = vec![false; meta.events.len()];
+        let off_cpu_event = meta.events.iter().position(|e| e.role == Role::OffCpuTime);
         for (i, e) in meta.events.iter().enumerate() {
             inherit[i] = e.attr.has(flag::INHERIT);
-            if e.role == Role::Sampler || (meta.events.len() == 1 && e.role != Role::Tracking) {
+            if e.role == Role::Sampler
+                || e.role == Role::OffCpuTime
+                || (meta.events.len() == 1 && e.role != Role::Tracking)
+            {
                 event_slot[i] = Some(events.len() as u16);
                 events.push(EventInfo {
                     index: i,
@@ -172,30 +180,31 @@ impl Replay {
                         .as_deref()
                         .and_then(|pmu| crate::pmu::uarch::retire_latency(cpu.as_ref(), pmu)),
                     no_topdown: no_topdown.remove(&i),
+                    off_cpu: e.role == Role::OffCpuTime,
                     ..EventInfo::default()
                 });
             }
         }
-        let off_cpu = meta
-            .events
-            .iter()
-            .any(|e| e.attr.has(flag::CONTEXT_SWITCH))
-            .then(|| {
-                let slot = events.len() as u16;
-                events.push(EventInfo {
-                    index: usize::MAX,
-                    name: OFF_CPU_EVENT.to_string(),
-                    pmu: Some("software".to_string()),
-                    ..EventInfo::default()
-                });
-                OffCpu {
-                    tracker: Tracker::new(),
-                    slot,
-                    stack_source: meta.events.iter().map(is_stack_source).collect(),
-                    blocked_only: meta.off_cpu_blocked_only,
-                    left_out: 0,
-                }
+        // Switch records to pair here: perf.data, and hrec files that kept them.
+        let off_cpu = (off_cpu_event.is_none()
+            && meta.events.iter().any(|e| e.attr.has(flag::CONTEXT_SWITCH)))
+        .then(|| {
+            let slot = events.len() as u16;
+            events.push(EventInfo {
+                index: usize::MAX,
+                name: OFF_CPU_EVENT.to_string(),
+                pmu: Some("software".to_string()),
+                off_cpu: true,
+                ..EventInfo::default()
             });
+            OffCpu {
+                tracker: Tracker::new(),
+                slot,
+                stack_source: meta.events.iter().map(is_stack_source).collect(),
+                blocked_only: meta.off_cpu_blocked_only,
+                left_out: 0,
+            }
+        });
         let vdso = rec.vdso_image();
         let td_of_id = super::topdown::roles(meta);
         Replay {
@@ -255,6 +264,7 @@ impl Replay {
                 .collect(),
             fp_chains: FpChains::default(),
             off_cpu,
+            off_cpu_event,
         }
     }
 
@@ -408,7 +418,13 @@ impl Replay {
             if slot.is_none() && !stack_source {
                 return;
             }
-            let time = s.time.unwrap_or(0);
+            // An `offcpu-time` sample paired while recording: a direct one is timed at its
+            // end (the interval began `period` earlier); its intervals, its marks.
+            let paired = self.off_cpu_event == Some(ev);
+            let mut time = s.time.unwrap_or(0);
+            if paired && s.misc & MISC_AGGREGATED == 0 {
+                time = time.saturating_sub(s.period.unwrap_or(0));
+            }
             let kept = self.time.as_ref().is_none_or(|t| t.keeps(time));
             if !kept && !stack_source {
                 self.filtered_by_time += 1;
@@ -417,7 +433,12 @@ impl Replay {
             let (pid, tid) = (s.pid.unwrap_or(0), s.tid.unwrap_or(0));
             let ip = s.ip.unwrap_or(0);
             let kernel_mode = s.cpumode() == misc::KERNEL;
-            let leaf = self.loc(pid, FrameAddress::Ip(ip), kernel_mode);
+            let no_stack = paired && s.cpumode() == misc::CPUMODE_UNKNOWN && ip == 0;
+            let mut leaf = if no_stack {
+                self.loc_mark(Mark::NoStack)
+            } else {
+                self.loc(pid, FrameAddress::Ip(ip), kernel_mode)
+            };
             // Callers: the chain without markers and without its first entry when that is
             // the ip.
             let mut frames = std::mem::take(&mut self.frames);
@@ -522,6 +543,12 @@ impl Replay {
                 self.frames = frames;
                 return;
             };
+            if paired && s.misc & MISC_PREEMPTED != 0 {
+                if !no_stack {
+                    frames.insert(0, leaf);
+                }
+                leaf = self.loc_mark(Mark::Preempted);
+            }
             let comm = self.comm(tid);
             let view = SampleView {
                 event: slot,
@@ -531,6 +558,11 @@ impl Replay {
                 comm,
                 time,
                 period: s.period.unwrap_or(1),
+                samples: if paired {
+                    s.weight.unwrap_or(1).max(1)
+                } else {
+                    1
+                },
                 leaf,
                 callers: &frames,
                 callchain: s.callchain.is_some(),
@@ -609,6 +641,7 @@ impl Replay {
             comm,
             time: i.start,
             period: i.ns,
+            samples: 1,
             leaf,
             callers: &frames,
             callchain: true,
@@ -671,6 +704,11 @@ impl Replay {
         }
         w
     }
+}
+
+/// What `record --off-cpu` paired while recording, from the file's `off-cpu` side block.
+fn off_cpu_stats(rec: &Recording) -> Option<OffCpuStats> {
+    serde_json::from_slice(&rec.side(STATS_SIDE)?).ok()
 }
 
 /// Samples handed from the converter's thread to the folder's: the views with their callers
@@ -779,6 +817,10 @@ pub fn build_with(
     p.filtered_by_time = r.filtered_by_time;
     p.multiplexed = r.tracker.multiplexed;
     p.warnings = r.warnings();
+    p.off_cpu = off_cpu_stats(rec);
+    if let Some(o) = &p.off_cpu {
+        p.warnings.extend(o.warnings());
+    }
     let own;
     let symbolizer = match symbolizer {
         Some(s) => s,

@@ -103,6 +103,12 @@ pub struct RecordArgs {
         value_parser = ["all", "blocked"]
     )]
     pub off_cpu: Option<String>,
+    /// With --off-cpu: off-CPU intervals at least this many milliseconds long are samples of
+    /// their own, with their time; shorter ones are added up per thread and stack and
+    /// written at the end of the file, so the file grows with the distinct stacks, not with
+    /// the switches (perf's --off-cpu-thresh; default 1; 0 writes every interval).
+    #[arg(long = "off-cpu-thresh", value_name = "MS", requires = "off_cpu", value_parser = parse_thresh)]
+    pub off_cpu_thresh: Option<u64>,
     /// With --off-cpu: data pages of each ring buffer of the stacks threads leave the CPU with
     /// (power of two; default as -m, four times that with --call-graph dwarf).
     #[arg(
@@ -156,6 +162,9 @@ impl RecordArgs {
                 off_cpu: self.off_cpu.as_deref().map(|m| plan::OffCpu {
                     blocked_only: m == "blocked",
                     mmap_pages: self.off_cpu_mmap_pages.map(|p| p as usize),
+                    thresh_ns: self
+                        .off_cpu_thresh
+                        .unwrap_or(plan::DEFAULT_OFF_CPU_THRESH_NS),
                 }),
             },
             output: self.output,
@@ -175,6 +184,20 @@ impl RecordArgs {
             }),
         })
     }
+}
+
+/// `--off-cpu-thresh MS`: milliseconds (fractions allowed) into nanoseconds.
+fn parse_thresh(s: &str) -> Result<u64, String> {
+    let ms: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("expected milliseconds (e.g. 1 or 0.5), found {s:?}"))?;
+    if !(0.0..=3.6e6).contains(&ms) {
+        return Err(format!(
+            "the threshold must be 0 to 3600000 milliseconds, found {s}"
+        ));
+    }
+    Ok((ms * 1e6).round() as u64)
 }
 
 fn parse_call_graph(s: &str) -> Result<CallGraph, String> {

@@ -120,11 +120,18 @@ pub struct OffCpu {
     /// `--off-cpu=blocked`: leave out the intervals of preempted threads (runnable, waiting
     /// for a CPU).
     pub blocked_only: bool,
+    /// `--off-cpu-thresh` in nanoseconds: an interval at least this long is written as a
+    /// sample of its own; shorter ones are added up per thread and stack
+    /// ([`DEFAULT_OFF_CPU_THRESH_NS`]).
+    pub thresh_ns: u64,
     /// `--off-cpu-mmap-pages`: data pages of each ring buffer of the stacks; `None`: as many
     /// as the on-CPU rings, four times that with `--call-graph dwarf` (each stack copy is
     /// kilobytes).
     pub mmap_pages: Option<usize>,
 }
+
+/// `--off-cpu-thresh`'s default: 1 ms (see `docs/benchmarks.md`, "Off-CPU threshold").
+pub const DEFAULT_OFF_CPU_THRESH_NS: u64 = 1_000_000;
 
 /// Facts about the running kernel that planning needs besides the PMUs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -936,6 +936,7 @@ mod tests {
             comm: 0,
             time: 0,
             period,
+            samples: 1,
             leaf,
             callers,
             callchain: true,

@@ -23,7 +23,8 @@ use crate::kernel::process::{self, Epoll, ExitStatus, Signals};
 use super::account::Accounting;
 use super::error::RecordError;
 use super::finish::{LostRead, final_counts, trailer_of, unix_now_ns};
-use super::open::{self, Ring};
+use super::offcpu::{self, Pass};
+use super::open::{self, Ring, RingKind};
 use super::session::Session;
 use super::writer::{Msg, send_file_sides};
 use super::{switch, synth, unwind};
@@ -111,6 +112,20 @@ pub(super) struct Outlet<'a> {
     pub(super) tx: &'a mpsc::SyncSender<Msg>,
     /// Send copies of each pass's side-band records first ([`Msg::SideBand`]).
     pub(super) side_band: bool,
+    /// `--off-cpu`: each pass's off-CPU records go to the pairing ([`Msg::OffCpu`]).
+    pub(super) off_cpu: Option<&'a OffCpuDrain>,
+}
+
+/// The drain loop's side of `--off-cpu` (see [`super::offcpu`]).
+#[derive(Debug)]
+pub(super) struct OffCpuDrain {
+    /// Bytes of stacks sent and not yet paired by the writer thread.
+    pub(super) in_hand: Arc<AtomicU64>,
+    /// Past this many bytes in hand the stacks rings are emptied unread.
+    pub(super) cap: u64,
+    /// The last pass sent held records: the next one is sent even when empty, so the
+    /// pairing sees that the rings were drained past them.
+    pub(super) sent: std::cell::Cell<bool>,
 }
 
 pub(super) struct RunEnd {
@@ -271,7 +286,17 @@ fn drain_all(
     corrupt: &mut u64,
 ) {
     let mut side_band = Vec::new();
+    let mut pass = out.off_cpu.map(|_| Pass::default());
+    let behind = out
+        .off_cpu
+        .is_some_and(|o| o.in_hand.load(Ordering::Relaxed) > o.cap);
     for (r, (batch, since)) in rings.iter_mut().zip(batches.iter_mut()) {
+        if r.kind != RingKind::Main
+            && let Some(p) = pass.as_mut()
+        {
+            off_cpu_ring(r, p, acc, behind, corrupt);
+            continue;
+        }
         let before = batch.len();
         let res = r.buffer.drain(batch);
         if res.is_err() {
@@ -280,6 +305,9 @@ fn drain_all(
         acc.account_ring(&batch[before..], r.kind != open::RingKind::Main);
         if out.side_band {
             unwind::side_band(&batch[before..], &mut side_band);
+        }
+        if let Some(p) = pass.as_mut() {
+            offcpu::exits(&batch[before..], &mut p.exits);
         }
         if before == 0 && !batch.is_empty() {
             *since = Instant::now();
@@ -298,6 +326,37 @@ fn drain_all(
             let bytes = std::mem::take(batch);
             let _ = out.tx.send(Msg::Records(r.source(), bytes));
         }
+    }
+    if let (Some(o), Some(p)) = (out.off_cpu, pass) {
+        let held = !p.rings.is_empty() || !p.exits.is_empty();
+        if held || o.sent.get() || p.discarded > 0 {
+            o.in_hand.fetch_add(p.stack_bytes, Ordering::Relaxed);
+            let _ = out.tx.send(Msg::OffCpu(Box::new(p)));
+        }
+        o.sent.set(held);
+    }
+}
+
+/// Drains an off-CPU ring into this pass's records; a stacks ring is emptied unread when the
+/// writer thread has too many stacks in hand (`behind`).
+fn off_cpu_ring(r: &mut Ring, p: &mut Pass, acc: &mut Accounting, behind: bool, corrupt: &mut u64) {
+    if behind && r.kind == RingKind::Stacks {
+        match r.buffer.discard() {
+            Ok(d) => p.discarded += d.records as u64,
+            Err(_) => *corrupt += 1,
+        }
+        return;
+    }
+    let mut bytes = Vec::new();
+    if r.buffer.drain(&mut bytes).is_err() {
+        *corrupt += 1;
+    }
+    acc.account_ring(&bytes, true);
+    if r.kind == RingKind::Stacks {
+        p.stack_bytes += bytes.len() as u64;
+    }
+    if !bytes.is_empty() {
+        p.rings.push((r.kind, bytes));
     }
 }
 

@@ -102,27 +102,17 @@ impl RingKind {
 }
 
 impl Ring {
-    /// The source its records are written under in the file: the CPU (or the thread with
-    /// `--per-thread`), with [`OFF_CPU_SOURCE`] (and [`STACKS_SOURCE`]) for the off-CPU rings.
+    /// The source an on-CPU ring's records are written under in the file: the CPU (or the
+    /// thread with `--per-thread`). The off-CPU rings' records are paired while recording
+    /// (`record::offcpu`), not written.
     pub fn source(&self) -> u32 {
-        let base = if self.cpu >= 0 {
+        if self.cpu >= 0 {
             self.cpu as u32
         } else {
             self.tid as u32
-        };
-        match self.kind {
-            RingKind::Main => base,
-            RingKind::Switches => base | OFF_CPU_SOURCE,
-            RingKind::Stacks => base | OFF_CPU_SOURCE | STACKS_SOURCE,
         }
     }
 }
-
-/// The bit of a block's source that marks an off-CPU ring's records (thread ids stay below
-/// 2^22, CPU numbers far below).
-pub const OFF_CPU_SOURCE: u32 = 1 << 31;
-/// With [`OFF_CPU_SOURCE`]: the stacks ring.
-pub const STACKS_SOURCE: u32 = 1 << 30;
 
 /// Whether an event's records go to an off-CPU ring (`--off-cpu`'s own events).
 pub fn in_off_cpu_ring(role: Role) -> bool {

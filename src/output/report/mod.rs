@@ -187,7 +187,7 @@ pub fn table_lines(p: &Profile, t: &Table, o: &HistOptions, style: &ReportStyle)
             .unwrap_or_default()
     );
     let _ = writeln!(s, "# Event count (approx.): {}", t.base_period);
-    if e.name == crate::analysis::replay::OFF_CPU_EVENT && e.index == usize::MAX {
+    if e.off_cpu {
         let _ = writeln!(
             s,
             "# (off-CPU time in ns: one sample per interval a thread spent off the CPU, under the stack it left with; [preempted]: runnable, waiting for a CPU)"
@@ -363,6 +363,9 @@ pub fn text(
             "# {} samples outside --time were skipped",
             p.filtered_by_time
         );
+    }
+    if let Some(o) = &p.off_cpu {
+        let _ = writeln!(s, "# {}", o.line());
     }
     for w in &p.warnings {
         let _ = writeln!(s, "# warning: {w}");
