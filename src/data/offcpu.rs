@@ -192,7 +192,10 @@ impl OffCpuStats {
             s(self.ns)
         );
         if self.thresh_ns == 0 {
-            l.push_str("each a sample (--off-cpu-thresh 0)");
+            l.push_str(&format!(
+                "{} each a sample (--off-cpu-thresh 0)",
+                self.direct
+            ));
         } else {
             l.push_str(&format!(
                 "{} under {} aggregated into {} samples ({}), {} at or above it each a sample ({})",

@@ -178,7 +178,7 @@ pub(super) fn summarize(
             s.mmap_pages.unwrap_or_else(open::default_data_pages),
         );
         warnings.push(format!(
-            "warning: the off-CPU rings lost {off_lost} records (switch records and stacks of {off_cpu_samples} switch-outs kept; on-CPU samples are in rings of their own and lost none of this): use bigger off-CPU rings (--off-cpu-mmap-pages {})",
+            "warning: the kernel lost {off_lost} off-CPU records (switch records or stacks: their ring buffers were full); on-CPU samples have rings of their own and lost none of this; for more stacks use bigger rings (--off-cpu-mmap-pages {})",
             pages.saturating_mul(4).min(1 << 18)
         ));
     }
