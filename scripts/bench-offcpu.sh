@@ -38,7 +38,7 @@ for tool in perf /usr/bin/time python3; do
 done
 cargo build --release --quiet --bin hrec --example switchstorm --example offcpu
 exec python3 - "$RUNS" "$TRIPS" <<'PY'
-import os, re, statistics, subprocess, sys, tempfile
+import os, re, shutil, statistics, subprocess, sys, tempfile
 
 runs, trips = int(sys.argv[1]), sys.argv[2]
 root = os.getcwd()
@@ -105,6 +105,7 @@ def measure(name, cmd, out):
         lost = (f"{st['clock_lost']} / {st['off_lost']}" if not name.startswith("perf")
                 else f"{st['clock_lost']} / {st['stacks_lost']} ({st['lost_records']} LOST)")
         rows.append((n, n / wall, size / n, total - wcpu, st["clock"] / (HZ * wcpu), lost, size))
+        os.remove(out)  # perf's dwarf files are hundreds of MB
     med = lambda k: statistics.median(r[k] for r in rows)
     worst = max(rows, key=lambda r: r[6])[5]
     return {"n": med(0), "rate": med(1), "bps": med(2), "rcpu": med(3), "kept": med(4),
@@ -172,4 +173,5 @@ for name, cmd in loads.items():
         direct_t = sum(p for p in per if p >= ns)
         cells.append(f"{100*agg/len(per):.1f} / {100*direct_t/tot:.0f} / {(len(per)-agg)/dur:.0f}")
     print(f"| {name} | {len(per)} | {tot/1e9:.2f} | " + " | ".join(cells) + " |")
+shutil.rmtree(tmp, ignore_errors=True)
 PY

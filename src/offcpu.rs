@@ -195,6 +195,16 @@ impl<S: Clone> Tracker<S> {
         t.out = None;
     }
 
+    /// Records were missed (a gap): every open interval is dropped and every thread starts
+    /// again with no state.
+    pub fn reset(&mut self) {
+        self.finish();
+        for t in self.threads.values() {
+            self.counts.dropped += u64::from(t.out.is_some());
+        }
+        self.threads.clear();
+    }
+
     /// The end of the records: switch-ins still waiting for a switch-out had none.
     pub fn finish(&mut self) {
         for t in self.threads.values_mut() {
@@ -349,5 +359,10 @@ mod tests {
         t.switch(4, 50, false, false);
         t.finish();
         assert_eq!((t.counts.intervals, t.counts.unpaired_in), (1, 1));
+        // A gap: the open interval is dropped, and the next switch-in is a first one.
+        t.switch(5, 400, true, false);
+        t.reset();
+        assert_eq!((t.threads(), t.counts.dropped), (0, 1));
+        assert_eq!(t.switch(5, 500, false, false), None);
     }
 }

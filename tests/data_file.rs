@@ -111,6 +111,7 @@ fn trailer() -> Trailer {
         off_cpu_lost_records: 0,
         off_cpu_lost_samples: 0,
         off_cpu_lost_samples_read: 0,
+        off_cpu_switches_lost_read: 0,
         throttles: 2,
         unthrottles: 2,
         counts: vec![FinalCount {

@@ -10,6 +10,7 @@ mod support;
 use std::collections::HashMap;
 use std::path::Path;
 use std::process::Command;
+use std::sync::Mutex;
 
 use support::privilege::{command_as, open_tempdir, unprivileged};
 use support::{hrec_in, release_example, text};
@@ -313,6 +314,10 @@ fn without_kernel_samples_the_intervals_are_recorded_and_one_line_says_why() {
     );
 }
 
+/// One switch storm at a time: on two CPUs, storms recorded side by side only slow each
+/// other down.
+static STORM: Mutex<()> = Mutex::new(());
+
 /// The off-CPU line of a recording's summary or a report's header: `off-CPU: N intervals, ...`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct OffCpuLine {
@@ -375,6 +380,7 @@ fn a_switch_storm_loses_no_on_cpu_sample_and_counts_every_interval() {
         );
         return;
     }
+    let _one = STORM.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let prog = release_example("switchstorm");
     let o = hrec_in(
@@ -412,16 +418,21 @@ fn a_switch_storm_loses_no_on_cpu_sample_and_counts_every_interval() {
         })
         .sum();
     assert!(own >= 20_000, "{out}");
-    assert!(rec.intervals >= own, "{} < {own}\n{err}", rec.intervals);
     let kernel = kernel_switch_outs(dir.path(), "s.hrec");
-    let lost_switches = err
-        .lines()
-        .find(|l| l.contains("switch records (their ring buffers were full)"));
+    // Switch records missing (the kernel's rings full, or left unread while hrec's writer
+    // was behind, which a loaded machine can cause): the recording says so, and has fewer.
+    let lost_switches = err.lines().find(|l| {
+        l.contains("off-CPU intervals dropped for a missing switch record")
+            || l.contains("switch records (their ring buffers were full)")
+    });
     match lost_switches {
-        None => assert_eq!(rec.intervals, kernel, "{err}"),
+        None => {
+            assert!(rec.intervals >= own, "{} < {own}\n{err}", rec.intervals);
+            assert_eq!(rec.intervals, kernel, "{err}");
+        }
         Some(l) => {
-            eprintln!("the kernel lost switch records here, so intervals are dropped: {l}");
-            assert!(rec.intervals < kernel, "{err}");
+            eprintln!("switch records were missing here, so intervals are dropped: {l}");
+            assert!(rec.intervals <= kernel, "{err}");
         }
     }
     // Stacks lost in the one-page rings: their intervals are counted and said to have none,
@@ -490,6 +501,7 @@ fn the_threshold_bounds_the_file_by_stacks_not_switches() {
         );
         return;
     }
+    let _one = STORM.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let prog = release_example("switchstorm");
     let run = |file: &str, thresh: &str| {
@@ -512,7 +524,9 @@ fn the_threshold_bounds_the_file_by_stacks_not_switches() {
         let line = off_cpu_line(&err).unwrap_or_else(|| panic!("no off-CPU line:\n{err}"));
         let size = std::fs::metadata(dir.path().join(file)).unwrap().len();
         // Every interval is one the kernel counted (or the recording says what it lost).
-        if !err.contains("switch records (their ring buffers were full)") {
+        if !err.contains("off-CPU intervals dropped for a missing switch record")
+            && !err.contains("switch records (their ring buffers were full)")
+        {
             assert_eq!(
                 line.intervals,
                 kernel_switch_outs(dir.path(), file),
@@ -554,5 +568,78 @@ fn the_threshold_bounds_the_file_by_stacks_not_switches() {
             )),
             "{file}:\n{rout}"
         );
+    }
+}
+
+/// `--switch-output`: each file ends with the intervals it closed (aggregated ones too) and
+/// reads alone; an interval open at a switch is counted in the file where it closes, so the
+/// files' intervals add up to the recording's, and to the kernel's count.
+#[test]
+fn each_switch_output_file_has_the_intervals_it_closed() {
+    if !kernel_samples_allowed() {
+        eprintln!(
+            "skipped: off-CPU stacks need kernel samples (root or kernel.perf_event_paranoid <= 1)"
+        );
+        return;
+    }
+    let _one = STORM.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let prog = release_example("switchstorm");
+    // The ping-pong, then 2.5 s of spinning: at least two files.
+    let o = hrec_in(
+        dir.path(),
+        &[
+            "record",
+            "--off-cpu",
+            "--switch-output=1s",
+            "-o",
+            "s.hrec",
+            "--",
+            prog.to_str().unwrap(),
+            "20000",
+            "2500",
+        ],
+    );
+    let (_, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let total = off_cpu_line(&err).unwrap_or_else(|| panic!("no off-CPU line:\n{err}"));
+    let mut files: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.ok()?.file_name().into_string().ok()?;
+            name.starts_with("s.hrec.").then_some(name)
+        })
+        .collect();
+    files.sort();
+    assert!(files.len() >= 2, "{files:?}\n{err}");
+    let mut sum = OffCpuLine::default();
+    for f in &files {
+        let r = hrec_in(dir.path(), &["report", "--stdio", "-i", f]);
+        let (rout, rerr) = text(&r);
+        assert!(r.status.success(), "{f}: {rerr}");
+        let line = off_cpu_line(&rout).unwrap_or_else(|| panic!("{f}: no off-CPU line\n{rout}"));
+        if line.intervals > 0 {
+            assert!(
+                rout.contains(&format!(
+                    "# Samples: {} of event 'offcpu-time'",
+                    line.intervals
+                )),
+                "{f}:\n{rout}"
+            );
+        }
+        sum.intervals += line.intervals;
+        sum.aggregated += line.aggregated;
+        sum.direct += line.direct;
+    }
+    assert_eq!(
+        (sum.intervals, sum.aggregated, sum.direct),
+        (total.intervals, total.aggregated, total.direct),
+        "{err}"
+    );
+    if !err.contains("off-CPU intervals dropped for a missing switch record")
+        && !err.contains("switch records (their ring buffers were full)")
+    {
+        let last = files.last().unwrap();
+        assert_eq!(sum.intervals, kernel_switch_outs(dir.path(), last), "{err}");
     }
 }

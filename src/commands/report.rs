@@ -336,6 +336,13 @@ fn run(
                         t.off_cpu_lost_samples.max(t.off_cpu_lost_samples_read)
                     ));
                 }
+                if t.off_cpu_switches_lost_read > 0 {
+                    l.push_str(&format!(
+                        " ({} switch records: about {} intervals not recorded)",
+                        t.off_cpu_switches_lost_read,
+                        t.off_cpu_switches_lost_read.div_ceil(2)
+                    ));
+                }
                 l
             })
             .unwrap_or_default(),

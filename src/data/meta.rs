@@ -186,6 +186,8 @@ pub struct Trailer {
     pub off_cpu_lost_samples: u64,
     /// Of `lost_samples_read`, those of the off-CPU events.
     pub off_cpu_lost_samples_read: u64,
+    /// Of those, the switch records' (each missing switch record loses an interval).
+    pub off_cpu_switches_lost_read: u64,
     /// THROTTLE records.
     pub throttles: u64,
     /// UNTHROTTLE records.

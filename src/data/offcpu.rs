@@ -160,6 +160,9 @@ pub struct OffCpuStats {
     /// Records of the stacks rings hrec emptied unread while its writer thread was behind
     /// (their intervals have no stack).
     pub stacks_discarded: u64,
+    /// Records of the switch records' rings hrec emptied unread while its writer thread was
+    /// further behind (their intervals are not recorded; about one per two records).
+    pub switches_discarded: u64,
 }
 
 impl OffCpuStats {
@@ -181,6 +184,7 @@ impl OffCpuStats {
         self.switches_lost += o.switches_lost;
         self.stacks_lost += o.stacks_lost;
         self.stacks_discarded += o.stacks_discarded;
+        self.switches_discarded += o.switches_discarded;
     }
 
     /// One line: the intervals and how they were stored.
@@ -220,10 +224,29 @@ impl OffCpuStats {
     /// Warnings: intervals dropped or without a stack, and why.
     pub fn warnings(&self) -> Vec<String> {
         let mut w = Vec::new();
-        if self.dropped > 0 || self.switches_lost > 0 {
+        if self.dropped > 0 || self.switches_lost > 0 || self.switches_discarded > 0 {
+            let mut why = Vec::new();
+            if self.switches_lost > 0 {
+                why.push(format!(
+                    "the kernel lost {} switch records (their ring buffers were full)",
+                    self.switches_lost
+                ));
+            }
+            if self.switches_discarded > 0 {
+                why.push(format!(
+                    "{} switch records were left unread while hrec's writer was behind (about {} intervals)",
+                    self.switches_discarded,
+                    self.switches_discarded / 2
+                ));
+            }
             w.push(format!(
-                "the kernel lost {} switch records (their ring buffers were full): {} off-CPU intervals dropped, more if both records of one were lost",
-                self.switches_lost, self.dropped
+                "{} off-CPU intervals dropped for a missing switch record, more where both of one were missing: {}",
+                self.dropped,
+                if why.is_empty() {
+                    "records were missing".to_string()
+                } else {
+                    why.join("; ")
+                }
             ));
         }
         if self.without_stack > 0 {

@@ -579,6 +579,8 @@ fn plan_off_cpu(opts: &RecordOptions, all_cpus: &Placement, events: &mut Vec<Pla
     };
     let mut d = Attr::new(types::SOFTWARE, 9);
     d.sample_type = base_sample_type(opts) | sample::CPU;
+    // The switch records the kernel could not write, even when no LOST record follows.
+    d.read_format = read::ID | read::LOST;
     d.set(
         flag::CONTEXT_SWITCH | flag::SAMPLE_ID_ALL | flag::EXCLUDE_KERNEL | flag::EXCLUDE_HV,
         true,

@@ -116,16 +116,27 @@ pub(super) struct Outlet<'a> {
     pub(super) off_cpu: Option<&'a OffCpuDrain>,
 }
 
-/// The drain loop's side of `--off-cpu` (see [`super::offcpu`]).
+/// The drain loop's side of `--off-cpu` (see [`super::offcpu`]): off-CPU records never make
+/// the drain wait for the writer thread. A pass the channel has no room for waits in a queue
+/// here; past `stacks_cap` bytes in hand (sent or queued, not yet paired) the stacks rings
+/// are emptied unread, past `all_cap` the switch records' rings too (a gap, after which the
+/// pairing starts again).
 #[derive(Debug)]
 pub(super) struct OffCpuDrain {
-    /// Bytes of stacks sent and not yet paired by the writer thread.
+    /// Bytes of off-CPU records queued or sent and not yet paired by the writer thread.
     pub(super) in_hand: Arc<AtomicU64>,
+    /// Passes sent and not yet paired: at most [`super::offcpu::PASSES_IN_FLIGHT`], so the
+    /// channel keeps room for the on-CPU batches, whose sends may wait.
+    pub(super) in_flight: Arc<AtomicU64>,
     /// Past this many bytes in hand the stacks rings are emptied unread.
-    pub(super) cap: u64,
-    /// The last pass sent held records: the next one is sent even when empty, so the
-    /// pairing sees that the rings were drained past them.
+    pub(super) stacks_cap: u64,
+    /// Past this many the switch records' rings too.
+    pub(super) all_cap: u64,
+    /// The last pass held records: the next one goes even when empty, so the pairing sees
+    /// that the rings were drained past them.
     pub(super) sent: std::cell::Cell<bool>,
+    /// Passes waiting for room in the channel, oldest first.
+    pub(super) queue: std::cell::RefCell<std::collections::VecDeque<Pass>>,
 }
 
 pub(super) struct RunEnd {
@@ -287,9 +298,10 @@ fn drain_all(
 ) {
     let mut side_band = Vec::new();
     let mut pass = out.off_cpu.map(|_| Pass::default());
-    let behind = out
-        .off_cpu
-        .is_some_and(|o| o.in_hand.load(Ordering::Relaxed) > o.cap);
+    let in_hand = out.off_cpu.map_or(0, |o| o.in_hand.load(Ordering::Relaxed));
+    let behind = out.off_cpu.map_or((false, false), |o| {
+        (in_hand > o.stacks_cap, in_hand > o.all_cap)
+    });
     for (r, (batch, since)) in rings.iter_mut().zip(batches.iter_mut()) {
         if r.kind != RingKind::Main
             && let Some(p) = pass.as_mut()
@@ -328,21 +340,68 @@ fn drain_all(
         }
     }
     if let (Some(o), Some(p)) = (out.off_cpu, pass) {
-        let held = !p.rings.is_empty() || !p.exits.is_empty();
-        if held || o.sent.get() || p.discarded > 0 {
-            o.in_hand.fetch_add(p.stack_bytes, Ordering::Relaxed);
-            let _ = out.tx.send(Msg::OffCpu(Box::new(p)));
-        }
-        o.sent.set(held);
+        send_pass(o, out.tx, p, flush);
     }
 }
 
-/// Drains an off-CPU ring into this pass's records; a stacks ring is emptied unread when the
-/// writer thread has too many stacks in hand (`behind`).
-fn off_cpu_ring(r: &mut Ring, p: &mut Pass, acc: &mut Accounting, behind: bool, corrupt: &mut u64) {
-    if behind && r.kind == RingKind::Stacks {
+/// Hands a pass's off-CPU records to the writer thread without waiting (but for the last pass
+/// of a file, `flush`): with the channel full they wait in the queue for the next pass.
+fn send_pass(o: &OffCpuDrain, tx: &mpsc::SyncSender<Msg>, p: Pass, flush: bool) {
+    let held = !p.rings.is_empty() || !p.exits.is_empty();
+    let counts = p.discarded > 0 || p.switches_discarded > 0;
+    let mut queue = o.queue.borrow_mut();
+    if held || counts || o.sent.get() {
+        o.in_hand.fetch_add(p.bytes, Ordering::Relaxed);
+        queue.push_back(p);
+    }
+    o.sent.set(held);
+    while let Some(front) = queue.pop_front() {
+        if !flush && o.in_flight.load(Ordering::Relaxed) >= offcpu::PASSES_IN_FLIGHT {
+            queue.push_front(front);
+            break;
+        }
+        o.in_flight.fetch_add(1, Ordering::Relaxed);
+        let msg = Msg::OffCpu(Box::new(front));
+        let sent = if flush {
+            tx.send(msg)
+                .map_err(|e| mpsc::TrySendError::Disconnected(e.0))
+        } else {
+            tx.try_send(msg)
+        };
+        match sent {
+            Ok(()) => {}
+            Err(mpsc::TrySendError::Full(Msg::OffCpu(back))) => {
+                o.in_flight.fetch_sub(1, Ordering::Relaxed);
+                queue.push_front(*back);
+                break;
+            }
+            // The writer thread is gone (it ended on an error): nothing more to send.
+            Err(_) => {
+                o.in_flight.fetch_sub(1, Ordering::Relaxed);
+                queue.clear();
+                break;
+            }
+        }
+    }
+}
+
+/// Drains an off-CPU ring into this pass's records; empties it unread when the writer
+/// thread has too much in hand (`behind`: stacks, everything).
+fn off_cpu_ring(
+    r: &mut Ring,
+    p: &mut Pass,
+    acc: &mut Accounting,
+    behind: (bool, bool),
+    corrupt: &mut u64,
+) {
+    let stacks = r.kind == RingKind::Stacks;
+    if (stacks && behind.0) || behind.1 {
         match r.buffer.discard() {
-            Ok(d) => p.discarded += d.records as u64,
+            Ok(d) if stacks => p.discarded += d.records as u64,
+            Ok(d) => {
+                p.switches_discarded += d.records as u64;
+                p.gap |= d.records > 0;
+            }
             Err(_) => *corrupt += 1,
         }
         return;
@@ -352,9 +411,7 @@ fn off_cpu_ring(r: &mut Ring, p: &mut Pass, acc: &mut Accounting, behind: bool, 
         *corrupt += 1;
     }
     acc.account_ring(&bytes, true);
-    if r.kind == RingKind::Stacks {
-        p.stack_bytes += bytes.len() as u64;
-    }
+    p.bytes += bytes.len() as u64;
     if !bytes.is_empty() {
         p.rings.push((r.kind, bytes));
     }

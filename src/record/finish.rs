@@ -27,6 +27,8 @@ pub(super) fn unix_now_ns() -> u64 {
 pub(super) struct LostRead {
     pub(super) all: u64,
     pub(super) off_cpu: u64,
+    /// Of `off_cpu`, the switch records'.
+    pub(super) switches: u64,
 }
 
 impl LostRead {
@@ -35,6 +37,7 @@ impl LostRead {
         LostRead {
             all: self.all.saturating_sub(before.all),
             off_cpu: self.off_cpu.saturating_sub(before.off_cpu),
+            switches: self.switches.saturating_sub(before.switches),
         }
     }
 
@@ -74,6 +77,7 @@ pub(super) fn trailer_of(
         off_cpu_lost_records: acc.off_cpu_lost_records,
         off_cpu_lost_samples: acc.off_cpu_lost_samples,
         off_cpu_lost_samples_read: lost_read.off_cpu,
+        off_cpu_switches_lost_read: lost_read.switches,
         throttles: acc.throttles,
         unthrottles: acc.unthrottles,
         counts,
@@ -109,6 +113,9 @@ pub(super) fn final_counts(
             lost.all += n;
             if open::in_off_cpu_ring(plan.events[event].role) {
                 lost.off_cpu += n;
+            }
+            if plan.events[event].role == Role::Switches {
+                lost.switches += n;
             }
             counts.push(FinalCount {
                 event,
@@ -180,6 +187,14 @@ pub(super) fn summarize(
         warnings.push(format!(
             "warning: the kernel lost {off_lost} off-CPU records (switch records or stacks: their ring buffers were full); on-CPU samples have rings of their own and lost none of this; for more stacks use bigger rings (--off-cpu-mmap-pages {})",
             pages.saturating_mul(4).min(1 << 18)
+        ));
+    }
+    if lost_read.switches > 0 {
+        warnings.push(format!(
+            "warning: the kernel lost {} switch records (their ring buffers were full): about {} off-CPU intervals are not recorded; use bigger rings (-m {}: theirs are four times as big)",
+            lost_read.switches,
+            lost_read.switches.div_ceil(2),
+            (s.mmap_pages.unwrap_or_else(open::default_data_pages) * 4).min(1 << 16)
         ));
     }
     if acc.throttles > 0 {

@@ -210,18 +210,25 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
         RecordUnwinder::new(events, s.keep_raw_stacks, &s.procfs_root)
     });
     let file_bytes = Arc::new(AtomicU64::new(writer.bytes_written()));
-    let stacks_in_hand = Arc::new(AtomicU64::new(0));
+    let off_cpu_in_hand = Arc::new(AtomicU64::new(0));
+    let off_cpu_in_flight = Arc::new(AtomicU64::new(0));
     let off_cpu_drain = off_cpu.map(|_| {
-        let stack_rings = opened
-            .rings
-            .iter()
-            .filter(|r| r.kind == open::RingKind::Stacks)
-            .count() as u64;
-        let ring_bytes = (params.off_cpu_pages * crate::kernel::page_size()) as u64;
+        let ring_set = |kind: open::RingKind, pages: usize| {
+            let rings = opened.rings.iter().filter(|r| r.kind == kind).count() as u64;
+            rings * (pages * crate::kernel::page_size()) as u64
+        };
+        let stacks_cap = (offcpu::RINGS_IN_HAND
+            * ring_set(open::RingKind::Stacks, params.off_cpu_pages))
+        .max(1 << 20);
+        let switches = offcpu::SWITCH_RINGS_IN_HAND
+            * ring_set(open::RingKind::Switches, open::switch_pages(data_pages));
         OffCpuDrain {
-            in_hand: Arc::clone(&stacks_in_hand),
-            cap: (offcpu::STACKS_IN_HAND * stack_rings * ring_bytes).max(1 << 20),
+            in_hand: Arc::clone(&off_cpu_in_hand),
+            in_flight: Arc::clone(&off_cpu_in_flight),
+            stacks_cap,
+            all_cap: stacks_cap + switches.max(16 << 20),
             sent: std::cell::Cell::new(false),
+            queue: Default::default(),
         }
     });
     let ctx = WriterCtx {
@@ -243,7 +250,8 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
             });
             offcpu::OffCpuRecorder::new(events, o.thresh_ns, o.blocked_only)
         }),
-        stacks_in_hand,
+        off_cpu_in_hand,
+        off_cpu_in_flight,
     };
     let writer_thread = std::thread::Builder::new()
         .name("hrec-writer".into())

@@ -22,10 +22,13 @@
 //! file's stack table when a sample is written; with frame pointers the kernel's chain is the
 //! stack. Distinct stacks are kept once (a key per chain).
 //!
-//! **Bounded.** Held: the records of about two passes, one entry per live thread
-//! ([`crate::offcpu::Tracker`]), one per distinct stack and one per aggregated key. When the
-//! writer thread falls behind, the drain loop empties the stacks rings unread rather than
-//! wait ([`STACKS_IN_HAND`]); those intervals have no stack and the count says so.
+//! **Bounded, and never in the way.** Held: the records of about two passes, one entry per
+//! live thread ([`crate::offcpu::Tracker`]), one per distinct stack and one per aggregated
+//! key. The drain loop never waits for the pairing (a pass with no room in the channel waits
+//! in a queue): when the writer thread falls behind it empties the stacks rings unread
+//! ([`RINGS_IN_HAND`]; those intervals have no stack), and further behind
+//! ([`SWITCH_RINGS_IN_HAND`]) the switch records' rings too: a gap, after which the pairing
+//! starts again, the intervals open across it dropped. Both are counted and said.
 
 use std::collections::HashMap;
 
@@ -48,7 +51,13 @@ pub const AGGREGATE_SOURCE: u32 = 0xffff_fffe;
 pub const STATS_SIDE: &str = fmt::STATS_SIDE;
 /// Ring-buffer sets of stacks the writer may have in hand (sent, not yet paired) before the
 /// drain loop empties the stacks rings unread instead of sending more.
-pub const STACKS_IN_HAND: u64 = 2;
+pub const RINGS_IN_HAND: u64 = 2;
+/// Passes the drain loop may have in the writer's channel at once (of its 64 places): the
+/// rest wait in the drain loop's queue, so the on-CPU batches always find room.
+pub const PASSES_IN_FLIGHT: u64 = 8;
+/// Ring-buffer sets of switch records the writer may have in hand on top of that (at least
+/// 16 MiB) before the drain loop empties those rings too.
+pub const SWITCH_RINGS_IN_HAND: u64 = 8;
 
 /// One drain pass's off-CPU records, from the drain thread.
 #[derive(Debug, Default)]
@@ -59,8 +68,12 @@ pub(super) struct Pass {
     pub(super) exits: Vec<u8>,
     /// Records of stacks rings emptied unread (the writer was behind).
     pub(super) discarded: u64,
-    /// Bytes of the stacks rings in `rings` (what the drain counts as in hand).
-    pub(super) stack_bytes: u64,
+    /// Records of switch records' rings emptied unread.
+    pub(super) switches_discarded: u64,
+    /// Switch records were emptied unread before this pass's: the pairing starts again.
+    pub(super) gap: bool,
+    /// Bytes in `rings` (what the drain counts as in hand).
+    pub(super) bytes: u64,
 }
 
 /// What a held record is.
@@ -211,8 +224,17 @@ impl OffCpuRecorder {
     /// Takes one pass's records and pairs what is old enough; returns the direct samples to
     /// write (in time order).
     pub(super) fn pass(&mut self, p: &Pass, mut unwinder: Option<&mut RecordUnwinder>) -> Vec<u8> {
+        let mut out = Vec::new();
+        if p.gap {
+            // Switch records went unread before this pass: what is held pairs up, then the
+            // intervals open across the gap are dropped.
+            out = self.release(None, unwinder.as_deref_mut());
+            self.tracker.reset();
+            self.threads.clear();
+        }
         let cut = self.newest;
         self.stats.stacks_discarded += p.discarded;
+        self.stats.switches_discarded += p.switches_discarded;
         for (kind, bytes) in &p.rings {
             for raw in decode::records(bytes).flatten() {
                 self.take(*kind, &raw, unwinder.as_deref_mut());
@@ -223,7 +245,8 @@ impl OffCpuRecorder {
                 self.hold(t.time, t.pid, t.tid, 0, What::Exit);
             }
         }
-        self.release(Some(cut), unwinder)
+        out.extend(self.release(Some(cut), unwinder));
+        out
     }
 
     fn hold(&mut self, time: u64, pid: u32, tid: u32, cpu: u32, what: What) {

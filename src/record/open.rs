@@ -156,10 +156,15 @@ pub fn default_data_pages() -> usize {
         .next_power_of_two()
 }
 
+/// Data pages of each ring of switch records: four times the on-CPU rings' (2 MiB by
+/// default: a quarter of a second of a storm of 160 000 records a second, 48 bytes each).
+pub fn switch_pages(data_pages: usize) -> usize {
+    data_pages.saturating_mul(4)
+}
+
 /// Data pages of each stacks ring: `--off-cpu-mmap-pages`, else as many as the on-CPU rings'
 /// `data_pages`, four times that when the stacks carry user stack copies (`--call-graph
-/// dwarf`: 8 KiB each by default, so 512 KiB holds only 64 switches). The switch records'
-/// ring has `data_pages`.
+/// dwarf`: 8 KiB each by default, so 512 KiB holds only 64 switches).
 pub fn off_cpu_pages(plan: &Plan, data_pages: usize) -> usize {
     let o = plan.off_cpu.and_then(|o| o.mmap_pages);
     let stack_copies = plan
@@ -284,7 +289,13 @@ pub fn open_plan(
     }
 
     let kinds: Vec<RingKind> = plan.events.iter().map(|e| RingKind::of(e.role)).collect();
-    let rings = map_rings(&fds, &kinds, (p.data_pages, p.off_cpu_pages), &names)?;
+    let rings = map_rings(
+        &fds,
+        &kinds,
+        (p.data_pages, p.off_cpu_pages),
+        &names,
+        &mut notices,
+    )?;
     Ok(Opened {
         fds,
         rings,
@@ -493,6 +504,7 @@ fn map_rings(
     kinds: &[RingKind],
     pages: (usize, usize),
     names: &[String],
+    notices: &mut Vec<String>,
 ) -> Result<Vec<Ring>, RecordError> {
     // Key: the CPU, or (-1, tid) for cpu = -1 fds; and the kind.
     let mut owners: BTreeMap<(i32, i32, RingKind), usize> = BTreeMap::new();
@@ -505,7 +517,8 @@ fn map_rings(
             (-1, f.slot.pid, kind)
         };
         let data_pages = match kind {
-            RingKind::Main | RingKind::Switches => pages.0,
+            RingKind::Main => pages.0,
+            RingKind::Switches => switch_pages(pages.0),
             RingKind::Stacks => pages.1,
         };
         match owners.get(&key) {
@@ -518,11 +531,7 @@ fn map_rings(
                     })?;
             }
             None => {
-                let buffer =
-                    RingBuffer::new(&f.fd, data_pages).map_err(|source| RecordError::Mmap {
-                        pages: data_pages,
-                        source,
-                    })?;
+                let buffer = map_ring(f, kind, data_pages, notices)?;
                 owners.insert(key, i);
                 rings.push(Ring {
                     cpu: key.0,
@@ -535,6 +544,46 @@ fn map_rings(
         }
     }
     Ok(rings)
+}
+
+/// Maps one ring of `pages` data pages. An off-CPU ring the locked-memory limit has no room
+/// for (EPERM, ENOMEM: `kernel.perf_event_mlock_kb` per CPU, then `ulimit -l`, without
+/// CAP_IPC_LOCK) gets half as many pages, down to one, with one line; the on-CPU rings come
+/// first and keep their size.
+fn map_ring(
+    f: &OpenFd,
+    kind: RingKind,
+    pages: usize,
+    notices: &mut Vec<String>,
+) -> Result<RingBuffer, RecordError> {
+    let mut n = pages;
+    loop {
+        match RingBuffer::new(&f.fd, n) {
+            Ok(b) => {
+                if n < pages {
+                    let what = match kind {
+                        RingKind::Stacks => "stacks",
+                        _ => "switch records",
+                    };
+                    let msg = format!(
+                        "the locked-memory limit (kernel.perf_event_mlock_kb, ulimit -l) leaves the rings of the {what} fewer than {pages} pages: more of them may be lost in a switch storm (run as root for the full size)"
+                    );
+                    if !notices.contains(&msg) {
+                        notices.push(msg);
+                    }
+                }
+                return Ok(b);
+            }
+            Err(e)
+                if kind != RingKind::Main
+                    && n > 1
+                    && matches!(e.raw_os_error(), Some(libc::EPERM | libc::ENOMEM)) =>
+            {
+                n /= 2;
+            }
+            Err(source) => return Err(RecordError::Mmap { pages: n, source }),
+        }
+    }
 }
 
 /// The tasks to open on for a target: the workload's pid, every thread of `-p` processes,

@@ -66,8 +66,10 @@ pub(super) struct WriterCtx {
     pub(super) live: bool,
     /// `--off-cpu`: the pairing of switch records and stacks.
     pub(super) off_cpu: Option<OffCpuRecorder>,
-    /// Bytes of stacks sent in [`Msg::OffCpu`] and not paired yet (the drain loop's bound).
-    pub(super) stacks_in_hand: Arc<AtomicU64>,
+    /// Bytes sent in [`Msg::OffCpu`] and not paired yet (the drain loop's bound).
+    pub(super) off_cpu_in_hand: Arc<AtomicU64>,
+    /// [`Msg::OffCpu`] passes sent and not paired yet.
+    pub(super) off_cpu_in_flight: Arc<AtomicU64>,
 }
 
 /// The files `--switch-output` finished before the last one.
@@ -141,8 +143,8 @@ pub(super) fn writer_loop(mut w: Writer, rx: mpsc::Receiver<Msg>, mut ctx: Write
                     }
                     None => Ok(()),
                 };
-                ctx.stacks_in_hand
-                    .fetch_sub(p.stack_bytes, Ordering::Relaxed);
+                ctx.off_cpu_in_hand.fetch_sub(p.bytes, Ordering::Relaxed);
+                ctx.off_cpu_in_flight.fetch_sub(1, Ordering::Relaxed);
                 r
             }
             Msg::Switch { to, trailer, meta } => end_off_cpu(&mut w, &mut ctx, false)

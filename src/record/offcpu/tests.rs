@@ -267,3 +267,34 @@ fn exits_and_lost_records_leave_no_state_and_are_counted() {
     assert_eq!(r.threads.len(), 0);
     assert_eq!(r.tracker.threads(), 0);
 }
+
+#[test]
+fn a_gap_drops_the_intervals_open_across_it_and_is_counted() {
+    let mut r = recorder(u64::MAX, false);
+    let mut cpu0 = Vec::new();
+    switch(&mut cpu0, 3, 100, 0, "out");
+    switch(&mut cpu0, 3, 200, 0, "in");
+    switch(&mut cpu0, 3, 300, 0, "out");
+    r.pass(&pass(vec![cpu0], Vec::new()), None);
+    // The drain left 40 switch records unread: thread 3's switch-in at ~400 among them.
+    let mut after = Vec::new();
+    switch(&mut after, 3, 900, 0, "out");
+    switch(&mut after, 3, 950, 0, "in");
+    let mut p = pass(vec![after], Vec::new());
+    (p.gap, p.switches_discarded) = (true, 40);
+    r.pass(&p, None);
+    let end = r.finish_file(None, true);
+    // The interval 100-200 and 900-950; never a made-up 300-950.
+    let mut a = samples(&end.aggregates);
+    a.sort_by_key(|s| s.2);
+    assert_eq!(a.iter().map(|s| s.2).sum::<u64>(), 150, "{a:?}");
+    let s = end.stats;
+    assert_eq!((s.intervals, s.dropped, s.switches_discarded), (2, 1, 40));
+    assert!(
+        s.warnings()
+            .iter()
+            .any(|w| w.contains("40 switch records were left unread") && w.contains("about 20")),
+        "{:?}",
+        s.warnings()
+    );
+}
