@@ -18,6 +18,7 @@ pub mod kernel;
 pub mod listing;
 pub mod metrics;
 pub mod objfile;
+pub mod offcpu;
 pub mod output;
 pub mod pmu;
 pub mod record;

@@ -108,6 +108,10 @@ fn trailer() -> Trailer {
         lost_records: 1,
         lost_samples: 5,
         lost_samples_read: 5,
+        off_cpu_lost_records: 0,
+        off_cpu_lost_samples: 0,
+        off_cpu_lost_samples_read: 0,
+        off_cpu_switches_lost_read: 0,
         throttles: 2,
         unthrottles: 2,
         counts: vec![FinalCount {

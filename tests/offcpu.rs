@@ -10,6 +10,7 @@ mod support;
 use std::collections::HashMap;
 use std::path::Path;
 use std::process::Command;
+use std::sync::Mutex;
 
 use support::privilege::{command_as, open_tempdir, unprivileged};
 use support::{hrec_in, release_example, text};
@@ -359,7 +360,10 @@ fn without_kernel_samples_the_intervals_are_recorded_and_one_line_says_why() {
         .unwrap();
     let (out, err) = text(&o);
     assert!(o.status.success(), "{err}");
-    let lines: Vec<&str> = err.lines().filter(|l| l.contains("off-CPU")).collect();
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("off-CPU stacks"))
+        .collect();
     assert_eq!(
         lines,
         [
@@ -395,24 +399,26 @@ fn ran(stdout: &str, what: &str) -> f64 {
 /// `hrec record -e cpu-clock --off-cpu --call-graph dwarf -o FILE -- offcpu SCALE` in `dir`:
 /// the program's output.
 fn record_offcpu(dir: &Path, file: &str, scale: &str) -> String {
+    record_offcpu_with(dir, file, scale, &[])
+}
+
+/// [`record_offcpu`] with more options for `record`.
+fn record_offcpu_with(dir: &Path, file: &str, scale: &str, extra: &[&str]) -> String {
     let prog = release_example("offcpu");
-    let o = hrec_in(
-        dir,
-        &[
-            "record",
-            "-q",
-            "-e",
-            "cpu-clock",
-            "--off-cpu",
-            "--call-graph",
-            "dwarf",
-            "-o",
-            file,
-            "--",
-            prog.to_str().unwrap(),
-            scale,
-        ],
-    );
+    let mut args = vec![
+        "record",
+        "-q",
+        "-e",
+        "cpu-clock",
+        "--off-cpu",
+        "--call-graph",
+        "dwarf",
+        "-o",
+        file,
+    ];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--", prog.to_str().unwrap(), scale]);
+    let o = hrec_in(dir, &args);
     let (out, err) = text(&o);
     assert!(o.status.success(), "{err}");
     out
@@ -657,7 +663,8 @@ fn firefox_export_puts_off_cpu_time_on_the_threads_track() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let out = record_offcpu(dir.path(), "o.hrec", "1");
+    // Every interval a sample of its own, each drawn where it was.
+    let out = record_offcpu_with(dir.path(), "o.hrec", "1", &["--off-cpu-thresh", "0"]);
     let own = figures(&out);
     let path = dir.path().join("o.json.gz");
     let o = hrec_in(
@@ -852,4 +859,334 @@ fn diff_pairs_off_cpu_time_and_shows_nanoseconds() {
             .any(|w| w == schedule_change.to_string()),
         "schedule's change {schedule_change} ns: {line}"
     );
+}
+
+/// One switch storm at a time: on two CPUs, storms recorded side by side only slow each
+/// other down.
+static STORM: Mutex<()> = Mutex::new(());
+
+/// The off-CPU line of a recording's summary or a report's header: `off-CPU: N intervals, ...`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct OffCpuLine {
+    intervals: u64,
+    aggregated: u64,
+    aggregate_samples: u64,
+    direct: u64,
+}
+
+fn off_cpu_line(text: &str) -> Option<OffCpuLine> {
+    let l = text.lines().find(|l| l.contains("off-CPU: "))?;
+    let w: Vec<&str> = l.split_whitespace().collect();
+    let after = |word: &str, back: usize| -> Option<u64> {
+        let at = w.iter().position(|x| *x == word)?;
+        w.get(at.checked_sub(back)?)?.parse().ok()
+    };
+    Some(OffCpuLine {
+        intervals: after("intervals,", 1)?,
+        aggregated: after("under", 1).unwrap_or(0),
+        aggregate_samples: w
+            .iter()
+            .position(|x| *x == "into")
+            .and_then(|at| w.get(at + 1)?.parse().ok())
+            .unwrap_or(0),
+        direct: after("at", 1).or_else(|| after("each", 1)).unwrap_or(0),
+    })
+}
+
+/// The kernel's own count of the workload's switch-outs while it was recorded: the final
+/// counts of `record --off-cpu`'s `context-switches` event, summed over its fds (`hrec info`).
+fn kernel_switch_outs(dir: &Path, file: &str) -> u64 {
+    let o = hrec_in(dir, &["info", "-i", file]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    out.lines()
+        .filter(|l| l.starts_with("# count : context-switches "))
+        .filter_map(|l| l.rsplit_once("= ")?.1.trim().parse::<u64>().ok())
+        .sum()
+}
+
+/// The number after `prefix` in the record summary line (`4 threads; 0 lost`: "; " then it).
+fn summary_number(err: &str, before: &str) -> Option<u64> {
+    let l = err.lines().find(|l| l.starts_with("[ hrec record:"))?;
+    let at = l.find(before)?;
+    l[..at].rsplit([' ', '(']).next()?.parse().ok()
+}
+
+/// A switch storm (two threads ping-ponging a byte, tens of thousands of switches a second,
+/// beside a spinning thread) with stacks rings of one page, which the stacks overflow: the
+/// on-CPU samples lose nothing (they have rings of their own); every interval is counted,
+/// exactly as many as the kernel's own count of the threads' switch-outs (unless the kernel
+/// lost switch records, which the recording then says, with the intervals dropped); the
+/// intervals whose stacks the kernel dropped are counted and said; and the report says how
+/// many intervals were aggregated, with the same counts.
+#[test]
+fn a_switch_storm_loses_no_on_cpu_sample_and_counts_every_interval() {
+    if !kernel_samples_allowed() {
+        eprintln!(
+            "skipped: off-CPU stacks need kernel samples (root or kernel.perf_event_paranoid <= 1)"
+        );
+        return;
+    }
+    let _one = STORM.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let prog = release_example("switchstorm");
+    let o = hrec_in(
+        dir.path(),
+        &[
+            "record",
+            "--off-cpu",
+            "--off-cpu-mmap-pages",
+            "1",
+            "-o",
+            "s.hrec",
+            "--",
+            prog.to_str().unwrap(),
+            "10000",
+        ],
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    // The on-CPU samples: none lost, and the spinner has its share.
+    assert_eq!(summary_number(&err, " lost"), Some(0), "{err}");
+    assert!(
+        summary_number(&err, " samples:").is_some_and(|n| n > 0),
+        "{err}"
+    );
+    let rec = off_cpu_line(&err).unwrap_or_else(|| panic!("no off-CPU line:\n{err}"));
+    assert_eq!(rec.intervals, rec.aggregated + rec.direct, "{err}");
+    // The program's own count of its threads' switches (/proc, at the end of each thread's
+    // work) is a lower bound: the main thread and the last moments are not in it.
+    let own: u64 = out
+        .lines()
+        .filter(|l| l.starts_with("switches "))
+        .map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            w[3].parse::<u64>().unwrap() + w[5].parse::<u64>().unwrap()
+        })
+        .sum();
+    assert!(own >= 20_000, "{out}");
+    let kernel = kernel_switch_outs(dir.path(), "s.hrec");
+    // Switch records missing (the kernel's rings full, or left unread while hrec's writer
+    // was behind, which a loaded machine can cause): the recording says so, and has fewer.
+    let lost_switches = err.lines().find(|l| {
+        l.contains("off-CPU intervals dropped for a missing switch record")
+            || l.contains("switch records (their ring buffers were full)")
+    });
+    match lost_switches {
+        None => {
+            assert!(rec.intervals >= own, "{} < {own}\n{err}", rec.intervals);
+            assert_eq!(rec.intervals, kernel, "{err}");
+        }
+        Some(l) => {
+            eprintln!("switch records were missing here, so intervals are dropped: {l}");
+            assert!(rec.intervals <= kernel, "{err}");
+        }
+    }
+    // Stacks lost in the one-page rings: their intervals are counted and said to have none,
+    // as many as the profile shows without a stack (`[no stack]`, or `[preempted]` alone).
+    let no_stack = err
+        .lines()
+        .find(|l| l.contains("off-CPU intervals have no stack"));
+    let stackless: u64 = folded(dir.path(), "s.hrec", "samples")
+        .iter()
+        .filter(|(s, _)| s.ends_with(";[no stack]") || s.split(';').skip(1).eq(["[preempted]"]))
+        .map(|(_, n)| n)
+        .sum();
+    match no_stack {
+        Some(w) => {
+            let n: u64 = w
+                .split_whitespace()
+                .nth(2)
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_else(|| panic!("{w}"));
+            assert_eq!(n, stackless, "{w}");
+            assert!(
+                w.contains("the kernel lost") || w.contains("left unread"),
+                "no reason given: {w}"
+            );
+        }
+        None => assert_eq!(stackless, 0, "{err}"),
+    }
+    if err.contains("off-CPU records (switch records or stacks") {
+        assert!(no_stack.is_some() || lost_switches.is_some(), "{err}");
+    }
+
+    // The report: the same line, the samples of offcpu-time count the intervals, and the
+    // warnings are there too.
+    let r = hrec_in(dir.path(), &["report", "--stdio", "-i", "s.hrec"]);
+    let (rout, rerr) = text(&r);
+    assert!(r.status.success(), "{rerr}");
+    let header: String = rout
+        .lines()
+        .take_while(|l| l.starts_with('#'))
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert_eq!(off_cpu_line(&header), Some(rec), "{header}");
+    assert!(
+        rout.contains(&format!(
+            "# Samples: {} of event 'offcpu-time'",
+            rec.intervals
+        )),
+        "{header}"
+    );
+    if let Some(w) = no_stack {
+        let w = w.trim_start_matches("hrec: warning: ");
+        assert!(header.contains(&format!("# warning: {w}")), "{header}\n{w}");
+    }
+}
+
+/// The file grows with the distinct (thread, stack) pairs, not with the switches: the same
+/// storm recorded with every interval a sample (`--off-cpu-thresh 0`) and with the short
+/// ones added up (a threshold of 1 s, so that how long a loaded machine keeps a thread
+/// waiting does not matter): a few samples stand for all the intervals, in a file several
+/// times smaller, with the same number of intervals and the same time off the CPU.
+#[test]
+fn the_threshold_bounds_the_file_by_stacks_not_switches() {
+    if !kernel_samples_allowed() {
+        eprintln!(
+            "skipped: off-CPU stacks need kernel samples (root or kernel.perf_event_paranoid <= 1)"
+        );
+        return;
+    }
+    let _one = STORM.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let prog = release_example("switchstorm");
+    let run = |file: &str, thresh: &str| {
+        let o = hrec_in(
+            dir.path(),
+            &[
+                "record",
+                "--off-cpu",
+                "--off-cpu-thresh",
+                thresh,
+                "-o",
+                file,
+                "--",
+                prog.to_str().unwrap(),
+                "10000",
+            ],
+        );
+        let (_, err) = text(&o);
+        assert!(o.status.success(), "{err}");
+        let line = off_cpu_line(&err).unwrap_or_else(|| panic!("no off-CPU line:\n{err}"));
+        let size = std::fs::metadata(dir.path().join(file)).unwrap().len();
+        // Every interval is one the kernel counted (or the recording says what it lost).
+        if !err.contains("off-CPU intervals dropped for a missing switch record")
+            && !err.contains("switch records (their ring buffers were full)")
+        {
+            assert_eq!(
+                line.intervals,
+                kernel_switch_outs(dir.path(), file),
+                "{err}"
+            );
+        }
+        (line, size, err)
+    };
+    let (all, all_size, all_err) = run("all.hrec", "0");
+    assert_eq!(
+        (all.direct, all.aggregated),
+        (all.intervals, 0),
+        "{all_err}"
+    );
+    let (agg, agg_size, agg_err) = run("agg.hrec", "1000");
+    assert!(agg.intervals >= 20_000, "{agg_err}");
+    // A handful of threads, stacks and preempted-or-not; a few long waits.
+    assert!(
+        agg.aggregate_samples + agg.direct <= 500,
+        "{} samples for {} intervals:\n{agg_err}",
+        agg.aggregate_samples + agg.direct,
+        agg.intervals
+    );
+    assert!(
+        agg_size * 3 < all_size,
+        "aggregated {agg_size} bytes for {} intervals, every interval {all_size} bytes for {}",
+        agg.intervals,
+        all.intervals
+    );
+    // Both files read back to their intervals, each aggregated one counted.
+    for (file, line) in [("all.hrec", all), ("agg.hrec", agg)] {
+        let r = hrec_in(dir.path(), &["report", "--stdio", "-i", file]);
+        let (rout, rerr) = text(&r);
+        assert!(r.status.success(), "{rerr}");
+        assert!(
+            rout.contains(&format!(
+                "# Samples: {} of event 'offcpu-time'",
+                line.intervals
+            )),
+            "{file}:\n{rout}"
+        );
+    }
+}
+
+/// `--switch-output`: each file ends with the intervals it closed (aggregated ones too) and
+/// reads alone; an interval open at a switch is counted in the file where it closes, so the
+/// files' intervals add up to the recording's, and to the kernel's count.
+#[test]
+fn each_switch_output_file_has_the_intervals_it_closed() {
+    if !kernel_samples_allowed() {
+        eprintln!(
+            "skipped: off-CPU stacks need kernel samples (root or kernel.perf_event_paranoid <= 1)"
+        );
+        return;
+    }
+    let _one = STORM.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let prog = release_example("switchstorm");
+    // The ping-pong, then 2.5 s of spinning: at least two files.
+    let o = hrec_in(
+        dir.path(),
+        &[
+            "record",
+            "--off-cpu",
+            "--switch-output=1s",
+            "-o",
+            "s.hrec",
+            "--",
+            prog.to_str().unwrap(),
+            "20000",
+            "2500",
+        ],
+    );
+    let (_, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let total = off_cpu_line(&err).unwrap_or_else(|| panic!("no off-CPU line:\n{err}"));
+    let mut files: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.ok()?.file_name().into_string().ok()?;
+            name.starts_with("s.hrec.").then_some(name)
+        })
+        .collect();
+    files.sort();
+    assert!(files.len() >= 2, "{files:?}\n{err}");
+    let mut sum = OffCpuLine::default();
+    for f in &files {
+        let r = hrec_in(dir.path(), &["report", "--stdio", "-i", f]);
+        let (rout, rerr) = text(&r);
+        assert!(r.status.success(), "{f}: {rerr}");
+        let line = off_cpu_line(&rout).unwrap_or_else(|| panic!("{f}: no off-CPU line\n{rout}"));
+        if line.intervals > 0 {
+            assert!(
+                rout.contains(&format!(
+                    "# Samples: {} of event 'offcpu-time'",
+                    line.intervals
+                )),
+                "{f}:\n{rout}"
+            );
+        }
+        sum.intervals += line.intervals;
+        sum.aggregated += line.aggregated;
+        sum.direct += line.direct;
+    }
+    assert_eq!(
+        (sum.intervals, sum.aggregated, sum.direct),
+        (total.intervals, total.aggregated, total.direct),
+        "{err}"
+    );
+    if !err.contains("off-CPU intervals dropped for a missing switch record")
+        && !err.contains("switch records (their ring buffers were full)")
+    {
+        let last = files.last().unwrap();
+        assert_eq!(sum.intervals, kernel_switch_outs(dir.path(), last), "{err}");
+    }
 }

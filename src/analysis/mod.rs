@@ -5,14 +5,14 @@
 //! compares the tables of two recordings as perf diff does,
 //! [`callgraph`] merges the call chains under each row, [`topdown`] and [`latency`] hold the
 //! domain rules for the two hardware-specific columns, [`threads`] sums the per-thread
-//! counts of `record -s`, [`offcpu`] pairs switch records into off-CPU intervals.
+//! counts of `record -s`; the replay pairs switch records into off-CPU intervals with
+//! [`crate::offcpu`], which the recorder shares.
 
 pub mod annotate;
 pub mod callgraph;
 pub mod diff;
 pub mod hist;
 pub mod latency;
-pub mod offcpu;
 pub mod profile;
 pub mod replay;
 pub mod threads;

@@ -114,13 +114,15 @@ pub struct EventInfo {
     pub no_topdown: Option<String>,
     /// Some of its samples carried a call chain.
     pub callchains: bool,
+    /// It is `offcpu-time`: off-CPU intervals, their nanoseconds as period.
+    pub off_cpu: bool,
 }
 
 impl EventInfo {
-    /// The `offcpu-time` event the replay makes of a recording's switch records
-    /// ([`super::replay::OFF_CPU_EVENT`]): its periods are nanoseconds off the CPU.
+    /// The `offcpu-time` event (an hrec file's own, or the one the replay makes of switch
+    /// records, [`super::replay::OFF_CPU_EVENT`]): its periods are nanoseconds off the CPU.
     pub fn is_off_cpu(&self) -> bool {
-        self.index == usize::MAX && self.name == super::replay::OFF_CPU_EVENT
+        self.off_cpu
     }
 }
 
@@ -150,6 +152,9 @@ pub struct SampleView<'a> {
     pub time: u64,
     /// Period: the event count this sample stands for.
     pub period: u64,
+    /// The samples it stands for: 1, or the intervals an aggregated `offcpu-time` sample
+    /// adds up (`record --off-cpu`'s intervals below the threshold).
+    pub samples: u64,
     /// The sampled location, index into [`Profile::locs`].
     pub leaf: u32,
     /// Caller locations, outward from the leaf.
@@ -285,6 +290,8 @@ pub struct Profile {
     pub debuginfod: Option<debuginfod::Summary>,
     /// One-line warnings for the report header.
     pub warnings: Vec<String>,
+    /// What `record --off-cpu` paired while recording (the file's `off-cpu` counts).
+    pub off_cpu: Option<crate::data::offcpu::OffCpuStats>,
 }
 
 impl Profile {
@@ -458,7 +465,7 @@ impl Folder {
             samples: 0,
             period: 0,
         });
-        slot.samples += 1;
+        slot.samples += s.samples;
         slot.period += s.period;
         let gi = slot.group;
         if gi == next {
@@ -489,20 +496,20 @@ impl Folder {
             self.p.latencies[b.lat as usize].add(l);
         }
         let e = &mut self.p.events[ev];
-        e.samples += 1;
+        e.samples += s.samples;
         e.period += s.period;
-        self.p.total_samples += 1;
+        self.p.total_samples += s.samples;
         if self.timeline {
             let lat = u64::from(s.retire_lat.unwrap_or(0));
             match self.p.timeline.last_mut() {
                 Some(r) if r.group == gi => {
-                    r.samples += 1;
+                    r.samples += s.samples;
                     r.period += s.period;
                     r.latency += lat;
                 }
                 _ => self.p.timeline.push(Run {
                     group: gi,
-                    samples: 1,
+                    samples: s.samples,
                     period: s.period,
                     latency: lat,
                 }),

@@ -16,9 +16,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::data::Role;
+use crate::data::offcpu::{MISC_PREEMPTED, OffCpuStats, STATS_SIDE};
 use crate::data::stacks::{STACK_REF, StackTable};
 use crate::decode::{DecodeError, Record, Sample, context, misc};
 use crate::event::attr::{flag, sample as st};
+use crate::offcpu::Tracker;
 use crate::recording::{Comms, Recording};
 use crate::symbol::maps::{AddressSpaces, Mapping};
 use crate::symbol::symbolizer::{LocKey, Mark, Symbolizer};
@@ -27,7 +29,6 @@ use crate::unwind::fp::{self, FpChains};
 use crate::unwind::{UnwindStats, Unwinder};
 
 use super::FastMap;
-use super::offcpu::{LeaveStack, OffCpuTracker};
 use super::profile::{
     EventInfo, Folder, NONE, Profile, ProfileOptions, SampleView, Sites, resolution,
 };
@@ -37,7 +38,7 @@ use super::topdown::{DeltaTracker, TdRole};
 const RETURN: u64 = 1 << 63;
 
 /// The name of the event the off-CPU intervals become, as perf names its own.
-pub const OFF_CPU_EVENT: &str = "offcpu-time";
+pub const OFF_CPU_EVENT: &str = crate::data::offcpu::NAME;
 
 /// Whether `e`'s samples are stacks threads leave the CPU with: `record --off-cpu`'s
 /// `context-switches`, or perf's `sched:sched_switch` (what hotspot records beside
@@ -48,6 +49,21 @@ fn is_stack_source(e: &crate::data::EventMeta) -> bool {
         || (crate::event::base_name(&e.name) == "context-switches"
             && !e.attr.freq()
             && e.attr.sample_period_or_freq == 1)
+}
+
+/// The stack a thread left the CPU with, as the replay's location ids.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct LeaveStack {
+    /// The sampled location.
+    leaf: u32,
+    /// Its callers, outward.
+    callers: Vec<u32>,
+    /// The sample's `header.misc` (its cpumode).
+    misc: u16,
+    /// The sampled address.
+    ip: u64,
+    /// The CPU it left, when sampled.
+    cpu: Option<u32>,
 }
 
 /// What the replay hands on for each record.
@@ -124,12 +140,15 @@ pub struct Replay {
     fp_chains: FpChains,
     /// Off-CPU intervals, when the recording has switch records.
     off_cpu: Option<OffCpu>,
+    /// The recording's `offcpu-time` event, whose samples `record --off-cpu` paired while
+    /// recording ([`crate::data::offcpu`]).
+    off_cpu_event: Option<usize>,
 }
 
-/// The off-CPU intervals of a recording with switch records ([`super::offcpu`]).
+/// The off-CPU intervals of a recording with switch records ([`crate::offcpu`]).
 #[derive(Debug)]
 struct OffCpu {
-    tracker: OffCpuTracker,
+    tracker: Tracker<LeaveStack>,
     /// The `offcpu-time` event's slot among the profile's events.
     slot: u16,
     /// Per recording event: its samples are stacks threads leave the CPU with.
@@ -150,9 +169,13 @@ impl Replay {
         let mut no_topdown = super::topdown::missing(meta);
         let mut event_slot = vec![None; meta.events.len()];
         let mut inherit = vec![false; meta.events.len()];
+        let off_cpu_event = meta.events.iter().position(|e| e.role == Role::OffCpuTime);
         for (i, e) in meta.events.iter().enumerate() {
             inherit[i] = e.attr.has(flag::INHERIT);
-            if e.role == Role::Sampler || (meta.events.len() == 1 && e.role != Role::Tracking) {
+            if e.role == Role::Sampler
+                || e.role == Role::OffCpuTime
+                || (meta.events.len() == 1 && e.role != Role::Tracking)
+            {
                 event_slot[i] = Some(events.len() as u16);
                 events.push(EventInfo {
                     index: i,
@@ -165,30 +188,31 @@ impl Replay {
                         .as_deref()
                         .and_then(|pmu| crate::pmu::uarch::retire_latency(cpu.as_ref(), pmu)),
                     no_topdown: no_topdown.remove(&i),
+                    off_cpu: e.role == Role::OffCpuTime,
                     ..EventInfo::default()
                 });
             }
         }
-        let off_cpu = meta
-            .events
-            .iter()
-            .any(|e| e.attr.has(flag::CONTEXT_SWITCH))
-            .then(|| {
-                let slot = events.len() as u16;
-                events.push(EventInfo {
-                    index: usize::MAX,
-                    name: OFF_CPU_EVENT.to_string(),
-                    pmu: Some("software".to_string()),
-                    ..EventInfo::default()
-                });
-                OffCpu {
-                    tracker: OffCpuTracker::new(),
-                    slot,
-                    stack_source: meta.events.iter().map(is_stack_source).collect(),
-                    blocked_only: meta.off_cpu_blocked_only,
-                    left_out: 0,
-                }
+        // Switch records to pair here: perf.data, and hrec files that kept them.
+        let off_cpu = (off_cpu_event.is_none()
+            && meta.events.iter().any(|e| e.attr.has(flag::CONTEXT_SWITCH)))
+        .then(|| {
+            let slot = events.len() as u16;
+            events.push(EventInfo {
+                index: usize::MAX,
+                name: OFF_CPU_EVENT.to_string(),
+                pmu: Some("software".to_string()),
+                off_cpu: true,
+                ..EventInfo::default()
             });
+            OffCpu {
+                tracker: Tracker::new(),
+                slot,
+                stack_source: meta.events.iter().map(is_stack_source).collect(),
+                blocked_only: meta.off_cpu_blocked_only,
+                left_out: 0,
+            }
+        });
         let vdso = rec.vdso_image();
         let td_of_id = super::topdown::roles(meta);
         Replay {
@@ -253,6 +277,7 @@ impl Replay {
                 .collect(),
             fp_chains: FpChains::default(),
             off_cpu,
+            off_cpu_event,
         }
     }
 
@@ -413,7 +438,7 @@ impl Replay {
                         }
                         Record::Exit(t) => {
                             if let Some(o) = &mut self.off_cpu {
-                                o.tracker.exit(t.tid);
+                                o.tracker.exit(t.tid, t.time);
                             }
                         }
                         Record::Switch {
@@ -451,7 +476,15 @@ impl Replay {
             if slot.is_none() && !stack_source {
                 return;
             }
-            let time = s.time.unwrap_or(0);
+            // An `offcpu-time` sample paired while recording is timed at its end: a direct
+            // one began `period` earlier; an aggregated one (its intervals in `WEIGHT`)
+            // stands for a span as long as their sum that ends where the last one did. Either
+            // is handed on at that start, as the intervals paired here are.
+            let paired = self.off_cpu_event == Some(ev);
+            let mut time = s.time.unwrap_or(0);
+            if paired {
+                time = time.saturating_sub(s.period.unwrap_or(0));
+            }
             let kept = self.time.as_ref().is_none_or(|t| t.keeps(time));
             if !kept && !stack_source {
                 self.filtered_by_time += 1;
@@ -460,7 +493,12 @@ impl Replay {
             let (pid, tid) = (s.pid.unwrap_or(0), s.tid.unwrap_or(0));
             let ip = s.ip.unwrap_or(0);
             let kernel_mode = s.cpumode() == misc::KERNEL;
-            let leaf = self.loc(pid, FrameAddress::Ip(ip), kernel_mode);
+            let no_stack = paired && s.cpumode() == misc::CPUMODE_UNKNOWN && ip == 0;
+            let mut leaf = if no_stack {
+                self.loc_mark(Mark::NoStack)
+            } else {
+                self.loc(pid, FrameAddress::Ip(ip), kernel_mode)
+            };
             // Callers: the chain without markers and without its first entry when that is
             // the ip.
             let mut frames = std::mem::take(&mut self.frames);
@@ -550,8 +588,8 @@ impl Replay {
             if stack_source && let Some(o) = &mut self.off_cpu {
                 o.tracker.stack(
                     tid,
+                    time,
                     LeaveStack {
-                        time,
                         leaf,
                         callers: frames.clone(),
                         misc: s.misc,
@@ -565,6 +603,12 @@ impl Replay {
                 self.frames = frames;
                 return;
             };
+            if paired && s.misc & MISC_PREEMPTED != 0 {
+                if !no_stack {
+                    frames.insert(0, leaf);
+                }
+                leaf = self.loc_mark(Mark::Preempted);
+            }
             let comm = self.comm(tid);
             let cgroup = self.cgroup(s.cgroup);
             let cgroup_ns = self.tid_cgroup_ns.get(&tid).copied().unwrap_or(NONE);
@@ -578,6 +622,11 @@ impl Replay {
                 cgroup_ns,
                 time,
                 period: s.period.unwrap_or(1),
+                samples: if paired {
+                    s.weight.unwrap_or(1).max(1)
+                } else {
+                    1
+                },
                 leaf,
                 callers: &frames,
                 callchain: s.callchain.is_some(),
@@ -658,6 +707,7 @@ impl Replay {
             cgroup_ns: self.tid_cgroup_ns.get(&tid).copied().unwrap_or(NONE),
             time: i.start,
             period: i.ns,
+            samples: 1,
             leaf,
             callers: &frames,
             callchain: true,
@@ -698,7 +748,7 @@ impl Replay {
         }
         w.extend(self.fp_chains.line());
         if let Some(o) = &self.off_cpu {
-            let t = &o.tracker;
+            let t = &o.tracker.counts;
             if t.without_stack > 0 {
                 w.push(format!(
                     "{} of {} off-CPU intervals have no stack ([no stack]): the recording has none for them (refused or lost)",
@@ -720,6 +770,11 @@ impl Replay {
         }
         w
     }
+}
+
+/// What `record --off-cpu` paired while recording, from the file's `off-cpu` side block.
+fn off_cpu_stats(rec: &Recording) -> Option<OffCpuStats> {
+    serde_json::from_slice(&rec.side(STATS_SIDE)?).ok()
 }
 
 /// Samples handed from the converter's thread to the folder's: the views with their callers
@@ -830,6 +885,10 @@ pub fn build_with(
     p.filtered_by_time = r.filtered_by_time;
     p.multiplexed = r.tracker.multiplexed;
     p.warnings = r.warnings();
+    p.off_cpu = off_cpu_stats(rec);
+    if let Some(o) = &p.off_cpu {
+        p.warnings.extend(o.warnings());
+    }
     let own;
     let symbolizer = match symbolizer {
         Some(s) => s,

@@ -4,16 +4,17 @@
 //! appear, one column per event in the order the events first appear, adding up the records
 //! of one thread and event.
 //!
-//! Per-thread times (`record --off-cpu`, `report -T`, `info`): a thread's switch records
-//! alternate, in (out of a CPU), so the time from a switch-in to the next switch-out was spent
-//! on a CPU and the time from a switch-out to the next switch-in off it, blocked or preempted
-//! as the switch-out says. Their sum is the thread's time from its first switch record to its
-//! last (its death's switch-out, for a thread that exits); a switch-out with no switch-in after
-//! it adds nothing.
+//! Per-thread times (`record --off-cpu`, `report -T`, `info`): from the switch records
+//! ([`crate::offcpu::ThreadClock`]: on a CPU from a switch-in to the next switch-out, off it,
+//! blocked or preempted, from a switch-out to the next switch-in; together the thread's time
+//! from its first switch record to its last, its death's switch-out for a thread that exits).
+//! `record --off-cpu` keeps no switch records: its pairing adds the times up while recording
+//! and stores them; perf.data and hrec files that kept the records are paired here.
 
-use std::collections::HashMap;
-
+use crate::data::offcpu::THREADS_SIDE;
 use crate::decode::Record;
+use crate::offcpu::ThreadClock;
+pub use crate::offcpu::ThreadTime;
 use crate::recording::{Comms, Recording};
 
 /// The READ records' counts of a recording.
@@ -76,101 +77,32 @@ pub fn thread_counts(rec: &Recording) -> ThreadCounts {
     out
 }
 
-/// One thread's time on and off the CPUs, from its switch records.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ThreadTime {
-    /// Process id.
-    pub pid: u32,
-    /// Thread id.
-    pub tid: u32,
-    /// Its name at its last switch record.
-    pub comm: String,
-    /// Its first switch record.
-    pub first: u64,
-    /// Its last switch record.
-    pub last: u64,
-    /// On a CPU: switch-in to the next switch-out.
-    pub on_ns: u64,
-    /// Off, blocked: a switch-out to the next switch-in.
-    pub blocked_ns: u64,
-    /// Off, preempted (runnable, waiting for a CPU).
-    pub preempted_ns: u64,
-    /// Off-CPU intervals (switch-outs followed by a switch-in).
-    pub intervals: u64,
-}
-
-impl ThreadTime {
-    /// Off-CPU time, blocked and preempted.
-    pub fn off_ns(&self) -> u64 {
-        self.blocked_ns + self.preempted_ns
-    }
-
-    /// From the first switch record to the last: `on_ns + off_ns()`.
-    pub fn lifetime_ns(&self) -> u64 {
-        self.last - self.first
-    }
-}
-
-#[derive(Debug, Default)]
-struct Switches {
-    times: Vec<ThreadTime>,
-    index: HashMap<u32, usize>,
-    /// Per thread: on a CPU since, or off since (and preempted).
-    state: HashMap<u32, Result<u64, (u64, bool)>>,
-}
-
-impl Switches {
-    fn switch(&mut self, pid: u32, tid: u32, time: u64, out: bool, preempt: bool) {
-        let i = *self.index.entry(tid).or_insert_with(|| {
-            self.times.push(ThreadTime {
-                pid,
-                tid,
-                first: time,
-                last: time,
-                ..ThreadTime::default()
-            });
-            self.times.len() - 1
-        });
-        let t = &mut self.times[i];
-        let now = time.max(t.last);
-        match (self.state.get(&tid).copied(), out) {
-            (Some(Ok(since)), true) => t.on_ns += now - since,
-            (Some(Err((since, p))), false) => {
-                t.intervals += 1;
-                if p {
-                    t.preempted_ns += now - since;
-                } else {
-                    t.blocked_ns += now - since;
-                }
-            }
-            // Two of a kind in a row (a record lost): the time between is not counted, and
-            // the thread's span starts again there.
-            (Some(_), _) => t.first += now - t.last,
-            (None, _) => {}
-        }
-        t.last = now;
-        self.state
-            .insert(tid, if out { Err((now, preempt)) } else { Ok(now) });
-    }
-}
-
-/// Each thread's time on and off the CPUs from the switch records of `rec`, in the order the
-/// threads first switch; `None` when the recording has no switch records (`record --off-cpu`,
-/// perf's `--switch-events`).
+/// Each thread's time on and off the CPUs, in the order the threads first switch: an hrec
+/// file of `record --off-cpu` stores them (the `off-cpu-threads` side block of its pairing,
+/// [`crate::data::offcpu::THREADS_SIDE`]), other recordings are paired here from their
+/// switch records; `None` when the recording has neither (`record --off-cpu`, perf's
+/// `--switch-events`).
 pub fn thread_times(rec: &Recording) -> Option<Vec<ThreadTime>> {
     let meta = rec.meta();
-    if !meta
-        .events
-        .iter()
-        .any(|e| e.attr.has(crate::event::attr::flag::CONTEXT_SWITCH))
+    let stored = rec
+        .side(THREADS_SIDE)
+        .and_then(|b| serde_json::from_slice::<Vec<ThreadTime>>(&b).ok());
+    if stored.is_none()
+        && !meta
+            .events
+            .iter()
+            .any(|e| e.attr.has(crate::event::attr::flag::CONTEXT_SWITCH))
     {
         return None;
     }
-    let mut s = Switches::default();
+    let mut clock = ThreadClock::default();
     let mut comms = Comms::default();
     rec.for_each(|r| {
         let Ok(record) = r else { return };
         comms.apply(&record);
+        if stored.is_some() {
+            return;
+        }
         match &record {
             Record::Switch {
                 out,
@@ -184,19 +116,18 @@ pub fn thread_times(rec: &Recording) -> Option<Vec<ThreadTime>> {
                 ..
             } => {
                 if let (Some(tid), Some(time)) = (sample_id.tid, sample_id.time) {
-                    s.switch(sample_id.pid.unwrap_or(tid), tid, time, *out, *preempt);
+                    clock.switch(sample_id.pid.unwrap_or(tid), tid, time, *out, *preempt);
                 }
             }
-            Record::Exit(t) => {
-                s.state.remove(&t.tid);
-            }
+            Record::Exit(t) => clock.exit(t.tid),
             _ => {}
         }
     });
-    for t in &mut s.times {
+    let mut times = stored.unwrap_or_else(|| clock.times().to_vec());
+    for t in &mut times {
         t.comm = comms.name(t.tid);
     }
-    Some(s.times)
+    Some(times)
 }
 
 #[cfg(test)]
@@ -212,34 +143,5 @@ mod tests {
         t.add(10, 12, "cpu-clock", 1);
         assert_eq!(t.events, ["cpu-clock", "task-clock"]);
         assert_eq!(t.threads, [(10, 12, vec![6, 3]), (10, 11, vec![7, 0])]);
-    }
-
-    #[test]
-    fn on_and_off_cpu_add_up_to_the_span_of_the_switches() {
-        let mut s = Switches::default();
-        // Thread 7: in at 100, out (blocked) 300, in 1300, out (preempted) 1400, in 1500,
-        // out at 1600 (its death: nothing after).
-        for (t, out, p) in [
-            (100, false, false),
-            (300, true, false),
-            (1300, false, false),
-            (1400, true, true),
-            (1500, false, false),
-            (1600, true, false),
-        ] {
-            s.switch(1, 7, t, out, p);
-        }
-        // Thread 8 was running when recording began: its first record is a switch-out.
-        s.switch(1, 8, 50, true, false);
-        s.switch(1, 8, 90, false, false);
-        let t = &s.times[0];
-        assert_eq!(
-            (t.on_ns, t.blocked_ns, t.preempted_ns, t.intervals),
-            (400, 1000, 100, 2)
-        );
-        assert_eq!(t.on_ns + t.off_ns(), t.lifetime_ns());
-        assert_eq!(t.lifetime_ns(), 1500);
-        let t = &s.times[1];
-        assert_eq!((t.on_ns, t.blocked_ns, t.lifetime_ns()), (0, 40, 40));
     }
 }

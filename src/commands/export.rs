@@ -159,6 +159,13 @@ fn run(
             } else {
                 String::new()
             };
+            if s.off_cpu_aggregated > 0 {
+                writeln!(
+                    err,
+                    "hrec: note: {} off-CPU samples each add up intervals shorter than --off-cpu-thresh, drawn as one span ending where the last of them ended (record with --off-cpu-thresh 0 to see each interval where it was)",
+                    s.off_cpu_aggregated
+                )?;
+            }
             format!(
                 "{} samples{off} in {} threads of {} processes, {} markers",
                 s.samples, s.threads, s.processes, s.markers

@@ -107,6 +107,20 @@ pub struct RecordArgs {
     /// Linux 5.7+), for `hrec report --sort cgroup`: which container ran what.
     #[arg(long = "all-cgroups")]
     pub all_cgroups: bool,
+    /// With --off-cpu: off-CPU intervals at least this many milliseconds long are samples of
+    /// their own, with their time; shorter ones are added up per thread and stack and
+    /// written at the end of the file, so the file grows with the distinct stacks, not with
+    /// the switches (perf's --off-cpu-thresh; default 1; 0 writes every interval).
+    #[arg(long = "off-cpu-thresh", value_name = "MS", requires = "off_cpu", value_parser = parse_thresh)]
+    pub off_cpu_thresh: Option<u64>,
+    /// With --off-cpu: data pages of each ring buffer of the stacks threads leave the CPU with
+    /// (power of two; default as -m, four times that with --call-graph dwarf).
+    #[arg(
+        long = "off-cpu-mmap-pages",
+        value_name = "PAGES",
+        requires = "off_cpu"
+    )]
+    pub off_cpu_mmap_pages: Option<u64>,
     /// perf's filter of perf's own tracepoint events (accepted as perf accepts it: hrec
     /// records no tracepoint of perf's, so there is nothing to leave out).
     #[arg(long = "exclude-perf", hide = true)]
@@ -131,6 +145,13 @@ impl RecordArgs {
         // As in perf: `-g` turns call graphs on (frame pointers unless said otherwise) and
         // `--call-graph MODE` picks the mode, so `-g --call-graph dwarf` records dwarf.
         let call_graph = self.call_graph.or(self.g.then_some(CallGraph::Fp));
+        if let Some(p) = self.off_cpu_mmap_pages
+            && (p == 0 || !p.is_power_of_two())
+        {
+            return Err(format!(
+                "--off-cpu-mmap-pages {p}: the number of mmap data pages must be a power of two (e.g. 512)"
+            ));
+        }
         Ok(RecordConfig {
             options: RecordOptions {
                 events: self.sampling.events,
@@ -144,6 +165,10 @@ impl RecordArgs {
                 inherit_stat: self.stat,
                 off_cpu: self.off_cpu.as_deref().map(|m| plan::OffCpu {
                     blocked_only: m == "blocked",
+                    mmap_pages: self.off_cpu_mmap_pages.map(|p| p as usize),
+                    thresh_ns: self
+                        .off_cpu_thresh
+                        .unwrap_or(plan::DEFAULT_OFF_CPU_THRESH_NS),
                 }),
                 all_cgroups: self.all_cgroups,
             },
@@ -164,6 +189,20 @@ impl RecordArgs {
             }),
         })
     }
+}
+
+/// `--off-cpu-thresh MS`: milliseconds (fractions allowed) into nanoseconds.
+fn parse_thresh(s: &str) -> Result<u64, String> {
+    let ms: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("expected milliseconds (e.g. 1 or 0.5), found {s:?}"))?;
+    if !(0.0..=3.6e6).contains(&ms) {
+        return Err(format!(
+            "the threshold must be 0 to 3600000 milliseconds, found {s}"
+        ));
+    }
+    Ok((ms * 1e6).round() as u64)
 }
 
 fn parse_call_graph(s: &str) -> Result<CallGraph, String> {

@@ -323,7 +323,28 @@ fn run(
         cfg.input.display(),
         p.total_samples,
         rec.trailer()
-            .map(|t| format!(", {} lost", t.lost_samples + t.lost_samples_read))
+            .map(|t| {
+                // On-CPU samples; the off-CPU rings' losses are said apart.
+                let off = t.off_cpu_lost_samples + t.off_cpu_lost_samples_read;
+                let mut l = format!(
+                    ", {} lost",
+                    (t.lost_samples + t.lost_samples_read).saturating_sub(off)
+                );
+                if off > 0 {
+                    l.push_str(&format!(
+                        ", {} off-CPU records lost",
+                        t.off_cpu_lost_samples.max(t.off_cpu_lost_samples_read)
+                    ));
+                }
+                if t.off_cpu_switches_lost_read > 0 {
+                    l.push_str(&format!(
+                        " ({} switch records: about {} intervals not recorded)",
+                        t.off_cpu_switches_lost_read,
+                        t.off_cpu_switches_lost_read.div_ceil(2)
+                    ));
+                }
+                l
+            })
             .unwrap_or_default(),
         if rec.truncated().is_some() {
             ", TRUNCATED: the recording did not finish"

@@ -106,6 +106,12 @@ pub enum Role {
     /// as it leaves the CPU, which the off-CPU intervals (switch records) are attributed to;
     /// not an event of its own in reports.
     SwitchStacks,
+    /// `record --off-cpu`'s `dummy:u` with `context_switch`: the switch records of the
+    /// followed threads, in the off-CPU ring buffers beside the stacks.
+    Switches,
+    /// `offcpu-time`: the off-CPU intervals, paired while recording and written by hrec as
+    /// samples of this event (no kernel fd; see `docs/file-format.md`).
+    OffCpuTime,
     /// A role this version does not know (a later version's file), or none given.
     #[default]
     #[serde(other)]
@@ -120,6 +126,8 @@ impl Role {
             Role::Counted => "counted",
             Role::Tracking => "tracking",
             Role::SwitchStacks => "switch_stacks",
+            Role::Switches => "switches",
+            Role::OffCpuTime => "off_cpu_time",
             Role::Unknown => "unknown",
         }
     }
@@ -171,6 +179,15 @@ pub struct Trailer {
     pub lost_samples: u64,
     /// Sum of the `read_format` LOST values read at the end.
     pub lost_samples_read: u64,
+    /// Of `lost_records`, those of the off-CPU rings (`record --off-cpu`: switch records and
+    /// the stacks threads leave with; on-CPU samples are in other rings).
+    pub off_cpu_lost_records: u64,
+    /// Of `lost_samples`, those of the off-CPU rings.
+    pub off_cpu_lost_samples: u64,
+    /// Of `lost_samples_read`, those of the off-CPU events.
+    pub off_cpu_lost_samples_read: u64,
+    /// Of those, the switch records' (each missing switch record loses an interval).
+    pub off_cpu_switches_lost_read: u64,
     /// THROTTLE records.
     pub throttles: u64,
     /// UNTHROTTLE records.
@@ -290,7 +307,14 @@ mod tests {
 
     #[test]
     fn roles_are_stored_by_name_and_unknown_ones_read() {
-        for r in [Role::Sampler, Role::Counted, Role::Tracking] {
+        for r in [
+            Role::Sampler,
+            Role::Counted,
+            Role::Tracking,
+            Role::SwitchStacks,
+            Role::Switches,
+            Role::OffCpuTime,
+        ] {
             let json = serde_json::to_string(&r).unwrap();
             assert_eq!(json, format!("\"{}\"", r.name()));
             assert_eq!(serde_json::from_str::<Role>(&json).unwrap(), r);

@@ -48,6 +48,7 @@
 pub mod codec;
 mod format;
 pub mod meta;
+pub mod offcpu;
 mod reader;
 pub mod stacks;
 mod writer;

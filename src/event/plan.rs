@@ -128,7 +128,18 @@ pub struct OffCpu {
     /// `--off-cpu=blocked`: leave out the intervals of preempted threads (runnable, waiting
     /// for a CPU).
     pub blocked_only: bool,
+    /// `--off-cpu-thresh` in nanoseconds: an interval at least this long is written as a
+    /// sample of its own; shorter ones are added up per thread and stack
+    /// ([`DEFAULT_OFF_CPU_THRESH_NS`]).
+    pub thresh_ns: u64,
+    /// `--off-cpu-mmap-pages`: data pages of each ring buffer of the stacks; `None`: as many
+    /// as the on-CPU rings, four times that with `--call-graph dwarf` (each stack copy is
+    /// kilobytes).
+    pub mmap_pages: Option<usize>,
 }
+
+/// `--off-cpu-thresh`'s default: 1 ms (see `docs/benchmarks.md`, "Off-CPU threshold").
+pub const DEFAULT_OFF_CPU_THRESH_NS: u64 = 1_000_000;
 
 /// Facts about the running kernel that planning needs besides the PMUs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -473,10 +484,11 @@ pub fn plan_record(pmus: &Pmus, host: &Host, opts: &RecordOptions) -> Result<Pla
         plan_off_cpu(opts, &all_cpus, &mut events);
     }
 
-    // ID or IDENTIFIER once there is more than one event (perf's evlist__config).
+    // ID or IDENTIFIER once there is more than one event (perf's evlist__config); always
+    // IDENTIFIER with --off-cpu, whose file adds an `offcpu-time` event of its own layout.
     if events.len() > 1 {
         let first = events[0].attr.sample_type;
-        let same = events.iter().all(|e| e.attr.sample_type == first);
+        let same = opts.off_cpu.is_none() && events.iter().all(|e| e.attr.sample_type == first);
         let bit = if same { sample::ID } else { sample::IDENTIFIER };
         for e in &mut events {
             e.attr.sample_type |= bit;
@@ -491,18 +503,49 @@ pub fn plan_record(pmus: &Pmus, host: &Host, opts: &RecordOptions) -> Result<Pla
     })
 }
 
-/// `--off-cpu`: the tracking event also writes a switch record each time a followed thread
-/// leaves or takes a CPU (`context_switch`: per task, it works at `perf_event_paranoid` 2),
-/// which gives each off-CPU interval exactly and tells a preempted thread from a blocked one;
-/// and `context-switches` sampled at every switch (period 1) gives the stack the thread left
-/// with: the kernel's chain (why it waits) and the user part (`-g`'s frame pointers, or the
-/// user registers and stack with `--call-graph dwarf`, unwound like every other sample).
-/// Those need kernel samples; refused, the intervals are recorded without them
-/// ([`IfRefused::OffCpuStacks`]).
+/// `--off-cpu`: two events of their own, each with a ring buffer of its own on each CPU (a
+/// storm of switches fills those, never the ring of the on-CPU samples, and what the kernel
+/// drops there costs off-CPU records only; see `record::open`).
+/// * `dummy:u` with `context_switch` ([`Role::Switches`]) writes a switch record each time a
+///   followed thread leaves or takes a CPU (per task, it works at `perf_event_paranoid` 2),
+///   which gives each off-CPU interval exactly and tells a preempted thread from a blocked
+///   one;
+/// * `context-switches` sampled at every switch (period 1, [`Role::SwitchStacks`]) gives the
+///   stack the thread left with: the kernel's chain (why it waits) and the user part (`-g`'s
+///   frame pointers, or the user registers and stack with `--call-graph dwarf`, unwound like
+///   every other sample). It needs kernel samples; refused, the intervals are recorded
+///   without stacks ([`IfRefused::OffCpuStacks`]).
 fn plan_off_cpu(opts: &RecordOptions, all_cpus: &Placement, events: &mut Vec<PlannedEvent>) {
-    if let Some(t) = events.iter_mut().find(|e| e.tracking) {
-        t.attr.set(flag::CONTEXT_SWITCH, true);
+    let placement = if opts.per_thread {
+        Placement::AnyCpu
+    } else {
+        all_cpus.clone()
+    };
+    let mut d = Attr::new(types::SOFTWARE, 9);
+    d.sample_type = base_sample_type(opts) | sample::CPU;
+    // The switch records the kernel could not write, even when no LOST record follows.
+    d.read_format = read::ID | read::LOST;
+    d.set(
+        flag::CONTEXT_SWITCH | flag::SAMPLE_ID_ALL | flag::EXCLUDE_KERNEL | flag::EXCLUDE_HV,
+        true,
+    );
+    d.set(flag::INHERIT, inherit(opts));
+    if opts.target == Target::Workload {
+        d.set(flag::DISABLED | flag::ENABLE_ON_EXEC, true);
     }
+    let index = events.len();
+    events.push(PlannedEvent {
+        index,
+        name: "dummy:u".to_string(),
+        pmu: Some("software".to_string()),
+        attr: d,
+        leader: index,
+        role: Role::Switches,
+        tracking: false,
+        topdown: TopDownRole::None,
+        if_refused: None,
+        placement: placement.clone(),
+    });
     let mut a = Attr::new(types::SOFTWARE, 3);
     a.sample_period_or_freq = 1;
     a.sample_type = base_sample_type(opts) | sample::PERIOD | sample::CPU | sample::CALLCHAIN;
@@ -529,11 +572,7 @@ fn plan_off_cpu(opts: &RecordOptions, all_cpus: &Placement, events: &mut Vec<Pla
         tracking: false,
         topdown: TopDownRole::None,
         if_refused: Some(IfRefused::OffCpuStacks),
-        placement: if opts.per_thread {
-            Placement::AnyCpu
-        } else {
-            all_cpus.clone()
-        },
+        placement,
     });
 }
 
@@ -816,7 +855,9 @@ impl Plan {
                 Role::Sampler => "samples",
                 Role::Counted => "counts (read into the group's samples)",
                 Role::Tracking => "side-band only",
-                Role::SwitchStacks => "stacks at each switch-out (off-CPU)",
+                Role::SwitchStacks => "stacks at each switch-out (off-CPU ring)",
+                Role::Switches => "switch records (off-CPU ring)",
+                Role::OffCpuTime => "off-CPU time (written by hrec)",
                 Role::Unknown => "unknown role",
             };
             let _ = writeln!(

@@ -235,6 +235,45 @@ pub fn copy_records(
     Ok(count)
 }
 
+/// Counts the whole records in `ring` from stream offset `tail` to `head` without copying
+/// them ([`copy_records`]'s walk).
+pub fn count_records(ring: &[u8], tail: u64, head: u64) -> Result<usize, Corrupt> {
+    let len = ring.len() as u64;
+    let mut pos = tail;
+    let mut count = 0;
+    if len < 8 || !len.is_multiple_of(8) || !tail.is_multiple_of(8) {
+        return Err(Corrupt {
+            offset: tail,
+            size: 0,
+            head,
+            dropped: head.saturating_sub(tail),
+        });
+    }
+    while pos < head {
+        let at = (pos % len) as usize;
+        let size = if head - pos < 8 {
+            0
+        } else {
+            u16::from_le_bytes([ring[at + 6], ring[at + 7]])
+        };
+        if size < 8
+            || !size.is_multiple_of(8)
+            || u64::from(size) > head - pos
+            || u64::from(size) > len
+        {
+            return Err(Corrupt {
+                offset: pos,
+                size,
+                head,
+                dropped: head - pos,
+            });
+        }
+        pos += u64::from(size);
+        count += 1;
+    }
+    Ok(count)
+}
+
 /// One mmap'ed perf ring buffer (control page + `2^n` data pages).
 #[derive(Debug)]
 pub struct RingBuffer {
@@ -342,6 +381,28 @@ impl RingBuffer {
         Ok(Drained {
             records,
             bytes: out.len() - before,
+        })
+    }
+
+    /// Hands every record published so far back to the kernel unread; returns how many
+    /// there were (and their bytes).
+    pub fn discard(&mut self) -> Result<Drained, Corrupt> {
+        let head = self.head_atomic().load(Ordering::Acquire);
+        if head == self.tail {
+            return Ok(Drained::default());
+        }
+        // SAFETY: as in `drain`: the bytes between our tail and the published head are the
+        // kernel's complete records until we move the tail.
+        let ring = unsafe {
+            std::slice::from_raw_parts(self.map.as_ptr().add(self.data_offset), self.data_size)
+        };
+        let result = count_records(ring, self.tail, head);
+        let bytes = (head - self.tail) as usize;
+        self.tail = head;
+        self.tail_atomic().store(head, Ordering::Release);
+        Ok(Drained {
+            records: result?,
+            bytes,
         })
     }
 }
@@ -510,6 +571,8 @@ mod tests {
         assert_eq!(copy_records(&ring, 32, 88, &mut out), Ok(2));
         assert_eq!(&out[..24], &a[..]);
         assert_eq!(&out[24..], &b[..]);
+        // Counting walks the same records without copying.
+        assert_eq!(count_records(&ring, 32, 88), Ok(2));
     }
 
     #[test]
@@ -524,12 +587,16 @@ mod tests {
             let e = copy_records(&ring, 0, 48, &mut out).unwrap_err();
             assert_eq!((e.offset, e.size, e.dropped), (16, bad, 32), "size {bad}");
             assert_eq!(out.len(), 16, "the good record before it is kept");
+            assert_eq!(count_records(&ring, 0, 48).unwrap_err(), e);
         }
         // A head that ends inside a header, a misaligned tail, a ring too small for a header.
         let ring = vec![0u8; 64];
         assert!(copy_records(&ring, 0, 4, &mut Vec::new()).is_err());
         assert!(copy_records(&ring, 4, 20, &mut Vec::new()).is_err());
         assert!(copy_records(&[0u8; 4], 0, 8, &mut Vec::new()).is_err());
+        for (r, t, h) in [(&ring[..], 0, 4), (&ring[..], 4, 20), (&[0u8; 4][..], 0, 8)] {
+            assert!(count_records(r, t, h).is_err());
+        }
     }
 
     #[test]

@@ -56,7 +56,7 @@
 //! between samples.
 //!
 //! **Off-CPU time.** A recording with switch records (`record --off-cpu`, perf's
-//! `--switch-events`) has the `offcpu-time` event ([`crate::analysis::offcpu`]): one sample per
+//! `--switch-events`) has the `offcpu-time` event ([`crate::offcpu`]): one sample per
 //! interval a thread spent off the CPU, at its start, with the stack the thread left with and
 //! the interval's nanoseconds as its period. As in samply's profiles of perf.data with switch
 //! records, these samples go on the thread's own track, beside its on-CPU samples, when those
@@ -75,7 +75,10 @@
 //! function splits its time into on-CPU categories and Off-CPU, and preempted intervals end
 //! in `[preempted]`, intervals without a stack in `[no stack]`. For an event that is not a
 //! clock, the CPU delta of a sample (the time since the thread's previous one) leaves out the
-//! off-CPU intervals that ended in between.
+//! off-CPU intervals that ended in between. A sample of `record --off-cpu` that adds up short
+//! intervals (below `--off-cpu-thresh`, their count in [`SampleView::samples`]) has no times of
+//! its own but the last one's end: it is drawn as one span as long as their sum ending there,
+//! and the export says how many such samples there were.
 //!
 //! **Retire latency and TopDown.** The sample table has one weight column, so these are
 //! *counters* (per-process tracks whose samples are deltas, as the format defines them): with
@@ -191,6 +194,9 @@ pub struct Summary {
     pub clamped: u64,
     /// Of the samples, off-CPU intervals (`offcpu-time`).
     pub off_cpu: u64,
+    /// Of those, samples that add up several intervals shorter than `record --off-cpu`'s
+    /// threshold, each drawn as one span (their sum) ending where the last one ended.
+    pub off_cpu_aggregated: u64,
 }
 
 /// A thread's track.
@@ -581,6 +587,7 @@ impl<'p> Exporter<'p> {
             *self.off_ns.entry(v.tid).or_default() += v.period;
             self.summary.samples += 1;
             self.summary.off_cpu += 1;
+            self.summary.off_cpu_aggregated += u64::from(v.samples > 1);
             return;
         }
         let off_ns = self.off_ns.get(&v.tid).copied().unwrap_or(0);
@@ -765,6 +772,7 @@ mod tests {
             cgroup_ns: u32::MAX,
             time,
             period,
+            samples: 1,
             leaf,
             callers,
             callchain: true,
@@ -786,6 +794,7 @@ mod tests {
             },
             EventInfo {
                 index: usize::MAX,
+                off_cpu: true,
                 name: crate::analysis::replay::OFF_CPU_EVENT.into(),
                 ..Default::default()
             },

@@ -759,6 +759,7 @@ mod tests {
             },
             EventInfo {
                 index: usize::MAX,
+                off_cpu: true,
                 name: crate::analysis::replay::OFF_CPU_EVENT.into(),
                 ..Default::default()
             },
@@ -776,6 +777,7 @@ mod tests {
                 cgroup_ns: u32::MAX,
                 time: 0,
                 period,
+                samples: 1,
                 leaf,
                 callers,
                 callchain: true,

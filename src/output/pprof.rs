@@ -952,6 +952,7 @@ mod tests {
             cgroup_ns: u32::MAX,
             time: 0,
             period,
+            samples: 1,
             leaf,
             callers,
             callchain: true,
@@ -1350,6 +1351,7 @@ mod tests {
             },
             EventInfo {
                 index: usize::MAX,
+                off_cpu: true,
                 name: crate::analysis::replay::OFF_CPU_EVENT.into(),
                 pmu: Some("software".into()),
                 ..Default::default()

@@ -78,6 +78,11 @@ pub struct Accounting {
     pub lost_records: u64,
     /// Samples those LOST records say were dropped.
     pub lost_samples: u64,
+    /// Of those LOST records, the ones of the off-CPU rings (`--off-cpu`: switch records and
+    /// stacks, never on-CPU samples).
+    pub off_cpu_lost_records: u64,
+    /// The records they say were dropped.
+    pub off_cpu_lost_samples: u64,
     /// THROTTLE records.
     pub throttles: u64,
     /// UNTHROTTLE records.
@@ -230,6 +235,8 @@ impl Accounting {
         self.self_samples += other.self_samples;
         self.lost_records += other.lost_records;
         self.lost_samples += other.lost_samples;
+        self.off_cpu_lost_records += other.off_cpu_lost_records;
+        self.off_cpu_lost_samples += other.off_cpu_lost_samples;
         self.throttles += other.throttles;
         self.unthrottles += other.unthrottles;
         self.fp_chains.absorb(&other.fp_chains);
@@ -239,6 +246,22 @@ impl Accounting {
             (Some((a, b)), Some((c, d))) => Some((a.min(c), b.max(d))),
             (x, None) | (None, x) => x,
         };
+    }
+
+    /// [`Accounting::account`] for the records of one ring buffer: the LOST records of an
+    /// off-CPU ring are also counted as its own.
+    pub fn account_ring(&mut self, bytes: &[u8], off_cpu: bool) {
+        let (records, samples) = (self.lost_records, self.lost_samples);
+        self.account(bytes);
+        if off_cpu {
+            self.off_cpu_lost_records += self.lost_records - records;
+            self.off_cpu_lost_samples += self.lost_samples - samples;
+        }
+    }
+
+    /// Lost on-CPU samples: LOST records of the on-CPU rings.
+    pub fn on_cpu_lost(&self) -> u64 {
+        self.lost_samples - self.off_cpu_lost_samples
     }
 
     /// Walks a batch of whole records (as the ring buffer hands them out).

@@ -22,8 +22,9 @@ use crate::kernel::process::{self, Epoll, ExitStatus, Signals};
 
 use super::account::Accounting;
 use super::error::RecordError;
-use super::finish::{final_counts, trailer_of, unix_now_ns};
-use super::open::{self, Ring};
+use super::finish::{LostRead, final_counts, trailer_of, unix_now_ns};
+use super::offcpu::{self, Pass};
+use super::open::{self, Ring, RingKind};
 use super::session::Session;
 use super::writer::{Msg, send_file_sides};
 use super::{switch, synth, unwind};
@@ -58,7 +59,7 @@ pub(super) struct Switcher<'a> {
     /// Counts of the files finished so far.
     pub(super) totals: Accounting,
     /// `read_format LOST` summed at the last switch.
-    pub(super) lost_read: u64,
+    pub(super) lost_read: LostRead,
     /// When the current file started.
     pub(super) file_start_unix: u64,
     pub(super) err: &'a mut dyn Write,
@@ -74,7 +75,7 @@ impl Switcher<'_> {
         let trailer = trailer_of(
             &file,
             counts,
-            lost_read.saturating_sub(self.lost_read),
+            lost_read.since(self.lost_read),
             self.file_start_unix,
         );
         self.lost_read = lost_read;
@@ -117,6 +118,31 @@ pub(super) struct Outlet<'a> {
     pub(super) tx: &'a mpsc::SyncSender<Msg>,
     /// Send copies of each pass's side-band records first ([`Msg::SideBand`]).
     pub(super) side_band: bool,
+    /// `--off-cpu`: each pass's off-CPU records go to the pairing ([`Msg::OffCpu`]).
+    pub(super) off_cpu: Option<&'a OffCpuDrain>,
+}
+
+/// The drain loop's side of `--off-cpu` (see [`super::offcpu`]): off-CPU records never make
+/// the drain wait for the writer thread. A pass the channel has no room for waits in a queue
+/// here; past `stacks_cap` bytes in hand (sent or queued, not yet paired) the stacks rings
+/// are emptied unread, past `all_cap` the switch records' rings too (a gap, after which the
+/// pairing starts again).
+#[derive(Debug)]
+pub(super) struct OffCpuDrain {
+    /// Bytes of off-CPU records queued or sent and not yet paired by the writer thread.
+    pub(super) in_hand: Arc<AtomicU64>,
+    /// Passes sent and not yet paired: at most [`super::offcpu::PASSES_IN_FLIGHT`], so the
+    /// channel keeps room for the on-CPU batches, whose sends may wait.
+    pub(super) in_flight: Arc<AtomicU64>,
+    /// Past this many bytes in hand the stacks rings are emptied unread.
+    pub(super) stacks_cap: u64,
+    /// Past this many the switch records' rings too.
+    pub(super) all_cap: u64,
+    /// The last pass held records: the next one goes even when empty, so the pairing sees
+    /// that the rings were drained past them.
+    pub(super) sent: std::cell::Cell<bool>,
+    /// Passes waiting for room in the channel, oldest first.
+    pub(super) queue: std::cell::RefCell<std::collections::VecDeque<Pass>>,
 }
 
 pub(super) struct RunEnd {
@@ -277,15 +303,29 @@ fn drain_all(
     corrupt: &mut u64,
 ) {
     let mut side_band = Vec::new();
+    let mut pass = out.off_cpu.map(|_| Pass::default());
+    let in_hand = out.off_cpu.map_or(0, |o| o.in_hand.load(Ordering::Relaxed));
+    let behind = out.off_cpu.map_or((false, false), |o| {
+        (in_hand > o.stacks_cap, in_hand > o.all_cap)
+    });
     for (r, (batch, since)) in rings.iter_mut().zip(batches.iter_mut()) {
+        if r.kind != RingKind::Main
+            && let Some(p) = pass.as_mut()
+        {
+            off_cpu_ring(r, p, acc, behind, corrupt);
+            continue;
+        }
         let before = batch.len();
         let res = r.buffer.drain(batch);
         if res.is_err() {
             *corrupt += 1;
         }
-        acc.account(&batch[before..]);
+        acc.account_ring(&batch[before..], r.kind != open::RingKind::Main);
         if out.side_band {
             unwind::side_band(&batch[before..], &mut side_band);
+        }
+        if let Some(p) = pass.as_mut() {
+            offcpu::exits(&batch[before..], &mut p.exits);
         }
         if before == 0 && !batch.is_empty() {
             *since = Instant::now();
@@ -301,14 +341,85 @@ fn drain_all(
         if !batch.is_empty()
             && (flush || batch.len() >= data::BATCH_BYTES || since.elapsed() >= BATCH_AGE)
         {
-            let source = if r.cpu >= 0 {
-                r.cpu as u32
-            } else {
-                r.tid as u32
-            };
             let bytes = std::mem::take(batch);
-            let _ = out.tx.send(Msg::Records(source, bytes));
+            let _ = out.tx.send(Msg::Records(r.source(), bytes));
         }
+    }
+    if let (Some(o), Some(p)) = (out.off_cpu, pass) {
+        send_pass(o, out.tx, p, flush);
+    }
+}
+
+/// Hands a pass's off-CPU records to the writer thread without waiting (but for the last pass
+/// of a file, `flush`): with the channel full they wait in the queue for the next pass.
+fn send_pass(o: &OffCpuDrain, tx: &mpsc::SyncSender<Msg>, p: Pass, flush: bool) {
+    let held = !p.rings.is_empty() || !p.exits.is_empty();
+    let counts = p.discarded > 0 || p.switches_discarded > 0;
+    let mut queue = o.queue.borrow_mut();
+    if held || counts || o.sent.get() {
+        o.in_hand.fetch_add(p.bytes, Ordering::Relaxed);
+        queue.push_back(p);
+    }
+    o.sent.set(held);
+    while let Some(front) = queue.pop_front() {
+        if !flush && o.in_flight.load(Ordering::Relaxed) >= offcpu::PASSES_IN_FLIGHT {
+            queue.push_front(front);
+            break;
+        }
+        o.in_flight.fetch_add(1, Ordering::Relaxed);
+        let msg = Msg::OffCpu(Box::new(front));
+        let sent = if flush {
+            tx.send(msg)
+                .map_err(|e| mpsc::TrySendError::Disconnected(e.0))
+        } else {
+            tx.try_send(msg)
+        };
+        match sent {
+            Ok(()) => {}
+            Err(mpsc::TrySendError::Full(Msg::OffCpu(back))) => {
+                o.in_flight.fetch_sub(1, Ordering::Relaxed);
+                queue.push_front(*back);
+                break;
+            }
+            // The writer thread is gone (it ended on an error): nothing more to send.
+            Err(_) => {
+                o.in_flight.fetch_sub(1, Ordering::Relaxed);
+                queue.clear();
+                break;
+            }
+        }
+    }
+}
+
+/// Drains an off-CPU ring into this pass's records; empties it unread when the writer
+/// thread has too much in hand (`behind`: stacks, everything).
+fn off_cpu_ring(
+    r: &mut Ring,
+    p: &mut Pass,
+    acc: &mut Accounting,
+    behind: (bool, bool),
+    corrupt: &mut u64,
+) {
+    let stacks = r.kind == RingKind::Stacks;
+    if (stacks && behind.0) || behind.1 {
+        match r.buffer.discard() {
+            Ok(d) if stacks => p.discarded += d.records as u64,
+            Ok(d) => {
+                p.switches_discarded += d.records as u64;
+                p.gap |= d.records > 0;
+            }
+            Err(_) => *corrupt += 1,
+        }
+        return;
+    }
+    let mut bytes = Vec::new();
+    if r.buffer.drain(&mut bytes).is_err() {
+        *corrupt += 1;
+    }
+    acc.account_ring(&bytes, true);
+    p.bytes += bytes.len() as u64;
+    if !bytes.is_empty() {
+        p.rings.push((r.kind, bytes));
     }
 }
 

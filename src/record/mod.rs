@@ -33,6 +33,7 @@ pub mod chains;
 mod drain;
 mod error;
 mod finish;
+mod offcpu;
 pub mod open;
 mod session;
 pub mod side;
@@ -57,7 +58,7 @@ use crate::event::plan::Target;
 use crate::kernel::process::{self, ExitStatus, Signals, Workload};
 
 use account::Accounting;
-use drain::{Outlet, Switcher, drain_loop, workload_warning};
+use drain::{OffCpuDrain, Outlet, Switcher, drain_loop, workload_warning};
 use error::check_fd_limit;
 use finish::{final_counts, summarize, trailer_of};
 use open::{OpenParams, Opened};
@@ -100,6 +101,7 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
     let params = OpenParams {
         tasks: tasks.clone(),
         data_pages,
+        off_cpu_pages: open::off_cpu_pages(plan, data_pages),
         procfs_root: &s.procfs_root,
         verbose: s.verbose,
     };
@@ -168,7 +170,22 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
         None => None,
     };
 
-    let meta = build_meta(s, &opened, data_pages, start_unix, clock_start, child);
+    // --off-cpu with its switch records open: paired while recording into offcpu-time.
+    let off_cpu = plan.off_cpu.filter(|_| {
+        opened
+            .fds
+            .iter()
+            .any(|f| plan.events[f.event].role == data::Role::Switches)
+    });
+    let meta = build_meta(
+        s,
+        &opened,
+        data_pages,
+        start_unix,
+        clock_start,
+        child,
+        off_cpu.is_some(),
+    );
     let created = Writer::create(&s.output, &meta).and_then(|mut w| {
         if let Some(level) = s.zstd_level {
             w.set_level(level)?;
@@ -193,6 +210,27 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
         RecordUnwinder::new(events, s.keep_raw_stacks, &s.procfs_root)
     });
     let file_bytes = Arc::new(AtomicU64::new(writer.bytes_written()));
+    let off_cpu_in_hand = Arc::new(AtomicU64::new(0));
+    let off_cpu_in_flight = Arc::new(AtomicU64::new(0));
+    let off_cpu_drain = off_cpu.map(|_| {
+        let ring_set = |kind: open::RingKind, pages: usize| {
+            let rings = opened.rings.iter().filter(|r| r.kind == kind).count() as u64;
+            rings * (pages * crate::kernel::page_size()) as u64
+        };
+        let stacks_cap = (offcpu::RINGS_IN_HAND
+            * ring_set(open::RingKind::Stacks, params.off_cpu_pages))
+        .max(1 << 20);
+        let switches = offcpu::SWITCH_RINGS_IN_HAND
+            * ring_set(open::RingKind::Switches, open::switch_pages(data_pages));
+        OffCpuDrain {
+            in_hand: Arc::clone(&off_cpu_in_hand),
+            in_flight: Arc::clone(&off_cpu_in_flight),
+            stacks_cap,
+            all_cap: stacks_cap + switches.max(16 << 20),
+            sent: std::cell::Cell::new(false),
+            queue: Default::default(),
+        }
+    });
     let ctx = WriterCtx {
         procfs: s.procfs_root.clone(),
         // The vdso every process of this kernel maps: its frames are named from it, and
@@ -205,6 +243,15 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
         no_buildid: s.no_buildid,
         on_file: s.on_file.clone(),
         live: s.live,
+        off_cpu: off_cpu.map(|o| {
+            let events = opened.fds.iter().map(|f| {
+                let stacks = plan.events[f.event].role == data::Role::SwitchStacks;
+                (f.id, opened.attrs[f.event], stacks)
+            });
+            offcpu::OffCpuRecorder::new(events, o.thresh_ns, o.blocked_only)
+        }),
+        off_cpu_in_hand,
+        off_cpu_in_flight,
     };
     let writer_thread = std::thread::Builder::new()
         .name("hrec-writer".into())
@@ -271,7 +318,7 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
         workload: child,
         synth: synth.as_ref(),
         totals: Accounting::default(),
-        lost_read: 0,
+        lost_read: finish::LostRead::default(),
         file_start_unix: start_unix,
         err: &mut *err,
     });
@@ -284,6 +331,7 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
         Outlet {
             tx: &tx,
             side_band: unwinding,
+            off_cpu: off_cpu_drain.as_ref(),
         },
         &mut acc,
         switcher.as_mut(),
@@ -298,20 +346,16 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
         failed: write_error,
         mut dumped,
         kept,
+        off_cpu: off_cpu_stats,
     } = writer_thread
         .join()
         .map_err(|_| RecordError::Internal("the writer thread panicked".into()))?;
 
     let (file_start, lost_before, mut totals) = match switcher {
         Some(sw) => (sw.file_start_unix, sw.lost_read, Some(sw.totals)),
-        None => (start_unix, 0, None),
+        None => (start_unix, finish::LostRead::default(), None),
     };
-    let mut trailer = trailer_of(
-        &acc,
-        counts,
-        lost_read.saturating_sub(lost_before),
-        file_start,
-    );
+    let mut trailer = trailer_of(&acc, counts, lost_read.since(lost_before), file_start);
     trailer.workload_status = run.status.map(ExitStatus::shell_code);
     let written_to = writer.path().to_path_buf();
     let (size, write_error) = match write_error {
@@ -382,6 +426,10 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
         (None, None) => 0,
     };
     let (summary, mut warnings) = summarize(s, &opened, acc, lost_read, size, &shown, run.woken);
+    if let Some(o) = &off_cpu_stats {
+        warnings.insert(0, o.line());
+        warnings.extend(o.warnings().into_iter().map(|w| format!("warning: {w}")));
+    }
     warnings.extend(workload_warning(&run, child));
     if run.corrupt > 0 {
         warnings.push(format!(
@@ -404,6 +452,7 @@ fn build_meta(
     start_unix: u64,
     clock_start: u64,
     child: Option<i32>,
+    off_cpu: bool,
 ) -> Meta {
     let host = side::host_info(&s.procfs_root);
     // Samples with user stacks are unwound on the writer thread and stored without them.
@@ -411,7 +460,7 @@ fn build_meta(
         .attrs
         .iter()
         .any(|a| a.sample_type & crate::event::attr::sample::STACK_USER != 0);
-    let events = s
+    let mut events: Vec<EventMeta> = s
         .plan
         .events
         .iter()
@@ -437,6 +486,9 @@ fn build_meta(
                 .collect(),
         })
         .collect();
+    if off_cpu {
+        events.push(data::offcpu::event_meta(events.len()));
+    }
     let target = match &s.plan.target {
         Target::Workload => "workload".to_string(),
         Target::Pids(p) => format!("pid {}", join(p)),

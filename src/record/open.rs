@@ -12,7 +12,11 @@
 //! **One ring buffer per CPU.** The first fd opened on a CPU is mapped; every later fd on that
 //! CPU is redirected into it with `PERF_EVENT_IOC_SET_OUTPUT`, which the kernel allows only
 //! within one CPU (or between `cpu = -1` events of one task). Records of different CPUs are
-//! therefore ordered only by their `time` field.
+//! therefore ordered only by their `time` field. `--off-cpu`'s two events have rings of their
+//! own on each CPU ([`RingKind`]): one for the switch records, one for the stacks threads
+//! leave with. A switch storm fills those and loses records there, never on-CPU samples; and
+//! the stacks (kilobytes each with `--call-graph dwarf`) never crowd out the switch records
+//! that make the intervals.
 //!
 //! **Fallbacks** (perf's `evsel__fallback` and friends), each said in one line and applied to
 //! every later fd of the same event so that all fds of an event share one attr:
@@ -69,8 +73,50 @@ pub struct Ring {
     pub tid: i32,
     /// Index into [`Opened::fds`] of the mapped fd.
     pub fd: usize,
+    /// What it holds.
+    pub kind: RingKind,
     /// The buffer.
     pub buffer: RingBuffer,
+}
+
+/// Which records a ring buffer holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RingKind {
+    /// On-CPU samples and the side-band records.
+    Main,
+    /// `--off-cpu`'s switch records ([`Role::Switches`]).
+    Switches,
+    /// `--off-cpu`'s stacks at each switch-out ([`Role::SwitchStacks`]).
+    Stacks,
+}
+
+impl RingKind {
+    /// The ring an event's records go to.
+    pub fn of(role: Role) -> RingKind {
+        match role {
+            Role::Switches => RingKind::Switches,
+            Role::SwitchStacks => RingKind::Stacks,
+            _ => RingKind::Main,
+        }
+    }
+}
+
+impl Ring {
+    /// The source an on-CPU ring's records are written under in the file: the CPU (or the
+    /// thread with `--per-thread`). The off-CPU rings' records are paired while recording
+    /// (`record::offcpu`), not written.
+    pub fn source(&self) -> u32 {
+        if self.cpu >= 0 {
+            self.cpu as u32
+        } else {
+            self.tid as u32
+        }
+    }
+}
+
+/// Whether an event's records go to an off-CPU ring (`--off-cpu`'s own events).
+pub fn in_off_cpu_ring(role: Role) -> bool {
+    RingKind::of(role) != RingKind::Main
 }
 
 /// The plan, open.
@@ -95,6 +141,8 @@ pub struct OpenParams<'a> {
     pub tasks: Vec<i32>,
     /// Data pages per ring buffer (a power of two).
     pub data_pages: usize,
+    /// Data pages per stacks ring buffer (`--off-cpu`, a power of two).
+    pub off_cpu_pages: usize,
     /// `/proc` (for the paranoid sysctl in messages).
     pub procfs_root: &'a Path,
     /// `-v`: print each retry.
@@ -106,6 +154,28 @@ pub fn default_data_pages() -> usize {
     (512 * 1024 / kernel::page_size())
         .max(1)
         .next_power_of_two()
+}
+
+/// Data pages of each ring of switch records: four times the on-CPU rings' (2 MiB by
+/// default: a quarter of a second of a storm of 160 000 records a second, 48 bytes each).
+pub fn switch_pages(data_pages: usize) -> usize {
+    data_pages.saturating_mul(4)
+}
+
+/// Data pages of each stacks ring: `--off-cpu-mmap-pages`, else as many as the on-CPU rings'
+/// `data_pages`, four times that when the stacks carry user stack copies (`--call-graph
+/// dwarf`: 8 KiB each by default, so 512 KiB holds only 64 switches).
+pub fn off_cpu_pages(plan: &Plan, data_pages: usize) -> usize {
+    let o = plan.off_cpu.and_then(|o| o.mmap_pages);
+    let stack_copies = plan
+        .events
+        .iter()
+        .any(|e| e.role == Role::SwitchStacks && e.attr.sample_type & sample::STACK_USER != 0);
+    o.unwrap_or(if stack_copies {
+        data_pages.saturating_mul(4)
+    } else {
+        data_pages
+    })
 }
 
 fn paranoid(procfs_root: &Path) -> Option<i32> {
@@ -218,7 +288,14 @@ pub fn open_plan(
         }
     }
 
-    let rings = map_rings(&fds, p.data_pages, &names)?;
+    let kinds: Vec<RingKind> = plan.events.iter().map(|e| RingKind::of(e.role)).collect();
+    let rings = map_rings(
+        &fds,
+        &kinds,
+        (p.data_pages, p.off_cpu_pages),
+        &names,
+        &mut notices,
+    )?;
     Ok(Opened {
         fds,
         rings,
@@ -428,20 +505,30 @@ fn group_of(plan: &Plan, leader: usize) -> Vec<usize> {
         .collect()
 }
 
-/// Maps the first fd of each CPU (or each per-thread slot) and redirects the rest into it.
+/// Maps the first fd of each CPU (or each per-thread slot) and redirects the rest into it,
+/// one ring per CPU and kind (`kinds`: per event). `pages`: data pages of the on-CPU and of
+/// the off-CPU rings.
 fn map_rings(
     fds: &[OpenFd],
-    data_pages: usize,
+    kinds: &[RingKind],
+    pages: (usize, usize),
     names: &[String],
+    notices: &mut Vec<String>,
 ) -> Result<Vec<Ring>, RecordError> {
-    // Key: the CPU, or (-1, tid) for cpu = -1 fds.
-    let mut owners: BTreeMap<(i32, i32), usize> = BTreeMap::new();
+    // Key: the CPU, or (-1, tid) for cpu = -1 fds; and the kind.
+    let mut owners: BTreeMap<(i32, i32, RingKind), usize> = BTreeMap::new();
     let mut rings = Vec::new();
     for (i, f) in fds.iter().enumerate() {
+        let kind = kinds.get(f.event).copied().unwrap_or(RingKind::Main);
         let key = if f.slot.cpu >= 0 {
-            (f.slot.cpu, -1)
+            (f.slot.cpu, -1, kind)
         } else {
-            (-1, f.slot.pid)
+            (-1, f.slot.pid, kind)
+        };
+        let data_pages = match kind {
+            RingKind::Main => pages.0,
+            RingKind::Switches => switch_pages(pages.0),
+            RingKind::Stacks => pages.1,
         };
         match owners.get(&key) {
             Some(&owner) => {
@@ -453,22 +540,59 @@ fn map_rings(
                     })?;
             }
             None => {
-                let buffer =
-                    RingBuffer::new(&f.fd, data_pages).map_err(|source| RecordError::Mmap {
-                        pages: data_pages,
-                        source,
-                    })?;
+                let buffer = map_ring(f, kind, data_pages, notices)?;
                 owners.insert(key, i);
                 rings.push(Ring {
                     cpu: key.0,
                     tid: key.1,
                     fd: i,
+                    kind,
                     buffer,
                 });
             }
         }
     }
     Ok(rings)
+}
+
+/// Maps one ring of `pages` data pages. An off-CPU ring the locked-memory limit has no room
+/// for (EPERM, ENOMEM: `kernel.perf_event_mlock_kb` per CPU, then `ulimit -l`, without
+/// CAP_IPC_LOCK) gets half as many pages, down to one, with one line; the on-CPU rings come
+/// first and keep their size.
+fn map_ring(
+    f: &OpenFd,
+    kind: RingKind,
+    pages: usize,
+    notices: &mut Vec<String>,
+) -> Result<RingBuffer, RecordError> {
+    let mut n = pages;
+    loop {
+        match RingBuffer::new(&f.fd, n) {
+            Ok(b) => {
+                if n < pages {
+                    let what = match kind {
+                        RingKind::Stacks => "stacks",
+                        _ => "switch records",
+                    };
+                    let msg = format!(
+                        "the locked-memory limit (kernel.perf_event_mlock_kb, ulimit -l) leaves the rings of the {what} fewer than {pages} pages: more of them may be lost in a switch storm (run as root for the full size)"
+                    );
+                    if !notices.contains(&msg) {
+                        notices.push(msg);
+                    }
+                }
+                return Ok(b);
+            }
+            Err(e)
+                if kind != RingKind::Main
+                    && n > 1
+                    && matches!(e.raw_os_error(), Some(libc::EPERM | libc::ENOMEM)) =>
+            {
+                n /= 2;
+            }
+            Err(source) => return Err(RecordError::Mmap { pages: n, source }),
+        }
+    }
 }
 
 /// The tasks to open on for a target: the workload's pid, every thread of `-p` processes,

@@ -124,6 +124,42 @@ impl RecordUnwinder {
         (out, self.stacks.take_block())
     }
 
+    /// The chain of a sample with a user stack copy (`mask`: its event's
+    /// `sample_regs_user`), as the file stores it: the kernel part of the kernel's chain,
+    /// `PERF_CONTEXT_USER` and the unwound user frames (the kernel's whole chain when nothing
+    /// unwound); `None` for a sample without a chain, registers and stack.
+    pub fn unwound_chain(&mut self, s: &decode::Sample<'_>, mask: u64) -> Option<&[u64]> {
+        let (Some(cc), Some(regs), Some(stack)) = (s.callchain, s.regs_user, s.stack_user) else {
+            return None;
+        };
+        self.frames.clear();
+        if stack.dyn_size.is_some_and(|d| d > 0) {
+            self.unwinder
+                .unwind(s.pid.unwrap_or(0), mask, &regs, &stack, &mut self.frames);
+        }
+        self.chain.clear();
+        if self.frames.is_empty() {
+            self.chain.extend(cc.iter());
+        } else {
+            self.chain
+                .extend(cc.iter().take_while(|&a| a != context::USER));
+            self.chain.push(context::USER);
+            self.chain.extend(self.frames.iter().map(|f| f.address()));
+        }
+        Some(&self.chain)
+    }
+
+    /// The stack table's id of `chain` in the current file (0 once ids run out); its nodes
+    /// go out with the next [`RecordUnwinder::take_stacks`].
+    pub fn intern(&mut self, chain: &[u64]) -> u32 {
+        self.stacks.intern(chain).unwrap_or(0)
+    }
+
+    /// The `stacks` block of the chains interned since the last one, if any.
+    pub fn take_stacks(&mut self) -> Option<Vec<u8>> {
+        self.stacks.take_block()
+    }
+
     /// Appends the rewritten sample to `out`; `false` (nothing appended) when it is not a
     /// sample with a user stack.
     fn rewrite(&mut self, raw: &decode::RawRecord<'_>, out: &mut Vec<u8>) -> bool {
@@ -149,22 +185,8 @@ impl RecordUnwinder {
         ) else {
             return false;
         };
-        let (Some(cc), Some(regs), Some(stack)) = (s.callchain, s.regs_user, s.stack_user) else {
+        if self.unwound_chain(&s, mask).is_none() {
             return false;
-        };
-        self.frames.clear();
-        if stack.dyn_size.is_some_and(|d| d > 0) {
-            self.unwinder
-                .unwind(s.pid.unwrap_or(0), mask, &regs, &stack, &mut self.frames);
-        }
-        self.chain.clear();
-        if self.frames.is_empty() {
-            self.chain.extend(cc.iter());
-        } else {
-            self.chain
-                .extend(cc.iter().take_while(|&a| a != context::USER));
-            self.chain.push(context::USER);
-            self.chain.extend(self.frames.iter().map(|f| f.address()));
         }
         // Ids run out after 2^32 nodes, far beyond any recording; the chain is empty then.
         let id = self.stacks.intern(&self.chain).unwrap_or(0);

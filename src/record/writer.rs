@@ -17,6 +17,7 @@ use std::sync::{Arc, mpsc};
 use crate::data::{self, Meta, Trailer, Writer};
 
 use super::account::Accounting;
+use super::offcpu::{self, AGGREGATE_SOURCE, DIRECT_SOURCE, OffCpuRecorder, Pass};
 use super::side;
 use super::unwind::RecordUnwinder;
 
@@ -34,6 +35,9 @@ pub(super) enum Msg {
         files: std::collections::BTreeSet<Vec<u8>>,
         kernel_addrs: std::collections::BTreeSet<u64>,
     },
+    /// `--off-cpu`: one drain pass's records of the off-CPU rings (after that pass's
+    /// [`Msg::SideBand`]), for the pairing ([`super::offcpu`]).
+    OffCpu(Box<Pass>),
     /// `--switch-output`: finish the file with this trailer, rename it `to`, and start the
     /// next one at the output path with this header.
     Switch {
@@ -60,6 +64,12 @@ pub(super) struct WriterCtx {
     pub(super) on_file: Option<mpsc::Sender<PathBuf>>,
     /// [`crate::record::Session::live`].
     pub(super) live: bool,
+    /// `--off-cpu`: the pairing of switch records and stacks.
+    pub(super) off_cpu: Option<OffCpuRecorder>,
+    /// Bytes sent in [`Msg::OffCpu`] and not paired yet (the drain loop's bound).
+    pub(super) off_cpu_in_hand: Arc<AtomicU64>,
+    /// [`Msg::OffCpu`] passes sent and not paired yet.
+    pub(super) off_cpu_in_flight: Arc<AtomicU64>,
 }
 
 /// The files `--switch-output` finished before the last one.
@@ -125,7 +135,20 @@ pub(super) fn writer_loop(mut w: Writer, rx: mpsc::Receiver<Msg>, mut ctx: Write
                 }
                 Ok(())
             }
-            Msg::Switch { to, trailer, meta } => switch_file(&mut w, &ctx, &to, *trailer, &meta)
+            Msg::OffCpu(p) => {
+                let r = match &mut ctx.off_cpu {
+                    Some(o) => {
+                        let direct = o.pass(&p, ctx.unwinder.as_mut());
+                        write_off_cpu(&mut w, ctx.unwinder.as_mut(), DIRECT_SOURCE, &direct)
+                    }
+                    None => Ok(()),
+                };
+                ctx.off_cpu_in_hand.fetch_sub(p.bytes, Ordering::Relaxed);
+                ctx.off_cpu_in_flight.fetch_sub(1, Ordering::Relaxed);
+                r
+            }
+            Msg::Switch { to, trailer, meta } => end_off_cpu(&mut w, &mut ctx, false)
+                .and_then(|()| switch_file(&mut w, &ctx, &to, *trailer, &meta))
                 .map(|size| {
                     if let Some(tx) = &ctx.on_file {
                         let _ = tx.send(to.clone());
@@ -144,6 +167,11 @@ pub(super) fn writer_loop(mut w: Writer, rx: mpsc::Receiver<Msg>, mut ctx: Write
         }
         ctx.file_bytes.store(w.bytes_written(), Ordering::Relaxed);
     }
+    if failed.is_none()
+        && let Err(e) = end_off_cpu(&mut w, &mut ctx, true)
+    {
+        failed = Some(e);
+    }
     if let (Some(u), None) = (&ctx.unwinder, &failed)
         && let Ok(json) = serde_json::to_vec(u.stats())
         && let Err(e) = w.write_side("unwind", &json)
@@ -155,7 +183,42 @@ pub(super) fn writer_loop(mut w: Writer, rx: mpsc::Receiver<Msg>, mut ctx: Write
         failed,
         dumped,
         kept,
+        off_cpu: ctx.off_cpu.as_ref().map(|o| *o.totals()),
     }
+}
+
+/// Writes off-CPU samples (`bytes`, whole records) under `source`, after the stack table's
+/// new nodes they use.
+fn write_off_cpu(
+    w: &mut Writer,
+    unwinder: Option<&mut RecordUnwinder>,
+    source: u32,
+    bytes: &[u8],
+) -> Result<(), data::DataError> {
+    if bytes.is_empty() {
+        return Ok(());
+    }
+    if let Some(b) = unwinder.and_then(|u| u.take_stacks()) {
+        w.write_side("stacks", &b)?;
+    }
+    w.write_records(bytes, source).map(|_| ())
+}
+
+/// The end of a file's off-CPU part: the direct samples still held, the aggregated samples
+/// the `off-cpu` counts and each thread's time (`off-cpu-threads`)
+/// ([`offcpu::OffCpuRecorder::finish_file`]).
+fn end_off_cpu(w: &mut Writer, ctx: &mut WriterCtx, last: bool) -> Result<(), data::DataError> {
+    let Some(o) = &mut ctx.off_cpu else {
+        return Ok(());
+    };
+    let end = o.finish_file(ctx.unwinder.as_mut(), last);
+    write_off_cpu(w, ctx.unwinder.as_mut(), DIRECT_SOURCE, &end.direct)?;
+    write_off_cpu(w, ctx.unwinder.as_mut(), AGGREGATE_SOURCE, &end.aggregates)?;
+    let json = serde_json::to_vec(&end.stats).unwrap_or_default();
+    w.write_side(offcpu::STATS_SIDE, &json)?;
+    let json = serde_json::to_vec(&end.threads).unwrap_or_default();
+    w.write_side(crate::data::offcpu::THREADS_SIDE, &json)
+        .map(|_| ())
 }
 
 /// What the writer thread hands back.
@@ -166,6 +229,8 @@ pub(super) struct WriterEnd {
     pub(super) dumped: Dumped,
     /// Samples in the complete blocks of the last file.
     pub(super) kept: u64,
+    /// `--off-cpu`: the intervals of every file.
+    pub(super) off_cpu: Option<crate::data::offcpu::OffCpuStats>,
 }
 
 /// The SAMPLE records among whole kernel records (a damaged size ends the count).

@@ -364,6 +364,9 @@ pub fn text(
             p.filtered_by_time
         );
     }
+    if let Some(o) = &p.off_cpu {
+        let _ = writeln!(s, "# {}", o.line());
+    }
     for w in &p.warnings {
         let _ = writeln!(s, "# warning: {w}");
     }
