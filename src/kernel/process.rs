@@ -193,6 +193,39 @@ impl ExitStatus {
     }
 }
 
+/// Whether process `pid` has not had its chance to act on `sig` yet: the signal is still
+/// pending (sent, not delivered: the process was not scheduled since, as on a loaded machine),
+/// or the process is already dying (a zombie, or exiting: its threads are still being torn
+/// down). A stopped process (`T`) is not waiting to be scheduled: false. From
+/// `/proc/PID/status`; false when it cannot be read.
+pub fn signal_in_flight(pid: i32, sig: i32) -> bool {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+        return false;
+    };
+    in_flight(&status, sig)
+}
+
+fn in_flight(status: &str, sig: i32) -> bool {
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(str::trim)
+    };
+    let state = field("State:").and_then(|s| s.chars().next());
+    match state {
+        Some('Z' | 'X' | 'x') => return true,
+        Some('T' | 't') | None => return false,
+        _ => {}
+    }
+    let bit = 1u64.checked_shl((sig - 1) as u32).unwrap_or(0);
+    ["ShdPnd:", "SigPnd:"].iter().any(|f| {
+        field(f)
+            .and_then(|v| u64::from_str_radix(v, 16).ok())
+            .is_some_and(|mask| mask & bit != 0)
+    })
+}
+
 /// `waitpid(pid)`; `Ok(None)` when `nohang` and the child is still running.
 pub fn wait(pid: i32, nohang: bool) -> io::Result<Option<ExitStatus>> {
     let mut status = 0;
@@ -509,6 +542,25 @@ mod tests {
         assert_eq!(wait(pid, true).unwrap(), None);
         let pid = w.start().unwrap();
         assert_eq!(wait(pid, false).unwrap(), Some(ExitStatus::Code(7)));
+    }
+
+    #[test]
+    fn a_signal_is_in_flight_while_pending_or_while_the_process_dies() {
+        let st = |state: &str, shd: &str| {
+            format!("Name:\tx\nState:\t{state}\nSigPnd:\t0000000000000000\nShdPnd:\t{shd}\n")
+        };
+        // SIGINT (2) pending: bit 1.
+        assert!(in_flight(&st("R (running)", "0000000000000002"), 2));
+        assert!(!in_flight(&st("R (running)", "0000000000000000"), 2));
+        assert!(!in_flight(&st("S (sleeping)", "0000000000004000"), 2));
+        assert!(in_flight(&st("S (sleeping)", "0000000000004000"), 15));
+        assert!(in_flight(&st("Z (zombie)", "0000000000000000"), 2));
+        // Stopped: it will not act on it until continued.
+        assert!(!in_flight(&st("T (stopped)", "0000000000000002"), 2));
+        assert!(!in_flight("", 2));
+        assert!(!signal_in_flight(-1, 2));
+        // This process has nothing pending.
+        assert!(!signal_in_flight(std::process::id() as i32, libc::SIGUSR1));
     }
 
     #[test]

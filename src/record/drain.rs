@@ -6,7 +6,9 @@
 //! ([`super::account`]) and hands a buffer's batch to the writer thread once it holds
 //! [`data::BATCH_BYTES`] or is [`BATCH_AGE`] old. SIGINT/SIGTERM/SIGHUP are forwarded to the
 //! workload, which gets [`STOP_GRACE`] to exit before SIGTERM and SIGKILL follow: a workload
-//! is never left running unrecorded. `-p`/`-t` end when every task they follow has exited.
+//! is never left running unrecorded. The grace is counted from when the workload could act on
+//! the signal: while it is still pending (a loaded machine has not run the workload since) or
+//! the workload is already dying, it goes on ([`IN_FLIGHT_LIMIT`] at most). `-p`/`-t` end when every task they follow has exited.
 //! With `--switch-output` the loop also flushes every buffer when a file is due and lets the
 //! [`Switcher`] end that file and start the next.
 
@@ -36,6 +38,10 @@ const BATCH_AGE: Duration = Duration::from_millis(500);
 /// at a second signal) gets SIGTERM, and SIGKILL this long after that (or at a third): a
 /// workload that ignores signals is never left running unrecorded.
 const STOP_GRACE: Duration = Duration::from_secs(2);
+/// The grace is extended while the signal sent is still in flight (pending, or the workload
+/// already dying: [`process::signal_in_flight`]), so that a workload the machine's load kept
+/// off the CPUs is not taken for one that ignores signals; for at most this long.
+const IN_FLIGHT_LIMIT: Duration = Duration::from_secs(60);
 /// After SIGKILL, how long to wait for the workload to be reaped (a task in uninterruptible
 /// sleep dies only when the sleep ends) before finishing the file without it.
 const REAP_GRACE: Duration = Duration::from_secs(5);
@@ -196,6 +202,10 @@ pub(super) fn drain_loop(
     let mut corrupt = 0u64;
     let mut hung = vec![false; rings.len()];
     let attached = matches!(target, Target::Pids(_) | Target::Tids(_));
+    // When the workload's grace began to be extended (a signal still in flight), and whether
+    // a second signal asked for no more grace.
+    let mut in_flight_since: Option<Instant> = None;
+    let mut hurry = false;
     loop {
         epoll
             .wait(100, &mut ready)
@@ -226,6 +236,7 @@ pub(super) fn drain_loop(
                 if stop_signal.is_some() {
                     // A second signal: escalate now.
                     escalate_at = Some(Instant::now());
+                    hurry = true;
                 } else {
                     stop_signal = Some(sig);
                     escalate_at = Some(Instant::now() + STOP_GRACE);
@@ -239,6 +250,7 @@ pub(super) fn drain_loop(
         if stop.is_some_and(|s| s.load(Ordering::Relaxed)) && !stopping {
             stopping = true;
             escalate_at = Some(Instant::now());
+            hurry = true;
         }
         let last = match child {
             Some(pid) => {
@@ -250,6 +262,12 @@ pub(super) fn drain_loop(
                     // running detached.
                     if let Some(at) = escalate_at
                         && Instant::now() >= at
+                        && (hurry
+                            || !grace_extended(
+                                pid,
+                                &mut in_flight_since,
+                                escalated.or(stop_signal),
+                            ))
                     {
                         let (next, wait) = match escalated {
                             None => (Some(libc::SIGTERM), STOP_GRACE),
@@ -292,6 +310,21 @@ pub(super) fn drain_loop(
         woken,
         corrupt,
     })
+}
+
+/// Whether the workload's grace goes on past its time: the signal last sent (`sig`) has not
+/// reached it yet or it is already dying, and that has lasted less than [`IN_FLIGHT_LIMIT`].
+/// Not after SIGKILL, whose wait is [`REAP_GRACE`].
+fn grace_extended(pid: i32, since: &mut Option<Instant>, sig: Option<i32>) -> bool {
+    let Some(sig) = sig.filter(|&s| s != libc::SIGKILL) else {
+        return false;
+    };
+    let start = *since.get_or_insert_with(Instant::now);
+    if start.elapsed() < IN_FLIGHT_LIMIT && process::signal_in_flight(pid, sig) {
+        return true;
+    }
+    *since = None;
+    false
 }
 
 fn drain_all(
