@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::data::Role;
-use crate::data::offcpu::{MISC_PREEMPTED, OffCpuStats, STATS_SIDE};
+use crate::data::offcpu::MISC_PREEMPTED;
 use crate::data::stacks::{STACK_REF, StackTable};
 use crate::decode::{DecodeError, Record, Sample, context, misc};
 use crate::event::attr::{flag, sample as st};
@@ -37,34 +37,12 @@ use super::topdown::{DeltaTracker, TdRole};
 /// The bit of a file location's key that marks a return address.
 const RETURN: u64 = 1 << 63;
 
+mod offcpu;
+
+use offcpu::{LeaveStack, OffCpu, is_stack_source, off_cpu_stats};
+
 /// The name of the event the off-CPU intervals become, as perf names its own.
 pub const OFF_CPU_EVENT: &str = crate::data::offcpu::NAME;
-
-/// Whether `e`'s samples are stacks threads leave the CPU with: `record --off-cpu`'s
-/// `context-switches`, or perf's `sched:sched_switch` (what hotspot records beside
-/// `--switch-events`) and `context-switches` sampled at every switch.
-fn is_stack_source(e: &crate::data::EventMeta) -> bool {
-    e.role == Role::SwitchStacks
-        || e.name == "sched:sched_switch"
-        || (crate::event::base_name(&e.name) == "context-switches"
-            && !e.attr.freq()
-            && e.attr.sample_period_or_freq == 1)
-}
-
-/// The stack a thread left the CPU with, as the replay's location ids.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-struct LeaveStack {
-    /// The sampled location.
-    leaf: u32,
-    /// Its callers, outward.
-    callers: Vec<u32>,
-    /// The sample's `header.misc` (its cpumode).
-    misc: u16,
-    /// The sampled address.
-    ip: u64,
-    /// The CPU it left, when sampled.
-    cpu: Option<u32>,
-}
 
 /// What the replay hands on for each record.
 #[derive(Debug)]
@@ -143,20 +121,6 @@ pub struct Replay {
     /// The recording's `offcpu-time` event, whose samples `record --off-cpu` paired while
     /// recording ([`crate::data::offcpu`]).
     off_cpu_event: Option<usize>,
-}
-
-/// The off-CPU intervals of a recording with switch records ([`crate::offcpu`]).
-#[derive(Debug)]
-struct OffCpu {
-    tracker: Tracker<LeaveStack>,
-    /// The `offcpu-time` event's slot among the profile's events.
-    slot: u16,
-    /// Per recording event: its samples are stacks threads leave the CPU with.
-    stack_source: Vec<bool>,
-    /// `record --off-cpu=blocked`: preempted intervals are left out.
-    blocked_only: bool,
-    /// Preempted intervals left out that way.
-    left_out: u64,
 }
 
 impl Replay {
@@ -638,86 +602,6 @@ impl Replay {
         });
     }
 
-    /// A switch record: a switch-in that ends an off-CPU interval hands on an `offcpu-time`
-    /// sample (period: the interval's nanoseconds; time: when it began) with the stack the
-    /// thread left with, under a `[preempted]` frame when it was preempted, or a `[no stack]`
-    /// frame.
-    fn off_cpu_switch(
-        &mut self,
-        out: bool,
-        preempt: bool,
-        id: &crate::decode::SampleId,
-        f: &mut impl FnMut(Item<'_, '_>),
-    ) {
-        let (Some(o), Some(tid), Some(time)) = (&mut self.off_cpu, id.tid, id.time) else {
-            return;
-        };
-        let Some(i) = o.tracker.switch(tid, time, out, preempt) else {
-            return;
-        };
-        if i.preempted && o.blocked_only {
-            o.left_out += 1;
-            return;
-        }
-        let slot = o.slot;
-        if let Some(t) = &self.time
-            && !t.keeps(i.start)
-        {
-            self.filtered_by_time += 1;
-            return;
-        }
-        let pid = id.pid.unwrap_or(tid);
-        let mut frames = std::mem::take(&mut self.frames);
-        frames.clear();
-        let (mut leaf, mut misc, mut ip, mut cpu) = (None, misc::USER, 0, id.cpu);
-        if let Some(st) = &i.stack {
-            leaf = Some(st.leaf);
-            frames.extend_from_slice(&st.callers);
-            (misc, ip, cpu) = (st.misc, st.ip, st.cpu.or(cpu));
-        }
-        let mark = |this: &mut Self, m: Mark| this.loc_mark(m);
-        let leaf = match (i.preempted, leaf) {
-            (true, Some(l)) => {
-                frames.insert(0, l);
-                mark(self, Mark::Preempted)
-            }
-            (true, None) => mark(self, Mark::Preempted),
-            (false, Some(l)) => l,
-            (false, None) => mark(self, Mark::NoStack),
-        };
-        let comm = self.comm(tid);
-        let sample = Sample {
-            misc,
-            sample_type: st::IP | st::TID | st::TIME | st::CPU | st::PERIOD,
-            ip: Some(ip),
-            pid: Some(pid),
-            tid: Some(tid),
-            time: Some(i.start),
-            cpu: Some(cpu.unwrap_or(0)),
-            period: Some(i.ns),
-            ..Sample::default()
-        };
-        let view = SampleView {
-            event: slot,
-            cpu: cpu.unwrap_or(NONE),
-            pid,
-            tid,
-            comm,
-            cgroup: NONE,
-            cgroup_ns: self.tid_cgroup_ns.get(&tid).copied().unwrap_or(NONE),
-            time: i.start,
-            period: i.ns,
-            samples: 1,
-            leaf,
-            callers: &frames,
-            callchain: true,
-            td: None,
-            retire_lat: None,
-        };
-        f(Item::Sample(&sample, view));
-        self.frames = frames;
-    }
-
     /// The location id of a mark frame.
     fn loc_mark(&mut self, m: Mark) -> u32 {
         let next = self.key_list.len() as u32;
@@ -770,11 +654,6 @@ impl Replay {
         }
         w
     }
-}
-
-/// What `record --off-cpu` paired while recording, from the file's `off-cpu` side block.
-fn off_cpu_stats(rec: &Recording) -> Option<OffCpuStats> {
-    serde_json::from_slice(&rec.side(STATS_SIDE)?).ok()
 }
 
 /// Samples handed from the converter's thread to the folder's: the views with their callers
