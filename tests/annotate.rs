@@ -37,6 +37,7 @@ fn recorded(dir: &Path) -> Option<std::path::PathBuf> {
         &[
             "record",
             "-q",
+            "-N",
             "-e",
             "cpu-clock",
             "-F",
@@ -179,7 +180,10 @@ fn missing_or_changed_binaries_are_one_line_per_function() {
         .status()
         .unwrap();
     assert!(changed.success());
-    let mut args = vec!["annotate", "-i", "p.data"];
+    // No build-id cache, which would hold the file as it ran (annotate reads it first).
+    let no_cache = d.join("no-cache");
+    let no_cache = no_cache.to_str().unwrap();
+    let mut args = vec!["annotate", "-i", "p.data", "--buildid-dir", no_cache];
     args.extend(HOT);
     let out = hrec_in(d, &args);
     let (_, err) = text(&out);
@@ -191,7 +195,17 @@ fn missing_or_changed_binaries_are_one_line_per_function() {
     assert!(err.contains("changed since the recording"), "{err}");
     // Missing.
     std::fs::remove_file(&prog).unwrap();
-    let out = hrec_in(d, &["annotate", "-i", "p.data", "branchy"]);
+    let out = hrec_in(
+        d,
+        &[
+            "annotate",
+            "-i",
+            "p.data",
+            "--buildid-dir",
+            no_cache,
+            "branchy",
+        ],
+    );
     let (_, err) = text(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("is missing"), "{err}");
@@ -222,6 +236,7 @@ fn a_stripped_program_is_one_line_and_the_rest_annotates() {
         &[
             "record",
             "-q",
+            "-N",
             "-e",
             "cpu-clock",
             "-F",
@@ -234,7 +249,18 @@ fn a_stripped_program_is_one_line_and_the_rest_annotates() {
         ],
     );
     run(d, "strip", &[other.to_str().unwrap()]);
-    let out = hrec_in(d, &["annotate", "-i", "p.data", "--json"]);
+    // No build-id cache: perf's would hold the file as it ran, which annotate reads first.
+    let out = hrec_in(
+        d,
+        &[
+            "annotate",
+            "-i",
+            "p.data",
+            "--json",
+            "--buildid-dir",
+            d.join("no-cache").to_str().unwrap(),
+        ],
+    );
     let (stdout, err) = text(&out);
     assert!(out.status.success(), "{err}");
     let j: serde_json::Value = serde_json::from_str(&stdout).unwrap();

@@ -14,7 +14,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use support::privilege::{command_as, is_root, open_tempdir, unprivileged};
-use support::{hrec_in, text};
+use support::{await_cond, hrec_in, text};
 
 const HREC: &str = env!("CARGO_BIN_EXE_hrec");
 
@@ -47,15 +47,6 @@ fn spawn_hrec(dir: &Path, args: &[&str]) -> Child {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn hrec")
-}
-
-/// Waits until `cond` holds, polling every 20 ms, or panics after `secs` seconds.
-fn await_cond(what: &str, secs: u64, mut cond: impl FnMut() -> bool) {
-    let end = Instant::now() + Duration::from_secs(secs);
-    while !cond() {
-        assert!(Instant::now() < end, "{what}: not within {secs} s");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// `hrec info -i FILE`: its text, after checking it read the file.
@@ -776,7 +767,7 @@ fn a_rebuilt_binary_is_named_and_not_symbolized() {
     let path = dir.path().join("prog");
     assert!(
         out.contains(&format!(
-            "# warning: {} on this machine is not the file that was recorded (build-id differs); its samples are unresolved",
+            "# warning: {} on this machine is not the file that was recorded (another build: rebuilt since, or the file of a container or chroot), and the build-id cache has no copy; its samples are unresolved",
             path.display()
         )),
         "{out}"

@@ -448,6 +448,7 @@ fn refused_topdown_members_are_left_out_with_one_line() {
             keep_raw_stacks: false,
             zstd_level: None,
             no_buildid: true,
+            buildid_cache: None,
             switch_output: None,
             on_file: None,
             stop: None,

@@ -411,7 +411,7 @@ fn load(dso: &str, o: &AnnotateOptions) -> Result<Binary, String> {
         None => path.to_path_buf(),
     };
     let expected = o.build_ids.get(path).map(Vec::as_slice);
-    Binary::load(&on_disk, expected, &o.search)
+    Binary::load_recorded(&on_disk, expected, &o.search, true)
         .map_err(|why| unreadable(&on_disk.to_string_lossy(), why))
 }
 

@@ -68,9 +68,14 @@ pub struct RecordArgs {
     /// binary was rebuilt since).
     #[arg(short = 'B', long = "no-buildid")]
     pub no_buildid: bool,
-    /// Accepted for perf's habit: hrec never fills perf's build-id cache (~/.debug).
+    /// Do not copy into the build-id cache the files that processes mapped from another mount
+    /// namespace or root (a container, a chroot) or that changed on disk while they ran.
     #[arg(short = 'N', long = "no-buildid-cache")]
     pub no_buildid_cache: bool,
+    /// perf's build-id cache to copy such files into (default $HREC_BUILDID_DIR, else
+    /// $PERF_BUILDID_DIR, else perf's buildid.dir, else ~/.debug).
+    #[arg(long = "buildid-dir", value_name = "DIR")]
+    pub buildid_dir: Option<PathBuf>,
     /// Cut the recording into files OUTPUT.<YYYYmmddHHMMSScc>, each readable alone: on
     /// SIGUSR2 (signal, the default), when the file reaches a size (100M; B, K, M, G) or
     /// every period (30s; s, m, h, d).
@@ -171,6 +176,7 @@ impl RecordArgs {
                         .unwrap_or(plan::DEFAULT_OFF_CPU_THRESH_NS),
                 }),
                 all_cgroups: self.all_cgroups,
+                no_buildid: self.no_buildid,
             },
             output: self.output,
             mmap_pages: self.mmap_pages,
@@ -181,6 +187,11 @@ impl RecordArgs {
             quiet: self.quiet,
             zstd_level: self.compression_level,
             no_buildid: self.no_buildid,
+            buildid_cache: if self.no_buildid_cache || self.no_buildid {
+                None
+            } else {
+                hrec::symbol::buildid_cache::resolve_dir(self.buildid_dir.as_deref())
+            },
             switch_output: self.switch_output.map(|trigger| SwitchOutput {
                 trigger,
                 max_files: self
@@ -266,6 +277,8 @@ struct RecordConfig {
     pub zstd_level: Option<i32>,
     /// `-B`: no build-ids.
     pub no_buildid: bool,
+    /// Where files mapped from another mount namespace or root are copied (`None`: `-N`).
+    pub buildid_cache: Option<PathBuf>,
     /// `--switch-output` (with `--switch-max-files`).
     pub switch_output: Option<record::switch::SwitchOutput>,
 }
@@ -332,6 +345,7 @@ fn run(
         ),
         zstd_level: cfg.zstd_level,
         no_buildid: cfg.no_buildid,
+        buildid_cache: cfg.buildid_cache.clone(),
         switch_output: cfg.switch_output,
         on_file: None,
         stop: None,

@@ -83,6 +83,7 @@ impl TopArgs {
                 inherit_stat: false,
                 off_cpu: None,
                 all_cgroups: false,
+                no_buildid: false,
             },
             delay: self.delay,
             refreshes: self.refreshes,
@@ -199,6 +200,7 @@ fn run(env: &Env, cfg: &TopConfig, out: &mut dyn Write, err: &mut dyn Write) -> 
                 keep_raw_stacks: false,
                 zstd_level: Some(1),
                 no_buildid: true,
+                buildid_cache: None,
                 switch_output: Some(record::switch::SwitchOutput {
                     trigger: record::switch::Trigger::Time(cfg.delay),
                     max_files: None,

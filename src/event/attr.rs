@@ -181,6 +181,9 @@ pub mod flag {
     pub const BPF_EVENT: u64 = 1 << 30;
     /// `PERF_RECORD_CGROUP` records (Linux 5.7).
     pub const CGROUP: u64 = 1 << 32;
+    /// MMAP2 records carry the mapped file's build-id instead of its device and inode
+    /// (Linux 5.12).
+    pub const BUILD_ID: u64 = 1 << 34;
 }
 
 /// `sizeof(struct perf_event_attr)` with `config3` (`PERF_ATTR_SIZE_VER8`). Kernels with a

@@ -120,6 +120,11 @@ pub struct RecordOptions {
     /// `--all-cgroups`: CGROUP records (id and path of each cgroup, `attr.cgroup` on the
     /// tracking event) and each sample's cgroup id (`PERF_SAMPLE_CGROUP`), as perf.
     pub all_cgroups: bool,
+    /// `-B`: no build-ids, not even in the MMAP2 records. Otherwise the tracking event asks
+    /// the kernel for the build-id of each mapped file in its MMAP2 record (`attr.build_id`,
+    /// Linux 5.12+; perf's `--buildid-mmap`), which names the file a process really mapped
+    /// even when another mount namespace or a chroot has another build at that path.
+    pub no_buildid: bool,
 }
 
 /// `record --off-cpu[=blocked]`: where the followed threads wait, beside where they run.
@@ -586,6 +591,9 @@ fn set_tracking(a: &mut Attr, opts: &RecordOptions) {
     }
     if opts.all_cgroups {
         a.set(flag::CGROUP, true);
+    }
+    if !opts.no_buildid {
+        a.set(flag::BUILD_ID, true);
     }
 }
 

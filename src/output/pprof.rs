@@ -923,6 +923,7 @@ mod tests {
         MappedFile {
             path: Path::new(path).into(),
             short: path.rsplit('/').next().unwrap_or(path).into(),
+            build_id: None,
         }
     }
 

@@ -112,6 +112,10 @@ pub struct Accounting {
     chain_maps: Option<ChainMaps>,
     /// Reads the time of side-band records for [`ChainMaps`] (only with `chain_maps`).
     times: Option<decode::Decoder>,
+    /// Keep each file mapping of the MMAP2 records for [`super::identity`].
+    track_mapped: bool,
+    /// The file mappings seen since [`Accounting::take_mapped`].
+    mapped: Vec<super::identity::Mapped>,
 }
 
 fn u32_at(b: &[u8], at: usize) -> Option<u32> {
@@ -209,6 +213,7 @@ impl Accounting {
             mapped_files: self.mapped_files.clone(),
             kernel_addrs: self.kernel_addrs.clone(),
             layouts: self.layouts.clone(),
+            track_mapped: self.track_mapped,
             ..Accounting::default()
         };
         std::mem::replace(self, next)
@@ -259,6 +264,16 @@ impl Accounting {
         }
     }
 
+    /// Keeps the file mappings of MMAP2 records from now on, for [`Accounting::take_mapped`].
+    pub fn track_mapped(&mut self) {
+        self.track_mapped = true;
+    }
+
+    /// The file mappings seen since the last call.
+    pub fn take_mapped(&mut self) -> Vec<super::identity::Mapped> {
+        std::mem::take(&mut self.mapped)
+    }
+
     /// Lost on-CPU samples: LOST records of the on-CPU rings.
     pub fn on_cpu_lost(&self) -> u64 {
         self.lost_samples - self.off_cpu_lost_samples
@@ -284,7 +299,14 @@ impl Accounting {
                 }
                 kind::THROTTLE => self.throttles += 1,
                 kind::UNTHROTTLE => self.unthrottles += 1,
-                kind::MMAP2 => self.mapped(r, 72),
+                kind::MMAP2 => {
+                    self.mapped(r, 72);
+                    if self.track_mapped
+                        && let Some(m) = super::identity::parse_mmap2(r)
+                    {
+                        self.mapped.push(m);
+                    }
+                }
                 kind::MMAP => self.mapped(r, 40),
                 _ => {}
             }

@@ -126,6 +126,8 @@ pub(super) struct Outlet<'a> {
     pub(super) side_band: bool,
     /// `--off-cpu`: each pass's off-CPU records go to the pairing ([`Msg::OffCpu`]).
     pub(super) off_cpu: Option<&'a OffCpuDrain>,
+    /// Each pass's file mappings go to the thread that finds their files.
+    pub(super) identities: Option<&'a super::identity::Identities>,
 }
 
 /// The drain loop's side of `--off-cpu` (see [`super::offcpu`]): off-CPU records never make
@@ -365,6 +367,9 @@ fn drain_all(
         }
     }
     acc.end_pass();
+    if let Some(ids) = out.identities {
+        ids.send(acc.take_mapped());
+    }
     // The unwinder learns every mapping of this pass before any sample of it: a CPU's
     // samples can use a library whose MMAP is in another CPU's buffer.
     if !side_band.is_empty() {

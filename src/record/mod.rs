@@ -33,6 +33,7 @@ pub mod chains;
 mod drain;
 mod error;
 mod finish;
+pub mod identity;
 mod offcpu;
 pub mod open;
 mod session;
@@ -231,7 +232,12 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
             queue: Default::default(),
         }
     });
+    // Which file each mapping really is, found while its process lives (not for `-B`, whose
+    // file has no build-ids to match, nor for `hrec top`, which reads the running system).
+    let identities = (!s.no_buildid && !s.live)
+        .then(|| identity::Identities::start(s.buildid_cache.clone(), s.procfs_root.clone()));
     let ctx = WriterCtx {
+        identities_found: identities.as_ref().map(identity::Identities::shared),
         procfs: s.procfs_root.clone(),
         // The vdso every process of this kernel maps: its frames are named from it, and
         // stacks kept raw unwind through it again later.
@@ -260,6 +266,9 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
 
     let ids = opened.fds.iter().map(|f| (f.id, f.event));
     let mut acc = Accounting::new(&opened.attrs, ids, process::getpid());
+    if identities.is_some() {
+        acc.track_mapped();
+    }
     // -a, -C, -p, -t: the kernel will not tell us about tasks and mappings made before now.
     let existing = match &plan.target {
         Target::Workload => None,
@@ -294,6 +303,9 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
             );
         }
         acc.account(&found.bytes);
+        if let Some(ids) = &identities {
+            ids.send(acc.take_mapped());
+        }
         if unwinding {
             let _ = tx.send(Msg::SideBand(found.bytes.clone()));
         }
@@ -332,6 +344,7 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
             tx: &tx,
             side_band: unwinding,
             off_cpu: off_cpu_drain.as_ref(),
+            identities: identities.as_ref(),
         },
         &mut acc,
         switcher.as_mut(),
@@ -339,6 +352,8 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
     )?;
 
     let (counts, lost_read) = final_counts(plan, &opened.attrs, &opened.fds);
+    // Every file found before the last build-ids block is written.
+    let identity_report = identities.map(identity::Identities::finish);
     send_file_sides(&tx, &acc);
     drop(tx);
     let WriterEnd {
@@ -426,6 +441,11 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
         (None, None) => 0,
     };
     let (summary, mut warnings) = summarize(s, &opened, acc, lost_read, size, &shown, run.woken);
+    warnings.extend(
+        identity_report
+            .iter()
+            .flat_map(identity::IdentityReport::lines),
+    );
     if let Some(o) = &off_cpu_stats {
         warnings.insert(0, o.line());
         warnings.extend(o.warnings().into_iter().map(|w| format!("warning: {w}")));

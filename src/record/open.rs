@@ -460,6 +460,16 @@ fn fallback(
                     "this kernel refuses inherit with sample-read (it needs Linux 6.12): recording {name}'s group without inherit, so child processes and threads created later are not followed"
                 )));
             }
+            if errno == libc::EINVAL && a.has(flag::BUILD_ID) {
+                // Before Linux 5.12: MMAP2 records with device and inode, as perf without
+                // --buildid-mmap; the build-ids come from the files at the end, by path.
+                for x in attrs.iter_mut() {
+                    x.set(flag::BUILD_ID, false);
+                }
+                return Ok(p.verbose.gt(&0).then(|| {
+                    "this kernel does not put build-ids in MMAP2 records (Linux 5.12+): the files' build-ids are read by path".to_string()
+                }));
+            }
             if errno == libc::EINVAL && (a.has(flag::CGROUP) || a.sample_type & sample::CGROUP != 0)
             {
                 return Err(RecordError::NoCgroupRecords { event: name });

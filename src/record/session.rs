@@ -36,6 +36,9 @@ pub struct Session<'a> {
     pub zstd_level: Option<i32>,
     /// `-B/--no-buildid`: no build-ids side block (reports then cannot tell a rebuilt binary).
     pub no_buildid: bool,
+    /// The build-id cache that files mapped from another mount namespace or root are copied
+    /// into while recording ([`super::identity`]); `None`: no copies (`-N`).
+    pub buildid_cache: Option<PathBuf>,
     /// `--switch-output`: a series of files instead of one.
     pub switch_output: Option<switch::SwitchOutput>,
     /// Each finished file of a `--switch-output` series is sent here once it is complete

@@ -59,13 +59,17 @@ pub fn build_id(path: &Path) -> Option<String> {
     Some(id.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// The `build-ids` side block: one `build_id path` line per file that has one.
-pub fn build_ids<'a>(files: impl IntoIterator<Item = &'a [u8]>) -> String {
+/// The `build-ids` side block: one `build_id path` line per file that has one; `found`: the
+/// build-ids of files found while their process lived, which win over the file at the path.
+pub fn build_ids<'a>(
+    files: impl IntoIterator<Item = &'a [u8]>,
+    found: &std::collections::HashMap<Vec<u8>, String>,
+) -> String {
     use std::os::unix::ffi::OsStrExt;
     let mut out = String::new();
     for f in files {
         let p = Path::new(std::ffi::OsStr::from_bytes(f));
-        if let Some(id) = build_id(p) {
+        if let Some(id) = found.get(f).cloned().or_else(|| build_id(p)) {
             out.push_str(&id);
             out.push(' ');
             out.push_str(&String::from_utf8_lossy(f));

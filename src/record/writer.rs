@@ -49,6 +49,9 @@ pub(super) enum Msg {
 
 /// What the writer thread works with besides the first file and the channel.
 pub(super) struct WriterCtx {
+    /// The build-ids of files found while their process lived ([`super::identity`]), which
+    /// the build-ids block gives for their paths.
+    pub(super) identities_found: Option<super::identity::Found>,
     pub(super) procfs: PathBuf,
     pub(super) vdso: Option<Vec<u8>>,
     pub(super) unwinder: Option<RecordUnwinder>,
@@ -291,7 +294,12 @@ fn write_file_sides(
         return Ok(());
     }
     if !ctx.no_buildid {
-        let build_ids = side::build_ids(files.iter().map(Vec::as_slice));
+        let found = ctx
+            .identities_found
+            .as_ref()
+            .and_then(|f| f.lock().ok().map(|m| m.clone()))
+            .unwrap_or_default();
+        let build_ids = side::build_ids(files.iter().map(Vec::as_slice), &found);
         w.write_side("build-ids", build_ids.as_bytes())?;
     }
     if !kernel_addrs.is_empty() {

@@ -87,6 +87,26 @@ impl Binary {
         Binary::load_with(path, expected_build_id, search, true)
     }
 
+    /// The file a recording mapped at `path` with `expected_build_id`: perf's build-id cache
+    /// first, which holds the file that ran (the file at its path may be another build since,
+    /// or never have been it, for a process in a container or a chroot, or have been stripped
+    /// since), then the file at its path, as perf looks.
+    pub fn load_recorded(
+        path: &Path,
+        expected_build_id: Option<&[u8]>,
+        search: &SearchPaths,
+        dwarf: bool,
+    ) -> Result<Binary, Unresolved> {
+        let load = |p: &Path| Binary::load_with(p, expected_build_id, search, dwarf);
+        match expected_build_id
+            .and_then(|id| search.cached_binary(id))
+            .map(|p| load(&p))
+        {
+            Some(Ok(b)) => Ok(b),
+            _ => load(path),
+        }
+    }
+
     /// [`Binary::load`], with `dwarf` false reading symbol tables only (a separate debug file
     /// only when the binary has no symbol table of its own): no source lines and no inline
     /// frames, but loaded at a fraction of the cost (`hrec top`, which shows functions).

@@ -104,6 +104,12 @@ pub enum CacheError {
         /// The file.
         path: PathBuf,
     },
+    /// The file is not the build that was mapped.
+    #[error("{}: another build than the one mapped", path.display())]
+    OtherBuild {
+        /// The file.
+        path: PathBuf,
+    },
     /// The cache could not be written or read.
     #[error("build-id cache {}: {source}", path.display())]
     Cache {
@@ -193,7 +199,33 @@ impl Cache {
             path: file.to_path_buf(),
             source,
         })?;
-        let hex = hex(&id);
+        self.insert(&real, &real, &id)
+    }
+
+    /// Copies `source`, the file a process mapped as `path` (read through `/proc/PID/root`
+    /// or `/proc/PID/map_files` while the process lived: `path` may name another file, or
+    /// none, in this mount namespace), into the cache under `path`, after checking that its
+    /// build-id is `build_id`.
+    pub fn add_mapped(
+        &self,
+        source: &Path,
+        path: &Path,
+        build_id: &[u8],
+    ) -> Result<Entry, CacheError> {
+        let id = read_build_id(source)?;
+        if id != build_id {
+            return Err(CacheError::OtherBuild {
+                path: source.to_path_buf(),
+            });
+        }
+        self.insert(source, path, &id)
+    }
+
+    /// Copies `source` into the entry of `path` and `id`, with its `.build-id` link.
+    fn insert(&self, source: &Path, real: &Path, id: &[u8]) -> Result<Entry, CacheError> {
+        let real = real.to_path_buf();
+        let file = source;
+        let hex = hex(id);
         let link = self.link(&hex).ok_or_else(|| CacheError::NoBuildId {
             path: file.to_path_buf(),
         })?;
@@ -204,8 +236,8 @@ impl Cache {
         };
         std::fs::create_dir_all(&dir).map_err(cache_err(&dir))?;
         let elf = dir.join("elf");
-        let tmp = dir.join(".elf.tmp");
-        std::fs::copy(&real, &tmp).map_err(cache_err(&tmp))?;
+        let tmp = dir.join(format!(".elf.{}.tmp", std::process::id()));
+        std::fs::copy(source, &tmp).map_err(cache_err(&tmp))?;
         std::fs::rename(&tmp, &elf).map_err(cache_err(&elf))?;
         let link_dir = link.parent().unwrap_or(&self.root);
         std::fs::create_dir_all(link_dir).map_err(cache_err(link_dir))?;

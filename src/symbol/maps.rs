@@ -19,7 +19,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::decode::Record;
+use crate::decode::{FileId, Record};
 
 /// Index of a file in [`AddressSpaces::files`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -45,13 +45,17 @@ impl Mapping {
     }
 }
 
-/// A mapped file's name.
+/// A mapped file's name, and which build of it was mapped when the record says so.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MappedFile {
     /// The path (or pseudo name such as `//anon`, `[vdso]`) as the record gave it.
     pub path: Arc<Path>,
     /// What perf shows in the Shared Object column: the file name without directories.
     pub short: Arc<str>,
+    /// The build-id of the file the process mapped, from its MMAP2 record (`attr.build_id`,
+    /// Linux 5.12+): a process in another mount namespace or a chroot may map another build
+    /// at the same path, so one path can be several files.
+    pub build_id: Option<Arc<[u8]>>,
 }
 
 impl MappedFile {
@@ -74,12 +78,15 @@ impl MappedFile {
     }
 }
 
+/// A file's name and the build-id its record gave.
+type FileKey = (Vec<u8>, Option<Arc<[u8]>>);
+
 /// The mappings of every process, as of the last record applied.
 #[derive(Debug, Default)]
 pub struct AddressSpaces {
     procs: HashMap<u32, BTreeMap<u64, Mapping>>,
     files: Vec<MappedFile>,
-    by_name: HashMap<Vec<u8>, FileIdx>,
+    by_name: HashMap<FileKey, FileIdx>,
 }
 
 impl AddressSpaces {
@@ -100,7 +107,14 @@ impl AddressSpaces {
 
     /// Interns a file name.
     pub fn intern(&mut self, name: &[u8]) -> FileIdx {
-        if let Some(&f) = self.by_name.get(name) {
+        self.intern_build(name, None)
+    }
+
+    /// Interns a file name with the build-id its record gave (an empty one is none).
+    pub fn intern_build(&mut self, name: &[u8], build_id: Option<&[u8]>) -> FileIdx {
+        let build_id: Option<Arc<[u8]>> = build_id.filter(|b| !b.is_empty()).map(Arc::from);
+        let key = (name.to_vec(), build_id);
+        if let Some(&f) = self.by_name.get(&key) {
             return f;
         }
         let path: Arc<Path> = Path::new(OsStr::from_bytes(name)).into();
@@ -112,8 +126,9 @@ impl AddressSpaces {
         self.files.push(MappedFile {
             path,
             short: String::from_utf8_lossy(short).into(),
+            build_id: key.1.clone(),
         });
-        self.by_name.insert(name.to_vec(), f);
+        self.by_name.insert(key, f);
         f
     }
 
@@ -121,7 +136,14 @@ impl AddressSpaces {
     pub fn apply(&mut self, r: &Record<'_>) {
         match r {
             Record::Mmap(m) if !m.data => self.map(m.pid, m.addr, m.len, m.pgoff, m.filename),
-            Record::Mmap2(m) if !m.data => self.map(m.pid, m.addr, m.len, m.pgoff, m.filename),
+            Record::Mmap2(m) if !m.data => {
+                let build_id = match m.file {
+                    FileId::BuildId(b) => Some(b),
+                    FileId::Inode { .. } => None,
+                };
+                let file = self.intern_build(m.filename, build_id);
+                self.map_file(m.pid, m.addr, m.len, m.pgoff, file);
+            }
             Record::Comm(c) if c.exec && c.pid == c.tid => {
                 self.procs.remove(&c.pid);
             }
@@ -139,8 +161,16 @@ impl AddressSpaces {
         if pid == u32::MAX || len == 0 {
             return;
         }
-        let end = start.saturating_add(len);
         let file = self.intern(name);
+        self.map_file(pid, start, len, pgoff, file);
+    }
+
+    /// Adds a mapping of an interned file, replacing what it overlaps.
+    pub fn map_file(&mut self, pid: u32, start: u64, len: u64, pgoff: u64, file: FileIdx) {
+        if pid == u32::MAX || len == 0 {
+            return;
+        }
+        let end = start.saturating_add(len);
         let maps = self.procs.entry(pid).or_default();
         // Mappings that overlap [start, end): those starting before `end` whose end is after
         // `start`. Only one mapping starting before `start` can overlap it.

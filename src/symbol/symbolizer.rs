@@ -22,7 +22,7 @@ use super::binary::Binary;
 use super::debuginfo::{self, Missing, SearchPaths};
 use super::debuginfod::{Debuginfod, Kind};
 use super::kallsyms::{self, KernelSymbols};
-use super::maps::{AddressSpaces, FileIdx};
+use super::maps::{AddressSpaces, FileIdx, MappedFile};
 use super::perfmap::PerfMap;
 use super::{Frame, FrameAddress, Unresolved};
 
@@ -229,6 +229,14 @@ impl Symbolizer {
     }
 
     /// The binary at `path` (on this machine) checked against `expected`, loaded on first use.
+    /// The build-id of the file a mapping had: its MMAP2 record's, else the recording's
+    /// build-id table's for its path.
+    fn expected_build_id<'a>(&'a self, file: &'a MappedFile) -> Option<&'a [u8]> {
+        file.build_id
+            .as_deref()
+            .or_else(|| self.build_ids.get(&*file.path).map(Vec::as_slice))
+    }
+
     fn binary(&self, path: &Path, expected: Option<&[u8]>, pseudo: bool) -> Cached {
         let key = (path.to_path_buf(), expected.map(<[u8]>::to_vec));
         let mut cache = self.binaries.lock().unwrap_or_else(|e| e.into_inner());
@@ -238,20 +246,7 @@ impl Symbolizer {
                 Arc::new(Mutex::new(if pseudo {
                     Err(Unresolved::BinaryMissing)
                 } else {
-                    // A binary deleted or rebuilt since the recording: perf's build-id cache
-                    // may hold the one that ran.
-                    let load = |p: &Path| Binary::load_with(p, expected, &self.search, self.dwarf);
-                    match load(path) {
-                        Err(
-                            why @ (Unresolved::BinaryMissing
-                            | Unresolved::Unreadable
-                            | Unresolved::BuildIdMismatch),
-                        ) => expected
-                            .and_then(|id| self.search.cached_binary(id))
-                            .and_then(|p| load(&p).ok())
-                            .ok_or(why),
-                        loaded => loaded,
-                    }
+                    Binary::load_recorded(path, expected, &self.search, self.dwarf)
                 }))
             })
             .clone()
@@ -270,16 +265,16 @@ impl Symbolizer {
         let mut wanted = Vec::new();
         for (f, _) in jobs {
             let file = maps.file(*f);
-            let Some(id) = self.build_ids.get(&*file.path) else {
+            let Some(id) = self.expected_build_id(file).map(<[u8]>::to_vec) else {
                 continue;
             };
             if file.is_pseudo() || id.iter().all(|&b| b == 0) || !seen.insert(id.clone()) {
                 continue;
             }
             let path = on_disk(&file.path, self.symfs.as_deref());
-            match debuginfo::missing(&path, id, &self.search) {
+            match debuginfo::missing(&path, &id, &self.search) {
                 Missing::Nothing => {}
-                m => wanted.push((id.clone(), m)),
+                m => wanted.push((id, m)),
             }
         }
         d.fetch_all(&wanted, |(id, m)| match m {
@@ -407,7 +402,6 @@ impl Symbolizer {
                 },
             });
         }
-        let build_ids = &self.build_ids;
         let mut jobs: Vec<(FileIdx, Vec<(usize, u64)>)> = by_file.into_iter().collect();
         jobs.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(&b.0)));
         let threads = match self.threads {
@@ -428,7 +422,7 @@ impl Symbolizer {
                 Some((_, vdso)) if &*file.path == Path::new("[vdso]") => vdso.clone(),
                 _ => on_disk(&file.path, self.symfs.as_deref()),
             };
-            (path, build_ids.get(&*file.path).cloned())
+            (path, self.expected_build_id(file).map(<[u8]>::to_vec))
         };
         let mut uses: HashMap<BinaryKey, usize> = HashMap::new();
         for (f, _) in &jobs {
@@ -461,7 +455,7 @@ impl Symbolizer {
                             };
                             let file = maps.file(*f);
                             let path = on_disk(&file.path, self.symfs.as_deref());
-                            let expected = build_ids.get(&*file.path).map(Vec::as_slice);
+                            let expected = self.expected_build_id(file);
                             let cached = match &self.vdso {
                                 Some((_, vdso)) if &*file.path == Path::new("[vdso]") => {
                                     self.binary(vdso, expected, false)

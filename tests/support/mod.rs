@@ -458,3 +458,15 @@ pub fn check_processed_profile(j: &serde_json::Value) -> Vec<FxThread> {
     }
     out
 }
+
+/// Waits until `cond` holds, polling every 20 ms, or panics after `secs` seconds.
+pub fn await_cond(what: &str, secs: u64, mut cond: impl FnMut() -> bool) {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while !cond() {
+        assert!(
+            std::time::Instant::now() < end,
+            "{what}: not within {secs} s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}

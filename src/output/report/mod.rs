@@ -347,7 +347,7 @@ pub fn text(
     for m in &p.build_id_mismatches {
         let _ = writeln!(
             s,
-            "# warning: {m} on this machine is not the file that was recorded (build-id differs); its samples are unresolved"
+            "# warning: {m} on this machine is not the file that was recorded (another build: rebuilt since, or the file of a container or chroot), and the build-id cache has no copy; its samples are unresolved"
         );
     }
     if p.multiplexed > 0 {
