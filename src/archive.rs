@@ -527,6 +527,116 @@ mod tests {
         assert_eq!(got, want);
     }
 
+    /// The archive in perf's layout, read back: directories, `elf` and `debug` with their
+    /// bytes and modes, `.build-id` links to their entries; names and link targets past tar's
+    /// 100 bytes; a build-id met at a second path packed once; zstd and gzip streams.
+    #[test]
+    fn write_packs_perfs_layout_with_long_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let elf = dir.path().join("prog");
+        let debug = dir.path().join("prog.debug");
+        std::fs::write(&elf, b"ELF bytes").unwrap();
+        std::fs::write(&debug, b"DWARF bytes").unwrap();
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&elf, std::fs::Permissions::from_mode(0o751)).unwrap();
+        std::fs::set_permissions(&debug, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let deep = format!("/opt/{}/prog", "a-long-directory-name".repeat(8));
+        let id: Vec<u8> = (1..=20).collect();
+        let hex = hex(&id);
+        let located = |path: &str| Located {
+            path: PathBuf::from(path),
+            build_id: id.clone(),
+            files: Found {
+                binary: elf.clone(),
+                debug: Some(debug.clone()),
+                alt: None,
+            },
+        };
+        let entry = buildid_cache::entry_dir(Path::new(&deep), &hex);
+        for (name, compression) in [
+            ("a.tar", Compression::None),
+            ("a.tar.zst", Compression::Zstd),
+            ("a.tar.gz", Compression::Gzip),
+        ] {
+            let out = dir.path().join(name);
+            let packed = write(
+                &out,
+                compression,
+                &[located(&deep), located("/usr/bin/prog")],
+            )
+            .unwrap();
+            assert_eq!(
+                packed,
+                Packed {
+                    binaries: 1,
+                    debug_files: 1,
+                    bytes: 20
+                }
+            );
+            let file = File::open(&out).unwrap();
+            let reader: Box<dyn Read> = match compression {
+                Compression::None => Box::new(file),
+                Compression::Zstd => Box::new(zstd::Decoder::new(file).unwrap()),
+                Compression::Gzip => Box::new(flate2::read::GzDecoder::new(file)),
+            };
+            let mut files = Vec::new();
+            let mut links = Vec::new();
+            let mut dirs = Vec::new();
+            for e in tar::Archive::new(reader).entries().unwrap() {
+                let mut e = e.unwrap();
+                let path = e.path().unwrap().into_owned();
+                match e.header().entry_type() {
+                    tar::EntryType::Directory => dirs.push(path),
+                    tar::EntryType::Symlink => {
+                        links.push((path, e.link_name().unwrap().unwrap().into_owned()))
+                    }
+                    _ => {
+                        let mode = e.header().mode().unwrap();
+                        let mut bytes = Vec::new();
+                        e.read_to_end(&mut bytes).unwrap();
+                        files.push((path, mode, bytes));
+                    }
+                }
+            }
+            assert!(entry.as_os_str().len() > 100);
+            assert_eq!(
+                files,
+                vec![
+                    (entry.join("elf"), 0o751, b"ELF bytes".to_vec()),
+                    (entry.join("debug"), 0o640, b"DWARF bytes".to_vec()),
+                ]
+            );
+            assert_eq!(
+                links,
+                vec![(
+                    buildid_cache::link_path(&hex).unwrap(),
+                    buildid_cache::link_target(Path::new(&deep), &hex)
+                )]
+            );
+            assert!(dirs.contains(&entry) && dirs.contains(&PathBuf::from(".build-id/01")));
+            assert!(!dirs.iter().any(|d| d.starts_with("usr")), "{dirs:?}");
+        }
+        // A file that cannot be read: the file's error, and no archive left behind.
+        let gone = Located {
+            files: Found {
+                binary: dir.path().join("gone"),
+                debug: None,
+                alt: None,
+            },
+            ..located("/x")
+        };
+        let out = dir.path().join("b.tar");
+        let e = write(&out, Compression::None, &[gone]).unwrap_err();
+        assert!(matches!(e, ArchiveError::Read { .. }), "{e}");
+        assert!(
+            std::fs::read_dir(dir.path()).unwrap().all(|f| !f
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .contains("b.tar"))
+        );
+    }
+
     #[test]
     fn archive_names_pick_the_compression() {
         let of = |n: &str| Compression::of(Path::new(n));
