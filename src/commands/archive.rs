@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use hrec::archive::{self, Compression};
-use hrec::recording::Recording;
 use hrec::symbol::buildid_cache::{self, hex};
 use hrec::symbol::debuginfo::SearchPaths;
 
 use super::args::input_file;
+use super::reading::{open_recording_with, read_warnings};
 use super::{Env, Error};
 
 /// `hrec archive` flags.
@@ -99,8 +99,9 @@ pub fn exec(
     err: &mut dyn Write,
 ) -> Result<u8, Error> {
     let c = args.into_config()?;
-    let rec = Recording::open_with_kernel(&c.input, env.threads, false)?;
+    let rec = open_recording_with(env, &c.input, false, err)?;
     let needed = archive::needed(&rec);
+    read_warnings(&rec, err)?;
     if needed.is_empty() {
         writeln!(
             err,
