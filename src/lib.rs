@@ -10,6 +10,7 @@
 //! so it runs and is tested on machines without a hardware PMU. See `docs/architecture.md`.
 
 pub mod analysis;
+pub mod archive;
 pub mod data;
 pub mod decode;
 pub mod disasm;

@@ -10,6 +10,7 @@
 //! is passed through.
 
 mod annotate;
+mod archive;
 mod args;
 mod buildid_cache;
 mod buildid_list;
@@ -107,6 +108,9 @@ pub enum Cmd {
     /// Add binaries to perf's build-id cache (~/.debug), list, remove or purge them.
     #[command(name = "buildid-cache")]
     BuildidCache(buildid_cache::BuildidCacheArgs),
+    /// Pack the binaries a recording needs, by build-id, into a tar file to unpack into
+    /// ~/.debug on another machine (perf archive).
+    Archive(archive::ArchiveArgs),
     /// Show the instructions and source lines of hot functions with their samples.
     Annotate(annotate::AnnotateArgs),
     /// Compare two recordings per symbol, as perf diff (baseline share, delta, ratio).
@@ -177,6 +181,9 @@ pub enum Error {
     /// The recording failed.
     #[error(transparent)]
     Record(#[from] RecordError),
+    /// An archive could not be written.
+    #[error(transparent)]
+    Archive(#[from] hrec::archive::ArchiveError),
     /// Writing output failed.
     #[error("cannot write output")]
     Io(#[from] io::Error),
@@ -234,6 +241,7 @@ pub fn exec(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, Er
         Cmd::Evlist(a) => evlist::exec(a, &env, out, err),
         Cmd::BuildidList(a) => buildid_list::exec(a, &env, out, err),
         Cmd::BuildidCache(a) => buildid_cache::exec(a, &env, out, err),
+        Cmd::Archive(a) => archive::exec(a, &env, out, err),
         Cmd::Annotate(a) => annotate::exec(a, &env, out, err),
         Cmd::Diff(a) => diff::exec(a, &env, out, err),
         Cmd::Top(a) => top::exec(a, &env, out, err),

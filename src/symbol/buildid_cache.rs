@@ -7,7 +7,13 @@
 //! * `<cache>/<real path of the file>/<hex>/elf`: the copy (perf also writes `debug`,
 //!   `probes`, `kallsyms` there; they are removed with the entry and otherwise left alone),
 //! * `<cache>/.build-id/<xx>/<rest of hex>`: a symlink to `../../<real path>/<hex>`
-//!   (relative, as perf writes it), so `<cache>/.build-id/xx/rest/elf` is the copy.
+//!   (relative, as perf writes it), so `<cache>/.build-id/xx/rest/elf` is the copy,
+//! * `<cache>/<real path>/<hex>/debug`: the file's separate debug file, where perf puts one it
+//!   fetched (`dso__build_id_filename(.., is_debug)`) and `hrec archive` packs one; the
+//!   symbolizer finds it as `<cache>/.build-id/xx/rest/debug` ([`Cache::debug_file`]).
+//!
+//! [`entry_dir`], [`link_path`] and [`link_target`] give these names relative to the cache, for
+//! the cache itself and for `hrec archive`, which writes the same layout into a tar file.
 //!
 //! The cache directory is, in this order: `--buildid-dir DIR`, `$HREC_BUILDID_DIR`,
 //! `$PERF_BUILDID_DIR` (what perf sets for the programs it runs), `buildid.dir` of perf's
@@ -78,6 +84,27 @@ pub fn hex(build_id: &[u8]) -> String {
         let _ = write!(s, "{b:02x}");
     }
     s
+}
+
+/// `<real path>/<hex>`, an entry's directory relative to the cache (`path` absolute; its
+/// root and `..` are dropped lexically, so the entry stays under the cache).
+pub fn entry_dir(path: &Path, hex: &str) -> PathBuf {
+    relative(path).join(hex)
+}
+
+/// `.build-id/xx/rest`, the link for the build-id `hex` relative to the cache; `None` for an
+/// id shorter than two bytes.
+pub fn link_path(hex: &str) -> Option<PathBuf> {
+    if hex.len() < 4 || !hex.is_char_boundary(2) {
+        return None;
+    }
+    Some(Path::new(".build-id").join(&hex[..2]).join(&hex[2..]))
+}
+
+/// `../../<real path>/<hex>`: what the link of an entry points to, relative to the link's
+/// directory `.build-id/xx/`, as perf writes it.
+pub fn link_target(path: &Path, hex: &str) -> PathBuf {
+    Path::new("../..").join(entry_dir(path, hex))
 }
 
 /// Why a cache operation failed; each displays as one line.
@@ -173,21 +200,25 @@ impl Cache {
     /// `<cache>/.build-id/xx/rest`, the link for `build_id` (hex); `None` for an id shorter
     /// than two bytes.
     fn link(&self, hex: &str) -> Option<PathBuf> {
-        if hex.len() < 4 || !hex.is_char_boundary(2) {
-            return None;
-        }
-        Some(self.root.join(".build-id").join(&hex[..2]).join(&hex[2..]))
+        Some(self.root.join(link_path(hex)?))
     }
 
     /// `<cache>/<path>/<hex>`, the entry's directory (`path` absolute, without `..`).
     fn entry_dir(&self, path: &Path, hex: &str) -> PathBuf {
-        self.root.join(relative(path)).join(hex)
+        self.root.join(entry_dir(path, hex))
     }
 
     /// The cached copy of the binary with `build_id` (`<cache>/.build-id/xx/rest/elf`), when it
     /// is there.
     pub fn binary(&self, build_id: &[u8]) -> Option<PathBuf> {
         let p = self.link(&hex(build_id))?.join("elf");
+        p.is_file().then_some(p)
+    }
+
+    /// The separate debug file cached for the binary with `build_id`
+    /// (`<cache>/.build-id/xx/rest/debug`), when it is there.
+    pub fn debug_file(&self, build_id: &[u8]) -> Option<PathBuf> {
+        let p = self.link(&hex(build_id))?.join("debug");
         p.is_file().then_some(p)
     }
 
@@ -241,8 +272,7 @@ impl Cache {
         std::fs::rename(&tmp, &elf).map_err(cache_err(&elf))?;
         let link_dir = link.parent().unwrap_or(&self.root);
         std::fs::create_dir_all(link_dir).map_err(cache_err(link_dir))?;
-        // `../../<real path>/<hex>`, relative to `.build-id/xx/`, as perf writes it.
-        let target = Path::new("../..").join(relative(&real)).join(&hex);
+        let target = link_target(&real, &hex);
         match std::fs::symlink_metadata(&link) {
             Ok(_) => std::fs::remove_file(&link).map_err(cache_err(&link))?,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
@@ -359,9 +389,7 @@ impl Cache {
     fn remove_entry(&self, entry: &Entry) -> Result<(), CacheError> {
         let dir = self.entry_dir(&entry.path, &entry.build_id);
         if let Some(link) = self.link(&entry.build_id) {
-            let target = Path::new("../..")
-                .join(relative(&entry.path))
-                .join(&entry.build_id);
+            let target = link_target(&entry.path, &entry.build_id);
             if std::fs::read_link(&link).is_ok_and(|t| t == target) {
                 std::fs::remove_file(&link).map_err(|source| CacheError::Cache {
                     path: link.clone(),
@@ -424,6 +452,27 @@ mod tests {
     }
 
     #[test]
+    fn layout_names_relative_to_the_cache() {
+        let (path, hex) = (Path::new("/usr/bin/prog"), "ab01cd");
+        assert_eq!(entry_dir(path, hex), PathBuf::from("usr/bin/prog/ab01cd"));
+        assert_eq!(link_path(hex), Some(PathBuf::from(".build-id/ab/01cd")));
+        assert_eq!(link_path("ab"), None);
+        assert_eq!(
+            link_target(path, hex),
+            PathBuf::from("../../usr/bin/prog/ab01cd")
+        );
+        // The link resolves to the entry from its own directory.
+        let mut resolved = link_path(hex).unwrap().parent().unwrap().to_path_buf();
+        for c in link_target(path, hex).components() {
+            match c {
+                Component::ParentDir => assert!(resolved.pop()),
+                other => resolved.push(other),
+            }
+        }
+        assert_eq!(resolved, entry_dir(path, hex));
+    }
+
+    #[test]
     fn add_list_remove_purge_round_trip() {
         let dir = tempfile::tempdir().unwrap();
         let cache = Cache::new(dir.path().join("cache"));
@@ -437,6 +486,7 @@ mod tests {
         assert!(link.starts_with("../.."), "{link:?}");
         assert_eq!(cache.list(true).unwrap(), vec![e.clone()]);
         assert!(cache.binary(&id).is_some());
+        assert_eq!(cache.debug_file(&id), None, "add copies no debug file");
         assert_eq!(cache.remove(&exe).unwrap(), Some(e.clone()));
         assert!(cache.list(false).unwrap().is_empty());
         assert_eq!(cache.remove(&exe).unwrap(), None);

@@ -24,7 +24,10 @@
 //! `~/.debug/.build-id/xx/rest/elf`, so `perf report` still names the functions of a binary
 //! that was rebuilt or deleted since. [`SearchPaths::cached_binary`] finds that copy by the
 //! recorded build id, for the same reason; where the cache is and its layout are
-//! [`super::buildid_cache`]'s, which `hrec buildid-cache` writes with.
+//! [`super::buildid_cache`]'s, which `hrec buildid-cache` writes with. A debug file in the
+//! cache (`.build-id/xx/rest/debug`: one perf fetched, or one `hrec archive` packed) is found
+//! by build id right after the debug directories' ([`SearchPaths::cached_debug_file`]), and so
+//! is a dwz supplementary file packed there.
 //!
 //! All lookups are best effort: a missing or unreadable candidate is skipped, never an error.
 
@@ -85,11 +88,19 @@ impl SearchPaths {
     fn perf_cached_binary(&self, build_id: &[u8]) -> Option<PathBuf> {
         buildid_cache::Cache::new(self.build_id_cache.as_ref()?).binary(build_id)
     }
+
+    /// The separate debug file with `build_id` in perf's build-id cache
+    /// (`<cache>/.build-id/xx/rest/debug`), when it is there.
+    pub fn cached_debug_file(&self, build_id: &[u8]) -> Option<PathBuf> {
+        buildid_cache::Cache::new(self.build_id_cache.as_ref()?).debug_file(build_id)
+    }
 }
 
 /// Finds the separate debug file for `binary` the way distributions ship it, in this order:
 ///
 /// 1. `<dir>/.build-id/xx/rest.debug` for each debug dir (build id in hex, first byte = `xx`),
+///    then perf's build-id cache, `<cache>/.build-id/xx/rest/debug`
+///    ([`SearchPaths::cached_debug_file`]),
 /// 2. the `.gnu_debuglink` name, checked with its CRC32, in: the binary's directory,
 ///    `<bindir>/.debug/`, and `<dir>/<bindir>/` for each debug dir. The binary's directory is
 ///    tried as given (made absolute) and, when different, with symlinks resolved;
@@ -111,6 +122,9 @@ pub fn find_debug_file(
             {
                 return Some(path);
             }
+        }
+        if let Some(path) = search.cached_debug_file(id) {
+            return Some(path);
         }
     }
     let linked = debuglink.and_then(|(name, crc)| {
@@ -154,18 +168,7 @@ pub enum Missing {
 
 /// See [`Missing`].
 pub fn missing(binary: &Path, build_id: &[u8], search: &SearchPaths) -> Missing {
-    let here = |p: &Path| {
-        read_elf_info(p)
-            .ok()
-            .filter(|info| build_id_matches(build_id, info.build_id.as_deref()))
-    };
-    let found = here(binary)
-        .map(|info| (binary.to_path_buf(), info))
-        .or_else(|| {
-            let copy = search.cached_binary(build_id)?;
-            here(&copy).map(|info| (copy, info))
-        });
-    let Some((path, info)) = found else {
+    let Some((path, info)) = binary_with_id(binary, build_id, search) else {
         return Missing::Binary;
     };
     if lacks_debug_info(&path, &info, search) {
@@ -173,6 +176,60 @@ pub fn missing(binary: &Path, build_id: &[u8], search: &SearchPaths) -> Missing 
     } else {
         Missing::Nothing
     }
+}
+
+/// The file with `build_id` for the binary recorded at `binary`, as the symbolizer looks:
+/// the file at `binary` when its build-id is that one, else a cached copy
+/// ([`SearchPaths::cached_binary`]); with its headers.
+fn binary_with_id(
+    binary: &Path,
+    build_id: &[u8],
+    search: &SearchPaths,
+) -> Option<(PathBuf, super::elf::ElfInfo)> {
+    let here = |p: &Path| {
+        read_elf_info(p)
+            .ok()
+            .filter(|info| build_id_matches(build_id, info.build_id.as_deref()))
+    };
+    here(binary)
+        .map(|info| (binary.to_path_buf(), info))
+        .or_else(|| {
+            let copy = search.cached_binary(build_id)?;
+            here(&copy).map(|info| (copy, info))
+        })
+}
+
+/// The files on this machine that name a recorded binary's functions and source lines, as
+/// [`super::binary::Binary::load`] reads them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    /// The file with the recorded build-id: the one at the recorded path, else a cached copy.
+    pub binary: PathBuf,
+    /// Its separate debug file ([`find_debug_file`]), when the binary has no DWARF and one is
+    /// found.
+    pub debug: Option<PathBuf>,
+    /// The dwz supplementary file ([`find_alt_file`]) of the DWARF, with its build id.
+    pub alt: Option<(PathBuf, Vec<u8>)>,
+}
+
+/// See [`Found`]; `None` when no file with `build_id` is here.
+pub fn find_files(binary: &Path, build_id: &[u8], search: &SearchPaths) -> Option<Found> {
+    let (path, info) = binary_with_id(binary, build_id, search)?;
+    let debug = if info.has_dwarf {
+        None
+    } else {
+        let link = info.debuglink.as_ref().map(|(n, crc)| (n.as_slice(), *crc));
+        find_debug_file(&path, info.build_id.as_deref(), link, search)
+    };
+    let alt = find_alt_file(debug.as_deref().unwrap_or(&path), search).and_then(|alt| {
+        let id = read_elf_info(&alt).ok()?.build_id?;
+        Some((std::path::absolute(&alt).unwrap_or(alt), id))
+    });
+    Some(Found {
+        binary: path,
+        debug,
+        alt,
+    })
 }
 
 /// Whether `binary` (read as `info`) has no DWARF and no debug file is found for it.
@@ -187,7 +244,8 @@ fn lacks_debug_info(binary: &Path, info: &super::elf::ElfInfo, search: &SearchPa
 
 /// The dwz supplementary file named by `.gnu_debugaltlink` of `debug_file`: its name as
 /// recorded (relative names resolved against the debug file's directory, both as given and
-/// with symlinks resolved), else `<dir>/.build-id/xx/rest.debug` with the altlink's build id.
+/// with symlinks resolved), else `<dir>/.build-id/xx/rest.debug` with the altlink's build id,
+/// else perf's build-id cache's `.build-id/xx/rest/debug` with it.
 /// A candidate whose build id differs from the recorded one is skipped. `None` when the debug
 /// file has no altlink or nothing is found.
 pub fn find_alt_file(debug_file: &Path, search: &SearchPaths) -> Option<PathBuf> {
@@ -220,6 +278,7 @@ pub fn find_alt_file(debug_file: &Path, search: &SearchPaths) -> Option<PathBuf>
         for dir in &search.debug_dirs {
             candidates.extend(build_id_path(dir, id));
         }
+        candidates.extend(search.cached_debug_file(id));
     }
     dedup_in_order(&mut candidates);
     candidates.into_iter().find(|c| matches(c))
@@ -521,6 +580,50 @@ mod tests {
             Some(path)
         );
         assert_eq!(build_id_path(&debug_dir, &[0xab]), None);
+    }
+
+    /// A debug file packed into perf's build-id cache beside the binary's copy
+    /// (`<cache>/<path>/<hex>/debug`, as `hrec archive` writes it) is found by build id, after
+    /// the debug directories' and before a `.gnu_debuglink` candidate; `Binary::load` reads
+    /// its DWARF.
+    #[test]
+    fn debug_file_in_the_build_id_cache() {
+        let l = linked();
+        let cache_dir = l.dir.path().join("cache");
+        let cache = buildid_cache::Cache::new(&cache_dir);
+        let entry = cache.add(&l.prog).unwrap();
+        let packed = cache_dir
+            .join(buildid_cache::entry_dir(&entry.path, &entry.build_id))
+            .join("debug");
+        std::fs::copy(&l.debug, &packed).unwrap();
+        let mut search = dirs(&[]);
+        assert_eq!(l.find(&search), None, "no cache, no debug file");
+        search.build_id_cache = Some(cache_dir.clone());
+        let via_link = cache_dir
+            .join(buildid_cache::link_path(&entry.build_id).unwrap())
+            .join("debug");
+        assert_eq!(
+            search.cached_debug_file(&l.build_id),
+            Some(via_link.clone())
+        );
+        // A debuglink candidate next to the binary loses to it.
+        std::fs::copy(&l.debug, l.prog.with_file_name("prog.debug")).unwrap();
+        assert_eq!(l.find(&search), Some(via_link.clone()));
+        // The cached copy of the binary (the binary itself moved away) finds it too.
+        std::fs::remove_file(&l.prog).unwrap();
+        let copy = search.cached_binary(&l.build_id).unwrap();
+        let binary = Binary::load(&copy, Some(&l.build_id), &search).unwrap();
+        assert_eq!(binary.debug_path(), Some(via_link.as_path()));
+        // A debug directory's build-id file comes first.
+        let debug_dir = l.dir.path().join("debug");
+        let by_id = build_id_path(&debug_dir, &l.build_id).unwrap();
+        std::fs::create_dir_all(by_id.parent().unwrap()).unwrap();
+        std::fs::copy(&l.debug, &by_id).unwrap();
+        search.debug_dirs.push(debug_dir);
+        assert_eq!(
+            find_debug_file(&copy, Some(&l.build_id), None, &search),
+            Some(by_id)
+        );
     }
 
     fn have_dwz() -> bool {

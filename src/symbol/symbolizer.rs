@@ -624,14 +624,27 @@ impl SymbolizerBuilder {
 
 /// The build-ids recorded for mapped files (`build-ids` side block: `hex path` lines).
 pub fn parse_build_ids(text: &[u8]) -> HashMap<PathBuf, Vec<u8>> {
-    String::from_utf8_lossy(text)
-        .lines()
+    parse_build_id_lines(text).into_iter().collect()
+}
+
+/// The `hex path` lines of a `build-ids` side block, in order, a path as often as it is
+/// listed (the path as bytes, as the MMAP records name it); lines that are not such a pair
+/// are skipped.
+pub fn parse_build_id_lines(text: &[u8]) -> Vec<(PathBuf, Vec<u8>)> {
+    use std::os::unix::ffi::OsStrExt as _;
+    text.split(|&b| b == b'\n')
         .filter_map(|l| {
-            let (hex, path) = l.split_once(' ')?;
-            let bytes = (0..hex.len() / 2)
-                .map(|i| u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok())
+            let l = l.strip_suffix(b"\r").unwrap_or(l);
+            let space = l.iter().position(|&b| b == b' ')?;
+            let (hex, path) = (l.get(..space)?, l.get(space + 1..)?);
+            if hex.len() % 2 != 0 || path.is_empty() {
+                return None;
+            }
+            let bytes = hex
+                .chunks(2)
+                .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok())
                 .collect::<Option<Vec<u8>>>()?;
-            Some((PathBuf::from(path), bytes))
+            Some((PathBuf::from(std::ffi::OsStr::from_bytes(path)), bytes))
         })
         .collect()
 }
@@ -699,6 +712,29 @@ fn on_disk(path: &Path, symfs: Option<&Path>) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `hex path` lines in order, a path listed twice kept twice (the map keeps the last);
+    /// paths as bytes; malformed lines skipped.
+    #[test]
+    fn build_id_lines() {
+        let text = b"abcd /usr/bin/a b\n0102 /p\nzz /bad\nabc /odd\nnospace\n0304 /p\r\n\xff00 /x\n0a0b /n\xff\n";
+        let lines = parse_build_id_lines(text);
+        use std::os::unix::ffi::OsStrExt as _;
+        let path = |b: &[u8]| PathBuf::from(std::ffi::OsStr::from_bytes(b));
+        assert_eq!(
+            lines,
+            vec![
+                (path(b"/usr/bin/a b"), vec![0xab, 0xcd]),
+                (path(b"/p"), vec![1, 2]),
+                (path(b"/p"), vec![3, 4]),
+                (path(b"/n\xff"), vec![0x0a, 0x0b]),
+            ]
+        );
+        assert_eq!(
+            parse_build_ids(text).get(Path::new("/p")),
+            Some(&vec![3, 4])
+        );
+    }
 
     /// perf's entries of an address's inline chain: inlined functions innermost first, then
     /// the function itself, marked inlined only where DWARF names it otherwise than the symbol
