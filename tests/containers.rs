@@ -262,7 +262,8 @@ fn a_process_in_another_mount_namespace_is_named_from_its_own_file() {
 }
 
 /// A chrooted process (static builds: the chroot holds nothing else) whose path inside the
-/// chroot is the host's path of the other build.
+/// chroot is the host's path of the other build. Its binary is stripped, its symbols in a
+/// debug file under the chroot's `/usr/lib/debug/.build-id/`: copied into the cache too.
 #[test]
 fn a_chrooted_process_is_named_from_its_own_file() {
     let tmp = tempfile::tempdir().unwrap();
@@ -278,6 +279,29 @@ fn a_chrooted_process_is_named_from_its_own_file() {
     let in_root = root.join(inside.strip_prefix("/").unwrap());
     std::fs::create_dir_all(in_root.parent().unwrap()).unwrap();
     std::fs::copy(dir.join("guest"), &in_root).unwrap();
+    let id = hrec::symbol::buildid_cache::read_build_id(&in_root).unwrap();
+    let hex = hrec::symbol::buildid_cache::hex(&id);
+    let debug = root.join(format!(
+        "usr/lib/debug/.build-id/{}/{}.debug",
+        &hex[..2],
+        &hex[2..]
+    ));
+    std::fs::create_dir_all(debug.parent().unwrap()).unwrap();
+    let split = Command::new("objcopy")
+        .arg("--only-keep-debug")
+        .arg(&in_root)
+        .arg(&debug)
+        .status()
+        .is_ok_and(|s| s.success())
+        && Command::new("strip")
+            .arg("-s")
+            .arg(&in_root)
+            .status()
+            .is_ok_and(|s| s.success());
+    if !split {
+        eprintln!("skipped: objcopy/strip (binutils) cannot split the debug file");
+        return;
+    }
     let cache = dir.join("cache");
     // The stop file as the chrooted process sees it, and as the test writes it.
     let (stop_in, stop) = ("/stop", root.join("stop"));
@@ -304,5 +328,127 @@ fn a_chrooted_process_is_named_from_its_own_file() {
         err.contains("1 file mapped from another mount namespace or root"),
         "{err}"
     );
+    assert!(
+        hrec::symbol::buildid_cache::Cache::new(&cache)
+            .debug_file(&id)
+            .is_some(),
+        "the chroot's debug file was not copied"
+    );
     check_reports(dir, "ch.hrec", &cache, "busy");
+}
+
+/// A JIT: code copied into anonymous executable memory, named by `/tmp/perf-<pid>.map` as
+/// JITs write it, then waiting for the end of its standard input.
+const JIT: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+int main(int c, char **v) {
+    long n = atol(v[1]);
+    /* movabs $n, %rax; 1: dec %rax; jnz 1b; ret */
+    unsigned char code[] = {0x48, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0x48, 0xff, 0xc8, 0x75, 0xfb, 0xc3};
+    memcpy(code + 2, &n, 8);
+    unsigned char *p = mmap(0, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return 2;
+    memcpy(p, code, sizeof code);
+    char name[64];
+    snprintf(name, sizeof name, "/tmp/perf-%d.map", getpid());
+    FILE *f = fopen(name, "w");
+    if (!f) return 3;
+    fprintf(f, "%lx %zx jit_loop\n", (unsigned long)p, sizeof code);
+    fclose(f);
+    ((void (*)(void))p)();
+    char b;
+    while (read(0, &b, 1) > 0) {}
+    return 0;
+}
+"#;
+
+/// A JIT in its own pid and mount namespaces with a private `/tmp` (a tmpfs gone with the
+/// namespace): its perf map is `/tmp/perf-1.map` there, its pid here another. hrec holds that
+/// `/tmp` open while the process lives and stores the map in the recording, so the report,
+/// after the namespace is gone, names the JIT's code.
+#[test]
+fn a_jit_in_another_namespace_is_named_from_its_own_perf_map() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    if !is_root() {
+        eprintln!("skipped: pid and mount namespaces need root");
+        return;
+    }
+    if !gcc(dir, "jit", JIT, &[]) {
+        eprintln!("skipped: gcc cannot build the JIT");
+        return;
+    }
+    let ok = Command::new("unshare")
+        .args(["--mount", "--pid", "--fork", "--mount-proc", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("skipped: unshare --pid --mount fails here");
+        return;
+    }
+    // The binary is opened before /tmp (where the test's directory is) is covered, and run
+    // through that descriptor.
+    let script = format!(
+        "exec 3<{} && mount -t tmpfs none /tmp && exec /proc/self/fd/3 {SPIN}",
+        dir.join("jit").display()
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hrec"))
+        .args([
+            "record",
+            "-o",
+            "jit.hrec",
+            "--",
+            "unshare",
+            "--mount",
+            "--pid",
+            "--fork",
+            "--mount-proc",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .current_dir(dir)
+        .env_remove("HREC_SYSFS_ROOT")
+        .env_remove("HREC_PROCFS_ROOT")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // hrec holds the JIT's /tmp (an fd whose link reads `/tmp`: hrec opens nothing else
+    // there) once it has seen the JIT's code mapped.
+    let fds = format!("/proc/{}/fd", child.id());
+    await_cond("hrec to hold the JIT's /tmp", 120, || {
+        std::fs::read_dir(&fds).is_ok_and(|d| {
+            d.flatten()
+                .any(|e| std::fs::read_link(e.path()).is_ok_and(|l| l == Path::new("/tmp")))
+        })
+    });
+    drop(child.stdin.take());
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let r = hrec_in(
+        dir,
+        &["report", "--stdio", "-i", "jit.hrec", "--sort", "sym"],
+    );
+    let (out, err) = text(&r);
+    assert!(r.status.success(), "{err}");
+    let share = |name: &str| -> f64 {
+        out.lines()
+            .filter(|l| !l.starts_with('#') && l.ends_with(name))
+            .filter_map(|l| {
+                l.split_whitespace()
+                    .next()?
+                    .trim_end_matches('%')
+                    .parse::<f64>()
+                    .ok()
+            })
+            .sum()
+    };
+    assert!(share("jit_loop") > 50.0, "the JIT's code not named:\n{out}");
 }

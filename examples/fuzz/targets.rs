@@ -672,7 +672,7 @@ pub fn text(input: &[u8]) {
         return;
     };
     let t = String::from_utf8_lossy(rest);
-    match kind % 13 {
+    match kind % 15 {
         0 => {
             let k = hrec::symbol::kallsyms::KernelSymbols::parse(&t);
             for a in [0, 0xffff_ffff_8100_0000, 0xffff_ffff_8100_1234, u64::MAX] {
@@ -732,6 +732,20 @@ pub fn text(input: &[u8]) {
             let (pattern, text) = t.split_once('\n').unwrap_or((&t, "cpu_core/cycles/"));
             let _ = hrec::listing::glob_match(pattern, text, true);
             let _ = hrec::listing::glob_match(pattern, text, false);
+        }
+        13 => {
+            // A raw MMAP2 record as the recorder's identity thread reads it, and the
+            // recording's per-thread times block.
+            let _ = hrec::record::identity::parse_mmap2(rest);
+            let _ = serde_json::from_slice::<Vec<hrec::offcpu::ThreadTime>>(rest);
+        }
+        14 => {
+            let _ = hrec::symbol::symbolizer::parse_build_id_lines(rest);
+            let mut block = b"12\n".to_vec();
+            block.extend_from_slice(rest);
+            let _ = hrec::symbol::symbolizer::Symbolizer::builder()
+                .recorded_perf_maps(&[block, rest.to_vec()])
+                .build();
         }
         _ => {
             let _ = hrec::metrics::perfmon::cpuid_from_cpuinfo(&t);

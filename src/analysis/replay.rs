@@ -779,6 +779,7 @@ pub fn build_with(
                 .threads(opts.threads)
                 .kernel(rec.kernel_symbols(), rec.kernel_unresolved())
                 .recorded_build_ids(&rec.side("build-ids").unwrap_or_default())
+                .recorded_perf_maps(&rec.sides(crate::symbol::perfmap::SIDE))
                 .vdso(r.vdso.as_deref())
                 .debuginfod(opts.debuginfod.clone())
                 .build();

@@ -39,6 +39,8 @@ use crate::symbol::buildid_cache::{self, Cache};
 /// How a mapping's record says which file it is.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum MappedId {
+    /// Anonymous executable memory (JIT code): named by the process's perf map.
+    Jit,
     /// The build-id the kernel read from the mapped file.
     BuildId(Vec<u8>),
     /// The file's device (`makedev(maj, min)`) and inode.
@@ -80,7 +82,19 @@ pub fn parse_mmap2(r: &[u8]) -> Option<Mapped> {
     let (start, len) = (u64_at(16)?, u64_at(24)?);
     let name = r.get(72..)?;
     let path = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
-    if pid == u32::MAX || path.first() != Some(&b'/') || path.starts_with(b"//") {
+    if pid == u32::MAX {
+        return None;
+    }
+    if path.starts_with(b"//anon") && u32_at(64)? & libc::PROT_EXEC as u32 != 0 {
+        return Some(Mapped {
+            pid,
+            start,
+            end: start.saturating_add(len),
+            path: path.to_vec(),
+            id: MappedId::Jit,
+        });
+    }
+    if path.first() != Some(&b'/') || path.starts_with(b"//") {
         return None;
     }
     let id = if misc & MISC_MMAP_BUILD_ID != 0 {
@@ -106,6 +120,11 @@ pub fn parse_mmap2(r: &[u8]) -> Option<Mapped> {
     })
 }
 
+/// The most of one perf map kept (a JIT's map grows with its compiled functions).
+const PERF_MAP_LIMIT: u64 = 64 << 20;
+
+pub use crate::symbol::perfmap::SIDE as PERF_MAP_SIDE;
+
 /// Build-ids (hex) by path, of files found in device-and-inode form.
 pub type Found = Arc<Mutex<HashMap<Vec<u8>, String>>>;
 
@@ -119,6 +138,9 @@ pub struct IdentityReport {
     pub missed: Vec<(PathBuf, String)>,
     /// The cache written to.
     pub cache: Option<PathBuf>,
+    /// The perf maps (`/tmp/perf-PID.map`) of processes with JIT code in another mount or pid
+    /// namespace, read from their own `/tmp` at the end: the host pid and the map's text.
+    pub perf_maps: Vec<(u32, Vec<u8>)>,
 }
 
 impl IdentityReport {
@@ -228,6 +250,11 @@ struct Worker {
     local: HashMap<Vec<u8>, Local>,
     found: Arc<Mutex<HashMap<Vec<u8>, String>>>,
     copied: Vec<(PathBuf, String)>,
+    /// Processes with JIT code seen (each looked at once), and for those in another
+    /// namespace their `/tmp` held open (so it can be read after they exit) with the pid their
+    /// perf map is named by.
+    jit_seen: HashSet<u32>,
+    jits: Vec<(u32, u32, std::fs::File)>,
 }
 
 impl Worker {
@@ -244,6 +271,8 @@ impl Worker {
             local: HashMap::new(),
             found,
             copied: Vec::new(),
+            jit_seen: HashSet::new(),
+            jits: Vec::new(),
         }
     }
 
@@ -273,6 +302,10 @@ impl Worker {
     }
 
     fn take(&mut self, m: &Mapped) {
+        if m.id == MappedId::Jit {
+            self.jit(m.pid);
+            return;
+        }
         let key = (m.path.clone(), m.id.clone());
         if self.done.contains(&key) {
             return;
@@ -281,6 +314,7 @@ impl Worker {
         let path = PathBuf::from(std::ffi::OsStr::from_bytes(&m.path));
         let mut why = "the process exited first".to_string();
         let file = match &m.id {
+            MappedId::Jit => None,
             MappedId::BuildId(id) => {
                 if local.build_id.as_deref() == Some(id) {
                     self.settle(key);
@@ -334,7 +368,13 @@ impl Worker {
             && c.binary(&id).is_none()
         {
             match c.add_mapped(&source, &path, &id) {
-                Ok(_) => self.copied.push((path, hex)),
+                Ok(_) => {
+                    // Its debug file, where the process's own root has one.
+                    if let Some(debug) = self.debug_file(m, &source, &id) {
+                        let _ = c.add_debug_mapped(&debug, &path, &id);
+                    }
+                    self.copied.push((path, hex));
+                }
                 Err(e) => {
                     self.missed
                         .insert((m.path.clone(), m.id.clone()), e.to_string());
@@ -343,6 +383,77 @@ impl Worker {
             }
         }
         self.settle((m.path.clone(), m.id.clone()));
+    }
+
+    /// The separate debug file of the binary `elf` (mapped by `m`, with `id`) under the
+    /// process's root: `/usr/lib/debug/.build-id/xx/rest.debug`, then its `.gnu_debuglink`
+    /// name next to the binary, in `.debug/` there and under `/usr/lib/debug/<dir>/`, as gdb
+    /// and perf look; the one whose build-id is `id`.
+    fn debug_file(&self, m: &Mapped, elf: &Path, id: &[u8]) -> Option<PathBuf> {
+        use object::Object;
+        let root = self.procfs.join(m.pid.to_string()).join("root");
+        let hex = buildid_cache::hex(id);
+        let mut cands = Vec::new();
+        if hex.len() > 2 {
+            cands.push(root.join(format!(
+                "usr/lib/debug/.build-id/{}/{}.debug",
+                &hex[..2],
+                &hex[2..]
+            )));
+        }
+        let link = std::fs::File::open(elf).ok().and_then(|f| {
+            let cache = object::ReadCache::new(f);
+            let obj = object::File::parse(&cache).ok()?;
+            let (name, _) = obj.gnu_debuglink().ok()??;
+            Some(PathBuf::from(std::ffi::OsStr::from_bytes(name)))
+        });
+        let dir = Path::new(std::ffi::OsStr::from_bytes(&m.path[1..]))
+            .parent()
+            .map(Path::to_path_buf);
+        let own = Path::new(std::ffi::OsStr::from_bytes(&m.path)).file_name();
+        if let (Some(name), Some(dir)) = (link, dir)
+            && name.file_name() == Some(name.as_os_str())
+            && own != Some(name.as_os_str())
+        {
+            cands.push(root.join(&dir).join(&name));
+            cands.push(root.join(&dir).join(".debug").join(&name));
+            cands.push(root.join("usr/lib/debug").join(&dir).join(&name));
+        }
+        cands
+            .into_iter()
+            .find(|c| read_id(c).as_deref() == Some(id))
+    }
+
+    /// A process with JIT code: when its pid in its own pid namespace (`NStgid`) or its root
+    /// is not hrec's, its perf map is `/tmp/perf-<NStgid>.map` under its root (perf's
+    /// `dso__find_perf_map` looks there first too); that `/tmp` is held open.
+    fn jit(&mut self, pid: u32) {
+        if !self.jit_seen.insert(pid) {
+            return;
+        }
+        let proc = self.procfs.join(pid.to_string());
+        let Ok(status) = std::fs::read_to_string(proc.join("status")) else {
+            return;
+        };
+        let nstgid = status
+            .lines()
+            .find_map(|l| l.strip_prefix("NStgid:"))
+            .and_then(|v| v.split_whitespace().last()?.parse::<u32>().ok())
+            .unwrap_or(pid);
+        let ns = |p: &Path| std::fs::read_link(p.join("ns/mnt")).ok();
+        let other_root = std::fs::read_link(proc.join("root")).ok() != Some(PathBuf::from("/"))
+            || ns(&proc) != ns(&self.procfs.join("self"));
+        if nstgid == pid && !other_root {
+            return;
+        }
+        use std::os::unix::fs::OpenOptionsExt;
+        if let Ok(tmp) = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_PATH | libc::O_DIRECTORY)
+            .open(proc.join("root/tmp"))
+        {
+            self.jits.push((pid, nstgid, tmp));
+        }
     }
 
     fn settle(&mut self, key: (Vec<u8>, MappedId)) {
@@ -359,6 +470,7 @@ impl Worker {
                 // that matches at its path resolves without a copy.
                 let p = Path::new(std::ffi::OsStr::from_bytes(path));
                 match id {
+                    MappedId::Jit => false,
                     MappedId::BuildId(id) => read_id(p).as_deref() != Some(&id[..]),
                     MappedId::Inode { dev, ino } => {
                         let here = std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
@@ -370,10 +482,31 @@ impl Worker {
             .collect();
         missed.sort();
         missed.dedup_by(|a, b| a.0 == b.0);
+        let perf_maps = self
+            .jits
+            .iter()
+            .filter_map(|(pid, nstgid, tmp)| {
+                use std::io::Read;
+                use std::os::fd::AsRawFd;
+                let path = self
+                    .procfs
+                    .join("self/fd")
+                    .join(tmp.as_raw_fd().to_string())
+                    .join(format!("perf-{nstgid}.map"));
+                let mut text = Vec::new();
+                std::fs::File::open(path)
+                    .ok()?
+                    .take(PERF_MAP_LIMIT)
+                    .read_to_end(&mut text)
+                    .ok()?;
+                Some((*pid, text))
+            })
+            .collect();
         IdentityReport {
             copied: self.copied,
             missed,
             cache: self.cache.map(|c| c.root().to_path_buf()),
+            perf_maps,
         }
     }
 }

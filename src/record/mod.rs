@@ -354,6 +354,11 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
     let (counts, lost_read) = final_counts(plan, &opened.attrs, &opened.fds);
     // Every file found before the last build-ids block is written.
     let identity_report = identities.map(identity::Identities::finish);
+    for (pid, text) in identity_report.iter().flat_map(|r| &r.perf_maps) {
+        let mut block = format!("{pid}\n").into_bytes();
+        block.extend_from_slice(text);
+        let _ = tx.send(Msg::Side(identity::PERF_MAP_SIDE.to_string(), block));
+    }
     send_file_sides(&tx, &acc);
     drop(tx);
     let WriterEnd {

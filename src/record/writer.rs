@@ -35,6 +35,8 @@ pub(super) enum Msg {
         files: std::collections::BTreeSet<Vec<u8>>,
         kernel_addrs: std::collections::BTreeSet<u64>,
     },
+    /// A side block for the current file (the perf maps of processes in containers).
+    Side(String, Vec<u8>),
     /// `--off-cpu`: one drain pass's records of the off-CPU rings (after that pass's
     /// [`Msg::SideBand`]), for the pairing ([`super::offcpu`]).
     OffCpu(Box<Pass>),
@@ -132,6 +134,7 @@ pub(super) fn writer_loop(mut w: Writer, rx: mpsc::Receiver<Msg>, mut ctx: Write
                 files,
                 kernel_addrs,
             } => write_file_sides(&mut w, &ctx, &files, &kernel_addrs, &mut kallsyms),
+            Msg::Side(name, bytes) => w.write_side(&name, &bytes).map(|_| ()),
             Msg::SideBand(bytes) => {
                 if let Some(u) = &mut ctx.unwinder {
                     u.apply_side_band(&bytes);

@@ -72,6 +72,15 @@ impl Recording {
         }
     }
 
+    /// Every side block named `name`, in file order (hrec files; none for perf.data, whose
+    /// sides are single).
+    pub fn sides(&self, name: &str) -> Vec<Vec<u8>> {
+        match &self.source {
+            Source::Hrec(r) => r.sides(name).filter_map(Result::ok).collect(),
+            Source::PerfData(p) => p.side(name).into_iter().collect(),
+        }
+    }
+
     /// The trailer of a finished hrec recording; for perf.data, the counts of its records.
     pub fn trailer(&self) -> Option<&data::Trailer> {
         match &self.source {

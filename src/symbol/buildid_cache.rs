@@ -252,6 +252,32 @@ impl Cache {
         self.insert(source, path, &id)
     }
 
+    /// Copies `source`, the separate debug file of the binary mapped as `path` with
+    /// `build_id` (its build-id checked), next to the binary's copy as `debug`, where
+    /// [`Cache::debug_file`] finds it: the binary's entry must be there already.
+    pub fn add_debug_mapped(
+        &self,
+        source: &Path,
+        path: &Path,
+        build_id: &[u8],
+    ) -> Result<PathBuf, CacheError> {
+        if read_build_id(source)? != build_id {
+            return Err(CacheError::OtherBuild {
+                path: source.to_path_buf(),
+            });
+        }
+        let dir = self.entry_dir(path, &hex(build_id));
+        let cache_err = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| CacheError::Cache { path, source }
+        };
+        let debug = dir.join("debug");
+        let tmp = dir.join(format!(".debug.{}.tmp", std::process::id()));
+        std::fs::copy(source, &tmp).map_err(cache_err(&tmp))?;
+        std::fs::rename(&tmp, &debug).map_err(cache_err(&debug))?;
+        Ok(debug)
+    }
+
     /// Copies `source` into the entry of `path` and `id`, with its `.build-id` link.
     fn insert(&self, source: &Path, real: &Path, id: &[u8]) -> Result<Entry, CacheError> {
         let real = real.to_path_buf();

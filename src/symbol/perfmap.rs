@@ -20,6 +20,11 @@ pub struct JitSym {
     pub name: Arc<str>,
 }
 
+/// The name of the side blocks of an hrec file with the perf maps of processes in containers
+/// (`record` reads them from the process's own `/tmp`): the host pid on the first line, the
+/// map's text after it.
+pub const SIDE: &str = "perf-map";
+
 /// The symbols of one perf map, sorted by address.
 #[derive(Debug, Clone, Default)]
 pub struct PerfMap {

@@ -179,6 +179,8 @@ pub struct Symbolizer {
     symfs: Option<PathBuf>,
     search: SearchPaths,
     perf_map_dir: PathBuf,
+    /// Perf maps stored in the recording, by pid.
+    recorded_perf_maps: HashMap<u32, PerfMap>,
     threads: usize,
     kernel: Arc<KernelSymbols>,
     kernel_unresolved: Unresolved,
@@ -214,6 +216,7 @@ impl Symbolizer {
                 symfs: None,
                 search: SearchPaths::default(),
                 perf_map_dir: PathBuf::from("/tmp"),
+                recorded_perf_maps: HashMap::new(),
                 threads: 0,
                 kernel: Arc::default(),
                 kernel_unresolved: Unresolved::NoKernelSymbols,
@@ -366,9 +369,12 @@ impl Symbolizer {
                 },
                 LocKey::Anon(pid, f, a) => {
                     let dso: Arc<str> = maps.file(f).short.clone();
-                    let pm = perf_maps
-                        .entry(pid)
-                        .or_insert_with(|| PerfMap::load(&self.perf_map_dir, pid));
+                    let pm = perf_maps.entry(pid).or_insert_with(|| {
+                        self.recorded_perf_maps
+                            .get(&pid)
+                            .cloned()
+                            .or_else(|| PerfMap::load(&self.perf_map_dir, pid))
+                    });
                     match pm.as_ref().and_then(|m| m.lookup(a)) {
                         Some(j) => Loc {
                             addr: a,
@@ -575,6 +581,21 @@ impl SymbolizerBuilder {
     /// A file on this machine whose build-id differs is not used.
     pub fn recorded_build_ids(mut self, text: &[u8]) -> Self {
         self.s.build_ids = parse_build_ids(text);
+        self
+    }
+
+    /// The perf maps the recording holds (`perf-map` side blocks: the host pid on the first
+    /// line, the map's text after it), which `record` read from the `/tmp` of processes in
+    /// other namespaces; they come before `/tmp/perf-PID.map` on this machine.
+    pub fn recorded_perf_maps(mut self, blocks: &[Vec<u8>]) -> Self {
+        for b in blocks {
+            let text = String::from_utf8_lossy(b);
+            if let Some((pid, map)) = text.split_once('\n')
+                && let Ok(pid) = pid.trim().parse::<u32>()
+            {
+                self.s.recorded_perf_maps.insert(pid, PerfMap::parse(map));
+            }
+        }
         self
     }
 
