@@ -575,10 +575,19 @@ mod tests {
                 ino: 4242
             }
         );
-        // Data mappings, pseudo and anonymous files, an empty build-id, a cut record: none.
+        // Anonymous executable memory: JIT code.
+        let jit = parse_mmap2(&mmap2(0, 7, f, b"//anon")).unwrap();
+        assert_eq!(
+            (jit.id, jit.start, jit.end),
+            (MappedId::Jit, 0x1000, 0x3000)
+        );
+        // Data mappings, pseudo files, anonymous memory that is not executable, an empty
+        // build-id, a cut record: none.
         assert_eq!(parse_mmap2(&mmap2(1 << 13, 7, f, b"/usr/lib/x")), None);
         assert_eq!(parse_mmap2(&mmap2(0, 7, f, b"[vdso]")), None);
-        assert_eq!(parse_mmap2(&mmap2(0, 7, f, b"//anon")), None);
+        let mut rw = mmap2(0, 7, f, b"//anon");
+        rw[64..68].copy_from_slice(&3u32.to_le_bytes());
+        assert_eq!(parse_mmap2(&rw), None);
         assert_eq!(parse_mmap2(&mmap2(1 << 14, 7, [0; 24], b"/x")), None);
         assert_eq!(parse_mmap2(&mmap2(0, 7, f, b"/x")[..60]), None);
     }
