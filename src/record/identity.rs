@@ -353,6 +353,12 @@ impl Worker {
             }
         };
         let Some((source, id)) = file else {
+            let maps = std::fs::read(self.procfs.join(m.pid.to_string()).join("maps"));
+            if why.starts_with("the process exited")
+                && maps.is_err_and(|e| e.kind() == std::io::ErrorKind::PermissionDenied)
+            {
+                why = "its files cannot be read here: another user's process (run as root)".into();
+            }
             self.missed.insert(key, why);
             return;
         };
