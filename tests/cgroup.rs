@@ -274,3 +274,106 @@ fn all_cgroups_plan_sets_the_cgroup_bits() {
         assert_eq!(e["attr"]["cgroup"] == 1, tracking, "{e}");
     }
 }
+
+/// `hrec record --namespaces`: every thread's cgroup namespace, from the workload's own
+/// NAMESPACES record (written from /proc, as perf writes it) and the kernel's at `unshare
+/// --cgroup`, as `report --sort cgroup_id` shows it: the host's namespace as perf's report of
+/// perf's own recording of the same workload names it, the unshared one another.
+#[test]
+fn record_namespaces_gives_each_thread_its_cgroup_namespace() {
+    use std::os::unix::fs::MetadataExt;
+    if !support::privilege::is_root() {
+        eprintln!("skipped: unshare --cgroup needs root");
+        return;
+    }
+    let spin = "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done";
+    let script = format!("{spin}; unshare --cgroup sh -c '{spin}'");
+    let dir = tempfile::tempdir().unwrap();
+    let o = hrec_in(
+        dir.path(),
+        &[
+            "record",
+            "-q",
+            "--namespaces",
+            "-o",
+            "n.hrec",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o).1);
+    let o = hrec_in(
+        dir.path(),
+        &[
+            "report",
+            "--stdio",
+            "-i",
+            "n.hrec",
+            "--sort",
+            "cgroup_id,comm",
+        ],
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let rows = table(&out, true);
+    let host = std::fs::metadata("/proc/self/ns/cgroup").unwrap();
+    let host = format!("{}/0x{:x}", host.dev(), host.ino());
+    let share = |f: &dyn Fn(&str) -> bool| -> f64 {
+        rows.iter()
+            .filter(|r| r.len() == 3 && r[2] == "sh" && f(&r[1]))
+            .map(|r| r[0].trim_end_matches('%').parse::<f64>().unwrap())
+            .sum()
+    };
+    assert!(share(&|k| k == host) > 30.0, "{host}:\n{out}");
+    assert!(
+        share(&|k| k != host && k != "0/0x0") > 30.0,
+        "no unshared namespace:\n{out}"
+    );
+    assert_eq!(
+        share(&|k| k == "0/0x0"),
+        0.0,
+        "a thread without a record:\n{out}"
+    );
+    // perf names the host's namespace the same way in its own recording.
+    let Some(perf) = support::perf() else { return };
+    let st = std::process::Command::new(perf)
+        .args([
+            "record",
+            "-q",
+            "--namespaces",
+            "-o",
+            "p.data",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    if !st.status.success() {
+        eprintln!("skipped: perf record --namespaces failed");
+        return;
+    }
+    let theirs = std::process::Command::new(perf)
+        .args([
+            "report",
+            "-i",
+            "p.data",
+            "--sort",
+            "cgroup_id,comm",
+            "--stdio",
+        ])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let theirs = table(&String::from_utf8_lossy(&theirs.stdout), false);
+    assert!(
+        theirs
+            .iter()
+            .any(|r| r.len() == 3 && r[1] == host && r[2] == "sh"),
+        "perf: {theirs:?}"
+    );
+}

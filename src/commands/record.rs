@@ -112,6 +112,10 @@ pub struct RecordArgs {
     /// Linux 5.7+), for `hrec report --sort cgroup`: which container ran what.
     #[arg(long = "all-cgroups")]
     pub all_cgroups: bool,
+    /// Record the namespaces of each task (PERF_RECORD_NAMESPACES), for `hrec report --sort
+    /// cgroup_id`: which cgroup namespace (container) each sample's thread was in.
+    #[arg(long = "namespaces")]
+    pub namespaces: bool,
     /// With --off-cpu: off-CPU intervals at least this many milliseconds long are samples of
     /// their own, with their time; shorter ones are added up per thread and stack and
     /// written at the end of the file, so the file grows with the distinct stacks, not with
@@ -176,6 +180,7 @@ impl RecordArgs {
                         .unwrap_or(plan::DEFAULT_OFF_CPU_THRESH_NS),
                 }),
                 all_cgroups: self.all_cgroups,
+                namespaces: self.namespaces,
                 no_buildid: self.no_buildid,
             },
             output: self.output,

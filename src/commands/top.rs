@@ -83,6 +83,7 @@ impl TopArgs {
                 inherit_stat: false,
                 off_cpu: None,
                 all_cgroups: false,
+                namespaces: false,
                 no_buildid: false,
             },
             delay: self.delay,

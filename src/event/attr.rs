@@ -177,6 +177,8 @@ pub mod flag {
     pub const COMM_EXEC: u64 = 1 << 24;
     pub const USE_CLOCKID: u64 = 1 << 25;
     pub const CONTEXT_SWITCH: u64 = 1 << 26;
+    /// `PERF_RECORD_NAMESPACES` at each fork, `unshare` and `setns` (Linux 4.12).
+    pub const NAMESPACES: u64 = 1 << 28;
     pub const KSYMBOL: u64 = 1 << 29;
     pub const BPF_EVENT: u64 = 1 << 30;
     /// `PERF_RECORD_CGROUP` records (Linux 5.7).

@@ -120,6 +120,9 @@ pub struct RecordOptions {
     /// `--all-cgroups`: CGROUP records (id and path of each cgroup, `attr.cgroup` on the
     /// tracking event) and each sample's cgroup id (`PERF_SAMPLE_CGROUP`), as perf.
     pub all_cgroups: bool,
+    /// `--namespaces`: the namespaces of each task (PERF_RECORD_NAMESPACES), for `report
+    /// --sort cgroup_id`, as perf.
+    pub namespaces: bool,
     /// `-B`: no build-ids, not even in the MMAP2 records. Otherwise the tracking event asks
     /// the kernel for the build-id of each mapped file in its MMAP2 record (`attr.build_id`,
     /// Linux 5.12+; perf's `--buildid-mmap`), which names the file a process really mapped
@@ -594,6 +597,9 @@ fn set_tracking(a: &mut Attr, opts: &RecordOptions) {
     }
     if !opts.no_buildid {
         a.set(flag::BUILD_ID, true);
+    }
+    if opts.namespaces {
+        a.set(flag::NAMESPACES, true);
     }
 }
 

@@ -311,6 +311,14 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
         }
         let _ = tx.send(Msg::Records(u32::MAX, found.bytes));
     }
+    // --namespaces: the kernel writes NAMESPACES records at forks and namespace changes; the
+    // workload, forked before the events were opened, gets one from /proc as perf writes it.
+    if let (Some(pid), Some(synth)) = (child, synth.as_ref().filter(|s| s.namespaces)) {
+        let mut bytes = Vec::new();
+        synth.namespaces(&s.procfs_root, pid as u32, pid as u32, &mut bytes);
+        acc.account(&bytes);
+        let _ = tx.send(Msg::Records(u32::MAX, bytes));
+    }
     // --all-cgroups: the kernel writes a CGROUP record when a cgroup is made; the ones that
     // exist already are written from the cgroup2 tree, whatever the target.
     if let Some(synth) = synth.as_ref().filter(|s| s.cgroups) {

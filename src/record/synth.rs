@@ -28,12 +28,15 @@ pub struct Synth {
     id: u64,
     /// The event has `attr.cgroup` (`--all-cgroups`): the existing cgroups are written too.
     pub cgroups: bool,
+    /// The event has `attr.namespaces` (`--namespaces`): each task's namespaces are written.
+    pub namespaces: bool,
 }
 
 const MMAP2: u32 = 10;
 const COMM: u32 = 3;
 const FORK: u32 = 7;
 const CGROUP: u32 = 19;
+const NAMESPACES: u32 = 16;
 /// `PERF_RECORD_MISC_USER`
 const MISC_USER: u16 = 2;
 
@@ -44,6 +47,7 @@ impl Synth {
             sample_type: attr.sample_type,
             id,
             cgroups: attr.has(crate::event::attr::flag::CGROUP),
+            namespaces: attr.has(crate::event::attr::flag::NAMESPACES),
         }
     }
 
@@ -101,6 +105,25 @@ impl Synth {
         }
         b.extend_from_slice(&0u64.to_le_bytes());
         self.finish(FORK, 0, b, pid, tid, out);
+    }
+
+    /// A NAMESPACES record of task `pid/tid` from `PROCFS/PID/task/TID/ns/*`, in the kernel's
+    /// order (net, uts, ipc, pid, user, mnt, cgroup), each as the `{dev, inode}` of its nsfs
+    /// file (0, 0 for one that cannot be read), as perf synthesizes them.
+    pub fn namespaces(&self, procfs: &Path, pid: u32, tid: u32, out: &mut Vec<u8>) {
+        use std::os::unix::fs::MetadataExt;
+        const NS: [&str; 7] = ["net", "uts", "ipc", "pid", "user", "mnt", "cgroup"];
+        let dir = procfs.join(format!("{pid}/task/{tid}/ns"));
+        let mut b = Vec::new();
+        b.extend_from_slice(&pid.to_le_bytes());
+        b.extend_from_slice(&tid.to_le_bytes());
+        b.extend_from_slice(&(NS.len() as u64).to_le_bytes());
+        for ns in NS {
+            let (dev, ino) = std::fs::metadata(dir.join(ns)).map_or((0, 0), |m| (m.dev(), m.ino()));
+            b.extend_from_slice(&dev.to_le_bytes());
+            b.extend_from_slice(&ino.to_le_bytes());
+        }
+        self.finish(NAMESPACES, 0, b, pid, tid, out);
     }
 
     /// A CGROUP record: cgroup `id` is at `path` (relative to the cgroup2 mount, `/` for
@@ -384,6 +407,9 @@ fn process(procfs: &Path, pid: u32, tids: &[u32], synth: &Synth) -> Option<Proce
     };
     synth.fork((pid, pid), (ppid, ppid), &mut p.bytes);
     synth.comm(pid, pid, &name, &mut p.bytes);
+    if synth.namespaces {
+        synth.namespaces(procfs, pid, pid, &mut p.bytes);
+    }
     match read_proc(&procfs.join(format!("{pid}/maps"))) {
         Ok(maps) => {
             let maps = String::from_utf8_lossy(&maps);
@@ -407,6 +433,9 @@ fn process(procfs: &Path, pid: u32, tids: &[u32], synth: &Synth) -> Option<Proce
         };
         synth.fork((pid, tid), (pid, pid), &mut p.bytes);
         synth.comm(pid, tid, &name, &mut p.bytes);
+        if synth.namespaces {
+            synth.namespaces(procfs, pid, tid, &mut p.bytes);
+        }
         p.threads += 1;
     }
     Some(p)
