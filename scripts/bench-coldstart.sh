@@ -65,8 +65,8 @@ sh([hrec, "record", "-q", "-e", "cpu-clock", "-F", "999", "-o", "h.hrec", "--"] 
 sh(["perf", "record", "-q", "-e", "cpu-clock", "-F", "999", "-g", "-o", "pg.data", "--"] + work)
 sh([hrec, "record", "-q", "-e", "cpu-clock", "-F", "999", "-g", "-o", "hg.hrec", "--"] + work)
 tiny = [python, "-c", "x = 0\nfor i in range(3_000_000): x += i"]
-sh(["perf", "record", "-q", "-e", "cpu-clock", "-c", "1000000", "-o", "pt.data", "--"] + tiny)
-sh([hrec, "record", "-q", "-e", "cpu-clock", "-c", "1000000", "-o", "ht.hrec", "--"] + tiny)
+sh(["perf", "record", "-q", "-e", "cpu-clock", "-c", "3000000", "-o", "pt.data", "--"] + tiny)
+sh([hrec, "record", "-q", "-e", "cpu-clock", "-c", "3000000", "-o", "ht.hrec", "--"] + tiny)
 
 top = sh([hrec, "report", "--stdio", "-i", "h.hrec", "--sort", "sym"]).stdout
 sym = next(l.split("] ", 1)[1].strip() for l in top.splitlines()

@@ -66,6 +66,11 @@ pub struct ProfileOptions {
     pub no_inline: bool,
     /// Fetches missing executables and debug files (`DEBUGINFOD_URLS`; `None`: never).
     pub debuginfod: Option<Arc<Debuginfod>>,
+    /// The output shows no source line: binaries are read for their symbol tables alone (no
+    /// DWARF line tables or inline trees, whose inflating and parsing is most of a small
+    /// report's time), unless the recording has call chains, whose entries may show inline
+    /// frames.
+    pub symbols_only: bool,
 }
 
 impl Default for ProfileOptions {
@@ -80,6 +85,7 @@ impl Default for ProfileOptions {
             reunwind: false,
             no_inline: false,
             debuginfod: None,
+            symbols_only: false,
         }
     }
 }

@@ -776,6 +776,14 @@ pub fn build_with(
                 .symfs(opts.symfs.clone())
                 .search(opts.search.clone())
                 .perf_map_dir(opts.perf_map_dir.clone())
+                .dwarf(
+                    !opts.symbols_only
+                        || rec
+                            .meta()
+                            .events
+                            .iter()
+                            .any(|e| e.attr.sample_type & st::CALLCHAIN != 0),
+                )
                 .threads(opts.threads)
                 .kernel(rec.kernel_symbols(), rec.kernel_unresolved())
                 .recorded_build_ids(&rec.side("build-ids").unwrap_or_default())

@@ -72,7 +72,10 @@ impl AnnotateArgs {
         } else {
             self.percent_type.parse()?
         };
-        let (profile, _) = reading_options(self.symbols_args, FilterArgs::default())?;
+        let (mut profile, _) = reading_options(self.symbols_args, FilterArgs::default())?;
+        // Which functions the samples fell in: symbol tables. The source lines of the
+        // functions shown are read from their binaries after (`analysis::annotate`).
+        profile.symbols_only = true;
         let mut symbols = self.symbols;
         symbols.extend(self.symbol);
         Ok(AnnotateConfig {

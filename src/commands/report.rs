@@ -160,6 +160,9 @@ impl ReportArgs {
         }
         let (mut profile, mut filters) = reading_options(self.symbols, self.filters)?;
         profile.no_inline = self.no_inline;
+        // No source line shown: symbol tables are enough (the call graphs' inline frames are
+        // the replay's to keep).
+        profile.symbols_only = !sort.contains(&hist::SortKey::Srcline) && !self.folded;
         filters.sym_part = self.symbol_filter;
         filters.hide_unresolved = self.hide_unresolved;
         let mut call_graph: hrec::analysis::callgraph::CallGraphOptions = self

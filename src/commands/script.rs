@@ -57,13 +57,17 @@ pub struct ScriptArgs {
 impl ScriptArgs {
     /// What to print and how; `Err` is a usage error.
     fn into_config(self) -> Result<ScriptConfig, String> {
-        let (profile, filters) = reading_options(self.symbols, self.filters)?;
+        let (mut profile, filters) = reading_options(self.symbols, self.filters)?;
+        let fields = match &self.fields {
+            Some(f) => output::script::parse_fields(f)?,
+            None => output::script::Field::DEFAULT.to_vec(),
+        };
+        // No source line printed: symbol tables are enough (inline entries of call chains
+        // are the replay's to keep).
+        profile.symbols_only = !fields.contains(&output::script::Field::Srcline);
         Ok(ScriptConfig {
             input: input_file(self.input),
-            fields: match &self.fields {
-                Some(f) => output::script::parse_fields(f)?,
-                None => output::script::Field::DEFAULT.to_vec(),
-            },
+            fields,
             named_fields: self
                 .fields
                 .as_deref()
