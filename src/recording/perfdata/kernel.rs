@@ -8,7 +8,7 @@
 //! kernel); without a recorded `_text` nothing fits. Every read of this machine's kernel facts
 //! is in this file.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::features::BuildIdEntry;
@@ -81,7 +81,11 @@ impl Kallsyms {
     pub(super) fn start(kallsyms: &Path) -> Kallsyms {
         let k = kallsyms.to_path_buf();
         Kallsyms::Pending(std::thread::spawn(move || {
-            let text = std::fs::read(k).unwrap_or_default();
+            let text = if k == Path::new(KALLSYMS) {
+                cached_kallsyms(&k, cache_dir().as_deref())
+            } else {
+                std::fs::read(&k).unwrap_or_default()
+            };
             let text = String::from_utf8_lossy(&text);
             let start = text.lines().find_map(|l| {
                 let mut it = l.split_ascii_whitespace();
@@ -112,6 +116,68 @@ impl Kallsyms {
             _ => Kallsyms::Ready(syms),
         };
     }
+}
+
+/// hrec's cache directory (`$XDG_CACHE_HOME/hrec`, else `~/.cache/hrec`).
+fn cache_dir() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(base.join("hrec"))
+}
+
+/// What `/proc/kallsyms` depends on: this boot (KASLR, the kernel), and the modules loaded
+/// (where each sits). BPF programs and trampolines that come and go are not in the key.
+fn kallsyms_key() -> Option<String> {
+    use std::hash::{Hash, Hasher};
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let modules = std::fs::read("/proc/modules").unwrap_or_default();
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    modules.hash(&mut h);
+    Some(format!("{} {:016x}", boot.trim(), h.finish()))
+}
+
+/// The text of `kallsyms` (this machine's `/proc/kallsyms`), from hrec's cache when it was
+/// saved in this boot with the same modules loaded: the kernel takes some 50 ms to write the
+/// file's 100 000-odd lines, most of a small perf.data report. Otherwise read and saved
+/// (best effort, mode 0600: it holds kernel addresses).
+pub(super) fn cached_kallsyms(kallsyms: &Path, dir: Option<&Path>) -> Vec<u8> {
+    const MAGIC: &str = "hrec-kallsyms-cache";
+    let key = kallsyms_key();
+    let file = dir.map(|d| d.join("kallsyms"));
+    if let (Some(key), Some(file)) = (&key, &file)
+        && let Ok(bytes) = std::fs::read(file)
+    {
+        let head = format!("{MAGIC} {key}\n");
+        if let Some(text) = bytes.strip_prefix(head.as_bytes()) {
+            return text.to_vec();
+        }
+    }
+    let text = std::fs::read(kallsyms).unwrap_or_default();
+    if let (Some(key), Some(file), Some(dir)) = (key, file, dir)
+        && !text.is_empty()
+    {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let tmp = dir.join(format!(".kallsyms.{}.tmp", std::process::id()));
+        let saved = std::fs::create_dir_all(dir).is_ok()
+            && std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(&tmp)
+                .and_then(|mut f| {
+                    f.write_all(format!("{MAGIC} {key}\n").as_bytes())?;
+                    f.write_all(&text)
+                })
+                .is_ok();
+        if !saved || std::fs::rename(&tmp, &file).is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+    }
+    text
 }
 
 /// The GNU build-id among the ELF notes of a running kernel (`/sys/kernel/notes`).

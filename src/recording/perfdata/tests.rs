@@ -905,3 +905,27 @@ fn damaged_compressed_data_never_panics() {
         }
     }
 }
+
+/// `/proc/kallsyms` through hrec's cache: read and saved the first time, then taken from the
+/// cache while the boot and the modules are the same, read again when the cache is damaged.
+#[test]
+fn kallsyms_are_cached_for_the_boot() {
+    let d = tempfile::tempdir().unwrap();
+    let src = d.path().join("kallsyms");
+    let cache = d.path().join("cache");
+    std::fs::write(&src, "ffffffff81000000 T _text\n").unwrap();
+    let first = super::kernel::cached_kallsyms(&src, Some(&cache));
+    assert_eq!(first, b"ffffffff81000000 T _text\n");
+    let saved = std::fs::read(cache.join("kallsyms")).unwrap();
+    assert!(saved.starts_with(b"hrec-kallsyms-cache "), "{saved:?}");
+    // The same boot and modules: the cache, not the file.
+    std::fs::write(&src, "ffffffff82000000 T _text\n").unwrap();
+    assert_eq!(super::kernel::cached_kallsyms(&src, Some(&cache)), first);
+    // A damaged cache is read past: the file again, saved again.
+    std::fs::write(cache.join("kallsyms"), b"garbage").unwrap();
+    let again = super::kernel::cached_kallsyms(&src, Some(&cache));
+    assert_eq!(again, b"ffffffff82000000 T _text\n");
+    assert_eq!(super::kernel::cached_kallsyms(&src, Some(&cache)), again);
+    // No cache directory: the file.
+    assert_eq!(super::kernel::cached_kallsyms(&src, None), again);
+}
