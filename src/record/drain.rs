@@ -8,7 +8,8 @@
 //! workload, which gets [`STOP_GRACE`] to exit before SIGTERM and SIGKILL follow: a workload
 //! is never left running unrecorded. The grace is counted from when the workload could act on
 //! the signal: while it is still pending (a loaded machine has not run the workload since) or
-//! the workload is already dying, it goes on ([`IN_FLIGHT_LIMIT`] at most). `-p`/`-t` end when every task they follow has exited.
+//! the workload is already dying, it goes on ([`IN_FLIGHT_LIMIT`] at most). `-p`/`-t` end
+//! when every task they follow has exited.
 //! With `--switch-output` the loop also flushes every buffer when a file is due and lets the
 //! [`Switcher`] end that file and start the next.
 
