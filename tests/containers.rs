@@ -373,6 +373,10 @@ int main(int c, char **v) {
 }
 "#;
 
+/// Iterations of the JIT's loop: most of the recording's CPU time, beside the start-up of
+/// `unshare`, `sh` and `mount`.
+const JIT_SPIN: &str = "400000000";
+
 /// A JIT in its own pid and mount namespaces with a private `/tmp` (a tmpfs gone with the
 /// namespace): its perf map is `/tmp/perf-1.map` there, its pid here another. hrec holds that
 /// `/tmp` open while the process lives and stores the map in the recording, so the report,
@@ -400,7 +404,7 @@ fn a_jit_in_another_namespace_is_named_from_its_own_perf_map() {
     // The binary is opened before /tmp (where the test's directory is) is covered, and run
     // through that descriptor.
     let script = format!(
-        "exec 3<{} && mount -t tmpfs none /tmp && exec /proc/self/fd/3 {SPIN}",
+        "exec 3<{} && mount -t tmpfs none /tmp && exec /proc/self/fd/3 {JIT_SPIN}",
         dir.join("jit").display()
     );
     let mut child = Command::new(env!("CARGO_BIN_EXE_hrec"))
