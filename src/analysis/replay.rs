@@ -405,18 +405,11 @@ impl Replay {
                                 o.tracker.exit(t.tid, t.time);
                             }
                         }
-                        Record::Switch {
-                            out,
-                            preempt,
-                            sample_id,
+                        _ => {
+                            if let Some((out, preempt, sample_id)) = other.as_switch() {
+                                self.off_cpu_switch(out, preempt, sample_id, &mut f);
+                            }
                         }
-                        | Record::SwitchCpuWide {
-                            out,
-                            preempt,
-                            sample_id,
-                            ..
-                        } => self.off_cpu_switch(*out, *preempt, sample_id, &mut f),
-                        _ => {}
                     }
                     if self.side_band {
                         let tid = match other {

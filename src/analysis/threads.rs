@@ -103,24 +103,12 @@ pub fn thread_times(rec: &Recording) -> Option<Vec<ThreadTime>> {
         if stored.is_some() {
             return;
         }
-        match &record {
-            Record::Switch {
-                out,
-                preempt,
-                sample_id,
-            }
-            | Record::SwitchCpuWide {
-                out,
-                preempt,
-                sample_id,
-                ..
-            } => {
-                if let (Some(tid), Some(time)) = (sample_id.tid, sample_id.time) {
-                    clock.switch(sample_id.pid.unwrap_or(tid), tid, time, *out, *preempt);
-                }
-            }
-            Record::Exit(t) => clock.exit(t.tid),
-            _ => {}
+        if let Some((out, preempt, id)) = record.as_switch()
+            && let (Some(tid), Some(time)) = (id.tid, id.time)
+        {
+            clock.switch(id.pid.unwrap_or(tid), tid, time, out, preempt);
+        } else if let Record::Exit(t) = &record {
+            clock.exit(t.tid);
         }
     });
     let mut times = stored.unwrap_or_else(|| clock.times().to_vec());

@@ -404,6 +404,25 @@ impl<'a> Record<'a> {
         })
     }
 
+    /// A context switch of either kind (`SWITCH`, or `SWITCH_CPU_WIDE` of `-a`): whether the
+    /// task left the CPU (else took it), whether it was preempted, and the trailer.
+    pub fn as_switch(&self) -> Option<(bool, bool, &SampleId)> {
+        match self {
+            Record::Switch {
+                out,
+                preempt,
+                sample_id,
+            }
+            | Record::SwitchCpuWide {
+                out,
+                preempt,
+                sample_id,
+                ..
+            } => Some((*out, *preempt, sample_id)),
+            _ => None,
+        }
+    }
+
     /// Decodes `raw` with a known layout.
     pub fn parse(raw: &RawRecord<'a>, layout: &Layout) -> Result<Record<'a>, DecodeError> {
         let h = raw.header;

@@ -187,6 +187,28 @@ pub fn copy_records(
     head: u64,
     out: &mut Vec<u8>,
 ) -> Result<usize, Corrupt> {
+    // Copy straight out of the ring: no zero-fill, at most two slices for a wrapped record.
+    walk_records(ring, tail, head, |a, b| {
+        out.extend_from_slice(a);
+        out.extend_from_slice(b);
+    })
+}
+
+/// Counts the whole records in `ring` from stream offset `tail` to `head` without copying
+/// them ([`copy_records`]'s walk).
+pub fn count_records(ring: &[u8], tail: u64, head: u64) -> Result<usize, Corrupt> {
+    walk_records(ring, tail, head, |_, _| {})
+}
+
+/// The walk of [`copy_records`]: each whole record from `tail` to `head`, handed to `f` as the
+/// one or two slices of the ring that hold it; the number of records, or [`Corrupt`] at the
+/// first bad size (after handing over the good records before it).
+fn walk_records(
+    ring: &[u8],
+    tail: u64,
+    head: u64,
+    mut f: impl FnMut(&[u8], &[u8]),
+) -> Result<usize, Corrupt> {
     let len = ring.len() as u64;
     // The one or two slices of the ring that hold `n` bytes from stream offset `at`.
     let parts = |at: u64, n: usize| {
@@ -225,49 +247,8 @@ pub fn copy_records(
         {
             return Err(corrupt(size));
         }
-        // Copy straight out of the ring: no zero-fill, at most two slices for a wrapped record.
         let (a, b) = parts(pos, usize::from(size));
-        out.extend_from_slice(a);
-        out.extend_from_slice(b);
-        pos += u64::from(size);
-        count += 1;
-    }
-    Ok(count)
-}
-
-/// Counts the whole records in `ring` from stream offset `tail` to `head` without copying
-/// them ([`copy_records`]'s walk).
-pub fn count_records(ring: &[u8], tail: u64, head: u64) -> Result<usize, Corrupt> {
-    let len = ring.len() as u64;
-    let mut pos = tail;
-    let mut count = 0;
-    if len < 8 || !len.is_multiple_of(8) || !tail.is_multiple_of(8) {
-        return Err(Corrupt {
-            offset: tail,
-            size: 0,
-            head,
-            dropped: head.saturating_sub(tail),
-        });
-    }
-    while pos < head {
-        let at = (pos % len) as usize;
-        let size = if head - pos < 8 {
-            0
-        } else {
-            u16::from_le_bytes([ring[at + 6], ring[at + 7]])
-        };
-        if size < 8
-            || !size.is_multiple_of(8)
-            || u64::from(size) > head - pos
-            || u64::from(size) > len
-        {
-            return Err(Corrupt {
-                offset: pos,
-                size,
-                head,
-                dropped: head - pos,
-            });
-        }
+        f(a, b);
         pos += u64::from(size);
         count += 1;
     }
@@ -357,6 +338,17 @@ impl RingBuffer {
             .wrapping_sub(self.tail)
     }
 
+    /// The data pages. Read only between our tail and a head loaded with acquire ordering
+    /// (after the kernel's writes of those bytes), before the tail moves past them.
+    fn data(&self) -> &[u8] {
+        // SAFETY: [data_offset, data_offset + data_size) lies inside the mapping (checked in
+        // `new`). The kernel does not write the bytes between our tail and the head it
+        // published until we move the tail, which the callers do only after reading.
+        unsafe {
+            std::slice::from_raw_parts(self.map.as_ptr().add(self.data_offset), self.data_size)
+        }
+    }
+
     /// Appends every complete record published so far to `out` and hands the space back.
     ///
     /// One acquire load of `data_head`, one release store of `data_tail` per call.
@@ -365,14 +357,8 @@ impl RingBuffer {
         if head == self.tail {
             return Ok(Drained::default());
         }
-        // SAFETY: [data_offset, data_offset + data_size) lies inside the mapping (checked in
-        // `new`). The kernel does not write the bytes between our tail and the head it
-        // published (acquire above orders our reads after its writes) until we move the tail.
-        let ring = unsafe {
-            std::slice::from_raw_parts(self.map.as_ptr().add(self.data_offset), self.data_size)
-        };
         let before = out.len();
-        let result = copy_records(ring, self.tail, head, out);
+        let result = copy_records(self.data(), self.tail, head, out);
         // Even on corruption the tail moves to the head: the bytes are unusable, and keeping
         // them would stall the buffer forever.
         self.tail = head;
@@ -391,12 +377,7 @@ impl RingBuffer {
         if head == self.tail {
             return Ok(Drained::default());
         }
-        // SAFETY: as in `drain`: the bytes between our tail and the published head are the
-        // kernel's complete records until we move the tail.
-        let ring = unsafe {
-            std::slice::from_raw_parts(self.map.as_ptr().add(self.data_offset), self.data_size)
-        };
-        let result = count_records(ring, self.tail, head);
+        let result = count_records(self.data(), self.tail, head);
         let bytes = (head - self.tail) as usize;
         self.tail = head;
         self.tail_atomic().store(head, Ordering::Release);

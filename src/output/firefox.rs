@@ -756,28 +756,15 @@ pub fn write_gz(profile: &fx::Profile, out: &mut dyn Write) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::profile::{EventInfo, Folder};
+    use crate::analysis::profile::Folder;
 
     use crate::testutil::loc;
 
+    /// Thread 8 of process 7: not the main thread, which the format names after its process.
     fn view(event: u16, time: u64, period: u64, leaf: u32, callers: &[u32]) -> SampleView<'_> {
         SampleView {
-            event,
-            cpu: 0,
-            // Not the main thread, which the format names after its process.
-            pid: 7,
-            tid: 8,
-            comm: 0,
-            cgroup: u32::MAX,
-            cgroup_ns: u32::MAX,
             time,
-            period,
-            samples: 1,
-            leaf,
-            callers,
-            callchain: true,
-            td: None,
-            retire_lat: None,
+            ..crate::testutil::view(event, leaf, callers, period)
         }
     }
 
@@ -787,18 +774,7 @@ mod tests {
 
     /// Exports the samples and returns each track's name and rows.
     fn export(event: &str, clock: bool, samples: &[SampleView<'_>]) -> Vec<(String, Vec<Row>)> {
-        let events = vec![
-            EventInfo {
-                name: event.into(),
-                ..Default::default()
-            },
-            EventInfo {
-                index: usize::MAX,
-                off_cpu: true,
-                name: crate::analysis::replay::OFF_CPU_EVENT.into(),
-                ..Default::default()
-            },
-        ];
+        let events = crate::testutil::events_with_off_cpu(event);
         let mut f = Folder::new(events, false);
         for s in samples {
             f.add(s);

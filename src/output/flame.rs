@@ -744,7 +744,7 @@ pub fn diff_svg(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::profile::{EventInfo, Folder, SampleView};
+    use crate::analysis::profile::{Folder, SampleView};
 
     use crate::testutil::loc;
 
@@ -752,37 +752,14 @@ mod tests {
     /// 250000 for a clock, 1000 otherwise), then waits in `wait` 2 ms, and is preempted
     /// there 1 ms; a second thread only waits 5 ms.
     fn wall_profile(event: &str) -> Profile {
-        let events = vec![
-            EventInfo {
-                name: event.into(),
-                ..Default::default()
-            },
-            EventInfo {
-                index: usize::MAX,
-                off_cpu: true,
-                name: crate::analysis::replay::OFF_CPU_EVENT.into(),
-                ..Default::default()
-            },
-        ];
+        let events = crate::testutil::events_with_off_cpu(event);
         let period = if event == "cpu-clock" { 250_000 } else { 1000 };
         let mut f = Folder::new(events, false);
         let v =
             |event: u16, tid: u32, period: u64, leaf: u32, callers: &'static [u32]| SampleView {
-                event,
-                cpu: 0,
-                pid: 7,
                 tid,
                 comm: u32::from(tid != 7),
-                cgroup: u32::MAX,
-                cgroup_ns: u32::MAX,
-                time: 0,
-                period,
-                samples: 1,
-                leaf,
-                callers,
-                callchain: true,
-                td: None,
-                retire_lat: None,
+                ..crate::testutil::view(event, leaf, callers, period)
             };
         for s in [
             v(0, 7, period, 0, &[]),

@@ -944,21 +944,8 @@ mod tests {
         lat: Option<u16>,
     ) -> SampleView<'_> {
         SampleView {
-            event,
-            cpu: 0,
-            pid: 7,
-            tid: 8,
-            comm: 0,
-            cgroup: u32::MAX,
-            cgroup_ns: u32::MAX,
-            time: 0,
-            period,
-            samples: 1,
-            leaf,
-            callers,
-            callchain: true,
-            td: None,
             retire_lat: lat,
+            ..crate::testutil::view(event, leaf, callers, period)
         }
     }
 
@@ -1345,19 +1332,8 @@ mod tests {
     /// no mapping.
     #[test]
     fn off_cpu_time_is_a_nanoseconds_column_beside_the_clock() {
-        let events = vec![
-            EventInfo {
-                name: "cpu-clock".into(),
-                ..Default::default()
-            },
-            EventInfo {
-                index: usize::MAX,
-                off_cpu: true,
-                name: crate::analysis::replay::OFF_CPU_EVENT.into(),
-                pmu: Some("software".into()),
-                ..Default::default()
-            },
-        ];
+        let mut events = crate::testutil::events_with_off_cpu("cpu-clock");
+        events[1].pmu = Some("software".into());
         let mut f = Folder::new(events, false);
         for s in [
             // On the CPU in app::outer for 250 µs twice; off it, blocked under it for 20 ms,

@@ -233,11 +233,12 @@ impl Identities {
     }
 }
 
-/// The file at a path in hrec's own view: its device and inode, and its build-id.
+/// The file at a path in hrec's own view: its device and inode, and its build-id once asked
+/// for (records in device-and-inode form that match need none).
 #[derive(Debug, Clone, Default)]
 struct Local {
     dev_ino: Option<(u64, u64)>,
-    build_id: Option<Vec<u8>>,
+    build_id: Option<Option<Vec<u8>>>,
 }
 
 struct Worker {
@@ -276,16 +277,21 @@ impl Worker {
         }
     }
 
-    fn local(&mut self, path: &[u8]) -> Local {
-        self.local
-            .entry(path.to_vec())
-            .or_insert_with(|| {
-                let p = Path::new(std::ffi::OsStr::from_bytes(path));
-                Local {
-                    dev_ino: std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino())),
-                    build_id: read_id(p),
-                }
-            })
+    fn local(&mut self, path: &[u8]) -> &mut Local {
+        self.local.entry(path.to_vec()).or_insert_with(|| {
+            let p = Path::new(std::ffi::OsStr::from_bytes(path));
+            Local {
+                dev_ino: std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino())),
+                build_id: None,
+            }
+        })
+    }
+
+    /// The build-id of the file at `path` in hrec's own view.
+    fn local_id(&mut self, path: &[u8]) -> Option<Vec<u8>> {
+        self.local(path)
+            .build_id
+            .get_or_insert_with(|| read_id(Path::new(std::ffi::OsStr::from_bytes(path))))
             .clone()
     }
 
@@ -310,13 +316,12 @@ impl Worker {
         if self.done.contains(&key) {
             return;
         }
-        let local = self.local(&m.path);
         let path = PathBuf::from(std::ffi::OsStr::from_bytes(&m.path));
         let mut why = "the process exited first".to_string();
         let file = match &m.id {
             MappedId::Jit => None,
             MappedId::BuildId(id) => {
-                if local.build_id.as_deref() == Some(id) {
+                if self.local_id(&m.path).as_deref() == Some(id) {
                     self.settle(key);
                     return;
                 }
@@ -337,7 +342,7 @@ impl Worker {
                 })
             }
             MappedId::Inode { dev, ino } => {
-                if same_file(local.dev_ino, *dev, *ino) {
+                if same_file(self.local(&m.path).dev_ino, *dev, *ino) {
                     // The very file at its path: its build-id is read there at the end.
                     self.settle(key);
                     return;
@@ -369,7 +374,7 @@ impl Worker {
             f.insert(m.path.clone(), hex.clone());
         }
         self.missed.remove(&key);
-        if local.build_id.as_deref() != Some(&id[..])
+        if self.local_id(&m.path).as_deref() != Some(&id[..])
             && let Some(c) = &self.cache
             && c.binary(&id).is_none()
         {

@@ -277,18 +277,7 @@ impl OffCpuRecorder {
                 let Ok(r) = self.decoder.decode(raw) else {
                     return;
                 };
-                let (Record::Switch {
-                    out,
-                    preempt,
-                    sample_id,
-                }
-                | Record::SwitchCpuWide {
-                    out,
-                    preempt,
-                    sample_id,
-                    ..
-                }) = r
-                else {
+                let Some((out, preempt, sample_id)) = r.as_switch() else {
                     return;
                 };
                 // The idle task (tid 0 on every CPU, with -a) never waits.

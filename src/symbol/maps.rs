@@ -78,15 +78,14 @@ impl MappedFile {
     }
 }
 
-/// A file's name and the build-id its record gave.
-type FileKey = (Vec<u8>, Option<Arc<[u8]>>);
-
 /// The mappings of every process, as of the last record applied.
 #[derive(Debug, Default)]
 pub struct AddressSpaces {
     procs: HashMap<u32, BTreeMap<u64, Mapping>>,
     files: Vec<MappedFile>,
-    by_name: HashMap<FileKey, FileIdx>,
+    /// Per name, its files (one per build-id the records gave, or none): looked up without
+    /// allocating, as every MMAP record is.
+    by_name: HashMap<Vec<u8>, Vec<FileIdx>>,
 }
 
 impl AddressSpaces {
@@ -112,9 +111,12 @@ impl AddressSpaces {
 
     /// Interns a file name with the build-id its record gave (an empty one is none).
     pub fn intern_build(&mut self, name: &[u8], build_id: Option<&[u8]>) -> FileIdx {
-        let build_id: Option<Arc<[u8]>> = build_id.filter(|b| !b.is_empty()).map(Arc::from);
-        let key = (name.to_vec(), build_id);
-        if let Some(&f) = self.by_name.get(&key) {
+        let build_id = build_id.filter(|b| !b.is_empty());
+        if let Some(f) = self.by_name.get(name).and_then(|fs| {
+            fs.iter()
+                .copied()
+                .find(|f| self.files[f.0 as usize].build_id.as_deref() == build_id)
+        }) {
             return f;
         }
         let path: Arc<Path> = Path::new(OsStr::from_bytes(name)).into();
@@ -126,9 +128,9 @@ impl AddressSpaces {
         self.files.push(MappedFile {
             path,
             short: String::from_utf8_lossy(short).into(),
-            build_id: key.1.clone(),
+            build_id: build_id.map(Arc::from),
         });
-        self.by_name.insert(key, f);
+        self.by_name.entry(name.to_vec()).or_default().push(f);
         f
     }
 
@@ -281,5 +283,21 @@ mod tests {
         assert!(a.file(h).is_anonymous());
         assert_eq!(&*a.file(v).short, "[vdso]");
         assert_eq!(a.intern(b"[vdso]"), v);
+    }
+
+    /// One path mapped as two builds (a container's and the host's) is two files; the same
+    /// build again, or the path without a build-id, is found again.
+    #[test]
+    fn a_path_is_one_file_per_build_id() {
+        let mut a = AddressSpaces::new();
+        let host = a.intern_build(b"/opt/app/busy", Some(&[1, 2, 3]));
+        let guest = a.intern_build(b"/opt/app/busy", Some(&[4, 5, 6]));
+        let plain = a.intern(b"/opt/app/busy");
+        assert_ne!(host, guest);
+        assert_ne!(plain, host);
+        assert_eq!(a.intern_build(b"/opt/app/busy", Some(&[4, 5, 6])), guest);
+        assert_eq!(a.intern_build(b"/opt/app/busy", Some(&[])), plain);
+        assert_eq!(a.file(guest).build_id.as_deref(), Some(&[4u8, 5, 6][..]));
+        assert_eq!(a.files().len(), 3);
     }
 }
