@@ -5,6 +5,7 @@
 //! to expand more than zlib or zstd can.
 
 use std::fs::File;
+use std::io::Read as _;
 use std::os::unix::fs::FileExt as _;
 use std::sync::Arc;
 
@@ -38,3 +39,101 @@ pub fn section_bytes<'d>(file: &File, s: &impl ObjectSection<'d>) -> Option<Arc<
 
 /// The most a compressed section expands (zlib's limit is 1032:1).
 pub const MAX_RATIO: u64 = 1100;
+
+/// Parts of one section read as they are asked for: a plain section by `pread` of each part;
+/// a compressed one inflated from its start only as far as the furthest byte asked for (a
+/// zlib or zstd stream cannot be entered in the middle), so a reader that needs the first
+/// units of a 6 MB `.debug_info` inflates those, not the whole section.
+pub(crate) struct SectionParts<'f> {
+    file: &'f File,
+    size: u64,
+    stored: Stored,
+}
+
+enum Stored {
+    Plain {
+        offset: u64,
+    },
+    Packed {
+        stream: Box<dyn std::io::Read + 'static>,
+        out: Vec<u8>,
+    },
+}
+
+impl<'f> SectionParts<'f> {
+    /// The section `s` of `file`, with the same checks as [`section_bytes`]. `None` when its
+    /// range is not in the file, or it claims to expand more than zlib or zstd can.
+    pub(crate) fn new<'d>(file: &'f File, s: &impl ObjectSection<'d>) -> Option<SectionParts<'f>> {
+        let range = s.compressed_file_range().ok()?;
+        let file_len = file.metadata().ok()?.len();
+        let size = range.uncompressed_size;
+        let stored = match range.format {
+            CompressionFormat::None => {
+                if range.offset.checked_add(size)? > file_len {
+                    return None;
+                }
+                Stored::Plain {
+                    offset: range.offset,
+                }
+            }
+            format => {
+                if range.offset.checked_add(range.compressed_size)? > file_len
+                    || size > range.compressed_size.saturating_mul(MAX_RATIO)
+                {
+                    return None;
+                }
+                let mut packed = vec![0u8; usize::try_from(range.compressed_size).ok()?];
+                file.read_exact_at(&mut packed, range.offset).ok()?;
+                let packed = std::io::Cursor::new(packed);
+                let stream: Box<dyn std::io::Read> = match format {
+                    CompressionFormat::Zlib => Box::new(flate2::read::ZlibDecoder::new(packed)),
+                    CompressionFormat::Zstandard => {
+                        Box::new(zstd::stream::read::Decoder::with_buffer(packed).ok()?)
+                    }
+                    _ => return None,
+                };
+                Stored::Packed {
+                    stream,
+                    out: Vec::new(),
+                }
+            }
+        };
+        Some(SectionParts { file, size, stored })
+    }
+
+    /// The section's size, uncompressed.
+    pub(crate) fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Appends the section's bytes `[offset, offset + len)` to `to`. `None` (and `to` as it
+    /// was) when they are not all in the section or do not read.
+    pub(crate) fn append(&mut self, offset: u64, len: u64, to: &mut Vec<u8>) -> Option<()> {
+        let end = offset.checked_add(len).filter(|&e| e <= self.size)?;
+        let (start, len) = (usize::try_from(offset).ok()?, usize::try_from(len).ok()?);
+        match &mut self.stored {
+            Stored::Plain { offset: at } => {
+                let was = to.len();
+                to.resize(was + len, 0);
+                if self
+                    .file
+                    .read_exact_at(&mut to[was..], *at + offset)
+                    .is_err()
+                {
+                    to.truncate(was);
+                    return None;
+                }
+            }
+            Stored::Packed { stream, out } => {
+                let end = usize::try_from(end).ok()?;
+                if out.len() < end {
+                    out.reserve(end - out.len());
+                    let want = (end - out.len()) as u64;
+                    stream.by_ref().take(want).read_to_end(out).ok()?;
+                }
+                to.extend_from_slice(out.get(start..start + len)?);
+            }
+        }
+        Some(())
+    }
+}

@@ -6,6 +6,7 @@
 //! The parser knows nothing of debug files and the search knows nothing of symbol tables, so
 //! the three files import in one direction: `binary` → `debuginfo` → `elf`.
 
+use std::cell::RefCell;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -50,7 +51,7 @@ pub struct Binary {
     pub(super) loads: Vec<Load>,
     pub(super) symbols: Symbols,
     pub(super) debug_path: Option<PathBuf>,
-    pub(super) dwarf: Option<dwarf::Context>,
+    pub(super) dwarf: Option<RefCell<dwarf::Dwarf>>,
 }
 
 impl fmt::Debug for Binary {
@@ -169,10 +170,11 @@ impl Binary {
             symbols.add_synthetic(*addr, 16, name);
         }
 
-        let dwarf = match (&debug_path, &dwarf_file) {
-            (Some(debug), Some(f)) if dwarf => {
-                dwarf::load(f, find_alt_file(debug, search).as_deref())
-            }
+        let dwarf = match (&debug_path, dwarf_file) {
+            (Some(debug), Some(f)) if dwarf => Some(RefCell::new(dwarf::Dwarf::new(
+                f,
+                find_alt_file(debug, search),
+            ))),
             _ => None,
         };
         Ok(Binary {
@@ -242,15 +244,28 @@ impl Binary {
         Ok(Symbolized { sym, frames })
     }
 
+    /// Reads, in one go, the DWARF that [`Binary::symbolize`] of each of `svmas` will look in
+    /// (only the compilation units that cover them, where that gives the same answers); a
+    /// caller that knows its addresses up front saves reading units one lookup at a time.
+    pub fn prepare(&self, svmas: &[u64]) {
+        if let Some(dwarf) = &self.dwarf {
+            dwarf.borrow_mut().prepare(svmas);
+        }
+    }
+
     fn frames(&self, svma: u64) -> Vec<Frame> {
         let mut frames = Vec::new();
-        let Some(dwarf) = &self.dwarf else {
-            return frames;
-        };
         // addr2line looks up `[probe, probe + 1)`, which overflows (a panic in debug builds).
         if svma == u64::MAX {
             return frames;
         }
+        let Some(cell) = &self.dwarf else {
+            return frames;
+        };
+        let mut cell = cell.borrow_mut();
+        let Some(dwarf) = cell.context(svma) else {
+            return frames;
+        };
         let Ok(mut iter) = dwarf.find_frames(svma).skip_all_loads() else {
             return frames;
         };

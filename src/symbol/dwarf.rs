@@ -9,17 +9,32 @@
 //! query reads (location lists, macros) are left empty. A dwz supplementary file
 //! (`.gnu_debugaltlink`) is loaded the same way.
 //!
+//! **Only the units an output looks in.** `addr2line` parses every unit's header and
+//! abbreviations up front, and a libc debug file has a thousand units, 6 MB of compressed
+//! `.debug_info` and 1 MB of abbreviations: reading all of it costs more than the rest of a
+//! small report. [`Dwarf`] reads `.debug_aranges` (which unit covers which addresses) and
+//! hands `addr2line` only the units that cover the addresses looked up, at their own offsets
+//! in a `.debug_info` whose other units are stood in for by empty type units (which
+//! `addr2line` skips); a compressed `.debug_info` is inflated only up to the last unit read.
+//! The answers are those of the whole file as long as every unit that covers code is in
+//! `.debug_aranges` (GCC writes it for every unit) and no unit refers into another
+//! (`DW_FORM_ref_addr`, as LTO and dwz write): without `.debug_aranges`, with such a
+//! reference, or after many lookups that each wanted new units, the whole file is read as
+//! before.
+//!
 //! Nothing in the file is trusted: `object` bounds every section by the file, a section that
 //! does not read is empty (the lookups that need it find nothing), and `addr2line` parses
 //! units lazily and bounds-checked.
 
 use std::fs::File;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use gimli::{EndianArcSlice, RunTimeEndian, SectionId};
+use gimli::{EndianArcSlice, Endianity as _, Reader as _, RunTimeEndian, SectionId};
 use object::Object as _;
 use object::read::ReadCache;
+
+use crate::objfile::SectionParts;
 
 /// The reader of loaded sections.
 pub(super) type Reader = EndianArcSlice<RunTimeEndian>;
@@ -73,9 +88,336 @@ fn sections(file: &File) -> Option<gimli::Dwarf<Reader>> {
     gimli::Dwarf::load(load).ok()
 }
 
+/// The DWARF of one file, read as lookups need it (module docs): only the units that cover
+/// the addresses asked for, or the whole file where that would not give the same answers.
+pub(super) struct Dwarf {
+    file: File,
+    sup: Option<PathBuf>,
+    state: State,
+}
+
+enum State {
+    /// Nothing read yet.
+    Unread,
+    /// The units `.debug_aranges` names for the addresses asked for so far.
+    Units(Units),
+    /// The whole file.
+    Whole(Option<Context>),
+}
+
+struct Units {
+    /// `.debug_aranges`: `(begin, end, unit offset)`, sorted by begin.
+    ranges: Vec<(u64, u64, u64)>,
+    /// `reach[i]`: the largest end of `ranges[..=i]`.
+    reach: Vec<u64>,
+    /// The offsets of the units `context` holds, sorted.
+    loaded: Vec<u64>,
+    context: Option<Context>,
+    /// Sections read whole, kept for the next build.
+    whole: Vec<(SectionId, Reader)>,
+    builds: u32,
+}
+
+/// Builds of a growing set of units before the whole file is read instead: a caller that asks
+/// address by address across a binary would otherwise rebuild once per unit.
+const MAX_BUILDS: u32 = 8;
+
+impl Dwarf {
+    /// The DWARF of `file` (an ELF file with DWARF sections), with the supplementary file `sup`
+    /// (dwz) when given. Reads nothing yet.
+    pub(super) fn new(file: File, sup: Option<PathBuf>) -> Dwarf {
+        Dwarf {
+            file,
+            sup,
+            state: State::Unread,
+        }
+    }
+
+    /// Reads what lookups at `svmas` need: the units that cover them, in one build.
+    pub(super) fn prepare(&mut self, svmas: &[u64]) {
+        if let State::Unread = self.state {
+            self.state = match aranges(&self.file) {
+                Some(ranges) => State::Units(Units::new(ranges)),
+                None => self.whole(),
+            };
+        }
+        let State::Units(units) = &mut self.state else {
+            return;
+        };
+        let mut want = units.loaded.clone();
+        for &svma in svmas {
+            units.covering(svma, &mut want);
+        }
+        want.sort_unstable();
+        want.dedup();
+        if want == units.loaded {
+            return;
+        }
+        units.builds += 1;
+        let built = (units.builds <= MAX_BUILDS)
+            .then(|| {
+                build(
+                    &self.file,
+                    self.sup.as_deref(),
+                    &want,
+                    &units.ranges,
+                    &mut units.whole,
+                )
+            })
+            .flatten();
+        match built {
+            Some(context) => {
+                units.context = Some(context);
+                units.loaded = want;
+            }
+            None => self.state = self.whole(),
+        }
+    }
+
+    /// The context for a lookup at `svma` (reading the units that cover it first).
+    pub(super) fn context(&mut self, svma: u64) -> Option<&Context> {
+        self.prepare(&[svma]);
+        match &self.state {
+            State::Units(u) => u.context.as_ref(),
+            State::Whole(c) => c.as_ref(),
+            State::Unread => None,
+        }
+    }
+
+    fn whole(&self) -> State {
+        State::Whole(load(&self.file, self.sup.as_deref()))
+    }
+}
+
+impl Units {
+    fn new(mut ranges: Vec<(u64, u64, u64)>) -> Units {
+        ranges.sort_unstable();
+        let mut reach = Vec::with_capacity(ranges.len());
+        let mut max = 0;
+        for &(_, end, _) in &ranges {
+            max = max.max(end);
+            reach.push(max);
+        }
+        Units {
+            ranges,
+            reach,
+            loaded: Vec::new(),
+            context: None,
+            whole: Vec::new(),
+            builds: 0,
+        }
+    }
+
+    /// Adds the offsets of the units whose ranges hold `svma` to `to`.
+    fn covering(&self, svma: u64, to: &mut Vec<u64>) {
+        let mut i = self.ranges.partition_point(|r| r.0 <= svma);
+        while i > 0 && self.reach[i - 1] > svma {
+            i -= 1;
+            let (begin, end, unit) = self.ranges[i];
+            if begin <= svma && svma < end {
+                to.push(unit);
+            }
+        }
+    }
+}
+
+/// `.debug_aranges` of `file` as `(begin, end, unit offset)`; `None` when it is missing, empty
+/// or damaged (entries that do not read are skipped, as `addr2line` skips them).
+fn aranges(file: &File) -> Option<Vec<(u64, u64, u64)>> {
+    let cache = ReadCache::new(file);
+    let obj = object::File::parse(&cache).ok()?;
+    let section = obj.section_by_name(SectionId::DebugAranges.name())?;
+    let bytes = crate::objfile::section_bytes(file, &section)?;
+    let aranges = gimli::DebugAranges::from(EndianArcSlice::new(bytes, endian(&obj)));
+    let mut out = Vec::new();
+    let mut headers = aranges.headers();
+    while let Some(header) = headers.next().ok()? {
+        let unit = header.debug_info_offset().0 as u64;
+        let mut entries = header.entries();
+        while let Some(entry) = entries.next().transpose() {
+            if let Ok(e) = entry
+                && e.length() != 0
+            {
+                let r = e.range();
+                out.push((r.begin, r.end, unit));
+            }
+        }
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// A context of the units at `units` (sorted) alone. `None` when they do not read, one is not
+/// a compilation unit, or one may refer into another unit.
+///
+/// The units are copied one after the other into a `.debug_info` of their own, and
+/// `.debug_aranges` is written anew for their new offsets: a unit that refers to nothing
+/// outside itself (checked here) refers to its entries by offsets from its own start, so it
+/// reads the same wherever it stands, and `addr2line` takes each unit's ranges from the same
+/// place as it would in the whole file.
+fn build(
+    file: &File,
+    sup: Option<&Path>,
+    units: &[u64],
+    ranges: &[(u64, u64, u64)],
+    whole: &mut Vec<(SectionId, Reader)>,
+) -> Option<Context> {
+    let cache = ReadCache::new(file);
+    let obj = object::File::parse(&cache).ok()?;
+    let endian = endian(&obj);
+    let mut parts = SectionParts::new(file, &obj.section_by_name(".debug_info")?)?;
+    let mut info = Vec::new();
+    let mut moved = Vec::with_capacity(units.len());
+    for &unit in units {
+        let mut head = Vec::with_capacity(12);
+        parts.append(unit, 4, &mut head)?;
+        let len = match endian.read_u32(&head) {
+            0xffff_ffff => {
+                parts.append(unit + 4, 8, &mut head)?;
+                endian.read_u64(&head[4..]).checked_add(12)?
+            }
+            n if n >= 0xffff_fff0 => return None,
+            n => u64::from(n) + 4,
+        };
+        if len > parts.size() {
+            return None;
+        }
+        moved.push((unit, info.len() as u64));
+        parts.append(unit, len, &mut info)?;
+    }
+    let info = EndianArcSlice::new(Arc::from(info), endian);
+    let address_size = if obj.is_64() { 8 } else { 4 };
+    let aranges = EndianArcSlice::new(
+        Arc::from(write_aranges(&moved, ranges, address_size, endian)?),
+        endian,
+    );
+    let empty = EndianArcSlice::new(Arc::from(&[][..]), endian);
+    let mut load = |id: SectionId| -> Result<Reader, gimli::Error> {
+        match id {
+            SectionId::DebugInfo => return Ok(info.clone()),
+            SectionId::DebugAranges => return Ok(aranges.clone()),
+            SectionId::DebugTypes => return Ok(empty.clone()),
+            _ if UNUSED.contains(&id) => return Ok(empty.clone()),
+            _ => {}
+        }
+        if let Some((_, r)) = whole.iter().find(|(s, _)| *s == id) {
+            return Ok(r.clone());
+        }
+        let bytes = obj
+            .section_by_name(id.name())
+            .and_then(|s| crate::objfile::section_bytes(file, &s));
+        let r = EndianArcSlice::new(bytes.unwrap_or_else(|| Arc::from(&[][..])), endian);
+        whole.push((id, r.clone()));
+        Ok(r)
+    };
+    let mut dwarf = gimli::Dwarf::load(&mut load).ok()?;
+    let abbrev = load(SectionId::DebugAbbrev).ok()?;
+    for &(_, at) in &moved {
+        let header = dwarf
+            .debug_info
+            .header_from_offset(gimli::DebugInfoOffset(usize::try_from(at).ok()?))
+            .ok()?;
+        if header.type_() != gimli::UnitType::Compilation
+            || refers_out(&abbrev, header.debug_abbrev_offset())?
+        {
+            return None;
+        }
+    }
+    if let Some(sup) = sup.and_then(|p| File::open(p).ok())
+        && let Some(s) = sections(&sup)
+    {
+        dwarf.sup = Some(Arc::new(s));
+    }
+    Context::from_dwarf(dwarf).ok()
+}
+
+/// A `.debug_aranges` (version 2, 32-bit) with one set per moved unit `(old offset, new
+/// offset)`, holding that unit's `ranges`.
+fn write_aranges(
+    moved: &[(u64, u64)],
+    ranges: &[(u64, u64, u64)],
+    address_size: u8,
+    endian: RunTimeEndian,
+) -> Option<Vec<u8>> {
+    let put = |out: &mut Vec<u8>, v: u64, n: u8| match (endian, n) {
+        (RunTimeEndian::Little, 8) => out.extend_from_slice(&v.to_le_bytes()),
+        (RunTimeEndian::Big, 8) => out.extend_from_slice(&v.to_be_bytes()),
+        (RunTimeEndian::Little, 4) => out.extend_from_slice(&(v as u32).to_le_bytes()),
+        (RunTimeEndian::Big, 4) => out.extend_from_slice(&(v as u32).to_be_bytes()),
+        (RunTimeEndian::Little, _) => out.extend_from_slice(&(v as u16).to_le_bytes()),
+        (RunTimeEndian::Big, _) => out.extend_from_slice(&(v as u16).to_be_bytes()),
+    };
+    let mut out = Vec::new();
+    for &(old, new) in moved {
+        let start = out.len();
+        put(&mut out, 0, 4); // unit length, set below
+        put(&mut out, 2, 2); // version
+        put(&mut out, u64::from(u32::try_from(new).ok()?), 4);
+        out.push(address_size);
+        out.push(0); // segment selector size
+        // Tuples start at a multiple of twice the address size from the set's start.
+        let tuple = 2 * usize::from(address_size);
+        out.resize(start + (out.len() - start).div_ceil(tuple) * tuple, 0);
+        for &(begin, end, _) in ranges.iter().filter(|r| r.2 == old) {
+            put(&mut out, begin, address_size);
+            put(&mut out, end - begin, address_size);
+        }
+        put(&mut out, 0, address_size);
+        put(&mut out, 0, address_size);
+        let len = u32::try_from(out.len() - start - 4).ok()?;
+        let len = match endian {
+            RunTimeEndian::Little => len.to_le_bytes(),
+            RunTimeEndian::Big => len.to_be_bytes(),
+        };
+        out[start..start + 4].copy_from_slice(&len);
+    }
+    Some(out)
+}
+
+/// Whether the abbreviations at `offset` let a unit refer into another unit
+/// (`DW_FORM_ref_addr`) or name its forms in the entries (`DW_FORM_indirect`, which may be
+/// one). `None` when they do not read.
+fn refers_out(abbrev: &Reader, offset: gimli::DebugAbbrevOffset) -> Option<bool> {
+    let mut r = abbrev.clone();
+    r.skip(offset.0).ok()?;
+    // Every read takes at least one byte, so the loops end with the section.
+    loop {
+        if r.read_uleb128().ok()? == 0 {
+            return Some(false);
+        }
+        r.read_uleb128().ok()?; // tag
+        r.read_u8().ok()?; // children
+        loop {
+            let name = r.read_uleb128().ok()?;
+            let form = r.read_uleb128().ok()?;
+            if name == 0 && form == 0 {
+                break;
+            }
+            match gimli::DwForm(u16::try_from(form).ok()?) {
+                gimli::DW_FORM_ref_addr | gimli::DW_FORM_indirect => return Some(true),
+                gimli::DW_FORM_implicit_const => {
+                    r.read_sleb128().ok()?;
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+fn endian<'d>(obj: &object::File<'d, &'d ReadCache<&File>>) -> RunTimeEndian {
+    if obj.is_little_endian() {
+        RunTimeEndian::Little
+    } else {
+        RunTimeEndian::Big
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use std::path::PathBuf;
+
     use object::{Object as _, ObjectSection as _};
+
+    use super::*;
 
     use super::super::Unresolved;
     use super::super::binary::Binary;
@@ -88,6 +430,169 @@ mod tests {
             "/tests/fixtures/recordings/root/tmp/hrec-fixture/work"
         ))
         .unwrap()
+    }
+
+    /// Three units with inline functions (one calls into another unit), as a C program.
+    const UNITS: [(&str, &str); 3] = [
+        (
+            "a.c",
+            "static inline __attribute__((always_inline)) int ia(int x) { return x * 3 + 1; }\n\
+             __attribute__((noinline)) int fa(int n)\n\
+             { int s = 0; for (int i = 0; i < n; i++) s += ia(i) ^ s; return s; }\n",
+        ),
+        (
+            "b.c",
+            "int fa(int n);\n\
+             static inline __attribute__((always_inline)) int ib(int x) { return fa(x) * 5; }\n\
+             __attribute__((noinline)) int fb(int n) { return ib(n) + 2; }\n",
+        ),
+        (
+            "m.c",
+            "#include <stdio.h>\nint fb(int n);\n\
+             int main(int c, char **v) { (void)v; printf(\"%d\\n\", fb(c + 100)); return 0; }\n",
+        ),
+    ];
+
+    /// `gcc -g -O2 EXTRA a.c b.c m.c -o dir/NAME`.
+    fn program(dir: &Path, name: &str, extra: &[&str]) -> PathBuf {
+        for (file, text) in UNITS {
+            std::fs::write(dir.join(file), text).unwrap();
+        }
+        let out = dir.join(name);
+        crate::symbol::elf::fixtures::run(
+            std::process::Command::new("gcc")
+                .args(["-g", "-O2"])
+                .args(extra)
+                .arg("-o")
+                .arg(&out)
+                .args(UNITS.map(|u| u.0))
+                .current_dir(dir),
+        );
+        out
+    }
+
+    /// Name, file and line of each frame at `probe`.
+    fn chain(ctx: &Context, probe: u64) -> Vec<(Option<String>, Option<String>, Option<u32>)> {
+        let mut out = Vec::new();
+        if let Ok(mut it) = ctx.find_frames(probe).skip_all_loads() {
+            while let Ok(Some(f)) = it.next() {
+                let name = f.function.as_ref().and_then(|n| n.raw_name().ok());
+                let loc = f.location.as_ref();
+                out.push((
+                    name.map(|n| n.into_owned()),
+                    loc.and_then(|l| l.file).map(str::to_owned),
+                    loc.and_then(|l| l.line),
+                ));
+            }
+        }
+        out
+    }
+
+    /// The `.text` addresses of `path`.
+    fn text(path: &Path) -> Vec<u64> {
+        let bytes = std::fs::read(path).unwrap();
+        let obj = object::File::parse(&*bytes).unwrap();
+        let text = obj.section_by_name(".text").unwrap();
+        (text.address()..text.address() + text.size()).collect()
+    }
+
+    /// Asks `path`'s DWARF for `asked` first, then checks every address of `probes` against
+    /// the whole file's answers; returns whether only some units were read, and how many
+    /// probes had frames.
+    fn compare(path: &Path, asked: &[u64], probes: &[u64]) -> (bool, usize) {
+        let whole = load(&File::open(path).unwrap(), None).unwrap();
+        let mut lazy = Dwarf::new(File::open(path).unwrap(), None);
+        lazy.prepare(asked);
+        let partial = match &lazy.state {
+            State::Units(u) => {
+                u.loaded.len()
+                    < u.ranges
+                        .iter()
+                        .map(|r| r.2)
+                        .collect::<std::collections::BTreeSet<_>>()
+                        .len()
+            }
+            _ => false,
+        };
+        let mut found = 0;
+        for &p in probes {
+            let want = chain(&whole, p);
+            let got = lazy.context(p).map(|c| chain(c, p)).unwrap_or_default();
+            assert_eq!(got, want, "{}: frames at {p:#x}", path.display());
+            found += usize::from(!want.is_empty());
+        }
+        (partial, found)
+    }
+
+    /// The units `.debug_aranges` names for the addresses asked for give the same frames
+    /// (names, files, lines; inline chains across units) as the whole file, read plainly or
+    /// compressed with zlib or zstd; asking for one function reads only its unit.
+    #[test]
+    fn the_units_asked_for_answer_as_the_whole_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let plain = program(dir.path(), "plain", &[]);
+        let mut files = vec![plain.clone()];
+        for kind in ["zlib", "zstd"] {
+            let out = dir.path().join(kind);
+            let ok = std::process::Command::new("objcopy")
+                .arg(format!("--compress-debug-sections={kind}"))
+                .arg(&plain)
+                .arg(&out)
+                .status()
+                .is_ok_and(|s| s.success());
+            if ok {
+                files.push(out);
+            } else {
+                eprintln!("skipped: objcopy cannot compress with {kind}");
+            }
+        }
+        assert!(files.len() >= 2, "objcopy compresses with zlib");
+        for path in &files {
+            let all = text(path);
+            let (partial, found) = compare(path, &all, &all);
+            assert!(!partial, "every unit with code is read for every address");
+            assert!(
+                found > 60,
+                "{}: {found} addresses with frames",
+                path.display()
+            );
+            let (fb, size) = crate::symbol::elf::fixtures::symbol(path, "fb");
+            let one: Vec<u64> = (fb..fb + size).collect();
+            let (partial, found) = compare(path, &one, &one);
+            assert!(partial, "{}: fb's unit alone", path.display());
+            assert_eq!(found, one.len(), "every address of fb has frames");
+        }
+    }
+
+    /// A unit that refers into another (`DW_FORM_ref_addr`, as GCC's LTO writes) is read
+    /// with the whole file, with the same answers.
+    #[test]
+    fn units_that_refer_into_others_read_the_whole_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let lto = program(dir.path(), "lto", &["-flto"]);
+        let all = text(&lto);
+        let mut lazy = Dwarf::new(File::open(&lto).unwrap(), None);
+        lazy.prepare(&all);
+        assert!(matches!(lazy.state, State::Whole(Some(_))), "read whole");
+        let (_, found) = compare(&lto, &all, &all);
+        assert!(found > 50, "{found} addresses with frames");
+    }
+
+    /// `DW_FORM_ref_addr` and `DW_FORM_indirect` in an abbreviation set are found; a set
+    /// without them is not; a set cut short does not read.
+    #[test]
+    fn references_out_of_a_unit_are_seen_in_its_abbreviations() {
+        let set = |form: u8| -> Reader {
+            // code 1, DW_TAG_subprogram, no children, (DW_AT_name, FORM), (0, 0), end of set.
+            let b = vec![1, 0x2e, 0, 0x03, form, 0, 0, 0];
+            EndianArcSlice::new(Arc::from(b), RunTimeEndian::Little)
+        };
+        let at0 = gimli::DebugAbbrevOffset(0);
+        assert_eq!(refers_out(&set(0x08), at0), Some(false)); // DW_FORM_string
+        assert_eq!(refers_out(&set(0x10), at0), Some(true)); // DW_FORM_ref_addr
+        assert_eq!(refers_out(&set(0x16), at0), Some(true)); // DW_FORM_indirect
+        let cut = EndianArcSlice::new(Arc::from(&[1u8, 0x2e, 0, 0x03][..]), RunTimeEndian::Little);
+        assert_eq!(refers_out(&cut, at0), None);
     }
 
     /// Thousands of mutants of the DWARF sections and the section headers that say where

@@ -431,8 +431,15 @@ impl Symbolizer {
             (path, self.expected_build_id(file).map(<[u8]>::to_vec))
         };
         let mut uses: HashMap<BinaryKey, usize> = HashMap::new();
-        for (f, _) in &jobs {
+        // Every file offset looked up in each binary, whichever mapping of it: its DWARF is
+        // read once for all of them.
+        let mut offsets: HashMap<BinaryKey, Vec<u64>> = HashMap::new();
+        for (f, addrs) in &jobs {
             *uses.entry(key_of(*f)).or_default() += 1;
+            if self.dwarf {
+                let o = offsets.entry(key_of(*f)).or_default();
+                o.extend(addrs.iter().map(|&(_, off)| off));
+            }
         }
         let uses = Mutex::new(uses);
         let release = |key: BinaryKey| {
@@ -472,6 +479,11 @@ impl Symbolizer {
                             let mut mismatch = matches!(*bin, Err(Unresolved::BuildIdMismatch))
                                 .then(|| file.path.display().to_string());
                             let bkey = self.keep.then(|| key_of(*f));
+                            if let (Ok(b), Some(offs)) = (&*bin, offsets.get(&key_of(*f))) {
+                                let svmas: Vec<u64> =
+                                    offs.iter().filter_map(|&o| b.svma(o, 0, 0)).collect();
+                                b.prepare(&svmas);
+                            }
                             for &(i, off) in addrs {
                                 let (_, frame) = keys[i];
                                 let resolve = || match &*bin {
