@@ -11,6 +11,7 @@
 
 pub mod analysis;
 pub mod archive;
+pub mod cache;
 pub mod data;
 pub mod decode;
 pub mod disasm;

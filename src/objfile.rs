@@ -17,15 +17,7 @@ pub fn section_bytes<'d>(file: &File, s: &impl ObjectSection<'d>) -> Option<Arc<
     let range = s.compressed_file_range().ok()?;
     let file_len = file.metadata().ok()?.len();
     if range.format == CompressionFormat::None {
-        // Sized by the header: allocate only what the file holds.
-        if range.offset.checked_add(range.uncompressed_size)? > file_len {
-            return None;
-        }
-        let len = usize::try_from(range.uncompressed_size).ok()?;
-        let mut buf: Arc<[u8]> = std::iter::repeat_n(0u8, len).collect();
-        file.read_exact_at(Arc::get_mut(&mut buf)?, range.offset)
-            .ok()?;
-        return Some(buf);
+        return read_range(file, range.offset, range.uncompressed_size);
     }
     // A declared size no stream of this length can reach (zlib and zstd expand at most about
     // a thousand times) is damage, not a section to allocate for.
@@ -37,6 +29,17 @@ pub fn section_bytes<'d>(file: &File, s: &impl ObjectSection<'d>) -> Option<Arc<
     s.uncompressed_data().ok().map(|d| Arc::from(&*d))
 }
 
+/// The bytes `[offset, offset + len)` of `file` in one buffer; `None` when they are not all
+/// in the file (checked before allocating) or do not read.
+pub fn read_range(file: &File, offset: u64, len: u64) -> Option<Arc<[u8]>> {
+    if offset.checked_add(len)? > file.metadata().ok()?.len() {
+        return None;
+    }
+    let mut buf: Arc<[u8]> = std::iter::repeat_n(0u8, usize::try_from(len).ok()?).collect();
+    file.read_exact_at(Arc::get_mut(&mut buf)?, offset).ok()?;
+    Some(buf)
+}
+
 /// The most a compressed section expands (zlib's limit is 1032:1).
 pub const MAX_RATIO: u64 = 1100;
 
@@ -45,15 +48,16 @@ pub const MAX_RATIO: u64 = 1100;
 /// zlib or zstd stream cannot be entered in the middle), so a reader that needs the first
 /// units of a 6 MB `.debug_info` inflates those, not the whole section.
 pub(crate) struct SectionParts<'f> {
-    file: &'f File,
     size: u64,
-    stored: Stored,
+    stored: Stored<'f>,
 }
 
-enum Stored {
+enum Stored<'f> {
     Plain {
+        file: &'f File,
         offset: u64,
     },
+    Memory(Arc<[u8]>),
     Packed {
         stream: Box<dyn std::io::Read + 'static>,
         out: Vec<u8>,
@@ -73,6 +77,7 @@ impl<'f> SectionParts<'f> {
                     return None;
                 }
                 Stored::Plain {
+                    file,
                     offset: range.offset,
                 }
             }
@@ -98,7 +103,23 @@ impl<'f> SectionParts<'f> {
                 }
             }
         };
-        Some(SectionParts { file, size, stored })
+        Some(SectionParts { size, stored })
+    }
+
+    /// All of `file`, as a section stored plainly.
+    pub(crate) fn whole_file(file: &'f File) -> Option<SectionParts<'f>> {
+        Some(SectionParts {
+            size: file.metadata().ok()?.len(),
+            stored: Stored::Plain { file, offset: 0 },
+        })
+    }
+
+    /// A section already in memory.
+    pub(crate) fn memory(bytes: Arc<[u8]>) -> SectionParts<'f> {
+        SectionParts {
+            size: bytes.len() as u64,
+            stored: Stored::Memory(bytes),
+        }
     }
 
     /// The section's size, uncompressed.
@@ -112,14 +133,11 @@ impl<'f> SectionParts<'f> {
         let end = offset.checked_add(len).filter(|&e| e <= self.size)?;
         let (start, len) = (usize::try_from(offset).ok()?, usize::try_from(len).ok()?);
         match &mut self.stored {
-            Stored::Plain { offset: at } => {
+            Stored::Memory(bytes) => to.extend_from_slice(bytes.get(start..start + len)?),
+            Stored::Plain { file, offset: at } => {
                 let was = to.len();
                 to.resize(was + len, 0);
-                if self
-                    .file
-                    .read_exact_at(&mut to[was..], *at + offset)
-                    .is_err()
-                {
+                if file.read_exact_at(&mut to[was..], *at + offset).is_err() {
                     to.truncate(was);
                     return None;
                 }

@@ -232,6 +232,7 @@ impl Env {
             debug_dirs: Vec::new(),
             build_id_cache: None,
             debuginfod_cache: None,
+            inflated_cache: None,
         }
     }
 

@@ -174,6 +174,7 @@ impl Binary {
             (Some(debug), Some(f)) if dwarf => Some(RefCell::new(dwarf::Dwarf::new(
                 f,
                 find_alt_file(debug, search),
+                search.inflated_cache.clone(),
             ))),
             _ => None,
         };

@@ -55,6 +55,9 @@ pub struct SearchPaths {
     /// set (as libdebuginfod does): executables as `<cache>/<hex>/executable`, debug files as
     /// `<cache>/<hex>/debuginfo`, each used only with the build-id asked for.
     pub debuginfod_cache: Option<PathBuf>,
+    /// Where compressed DWARF sections are kept inflated between runs
+    /// ([`super::inflated`]: `<hrec cache>/dwarf`), when anywhere.
+    pub inflated_cache: Option<PathBuf>,
 }
 
 impl Default for SearchPaths {
@@ -63,6 +66,7 @@ impl Default for SearchPaths {
             debug_dirs: vec![PathBuf::from("/usr/lib/debug")],
             build_id_cache: buildid_cache::resolve_dir(None),
             debuginfod_cache: debuginfod::Config::from_env().map(|c| c.cache),
+            inflated_cache: crate::cache::dir().map(|d| d.join("dwarf")),
         }
     }
 }
@@ -509,6 +513,7 @@ mod tests {
             debug_dirs: dirs.iter().map(|d| d.to_path_buf()).collect(),
             build_id_cache: None,
             debuginfod_cache: None,
+            inflated_cache: None,
         }
     }
 

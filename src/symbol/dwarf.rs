@@ -34,6 +34,7 @@ use gimli::{EndianArcSlice, Endianity as _, Reader as _, RunTimeEndian, SectionI
 use object::Object as _;
 use object::read::ReadCache;
 
+use super::inflated::{Inflated, Section};
 use crate::objfile::SectionParts;
 
 /// The reader of loaded sections.
@@ -54,10 +55,10 @@ const UNUSED: [SectionId; 6] = [
 
 /// The DWARF of `file`, with the supplementary file `sup` (dwz) when given. `None` when the
 /// file is not an object file or its DWARF does not parse.
-pub(super) fn load(file: &File, sup: Option<&Path>) -> Option<Context> {
-    let mut dwarf = sections(file)?;
+pub(super) fn load(file: &File, sup: Option<&Path>, cache: Option<&Path>) -> Option<Context> {
+    let mut dwarf = sections(file, cache)?;
     if let Some(sup) = sup.and_then(|p| File::open(p).ok())
-        && let Some(s) = sections(&sup)
+        && let Some(s) = sections(&sup, cache)
     {
         dwarf.sup = Some(Arc::new(s));
     }
@@ -65,20 +66,17 @@ pub(super) fn load(file: &File, sup: Option<&Path>) -> Option<Context> {
     Context::from_dwarf(dwarf).ok()
 }
 
-fn sections(file: &File) -> Option<gimli::Dwarf<Reader>> {
-    let cache = ReadCache::new(file);
-    let obj = object::File::parse(&cache).ok()?;
-    let endian = if obj.is_little_endian() {
-        RunTimeEndian::Little
-    } else {
-        RunTimeEndian::Big
-    };
+fn sections(file: &File, cache: Option<&Path>) -> Option<gimli::Dwarf<Reader>> {
+    let read = ReadCache::new(file);
+    let obj = object::File::parse(&read).ok()?;
+    let endian = endian(&obj);
+    let inflated = Inflated::new(cache, obj.build_id().ok().flatten());
     let load = |id: SectionId| -> Result<Reader, gimli::Error> {
         let bytes = if UNUSED.contains(&id) {
             None
         } else {
             obj.section_by_name(id.name())
-                .and_then(|s| crate::objfile::section_bytes(file, &s))
+                .and_then(|s| whole_section(file, &s, inflated.as_ref()))
         };
         Ok(EndianArcSlice::new(
             bytes.unwrap_or_else(|| Arc::from(&[][..])),
@@ -93,6 +91,8 @@ fn sections(file: &File) -> Option<gimli::Dwarf<Reader>> {
 pub(super) struct Dwarf {
     file: File,
     sup: Option<PathBuf>,
+    /// Where compressed sections are kept inflated ([`super::inflated`]).
+    cache: Option<PathBuf>,
     state: State,
 }
 
@@ -124,11 +124,13 @@ const MAX_BUILDS: u32 = 8;
 
 impl Dwarf {
     /// The DWARF of `file` (an ELF file with DWARF sections), with the supplementary file `sup`
-    /// (dwz) when given. Reads nothing yet.
-    pub(super) fn new(file: File, sup: Option<PathBuf>) -> Dwarf {
+    /// (dwz) when given, and compressed sections kept inflated under `cache`. Reads nothing
+    /// yet.
+    pub(super) fn new(file: File, sup: Option<PathBuf>, cache: Option<PathBuf>) -> Dwarf {
         Dwarf {
             file,
             sup,
+            cache,
             state: State::Unread,
         }
     }
@@ -136,7 +138,7 @@ impl Dwarf {
     /// Reads what lookups at `svmas` need: the units that cover them, in one build.
     pub(super) fn prepare(&mut self, svmas: &[u64]) {
         if let State::Unread = self.state {
-            self.state = match aranges(&self.file) {
+            self.state = match aranges(&self.file, self.cache.as_deref()) {
                 Some(ranges) => State::Units(Units::new(ranges)),
                 None => self.whole(),
             };
@@ -159,6 +161,7 @@ impl Dwarf {
                 build(
                     &self.file,
                     self.sup.as_deref(),
+                    self.cache.as_deref(),
                     &want,
                     &units.ranges,
                     &mut units.whole,
@@ -185,7 +188,7 @@ impl Dwarf {
     }
 
     fn whole(&self) -> State {
-        State::Whole(load(&self.file, self.sup.as_deref()))
+        State::Whole(load(&self.file, self.sup.as_deref(), self.cache.as_deref()))
     }
 }
 
@@ -223,11 +226,12 @@ impl Units {
 
 /// `.debug_aranges` of `file` as `(begin, end, unit offset)`; `None` when it is missing, empty
 /// or damaged (entries that do not read are skipped, as `addr2line` skips them).
-fn aranges(file: &File) -> Option<Vec<(u64, u64, u64)>> {
-    let cache = ReadCache::new(file);
-    let obj = object::File::parse(&cache).ok()?;
+fn aranges(file: &File, cache: Option<&Path>) -> Option<Vec<(u64, u64, u64)>> {
+    let read = ReadCache::new(file);
+    let obj = object::File::parse(&read).ok()?;
     let section = obj.section_by_name(SectionId::DebugAranges.name())?;
-    let bytes = crate::objfile::section_bytes(file, &section)?;
+    let inflated = Inflated::new(cache, obj.build_id().ok().flatten());
+    let bytes = whole_section(file, &section, inflated.as_ref())?;
     let aranges = gimli::DebugAranges::from(EndianArcSlice::new(bytes, endian(&obj)));
     let mut out = Vec::new();
     let mut headers = aranges.headers();
@@ -257,14 +261,24 @@ fn aranges(file: &File) -> Option<Vec<(u64, u64, u64)>> {
 fn build(
     file: &File,
     sup: Option<&Path>,
+    cache: Option<&Path>,
     units: &[u64],
     ranges: &[(u64, u64, u64)],
     whole: &mut Vec<(SectionId, Reader)>,
 ) -> Option<Context> {
-    let cache = ReadCache::new(file);
-    let obj = object::File::parse(&cache).ok()?;
+    let read = ReadCache::new(file);
+    let obj = object::File::parse(&read).ok()?;
     let endian = endian(&obj);
-    let mut parts = SectionParts::new(file, &obj.section_by_name(".debug_info")?)?;
+    let inflated = Inflated::new(cache, obj.build_id().ok().flatten());
+    let info_section = obj.section_by_name(".debug_info")?;
+    let saved = inflated
+        .as_ref()
+        .and_then(|c| c.section(file, &info_section));
+    let mut parts = match &saved {
+        Some(Section::Saved(f)) => SectionParts::whole_file(f)?,
+        Some(Section::Bytes(b)) => SectionParts::memory(b.clone()),
+        None => SectionParts::new(file, &info_section)?,
+    };
     let mut info = Vec::new();
     let mut moved = Vec::with_capacity(units.len());
     for &unit in units {
@@ -304,7 +318,7 @@ fn build(
         }
         let bytes = obj
             .section_by_name(id.name())
-            .and_then(|s| crate::objfile::section_bytes(file, &s));
+            .and_then(|s| whole_section(file, &s, inflated.as_ref()));
         let r = EndianArcSlice::new(bytes.unwrap_or_else(|| Arc::from(&[][..])), endian);
         whole.push((id, r.clone()));
         Ok(r)
@@ -323,11 +337,28 @@ fn build(
         }
     }
     if let Some(sup) = sup.and_then(|p| File::open(p).ok())
-        && let Some(s) = sections(&sup)
+        && let Some(s) = sections(&sup, cache)
     {
         dwarf.sup = Some(Arc::new(s));
     }
     Context::from_dwarf(dwarf).ok()
+}
+
+/// Section `s` of `file` whole: inflated from the cache (or inflated now and saved) when it
+/// is compressed and `inflated` is given, else read or inflated here.
+fn whole_section<'d>(
+    file: &File,
+    s: &impl object::ObjectSection<'d>,
+    inflated: Option<&Inflated>,
+) -> Option<Arc<[u8]>> {
+    match inflated.and_then(|c| c.section(file, s)) {
+        Some(Section::Saved(f)) => {
+            let len = f.metadata().ok()?.len();
+            crate::objfile::read_range(&f, 0, len)
+        }
+        Some(Section::Bytes(b)) => Some(b),
+        None => crate::objfile::section_bytes(file, s),
+    }
 }
 
 /// A `.debug_aranges` (version 2, 32-bit) with one set per moved unit `(old offset, new
@@ -500,8 +531,8 @@ mod tests {
     /// the whole file's answers; returns whether only some units were read, and how many
     /// probes had frames.
     fn compare(path: &Path, asked: &[u64], probes: &[u64]) -> (bool, usize) {
-        let whole = load(&File::open(path).unwrap(), None).unwrap();
-        let mut lazy = Dwarf::new(File::open(path).unwrap(), None);
+        let whole = load(&File::open(path).unwrap(), None, None).unwrap();
+        let mut lazy = Dwarf::new(File::open(path).unwrap(), None, None);
         lazy.prepare(asked);
         let partial = match &lazy.state {
             State::Units(u) => {
@@ -564,6 +595,47 @@ mod tests {
         }
     }
 
+    /// A compressed section read once is saved inflated under the cache root, named by the
+    /// file's build-id, and read from there next time with the same answers; a saved file
+    /// of the wrong size is saved again; a cache that cannot be written changes nothing.
+    #[test]
+    fn compressed_sections_are_kept_inflated() {
+        let dir = tempfile::tempdir().unwrap();
+        let plain = program(dir.path(), "plain", &[]);
+        let zlib = dir.path().join("zlib");
+        crate::symbol::elf::fixtures::objcopy(&["--compress-debug-sections=zlib"], &plain, &zlib);
+        let root = dir.path().join("cache");
+        let saved = root.join(super::super::elf::hex(
+            &crate::symbol::elf::fixtures::build_id(&zlib),
+        ));
+        let all = text(&zlib);
+        let whole = load(&File::open(&zlib).unwrap(), None, None).unwrap();
+        let check = |cache: &Path| {
+            let mut d = Dwarf::new(File::open(&zlib).unwrap(), None, Some(cache.to_path_buf()));
+            d.prepare(&all);
+            for &p in &all {
+                let got = d.context(p).map(|c| chain(c, p)).unwrap_or_default();
+                assert_eq!(got, chain(&whole, p), "frames at {p:#x}");
+            }
+        };
+        check(&root);
+        let info = saved.join("debug_info");
+        let size = |p: &Path| std::fs::metadata(p).unwrap().len();
+        let plain_info = {
+            let bytes = std::fs::read(&plain).unwrap();
+            let obj = object::File::parse(&*bytes).unwrap();
+            obj.section_by_name(".debug_info").unwrap().size()
+        };
+        assert_eq!(size(&info), plain_info, "saved inflated");
+        assert!(saved.join("debug_line").exists() && saved.join("debug_abbrev").exists());
+        std::fs::write(&info, b"short").unwrap();
+        check(&root);
+        assert_eq!(size(&info), plain_info, "saved again");
+        let not_a_dir = dir.path().join("file");
+        std::fs::write(&not_a_dir, b"").unwrap();
+        check(&not_a_dir);
+    }
+
     /// A unit that refers into another (`DW_FORM_ref_addr`, as GCC's LTO writes) is read
     /// with the whole file, with the same answers.
     #[test]
@@ -571,7 +643,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let lto = program(dir.path(), "lto", &["-flto"]);
         let all = text(&lto);
-        let mut lazy = Dwarf::new(File::open(&lto).unwrap(), None);
+        let mut lazy = Dwarf::new(File::open(&lto).unwrap(), None, None);
         lazy.prepare(&all);
         assert!(matches!(lazy.state, State::Whole(Some(_))), "read whole");
         let (_, found) = compare(&lto, &all, &all);
@@ -618,6 +690,7 @@ mod tests {
             debug_dirs: Vec::new(),
             build_id_cache: None,
             debuginfod_cache: None,
+            inflated_cache: None,
         };
         let lookups = |path: &std::path::Path| -> usize {
             match Binary::load(path, None, &search) {

@@ -36,6 +36,7 @@ mod dwarf;
     deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)
 )]
 pub mod elf;
+mod inflated;
 pub mod kallsyms;
 pub mod maps;
 pub mod names;

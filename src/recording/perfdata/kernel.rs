@@ -8,7 +8,7 @@
 //! kernel); without a recorded `_text` nothing fits. Every read of this machine's kernel facts
 //! is in this file.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use super::features::BuildIdEntry;
@@ -82,7 +82,7 @@ impl Kallsyms {
         let k = kallsyms.to_path_buf();
         Kallsyms::Pending(std::thread::spawn(move || {
             let text = if k == Path::new(KALLSYMS) {
-                cached_kallsyms(&k, cache_dir().as_deref())
+                cached_kallsyms(&k, crate::cache::dir().as_deref())
             } else {
                 std::fs::read(&k).unwrap_or_default()
             };
@@ -118,15 +118,6 @@ impl Kallsyms {
     }
 }
 
-/// hrec's cache directory (`$XDG_CACHE_HOME/hrec`, else `~/.cache/hrec`).
-fn cache_dir() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
-    Some(base.join("hrec"))
-}
-
 /// What `/proc/kallsyms` depends on: this boot (KASLR, the kernel), and the modules loaded
 /// (where each sits). BPF programs and trampolines that come and go are not in the key.
 fn kallsyms_key() -> Option<String> {
@@ -155,27 +146,14 @@ pub(super) fn cached_kallsyms(kallsyms: &Path, dir: Option<&Path>) -> Vec<u8> {
         }
     }
     let text = std::fs::read(kallsyms).unwrap_or_default();
-    if let (Some(key), Some(file), Some(dir)) = (key, file, dir)
+    if let (Some(key), Some(file)) = (key, file)
         && !text.is_empty()
     {
-        use std::io::Write;
-        use std::os::unix::fs::OpenOptionsExt;
-        let tmp = dir.join(format!(".kallsyms.{}.tmp", std::process::id()));
-        let saved = std::fs::create_dir_all(dir).is_ok()
-            && std::fs::OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .mode(0o600)
-                .open(&tmp)
-                .and_then(|mut f| {
-                    f.write_all(format!("{MAGIC} {key}\n").as_bytes())?;
-                    f.write_all(&text)
-                })
-                .is_ok();
-        if !saved || std::fs::rename(&tmp, &file).is_err() {
-            let _ = std::fs::remove_file(&tmp);
-        }
+        crate::cache::save(
+            &file,
+            0o600,
+            &[format!("{MAGIC} {key}\n").as_bytes(), &text],
+        );
     }
     text
 }

@@ -15,6 +15,7 @@ fn no_debug_dirs() -> SearchPaths {
         debug_dirs: Vec::new(),
         build_id_cache: None,
         debuginfod_cache: None,
+        inflated_cache: None,
     }
 }
 
@@ -120,6 +121,7 @@ fn stripped_binary_uses_build_id_debug_dir() {
         debug_dirs: vec![dir.path().join("elsewhere"), debug_dir],
         build_id_cache: None,
         debuginfod_cache: None,
+        inflated_cache: None,
     };
     let binary = Binary::load(&prog, Some(&id), &search).unwrap();
     assert_eq!(binary.debug_path(), Some(debug.as_path()));
