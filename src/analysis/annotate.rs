@@ -23,7 +23,7 @@ use crate::disasm::{self, Insn, Syntax};
 use std::sync::Arc;
 
 use crate::symbol::Unresolved;
-use crate::symbol::binary::Binary;
+use crate::symbol::binary::{Binary, DwarfUse};
 use crate::symbol::debuginfo::SearchPaths;
 use crate::symbol::kallsyms::KernelSymbols;
 
@@ -411,7 +411,7 @@ fn load(dso: &str, o: &AnnotateOptions) -> Result<Binary, String> {
         None => path.to_path_buf(),
     };
     let expected = o.build_ids.get(path).map(Vec::as_slice);
-    Binary::load_recorded(&on_disk, expected, &o.search, true)
+    Binary::load_recorded(&on_disk, expected, &o.search, DwarfUse::Lines)
         .map_err(|why| unreadable(&on_disk.to_string_lossy(), why))
 }
 

@@ -71,6 +71,10 @@ pub struct ProfileOptions {
     /// report's time), unless the recording has call chains, whose entries may show inline
     /// frames.
     pub symbols_only: bool,
+    /// The output names functions, inlined ones too, but shows no source line (`flamegraph`):
+    /// DWARF is read for inline trees, and its line tables, most of the lookups' time, are
+    /// left unparsed.
+    pub names_only: bool,
 }
 
 impl Default for ProfileOptions {
@@ -86,6 +90,7 @@ impl Default for ProfileOptions {
             no_inline: false,
             debuginfod: None,
             symbols_only: false,
+            names_only: false,
         }
     }
 }

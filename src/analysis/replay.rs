@@ -777,6 +777,7 @@ pub fn build_with(
                             .iter()
                             .any(|e| e.attr.sample_type & st::CALLCHAIN != 0),
                 )
+                .lines(!opts.names_only)
                 .threads(opts.threads)
                 .kernel(rec.kernel_symbols(), rec.kernel_unresolved())
                 .recorded_build_ids(&rec.side("build-ids").unwrap_or_default())

@@ -87,6 +87,7 @@ impl FlamegraphArgs {
             diff: self.diff,
             profile: hrec::analysis::profile::ProfileOptions {
                 timeline: self.flame_chart,
+                names_only: true,
                 ..profile
             },
             flame: FlameOptions {

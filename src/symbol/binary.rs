@@ -43,6 +43,19 @@ pub fn core_code(path: &Path, addr: u64, len: u64) -> Option<Vec<u8>> {
     Some(buf)
 }
 
+/// What a binary's DWARF is read for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DwarfUse {
+    /// Not at all: functions from symbol tables only.
+    Off,
+    /// Function names, inlined ones too, without source lines: the line tables are not
+    /// parsed (most of the lookups' time), except for an address no function covers, whose
+    /// only frame is its line.
+    Names,
+    /// Function names and source lines.
+    Lines,
+}
+
 /// A loaded ELF file, ready to answer address queries. `Send` (load and query it on a worker
 /// thread), not `Sync`: `addr2line` parses compilation units lazily behind cells.
 pub struct Binary {
@@ -85,7 +98,7 @@ impl Binary {
         expected_build_id: Option<&[u8]>,
         search: &SearchPaths,
     ) -> Result<Binary, Unresolved> {
-        Binary::load_with(path, expected_build_id, search, true)
+        Binary::load_with(path, expected_build_id, search, DwarfUse::Lines)
     }
 
     /// The file a recording mapped at `path` with `expected_build_id`: perf's build-id cache
@@ -96,7 +109,7 @@ impl Binary {
         path: &Path,
         expected_build_id: Option<&[u8]>,
         search: &SearchPaths,
-        dwarf: bool,
+        dwarf: DwarfUse,
     ) -> Result<Binary, Unresolved> {
         let load = |p: &Path| Binary::load_with(p, expected_build_id, search, dwarf);
         match expected_build_id
@@ -108,15 +121,17 @@ impl Binary {
         }
     }
 
-    /// [`Binary::load`], with `dwarf` false reading symbol tables only (a separate debug file
-    /// only when the binary has no symbol table of its own): no source lines and no inline
-    /// frames, but loaded at a fraction of the cost (`hrec top`, which shows functions).
+    /// [`Binary::load`], with `dwarf` [`DwarfUse::Off`] reading symbol tables only (a separate
+    /// debug file only when the binary has no symbol table of its own): no source lines and no
+    /// inline frames, but loaded at a fraction of the cost (`hrec top`, which shows
+    /// functions); [`DwarfUse::Names`] without source lines.
     pub fn load_with(
         path: &Path,
         expected_build_id: Option<&[u8]>,
         search: &SearchPaths,
-        dwarf: bool,
+        dwarf_use: DwarfUse,
     ) -> Result<Binary, Unresolved> {
+        let dwarf = dwarf_use != DwarfUse::Off;
         // The binary and its debug file are each opened once: the ELF parser and the DWARF
         // loader read the same open file.
         let file = open_elf(path)?;
@@ -175,6 +190,7 @@ impl Binary {
                 f,
                 find_alt_file(debug, search),
                 search.inflated_cache.clone(),
+                dwarf_use == DwarfUse::Lines,
             ))),
             _ => None,
         };
@@ -255,7 +271,7 @@ impl Binary {
     }
 
     fn frames(&self, svma: u64) -> Vec<Frame> {
-        let mut frames = Vec::new();
+        let frames = Vec::new();
         // addr2line looks up `[probe, probe + 1)`, which overflows (a panic in debug builds).
         if svma == u64::MAX {
             return frames;
@@ -264,7 +280,20 @@ impl Binary {
             return frames;
         };
         let mut cell = cell.borrow_mut();
-        let Some(dwarf) = cell.context(svma) else {
+        let frames = frames_in(cell.context(svma), svma);
+        if frames.is_empty() && cell.names_only() && cell.covers(svma) {
+            // An address no function covers has its line for its only frame.
+            return frames_in(cell.lined_context(svma), svma);
+        }
+        frames
+    }
+}
+
+/// The frames of `svma` in `dwarf` (none without DWARF).
+fn frames_in(dwarf: Option<&dwarf::Context>, svma: u64) -> Vec<Frame> {
+    let mut frames = Vec::new();
+    {
+        let Some(dwarf) = dwarf else {
             return frames;
         };
         let Ok(mut iter) = dwarf.find_frames(svma).skip_all_loads() else {

@@ -20,7 +20,11 @@
 //! `.debug_aranges` (GCC writes it for every unit) and no unit refers into another
 //! (`DW_FORM_ref_addr`, as LTO and dwz write): without `.debug_aranges`, with such a
 //! reference, or after many lookups that each wanted new units, the whole file is read as
-//! before.
+//! before. Their line programs are copied the same way (each unit's `DW_AT_stmt_list` set to
+//! the copy); an output that names functions but shows no source line (a flame graph) gets
+//! each program cut to its header, so `addr2line` parses no line rows, the larger part of its
+//! lookups; an address no function covers, whose only frame is its line, is looked up again
+//! with the rows.
 //!
 //! Nothing in the file is trusted: `object` bounds every section by the file, a section that
 //! does not read is empty (the lookups that need it find nothing), and `addr2line` parses
@@ -93,6 +97,9 @@ pub(super) struct Dwarf {
     sup: Option<PathBuf>,
     /// Where compressed sections are kept inflated ([`super::inflated`]).
     cache: Option<PathBuf>,
+    /// Whether lookups want source lines; without, the units' line programs are handed to
+    /// `addr2line` as their headers alone (module docs).
+    lines: bool,
     state: State,
 }
 
@@ -113,6 +120,9 @@ struct Units {
     /// The offsets of the units `context` holds, sorted.
     loaded: Vec<u64>,
     context: Option<Context>,
+    /// The units that cover the addresses no function covers, with their line programs, when
+    /// lines are not wanted (such an address's line is its only frame); their offsets, sorted.
+    lined: Option<(Vec<u64>, Context)>,
     /// Sections read whole, kept for the next build.
     whole: Vec<(SectionId, Reader)>,
     builds: u32,
@@ -126,13 +136,59 @@ impl Dwarf {
     /// The DWARF of `file` (an ELF file with DWARF sections), with the supplementary file `sup`
     /// (dwz) when given, and compressed sections kept inflated under `cache`. Reads nothing
     /// yet.
-    pub(super) fn new(file: File, sup: Option<PathBuf>, cache: Option<PathBuf>) -> Dwarf {
+    pub(super) fn new(
+        file: File,
+        sup: Option<PathBuf>,
+        cache: Option<PathBuf>,
+        lines: bool,
+    ) -> Dwarf {
         Dwarf {
             file,
             sup,
             cache,
+            lines,
             state: State::Unread,
         }
+    }
+
+    /// Whether lookups skip source lines.
+    pub(super) fn names_only(&self) -> bool {
+        !self.lines
+    }
+
+    /// Whether a unit read covers `svma` (always, with the whole file read).
+    pub(super) fn covers(&self, svma: u64) -> bool {
+        match &self.state {
+            State::Units(u) => {
+                let mut v = Vec::new();
+                u.covering(svma, &mut v);
+                !v.is_empty()
+            }
+            State::Whole(_) => true,
+            State::Unread => false,
+        }
+    }
+
+    /// [`Dwarf::context`] with the units' line programs.
+    pub(super) fn lined_context(&mut self, svma: u64) -> Option<&Context> {
+        self.prepare(&[svma]);
+        if self.lines || !matches!(self.state, State::Units(_)) {
+            return self.context(svma);
+        }
+        let State::Units(u) = &mut self.state else {
+            return None;
+        };
+        let mut want = u.lined.as_ref().map(|l| l.0.clone()).unwrap_or_default();
+        let had = want.len();
+        u.covering(svma, &mut want);
+        want.sort_unstable();
+        want.dedup();
+        if u.lined.is_none() || want.len() != had {
+            let (sup, cache) = (self.sup.as_deref(), self.cache.as_deref());
+            u.lined = build(&self.file, sup, cache, &want, &u.ranges, &mut u.whole, true)
+                .map(|c| (want, c));
+        }
+        u.lined.as_ref().map(|l| &l.1)
     }
 
     /// Reads what lookups at `svmas` need: the units that cover them, in one build.
@@ -165,6 +221,7 @@ impl Dwarf {
                     &want,
                     &units.ranges,
                     &mut units.whole,
+                    self.lines,
                 )
             })
             .flatten();
@@ -206,6 +263,7 @@ impl Units {
             reach,
             loaded: Vec::new(),
             context: None,
+            lined: None,
             whole: Vec::new(),
             builds: 0,
         }
@@ -257,7 +315,12 @@ fn aranges(file: &File, cache: Option<&Path>) -> Option<Vec<(u64, u64, u64)>> {
 /// `.debug_aranges` is written anew for their new offsets: a unit that refers to nothing
 /// outside itself (checked here) refers to its entries by offsets from its own start, so it
 /// reads the same wherever it stands, and `addr2line` takes each unit's ranges from the same
-/// place as it would in the whole file.
+/// place as it would in the whole file. Their line programs are copied the same way into a
+/// `.debug_line` of their own (each unit's `DW_AT_stmt_list` set to its program's new
+/// offset); without `lines`, each program is cut to its header (its unit length made to end
+/// where the header does), so `addr2line` still finds the file table the call sites of
+/// inlined functions name their files by, but no rows to parse.
+#[allow(clippy::too_many_arguments)]
 fn build(
     file: &File,
     sup: Option<&Path>,
@@ -265,83 +328,242 @@ fn build(
     units: &[u64],
     ranges: &[(u64, u64, u64)],
     whole: &mut Vec<(SectionId, Reader)>,
+    lines: bool,
 ) -> Option<Context> {
     let read = ReadCache::new(file);
     let obj = object::File::parse(&read).ok()?;
     let endian = endian(&obj);
     let inflated = Inflated::new(cache, obj.build_id().ok().flatten());
     let info_section = obj.section_by_name(".debug_info")?;
-    let saved = inflated
-        .as_ref()
-        .and_then(|c| c.section(file, &info_section));
-    let mut parts = match &saved {
-        Some(Section::Saved(f)) => SectionParts::whole_file(f)?,
-        Some(Section::Bytes(b)) => SectionParts::memory(b.clone()),
-        None => SectionParts::new(file, &info_section)?,
-    };
+    let saved = saved_section(file, &info_section, inflated.as_ref());
+    let mut parts = parts(file, &info_section, &saved)?;
     let mut info = Vec::new();
     let mut moved = Vec::with_capacity(units.len());
     for &unit in units {
-        let mut head = Vec::with_capacity(12);
-        parts.append(unit, 4, &mut head)?;
-        let len = match endian.read_u32(&head) {
-            0xffff_ffff => {
-                parts.append(unit + 4, 8, &mut head)?;
-                endian.read_u64(&head[4..]).checked_add(12)?
-            }
-            n if n >= 0xffff_fff0 => return None,
-            n => u64::from(n) + 4,
-        };
-        if len > parts.size() {
-            return None;
-        }
+        let len = unit_length(&mut parts, unit, endian)?;
         moved.push((unit, info.len() as u64));
         parts.append(unit, len, &mut info)?;
     }
-    let info = EndianArcSlice::new(Arc::from(info), endian);
-    let address_size = if obj.is_64() { 8 } else { 4 };
-    let aranges = EndianArcSlice::new(
-        Arc::from(write_aranges(&moved, ranges, address_size, endian)?),
-        endian,
-    );
-    let empty = EndianArcSlice::new(Arc::from(&[][..]), endian);
-    let mut load = |id: SectionId| -> Result<Reader, gimli::Error> {
-        match id {
-            SectionId::DebugInfo => return Ok(info.clone()),
-            SectionId::DebugAranges => return Ok(aranges.clone()),
-            SectionId::DebugTypes => return Ok(empty.clone()),
-            _ if UNUSED.contains(&id) => return Ok(empty.clone()),
-            _ => {}
-        }
+    let mut section = |id: SectionId| -> Reader {
         if let Some((_, r)) = whole.iter().find(|(s, _)| *s == id) {
-            return Ok(r.clone());
+            return r.clone();
         }
         let bytes = obj
             .section_by_name(id.name())
             .and_then(|s| whole_section(file, &s, inflated.as_ref()));
         let r = EndianArcSlice::new(bytes.unwrap_or_else(|| Arc::from(&[][..])), endian);
         whole.push((id, r.clone()));
-        Ok(r)
+        r
     };
-    let mut dwarf = gimli::Dwarf::load(&mut load).ok()?;
-    let abbrev = load(SectionId::DebugAbbrev).ok()?;
-    for &(_, at) in &moved {
-        let header = dwarf
-            .debug_info
-            .header_from_offset(gimli::DebugInfoOffset(usize::try_from(at).ok()?))
-            .ok()?;
-        if header.type_() != gimli::UnitType::Compilation
-            || refers_out(&abbrev, header.debug_abbrev_offset())?
-        {
-            return None;
-        }
-    }
+    let abbrev = section(SectionId::DebugAbbrev);
+    let line = relocate_lines(
+        obj.section_by_name(".debug_line").as_ref(),
+        file,
+        inflated.as_ref(),
+        &mut info,
+        &moved,
+        &abbrev,
+        endian,
+        lines,
+    )?;
+    let info = EndianArcSlice::new(Arc::from(info), endian);
+    let line = EndianArcSlice::new(Arc::from(line), endian);
+    let address_size = if obj.is_64() { 8 } else { 4 };
+    let aranges = EndianArcSlice::new(
+        Arc::from(write_aranges(&moved, ranges, address_size, endian)?),
+        endian,
+    );
+    let empty = EndianArcSlice::new(Arc::from(&[][..]), endian);
+    let mut dwarf = gimli::Dwarf::load(|id| -> Result<Reader, gimli::Error> {
+        Ok(match id {
+            SectionId::DebugInfo => info.clone(),
+            SectionId::DebugAranges => aranges.clone(),
+            SectionId::DebugLine => line.clone(),
+            SectionId::DebugAbbrev => abbrev.clone(),
+            SectionId::DebugTypes => empty.clone(),
+            _ if UNUSED.contains(&id) => empty.clone(),
+            _ => section(id),
+        })
+    })
+    .ok()?;
     if let Some(sup) = sup.and_then(|p| File::open(p).ok())
         && let Some(s) = sections(&sup, cache)
     {
         dwarf.sup = Some(Arc::new(s));
     }
     Context::from_dwarf(dwarf).ok()
+}
+
+/// The length of the unit (or line program) at `at`, its length field included.
+fn unit_length(parts: &mut SectionParts<'_>, at: u64, endian: RunTimeEndian) -> Option<u64> {
+    let mut head = Vec::with_capacity(12);
+    parts.append(at, 4, &mut head)?;
+    let len = match endian.read_u32(&head) {
+        0xffff_ffff => {
+            parts.append(at + 4, 8, &mut head)?;
+            endian.read_u64(&head[4..]).checked_add(12)?
+        }
+        n if n >= 0xffff_fff0 => return None,
+        n => u64::from(n) + 4,
+    };
+    (len <= parts.size()).then_some(len)
+}
+
+/// Checks the moved units (compilation units that refer to nothing outside themselves) and
+/// copies their line programs into a `.debug_line` of their own, whole or (without `lines`)
+/// cut to their headers, setting each unit's `DW_AT_stmt_list` in `info` to the new offset.
+#[allow(clippy::too_many_arguments)]
+fn relocate_lines<'d>(
+    line_section: Option<&impl object::ObjectSection<'d>>,
+    file: &File,
+    inflated: Option<&Inflated>,
+    info: &mut [u8],
+    moved: &[(u64, u64)],
+    abbrev: &Reader,
+    endian: RunTimeEndian,
+    lines: bool,
+) -> Option<Vec<u8>> {
+    // (where in `info` a unit's DW_AT_stmt_list is, its size, the program's old offset)
+    let mut lists = Vec::new();
+    {
+        let units = gimli::DebugInfo::from(gimli::EndianSlice::new(&*info, endian));
+        let abbrevs = gimli::DebugAbbrev::from(abbrev.clone());
+        for &(_, at) in moved {
+            let header = units
+                .header_from_offset(gimli::DebugInfoOffset(usize::try_from(at).ok()?))
+                .ok()?;
+            if header.type_() != gimli::UnitType::Compilation
+                || refers_out(abbrev, header.debug_abbrev_offset())?
+            {
+                return None;
+            }
+            let set = abbrevs.abbreviations(header.debug_abbrev_offset()).ok()?;
+            let mut entries = header.entries_raw(&set, None).ok()?;
+            let Some(root) = entries.read_abbreviation().ok()? else {
+                continue;
+            };
+            for spec in root.attributes() {
+                let pos = entries.next_offset().0;
+                let attr = entries.read_attribute(*spec).ok()?;
+                if attr.name() != gimli::DW_AT_stmt_list {
+                    continue;
+                }
+                let size = match (spec.form(), header.format()) {
+                    (gimli::DW_FORM_sec_offset, gimli::Format::Dwarf32)
+                    | (gimli::DW_FORM_data4, _) => 4,
+                    (gimli::DW_FORM_sec_offset, gimli::Format::Dwarf64)
+                    | (gimli::DW_FORM_data8, _) => 8,
+                    _ => return None,
+                };
+                let gimli::AttributeValue::DebugLineRef(offset) = attr.value() else {
+                    return None;
+                };
+                lists.push((at as usize + pos, size, offset.0 as u64));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    if lists.is_empty() {
+        return Some(out);
+    }
+    let section = line_section?;
+    let saved = saved_section(file, section, inflated);
+    let mut parts = parts(file, section, &saved)?;
+    let mut placed: Vec<(u64, u64)> = Vec::new();
+    for (pos, size, old) in lists {
+        let new = match placed.iter().find(|p| p.0 == old) {
+            Some(&(_, new)) => new,
+            None => {
+                let new = out.len() as u64;
+                copy_program(&mut parts, old, endian, lines, &mut out)?;
+                placed.push((old, new));
+                new
+            }
+        };
+        let field = info.get_mut(pos..pos + size)?;
+        match (size, endian) {
+            (4, RunTimeEndian::Little) => {
+                field.copy_from_slice(&u32::try_from(new).ok()?.to_le_bytes())
+            }
+            (4, RunTimeEndian::Big) => {
+                field.copy_from_slice(&u32::try_from(new).ok()?.to_be_bytes())
+            }
+            (_, RunTimeEndian::Little) => field.copy_from_slice(&new.to_le_bytes()),
+            (_, RunTimeEndian::Big) => field.copy_from_slice(&new.to_be_bytes()),
+        }
+    }
+    Some(out)
+}
+
+/// Appends the line program at `at` to `out`: whole, or (without `lines`) its header alone,
+/// with its unit length made to end where the header does.
+fn copy_program(
+    parts: &mut SectionParts<'_>,
+    at: u64,
+    endian: RunTimeEndian,
+    lines: bool,
+    out: &mut Vec<u8>,
+) -> Option<()> {
+    let total = unit_length(parts, at, endian)?;
+    if lines {
+        return parts.append(at, total, out);
+    }
+    // unit_length, version, [address_size, segment_selector_size (DWARF 5)], header_length
+    let mut head = Vec::with_capacity(24);
+    parts.append(at, total.min(24), &mut head)?;
+    let (len_field, offset_size) = if endian.read_u32(&head) == 0xffff_ffff {
+        (12usize, 8usize)
+    } else {
+        (4, 4)
+    };
+    let version = endian.read_u16(head.get(len_field..len_field + 2)?);
+    let at_header_length = len_field + 2 + if version >= 5 { 2 } else { 0 };
+    let field = head.get(at_header_length..at_header_length + offset_size)?;
+    let header_length = if offset_size == 8 {
+        endian.read_u64(field)
+    } else {
+        u64::from(endian.read_u32(field))
+    };
+    let end = ((at_header_length + offset_size) as u64).checked_add(header_length)?;
+    if end > total {
+        return None;
+    }
+    let start = out.len();
+    parts.append(at, end, out)?;
+    let len = end - len_field as u64;
+    let field = out.get_mut(start + len_field - offset_size..start + len_field)?;
+    match (offset_size, endian) {
+        (4, RunTimeEndian::Little) => {
+            field.copy_from_slice(&u32::try_from(len).ok()?.to_le_bytes())
+        }
+        (4, RunTimeEndian::Big) => field.copy_from_slice(&u32::try_from(len).ok()?.to_be_bytes()),
+        (_, RunTimeEndian::Little) => field.copy_from_slice(&len.to_le_bytes()),
+        (_, RunTimeEndian::Big) => field.copy_from_slice(&len.to_be_bytes()),
+    }
+    Some(())
+}
+
+/// Section `s` of `file` inflated through the cache, when it is compressed and there is one.
+fn saved_section<'d>(
+    file: &File,
+    s: &impl object::ObjectSection<'d>,
+    inflated: Option<&Inflated>,
+) -> Option<Section> {
+    inflated.and_then(|c| c.section(file, s))
+}
+
+/// Section `s` of `file` for reading in parts: from `saved` when it was inflated through the
+/// cache, else from the file.
+fn parts<'a, 'd>(
+    file: &'a File,
+    s: &impl object::ObjectSection<'d>,
+    saved: &'a Option<Section>,
+) -> Option<SectionParts<'a>> {
+    match saved {
+        Some(Section::Saved(f)) => SectionParts::whole_file(f),
+        Some(Section::Bytes(b)) => Some(SectionParts::memory(b.clone())),
+        None => SectionParts::new(file, s),
+    }
 }
 
 /// Section `s` of `file` whole: inflated from the cache (or inflated now and saved) when it
@@ -351,7 +573,7 @@ fn whole_section<'d>(
     s: &impl object::ObjectSection<'d>,
     inflated: Option<&Inflated>,
 ) -> Option<Arc<[u8]>> {
-    match inflated.and_then(|c| c.section(file, s)) {
+    match saved_section(file, s, inflated) {
         Some(Section::Saved(f)) => {
             let len = f.metadata().ok()?.len();
             crate::objfile::read_range(&f, 0, len)
@@ -532,7 +754,7 @@ mod tests {
     /// probes had frames.
     fn compare(path: &Path, asked: &[u64], probes: &[u64]) -> (bool, usize) {
         let whole = load(&File::open(path).unwrap(), None, None).unwrap();
-        let mut lazy = Dwarf::new(File::open(path).unwrap(), None, None);
+        let mut lazy = Dwarf::new(File::open(path).unwrap(), None, None, true);
         lazy.prepare(asked);
         let partial = match &lazy.state {
             State::Units(u) => {
@@ -545,13 +767,44 @@ mod tests {
             }
             _ => false,
         };
-        let mut found = 0;
+        // Names alone: the same functions; lines only where no function covers an address.
+        let mut names = Dwarf::new(File::open(path).unwrap(), None, None, false);
+        names.prepare(asked);
+        let (mut found, mut unlined) = (0, 0);
         for &p in probes {
             let want = chain(&whole, p);
             let got = lazy.context(p).map(|c| chain(c, p)).unwrap_or_default();
             assert_eq!(got, want, "{}: frames at {p:#x}", path.display());
             found += usize::from(!want.is_empty());
+            let mut named = names.context(p).map(|c| chain(c, p)).unwrap_or_default();
+            if named.is_empty() && names.covers(p) {
+                named = names
+                    .lined_context(p)
+                    .map(|c| chain(c, p))
+                    .unwrap_or_default();
+            }
+            let name =
+                |c: &[(Option<String>, Option<String>, Option<u32>)]| -> Vec<Option<String>> {
+                    c.iter().map(|f| f.0.clone()).collect()
+                };
+            assert_eq!(
+                name(&named),
+                name(&want),
+                "{}: names at {p:#x}",
+                path.display()
+            );
+            unlined += usize::from(
+                want.first().is_some_and(|f| f.2.is_some())
+                    && named
+                        .first()
+                        .is_some_and(|f| f.0.is_some() && f.2.is_none()),
+            );
         }
+        let read_whole = !matches!(names.state, State::Units(_));
+        assert!(
+            found == 0 || unlined > 0 || read_whole,
+            "names alone parse no line rows"
+        );
         (partial, found)
     }
 
@@ -611,7 +864,12 @@ mod tests {
         let all = text(&zlib);
         let whole = load(&File::open(&zlib).unwrap(), None, None).unwrap();
         let check = |cache: &Path| {
-            let mut d = Dwarf::new(File::open(&zlib).unwrap(), None, Some(cache.to_path_buf()));
+            let mut d = Dwarf::new(
+                File::open(&zlib).unwrap(),
+                None,
+                Some(cache.to_path_buf()),
+                true,
+            );
             d.prepare(&all);
             for &p in &all {
                 let got = d.context(p).map(|c| chain(c, p)).unwrap_or_default();
@@ -643,7 +901,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let lto = program(dir.path(), "lto", &["-flto"]);
         let all = text(&lto);
-        let mut lazy = Dwarf::new(File::open(&lto).unwrap(), None, None);
+        let mut lazy = Dwarf::new(File::open(&lto).unwrap(), None, None, true);
         lazy.prepare(&all);
         assert!(matches!(lazy.state, State::Whole(Some(_))), "read whole");
         let (_, found) = compare(&lto, &all, &all);

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use super::binary::Binary;
+use super::binary::{Binary, DwarfUse};
 use super::debuginfo::{self, Missing, SearchPaths};
 use super::debuginfod::{Debuginfod, Kind};
 use super::kallsyms::{self, KernelSymbols};
@@ -194,6 +194,7 @@ pub struct Symbolizer {
     kept_locs: Mutex<HashMap<(BinaryKey, FrameAddress, u64), Loc>>,
     /// Read DWARF (source lines, inline frames); off: symbol tables only.
     dwarf: bool,
+    lines: bool,
     /// The vdso's image in an in-memory file, read by its `/proc/self/fd` path.
     vdso: Option<(std::fs::File, PathBuf)>,
     /// Fetches what is missing of the files to symbolize (`DEBUGINFOD_URLS`).
@@ -225,6 +226,7 @@ impl Symbolizer {
                 keep: false,
                 kept_locs: Mutex::new(HashMap::new()),
                 dwarf: true,
+                lines: true,
                 vdso: None,
                 debuginfod: None,
             },
@@ -249,7 +251,12 @@ impl Symbolizer {
                 Arc::new(Mutex::new(if pseudo {
                     Err(Unresolved::BinaryMissing)
                 } else {
-                    Binary::load_recorded(path, expected, &self.search, self.dwarf)
+                    let dwarf = match (self.dwarf, self.lines) {
+                        (false, _) => DwarfUse::Off,
+                        (true, false) => DwarfUse::Names,
+                        (true, true) => DwarfUse::Lines,
+                    };
+                    Binary::load_recorded(path, expected, &self.search, dwarf)
                 }))
             })
             .clone()
@@ -636,6 +643,13 @@ impl SymbolizerBuilder {
     /// only, with no source lines or inline frames.
     pub fn dwarf(mut self, on: bool) -> Self {
         self.s.dwarf = on;
+        self
+    }
+
+    /// Whether locations need source lines (the default). Without, DWARF is read for
+    /// function names, inlined ones too, and the line tables are left unparsed.
+    pub fn lines(mut self, on: bool) -> Self {
+        self.s.lines = on;
         self
     }
 
