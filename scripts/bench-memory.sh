@@ -3,12 +3,16 @@
 # synthetic perf.data files (scripts/gen-perfdata.py: python3 samples in libpython, 2 CPUs,
 # 4 threads, FINISHED_ROUND every 2,000 samples, 48 bytes per sample without callchains).
 #
-# Usage: scripts/bench-memory.sh [--with-callchain] [--hrec-format] [SIZES...]
+# Usage: scripts/bench-memory.sh [--with-callchain | --spread] [--hrec-format] [SIZES...]
 #        (default sizes: 500000 4000000 20000000 samples)
+# --spread: samples at any address of ~1,500 libpython functions (gen-perfdata.py --spread),
+# so the distinct addresses grow with the size while the report's rows stay ~1,500 (files
+# perfdata-N-spread.data); the default draws from 65,536 addresses in 400 functions.
 # Environment:
 #   RUNS=3       runs of each report per size; wall = median, peak RSS = max over the runs
 #   DATA_DIR=D   keep the perf.data files in D and reuse the ones already there
-#                (perfdata-N.data / perfdata-N-cc.data); default: a new temp dir
+#                (perfdata-N.data / perfdata-N-cc.data / perfdata-N-spread.data); default:
+#                a new temp dir
 #   KEEP=1       keep the files this run generated (default: delete them at the end)
 #   HREC=path    the hrec binary to measure (default: target/release/hrec, built here)
 #   SEED=S       gen-perfdata.py seed (default 1)
@@ -22,18 +26,26 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CC=""
+SPREAD=""
 HF=0
 SIZES=()
 for a in "$@"; do
     case "$a" in
         --with-callchain) CC=1 ;;
+        --spread) SPREAD=1 ;;
         --hrec-format) HF=1 ;;
-        -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
         *[!0-9]*|"") echo "bench-memory: bad size '$a'" >&2; exit 2 ;;
         *) SIZES+=("$a") ;;
     esac
 done
 [ ${#SIZES[@]} -gt 0 ] || SIZES=(500000 4000000 20000000)
+if [ -n "$CC" ] && [ -n "$SPREAD" ]; then
+    echo "bench-memory: --with-callchain and --spread do not go together" >&2
+    exit 2
+fi
+# The files' name suffix: -cc, -spread or none.
+SUF="${CC:+-cc}${SPREAD:+-spread}"
 command -v perf >/dev/null || { echo "bench-memory: perf is needed" >&2; exit 1; }
 if [ -z "${HREC:-}" ]; then
     cargo build --release --quiet --bin hrec
@@ -54,7 +66,7 @@ need=0
 per_sample=48
 [ -z "$CC" ] || per_sample=190  # measured: ~180 bytes with the generator's callchains
 for n in "${SIZES[@]}"; do
-    f="$DATA_DIR/perfdata-$n${CC:+-cc}.data"
+    f="$DATA_DIR/perfdata-$n$SUF.data"
     [ -s "$f" ] || need=$((need + n * per_sample))
 done
 avail=$(( $(df -Pk "$DATA_DIR" | awk 'NR == 2 {print $4}') * 1024 ))
@@ -73,11 +85,11 @@ cleanup() {
 }
 trap cleanup EXIT
 for n in "${SIZES[@]}"; do
-    f="$DATA_DIR/perfdata-$n${CC:+-cc}.data"
+    f="$DATA_DIR/perfdata-$n$SUF.data"
     [ -s "$f" ] && continue
     generated+=("$f")
     start=$(date +%s%N)
-    python3 scripts/gen-perfdata.py "$n" "$f" --seed "${SEED:-1}" ${CC:+--callchain} 2>/dev/null
+    python3 scripts/gen-perfdata.py "$n" "$f" --seed "${SEED:-1}" ${CC:+--callchain} ${SPREAD:+--spread} 2>/dev/null
     echo "bench-memory: generated $f ($(( $(stat -c %s "$f") / 1000000 )) MB)" \
         "in $(( ($(date +%s%N) - start) / 1000000 )) ms" >&2
 done
@@ -85,7 +97,7 @@ done
 if [ "$HF" = 1 ]; then
     cargo build --release --quiet --example perfdata_to_hrec
     for n in "${SIZES[@]}"; do
-        f="$DATA_DIR/perfdata-$n${CC:+-cc}.data"
+        f="$DATA_DIR/perfdata-$n$SUF.data"
         h="${f%.data}.hrec"
         [ -s "$h" ] && continue
         generated+=("$h")
@@ -93,12 +105,14 @@ if [ "$HF" = 1 ]; then
     done
 fi
 
-python3 - "$HREC" "$DATA_DIR" "${RUNS:-3}" "${CC:-0}" "$HF" "${SIZES[@]}" <<'PY'
+python3 - "$HREC" "$DATA_DIR" "${RUNS:-3}" "$SUF" "$HF" "${SIZES[@]}" <<'PY'
 import os, statistics, subprocess, sys, tempfile, time
 
-hrec, ddir, runs, cc, hf = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1", \
+hrec, ddir, runs, suf, hf = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], \
     sys.argv[5] == "1"
 sizes = [int(s) for s in sys.argv[6:]]
+shape = {"-cc": "with callchains", "-spread": "no callchains, spread over every address",
+         "": "no callchains"}[suf]
 
 def status_mb(pid):
     """RssAnon and RssFile of a running process, in MB (None once it is gone)."""
@@ -137,7 +151,7 @@ def fmt_n(n):
 
 rows = {}
 for n in sizes:
-    f = os.path.join(ddir, f"perfdata-{n}{'-cc' if cc else ''}.data")
+    f = os.path.join(ddir, f"perfdata-{n}{suf}.data")
     with open(f, "rb") as fh:  # warm the page cache
         while fh.read(1 << 24):
             pass
@@ -157,7 +171,7 @@ for n in sizes:
                    max(m[2] for m in v), max(m[3] for m in v)) for k, v in res.items()}
     print(f"bench-memory: {fmt_n(n)} done", file=sys.stderr)
 
-print(f"perf.data of N samples ({'with' if cc else 'no'} callchains); wall = median of {runs} "
+print(f"perf.data of N samples ({shape}); wall = median of {runs} "
       f"runs, peak RSS = max over them; {os.cpu_count()} CPUs; hrec = {hrec}")
 print()
 print("| size | perf wall (s) | perf peak RSS MB | hrec wall (s) | hrec peak RSS MB "
@@ -185,7 +199,7 @@ if hf:
           "| wall ratio to perf |")
     print("|---|---|---|---|---|---|")
     for n in sizes:
-        own = os.path.join(ddir, f"perfdata-{n}{'-cc' if cc else ''}.hrec")
+        own = os.path.join(ddir, f"perfdata-{n}{suf}.hrec")
         (pw, pr, _, _), (ow, orss, _, _) = rows[n]["perf"], rows[n]["own"]
         print(f"| {fmt_n(n)} | {os.path.getsize(own) / 1e6:.1f} | {ow:.2f} | {orss:.0f} "
               f"| {orss / pr:.2f} | {ow / pw:.2f} |")

@@ -2,13 +2,18 @@
 """Write a big synthetic perf.data file (perf's own file layout) for report benchmarks.
 
 Usage:
-    scripts/gen-perfdata.py N OUT [--seed S] [--callchain] [--python PATH]
+    scripts/gen-perfdata.py N OUT [--seed S] [--callchain | --spread] [--python PATH]
 
     N            number of PERF_RECORD_SAMPLE records to write (e.g. 500000, 20000000)
     OUT          output path (file mode, PERFILE2; not pipe mode)
     --seed S     seed of the RNG (default 1): the same N/S/flags give the same file
     --callchain  add PERF_SAMPLE_CALLCHAIN (user-only chains of 4..24 frames, ending in
                  python3's main)
+    --spread     samples spread over every address of ~1,500 functions of libpython
+                 (global and local ones of a unique name, 32 bytes or more) instead of a pool of 65,536 IPs in
+                 400 of them: each sample draws its function (Zipf-like, as below) and then
+                 any byte of it but the first, so the distinct addresses grow with N (about
+                 0.7M addresses in all) while the distinct (comm, dso, sym) rows stay ~1,500
     --python P   the python3 to take the binaries from (default: this interpreter)
 
 What the file holds, as `perf record -e cpu-clock:u -F 4000` (per-CPU buffers) writes it:
@@ -239,10 +244,13 @@ def main():
     ap.add_argument("out")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--callchain", action="store_true")
+    ap.add_argument("--spread", action="store_true")
     ap.add_argument("--python", default=sys.executable)
     a = ap.parse_args()
     if a.n < 0:
         die("N must be >= 0")
+    if a.spread and a.callchain:
+        die("--spread and --callchain do not go together")
     rng = random.Random(a.seed)
 
     exe, lib = find_binaries(a.python)
@@ -263,10 +271,15 @@ def main():
 
     exe_maps, lib_maps = maps(exe_base, exe_loads), maps(lib_base, lib_loads)
     text = max(lib_maps, key=lambda m: m[1])  # libpython's text segment
-    funcs = functions(lib, text[3], text[4])
+    funcs = functions(lib, text[3], text[4], "Tt" if a.spread else "T")
+    if a.spread:  # local functions: only names met once (perf keeps namesakes apart)
+        times = {}
+        for f in funcs:
+            times[f[2]] = times.get(f[2], 0) + 1
+        funcs = [f for f in funcs if times[f[2]] == 1]
     if len(funcs) < 50:
         die(f"{lib}: only {len(funcs)} usable function symbols")
-    picked = rng.sample(funcs, min(400, len(funcs)))
+    picked = rng.sample(funcs, min(1500 if a.spread else 400, len(funcs)))
     # Zipf-like weights, s = 1.1: the top function has ~20%, a long tail of rare ones.
     weights = [1.0 / (r + 1) ** 1.1 for r in range(len(picked))]
     cum, acc = [], 0.0
@@ -304,8 +317,13 @@ def main():
             nr = len(ips) + 1
             chains.append((ips[0], struct.pack(f"<Q{nr}Q", nr, PERF_CONTEXT_USER, *ips)))
         pool = None
-    else:
+    elif not a.spread:
         pool = [ip_in(pick_fn()) for _ in range(POOL)]
+    else:
+        pool = None
+        starts = [lib_base + f[0] + 1 for f in picked]
+        spans = [f[1] - 1 for f in picked]
+        bisect_left = bisect.bisect_left
 
     pid = 31337
     tids = [pid, pid + 1, pid + 2, pid + 3]
@@ -364,7 +382,13 @@ def main():
                 ts = t + phase + i * PERIOD + int((rnd() - 0.5) * jitter)
                 # Each CPU runs one thread for 50 ticks; the two CPUs never run the same one.
                 tid = tids[((i // 50) + slice_no + 2 * cpu) % 4]
-                if chains is None:
+                if pool is None and chains is None:  # --spread: any byte of the function
+                    j = bisect_left(cum, rnd() * acc)
+                    ip = starts[j] + int(rnd() * spans[j])
+                    hdr_plain.pack_into(buf, pos, R_SAMPLE, MISC_USER, 48, ip, pid, tid, ts,
+                                        cpu, 0, PERIOD)
+                    pos += 48
+                elif chains is None:
                     ip = pool[int(rnd() * POOL)]
                     hdr_plain.pack_into(buf, pos, R_SAMPLE, MISC_USER, 48, ip, pid, tid, ts,
                                         cpu, 0, PERIOD)

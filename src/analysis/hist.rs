@@ -18,7 +18,7 @@ use std::str::FromStr;
 use super::FastMap;
 use super::callgraph::{self, CallGraphOptions, CallTree, Mode};
 use super::latency::{LatHist, LatencyStats};
-use super::profile::{NONE, Profile, SampleGroup};
+use super::profile::{FoldKeys, NONE, Profile, SampleGroup};
 use super::topdown::TdCounts;
 use crate::symbol::symbolizer::Loc;
 
@@ -275,6 +275,25 @@ impl Default for HistOptions {
             max_stack: 127,
             relative: false,
         }
+    }
+}
+
+/// What the groups of a profile must keep apart for the tables of `o` ([`FoldKeys`]): the
+/// context fields its sort keys and filters read (`pid` is per thread, and shows the thread's
+/// name), and locations only by row unless a key reads more of them than the shared object
+/// and the symbol (`srcline`, `ip`). What else the report prints (call graphs, the
+/// interactive view, collapsed stacks) may read more: those keep [`FoldKeys::ALL`].
+pub fn fold_keys(o: &HistOptions) -> FoldKeys {
+    let has = |k: SortKey| o.sort.contains(&k);
+    let f = &o.filters;
+    FoldKeys {
+        cpu: has(SortKey::Cpu),
+        pid: !f.pids.is_empty(),
+        tid: has(SortKey::Tid) || has(SortKey::Pid) || !f.tids.is_empty(),
+        comm: has(SortKey::Comm) || has(SortKey::Pid) || !f.comms.is_empty(),
+        cgroup: has(SortKey::Cgroup),
+        cgroup_ns: has(SortKey::CgroupId),
+        rows: (!has(SortKey::Srcline) && !has(SortKey::Ip)).then_some(FoldKeys::ROW_BATCH),
     }
 }
 
@@ -610,4 +629,55 @@ pub fn call_trees(
         },
         t.rows.len(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(sort: &[SortKey], filters: Filters) -> FoldKeys {
+        fold_keys(&HistOptions {
+            sort: sort.to_vec(),
+            filters,
+            ..HistOptions::default()
+        })
+    }
+
+    #[test]
+    fn the_fold_keeps_what_the_keys_and_filters_read() {
+        let k = keys(
+            &[SortKey::Comm, SortKey::Dso, SortKey::Sym],
+            Filters::default(),
+        );
+        assert_eq!(
+            (k.comm, k.tid, k.pid, k.cpu, k.cgroup, k.cgroup_ns),
+            (true, false, false, false, false, false)
+        );
+        assert_eq!(k.rows, Some(FoldKeys::ROW_BATCH));
+        // `pid` is per thread and shows the thread's name.
+        let k = keys(&[SortKey::Pid], Filters::default());
+        assert!(k.tid && k.comm && !k.pid);
+        let k = keys(
+            &[SortKey::Cpu, SortKey::Cgroup, SortKey::CgroupId],
+            Filters::default(),
+        );
+        assert!(k.cpu && k.cgroup && k.cgroup_ns && !k.comm && !k.tid);
+        // Filters read their fields.
+        let k = keys(
+            &[SortKey::Sym],
+            Filters {
+                comms: vec!["a".into()],
+                pids: vec![1],
+                tids: vec![2],
+                ..Filters::default()
+            },
+        );
+        assert!(k.comm && k.pid && k.tid);
+        // Keys that read more of a location than its row keep every address.
+        assert_eq!(keys(&[SortKey::Srcline], Filters::default()).rows, None);
+        assert_eq!(
+            keys(&[SortKey::Sym, SortKey::Ip], Filters::default()).rows,
+            None
+        );
+    }
 }

@@ -1,7 +1,8 @@
 //! From resolved samples to numbers: histograms by sort key, TopDown attribution from
 //! group-read deltas, retire-latency statistics.
 //!
-//! [`profile`] turns a recording into compact resolved samples, [`hist`] groups them, [`diff`]
+//! [`profile`] turns a recording into compact resolved samples (with [`rows`], a report's
+//! locations merged into its rows as they stream by), [`hist`] groups them, [`diff`]
 //! compares the tables of two recordings as perf diff does,
 //! [`callgraph`] merges the call chains under each row, [`topdown`] and [`latency`] hold the
 //! domain rules for the two hardware-specific columns, [`threads`] sums the per-thread
@@ -15,6 +16,7 @@ pub mod hist;
 pub mod latency;
 pub mod profile;
 pub mod replay;
+pub mod rows;
 pub mod threads;
 pub mod timefilter;
 pub mod top;

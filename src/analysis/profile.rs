@@ -28,6 +28,18 @@
 //! `--flame-chart` needs time order: with [`ProfileOptions::timeline`] the folder also keeps
 //! the runs of consecutive samples of the same group, as many entries as the chart has
 //! stack changes.
+//!
+//! **Folded by what the output keys on** ([`FoldKeys`]). Every field of the context is kept
+//! apart by default, for consumers that may ask for any of them. A report only needs what its
+//! sort keys, filters and columns read: `hrec report` (sort `comm,dso,sym`) needs neither the
+//! thread nor the CPU, so it asks the folder to keep only the fields it reads
+//! ([`super::hist::fold_keys`]); a group then stands for the first sample's value of a field
+//! it does not keep. With [`FoldKeys::rows`] the locations are not even kept apart by
+//! address: they are symbolized in batches as they stream by ([`super::rows`]), each one
+//! becomes the location of its row (shared object and symbol), and [`Folder::remap`] merges
+//! the groups that then agree, so the groups are bounded by the rows, not by the distinct
+//! addresses. Samples of a batch carry pending location ids ([`PENDING`]), which the batch's
+//! remap turns into row locations before the ids are reused.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -75,6 +87,71 @@ pub struct ProfileOptions {
     /// DWARF is read for inline trees, and its line tables, most of the lookups' time, are
     /// left unparsed.
     pub names_only: bool,
+    /// What the groups keep apart (everything by default; see the module docs).
+    pub fold: FoldKeys,
+}
+
+/// What the folder keeps apart: the context fields a consumer reads, and whether locations
+/// are kept apart by address or only by the row they fall in (see the module docs). The
+/// event is always kept. [`FoldKeys::ALL`] keeps everything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FoldKeys {
+    /// The CPU.
+    pub cpu: bool,
+    /// The process id.
+    pub pid: bool,
+    /// The thread id.
+    pub tid: bool,
+    /// The thread name.
+    pub comm: bool,
+    /// The cgroup.
+    pub cgroup: bool,
+    /// The cgroup namespace.
+    pub cgroup_ns: bool,
+    /// Locations are told apart only by what a report row shows of them (shared object and
+    /// symbol, or the address of an unresolved one), symbolized in batches of this many
+    /// distinct addresses ([`super::rows`]); `None`: every address is a location of its own.
+    /// Only used for recordings without call chains (whose callers are kept by address).
+    pub rows: Option<usize>,
+}
+
+impl FoldKeys {
+    /// Every field, every address.
+    pub const ALL: FoldKeys = FoldKeys {
+        cpu: true,
+        pid: true,
+        tid: true,
+        comm: true,
+        cgroup: true,
+        cgroup_ns: true,
+        rows: None,
+    };
+
+    /// The distinct addresses symbolized per batch when locations fold into rows: a batch
+    /// costs a load of each binary it touches (~3 ms for libpython's symbol table) and
+    /// ~0.3 µs per address, and holds ~0.5 KB per address while it is symbolized (its keys,
+    /// the ids of its groups, its [`Loc`]s), so 16 384 keeps it to a few MB.
+    pub const ROW_BATCH: usize = 1 << 14;
+
+    /// What of a context the groups keep (the rest reads [`NONE`]).
+    fn mask(&self, c: Context) -> Context {
+        let keep = |on: bool, v: u32| if on { v } else { NONE };
+        Context {
+            event: c.event,
+            cpu: keep(self.cpu, c.cpu),
+            pid: keep(self.pid, c.pid),
+            tid: keep(self.tid, c.tid),
+            comm: keep(self.comm, c.comm),
+            cgroup: keep(self.cgroup, c.cgroup),
+            cgroup_ns: keep(self.cgroup_ns, c.cgroup_ns),
+        }
+    }
+}
+
+impl Default for FoldKeys {
+    fn default() -> Self {
+        FoldKeys::ALL
+    }
 }
 
 impl Default for ProfileOptions {
@@ -91,6 +168,7 @@ impl Default for ProfileOptions {
             debuginfod: None,
             symbols_only: false,
             names_only: false,
+            fold: FoldKeys::ALL,
         }
     }
 }
@@ -139,6 +217,11 @@ impl EventInfo {
 
 /// Sentinel for "none" in the compact fields.
 pub const NONE: u32 = u32::MAX;
+
+/// The bit of a location id that marks it pending: an index into the converter's current
+/// batch of locations not yet symbolized, which [`Folder::remap`] turns into a row location
+/// (only with [`FoldKeys::rows`]).
+pub const PENDING: u32 = 1 << 31;
 
 /// One sample as the converter hands it over: interned ids and the values to fold.
 #[derive(Debug, Clone, Copy)]
@@ -323,7 +406,8 @@ impl Profile {
     }
 }
 
-/// What a sample's context is: everything of a group's key but the location and the chain.
+/// What a sample's context is: everything of a group's key but the location and the chain
+/// (with [`FoldKeys`], only the fields kept).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct Context {
     event: u16,
@@ -335,7 +419,8 @@ struct Context {
     cgroup_ns: u32,
 }
 
-/// What a group is keyed by while folding: the interned context, the leaf and the chain.
+/// What a group is keyed by while folding: the interned context (of the fields kept), the
+/// leaf and the chain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct GroupKey {
     ctx: u32,
@@ -365,6 +450,8 @@ struct Slot {
 #[derive(Debug, Clone, Copy)]
 struct Born {
     key: GroupKey,
+    /// The whole context of its first sample (index into `contexts`).
+    ctx: u32,
     td: u32,
     td_samples: u64,
     lat: u32,
@@ -385,7 +472,12 @@ pub struct Folder {
     born: Vec<Born>,
     ctx_ids: FastMap<Context, u32>,
     contexts: Vec<Context>,
-    last_ctx: Option<(Context, u32)>,
+    /// Per context: the id of what the groups keep of it ([`FoldKeys`]).
+    key_of_ctx: Vec<u32>,
+    key_ids: FastMap<Context, u32>,
+    keys: FoldKeys,
+    /// The last context: `(context, its id, its key id)`.
+    last_ctx: Option<(Context, u32, u32)>,
     chain_ids: FastMap<Box<[u32]>, u32>,
     empty_chain: Option<u32>,
     timeline: bool,
@@ -405,11 +497,20 @@ impl Folder {
             born: Vec::new(),
             ctx_ids: FastMap::default(),
             contexts: Vec::new(),
+            key_of_ctx: Vec::new(),
+            key_ids: FastMap::default(),
+            keys: FoldKeys::ALL,
             last_ctx: None,
             chain_ids: FastMap::default(),
             empty_chain: None,
             timeline,
         }
+    }
+
+    /// Keeps only these fields apart (before the first sample).
+    pub fn with_keys(mut self, keys: FoldKeys) -> Folder {
+        self.keys = keys;
+        self
     }
 
     fn chain(&mut self, callers: &[u32]) -> u32 {
@@ -433,19 +534,24 @@ impl Folder {
         c
     }
 
-    fn context(&mut self, c: Context) -> u32 {
-        if let Some((last, id)) = self.last_ctx
+    /// The ids of a context and of what the groups keep of it.
+    fn context(&mut self, c: Context) -> (u32, u32) {
+        if let Some((last, id, key)) = self.last_ctx
             && last == c
         {
-            return id;
+            return (id, key);
         }
         let next = self.contexts.len() as u32;
         let id = *self.ctx_ids.entry(c).or_insert(next);
         if id == next {
             self.contexts.push(c);
+            let next_key = self.key_ids.len() as u32;
+            let key = *self.key_ids.entry(self.keys.mask(c)).or_insert(next_key);
+            self.key_of_ctx.push(key);
         }
-        self.last_ctx = Some((c, id));
-        id
+        let key = self.key_of_ctx[id as usize];
+        self.last_ctx = Some((c, id, key));
+        (id, key)
     }
 
     /// Adds one sample.
@@ -456,7 +562,7 @@ impl Folder {
         if s.callchain && !self.p.events[ev].callchains {
             self.p.events[ev].callchains = true;
         }
-        let ctx = self.context(Context {
+        let (full, ctx) = self.context(Context {
             event: s.event,
             cpu: s.cpu,
             pid: s.pid,
@@ -482,6 +588,7 @@ impl Folder {
         if gi == next {
             self.born.push(Born {
                 key,
+                ctx: full,
                 td: NONE,
                 td_samples: 0,
                 lat: NONE,
@@ -528,6 +635,69 @@ impl Folder {
         }
     }
 
+    /// The pending locations of the samples added so far are these locations: `rows[i]` for
+    /// the leaf `PENDING | i` ([`FoldKeys::rows`]). Groups whose keys then agree become one,
+    /// in the place of the first of them (so groups stay in the order of their first
+    /// sample), with their counts, TopDown sums and latencies added up. The pending ids are
+    /// free again afterwards. Not for a folder that keeps the timeline (its runs name
+    /// groups) or groups with callers (they are kept by address).
+    pub fn remap(&mut self, rows: &[u32]) {
+        debug_assert!(!self.timeline, "remap of a folder that keeps the timeline");
+        let mut counts = vec![(0u64, 0u64); self.born.len()];
+        for s in std::mem::take(&mut self.group_ids).into_values() {
+            counts[s.group as usize] = (s.samples, s.period);
+        }
+        let born = std::mem::take(&mut self.born);
+        let topdown = std::mem::take(&mut self.p.topdown);
+        let mut latencies = std::mem::take(&mut self.p.latencies);
+        let mut index: FastMap<GroupKey, Slot> = FastMap::default();
+        index.reserve(born.len());
+        for (b, (samples, period)) in born.into_iter().zip(counts) {
+            let mut key = b.key;
+            if key.leaf & PENDING != 0 {
+                key.leaf = rows[(key.leaf & !PENDING) as usize];
+            }
+            let td = (b.td != NONE).then(|| topdown[b.td as usize]);
+            let lat = (b.lat != NONE).then(|| std::mem::take(&mut latencies[b.lat as usize]));
+            let next = self.born.len() as u32;
+            let slot = index.entry(key).or_insert(Slot {
+                group: next,
+                samples: 0,
+                period: 0,
+            });
+            slot.samples += samples;
+            slot.period += period;
+            let gi = slot.group;
+            if gi == next {
+                self.born.push(Born {
+                    key,
+                    td: NONE,
+                    td_samples: 0,
+                    lat: NONE,
+                    ..b
+                });
+            }
+            let g = &mut self.born[gi as usize];
+            if let Some(td) = td {
+                if g.td == NONE {
+                    g.td = self.p.topdown.len() as u32;
+                    self.p.topdown.push(TdCounts::default());
+                }
+                self.p.topdown[g.td as usize].add(&td);
+            }
+            g.td_samples += b.td_samples;
+            if let Some(l) = lat {
+                if g.lat == NONE {
+                    g.lat = self.p.latencies.len() as u32;
+                    self.p.latencies.push(l);
+                } else {
+                    self.p.latencies[g.lat as usize].merge(&l);
+                }
+            }
+        }
+        self.group_ids = index;
+    }
+
     /// The folded profile, locations not yet symbolized. An event whose latencies are all
     /// zero has none (no TPEBS): its histograms are dropped.
     pub fn finish(mut self) -> Profile {
@@ -545,7 +715,7 @@ impl Folder {
             .iter()
             .zip(counts)
             .map(|(b, (samples, period))| {
-                let c = self.contexts[b.key.ctx as usize];
+                let c = self.contexts[b.ctx as usize];
                 SampleGroup {
                     event: c.event,
                     cpu: c.cpu,
@@ -604,4 +774,201 @@ pub fn resolution(p: &Profile) -> Resolution {
     v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     res.unresolved = v;
     res
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::view;
+
+    /// Samples as `(tid, address, TopDown slots, retire latency)`: rows are `address / 10`.
+    const SAMPLES: [(u32, u32, u64, u16); 12] = [
+        (1, 13, 5, 30),
+        (2, 27, 0, 0),
+        (1, 15, 7, 30),
+        (1, 41, 1, 12),
+        (2, 13, 2, 30),
+        (2, 22, 0, 7),
+        (1, 45, 3, 0),
+        (1, 13, 4, 12),
+        (2, 99, 9, 99),
+        (1, 27, 0, 0),
+        (2, 46, 6, 7),
+        (1, 21, 8, 30),
+    ];
+
+    fn sample(tid: u32, leaf: u32, td: u64, lat: u16) -> SampleView<'static> {
+        let mut v = view(0, leaf, &[], 10 + u64::from(lat));
+        v.tid = tid;
+        v.cpu = tid % 2;
+        v.callchain = false;
+        v.td = (td > 0).then(|| TdCounts::pcore([td, td, 0, 0, 0, 0, 0, 0, 0]));
+        v.retire_lat = (lat > 0).then_some(lat);
+        v
+    }
+
+    fn events() -> Vec<EventInfo> {
+        vec![EventInfo {
+            name: "cycles".into(),
+            ..EventInfo::default()
+        }]
+    }
+
+    /// A group's thread, leaf, samples, period, TopDown sum, TopDown samples and latencies.
+    type Said = (u32, u32, u64, u64, Option<TdCounts>, u64, Option<LatHist>);
+
+    /// What a profile's groups say, comparable across foldings.
+    fn groups(p: &Profile) -> Vec<Said> {
+        p.groups
+            .iter()
+            .map(|g| {
+                (
+                    g.tid,
+                    g.leaf,
+                    g.samples,
+                    g.period,
+                    p.td(g).copied(),
+                    g.td_samples,
+                    p.latency(g).cloned(),
+                )
+            })
+            .collect()
+    }
+
+    /// Folds the samples with every address its row location given up front (rows numbered
+    /// in the order first met).
+    fn fold_at_once(keys: FoldKeys) -> Profile {
+        let mut rows: Vec<u32> = Vec::new();
+        let mut f = Folder::new(events(), false).with_keys(keys);
+        for &(tid, addr, td, lat) in &SAMPLES {
+            let row = addr / 10;
+            let id = match rows.iter().position(|&r| r == row) {
+                Some(i) => i as u32,
+                None => {
+                    rows.push(row);
+                    rows.len() as u32 - 1
+                }
+            };
+            f.add(&sample(tid, id, td, lat));
+        }
+        f.finish()
+    }
+
+    /// Folds the samples as the converter hands them over with rows in batches of `batch`
+    /// distinct addresses: pending ids, resolved when a batch is full (before the sample that
+    /// would start the next), remembered or forgotten (`remember`) afterwards.
+    fn fold_in_batches(keys: FoldKeys, batch: usize, remember: bool) -> Profile {
+        let mut rows: Vec<u32> = Vec::new();
+        let mut known: Vec<(u32, u32)> = Vec::new();
+        let mut pending: Vec<u32> = Vec::new();
+        let mut f = Folder::new(events(), false).with_keys(keys);
+        let mut resolve = |pending: &mut Vec<u32>, known: &mut Vec<(u32, u32)>| -> Vec<u32> {
+            let ids: Vec<u32> = pending
+                .iter()
+                .map(|&addr| {
+                    let row = addr / 10;
+                    match rows.iter().position(|&r| r == row) {
+                        Some(i) => i as u32,
+                        None => {
+                            rows.push(row);
+                            rows.len() as u32 - 1
+                        }
+                    }
+                })
+                .collect();
+            known.retain(|&(_, id)| id & PENDING == 0);
+            if remember {
+                known.extend(pending.iter().copied().zip(ids.iter().copied()));
+            } else {
+                known.clear();
+            }
+            pending.clear();
+            ids
+        };
+        for &(tid, addr, td, lat) in &SAMPLES {
+            if pending.len() >= batch {
+                let ids = resolve(&mut pending, &mut known);
+                f.remap(&ids);
+            }
+            let id = match known.iter().find(|k| k.0 == addr) {
+                Some(&(_, id)) => id,
+                None => {
+                    pending.push(addr);
+                    let id = PENDING | (pending.len() as u32 - 1);
+                    known.push((addr, id));
+                    id
+                }
+            };
+            f.add(&sample(tid, id, td, lat));
+        }
+        let ids = resolve(&mut pending, &mut known);
+        f.remap(&ids);
+        f.finish()
+    }
+
+    #[test]
+    fn folding_in_batches_gives_the_groups_of_folding_at_once() {
+        for keys in [
+            FoldKeys::ALL,
+            FoldKeys {
+                tid: false,
+                cpu: false,
+                ..FoldKeys::ALL
+            },
+        ] {
+            let want = fold_at_once(keys);
+            for batch in [1, 2, 3, 5, 100] {
+                for remember in [true, false] {
+                    let got = fold_in_batches(keys, batch, remember);
+                    assert_eq!(
+                        groups(&got),
+                        groups(&want),
+                        "batch {batch} {remember} {keys:?}"
+                    );
+                    assert_eq!(got.total_samples, 12);
+                    assert_eq!(got.events[0].samples, 12);
+                    assert_eq!(got.events[0].topdown_samples, 9);
+                }
+            }
+        }
+        // By thread: rows 1 and 2 of thread 1, in the order first met, with their sums.
+        let p = fold_at_once(FoldKeys::ALL);
+        let g = groups(&p);
+        assert_eq!(g.len(), 7);
+        assert_eq!(g[0].0, 1);
+        assert_eq!(g[0].1, 0);
+        assert_eq!(g[0].2, 3);
+        assert_eq!(g[0].3, 40 + 40 + 22);
+        assert_eq!(g[0].4.map(|t| t.0[0]), Some(5 + 7 + 4));
+        assert_eq!(g[0].5, 3);
+        let lat = p.latency(&p.groups[0]).map(LatHist::count);
+        assert_eq!(lat, Some(3));
+    }
+
+    #[test]
+    fn a_fold_without_threads_merges_them_and_keeps_the_first_samples_thread() {
+        let keys = FoldKeys {
+            tid: false,
+            cpu: false,
+            ..FoldKeys::ALL
+        };
+        let p = fold_in_batches(keys, 1, false);
+        let g = groups(&p);
+        // One group per row (1, 2, 4, 9), in the order first met, each with the thread of
+        // its first sample.
+        assert_eq!(
+            g.iter().map(|g| (g.0, g.1, g.2)).collect::<Vec<_>>(),
+            vec![(1, 0, 4), (2, 1, 4), (1, 2, 3), (2, 3, 1)]
+        );
+        assert_eq!(p.groups[1].cpu, 0);
+        // Kept apart, the two threads of row 1 are two groups.
+        let by_tid = fold_in_batches(FoldKeys::ALL, 1, false);
+        let of_row_1: Vec<u32> = by_tid
+            .groups
+            .iter()
+            .filter(|g| g.leaf == 0)
+            .map(|g| g.tid)
+            .collect();
+        assert_eq!(of_row_1, vec![1, 2]);
+    }
 }

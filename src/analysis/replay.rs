@@ -11,6 +11,13 @@
 //! Replaying the same recording twice gives the same ids in the same order, which is what
 //! `script` relies on: it folds once to learn the locations, symbolizes them, and replays
 //! again to print every sample as it streams by.
+//!
+//! With [`FoldKeys::rows`](super::profile::FoldKeys::rows) (a report keyed by shared object
+//! and symbol, of a recording without call chains) the locations are not kept by address:
+//! [`Replay::run_with`] interns them as pending ids and, each time a batch of distinct
+//! addresses is full, has [`RowLocs`] symbolize it into row locations, hands the ids on
+//! ([`Item::Rows`]) and remembers each address's row location, up to a bound (then it starts
+//! afresh, and an address met again is symbolized again in a later batch).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -23,23 +30,24 @@ use crate::event::attr::{flag, sample as st};
 use crate::offcpu::Tracker;
 use crate::recording::{Comms, Recording};
 use crate::symbol::maps::{AddressSpaces, Mapping};
-use crate::symbol::symbolizer::{LocKey, Mark, Symbolizer};
+use crate::symbol::symbolizer::{LocKey, Mark};
 use crate::symbol::{FrameAddress, debuginfo, kallsyms};
+use crate::unwind::Unwinder;
 use crate::unwind::fp::{self, FpChains};
-use crate::unwind::{UnwindStats, Unwinder};
 
 use super::FastMap;
-use super::profile::{
-    EventInfo, Folder, NONE, Profile, ProfileOptions, SampleView, Sites, resolution,
-};
+use super::profile::{EventInfo, NONE, PENDING, ProfileOptions, SampleView};
+use super::rows::RowLocs;
 use super::topdown::{DeltaTracker, TdRole};
 
 /// The bit of a file location's key that marks a return address.
 const RETURN: u64 = 1 << 63;
 
+mod build;
 mod offcpu;
 
-use offcpu::{LeaveStack, OffCpu, is_stack_source, off_cpu_stats};
+pub use build::{build, build_with};
+use offcpu::{LeaveStack, OffCpu, is_stack_source};
 
 /// The name of the event the off-CPU intervals become, as perf names its own.
 pub const OFF_CPU_EVENT: &str = crate::data::offcpu::NAME;
@@ -54,6 +62,10 @@ pub enum Item<'v, 'r> {
     /// A side-band record (MMAP, COMM, FORK, ...), after the replay applied it, with the name
     /// its thread has then; only when [`Replay::with_side_band`] asked for them.
     SideBand(&'r Record<'r>, &'v str),
+    /// The pending locations of the samples handed on so far are these row locations
+    /// (`ids[i]` for `PENDING | i`); pending ids are reused after this. Only with
+    /// [`Replay::run_with`] and a [`RowLocs`].
+    Rows(&'v [u32]),
 }
 
 /// The converter's state between records.
@@ -86,6 +98,9 @@ pub struct Replay {
     used_set:
         std::collections::HashSet<(u32, Mapping), std::hash::BuildHasherDefault<super::FastHasher>>,
     key_list: Vec<(LocKey, FrameAddress)>,
+    /// Locations are interned as pending ids (`PENDING | index into key_list`), for
+    /// [`RowLocs`] to resolve into rows.
+    pending: bool,
     tracker: DeltaTracker,
     td_of_id: HashMap<u64, TdRole>,
     event_slot: Vec<Option<u16>>,
@@ -196,6 +211,7 @@ impl Replay {
             used_maps: Vec::new(),
             used_set: Default::default(),
             key_list: Vec::new(),
+            pending: false,
             tracker: DeltaTracker::new(),
             td_of_id,
             event_slot,
@@ -309,7 +325,7 @@ impl Replay {
                 None => LocKey::Unmapped(pid, addr),
             }
         };
-        let next = self.key_list.len() as u32;
+        let next = self.next_loc();
         // File offsets are below 2^63: the top bit holds the kind. The per-file maps keep
         // each lookup in a small table (this is per frame).
         let id = match key {
@@ -328,6 +344,38 @@ impl Replay {
             self.key_list.push((key, frame));
         }
         id
+    }
+
+    /// The id the next new location gets.
+    fn next_loc(&self) -> u32 {
+        let i = self.key_list.len() as u32;
+        if self.pending { i | PENDING } else { i }
+    }
+
+    /// Resolves the pending locations into rows and returns their ids (`ids[i]` for
+    /// `PENDING | i`). The interning tables then give each address its row's id, unless they
+    /// hold more than four batches: then they start afresh. Either way the pending ids are
+    /// free again.
+    pub fn resolve_rows(&mut self, rows: &mut RowLocs<'_>) -> Vec<u32> {
+        let ids = rows.resolve(&self.maps, &self.key_list);
+        let held = self.other_ids.len() + self.file_ids.iter().map(|m| m.len()).sum::<usize>();
+        if held > rows.batch().saturating_mul(4) {
+            self.file_ids.iter_mut().for_each(FastMap::clear);
+            self.other_ids.clear();
+        } else {
+            let row = |v: &mut u32| {
+                if *v & PENDING != 0 {
+                    *v = ids[(*v & !PENDING) as usize];
+                }
+            };
+            self.file_ids
+                .iter_mut()
+                .flat_map(|m| m.values_mut())
+                .chain(self.other_ids.values_mut())
+                .for_each(row);
+        }
+        self.key_list.clear();
+        ids
     }
 
     fn comm(&mut self, tid: u32) -> u32 {
@@ -357,7 +405,20 @@ impl Replay {
 
     /// Replays every record of `rec` in time order, calling `f` for each sample of a
     /// sampling event inside `--time` and for each record that does not decode.
-    pub fn run(&mut self, rec: &Recording, mut f: impl FnMut(Item<'_, '_>)) {
+    pub fn run(&mut self, rec: &Recording, f: impl FnMut(Item<'_, '_>)) {
+        self.run_with(rec, None, f);
+    }
+
+    /// [`Replay::run`]; with `rows`, locations are handed on as pending ids, resolved into
+    /// row locations batch by batch ([`Item::Rows`]). The last batch is left pending for the
+    /// caller to resolve ([`Replay::resolve_rows`]).
+    pub fn run_with(
+        &mut self,
+        rec: &Recording,
+        mut rows: Option<&mut RowLocs<'_>>,
+        mut f: impl FnMut(Item<'_, '_>),
+    ) {
+        self.pending = rows.is_some();
         rec.for_each(|rec_result| {
             let record = match rec_result {
                 Ok(x) => x,
@@ -428,6 +489,14 @@ impl Replay {
             let Some(ev) = rec.event_of_record(&record) else {
                 return;
             };
+            // Every sample handed on so far has been taken: a full batch is resolved before
+            // its ids are reused.
+            if let Some(rows) = rows.as_deref_mut()
+                && self.key_list.len() >= rows.batch()
+            {
+                let ids = self.resolve_rows(rows);
+                f(Item::Rows(&ids));
+            }
             let stack_source = self.off_cpu.as_ref().is_some_and(|o| o.stack_source[ev]);
             let slot = self.event_slot[ev];
             if slot.is_none() && !stack_source {
@@ -597,7 +666,7 @@ impl Replay {
 
     /// The location id of a mark frame.
     fn loc_mark(&mut self, m: Mark) -> u32 {
-        let next = self.key_list.len() as u32;
+        let next = self.next_loc();
         let id = *self
             .other_ids
             .entry((LocKey::Mark(m), false))
@@ -647,170 +716,4 @@ impl Replay {
         }
         w
     }
-}
-
-/// Samples handed from the converter's thread to the folder's: the views with their callers
-/// copied into one buffer.
-#[derive(Debug, Default)]
-struct Batch {
-    views: Vec<SampleView<'static>>,
-    /// `(start, len)` of each view's callers in `callers`.
-    spans: Vec<(u32, u32)>,
-    callers: Vec<u32>,
-}
-
-impl Batch {
-    /// Samples per batch.
-    const SIZE: usize = 4096;
-
-    fn push(&mut self, v: &SampleView<'_>) {
-        self.spans
-            .push((self.callers.len() as u32, v.callers.len() as u32));
-        self.callers.extend_from_slice(v.callers);
-        self.views.push(SampleView { callers: &[], ..*v });
-    }
-
-    fn for_each(&self, mut f: impl FnMut(&SampleView<'_>)) {
-        for (v, &(a, n)) in self.views.iter().zip(&self.spans) {
-            let callers = &self.callers[a as usize..(a + n) as usize];
-            f(&SampleView { callers, ..*v });
-        }
-    }
-}
-
-/// Builds the folded, symbolized profile of a recording. `progress` is called with the
-/// number of samples seen every 65 536 samples.
-pub fn build(rec: &Recording, opts: &ProfileOptions, progress: &mut dyn FnMut(u64)) -> Profile {
-    build_with(rec, opts, progress, None)
-}
-
-/// [`build`] with a symbolizer that outlives the recording (`hrec top`: one per run, so each
-/// binary is loaded once); `None` makes one from the recording (its kernel symbols, build-ids
-/// and vdso).
-pub fn build_with(
-    rec: &Recording,
-    opts: &ProfileOptions,
-    progress: &mut dyn FnMut(u64),
-    symbolizer: Option<&Symbolizer>,
-) -> Profile {
-    let mut r = Replay::new(rec, opts);
-    let mut folder = Folder::new(r.events().to_vec(), opts.timeline);
-    let mut decode_errors: (u64, Option<String>) = (0, None);
-    let mut seen = 0u64;
-    let mut on_error = |e: DecodeError| {
-        decode_errors.0 += 1;
-        decode_errors.1.get_or_insert_with(|| e.to_string());
-    };
-    let mut tick = || {
-        seen += 1;
-        if seen.is_multiple_of(65536) {
-            progress(seen);
-        }
-    };
-    if opts.threads == 1 {
-        r.run(rec, |item| match item {
-            Item::Error(e) => on_error(e),
-            Item::Sample(_, view) => {
-                tick();
-                folder.add(&view);
-            }
-            Item::SideBand(..) => {}
-        });
-    } else {
-        // Two stages on two threads: this one reads, orders, decodes and resolves samples to
-        // ids; the other folds them, in the same order, so the result is the same.
-        folder = std::thread::scope(|sc| {
-            let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(4);
-            let worker = sc.spawn(move || {
-                for b in rx {
-                    b.for_each(|v| folder.add(v));
-                }
-                folder
-            });
-            let mut batch = Batch::default();
-            let mut open = true;
-            r.run(rec, |item| match item {
-                Item::Error(e) => on_error(e),
-                Item::Sample(_, view) => {
-                    tick();
-                    batch.push(&view);
-                    if batch.views.len() >= Batch::SIZE && open {
-                        open = tx.send(std::mem::take(&mut batch)).is_ok();
-                    }
-                }
-                Item::SideBand(..) => {}
-            });
-            if open {
-                let _ = tx.send(batch);
-            }
-            drop(tx);
-            worker
-                .join()
-                .unwrap_or_else(|e| std::panic::resume_unwind(e))
-        });
-    }
-    let mut p = folder.finish();
-    p.comms = r.comm_names.clone();
-    p.cgroups = r.cgroup_names.clone();
-    p.cgroup_ns = r.cgroup_ns.clone();
-    p.decode_errors = decode_errors;
-    p.filtered_by_time = r.filtered_by_time;
-    p.multiplexed = r.tracker.multiplexed;
-    p.warnings = r.warnings();
-    p.off_cpu = off_cpu_stats(rec);
-    if let Some(o) = &p.off_cpu {
-        p.warnings.extend(o.warnings());
-    }
-    let own;
-    let symbolizer = match symbolizer {
-        Some(s) => s,
-        None => {
-            own = Symbolizer::builder()
-                .symfs(opts.symfs.clone())
-                .search(opts.search.clone())
-                .perf_map_dir(opts.perf_map_dir.clone())
-                .dwarf(
-                    !opts.symbols_only
-                        || rec
-                            .meta()
-                            .events
-                            .iter()
-                            .any(|e| e.attr.sample_type & st::CALLCHAIN != 0),
-                )
-                .lines(!opts.names_only)
-                .threads(opts.threads)
-                .kernel(rec.kernel_symbols(), rec.kernel_unresolved())
-                .recorded_build_ids(&rec.side("build-ids").unwrap_or_default())
-                .recorded_perf_maps(&rec.sides(crate::symbol::perfmap::SIDE))
-                .vdso(r.vdso.as_deref())
-                .debuginfod(opts.debuginfod.clone())
-                .build();
-            &own
-        }
-    };
-    let (locs, mismatches) = symbolizer.symbolize(&r.maps, &r.key_list);
-    p.locs = locs;
-    p.sites = Sites {
-        keys: std::mem::take(&mut r.key_list),
-        mappings: std::mem::take(&mut r.used_maps),
-        files: r.maps.files().to_vec(),
-    };
-    p.build_id_mismatches = mismatches;
-    p.debuginfod = opts
-        .debuginfod
-        .as_ref()
-        .map(|d| d.summary())
-        .filter(|s| !s.is_empty());
-    p.resolution = resolution(&p);
-    p.dwarf_stacks = r.unwinder.is_some() || r.stacks.is_some();
-    p.inline_entries = p.dwarf_stacks && !opts.no_inline;
-    p.unwind = match &r.unwinder {
-        Some(u) => Some(u.stats.clone()),
-        // Unwound at record time: what the recorder's walks met.
-        None => rec
-            .side("unwind")
-            .and_then(|b| serde_json::from_slice::<UnwindStats>(&b).ok()),
-    }
-    .filter(|u| u.samples > 0);
-    p
 }

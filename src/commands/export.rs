@@ -139,8 +139,8 @@ fn run(
                     }
                 }
                 replay::Item::SideBand(record, _) => x.add_record(record),
-                // Counted and reported by the first pass.
-                replay::Item::Error(_) => {}
+                // Counted and reported by the first pass; rows are not asked for.
+                replay::Item::Error(_) | replay::Item::Rows(_) => {}
             });
             let (profile, s) = x.finish();
             firefox::write_gz(&profile, &mut buf)?;

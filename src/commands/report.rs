@@ -132,6 +132,7 @@ impl ReportArgs {
             );
         }
         use hrec::analysis::hist;
+        use hrec::analysis::profile::FoldKeys;
         use hrec::output::report::Column;
         use std::io::IsTerminal;
         let mut columns = Vec::new();
@@ -177,24 +178,42 @@ impl ReportArgs {
         if let Some(n) = self.max_stack {
             call_graph.max_stack = n;
         }
+        let tui = self.tui
+            || (!self.stdio
+                && !self.json
+                && !self.folded
+                && !self.quiet
+                && !self.header_only
+                && !self.show_threads
+                && !rl_json
+                && terminal);
+        let call_graph_given = self.call_graph.is_some() || self.inverted;
+        let hist = hist::HistOptions {
+            sort,
+            children: self.children,
+            full_source_path: self.full_source_path,
+            filters,
+            max_stack: call_graph.max_stack,
+            relative: match self.percentage.as_str() {
+                "absolute" => false,
+                "relative" => true,
+                other => {
+                    return Err(format!(
+                        "--percentage {other}: use absolute (each row's share of all samples, the default) or relative (of the samples the filters keep)"
+                    ));
+                }
+            },
+        };
+        // The groups keep apart what the tables read; call graphs, the interactive view
+        // (which sorts and zooms anew) and collapsed stacks may read anything.
+        profile.fold = if tui || call_graph_given || self.folded {
+            FoldKeys::ALL
+        } else {
+            hist::fold_keys(&hist)
+        };
         Ok(ReportConfig {
             input: input_file(self.input),
-            hist: hist::HistOptions {
-                sort,
-                children: self.children,
-                full_source_path: self.full_source_path,
-                filters,
-                max_stack: call_graph.max_stack,
-                relative: match self.percentage.as_str() {
-                    "absolute" => false,
-                    "relative" => true,
-                    other => {
-                        return Err(format!(
-                            "--percentage {other}: use absolute (each row's share of all samples, the default) or relative (of the samples the filters keep)"
-                        ));
-                    }
-                },
-            },
+            hist,
             children: if self.children {
                 Some(true)
             } else if self.no_children {
@@ -203,7 +222,7 @@ impl ReportArgs {
                 None
             },
             call_graph,
-            call_graph_given: self.call_graph.is_some() || self.inverted,
+            call_graph_given,
             profile,
             style: hrec::output::report::ReportStyle {
                 td_level: self.td_level,
@@ -218,15 +237,7 @@ impl ReportArgs {
             progress: std::io::stderr().is_terminal() && !self.json && !self.header_only,
             // perf report's default on a terminal; any output that is not the table, or a
             // redirected stdin or stdout, prints text.
-            tui: self.tui
-                || (!self.stdio
-                    && !self.json
-                    && !self.folded
-                    && !self.quiet
-                    && !self.header_only
-                    && !self.show_threads
-                    && !rl_json
-                    && terminal),
+            tui,
             header: self.header,
             header_only: self.header_only,
             thread_counts: self.show_threads,

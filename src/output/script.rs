@@ -399,6 +399,8 @@ pub fn script(
                 }
                 return;
             }
+            // Not asked for: `run` keeps every location by address.
+            Item::Rows(_) => return,
             Item::SideBand(record, comm) => {
                 line.clear();
                 if side_band_line(&mut line, record, comm, fields, layout, chain_file)
