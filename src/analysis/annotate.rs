@@ -439,9 +439,7 @@ fn annotate_one(
     has_latency: bool,
 ) -> Result<Annotated, String> {
     let sym = b
-        .symbolize(h.start)
-        .ok()
-        .and_then(|s| s.sym)
+        .symbol(h.start)
         .filter(|s| s.start == h.start)
         .ok_or("the binary has no symbol there any more")?;
     if sym.size == 0 {
@@ -455,10 +453,14 @@ fn annotate_one(
         if (sym.start..end).contains(&a) {
             return Some((name.to_string(), a - sym.start));
         }
-        let s = b.symbolize(a).ok()?.sym?;
+        let s = b.symbol(a)?;
         Some((s.name.to_string(), a - s.start))
     };
     let insns = disasm::disassemble(&code, sym.start, o.syntax, &namer);
+    if o.source {
+        // The DWARF of the function's instructions, read in one go.
+        b.prepare(&insns.iter().map(|i| i.address).collect::<Vec<_>>());
+    }
     Ok(assemble(
         name,
         h,

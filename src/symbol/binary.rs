@@ -261,6 +261,11 @@ impl Binary {
         Ok(Symbolized { sym, frames })
     }
 
+    /// The symbol-table symbol holding `svma`, without DWARF (names of call targets).
+    pub fn symbol(&self, svma: u64) -> Option<super::Sym> {
+        self.symbols.lookup(svma)
+    }
+
     /// Reads, in one go, the DWARF that [`Binary::symbolize`] of each of `svmas` will look in
     /// (only the compilation units that cover them, where that gives the same answers); a
     /// caller that knows its addresses up front saves reading units one lookup at a time.

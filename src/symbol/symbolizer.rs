@@ -187,8 +187,11 @@ pub struct Symbolizer {
     build_ids: HashMap<PathBuf, Vec<u8>>,
     binaries: Mutex<HashMap<BinaryKey, Cached>>,
     /// Keep loaded binaries after a `symbolize` call (`hrec top` symbolizes every refresh
-    /// with the same binaries); otherwise each is dropped after its last use in a call.
+    /// with the same binaries, a report's batches of addresses the same files); otherwise each
+    /// is dropped after its last use in a call.
     keep: bool,
+    /// Remember resolved locations too (with `keep`).
+    remember: bool,
     /// With `keep`: the locations already resolved, by binary, address and file offset (at
     /// most [`MAX_KEPT_LOCS`], then started afresh).
     kept_locs: Mutex<HashMap<(BinaryKey, FrameAddress, u64), Loc>>,
@@ -224,6 +227,7 @@ impl Symbolizer {
                 build_ids: HashMap::new(),
                 binaries: Mutex::new(HashMap::new()),
                 keep: false,
+                remember: false,
                 kept_locs: Mutex::new(HashMap::new()),
                 dwarf: true,
                 lines: true,
@@ -485,7 +489,7 @@ impl Symbolizer {
                             let bin = cached.lock().unwrap_or_else(|e| e.into_inner());
                             let mut mismatch = matches!(*bin, Err(Unresolved::BuildIdMismatch))
                                 .then(|| file.path.display().to_string());
-                            let bkey = self.keep.then(|| key_of(*f));
+                            let bkey = self.remember.then(|| key_of(*f));
                             if let (Ok(b), Some(offs)) = (&*bin, offsets.get(&key_of(*f))) {
                                 let svmas: Vec<u64> =
                                     offs.iter().filter_map(|&o| b.svma(o, 0, 0)).collect();
@@ -635,6 +639,15 @@ impl SymbolizerBuilder {
     /// symbolizing the same processes again and again) instead of dropping each binary after
     /// its last use in a call.
     pub fn keep_binaries(mut self, keep: bool) -> Self {
+        self.s.keep = keep;
+        self.s.remember = keep;
+        self
+    }
+
+    /// Keep every binary loaded for later calls, but not the locations resolved (a report
+    /// symbolizing its addresses in batches: each batch has addresses of its own, in the same
+    /// files).
+    pub fn keep_loaded(mut self, keep: bool) -> Self {
         self.s.keep = keep;
         self
     }

@@ -75,6 +75,12 @@ pub fn build_with(
     symbolizer: Option<&Symbolizer>,
 ) -> Profile {
     let mut r = Replay::new(rec, opts);
+    // Locations fold into rows only where no caller needs its address, and no run of the
+    // timeline names a group.
+    let row_batch = opts
+        .fold
+        .rows
+        .filter(|_| !opts.timeline && !may_have_callers(rec, &r));
     let own;
     let symbolizer = match symbolizer {
         Some(s) => s,
@@ -98,17 +104,12 @@ pub fn build_with(
                 .recorded_perf_maps(&rec.sides(crate::symbol::perfmap::SIDE))
                 .vdso(r.vdso.as_deref())
                 .debuginfod(opts.debuginfod.clone())
+                .keep_loaded(row_batch.is_some())
                 .build();
             &own
         }
     };
-    // Locations fold into rows only where no caller needs its address, and no run of the
-    // timeline names a group.
-    let mut rows = opts
-        .fold
-        .rows
-        .filter(|_| !opts.timeline && !may_have_callers(rec, &r))
-        .map(|batch| RowLocs::new(symbolizer, batch));
+    let mut rows = row_batch.map(|batch| RowLocs::new(symbolizer, batch));
     let mut folder = Folder::new(r.events().to_vec(), opts.timeline).with_keys(opts.fold);
     let mut decode_errors: (u64, Option<String>) = (0, None);
     let mut seen = 0u64;
