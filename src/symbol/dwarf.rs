@@ -122,7 +122,8 @@ struct Units {
     context: Option<Context>,
     /// The units that cover the addresses no function covers, with their line programs, when
     /// lines are not wanted (such an address's line is its only frame); their offsets, sorted.
-    lined: Option<(Vec<u64>, Context)>,
+    /// (`None`: they did not read.)
+    lined: Option<(Vec<u64>, Option<Context>)>,
     /// Sections read whole, kept for the next build.
     whole: Vec<(SectionId, Reader)>,
     builds: u32,
@@ -185,10 +186,10 @@ impl Dwarf {
         want.dedup();
         if u.lined.is_none() || want.len() != had {
             let (sup, cache) = (self.sup.as_deref(), self.cache.as_deref());
-            u.lined = build(&self.file, sup, cache, &want, &u.ranges, &mut u.whole, true)
-                .map(|c| (want, c));
+            let built = build(&self.file, sup, cache, &want, &u.ranges, &mut u.whole, true);
+            u.lined = Some((want, built));
         }
-        u.lined.as_ref().map(|l| &l.1)
+        u.lined.as_ref().and_then(|l| l.1.as_ref())
     }
 
     /// Reads what lookups at `svmas` need: the units that cover them, in one build.
@@ -202,15 +203,18 @@ impl Dwarf {
         let State::Units(units) = &mut self.state else {
             return;
         };
-        let mut want = units.loaded.clone();
+        let mut new = Vec::new();
         for &svma in svmas {
-            units.covering(svma, &mut want);
+            units.covering(svma, &mut new);
         }
-        want.sort_unstable();
-        want.dedup();
-        if want == units.loaded {
+        new.retain(|u| units.loaded.binary_search(u).is_err());
+        if new.is_empty() {
             return;
         }
+        let mut want = units.loaded.clone();
+        want.append(&mut new);
+        want.sort_unstable();
+        want.dedup();
         units.builds += 1;
         let built = (units.builds <= MAX_BUILDS)
             .then(|| {
