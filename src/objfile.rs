@@ -1,8 +1,9 @@
 //! Section contents of object files read from a file already open, shared by the readers of
 //! DWARF ([`crate::symbol`]) and of unwind tables ([`crate::unwind`]): one `pread` into one
-//! buffer when the section is stored plainly, else decompressed. Sizes come from the file and
-//! are not trusted: a plain section must lie inside the file, a compressed one must not claim
-//! to expand more than zlib or zstd can.
+//! buffer when the section is stored plainly, else decompressed; or read in parts
+//! ([`SectionParts`]), a compressed section inflated only as far as the furthest part. Sizes
+//! come from the file and are not trusted: a plain section must lie inside the file, a
+//! compressed one must not claim to expand more than zlib or zstd can.
 
 use std::fs::File;
 use std::io::Read as _;
