@@ -893,6 +893,12 @@ mod tests {
         std::fs::write(&info, b"short").unwrap();
         check(&root);
         assert_eq!(size(&info), plain_info, "saved again");
+        // A FIFO in a section's place is not opened (that would block), but replaced.
+        std::fs::remove_file(&info).unwrap();
+        crate::symbol::elf::fixtures::run(std::process::Command::new("mkfifo").arg(&info));
+        check(&root);
+        assert!(std::fs::metadata(&info).unwrap().is_file());
+        assert_eq!(size(&info), plain_info, "saved again");
         let not_a_dir = dir.path().join("file");
         std::fs::write(&not_a_dir, b"").unwrap();
         check(&not_a_dir);

@@ -62,9 +62,11 @@ impl Inflated {
             return None;
         }
         let path = self.dir.join(name);
-        if let Ok(f) = File::open(&path)
-            && f.metadata()
-                .is_ok_and(|m| m.len() == range.uncompressed_size)
+        // Only a regular file is opened (a FIFO in its place would block the open).
+        let saved = |m: std::fs::Metadata| m.is_file() && m.len() == range.uncompressed_size;
+        if std::fs::metadata(&path).is_ok_and(saved)
+            && let Ok(f) = File::open(&path)
+            && f.metadata().is_ok_and(saved)
         {
             return Some(Section::Saved(f));
         }

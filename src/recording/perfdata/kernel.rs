@@ -137,7 +137,9 @@ pub(super) fn cached_kallsyms(kallsyms: &Path, dir: Option<&Path>) -> Vec<u8> {
     const MAGIC: &str = "hrec-kallsyms-cache";
     let key = kallsyms_key();
     let file = dir.map(|d| d.join("kallsyms"));
+    // Only a regular file is read (a FIFO in its place would block the read).
     if let (Some(key), Some(file)) = (&key, &file)
+        && std::fs::metadata(file).is_ok_and(|m| m.is_file())
         && let Ok(bytes) = std::fs::read(file)
     {
         let head = format!("{MAGIC} {key}\n");
