@@ -13,9 +13,11 @@
 //! abbreviations up front, and a libc debug file has a thousand units, 6 MB of compressed
 //! `.debug_info` and 1 MB of abbreviations: reading all of it costs more than the rest of a
 //! small report. [`Dwarf`] reads `.debug_aranges` (which unit covers which addresses) and
-//! hands `addr2line` only the units that cover the addresses looked up, at their own offsets
-//! in a `.debug_info` whose other units are stood in for by empty type units (which
-//! `addr2line` skips); a compressed `.debug_info` is inflated only up to the last unit read.
+//! hands `addr2line` only the units that cover the addresses looked up, copied one after the
+//! other into a `.debug_info` of their own, with a `.debug_aranges` written for their new
+//! offsets (a unit that refers to nothing outside itself reads the same wherever it stands);
+//! a compressed `.debug_info` is inflated only up to the last unit read, and a compressed
+//! section once per build-id ([`super::inflated`]).
 //! The answers are those of the whole file as long as every unit that covers code is in
 //! `.debug_aranges` (GCC writes it for every unit) and no unit refers into another
 //! (`DW_FORM_ref_addr`, as LTO and dwz write): without `.debug_aranges`, with such a
