@@ -10,24 +10,31 @@ use std::io::Read as _;
 use std::os::unix::fs::FileExt as _;
 use std::sync::Arc;
 
-use object::{CompressionFormat, ObjectSection};
+use object::{CompressedFileRange, CompressionFormat, ObjectSection};
 
 /// A section's contents: read from the file into one buffer when stored plainly, else
 /// decompressed.
 pub fn section_bytes<'d>(file: &File, s: &impl ObjectSection<'d>) -> Option<Arc<[u8]>> {
-    let range = s.compressed_file_range().ok()?;
-    let file_len = file.metadata().ok()?.len();
+    let range = checked_range(file, s)?;
     if range.format == CompressionFormat::None {
         return read_range(file, range.offset, range.uncompressed_size);
     }
-    // A declared size no stream of this length can reach (zlib and zstd expand at most about
-    // a thousand times) is damage, not a section to allocate for.
-    if range.offset.checked_add(range.compressed_size)? > file_len
-        || range.uncompressed_size > range.compressed_size.saturating_mul(MAX_RATIO)
-    {
-        return None;
-    }
     s.uncompressed_data().ok().map(|d| Arc::from(&*d))
+}
+
+/// Where section `s` lies in `file`, when it can: a plain section inside the file, a
+/// compressed one inside the file and declaring a size its stream can reach (zlib and zstd
+/// expand at most about a thousand times; more is damage, not a section to allocate for).
+fn checked_range<'d>(file: &File, s: &impl ObjectSection<'d>) -> Option<CompressedFileRange> {
+    let range = s.compressed_file_range().ok()?;
+    let file_len = file.metadata().ok()?.len();
+    let fits = if range.format == CompressionFormat::None {
+        range.offset.checked_add(range.uncompressed_size)? <= file_len
+    } else {
+        range.offset.checked_add(range.compressed_size)? <= file_len
+            && range.uncompressed_size <= range.compressed_size.saturating_mul(MAX_RATIO)
+    };
+    fits.then_some(range)
 }
 
 /// The bytes `[offset, offset + len)` of `file` in one buffer; `None` when they are not all
@@ -69,25 +76,14 @@ impl<'f> SectionParts<'f> {
     /// The section `s` of `file`, with the same checks as [`section_bytes`]. `None` when its
     /// range is not in the file, or it claims to expand more than zlib or zstd can.
     pub(crate) fn new<'d>(file: &'f File, s: &impl ObjectSection<'d>) -> Option<SectionParts<'f>> {
-        let range = s.compressed_file_range().ok()?;
-        let file_len = file.metadata().ok()?.len();
+        let range = checked_range(file, s)?;
         let size = range.uncompressed_size;
         let stored = match range.format {
-            CompressionFormat::None => {
-                if range.offset.checked_add(size)? > file_len {
-                    return None;
-                }
-                Stored::Plain {
-                    file,
-                    offset: range.offset,
-                }
-            }
+            CompressionFormat::None => Stored::Plain {
+                file,
+                offset: range.offset,
+            },
             format => {
-                if range.offset.checked_add(range.compressed_size)? > file_len
-                    || size > range.compressed_size.saturating_mul(MAX_RATIO)
-                {
-                    return None;
-                }
                 let mut packed = vec![0u8; usize::try_from(range.compressed_size).ok()?];
                 file.read_exact_at(&mut packed, range.offset).ok()?;
                 let packed = std::io::Cursor::new(packed);

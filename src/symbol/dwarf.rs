@@ -162,11 +162,7 @@ impl Dwarf {
     /// Whether a unit read covers `svma` (always, with the whole file read).
     pub(super) fn covers(&self, svma: u64) -> bool {
         match &self.state {
-            State::Units(u) => {
-                let mut v = Vec::new();
-                u.covering(svma, &mut v);
-                !v.is_empty()
-            }
+            State::Units(u) => u.covering(svma).next().is_some(),
             State::Whole(_) => true,
             State::Unread => false,
         }
@@ -183,7 +179,7 @@ impl Dwarf {
         };
         let mut want = u.lined.as_ref().map(|l| l.0.clone()).unwrap_or_default();
         let had = want.len();
-        u.covering(svma, &mut want);
+        want.extend(u.covering(svma));
         want.sort_unstable();
         want.dedup();
         if u.lined.is_none() || want.len() != had {
@@ -207,7 +203,7 @@ impl Dwarf {
         };
         let mut new = Vec::new();
         for &svma in svmas {
-            units.covering(svma, &mut new);
+            new.extend(units.covering(svma));
         }
         new.retain(|u| units.loaded.binary_search(u).is_err());
         if new.is_empty() {
@@ -275,16 +271,14 @@ impl Units {
         }
     }
 
-    /// Adds the offsets of the units whose ranges hold `svma` to `to`.
-    fn covering(&self, svma: u64, to: &mut Vec<u64>) {
-        let mut i = self.ranges.partition_point(|r| r.0 <= svma);
-        while i > 0 && self.reach[i - 1] > svma {
-            i -= 1;
-            let (begin, end, unit) = self.ranges[i];
-            if begin <= svma && svma < end {
-                to.push(unit);
-            }
-        }
+    /// The offsets of the units whose ranges hold `svma`.
+    fn covering(&self, svma: u64) -> impl Iterator<Item = u64> + '_ {
+        let below = self.ranges.partition_point(|r| r.0 <= svma);
+        (0..below)
+            .rev()
+            .take_while(move |&i| self.reach[i] > svma)
+            .filter(move |&i| svma < self.ranges[i].1)
+            .map(move |i| self.ranges[i].2)
     }
 }
 
@@ -486,17 +480,7 @@ fn relocate_lines<'d>(
                 new
             }
         };
-        let field = info.get_mut(pos..pos + size)?;
-        match (size, endian) {
-            (4, RunTimeEndian::Little) => {
-                field.copy_from_slice(&u32::try_from(new).ok()?.to_le_bytes())
-            }
-            (4, RunTimeEndian::Big) => {
-                field.copy_from_slice(&u32::try_from(new).ok()?.to_be_bytes())
-            }
-            (_, RunTimeEndian::Little) => field.copy_from_slice(&new.to_le_bytes()),
-            (_, RunTimeEndian::Big) => field.copy_from_slice(&new.to_be_bytes()),
-        }
+        set_uint(info.get_mut(pos..pos + size)?, new, endian)?;
     }
     Some(out)
 }
@@ -537,16 +521,29 @@ fn copy_program(
     let start = out.len();
     parts.append(at, end, out)?;
     let len = end - len_field as u64;
-    let field = out.get_mut(start + len_field - offset_size..start + len_field)?;
-    match (offset_size, endian) {
-        (4, RunTimeEndian::Little) => {
-            field.copy_from_slice(&u32::try_from(len).ok()?.to_le_bytes())
-        }
-        (4, RunTimeEndian::Big) => field.copy_from_slice(&u32::try_from(len).ok()?.to_be_bytes()),
-        (_, RunTimeEndian::Little) => field.copy_from_slice(&len.to_le_bytes()),
-        (_, RunTimeEndian::Big) => field.copy_from_slice(&len.to_be_bytes()),
+    set_uint(
+        out.get_mut(start + len_field - offset_size..start + len_field)?,
+        len,
+        endian,
+    )
+}
+
+/// Writes `v` into `field` (2, 4 or 8 bytes) in `endian`; `None` when it does not fit.
+fn set_uint(field: &mut [u8], v: u64, endian: RunTimeEndian) -> Option<()> {
+    match field.len() {
+        2 => endian.write_u16(field, u16::try_from(v).ok()?),
+        4 => endian.write_u32(field, u32::try_from(v).ok()?),
+        8 => endian.write_u64(field, v),
+        _ => return None,
     }
     Some(())
+}
+
+/// Appends `v` as `size` bytes (2, 4 or 8) in `endian`; `None` when it does not fit.
+fn push_uint(out: &mut Vec<u8>, v: u64, size: u8, endian: RunTimeEndian) -> Option<()> {
+    let at = out.len();
+    out.resize(at + usize::from(size), 0);
+    set_uint(&mut out[at..], v, endian)
 }
 
 /// Section `s` of `file` inflated through the cache, when it is compressed and there is one.
@@ -597,37 +594,26 @@ fn write_aranges(
     address_size: u8,
     endian: RunTimeEndian,
 ) -> Option<Vec<u8>> {
-    let put = |out: &mut Vec<u8>, v: u64, n: u8| match (endian, n) {
-        (RunTimeEndian::Little, 8) => out.extend_from_slice(&v.to_le_bytes()),
-        (RunTimeEndian::Big, 8) => out.extend_from_slice(&v.to_be_bytes()),
-        (RunTimeEndian::Little, 4) => out.extend_from_slice(&(v as u32).to_le_bytes()),
-        (RunTimeEndian::Big, 4) => out.extend_from_slice(&(v as u32).to_be_bytes()),
-        (RunTimeEndian::Little, _) => out.extend_from_slice(&(v as u16).to_le_bytes()),
-        (RunTimeEndian::Big, _) => out.extend_from_slice(&(v as u16).to_be_bytes()),
-    };
+    let put = |out: &mut Vec<u8>, v: u64, n: u8| push_uint(out, v, n, endian);
     let mut out = Vec::new();
     for &(old, new) in moved {
         let start = out.len();
-        put(&mut out, 0, 4); // unit length, set below
-        put(&mut out, 2, 2); // version
-        put(&mut out, u64::from(u32::try_from(new).ok()?), 4);
+        put(&mut out, 0, 4)?; // unit length, set below
+        put(&mut out, 2, 2)?; // version
+        put(&mut out, new, 4)?;
         out.push(address_size);
         out.push(0); // segment selector size
         // Tuples start at a multiple of twice the address size from the set's start.
         let tuple = 2 * usize::from(address_size);
         out.resize(start + (out.len() - start).div_ceil(tuple) * tuple, 0);
         for &(begin, end, _) in ranges.iter().filter(|r| r.2 == old) {
-            put(&mut out, begin, address_size);
-            put(&mut out, end - begin, address_size);
+            put(&mut out, begin, address_size)?;
+            put(&mut out, end - begin, address_size)?;
         }
-        put(&mut out, 0, address_size);
-        put(&mut out, 0, address_size);
-        let len = u32::try_from(out.len() - start - 4).ok()?;
-        let len = match endian {
-            RunTimeEndian::Little => len.to_le_bytes(),
-            RunTimeEndian::Big => len.to_be_bytes(),
-        };
-        out[start..start + 4].copy_from_slice(&len);
+        put(&mut out, 0, address_size)?;
+        put(&mut out, 0, address_size)?;
+        let len = (out.len() - start - 4) as u64;
+        set_uint(&mut out[start..start + 4], len, endian)?;
     }
     Some(out)
 }

@@ -443,16 +443,18 @@ impl Symbolizer {
         };
         let mut uses: HashMap<BinaryKey, usize> = HashMap::new();
         // Every file offset looked up in each binary, whichever mapping of it: its DWARF is
-        // read once for all of them.
+        // read once for all of them, by the first job of the binary (which takes them).
         let mut offsets: HashMap<BinaryKey, Vec<u64>> = HashMap::new();
         for (f, addrs) in &jobs {
-            *uses.entry(key_of(*f)).or_default() += 1;
+            let key = key_of(*f);
             if self.dwarf {
-                let o = offsets.entry(key_of(*f)).or_default();
+                let o = offsets.entry(key.clone()).or_default();
                 o.extend(addrs.iter().map(|&(_, off)| off));
             }
+            *uses.entry(key).or_default() += 1;
         }
         let uses = Mutex::new(uses);
+        let offsets = Mutex::new(offsets);
         let release = |key: BinaryKey| {
             let mut u = uses.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(n) = u.get_mut(&key) {
@@ -490,7 +492,14 @@ impl Symbolizer {
                             let mut mismatch = matches!(*bin, Err(Unresolved::BuildIdMismatch))
                                 .then(|| file.path.display().to_string());
                             let bkey = self.remember.then(|| key_of(*f));
-                            if let (Ok(b), Some(offs)) = (&*bin, offsets.get(&key_of(*f))) {
+                            let offs = match &*bin {
+                                Ok(_) => offsets
+                                    .lock()
+                                    .unwrap_or_else(|e| e.into_inner())
+                                    .remove(&key_of(*f)),
+                                Err(_) => None,
+                            };
+                            if let (Ok(b), Some(offs)) = (&*bin, offs) {
                                 let svmas: Vec<u64> =
                                     offs.iter().filter_map(|&o| b.svma(o, 0, 0)).collect();
                                 b.prepare(&svmas);
