@@ -193,7 +193,7 @@ fn round_trip_meta_records_side_trailer() {
     let recs: Vec<_> = r.records().map(|x| x.unwrap()).collect();
     assert_eq!(recs.len(), 4);
     assert_eq!(recs[0].1, samples(100, 1_000_000));
-    assert_eq!(recs[0].0.codec, Codec::Columns);
+    assert_eq!(recs[0].0.codec, Codec::Columns2);
     assert_eq!(recs[0].0.records, 101);
     assert_eq!(recs[0].0.source, 2);
     assert_eq!((recs[0].0.first_time, recs[0].0.last_time), (10, 20));
@@ -571,7 +571,11 @@ fn real_samples_take_at_most_0_6_of_plain_zstd() {
     let mut w = Writer::create(&path, &meta()).unwrap();
     for b in &blocks {
         let info = w.write_records(b, 0).unwrap();
-        assert_eq!(info.codec, Codec::Columns, "kernel records are well-formed");
+        assert_eq!(
+            info.codec,
+            Codec::Columns2,
+            "kernel records are well-formed"
+        );
     }
     let size = w.finish(Trailer::default()).unwrap();
     let r = Reader::open(&path).unwrap();

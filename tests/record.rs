@@ -487,3 +487,66 @@ fn refused_topdown_members_are_left_out_with_one_line() {
         assert!(stdout.contains("# Samples: "), "{stdout}");
     }
 }
+
+/// The vdso image goes into a file only when its samples need it: a program that spends its
+/// time in `clock_gettime` gets it, one that never enters the vdso does not. Both list the
+/// vdso's build-id, by which a file without the image (as perf.data is) finds this machine's
+/// own vdso again.
+#[test]
+fn the_vdso_image_only_in_files_whose_samples_are_in_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let Some(prog) = support::stacks::build(d, "unwind/vdso.c", &[]) else {
+        return;
+    };
+    let spin = support::release_example("hotspots");
+    let side_blocks = |file: &str| {
+        let r = hrec::data::Reader::open(&d.join(file)).unwrap();
+        r.blocks()
+            .iter()
+            .filter(|b| b.kind == hrec::data::BlockKind::Side)
+            .map(|b| b.name.clone())
+            .collect::<Vec<_>>()
+    };
+    for (file, cmd) in [
+        ("vdso.hrec", vec![prog.to_str().unwrap(), "20000000"]),
+        ("spin.hrec", vec![spin.to_str().unwrap(), "1"]),
+    ] {
+        let mut args = vec!["record", "-q", "-F", "2000", "-o", file, "--"];
+        args.extend(&cmd);
+        let o = hrec_in(d, &args);
+        assert!(o.status.success(), "{}", text(&o).1);
+        let ids = text(&hrec_in(d, &["buildid-list", "-i", file])).0;
+        assert!(ids.lines().any(|l| l.ends_with(" [vdso]")), "{ids}");
+    }
+    assert!(side_blocks("vdso.hrec").contains(&"vdso".to_string()));
+    assert!(!side_blocks("spin.hrec").contains(&"vdso".to_string()));
+    let in_vdso = |file: &str| {
+        let (out, err) = text(&hrec_in(d, &["report", "--stdio", "-i", file]));
+        assert!(!out.is_empty(), "{err}");
+        out.lines()
+            .find(|l| l.contains("[vdso]") && l.contains("__vdso_clock_gettime"))
+            .map(str::to_string)
+    };
+    let own = in_vdso("vdso.hrec").expect("the vdso's samples named");
+    // The same file without its image: named from this machine's vdso, found by build-id.
+    let r = hrec::data::Reader::open(&d.join("vdso.hrec")).unwrap();
+    let mut w = hrec::data::Writer::create(&d.join("bare.hrec"), r.meta()).unwrap();
+    for b in r.blocks() {
+        let bytes = r.read_block(b).unwrap();
+        match b.kind {
+            hrec::data::BlockKind::Records => {
+                w.write_records_timed(&bytes, b.source, b.first_time, b.last_time)
+                    .unwrap();
+            }
+            hrec::data::BlockKind::Trailer => {}
+            _ if b.name == "vdso" => {}
+            hrec::data::BlockKind::Side => {
+                w.write_side(&b.name, &bytes).unwrap();
+            }
+        }
+    }
+    w.finish(r.trailer().cloned().unwrap_or_default()).unwrap();
+    assert!(!side_blocks("bare.hrec").contains(&"vdso".to_string()));
+    assert_eq!(in_vdso("bare.hrec"), Some(own));
+}

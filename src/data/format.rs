@@ -61,8 +61,12 @@ pub enum Codec {
     /// One zstd frame of the raw bytes.
     #[default]
     Zstd,
-    /// The record column transform ([`super::codec`]), then one zstd frame.
+    /// The record column transform ([`super::codec`]) in its first layout
+    /// ([`super::codec::Version::V1`]), then one zstd frame.
     Columns,
+    /// The column transform in its second layout ([`super::codec::Version::V2`]), then one
+    /// zstd frame.
+    Columns2,
 }
 
 impl Codec {
@@ -70,6 +74,7 @@ impl Codec {
         match self {
             Codec::Zstd => 0,
             Codec::Columns => 1,
+            Codec::Columns2 => 2,
         }
     }
 
@@ -77,6 +82,7 @@ impl Codec {
         match b {
             0 => Some(Codec::Zstd),
             1 => Some(Codec::Columns),
+            2 => Some(Codec::Columns2),
             _ => None,
         }
     }
@@ -236,7 +242,7 @@ pub(super) fn decode_payload(info: &BlockInfo, payload: &[u8]) -> Result<Vec<u8>
     // Cap the buffer at what the encoder can produce, so a lying frame cannot ask for more.
     let cap = match info.codec {
         Codec::Zstd => raw_len,
-        Codec::Columns => codec::max_encoded_len(raw_len),
+        Codec::Columns | Codec::Columns2 => codec::max_encoded_len(raw_len),
     };
     let inner = zstd::bulk::Decompressor::new()
         .and_then(|mut d| d.decompress(payload, cap))
@@ -251,7 +257,12 @@ pub(super) fn decode_payload(info: &BlockInfo, payload: &[u8]) -> Result<Vec<u8>
             }
             Ok(inner)
         }
-        Codec::Columns => codec::decode(&inner, raw_len).map_err(|e| format!("columns: {e}")),
+        Codec::Columns => {
+            codec::decode(&inner, raw_len, codec::Version::V1).map_err(|e| format!("columns: {e}"))
+        }
+        Codec::Columns2 => {
+            codec::decode(&inner, raw_len, codec::Version::V2).map_err(|e| format!("columns: {e}"))
+        }
     }
 }
 

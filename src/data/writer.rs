@@ -15,6 +15,9 @@ use super::{BlockInfo, BlockKind, Codec, DataError, MAGIC, Meta, Trailer, VERSIO
 pub const ZSTD_LEVEL: i32 = 3;
 
 /// A block compressor at `level`, with checksums and content sizes in its frames.
+/// The zstd level of [`Writer::write_side_packed`].
+pub const SIDE_LEVEL: i32 = 19;
+
 fn compressor(path: &Path, level: i32) -> Result<zstd::bulk::Compressor<'static>, DataError> {
     let err = |source| DataError::Compress {
         path: path.to_path_buf(),
@@ -180,7 +183,7 @@ impl Writer {
     ) -> Result<BlockInfo, DataError> {
         self.check_len("record block", records.len() as u64, MAX_BLOCK_RAW)?;
         let (codec, payload) = match codec::encode(records) {
-            Some(columns) => (Codec::Columns, self.compress(&columns)?),
+            Some(columns) => (Codec::Columns2, self.compress(&columns)?),
             None => (Codec::Zstd, self.compress(records)?),
         };
         let info = BlockInfo {
@@ -200,9 +203,25 @@ impl Writer {
 
     /// Writes a named blob ("kallsyms", "modules", "build-ids", ...).
     pub fn write_side(&mut self, name: &str, bytes: &[u8]) -> Result<BlockInfo, DataError> {
+        self.side(name, bytes, None)
+    }
+
+    /// [`write_side`](Self::write_side) at zstd level [`SIDE_LEVEL`], for the few small blocks
+    /// written once per file (the vdso, build-ids, kernel symbols): a few milliseconds buy a
+    /// tenth of their size.
+    pub fn write_side_packed(&mut self, name: &str, bytes: &[u8]) -> Result<BlockInfo, DataError> {
+        self.side(name, bytes, Some(SIDE_LEVEL))
+    }
+
+    fn side(
+        &mut self,
+        name: &str,
+        bytes: &[u8],
+        level: Option<i32>,
+    ) -> Result<BlockInfo, DataError> {
         self.check_len("side block name", name.len() as u64, MAX_NAME as u64)?;
         self.check_len("side block", bytes.len() as u64, MAX_BLOCK_RAW)?;
-        let payload = self.compress(bytes)?;
+        let payload = self.compress_at(bytes, level)?;
         let info = BlockInfo {
             kind: BlockKind::Side,
             codec: Codec::Zstd,
@@ -228,7 +247,7 @@ impl Writer {
             source,
         })?;
         self.check_len("trailer", json.len() as u64, MAX_BLOCK_RAW)?;
-        let payload = self.compress(&json)?;
+        let payload = self.compress_at(&json, Some(SIDE_LEVEL))?;
         let info = BlockInfo {
             kind: BlockKind::Trailer,
             codec: Codec::Zstd,
@@ -289,12 +308,19 @@ impl Writer {
     }
 
     fn compress(&mut self, bytes: &[u8]) -> Result<Vec<u8>, DataError> {
-        self.zstd
-            .compress(bytes)
-            .map_err(|source| DataError::Compress {
-                path: self.path.clone(),
-                source,
-            })
+        self.compress_at(bytes, None)
+    }
+
+    /// Compressed at `level`, or at the writer's level.
+    fn compress_at(&mut self, bytes: &[u8], level: Option<i32>) -> Result<Vec<u8>, DataError> {
+        let err = |source| DataError::Compress {
+            path: self.path.clone(),
+            source,
+        };
+        match level {
+            None => self.zstd.compress(bytes).map_err(err),
+            Some(level) => compressor(&self.path, level)?.compress(bytes).map_err(err),
+        }
     }
 
     /// One `write_all` of header, name, payload and `tail` (the footer, for the trailer).

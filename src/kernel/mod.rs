@@ -11,9 +11,10 @@
 //! not trusted: a size below the 8-byte header, not 8-byte aligned, or running past the head
 //! is reported as corruption and the rest of the batch is dropped instead of misparsed.
 //!
-//! Two small helpers for the vdso, which is no file on disk: [`own_vdso`] reads this process's
-//! image (the kernel maps the same one into every process), [`memfd_with`] puts an image into
-//! an in-memory file so path-based readers (the symbolizer) can open it.
+//! Small helpers for the vdso, which is no file on disk: [`own_vdso`] reads this process's
+//! image (the kernel maps the same one into every process), [`image_build_id`] names an image,
+//! [`memfd_with`] puts an image into an in-memory file so path-based readers (the symbolizer)
+//! can open it.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -461,6 +462,14 @@ pub fn own_vdso(procfs: &std::path::Path) -> Option<Vec<u8>> {
         .and_then(|f| f.read_exact_at(&mut image, a))
         .ok()?;
     image.starts_with(b"\x7fELF").then_some(image)
+}
+
+/// The GNU build-id of an ELF image in memory (a vdso), as lowercase hex.
+pub fn image_build_id(image: &[u8]) -> Option<String> {
+    use object::Object as _;
+    let obj = object::File::parse(image).ok()?;
+    let id = obj.build_id().ok()??;
+    Some(id.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// An anonymous in-memory file (`memfd_create`) holding `bytes`, for code that reads files by

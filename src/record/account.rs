@@ -23,6 +23,8 @@ use crate::unwind::fp::FpChains;
 pub struct SampleOffsets {
     /// Offset of the event id, if the samples carry one.
     pub id: Option<usize>,
+    /// Offset of the ip.
+    pub ip: Option<usize>,
     /// Offset of `pid, tid`.
     pub tid: Option<usize>,
     /// Offset of `time`.
@@ -39,6 +41,7 @@ impl SampleOffsets {
             id = Some(at);
             at += 8;
         }
+        let ip = has(sample::IP).then_some(at);
         if has(sample::IP) {
             at += 8;
         }
@@ -56,7 +59,7 @@ impl SampleOffsets {
         if id.is_none() && has(sample::ID) {
             id = Some(at);
         }
-        SampleOffsets { id, tid, time }
+        SampleOffsets { id, ip, tid, time }
     }
 }
 
@@ -95,6 +98,12 @@ pub struct Accounting {
     pub time_range: Option<(u64, u64)>,
     /// File names seen in MMAP/MMAP2 records.
     pub mapped_files: BTreeSet<Vec<u8>>,
+    /// The `[vdso]` mappings seen, start to end (every process of a boot maps the same image,
+    /// each at its own address).
+    pub vdso_ranges: std::collections::BTreeMap<u64, u64>,
+    /// A user-mode sample of this file has its ip in a `[vdso]` range, or the samples carry
+    /// call chains or user stacks (whose frames may be anywhere): the file needs the image.
+    pub vdso_used: bool,
     /// Kernel addresses seen in samples (IPs of kernel-mode samples and the kernel part of
     /// their callchains): the kallsyms snapshot keeps the symbols around these only.
     pub kernel_addrs: BTreeSet<u64>,
@@ -114,6 +123,8 @@ pub struct Accounting {
     times: Option<decode::Decoder>,
     /// Keep each file mapping of the MMAP2 records for [`super::identity`].
     track_mapped: bool,
+    /// Some event's samples carry call chains or user stacks.
+    any_stacks: bool,
     /// The file mappings seen since [`Accounting::take_mapped`].
     mapped: Vec<super::identity::Mapped>,
 }
@@ -169,7 +180,12 @@ impl Accounting {
             })
             .collect();
         let checks = fp_events.contains(&true);
+        let any_stacks = attrs
+            .iter()
+            .any(|a| a.sample_type & (sample::CALLCHAIN | sample::STACK_USER) != 0);
         Accounting {
+            any_stacks,
+            vdso_used: any_stacks,
             layouts: attrs.iter().map(Layout::from_attr).collect(),
             chain_maps: checks.then(ChainMaps::default),
             times: checks.then(|| {
@@ -212,6 +228,9 @@ impl Accounting {
             samples_per_event: vec![0; self.samples_per_event.len()],
             mapped_files: self.mapped_files.clone(),
             kernel_addrs: self.kernel_addrs.clone(),
+            vdso_ranges: self.vdso_ranges.clone(),
+            vdso_used: self.any_stacks,
+            any_stacks: self.any_stacks,
             layouts: self.layouts.clone(),
             track_mapped: self.track_mapped,
             ..Accounting::default()
@@ -344,6 +363,7 @@ impl Accounting {
     fn sample(&mut self, r: &[u8]) {
         let off = self.offsets.unwrap_or(SampleOffsets {
             id: None,
+            ip: None,
             tid: None,
             time: None,
         });
@@ -364,7 +384,18 @@ impl Accounting {
             }
         }
         // PERF_RECORD_MISC_KERNEL: the sample interrupted the kernel.
-        let kernel = u16::from_le_bytes([r[4], r[5]]) & misc::CPUMODE_MASK == misc::KERNEL;
+        let cpumode = u16::from_le_bytes([r[4], r[5]]) & misc::CPUMODE_MASK;
+        let kernel = cpumode == misc::KERNEL;
+        if !self.vdso_used
+            && cpumode == misc::USER
+            && let Some(ip) = off.ip.and_then(|o| u64_at(r, o))
+        {
+            self.vdso_used = self
+                .vdso_ranges
+                .range(..=ip)
+                .next_back()
+                .is_some_and(|(_, &end)| ip < end);
+        }
         let mut chain = self.chain_maps.is_some()
             && event.is_some_and(|e| self.fp_events.get(e).copied().unwrap_or(false));
         // A user-mode sample's chain at its fixed place: no decoding (a kernel-mode sample is
@@ -431,6 +462,13 @@ impl Accounting {
         };
         let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
         let name = &name[..end];
+        if name == b"[vdso]"
+            && let (Some(start), Some(len)) = (u64_at(r, 16), u64_at(r, 24))
+        {
+            let end = start.saturating_add(len);
+            let e = self.vdso_ranges.entry(start).or_insert(end);
+            *e = (*e).max(end);
+        }
         // Only real files have build-ids: skip [vdso], [heap], //anon, memfd: and the like.
         if name.first() == Some(&b'/') && !self.mapped_files.contains(name) {
             self.mapped_files.insert(name.to_vec());
@@ -460,6 +498,7 @@ mod tests {
             o,
             SampleOffsets {
                 id: Some(32),
+                ip: Some(8),
                 tid: Some(16),
                 time: Some(24)
             }
@@ -471,6 +510,7 @@ mod tests {
             o,
             SampleOffsets {
                 id: Some(8),
+                ip: Some(16),
                 tid: Some(24),
                 time: None
             }
@@ -644,5 +684,35 @@ mod tests {
         }
         acc.account(&rec(kind::MMAP2, &body));
         assert!(acc.mapped_files.contains(b"/usr/lib/libc.so.6".as_slice()));
+    }
+
+    /// A user-mode sample in a `[vdso]` mapping marks the file as needing the image; kernel
+    /// samples and user samples elsewhere do not, call chains always do.
+    #[test]
+    fn samples_in_the_vdso_need_its_image() {
+        let mut a = Attr::new(1, 0);
+        a.sample_period_or_freq = 4000;
+        a.sample_type = sample::IP | sample::TID | sample::TIME;
+        let mut acc = Accounting::new(&[a], [], 1);
+        let mut body = vec![0u64, 0x7fff_0000_0000, 0x2000, 0, 0, 0, 0, 0];
+        body.push(u64::from_le_bytes(*b"[vdso]\0\0"));
+        acc.account(&rec(kind::MMAP2, &body));
+        let sample = |misc: u16, ip: u64| {
+            let mut r = rec(kind::SAMPLE, &[ip, 5 | (5 << 32), 100]);
+            r[4..6].copy_from_slice(&misc.to_le_bytes());
+            r
+        };
+        acc.account(&sample(misc::USER, 0x7fff_0000_2000));
+        acc.account(&sample(misc::KERNEL, 0x7fff_0000_0010));
+        assert!(!acc.vdso_used);
+        acc.account(&sample(misc::USER, 0x7fff_0000_1ff0));
+        assert!(acc.vdso_used);
+        // The next file starts over; the mapping is still known.
+        let done = acc.take_file();
+        assert!(done.vdso_used && !acc.vdso_used);
+        acc.account(&sample(misc::USER, 0x7fff_0000_0100));
+        assert!(acc.vdso_used);
+        a.sample_type |= sample::CALLCHAIN;
+        assert!(Accounting::new(&[a], [], 1).vdso_used);
     }
 }

@@ -81,9 +81,11 @@ pub fn build_ids<'a>(
 
 /// The part of `/proc/kallsyms` a report of these kernel addresses needs: for every address,
 /// the symbol that contains it (the last one starting at or below it) and the one after it
-/// (where it ends), plus `_text`/`_stext`/`_etext`, in kallsyms' own line format. A full
-/// snapshot is 5 MB (1 MB compressed), more than the samples of a typical recording; the
-/// subset is a few KB. Empty when there are no kernel addresses or kallsyms hides them
+/// (where it ends), plus `_text`/`_stext`/`_etext`, in kallsyms' own line format. A successor
+/// that contains no address is written as its bare address, an end mark (its name would say
+/// nothing the report shows; half the names of a subset are such successors). A full snapshot
+/// is 5 MB (1 MB compressed), more than the samples of a typical recording; the subset is a
+/// few KB. Empty when there are no kernel addresses or kallsyms hides them
 /// (`kernel.kptr_restrict`: every address reads as 0).
 pub fn kallsyms_subset(kallsyms: &str, addrs: &std::collections::BTreeSet<u64>) -> String {
     let mut syms: Vec<(u64, &str)> = kallsyms
@@ -97,25 +99,39 @@ pub fn kallsyms_subset(kallsyms: &str, addrs: &std::collections::BTreeSet<u64>) 
         return String::new();
     }
     syms.sort_by_key(|(a, _)| *a);
-    let mut keep = std::collections::BTreeSet::new();
+    // Index -> written whole (true) or as an end mark (false).
+    let mut keep = std::collections::BTreeMap::new();
     for (i, (_, l)) in syms.iter().enumerate() {
         let name = l.split_whitespace().nth(2).unwrap_or("");
         if matches!(name, "_text" | "_stext" | "_etext") {
-            keep.insert(i);
+            keep.insert(i, true);
         }
     }
     for &a in addrs {
         let i = syms.partition_point(|(s, _)| *s <= a);
         if i > 0 {
-            keep.insert(i - 1);
+            keep.insert(i - 1, true);
         }
         if i < syms.len() {
-            keep.insert(i);
+            keep.entry(i).or_insert(false);
         }
     }
+    let named: std::collections::BTreeSet<u64> = keep
+        .iter()
+        .filter(|&(_, &whole)| whole)
+        .map(|(&i, _)| syms[i].0)
+        .collect();
     let mut out = String::new();
-    for i in keep {
-        out.push_str(syms[i].1);
+    for (i, whole) in keep {
+        let (a, line) = syms[i];
+        if whole {
+            out.push_str(line);
+        } else if named.contains(&a) {
+            // A symbol written whole starts here and marks the end already.
+            continue;
+        } else {
+            out.push_str(&format!("{a:016x}"));
+        }
         out.push('\n');
     }
     out
@@ -134,7 +150,22 @@ mod tests {
         let sub = kallsyms_subset(ks, &addrs);
         assert_eq!(
             sub,
-            "ffffffff81000000 T _text\nffffffff81002000 t helper\nffffffff81003000 T do_two\nffffffffc0001000 t mod_fn\t[kvm]\n"
+            "ffffffff81000000 T _text\nffffffff81002000 t helper\nffffffff81003000\nffffffffc0001000 t mod_fn\t[kvm]\n"
+        );
+        // Read back: helper ends at the end mark, which names nothing.
+        let k = crate::symbol::kallsyms::KernelSymbols::parse(&sub);
+        let name = |a: u64| k.lookup(a).map(|(s, _)| s.name.to_string());
+        assert_eq!(name(0xffff_ffff_8100_2010).as_deref(), Some("helper"));
+        assert_eq!(name(0xffff_ffff_8100_3010), None);
+        assert_eq!(k.end_of(0xffff_ffff_8100_2000), Some(0xffff_ffff_8100_3000));
+        // A successor at the address of a symbol written whole is not marked again.
+        let alias = "ffffffff81001000 T a\nffffffff81002000 t b\nffffffff81002000 t b_alias\n";
+        let addrs = [0xffff_ffff_8100_1010u64, 0xffff_ffff_8100_2010]
+            .into_iter()
+            .collect();
+        assert_eq!(
+            kallsyms_subset(alias, &addrs),
+            "ffffffff81001000 T a\nffffffff81002000 t b_alias\n"
         );
         let hidden = "0000000000000000 T _text\n0000000000000000 T do_one\n";
         assert_eq!(kallsyms_subset(hidden, &addrs), "");

@@ -34,6 +34,8 @@ pub(super) enum Msg {
     FileSides {
         files: std::collections::BTreeSet<Vec<u8>>,
         kernel_addrs: std::collections::BTreeSet<u64>,
+        /// The file's samples need the vdso image ([`Accounting::vdso_used`]).
+        vdso: bool,
     },
     /// A side block for the current file (the perf maps of processes in containers).
     Side(String, Vec<u8>),
@@ -88,15 +90,13 @@ pub(super) struct Dumped {
     pub(super) bytes: u64,
 }
 
-/// The side blocks every file starts with: the kernel's modules and the vdso.
+/// The side block every file starts with: the kernel's modules. (The vdso image goes at the
+/// end, only into a file whose samples need it.)
 fn start_file(w: &mut Writer, ctx: &WriterCtx) -> Result<(), data::DataError> {
     if !ctx.live
         && let Ok(bytes) = std::fs::read(ctx.procfs.join("modules"))
     {
-        w.write_side("modules", &bytes)?;
-    }
-    if let Some(image) = &ctx.vdso {
-        w.write_side("vdso", image)?;
+        w.write_side_packed("modules", &bytes)?;
     }
     Ok(())
 }
@@ -133,7 +133,8 @@ pub(super) fn writer_loop(mut w: Writer, rx: mpsc::Receiver<Msg>, mut ctx: Write
             Msg::FileSides {
                 files,
                 kernel_addrs,
-            } => write_file_sides(&mut w, &ctx, &files, &kernel_addrs, &mut kallsyms),
+                vdso,
+            } => write_file_sides(&mut w, &ctx, &files, &kernel_addrs, vdso, &mut kallsyms),
             Msg::Side(name, bytes) => w.write_side(&name, &bytes).map(|_| ()),
             Msg::SideBand(bytes) => {
                 if let Some(u) = &mut ctx.unwinder {
@@ -284,17 +285,22 @@ pub(super) fn keep_newest(files: &mut Vec<PathBuf>, max: Option<usize>) {
     }
 }
 
-/// The side blocks that end a file: the build-ids of the files mapped and the kernel
-/// symbols around the kernel addresses sampled.
+/// The side blocks that end a file: the vdso image when its samples need it, the build-ids
+/// of the files mapped (and of the vdso, so a file without its image can find it again, as
+/// perf's build-id cache does), and the kernel symbols around the kernel addresses sampled.
 fn write_file_sides(
     w: &mut Writer,
     ctx: &WriterCtx,
     files: &std::collections::BTreeSet<Vec<u8>>,
     kernel_addrs: &std::collections::BTreeSet<u64>,
+    vdso: bool,
     kallsyms: &mut Option<String>,
 ) -> Result<(), data::DataError> {
     if ctx.live {
         return Ok(());
+    }
+    if vdso && let Some(image) = &ctx.vdso {
+        w.write_side_packed("vdso", image)?;
     }
     if !ctx.no_buildid {
         let found = ctx
@@ -302,15 +308,18 @@ fn write_file_sides(
             .as_ref()
             .and_then(|f| f.lock().ok().map(|m| m.clone()))
             .unwrap_or_default();
-        let build_ids = side::build_ids(files.iter().map(Vec::as_slice), &found);
-        w.write_side("build-ids", build_ids.as_bytes())?;
+        let mut build_ids = side::build_ids(files.iter().map(Vec::as_slice), &found);
+        if let Some(id) = ctx.vdso.as_deref().and_then(crate::kernel::image_build_id) {
+            build_ids.push_str(&format!("{id} [vdso]\n"));
+        }
+        w.write_side_packed("build-ids", build_ids.as_bytes())?;
     }
     if !kernel_addrs.is_empty() {
         let all = kallsyms.get_or_insert_with(|| {
             std::fs::read_to_string(ctx.procfs.join("kallsyms")).unwrap_or_default()
         });
         let subset = side::kallsyms_subset(all, kernel_addrs);
-        w.write_side("kallsyms", subset.as_bytes())?;
+        w.write_side_packed("kallsyms", subset.as_bytes())?;
     }
     Ok(())
 }
@@ -320,5 +329,6 @@ pub(super) fn send_file_sides(tx: &mpsc::SyncSender<Msg>, acc: &Accounting) {
     let _ = tx.send(Msg::FileSides {
         files: acc.mapped_files.clone(),
         kernel_addrs: acc.kernel_addrs.clone(),
+        vdso: acc.vdso_used,
     });
 }

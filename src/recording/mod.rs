@@ -195,25 +195,22 @@ impl Recording {
         t
     }
 
-    /// The image of the vdso the recorded processes had, to unwind through it: hrec's
-    /// `vdso` side block; for perf.data, this machine's vdso when its build-id is the one
-    /// the file lists for `[vdso]`, else perf's copy in its build-id cache
-    /// (`~/.debug/[vdso]/<build-id>/vdso`).
+    /// The image of the vdso the recorded processes had, to unwind through it and name its
+    /// frames: hrec's `vdso` side block (written when the samples need it); else this
+    /// machine's vdso when its build-id is the one the file lists for `[vdso]`, else perf's
+    /// copy in its build-id cache (`~/.debug/[vdso]/<build-id>/vdso`).
     pub fn vdso_image(&self) -> Option<Vec<u8>> {
-        if let Source::Hrec(_) = &self.source {
-            return self.side("vdso");
+        if let Source::Hrec(_) = &self.source
+            && let Some(image) = self.side("vdso")
+        {
+            return Some(image);
         }
         let ids = String::from_utf8(self.side("build-ids")?).ok()?;
         let want = ids.lines().find_map(|l| {
             let (id, path) = l.split_once(' ')?;
             (path.trim() == "[vdso]").then(|| id.to_string())
         })?;
-        let build_id = |image: &[u8]| -> Option<String> {
-            use object::Object as _;
-            let obj = object::File::parse(image).ok()?;
-            let id = obj.build_id().ok()??;
-            Some(id.iter().map(|b| format!("{b:02x}")).collect())
-        };
+        let build_id = crate::kernel::image_build_id;
         if let Some(own) = crate::kernel::own_vdso(std::path::Path::new("/proc"))
             && build_id(&own).as_deref() == Some(want.as_str())
         {

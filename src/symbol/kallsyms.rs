@@ -6,7 +6,9 @@
 //! `record::side::kallsyms_subset`), so within a subset the "next symbol" of every sampled
 //! address is still its true end. The lookup therefore never answers with a symbol for an
 //! address past that end: such an address was not sampled at record time and stays
-//! unresolved rather than being attributed to the wrong function.
+//! unresolved rather than being attributed to the wrong function. A successor that no sampled
+//! address falls in is stored as a bare address line (an *end mark*, no type and no name):
+//! it only says where the symbol before it ends.
 //!
 //! Under `kernel.kptr_restrict` every address reads as 0; such a table is treated as empty,
 //! and the report says the recording has no kernel symbols.
@@ -56,6 +58,19 @@ impl KernelSymbols {
         for l in text.lines() {
             let mut it = l.split_ascii_whitespace();
             let (Some(start), Some(_type), Some(name)) = (it.next(), it.next(), it.next()) else {
+                // An end mark: a bare address.
+                let mut w = l.split_ascii_whitespace();
+                if let (Some(start), None) = (w.next(), w.next())
+                    && let Ok(start) = u64::from_str_radix(start, 16)
+                {
+                    any_address |= start != 0;
+                    t.entries.push(Entry {
+                        start,
+                        name_at: 0,
+                        name_len: 0,
+                        module: 0,
+                    });
+                }
                 continue;
             };
             let Ok(start) = u64::from_str_radix(start, 16) else {
@@ -95,7 +110,8 @@ impl KernelSymbols {
         if !any_address {
             return KernelSymbols::default();
         }
-        t.entries.sort_by_key(|e| e.start);
+        // An end mark at a symbol's own address never hides the symbol.
+        t.entries.sort_by_key(|e| (e.start, e.name_len != 0));
         t.entries.shrink_to_fit();
         t.names.shrink_to_fit();
         t
@@ -106,7 +122,7 @@ impl KernelSymbols {
         self.entries.is_empty()
     }
 
-    /// Number of symbols.
+    /// Number of symbols and end marks.
     pub fn len(&self) -> usize {
         self.entries.len()
     }
@@ -116,7 +132,7 @@ impl KernelSymbols {
     pub fn lookup(&self, addr: u64) -> Option<(KernelSym, u64)> {
         let i = self.entries.partition_point(|s| s.start <= addr);
         let e = self.entries.get(i.checked_sub(1)?)?;
-        if i == self.entries.len() && addr != e.start {
+        if (i == self.entries.len() && addr != e.start) || e.name_len == 0 {
             return None;
         }
         let at = e.name_at as usize;

@@ -1,6 +1,7 @@
 //! Tests of `codec`.
 
 use super::*;
+use Version::{V1, V2};
 use proptest::prelude::*;
 
 fn record(ty: u32, misc: u16, words: &[u64]) -> Vec<u8> {
@@ -52,7 +53,7 @@ fn samples_become_small_columns() {
     }
     let enc = encode(&raw).expect("well-formed");
     assert!(enc.len() < 100 * 4, "{} of 4000 bytes", enc.len());
-    assert_eq!(decode(&enc, raw.len()).unwrap(), raw);
+    assert_eq!(decode(&enc, raw.len(), V2).unwrap(), raw);
     assert_eq!(count_records(&raw), 100);
     // The byte part's length, then N, S and the shape (one shape: no coded shape
     // indices), then the four column modes with their fixed fields.
@@ -70,6 +71,39 @@ fn samples_become_small_columns() {
     assert_eq!(at + 9, 1 + fixed);
 }
 
+/// Under `V2` the user and kernel samples of a thread share their columns: the times of
+/// alternating samples are one stride series, not two with twice the stride and gaps. A `V1`
+/// block still reads back, as its own layout only.
+#[test]
+fn samples_of_both_cpumodes_share_columns() {
+    let mut raw = Vec::new();
+    for i in 0..200u64 {
+        let misc = if i % 3 == 0 { 1 } else { 2 };
+        let t = 1_000_000 + i * 250_000 + (i * 7919) % 300;
+        raw.extend(record(
+            9,
+            misc,
+            &[0x40_1000 + (i % 2) * 8, 77 | 77 << 32, t, 250_000],
+        ));
+    }
+    let (v1, v2) = (encode_as(&raw, V1).unwrap(), encode_as(&raw, V2).unwrap());
+    assert!(v2.len() < v1.len(), "{} >= {}", v2.len(), v1.len());
+    // Two shapes; the first column (the ip of both) is a dictionary.
+    let mut input = Input { bytes: &v2, at: 0 };
+    let fixed = input.varint().unwrap() as usize;
+    let start = input.at;
+    assert_eq!((input.varint(), input.varint()), (Ok(200), Ok(2)));
+    input.at += 16;
+    assert_eq!(input.byte(), Ok(MODE_DICT));
+    // Four columns of one group, not eight of two: a smaller byte part.
+    let v1_fixed = Input { bytes: &v1, at: 0 }.varint().unwrap() as usize;
+    assert!(fixed + 4 * 9 <= v1_fixed, "{fixed} vs {v1_fixed}");
+    assert!(start + fixed <= v2.len());
+    assert_eq!(decode(&v2, raw.len(), V2).unwrap(), raw);
+    assert_eq!(decode(&v1, raw.len(), V1).unwrap(), raw);
+    assert!(decode(&v1, raw.len(), V2).is_err());
+}
+
 #[test]
 fn malformed_input_is_not_transformed() {
     assert!(encode(&[0u8; 7]).is_none());
@@ -78,19 +112,19 @@ fn malformed_input_is_not_transformed() {
     r.extend_from_slice(&[0u8; 8]);
     assert!(encode(&r).is_none());
     assert_eq!(count_records(&r), 1);
-    assert_eq!(encode(&[]).map(|e| decode(&e, 0)), Some(Ok(Vec::new())));
+    assert_eq!(encode(&[]).map(|e| decode(&e, 0, V2)), Some(Ok(Vec::new())));
 }
 
 #[test]
 fn decode_rejects_lies() {
     let raw = record(9, 0, &[1, 2, 3]);
     let enc = encode(&raw).unwrap();
-    assert!(decode(&enc, raw.len() + 8).is_err());
-    assert!(decode(&enc, raw.len() - 8).is_err());
-    assert!(decode(&enc[..enc.len() - 1], raw.len()).is_err());
+    assert!(decode(&enc, raw.len() + 8, V2).is_err());
+    assert!(decode(&enc, raw.len() - 8, V2).is_err());
+    assert!(decode(&enc[..enc.len() - 1], raw.len(), V2).is_err());
     let mut more = enc.clone();
     more.push(0);
-    assert!(decode(&more, raw.len()).is_err());
+    assert!(decode(&more, raw.len(), V2).is_err());
 }
 
 fn records_strategy() -> impl Strategy<Value = Vec<u8>> {
@@ -117,14 +151,18 @@ proptest! {
 
     #[test]
     fn round_trip_records(raw in records_strategy()) {
-        let enc = encode(&raw).expect("well-formed records");
-        prop_assert_eq!(decode(&enc, raw.len()).unwrap(), raw);
+        for v in [V1, V2] {
+            let enc = encode_as(&raw, v).expect("well-formed records");
+            prop_assert_eq!(decode(&enc, raw.len(), v).unwrap(), raw.clone());
+        }
     }
 
     #[test]
     fn round_trip_or_refuse_arbitrary_bytes(raw in prop::collection::vec(any::<u8>(), 0..300)) {
-        if let Some(enc) = encode(&raw) {
-            prop_assert_eq!(decode(&enc, raw.len()).unwrap(), raw);
+        for v in [V1, V2] {
+            if let Some(enc) = encode_as(&raw, v) {
+                prop_assert_eq!(decode(&enc, raw.len(), v).unwrap(), raw.clone());
+            }
         }
     }
 
@@ -143,19 +181,21 @@ proptest! {
             enc[i] ^= x;
         }
         // Any outcome but a panic: an error, or some bytes of the promised length.
-        if let Ok(out) = decode(&enc, raw.len()) {
+        if let Ok(out) = decode(&enc, raw.len(), V2) {
             prop_assert_eq!(out.len(), raw.len());
         }
         let cut = cut % (enc.len() + 1);
-        if let Ok(out) = decode(&enc[..cut], raw.len()) {
+        if let Ok(out) = decode(&enc[..cut], raw.len(), V2) {
             prop_assert_eq!(out.len(), raw.len());
         }
     }
 
     #[test]
     fn decode_never_panics(enc in prop::collection::vec(any::<u8>(), 0..200), len in 0usize..4096) {
-        if let Ok(out) = decode(&enc, len) {
-            prop_assert_eq!(out.len(), len);
+        for v in [V1, V2] {
+            if let Ok(out) = decode(&enc, len, v) {
+                prop_assert_eq!(out.len(), len);
+            }
         }
     }
 }
