@@ -25,6 +25,7 @@ pub(crate) fn loc(sym: &str) -> crate::symbol::symbolizer::Loc {
         unresolved: None,
         rel_addr: 0,
         dso_path: std::sync::Arc::default(),
+        span: None,
     }
 }
 

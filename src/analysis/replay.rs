@@ -89,6 +89,11 @@ pub struct Replay {
     file_ids: Vec<FastMap<u64, u32>>,
     /// Location ids of the other locations.
     other_ids: FastMap<(LocKey, bool), u32>,
+    /// Row ids by file offset range, per file: `(lo, hi, row)` sorted by `lo`, not
+    /// overlapping. Each is a symbol's range a resolved batch met ([`RowLocs::resolve`]);
+    /// with rows, an address there is its row at once, neither interned nor symbolized.
+    /// Bounded by the symbols met, not the addresses.
+    row_spans: Vec<Vec<(u64, u64, u32)>>,
     /// The mapping of the last address looked up in a file or anonymous memory (samples come
     /// in runs from one process and one library); cleared when any mapping changes.
     last_map: Option<(u32, Mapping, bool)>,
@@ -207,6 +212,7 @@ impl Replay {
             cgroup_ns: Vec::new(),
             file_ids: Vec::new(),
             other_ids: FastMap::default(),
+            row_spans: Vec::new(),
             last_map: None,
             used_maps: Vec::new(),
             used_set: Default::default(),
@@ -326,6 +332,17 @@ impl Replay {
             }
         };
         let next = self.next_loc();
+        if let LocKey::File(f, off) = key
+            && !ret
+            && let Some(spans) = self.row_spans.get(f.0 as usize)
+        {
+            let i = spans.partition_point(|&(lo, _, _)| lo <= off);
+            if let Some(&(_, hi, row)) = i.checked_sub(1).and_then(|i| spans.get(i))
+                && off < hi
+            {
+                return row;
+            }
+        }
         // File offsets are below 2^63: the top bit holds the kind. The per-file maps keep
         // each lookup in a small table (this is per frame).
         let id = match key {
@@ -355,9 +372,27 @@ impl Replay {
     /// Resolves the pending locations into rows and returns their ids (`ids[i]` for
     /// `PENDING | i`). The interning tables then give each address its row's id, unless they
     /// hold more than four batches: then they start afresh. Either way the pending ids are
-    /// free again.
+    /// free again, and the symbol ranges found name their addresses' rows from now on
+    /// ([`Replay::row_spans`]).
     pub fn resolve_rows(&mut self, rows: &mut RowLocs<'_>) -> Vec<u32> {
-        let ids = rows.resolve(&self.maps, &self.key_list);
+        let resolved = rows.resolve(&self.maps, &self.key_list);
+        for (&(key, frame), &(id, span)) in self.key_list.iter().zip(&resolved) {
+            if let (LocKey::File(f, _), FrameAddress::Ip(_), Some((lo, hi))) = (key, frame, span) {
+                let i = f.0 as usize;
+                if self.row_spans.len() <= i {
+                    self.row_spans.resize_with(i + 1, Vec::new);
+                }
+                let spans = &mut self.row_spans[i];
+                let at = spans.partition_point(|&(l, _, _)| l < lo);
+                // Ranges of two symbols never overlap; a range met again is there already.
+                let clear = spans.get(at).is_none_or(|&(l, _, _)| hi <= l)
+                    && at.checked_sub(1).is_none_or(|p| spans[p].1 <= lo);
+                if clear {
+                    spans.insert(at, (lo, hi, id));
+                }
+            }
+        }
+        let ids: Vec<u32> = resolved.into_iter().map(|(id, _)| id).collect();
         let held = self.other_ids.len() + self.file_ids.iter().map(|m| m.len()).sum::<usize>();
         if held > rows.batch().saturating_mul(4) {
             self.file_ids.iter_mut().for_each(FastMap::clear);

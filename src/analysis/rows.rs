@@ -87,8 +87,14 @@ impl<'s> RowLocs<'s> {
     }
 
     /// Symbolizes a batch of locations (as the converter interned them, with the address
-    /// spaces they were found in) and returns the row location id of each, in order.
-    pub fn resolve(&mut self, maps: &AddressSpaces, keys: &[(LocKey, FrameAddress)]) -> Vec<u32> {
+    /// spaces they were found in) and returns the row location id of each, in order, with
+    /// the file offsets around it that fall in the same row ([`Loc::span`]: the addresses
+    /// its symbol covers, which name the same row as it does).
+    pub fn resolve(
+        &mut self,
+        maps: &AddressSpaces,
+        keys: &[(LocKey, FrameAddress)],
+    ) -> Vec<(u32, Option<(u64, u64)>)> {
         if keys.is_empty() {
             return Vec::new();
         }
@@ -102,12 +108,13 @@ impl<'s> RowLocs<'s> {
             .zip(keys)
             .map(|(l, &key)| {
                 let next = self.locs.len() as u32;
+                let span = l.span;
                 let id = *self.rows.entry(Row::of(&l)).or_insert(next);
                 if id == next {
                     self.locs.push(l);
                     self.keys.push(key);
                 }
-                id
+                (id, span)
             })
             .collect()
     }

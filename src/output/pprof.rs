@@ -916,6 +916,7 @@ mod tests {
             unresolved: sym.is_none().then_some(Unresolved::BinaryMissing),
             rel_addr: 0,
             dso_path: Arc::default(),
+            span: None,
         }
     }
 

@@ -253,12 +253,37 @@ impl Binary {
     /// empty when DWARF says nothing about the address. `Err(NoSymbols)` when there is
     /// neither a symbol nor a DWARF frame.
     pub fn symbolize(&self, svma: u64) -> Result<Symbolized, Unresolved> {
-        let sym = self.symbols.lookup(svma);
+        let (sym, span) = self.symbols.lookup_span(svma).unzip();
         let frames = self.frames(svma);
         if sym.is_none() && frames.is_empty() {
             return Err(Unresolved::NoSymbols);
         }
-        Ok(Symbolized { sym, frames })
+        Ok(Symbolized { sym, frames, span })
+    }
+
+    /// The file offsets of the SVMAs `[lo, hi)` (a [`Symbolized::span`]) around file offset
+    /// `offset`: clipped to the `PT_LOAD` segment [`Binary::svma`] maps `offset` by, and `None`
+    /// when another segment shares its file bytes (an offset there could map either way).
+    pub fn offset_span(&self, offset: u64, (lo, hi): (u64, u64)) -> Option<(u64, u64)> {
+        let at = self
+            .loads
+            .iter()
+            .position(|l| offset >= l.offset && offset - l.offset < l.filesz)?;
+        let load = &self.loads[at];
+        let end = load.offset.checked_add(load.filesz)?;
+        let shared = self.loads.iter().enumerate().any(|(i, l)| {
+            i != at && l.offset < end && load.offset < l.offset.saturating_add(l.filesz)
+        });
+        if shared {
+            return None;
+        }
+        let to_offset = |svma: u64| {
+            svma.checked_sub(load.vaddr)
+                .and_then(|d| load.offset.checked_add(d))
+        };
+        let lo = to_offset(lo.max(load.vaddr))?.max(load.offset);
+        let hi = to_offset(hi.max(load.vaddr))?.min(end);
+        (lo <= offset && offset < hi).then_some((lo, hi))
     }
 
     /// The symbol-table symbol holding `svma`, without DWARF (names of call targets).

@@ -558,23 +558,37 @@ impl Symbols {
     }
 
     pub(super) fn lookup(&self, addr: u64) -> Option<Sym> {
+        self.lookup_span(addr).map(|(sym, _)| sym)
+    }
+
+    /// [`Symbols::lookup`], with the interval around `addr` in which every address finds the
+    /// same symbol: from the symbol's start, or the end of the last smaller symbol it encloses
+    /// below `addr`, to the symbol's end or the next symbol's start, whichever comes first.
+    pub(super) fn lookup_span(&self, addr: u64) -> Option<(Sym, (u64, u64))> {
         let below = self.entries.partition_point(|e| e.start <= addr);
-        let entry = self
+        let window = self
             .entries
-            .get(..below)?
-            .iter()
-            .rev()
-            .take(ENCLOSING_LOOKBACK)
-            .find(|e| addr < e.end)?;
+            .get(below.saturating_sub(ENCLOSING_LOOKBACK)..below)?;
+        let k = window.iter().rposition(|e| addr < e.end)?;
+        let (entry, passed) = window.get(k..)?.split_first()?;
+        // The symbols passed over (inside the one found, ended at or below `addr`).
+        let lo = passed.iter().map(|e| e.end).fold(entry.start, u64::max);
+        let hi = self
+            .entries
+            .get(below)
+            .map_or(entry.end, |next| next.start.min(entry.end));
         let name = entry
             .demangled
             .get_or_init(|| Arc::from(demangle(name_of(&self.names, entry.name)).as_ref()))
             .clone();
-        Some(Sym {
-            name,
-            start: entry.start,
-            size: entry.size,
-        })
+        Some((
+            Sym {
+                name,
+                start: entry.start,
+                size: entry.size,
+            },
+            (lo, hi),
+        ))
     }
 }
 

@@ -83,6 +83,9 @@ pub struct Symbolized {
     /// Inline chain from DWARF, innermost first; the last frame is the out-of-line function.
     /// Empty when the binary has no DWARF for this address.
     pub frames: Vec<Frame>,
+    /// With `sym`: the SVMAs `[lo, hi)` around the address where the symbol table finds the
+    /// same symbol.
+    pub span: Option<(u64, u64)>,
 }
 
 /// Why an address did not resolve to a symbol.

@@ -52,6 +52,10 @@ pub struct Loc {
     pub rel_addr: u64,
     /// The object as perf's `script` names it: the file's path as recorded, else as `dso`.
     pub dso_path: Arc<str>,
+    /// For a location in a mapped file named by its symbol table: the file offsets `[lo, hi)`
+    /// around its own where every address is named by the same symbol ([`Binary::offset_span`]),
+    /// so a report keyed by symbol can take any address there as this location's row.
+    pub span: Option<(u64, u64)>,
 }
 
 impl Loc {
@@ -367,6 +371,7 @@ impl Symbolizer {
                             unresolved: None,
                             rel_addr: 0,
                             dso_path: Arc::default(),
+                            span: None,
                         }
                     }
                     None => {
@@ -398,6 +403,7 @@ impl Symbolizer {
                             unresolved: None,
                             rel_addr: 0,
                             dso_path: Arc::default(),
+                            span: None,
                         },
                         None => unresolved_loc(a, false, dso, Unresolved::Anonymous),
                     }
@@ -416,6 +422,7 @@ impl Symbolizer {
                     unresolved: None,
                     rel_addr: 0,
                     dso_path: Arc::default(),
+                    span: None,
                 },
             });
         }
@@ -730,6 +737,7 @@ fn unresolved_loc(addr: u64, kernel: bool, dso: Arc<str>, why: Unresolved) -> Lo
         unresolved: Some(why),
         rel_addr: 0,
         dso_path: Arc::default(),
+        span: None,
     }
 }
 
@@ -742,6 +750,11 @@ fn resolve_in(b: &Binary, frame: FrameAddress, offset: u64, dso: Arc<str>) -> Lo
     };
     match b.symbolize(svma) {
         Ok(s) => {
+            let span = s
+                .sym
+                .as_ref()
+                .and(s.span)
+                .and_then(|sp| b.offset_span(offset, sp));
             let (sym, off) = match (&s.sym, s.frames.last()) {
                 (Some(sym), _) => (
                     Some(sym.name.clone()),
@@ -761,6 +774,7 @@ fn resolve_in(b: &Binary, frame: FrameAddress, offset: u64, dso: Arc<str>) -> Lo
                 sym,
                 sym_offset: off,
                 frames: s.frames,
+                span,
             }
         }
         Err(why) => Loc {

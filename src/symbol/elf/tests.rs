@@ -486,6 +486,17 @@ fn svma_uses_the_load_segment_of_the_offset() {
     assert_eq!(binary.svma(0x10, 0x0, 0), Some(0x10));
     assert_eq!(binary.svma(0xfff, 0x1000, 0), None);
     assert_eq!(binary.svma(u64::MAX, 0, u64::MAX), None);
+    // A symbol's SVMA span as file offsets, clipped to its segment's file bytes.
+    assert_eq!(
+        binary.offset_span(0x1010, (0x401000, 0x401040)),
+        Some((0x1000, 0x1040))
+    );
+    assert_eq!(
+        binary.offset_span(0x3300, (0x403300, 0x404000)),
+        Some((0x3300, 0x3345))
+    );
+    assert_eq!(binary.offset_span(0x4010, (0x605000, 0x605010)), None);
+    assert_eq!(binary.offset_span(0x9000, (0x0, 0x10000)), None);
 }
 
 fn builder(symbols: &[(u64, u64, u64, u32, &str)]) -> Symbols {
@@ -537,6 +548,39 @@ fn symbol_lookup_rules() {
     let sym = s.lookup(0x210).unwrap();
     assert_eq!((sym.start, sym.size), (0x200, 0));
     assert!(Symbols::default().lookup(0).is_none());
+}
+
+/// A span holds exactly the addresses that find the same symbol: checked against `lookup`
+/// at every address of the table above, nested symbols and gaps included.
+#[test]
+fn symbol_spans_are_where_the_lookup_agrees() {
+    let s = builder(&[
+        (0x100, 0x10, 0x1000, 1, "sized"),
+        (0x200, 0, 0x1000, 1, "unsized"),
+        (0x300, 0x20, 0x1000, 9, "alias"),
+        (0x400, 0x100, 0x1000, 1, "outer"),
+        (0x420, 0x10, 0x1000, 1, "nested"),
+        (0x440, 0x8, 0x1000, 1, "nested2"),
+        (0x800, 0, 0x900, 1, "last_unsized"),
+    ]);
+    let name = |addr| s.lookup(addr).map(|sym| sym.name.to_string());
+    assert_eq!(s.lookup_span(0x430).map(|x| x.1), Some((0x430, 0x440)));
+    assert_eq!(s.lookup_span(0x450).map(|x| x.1), Some((0x448, 0x500)));
+    assert_eq!(s.lookup_span(0x210).map(|x| x.1), Some((0x200, 0x300)));
+    for addr in 0..0xa00u64 {
+        let Some((sym, (lo, hi))) = s.lookup_span(addr) else {
+            assert_eq!(name(addr), None);
+            continue;
+        };
+        assert!(lo <= addr && addr < hi, "{addr:#x}: [{lo:#x}, {hi:#x})");
+        for a in lo..hi {
+            assert_eq!(
+                name(a).as_deref(),
+                Some(&*sym.name),
+                "{a:#x} in the span of {addr:#x}"
+            );
+        }
+    }
 }
 
 /// Load time and per-address cost on a real file:
