@@ -65,6 +65,7 @@
     deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)
 )]
 
+pub mod datasrc;
 mod cursor;
 mod layout;
 mod record;
