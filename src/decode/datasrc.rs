@@ -513,7 +513,18 @@ mod tests {
     const SOFTWARE: u64 = 0x1e05080021;
 
     fn ds(op_: u64, lvl_: u64, snoop_: u64, lvl_num: u64) -> DataSrc {
-        DataSrc::from_fields(op_, lvl_, snoop_, lock::NA, tlb::NA, lvl_num, false, 0, 0, 0)
+        DataSrc::from_fields(
+            op_,
+            lvl_,
+            snoop_,
+            lock::NA,
+            tlb::NA,
+            lvl_num,
+            false,
+            0,
+            0,
+            0,
+        )
     }
 
     #[test]
@@ -538,7 +549,13 @@ mod tests {
             (0x1f, 0x3fff, 0x1f, 3, 0x7f)
         );
         assert_eq!(
-            (all.lvl_num(), all.remote(), all.snoopx(), all.blk(), all.hops()),
+            (
+                all.lvl_num(),
+                all.remote(),
+                all.snoopx(),
+                all.blk(),
+                all.hops()
+            ),
             (0xf, true, 3, 7, 7)
         );
         // Bits 46 and up are reserved and read by no field.

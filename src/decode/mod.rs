@@ -65,8 +65,8 @@
     deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)
 )]
 
-pub mod datasrc;
 mod cursor;
+pub mod datasrc;
 mod layout;
 mod record;
 mod sample;
