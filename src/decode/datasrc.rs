@@ -501,7 +501,7 @@ pub fn page_size_name(size: u64) -> String {
         n /= 1024;
         i += 1;
     }
-    format!("{n}{}", units[i])
+    format!("{n}{}", units.get(i).copied().unwrap_or('G'))
 }
 
 #[cfg(test)]
