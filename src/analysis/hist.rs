@@ -18,7 +18,8 @@ use std::str::FromStr;
 use super::FastMap;
 use super::callgraph::{self, CallGraphOptions, CallTree, Mode};
 use super::latency::{LatHist, LatencyStats};
-use super::memkeys::{self, MemCells};
+use super::memkeys::{self, MemCells, MemKey};
+use super::profile::MemFold;
 use super::profile::{FoldKeys, NONE, Profile, SampleGroup};
 use super::topdown::TdCounts;
 use crate::symbol::symbolizer::Loc;
@@ -108,6 +109,24 @@ impl SortKey {
             SortKey::Weight => "Weight",
             SortKey::DataPageSize => "Data Page Size",
         }
+    }
+
+    /// The memory-access key this is, if it is one.
+    pub fn mem(self) -> Option<MemKey> {
+        Some(match self {
+            SortKey::SymbolDaddr => MemKey::SymbolDaddr,
+            SortKey::DsoDaddr => MemKey::DsoDaddr,
+            SortKey::Dcacheline => MemKey::Dcacheline,
+            SortKey::Mem => MemKey::Mem,
+            SortKey::Snoop => MemKey::Snoop,
+            SortKey::Tlb => MemKey::Tlb,
+            SortKey::Locked => MemKey::Locked,
+            SortKey::Blocked => MemKey::Blocked,
+            SortKey::LocalWeight => MemKey::LocalWeight,
+            SortKey::Weight => MemKey::Weight,
+            SortKey::DataPageSize => MemKey::DataPageSize,
+            _ => return None,
+        })
     }
 
     /// The JSON field name.
@@ -351,8 +370,14 @@ pub fn fold_keys(o: &HistOptions) -> FoldKeys {
         cgroup: has(SortKey::Cgroup),
         cgroup_ns: has(SortKey::CgroupId),
         rows: (!has(SortKey::Srcline) && !has(SortKey::Ip)).then_some(FoldKeys::ROW_BATCH),
-        mem: memkeys::fold(&o.sort),
+        mem: mem_fold(&o.sort),
     }
+}
+
+/// What of the samples' memory accesses the keys `sort` read.
+pub fn mem_fold(sort: &[SortKey]) -> MemFold {
+    let keys: Vec<MemKey> = sort.iter().filter_map(|k| k.mem()).collect();
+    memkeys::fold(&keys)
 }
 
 /// Interned display values of locations, computed once per location.
@@ -406,7 +431,7 @@ impl LocKeys {
             })));
         }
         LocKeys {
-            mem: MemCells::new(p, sort),
+            mem: MemCells::new(p, &sort.iter().map(|k| k.mem()).collect::<Vec<_>>()),
             dso,
             sym,
             srcline,
@@ -454,7 +479,7 @@ fn key_of_entry(
     };
     let mut k = [0u64; 10];
     for (col, (slot, key)) in k.iter_mut().zip(sort).enumerate() {
-        if memkeys::is_mem(*key) {
+        if key.mem().is_some() {
             *slot = lk.mem.key(col, s.mem);
             continue;
         }
@@ -490,7 +515,7 @@ fn render(
     sort.iter()
         .enumerate()
         .map(|(col, k)| match k {
-            k if memkeys::is_mem(*k) => lk.mem.cell(col, s.mem),
+            k if k.mem().is_some() => lk.mem.cell(col, s.mem),
             SortKey::Comm => p.comms[s.comm as usize].to_string(),
             SortKey::Pid => format!("{}:{}", s.tid, p.comms[s.comm as usize]),
             SortKey::Tid => s.tid.to_string(),
@@ -667,8 +692,10 @@ pub fn tables(p: &Profile, o: &HistOptions) -> Vec<Table> {
 fn tie_order(sort: &[SortKey], a: &Row, b: &Row) -> std::cmp::Ordering {
     for (i, k) in sort.iter().enumerate() {
         let id = |r: &Row| r.key_id.get(i).copied().unwrap_or(0);
-        let c =
-            memkeys::tie_order(*k, id(a), id(b)).unwrap_or_else(|| a.key.get(i).cmp(&b.key.get(i)));
+        let c = k
+            .mem()
+            .and_then(|m| memkeys::tie_order(m, id(a), id(b)))
+            .unwrap_or_else(|| a.key.get(i).cmp(&b.key.get(i)));
         if c.is_ne() {
             return c;
         }

@@ -22,7 +22,6 @@
 
 use std::collections::HashMap;
 
-use super::hist::SortKey;
 use super::profile::{MemFold, MemView, NONE, Profile};
 use crate::decode::datasrc::{DataSrc, page_size_name};
 use crate::symbol::data::{DataLoc, hex_addr};
@@ -30,38 +29,48 @@ use crate::symbol::data::{DataLoc, hex_addr};
 /// The cache line size perf uses for `dcacheline` (the running machine's, 64 on x86).
 pub const CACHE_LINE: u64 = 64;
 
-/// Whether `k` is a memory-access key.
-pub fn is_mem(k: SortKey) -> bool {
-    matches!(
-        k,
-        SortKey::SymbolDaddr
-            | SortKey::DsoDaddr
-            | SortKey::Dcacheline
-            | SortKey::Mem
-            | SortKey::Snoop
-            | SortKey::Tlb
-            | SortKey::Locked
-            | SortKey::Blocked
-            | SortKey::LocalWeight
-            | SortKey::Weight
-            | SortKey::DataPageSize
-    )
+/// A memory-access sort key (the `--sort` keys of [`super::hist::SortKey`] that read a
+/// sample's memory access).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MemKey {
+    /// `symbol_daddr`.
+    SymbolDaddr,
+    /// `dso_daddr`.
+    DsoDaddr,
+    /// `dcacheline`.
+    Dcacheline,
+    /// `mem`.
+    Mem,
+    /// `snoop`.
+    Snoop,
+    /// `tlb`.
+    Tlb,
+    /// `locked`.
+    Locked,
+    /// `blocked`.
+    Blocked,
+    /// `local_weight`.
+    LocalWeight,
+    /// `weight`.
+    Weight,
+    /// `data_page_size`.
+    DataPageSize,
 }
 
 /// What of the memory access the keys `sort` read ([`super::profile::FoldKeys::mem`]).
-pub fn fold(sort: &[SortKey]) -> MemFold {
-    let has = |ks: &[SortKey]| ks.iter().any(|k| sort.contains(k));
+pub fn fold(sort: &[MemKey]) -> MemFold {
+    let has = |ks: &[MemKey]| ks.iter().any(|k| sort.contains(k));
     MemFold {
-        daddr: has(&[SortKey::SymbolDaddr, SortKey::DsoDaddr, SortKey::Dcacheline]),
+        daddr: has(&[MemKey::SymbolDaddr, MemKey::DsoDaddr, MemKey::Dcacheline]),
         data_src: has(&[
-            SortKey::Mem,
-            SortKey::Snoop,
-            SortKey::Tlb,
-            SortKey::Locked,
-            SortKey::Blocked,
+            MemKey::Mem,
+            MemKey::Snoop,
+            MemKey::Tlb,
+            MemKey::Locked,
+            MemKey::Blocked,
         ]),
-        weight: has(&[SortKey::LocalWeight, SortKey::Weight]),
-        page_size: has(&[SortKey::DataPageSize]),
+        weight: has(&[MemKey::LocalWeight, MemKey::Weight]),
+        page_size: has(&[MemKey::DataPageSize]),
     }
 }
 
@@ -74,8 +83,9 @@ pub struct MemCells {
 }
 
 impl MemCells {
-    /// The keys and cells of `sort`'s memory keys for every memory access of `p`.
-    pub fn new(p: &Profile, sort: &[SortKey]) -> MemCells {
+    /// The keys and cells of `sort`'s memory keys (`None` for the other keys) for every
+    /// memory access of `p`.
+    pub fn new(p: &Profile, sort: &[Option<MemKey>]) -> MemCells {
         let unknown = DataLoc {
             addr: 0,
             dso: "[unknown]".into(),
@@ -96,9 +106,9 @@ impl MemCells {
         let cols = sort
             .iter()
             .map(|&k| {
-                if !is_mem(k) {
+                let Some(k) = k else {
                     return Vec::new();
-                }
+                };
                 p.mems
                     .iter()
                     .chain(std::iter::once(&none))
@@ -109,9 +119,9 @@ impl MemCells {
                         let named =
                             |s: String, intern: &mut dyn FnMut(&str) -> u64| (intern(&s), s);
                         match k {
-                            SortKey::SymbolDaddr => (m.addr, d.cell(level)),
-                            SortKey::DsoDaddr => named(d.dso.to_string(), &mut intern),
-                            SortKey::Dcacheline => {
+                            MemKey::SymbolDaddr => (m.addr, d.cell(level)),
+                            MemKey::DsoDaddr => named(d.dso.to_string(), &mut intern),
+                            MemKey::Dcacheline => {
                                 let line = m.addr & !(CACHE_LINE - 1);
                                 let key = format!("{}\0{:?}\0{line}", d.dso, d.anon);
                                 let cell = if d.unmapped {
@@ -121,16 +131,15 @@ impl MemCells {
                                 };
                                 (intern(&key), cell)
                             }
-                            SortKey::Mem => named(src.mem_name(), &mut intern),
-                            SortKey::Snoop => named(src.snoop_name(), &mut intern),
-                            SortKey::Tlb => named(src.tlb_name(), &mut intern),
-                            SortKey::Locked => named(src.locked_name().into(), &mut intern),
-                            SortKey::Blocked => named(src.blocked_name(), &mut intern),
-                            SortKey::LocalWeight | SortKey::Weight => {
+                            MemKey::Mem => named(src.mem_name(), &mut intern),
+                            MemKey::Snoop => named(src.snoop_name(), &mut intern),
+                            MemKey::Tlb => named(src.tlb_name(), &mut intern),
+                            MemKey::Locked => named(src.locked_name().into(), &mut intern),
+                            MemKey::Blocked => named(src.blocked_name(), &mut intern),
+                            MemKey::LocalWeight | MemKey::Weight => {
                                 (m.weight, m.weight.to_string())
                             }
-                            SortKey::DataPageSize => (m.page_size, page_size_name(m.page_size)),
-                            _ => (0, String::new()),
+                            MemKey::DataPageSize => (m.page_size, page_size_name(m.page_size)),
                         }
                     })
                     .collect()
@@ -158,10 +167,10 @@ impl MemCells {
 /// How two rows' keys at one position order when their weights tie, as perf's comparison of
 /// the key orders them: data addresses ascending, weights descending; `None`: by the cells
 /// as printed.
-pub fn tie_order(k: SortKey, a: u64, b: u64) -> Option<std::cmp::Ordering> {
+pub fn tie_order(k: MemKey, a: u64, b: u64) -> Option<std::cmp::Ordering> {
     match k {
-        SortKey::SymbolDaddr => Some(a.cmp(&b)),
-        SortKey::LocalWeight | SortKey::Weight => Some(b.cmp(&a)),
+        MemKey::SymbolDaddr => Some(a.cmp(&b)),
+        MemKey::LocalWeight | MemKey::Weight => Some(b.cmp(&a)),
         _ => None,
     }
 }

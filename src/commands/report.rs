@@ -220,7 +220,7 @@ impl ReportArgs {
         // (which sorts and zooms anew) and collapsed stacks may read anything.
         profile.fold = if tui || call_graph_given || self.folded {
             FoldKeys {
-                mem: hrec::analysis::memkeys::fold(&hist.sort),
+                mem: hist::mem_fold(&hist.sort),
                 ..FoldKeys::ALL
             }
         } else {
