@@ -53,6 +53,7 @@ pub(crate) fn view<'a>(
         callchain: true,
         td: None,
         retire_lat: None,
+        mem: None,
     }
 }
 

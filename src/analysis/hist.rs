@@ -18,6 +18,8 @@ use std::str::FromStr;
 use super::FastMap;
 use super::callgraph::{self, CallGraphOptions, CallTree, Mode};
 use super::latency::{LatHist, LatencyStats};
+use super::memkeys::{self, MemCells, MemKey};
+use super::profile::MemFold;
 use super::profile::{FoldKeys, NONE, Profile, SampleGroup};
 use super::topdown::TdCounts;
 use crate::symbol::symbolizer::Loc;
@@ -50,12 +52,35 @@ pub enum SortKey {
     /// The thread's cgroup namespace as `dev/0xinode` (`PERF_RECORD_NAMESPACES`, perf's
     /// `cgroup_id`; `0/0x0` without one).
     CgroupId,
+    /// The data symbol of the sample's data address (`record -d`), one row per address.
+    SymbolDaddr,
+    /// The shared object of the data address.
+    DsoDaddr,
+    /// The data address's cache line.
+    Dcacheline,
+    /// Where the access was served (`perf_mem_data_src` level).
+    Mem,
+    /// The snoop.
+    Snoop,
+    /// The data TLB.
+    Tlb,
+    /// A locked access.
+    Locked,
+    /// Why the access was blocked.
+    Blocked,
+    /// The sample's weight (load latency).
+    LocalWeight,
+    /// The row's weights summed.
+    Weight,
+    /// The data page size.
+    DataPageSize,
 }
 
 impl SortKey {
     /// Every key, for messages.
-    pub const ALL: &'static str =
-        "comm, pid, tid, dso, sym, srcline, ip, event, pmu, cpu, cgroup, cgroup_id";
+    pub const ALL: &'static str = "comm, pid, tid, dso, sym, srcline, ip, event, pmu, cpu, \
+         cgroup, cgroup_id, symbol_daddr, dso_daddr, dcacheline, mem, snoop, tlb, locked, \
+         blocked, local_weight, weight, data_page_size";
 
     /// The column header perf uses.
     pub fn header(self) -> &'static str {
@@ -72,7 +97,36 @@ impl SortKey {
             SortKey::Cpu => "CPU",
             SortKey::Cgroup => "Cgroup",
             SortKey::CgroupId => "cgroup id (dev/inode)",
+            SortKey::SymbolDaddr => "Data Symbol",
+            SortKey::DsoDaddr => "Data Object",
+            SortKey::Dcacheline => "Data Cacheline",
+            SortKey::Mem => "Memory access",
+            SortKey::Snoop => "Snoop",
+            SortKey::Tlb => "TLB access",
+            SortKey::Locked => "Locked",
+            SortKey::Blocked => "Blocked",
+            SortKey::LocalWeight => "Local Weight",
+            SortKey::Weight => "Weight",
+            SortKey::DataPageSize => "Data Page Size",
         }
+    }
+
+    /// The memory-access key this is, if it is one.
+    pub fn mem(self) -> Option<MemKey> {
+        Some(match self {
+            SortKey::SymbolDaddr => MemKey::SymbolDaddr,
+            SortKey::DsoDaddr => MemKey::DsoDaddr,
+            SortKey::Dcacheline => MemKey::Dcacheline,
+            SortKey::Mem => MemKey::Mem,
+            SortKey::Snoop => MemKey::Snoop,
+            SortKey::Tlb => MemKey::Tlb,
+            SortKey::Locked => MemKey::Locked,
+            SortKey::Blocked => MemKey::Blocked,
+            SortKey::LocalWeight => MemKey::LocalWeight,
+            SortKey::Weight => MemKey::Weight,
+            SortKey::DataPageSize => MemKey::DataPageSize,
+            _ => return None,
+        })
     }
 
     /// The JSON field name.
@@ -90,6 +144,17 @@ impl SortKey {
             SortKey::Cpu => "cpu",
             SortKey::Cgroup => "cgroup",
             SortKey::CgroupId => "cgroup_id",
+            SortKey::SymbolDaddr => "symbol_daddr",
+            SortKey::DsoDaddr => "dso_daddr",
+            SortKey::Dcacheline => "dcacheline",
+            SortKey::Mem => "mem",
+            SortKey::Snoop => "snoop",
+            SortKey::Tlb => "tlb",
+            SortKey::Locked => "locked",
+            SortKey::Blocked => "blocked",
+            SortKey::LocalWeight => "local_weight",
+            SortKey::Weight => "weight",
+            SortKey::DataPageSize => "data_page_size",
         }
     }
 }
@@ -121,6 +186,17 @@ impl FromStr for SortKey {
             "cpu" => SortKey::Cpu,
             "cgroup" => SortKey::Cgroup,
             "cgroup_id" => SortKey::CgroupId,
+            "symbol_daddr" => SortKey::SymbolDaddr,
+            "dso_daddr" => SortKey::DsoDaddr,
+            "dcacheline" => SortKey::Dcacheline,
+            "mem" => SortKey::Mem,
+            "snoop" => SortKey::Snoop,
+            "tlb" => SortKey::Tlb,
+            "locked" => SortKey::Locked,
+            "blocked" => SortKey::Blocked,
+            "local_weight" => SortKey::LocalWeight,
+            "weight" => SortKey::Weight,
+            "data_page_size" => SortKey::DataPageSize,
             other => return Err(BadSortKey(other.to_string())),
         })
     }
@@ -294,11 +370,20 @@ pub fn fold_keys(o: &HistOptions) -> FoldKeys {
         cgroup: has(SortKey::Cgroup),
         cgroup_ns: has(SortKey::CgroupId),
         rows: (!has(SortKey::Srcline) && !has(SortKey::Ip)).then_some(FoldKeys::ROW_BATCH),
+        mem: mem_fold(&o.sort),
     }
+}
+
+/// What of the samples' memory accesses the keys `sort` read.
+pub fn mem_fold(sort: &[SortKey]) -> MemFold {
+    let keys: Vec<MemKey> = sort.iter().filter_map(|k| k.mem()).collect();
+    memkeys::fold(&keys)
 }
 
 /// Interned display values of locations, computed once per location.
 struct LocKeys {
+    /// The memory keys' row keys and cells.
+    mem: MemCells,
     dso: Vec<u32>,
     sym: Vec<u32>,
     srcline: Vec<u32>,
@@ -310,7 +395,7 @@ struct LocKeys {
 }
 
 impl LocKeys {
-    fn new(p: &Profile, full: bool) -> LocKeys {
+    fn new(p: &Profile, full: bool, sort: &[SortKey]) -> LocKeys {
         let mut ids: HashMap<String, u32> = HashMap::new();
         let mut strings = Vec::new();
         let mut intern = |s: String| -> u32 {
@@ -346,6 +431,7 @@ impl LocKeys {
             })));
         }
         LocKeys {
+            mem: MemCells::new(p, &sort.iter().map(|k| k.mem()).collect::<Vec<_>>()),
             dso,
             sym,
             srcline,
@@ -392,7 +478,11 @@ fn key_of_entry(
         None => lk.sym[loc as usize],
     };
     let mut k = [0u64; 10];
-    for (slot, key) in k.iter_mut().zip(sort) {
+    for (col, (slot, key)) in k.iter_mut().zip(sort).enumerate() {
+        if key.mem().is_some() {
+            *slot = lk.mem.key(col, s.mem);
+            continue;
+        }
         *slot = match key {
             SortKey::Comm => u64::from(s.comm),
             SortKey::Pid => u64::from(s.tid),
@@ -406,6 +496,7 @@ fn key_of_entry(
             SortKey::Cpu => u64::from(s.cpu),
             SortKey::Cgroup => u64::from(s.cgroup),
             SortKey::CgroupId => u64::from(s.cgroup_ns),
+            _ => 0,
         };
     }
     k
@@ -422,7 +513,9 @@ fn render(
     let l = &p.locs[loc as usize];
     let e = &p.events[usize::from(s.event)];
     sort.iter()
-        .map(|k| match k {
+        .enumerate()
+        .map(|(col, k)| match k {
+            k if k.mem().is_some() => lk.mem.cell(col, s.mem),
             SortKey::Comm => p.comms[s.comm as usize].to_string(),
             SortKey::Pid => format!("{}:{}", s.tid, p.comms[s.comm as usize]),
             SortKey::Tid => s.tid.to_string(),
@@ -451,13 +544,14 @@ fn render(
                     .unwrap_or((0, 0));
                 format!("{dev}/{ino:#x}")
             }
+            _ => String::new(),
         })
         .collect()
 }
 
 /// Aggregates a profile into one table per event.
 pub fn tables(p: &Profile, o: &HistOptions) -> Vec<Table> {
-    let lk = LocKeys::new(p, o.full_source_path);
+    let lk = LocKeys::new(p, o.full_source_path, &o.sort);
     let mut out: Vec<Table> = (0..p.events.len())
         .map(|event| Table {
             event,
@@ -564,6 +658,14 @@ pub fn tables(p: &Profile, o: &HistOptions) -> Vec<Table> {
                 r.key_id = k;
                 let s = &p.groups[r.example as usize];
                 r.key = render(p, &lk, &o.sort, s, r.example_loc, r.example_sym);
+                // perf's `weight`: the row's weight, its local weight times its samples.
+                for (cell, key) in r.key.iter_mut().zip(&o.sort) {
+                    if *key == SortKey::Weight
+                        && let Some(m) = p.mems.get(s.mem as usize)
+                    {
+                        *cell = (m.weight * r.samples).to_string();
+                    }
+                }
                 r
             })
             .collect();
@@ -572,7 +674,7 @@ pub fn tables(p: &Profile, o: &HistOptions) -> Vec<Table> {
             let w = |r: &Row| if o.children { r.children } else { r.period };
             w(b).cmp(&w(a))
                 .then(b.period.cmp(&a.period))
-                .then_with(|| a.key.cmp(&b.key))
+                .then_with(|| tie_order(&o.sort, a, b))
                 .then(a.key_id.cmp(&b.key_id))
         });
         t.rows = rows;
@@ -585,6 +687,22 @@ pub fn tables(p: &Profile, o: &HistOptions) -> Vec<Table> {
     out
 }
 
+/// How rows of equal weight order: key by key, each as perf's comparison of the key orders it
+/// ([`memkeys::tie_order`]), else by the cells as printed.
+fn tie_order(sort: &[SortKey], a: &Row, b: &Row) -> std::cmp::Ordering {
+    for (i, k) in sort.iter().enumerate() {
+        let id = |r: &Row| r.key_id.get(i).copied().unwrap_or(0);
+        let c = k
+            .mem()
+            .and_then(|m| memkeys::tie_order(m, id(a), id(b)))
+            .unwrap_or_else(|| a.key.get(i).cmp(&b.key.get(i)));
+        if c.is_ne() {
+            return c;
+        }
+    }
+    a.key.cmp(&b.key)
+}
+
 /// The call-graph trees of a table's rows ([`super::callgraph`]): `None` for rows too light
 /// to show any node (their weight is below the cutoff).
 pub fn call_trees(
@@ -593,7 +711,7 @@ pub fn call_trees(
     o: &HistOptions,
     cg: &CallGraphOptions,
 ) -> Vec<Option<CallTree>> {
-    let lk = LocKeys::new(p, o.full_source_path);
+    let lk = LocKeys::new(p, o.full_source_path, &o.sort);
     let weight = |r: &Row| if o.children { r.children } else { r.period };
     // The cutoff is a share of the event's total, or with `fractal` of the row's weight.
     let share = |of: u64| ((of as f64 * cg.min_percent / 100.0).ceil() as u64).max(1);

@@ -14,6 +14,7 @@ pub mod callgraph;
 pub mod diff;
 pub mod hist;
 pub mod latency;
+pub mod memkeys;
 pub mod profile;
 pub mod replay;
 pub mod rows;

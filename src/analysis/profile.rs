@@ -89,6 +89,9 @@ pub struct ProfileOptions {
     pub names_only: bool,
     /// What the groups keep apart (everything by default; see the module docs).
     pub fold: FoldKeys,
+    /// perf's `--mem-mode`: each sample stands for its weight (the load latency of a memory
+    /// event; 1 when it has none) instead of its period.
+    pub mem_mode: bool,
 }
 
 /// What the folder keeps apart: the context fields a consumer reads, and whether locations
@@ -113,6 +116,60 @@ pub struct FoldKeys {
     /// distinct addresses ([`super::rows`]); `None`: every address is a location of its own.
     /// Only used for recordings without call chains (whose callers are kept by address).
     pub rows: Option<usize>,
+    /// What of each sample's memory access the groups keep (nothing by default: only the
+    /// memory sort keys read it, and a data address per sample would make a group per
+    /// address).
+    pub mem: MemFold,
+}
+
+/// The parts of a sample's memory access ([`MemView`]) the groups keep apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct MemFold {
+    /// The data address and what it names (`symbol_daddr`, `dso_daddr`, `dcacheline`).
+    pub daddr: bool,
+    /// The data source (`mem`, `snoop`, `tlb`, `locked`, `blocked`).
+    pub data_src: bool,
+    /// The weight (`local_weight`, `weight`).
+    pub weight: bool,
+    /// The data page size (`data_page_size`).
+    pub page_size: bool,
+}
+
+impl MemFold {
+    /// Whether any part is kept.
+    pub fn any(&self) -> bool {
+        self.daddr || self.data_src || self.weight || self.page_size
+    }
+
+    /// What the groups keep of `m`.
+    fn mask(&self, m: &MemView) -> MemView {
+        MemView {
+            daddr: if self.daddr { m.daddr } else { NONE },
+            addr: if self.daddr { m.addr } else { 0 },
+            kernel: self.daddr && m.kernel,
+            data_src: if self.data_src { m.data_src } else { 0 },
+            weight: if self.weight { m.weight } else { 0 },
+            page_size: if self.page_size { m.page_size } else { 0 },
+        }
+    }
+}
+
+/// A sample's memory access: its data address (`PERF_SAMPLE_ADDR`), what the converter
+/// interned it as, its data source, weight and data page size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct MemView {
+    /// The data address's location, index into [`Profile::data_locs`] (`NONE`: not kept).
+    pub daddr: u32,
+    /// The data address.
+    pub addr: u64,
+    /// The sample was taken in kernel mode (perf's `[k]` before the data symbol).
+    pub kernel: bool,
+    /// `perf_mem_data_src` ([`crate::decode::datasrc::DataSrc::NONE`] when not sampled).
+    pub data_src: u64,
+    /// The sample's weight (WEIGHT, or WEIGHT_STRUCT's `var1_dw`: the load latency).
+    pub weight: u64,
+    /// The data page size (0: not sampled).
+    pub page_size: u64,
 }
 
 impl FoldKeys {
@@ -125,6 +182,12 @@ impl FoldKeys {
         cgroup: true,
         cgroup_ns: true,
         rows: None,
+        mem: MemFold {
+            daddr: false,
+            data_src: false,
+            weight: false,
+            page_size: false,
+        },
     };
 
     /// The distinct addresses symbolized per batch when locations fold into rows: a batch
@@ -144,6 +207,7 @@ impl FoldKeys {
             comm: keep(self.comm, c.comm),
             cgroup: keep(self.cgroup, c.cgroup),
             cgroup_ns: keep(self.cgroup_ns, c.cgroup_ns),
+            mem: c.mem,
         }
     }
 }
@@ -169,6 +233,7 @@ impl Default for ProfileOptions {
             symbols_only: false,
             names_only: false,
             fold: FoldKeys::ALL,
+            mem_mode: false,
         }
     }
 }
@@ -259,6 +324,8 @@ pub struct SampleView<'a> {
     pub td: Option<TdCounts>,
     /// Retire latency in cycles (`WEIGHT_STRUCT` bits 63:48), when the event samples it.
     pub retire_lat: Option<u16>,
+    /// The memory access, when the converter was asked for it ([`FoldKeys::mem`]).
+    pub mem: Option<MemView>,
 }
 
 /// Samples that agree on everything a consumer keys on, folded together.
@@ -278,6 +345,9 @@ pub struct SampleGroup {
     pub cgroup: u32,
     /// Cgroup namespace, index into [`Profile::cgroup_ns`], or `NONE`.
     pub cgroup_ns: u32,
+    /// The memory access (what [`FoldKeys::mem`] keeps of it), index into
+    /// [`Profile::mems`], or `NONE`.
+    pub mem: u32,
     /// The sampled location, index into [`Profile::locs`].
     pub leaf: u32,
     /// The callers, index into the profile's interned chains ([`Profile::callers`]).
@@ -359,6 +429,12 @@ pub struct Profile {
     pub cgroups: Vec<Arc<str>>,
     /// Cgroup namespaces as `(dev, inode)` (perf's `cgroup_id` key).
     pub cgroup_ns: Vec<(u64, u64)>,
+    /// The memory accesses the groups keep ([`SampleGroup::mem`]).
+    pub mems: Vec<MemView>,
+    /// The data addresses, named ([`MemView::daddr`]).
+    pub data_locs: Vec<crate::symbol::data::DataLoc>,
+    /// Samples that had no data address although a key reads one.
+    pub no_daddr: u64,
     /// Some sample had a callchain.
     pub callchains: bool,
     /// The user parts of the chains were unwound from stack copies (`--call-graph dwarf`),
@@ -417,6 +493,7 @@ struct Context {
     comm: u32,
     cgroup: u32,
     cgroup_ns: u32,
+    mem: u32,
 }
 
 /// What a group is keyed by while folding: the interned context (of the fields kept), the
@@ -482,6 +559,7 @@ pub struct Folder {
     empty_chain: Option<u32>,
     timeline: bool,
     nonzero_lat: Vec<bool>,
+    mem_ids: FastMap<MemView, u32>,
 }
 
 impl Folder {
@@ -504,6 +582,7 @@ impl Folder {
             chain_ids: FastMap::default(),
             empty_chain: None,
             timeline,
+            mem_ids: FastMap::default(),
         }
     }
 
@@ -562,7 +641,20 @@ impl Folder {
         if s.callchain && !self.p.events[ev].callchains {
             self.p.events[ev].callchains = true;
         }
+        let mem = match &s.mem {
+            Some(m) if self.keys.mem.any() => {
+                let m = self.keys.mem.mask(m);
+                let next = self.p.mems.len() as u32;
+                let id = *self.mem_ids.entry(m).or_insert(next);
+                if id == next {
+                    self.p.mems.push(m);
+                }
+                id
+            }
+            _ => NONE,
+        };
         let (full, ctx) = self.context(Context {
+            mem,
             event: s.event,
             cpu: s.cpu,
             pid: s.pid,
@@ -724,6 +816,7 @@ impl Folder {
                     comm: c.comm,
                     cgroup: c.cgroup,
                     cgroup_ns: c.cgroup_ns,
+                    mem: c.mem,
                     leaf: b.key.leaf,
                     chain: b.key.chain,
                     samples,
@@ -777,198 +870,4 @@ pub fn resolution(p: &Profile) -> Resolution {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::testutil::view;
-
-    /// Samples as `(tid, address, TopDown slots, retire latency)`: rows are `address / 10`.
-    const SAMPLES: [(u32, u32, u64, u16); 12] = [
-        (1, 13, 5, 30),
-        (2, 27, 0, 0),
-        (1, 15, 7, 30),
-        (1, 41, 1, 12),
-        (2, 13, 2, 30),
-        (2, 22, 0, 7),
-        (1, 45, 3, 0),
-        (1, 13, 4, 12),
-        (2, 99, 9, 99),
-        (1, 27, 0, 0),
-        (2, 46, 6, 7),
-        (1, 21, 8, 30),
-    ];
-
-    fn sample(tid: u32, leaf: u32, td: u64, lat: u16) -> SampleView<'static> {
-        let mut v = view(0, leaf, &[], 10 + u64::from(lat));
-        v.tid = tid;
-        v.cpu = tid % 2;
-        v.callchain = false;
-        v.td = (td > 0).then(|| TdCounts::pcore([td, td, 0, 0, 0, 0, 0, 0, 0]));
-        v.retire_lat = (lat > 0).then_some(lat);
-        v
-    }
-
-    fn events() -> Vec<EventInfo> {
-        vec![EventInfo {
-            name: "cycles".into(),
-            ..EventInfo::default()
-        }]
-    }
-
-    /// A group's thread, leaf, samples, period, TopDown sum, TopDown samples and latencies.
-    type Said = (u32, u32, u64, u64, Option<TdCounts>, u64, Option<LatHist>);
-
-    /// What a profile's groups say, comparable across foldings.
-    fn groups(p: &Profile) -> Vec<Said> {
-        p.groups
-            .iter()
-            .map(|g| {
-                (
-                    g.tid,
-                    g.leaf,
-                    g.samples,
-                    g.period,
-                    p.td(g).copied(),
-                    g.td_samples,
-                    p.latency(g).cloned(),
-                )
-            })
-            .collect()
-    }
-
-    /// Folds the samples with every address its row location given up front (rows numbered
-    /// in the order first met).
-    fn fold_at_once(keys: FoldKeys) -> Profile {
-        let mut rows: Vec<u32> = Vec::new();
-        let mut f = Folder::new(events(), false).with_keys(keys);
-        for &(tid, addr, td, lat) in &SAMPLES {
-            let row = addr / 10;
-            let id = match rows.iter().position(|&r| r == row) {
-                Some(i) => i as u32,
-                None => {
-                    rows.push(row);
-                    rows.len() as u32 - 1
-                }
-            };
-            f.add(&sample(tid, id, td, lat));
-        }
-        f.finish()
-    }
-
-    /// Folds the samples as the converter hands them over with rows in batches of `batch`
-    /// distinct addresses: pending ids, resolved when a batch is full (before the sample that
-    /// would start the next), remembered or forgotten (`remember`) afterwards.
-    fn fold_in_batches(keys: FoldKeys, batch: usize, remember: bool) -> Profile {
-        let mut rows: Vec<u32> = Vec::new();
-        let mut known: Vec<(u32, u32)> = Vec::new();
-        let mut pending: Vec<u32> = Vec::new();
-        let mut f = Folder::new(events(), false).with_keys(keys);
-        let mut resolve = |pending: &mut Vec<u32>, known: &mut Vec<(u32, u32)>| -> Vec<u32> {
-            let ids: Vec<u32> = pending
-                .iter()
-                .map(|&addr| {
-                    let row = addr / 10;
-                    match rows.iter().position(|&r| r == row) {
-                        Some(i) => i as u32,
-                        None => {
-                            rows.push(row);
-                            rows.len() as u32 - 1
-                        }
-                    }
-                })
-                .collect();
-            known.retain(|&(_, id)| id & PENDING == 0);
-            if remember {
-                known.extend(pending.iter().copied().zip(ids.iter().copied()));
-            } else {
-                known.clear();
-            }
-            pending.clear();
-            ids
-        };
-        for &(tid, addr, td, lat) in &SAMPLES {
-            if pending.len() >= batch {
-                let ids = resolve(&mut pending, &mut known);
-                f.remap(&ids);
-            }
-            let id = match known.iter().find(|k| k.0 == addr) {
-                Some(&(_, id)) => id,
-                None => {
-                    pending.push(addr);
-                    let id = PENDING | (pending.len() as u32 - 1);
-                    known.push((addr, id));
-                    id
-                }
-            };
-            f.add(&sample(tid, id, td, lat));
-        }
-        let ids = resolve(&mut pending, &mut known);
-        f.remap(&ids);
-        f.finish()
-    }
-
-    #[test]
-    fn folding_in_batches_gives_the_groups_of_folding_at_once() {
-        for keys in [
-            FoldKeys::ALL,
-            FoldKeys {
-                tid: false,
-                cpu: false,
-                ..FoldKeys::ALL
-            },
-        ] {
-            let want = fold_at_once(keys);
-            for batch in [1, 2, 3, 5, 100] {
-                for remember in [true, false] {
-                    let got = fold_in_batches(keys, batch, remember);
-                    assert_eq!(
-                        groups(&got),
-                        groups(&want),
-                        "batch {batch} {remember} {keys:?}"
-                    );
-                    assert_eq!(got.total_samples, 12);
-                    assert_eq!(got.events[0].samples, 12);
-                    assert_eq!(got.events[0].topdown_samples, 9);
-                }
-            }
-        }
-        // By thread: rows 1 and 2 of thread 1, in the order first met, with their sums.
-        let p = fold_at_once(FoldKeys::ALL);
-        let g = groups(&p);
-        assert_eq!(g.len(), 7);
-        assert_eq!(g[0].0, 1);
-        assert_eq!(g[0].1, 0);
-        assert_eq!(g[0].2, 3);
-        assert_eq!(g[0].3, 40 + 40 + 22);
-        assert_eq!(g[0].4.map(|t| t.0[0]), Some(5 + 7 + 4));
-        assert_eq!(g[0].5, 3);
-        let lat = p.latency(&p.groups[0]).map(LatHist::count);
-        assert_eq!(lat, Some(3));
-    }
-
-    #[test]
-    fn a_fold_without_threads_merges_them_and_keeps_the_first_samples_thread() {
-        let keys = FoldKeys {
-            tid: false,
-            cpu: false,
-            ..FoldKeys::ALL
-        };
-        let p = fold_in_batches(keys, 1, false);
-        let g = groups(&p);
-        // One group per row (1, 2, 4, 9), in the order first met, each with the thread of
-        // its first sample.
-        assert_eq!(
-            g.iter().map(|g| (g.0, g.1, g.2)).collect::<Vec<_>>(),
-            vec![(1, 0, 4), (2, 1, 4), (1, 2, 3), (2, 3, 1)]
-        );
-        assert_eq!(p.groups[1].cpu, 0);
-        // Kept apart, the two threads of row 1 are two groups.
-        let by_tid = fold_in_batches(FoldKeys::ALL, 1, false);
-        let of_row_1: Vec<u32> = by_tid
-            .groups
-            .iter()
-            .filter(|g| g.leaf == 0)
-            .map(|g| g.tid)
-            .collect();
-        assert_eq!(of_row_1, vec![1, 2]);
-    }
-}
+mod tests;

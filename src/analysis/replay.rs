@@ -25,10 +25,12 @@ use std::sync::Arc;
 use crate::data::Role;
 use crate::data::offcpu::MISC_PREEMPTED;
 use crate::data::stacks::{STACK_REF, StackTable};
+use crate::decode::datasrc::DataSrc;
 use crate::decode::{DecodeError, Record, Sample, context, misc};
 use crate::event::attr::{flag, sample as st};
 use crate::offcpu::Tracker;
 use crate::recording::{Comms, Recording};
+use crate::symbol::data::DataKey;
 use crate::symbol::maps::{AddressSpaces, Mapping};
 use crate::symbol::symbolizer::{LocKey, Mark};
 use crate::symbol::{FrameAddress, debuginfo, kallsyms};
@@ -36,7 +38,7 @@ use crate::unwind::Unwinder;
 use crate::unwind::fp::{self, FpChains};
 
 use super::FastMap;
-use super::profile::{EventInfo, NONE, PENDING, ProfileOptions, SampleView};
+use super::profile::{EventInfo, MemFold, MemView, NONE, PENDING, ProfileOptions, SampleView};
 use super::rows::RowLocs;
 use super::topdown::{DeltaTracker, TdRole};
 
@@ -141,6 +143,17 @@ pub struct Replay {
     /// The recording's `offcpu-time` event, whose samples `record --off-cpu` paired while
     /// recording ([`crate::data::offcpu`]).
     off_cpu_event: Option<usize>,
+    /// What of each sample's memory access the folder keeps ([`MemFold`]).
+    mem: MemFold,
+    /// perf's `--mem-mode`: a sample's period is its weight (1 when 0).
+    mem_mode: bool,
+    /// The address spaces of data addresses (with the data mappings), when they are named.
+    data_maps: Option<AddressSpaces>,
+    /// The data addresses met, interned ([`super::profile::MemView::daddr`]).
+    data_ids: FastMap<(DataKey, u64), u32>,
+    data_keys: Vec<(DataKey, u64)>,
+    /// Samples without a data address while one is named.
+    no_daddr: u64,
 }
 
 impl Replay {
@@ -264,6 +277,43 @@ impl Replay {
             fp_chains: FpChains::default(),
             off_cpu,
             off_cpu_event,
+            mem: opts.fold.mem,
+            mem_mode: opts.mem_mode,
+            data_maps: opts.fold.mem.daddr.then(AddressSpaces::with_data),
+            data_ids: FastMap::default(),
+            data_keys: Vec::new(),
+            no_daddr: 0,
+        }
+    }
+
+    /// The memory access of sample `s` (in kernel mode or not) as far as the folder keeps it.
+    fn mem_view(&mut self, s: &Sample<'_>, pid: u32, kernel: bool) -> MemView {
+        let weight = match s.weight_struct() {
+            Some(w) => u64::from(w.var1),
+            None => s.weight.unwrap_or(0),
+        };
+        let mut daddr = NONE;
+        let addr = s.addr.unwrap_or(0);
+        if let Some(maps) = &self.data_maps {
+            self.no_daddr += u64::from(s.addr.is_none());
+            let key = match maps.find(pid, addr) {
+                Some(m) if maps.file(m.file).is_anonymous() => DataKey::Anon(pid, m.file),
+                Some(m) => DataKey::File(m.file, m.file_offset(addr)),
+                None => DataKey::Unmapped(pid),
+            };
+            let next = self.data_keys.len() as u32;
+            daddr = *self.data_ids.entry((key, addr)).or_insert(next);
+            if daddr == next {
+                self.data_keys.push((key, addr));
+            }
+        }
+        MemView {
+            daddr,
+            addr,
+            kernel,
+            data_src: s.data_src.unwrap_or(DataSrc::NONE.0),
+            weight,
+            page_size: s.data_page_size.unwrap_or(0),
         }
     }
 
@@ -470,6 +520,9 @@ impl Replay {
                         u.apply(other);
                     }
                     self.maps.apply(other);
+                    if let Some(d) = &mut self.data_maps {
+                        d.apply(other);
+                    }
                     self.comms.apply(other);
                     match other {
                         Record::Comm(c) => {
@@ -671,6 +724,12 @@ impl Replay {
                 leaf = self.loc_mark(Mark::Preempted);
             }
             let comm = self.comm(tid);
+            let mem = (self.mem.any() || self.mem_mode).then(|| self.mem_view(s, pid, kernel_mode));
+            let mut period = s.period.unwrap_or(1);
+            if self.mem_mode {
+                // perf's memory mode: a sample stands for its weight (its load latency).
+                period = mem.map_or(1, |m| m.weight.max(1));
+            }
             let cgroup = self.cgroup(s.cgroup);
             let cgroup_ns = self.tid_cgroup_ns.get(&tid).copied().unwrap_or(NONE);
             let view = SampleView {
@@ -682,7 +741,7 @@ impl Replay {
                 cgroup,
                 cgroup_ns,
                 time,
-                period: s.period.unwrap_or(1),
+                period,
                 samples: if paired {
                     s.weight.unwrap_or(1).max(1)
                 } else {
@@ -693,6 +752,7 @@ impl Replay {
                 callchain: s.callchain.is_some(),
                 td,
                 retire_lat: s.weight_struct().map(|w| w.retire_lat),
+                mem,
             };
             f(Item::Sample(s, view));
             self.frames = frames;

@@ -24,6 +24,16 @@ pub struct RecordArgs {
     /// Record sample weights (WEIGHT_STRUCT on x86: retire latency in bits 63:48).
     #[arg(short = 'W', long = "weight")]
     pub weight: bool,
+    /// Record each sample's data address and data source (PERF_SAMPLE_ADDR, DATA_SRC) and
+    /// the data mappings (mmap_data), for `report --sort symbol_daddr,dso_daddr,mem,...`.
+    #[arg(short = 'd', long = "data")]
+    pub data: bool,
+    /// Record the page size of each sample's data address (PERF_SAMPLE_DATA_PAGE_SIZE).
+    #[arg(long = "data-page-size")]
+    pub data_page_size: bool,
+    /// Record the physical address of each sample's data address (PERF_SAMPLE_PHYS_ADDR).
+    #[arg(long = "phys-data")]
+    pub phys_data: bool,
     /// Record call chains (frame pointers).
     #[arg(short = 'g')]
     pub g: bool,
@@ -182,6 +192,9 @@ impl RecordArgs {
                 all_cgroups: self.all_cgroups,
                 namespaces: self.namespaces,
                 no_buildid: self.no_buildid,
+                data: self.data,
+                data_page_size: self.data_page_size,
+                phys_data: self.phys_data,
             },
             output: self.output,
             mmap_pages: self.mmap_pages,

@@ -19,9 +19,16 @@ pub struct ReportArgs {
     #[arg(short = 'i', long = "input")]
     pub input: Option<PathBuf>,
     /// Sort keys: comm, pid, tid, dso, sym, srcline, ip, event, pmu, cpu, cgroup,
-    /// cgroup_id [default: comm,dso,sym].
+    /// cgroup_id, and of `record -d` recordings symbol_daddr, dso_daddr, dcacheline, mem,
+    /// snoop, tlb, locked, blocked, local_weight, weight, data_page_size [default:
+    /// comm,dso,sym].
     #[arg(short = 's', long = "sort")]
     pub sort: Option<String>,
+    /// perf's memory mode: each sample stands for its weight (a memory event's load latency,
+    /// 1 without one) instead of its period [default sort: local_weight,mem,sym,dso,
+    /// symbol_daddr,dso_daddr,snoop,tlb,locked,blocked].
+    #[arg(long = "mem-mode")]
+    pub mem_mode: bool,
     /// Output fields, perf's: overhead, overhead_children, sample, period, then sort keys (the
     /// keys listed here are the sort keys unless -s gives them).
     #[arg(short = 'F', long = "fields", value_name = "FIELDS")]
@@ -152,6 +159,10 @@ impl ReportArgs {
             (None, false) => field_keys.join(","),
             // perf: output fields without a key sum every sample into one row.
             (None, true) if self.fields.is_some() => String::new(),
+            (None, true) if self.mem_mode => {
+                "local_weight,mem,sym,dso,symbol_daddr,dso_daddr,snoop,tlb,locked,blocked"
+                    .to_string()
+            }
             (None, true) => "comm,dso,sym".to_string(),
         };
         let sort = hist::parse_sort(&sort_spec)
@@ -161,6 +172,7 @@ impl ReportArgs {
         }
         let (mut profile, mut filters) = reading_options(self.symbols, self.filters)?;
         profile.no_inline = self.no_inline;
+        profile.mem_mode = self.mem_mode;
         // No source line shown: symbol tables are enough (the call graphs' inline frames are
         // the replay's to keep).
         profile.symbols_only = !sort.contains(&hist::SortKey::Srcline) && !self.folded;
@@ -207,7 +219,10 @@ impl ReportArgs {
         // The groups keep apart what the tables read; call graphs, the interactive view
         // (which sorts and zooms anew) and collapsed stacks may read anything.
         profile.fold = if tui || call_graph_given || self.folded {
-            FoldKeys::ALL
+            FoldKeys {
+                mem: hist::mem_fold(&hist.sort),
+                ..FoldKeys::ALL
+            }
         } else {
             hist::fold_keys(&hist)
         };

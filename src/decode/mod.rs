@@ -66,6 +66,7 @@
 )]
 
 mod cursor;
+pub mod datasrc;
 mod layout;
 mod record;
 mod sample;

@@ -128,6 +128,16 @@ pub struct RecordOptions {
     /// Linux 5.12+; perf's `--buildid-mmap`), which names the file a process really mapped
     /// even when another mount namespace or a chroot has another build at that path.
     pub no_buildid: bool,
+    /// `-d` / `--data`: each sample's data address (`PERF_SAMPLE_ADDR`) and data source
+    /// (`PERF_SAMPLE_DATA_SRC`), and MMAP records of data mappings too (`mmap_data` on the
+    /// tracking event), so the addresses can be named: perf's `-d`.
+    pub data: bool,
+    /// `--data-page-size`: the page size of each sample's data address
+    /// (`PERF_SAMPLE_DATA_PAGE_SIZE`).
+    pub data_page_size: bool,
+    /// `--phys-data`: the physical address of each sample's data address
+    /// (`PERF_SAMPLE_PHYS_ADDR`).
+    pub phys_data: bool,
 }
 
 /// `record --off-cpu[=blocked]`: where the followed threads wait, beside where they run.
@@ -589,7 +599,7 @@ fn set_tracking(a: &mut Attr, opts: &RecordOptions) {
         flag::MMAP | flag::MMAP2 | flag::COMM | flag::COMM_EXEC | flag::TASK | flag::KSYMBOL,
         true,
     );
-    if matches!(opts.call_graph, Some(CallGraph::Dwarf { .. })) {
+    if opts.data || matches!(opts.call_graph, Some(CallGraph::Dwarf { .. })) {
         a.set(flag::MMAP_DATA, true);
     }
     if opts.all_cgroups {
@@ -615,6 +625,16 @@ fn base_sample_type(opts: &RecordOptions) -> u64 {
     // perf sets CGROUP on every event of the recording with --all-cgroups.
     if opts.all_cgroups {
         st |= sample::CGROUP;
+    }
+    // perf's -d, --data-page-size and --phys-data: on every event.
+    if opts.data {
+        st |= sample::ADDR | sample::DATA_SRC;
+    }
+    if opts.data_page_size {
+        st |= sample::DATA_PAGE_SIZE;
+    }
+    if opts.phys_data {
+        st |= sample::PHYS_ADDR;
     }
     st
 }

@@ -946,6 +946,7 @@ mod tests {
     ) -> SampleView<'_> {
         SampleView {
             retire_lat: lat,
+            mem: None,
             ..crate::testutil::view(event, leaf, callers, period)
         }
     }

@@ -63,6 +63,8 @@ pub struct Binary {
     pub(super) build_id: Option<Vec<u8>>,
     pub(super) loads: Vec<Load>,
     pub(super) symbols: Symbols,
+    /// The data objects, for data addresses ([`Binary::data_symbol`]).
+    pub(super) objects: Symbols,
     pub(super) debug_path: Option<PathBuf>,
     pub(super) dwarf: Option<RefCell<dwarf::Dwarf>>,
 }
@@ -159,6 +161,7 @@ impl Binary {
         };
 
         let mut symbols = info.symtab;
+        let mut objects = info.symtab_objects;
         let mut dwarf_file = info.has_dwarf.then_some(file);
         if !info.has_dwarf
             && let Some(debug) = &debug_path
@@ -175,11 +178,13 @@ impl Binary {
                 }
                 if symbols.is_empty() {
                     symbols = debug_info.symtab;
+                    objects = debug_info.symtab_objects;
                 }
             }
         }
         if symbols.is_empty() {
             symbols = info.dynsym;
+            objects = info.dynsym_objects;
         }
         for (addr, name) in &info.plt {
             symbols.add_synthetic(*addr, 16, name);
@@ -199,6 +204,7 @@ impl Binary {
             build_id: info.build_id,
             loads: info.loads,
             symbols: symbols.build(),
+            objects: objects.build(),
             debug_path: if dwarf.is_some() { debug_path } else { None },
             dwarf,
         })
@@ -225,6 +231,37 @@ impl Binary {
             .iter()
             .find(|load| offset >= load.offset && offset - load.offset < load.filesz)
             .map(|load| (offset - load.offset).wrapping_add(load.vaddr))
+    }
+
+    /// The symbol a data address at file offset `offset` of a mapping falls in, as perf names
+    /// data addresses: a data object (`true`) or else a function (`false`). The offset may
+    /// lie past a segment's file bytes, in its `.bss`.
+    pub fn data_symbol(&self, offset: u64) -> Option<(super::Sym, bool)> {
+        let svma = self.data_svma(offset)?;
+        match self.objects.lookup(svma) {
+            Some(s) => Some((s, true)),
+            // A function only where its size says it is: perf's one table of functions and
+            // objects ends an unsized label (`_etext`) at the next object, this one's table
+            // at the next function.
+            None => self
+                .symbols
+                .lookup(svma)
+                .filter(|s| {
+                    svma - s.start < s.size
+                        || (s.size == 0
+                            && self.objects.next_start(s.start).is_none_or(|n| n > svma))
+                })
+                .map(|s| (s, false)),
+        }
+    }
+
+    /// The SVMA of file offset `offset` of a data mapping: in a `PT_LOAD` segment's file bytes
+    /// or in its `.bss` after them.
+    pub fn data_svma(&self, offset: u64) -> Option<u64> {
+        self.loads
+            .iter()
+            .find(|l| offset >= l.offset && offset - l.offset < l.memsz.max(l.filesz))
+            .map(|l| (offset - l.offset).wrapping_add(l.vaddr))
     }
 
     /// The file bytes of `[svma, svma + len)`, for disassembly: only from one `PT_LOAD`

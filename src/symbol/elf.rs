@@ -14,7 +14,9 @@
 //! stripped, the `.symtab` of its separate debug file (found as [`super::debuginfo`]
 //! describes); else `.dynsym`, which every shared library keeps for the dynamic linker. Only
 //! code symbols count (`STT_FUNC`, `STT_GNU_IFUNC`, and untyped symbols in executable
-//! sections, as hand-written assembly defines them). Of several symbols at one address the
+//! sections, as hand-written assembly defines them); the data objects (`STT_OBJECT`) are a
+//! table of their own, which names data addresses (`report --sort symbol_daddr`) and never a
+//! code address. Of several symbols at one address the
 //! one perf would show is kept: a sized one, a function, one that is not weak (a local one
 //! counts), a global one, fewer leading underscores, the longer name, then the first in the
 //! table. Names are demangled once, on first use,
@@ -68,6 +70,8 @@ pub(super) struct Load {
     pub(super) offset: u64,
     pub(super) filesz: u64,
     pub(super) vaddr: u64,
+    /// Its size in memory (`.bss` beyond the file bytes).
+    pub(super) memsz: u64,
 }
 
 /// What [`read_elf`] collects besides the headers.
@@ -92,6 +96,9 @@ pub(super) struct ElfInfo {
     pub(super) loads: Vec<Load>,
     pub(super) symtab: SymbolsBuilder,
     pub(super) dynsym: SymbolsBuilder,
+    /// The data objects (`STT_OBJECT`) of `.symtab` and `.dynsym`, for naming data addresses.
+    pub(super) symtab_objects: SymbolsBuilder,
+    pub(super) dynsym_objects: SymbolsBuilder,
     /// `name@plt` for each PLT stub (x86 only), as perf names them.
     pub(super) plt: Vec<(u64, String)>,
 }
@@ -154,6 +161,7 @@ fn parse_elf<'a, Elf: FileHeader<Endian = Endianness>>(
                 offset: p.p_offset(endian).into(),
                 filesz: p.p_filesz(endian).into(),
                 vaddr: p.p_vaddr(endian).into(),
+                memsz: p.p_memsz(endian).into(),
             })
             .collect(),
         ..ElfInfo::default()
@@ -202,11 +210,15 @@ fn parse_elf<'a, Elf: FileHeader<Endian = Endianness>>(
     if want != Want::Nothing {
         if let Ok(table) = sections.symbols(endian, data, elf::SHT_SYMTAB) {
             info.symtab.collect(endian, data, &sections, &table);
+            info.symtab_objects.objects = true;
+            info.symtab_objects.collect(endian, data, &sections, &table);
         }
         if want == Want::AllSymbols
             && let Ok(table) = sections.symbols(endian, data, elf::SHT_DYNSYM)
         {
             info.dynsym.collect(endian, data, &sections, &table);
+            info.dynsym_objects.objects = true;
+            info.dynsym_objects.collect(endian, data, &sections, &table);
             let machine = header.e_machine(endian);
             if machine == elf::EM_X86_64 || machine == elf::EM_386 {
                 info.plt = plt_stubs(endian, data, &sections, &table);
@@ -360,6 +372,8 @@ struct Candidate {
 pub(super) struct SymbolsBuilder {
     candidates: Vec<Candidate>,
     names: String,
+    /// Collect data objects (`STT_OBJECT`) instead of code symbols.
+    pub(super) objects: bool,
 }
 
 impl SymbolsBuilder {
@@ -401,7 +415,12 @@ impl SymbolsBuilder {
         for (index, sym) in table.enumerate() {
             let kind = sym.st_type();
             let is_func = kind == elf::STT_FUNC || kind == elf::STT_GNU_IFUNC;
-            if !is_func && kind != elf::STT_NOTYPE {
+            let wanted = if self.objects {
+                kind == elf::STT_OBJECT
+            } else {
+                is_func || kind == elf::STT_NOTYPE
+            };
+            if !wanted {
                 continue;
             }
             let Ok(Some(section_index)) = table.symbol_section(endian, sym, index) else {
@@ -410,7 +429,7 @@ impl SymbolsBuilder {
             let Ok(section) = sections.section(section_index) else {
                 continue;
             };
-            if !is_func && !section.sh_flags(endian).contains(elf::SHF_EXECINSTR) {
+            if !self.objects && !is_func && !section.sh_flags(endian).contains(elf::SHF_EXECINSTR) {
                 continue;
             }
             let Some(name) = cstr_at(strings, sym.st_name(endian)) else {
@@ -555,6 +574,12 @@ impl Symbols {
     /// Number of symbols.
     pub(super) fn len(&self) -> usize {
         self.entries.len()
+    }
+
+    /// The start of the first symbol after `addr`.
+    pub(super) fn next_start(&self, addr: u64) -> Option<u64> {
+        let i = self.entries.partition_point(|e| e.start <= addr);
+        self.entries.get(i).map(|e| e.start)
     }
 
     pub(super) fn lookup(&self, addr: u64) -> Option<Sym> {

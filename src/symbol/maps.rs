@@ -4,7 +4,8 @@
 //! - **MMAP/MMAP2** add a mapping to the process `pid`; like `mmap(MAP_FIXED)` it replaces
 //!   whatever it overlaps (the parts outside it survive, split if needed). Records with
 //!   `pid == -1` describe the kernel and are ignored here (kernel addresses resolve through
-//!   kallsyms). Data mappings (`MMAP_DATA`) are ignored: they never hold code.
+//!   kallsyms). Data mappings (`MMAP_DATA`) are ignored: they never hold code; the address
+//!   spaces of data addresses ([`AddressSpaces::with_data`]) take them too.
 //! - **COMM with `COMM_EXEC`**: exec replaced the address space, so the process's mappings are
 //!   dropped; the new image's MMAPs follow.
 //! - **FORK** of a new process (`pid != ppid`) copies the parent's mappings: the child runs
@@ -86,12 +87,24 @@ pub struct AddressSpaces {
     /// Per name, its files (one per build-id the records gave, or none): looked up without
     /// allocating, as every MMAP record is.
     by_name: HashMap<Vec<u8>, Vec<FileIdx>>,
+    /// Data mappings (`MMAP_DATA`) count too ([`AddressSpaces::with_data`]).
+    data: bool,
 }
 
 impl AddressSpaces {
     /// Empty.
     pub fn new() -> AddressSpaces {
         AddressSpaces::default()
+    }
+
+    /// Empty, for data addresses: the data mappings (`MMAP_DATA`, which `mmap_data` asks the
+    /// kernel for: a program's `.data`, `[heap]`, `[stack]`, anonymous memory) count as well as
+    /// the executable ones, as perf keeps both in one map of each process.
+    pub fn with_data() -> AddressSpaces {
+        AddressSpaces {
+            data: true,
+            ..AddressSpaces::default()
+        }
     }
 
     /// The files seen so far, indexed by [`FileIdx`].
@@ -137,8 +150,10 @@ impl AddressSpaces {
     /// Applies a side-band record; other records are ignored.
     pub fn apply(&mut self, r: &Record<'_>) {
         match r {
-            Record::Mmap(m) if !m.data => self.map(m.pid, m.addr, m.len, m.pgoff, m.filename),
-            Record::Mmap2(m) if !m.data => {
+            Record::Mmap(m) if !m.data || self.data => {
+                self.map(m.pid, m.addr, m.len, m.pgoff, m.filename)
+            }
+            Record::Mmap2(m) if !m.data || self.data => {
                 let build_id = match m.file {
                     FileId::BuildId(b) => Some(b),
                     FileId::Inode { .. } => None,

@@ -28,6 +28,7 @@
 
 pub mod binary;
 pub mod buildid_cache;
+pub mod data;
 pub mod debuginfo;
 pub mod debuginfod;
 mod dwarf;

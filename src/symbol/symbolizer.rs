@@ -241,16 +241,21 @@ impl Symbolizer {
         }
     }
 
+    /// `--symfs`, when given.
+    pub(super) fn symfs_root(&self) -> Option<&Path> {
+        self.symfs.as_deref()
+    }
+
     /// The binary at `path` (on this machine) checked against `expected`, loaded on first use.
     /// The build-id of the file a mapping had: its MMAP2 record's, else the recording's
     /// build-id table's for its path.
-    fn expected_build_id<'a>(&'a self, file: &'a MappedFile) -> Option<&'a [u8]> {
+    pub(super) fn expected_build_id<'a>(&'a self, file: &'a MappedFile) -> Option<&'a [u8]> {
         file.build_id
             .as_deref()
             .or_else(|| self.build_ids.get(&*file.path).map(Vec::as_slice))
     }
 
-    fn binary(&self, path: &Path, expected: Option<&[u8]>, pseudo: bool) -> Cached {
+    pub(super) fn binary(&self, path: &Path, expected: Option<&[u8]>, pseudo: bool) -> Cached {
         let key = (path.to_path_buf(), expected.map(<[u8]>::to_vec));
         let mut cache = self.binaries.lock().unwrap_or_else(|e| e.into_inner());
         cache
@@ -785,7 +790,7 @@ fn resolve_in(b: &Binary, frame: FrameAddress, offset: u64, dso: Arc<str>) -> Lo
 }
 
 /// Where a recorded path is found on this machine (under `--symfs` when given).
-fn on_disk(path: &Path, symfs: Option<&Path>) -> PathBuf {
+pub(super) fn on_disk(path: &Path, symfs: Option<&Path>) -> PathBuf {
     match symfs {
         Some(root) => root.join(path.strip_prefix("/").unwrap_or(path)),
         None => path.to_path_buf(),

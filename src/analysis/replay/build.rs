@@ -188,6 +188,16 @@ pub fn build_with(
     if let Some(o) = &p.off_cpu {
         p.warnings.extend(o.warnings());
     }
+    if let Some(maps) = &r.data_maps {
+        p.data_locs = symbolizer.symbolize_data(maps, &r.data_keys);
+    }
+    p.no_daddr = r.no_daddr;
+    if r.no_daddr > 0 {
+        p.warnings.push(format!(
+            "{} samples have no data address (record with -d): symbol_daddr, dso_daddr and dcacheline show them as [unknown]",
+            r.no_daddr
+        ));
+    }
     let (locs, keys, mismatches) = match rows {
         Some(rows) => rows.finish(),
         None => {

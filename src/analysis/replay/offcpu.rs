@@ -134,6 +134,7 @@ impl Replay {
             callchain: true,
             td: None,
             retire_lat: None,
+            mem: None,
         };
         f(Item::Sample(&sample, view));
         self.frames = frames;

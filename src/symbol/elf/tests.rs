@@ -450,19 +450,23 @@ fn svma_uses_the_load_segment_of_the_offset() {
                 offset: 0,
                 filesz: 0x800,
                 vaddr: 0,
+                memsz: 0x800,
             },
             Load {
                 offset: 0x1000,
                 filesz: 0x2345,
                 vaddr: 0x401000,
+                memsz: 0x2345,
             },
             Load {
                 offset: 0x4000,
                 filesz: 0x100,
                 vaddr: 0x605000,
+                memsz: 0x300,
             },
         ],
         symbols: Symbols::default(),
+        objects: Symbols::default(),
         debug_path: None,
         dwarf: None,
     };
@@ -497,6 +501,10 @@ fn svma_uses_the_load_segment_of_the_offset() {
     );
     assert_eq!(binary.offset_span(0x4010, (0x605000, 0x605010)), None);
     assert_eq!(binary.offset_span(0x9000, (0x0, 0x10000)), None);
+    // Data addresses reach into the segment's .bss, past its file bytes.
+    assert_eq!(binary.data_svma(0x4100), Some(0x605100));
+    assert_eq!(binary.data_svma(0x42ff), Some(0x6052ff));
+    assert_eq!(binary.data_svma(0x4300), None);
 }
 
 fn builder(symbols: &[(u64, u64, u64, u32, &str)]) -> Symbols {

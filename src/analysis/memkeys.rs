@@ -1,0 +1,176 @@
+//! The memory-access sort keys of a report (`symbol_daddr`, `dso_daddr`, `dcacheline`, `mem`,
+//! `snoop`, `tlb`, `locked`, `blocked`, `local_weight`, `weight`, `data_page_size`): what
+//! each one keys a row by and the cell it prints, as perf 6.1 prints them.
+//!
+//! Rows are keyed as perf keys them except where perf loses part of the kernel's layout:
+//! * `symbol_daddr`: the data address (one row per address, as perf), printed as the data
+//!   object and the offset into it (`[.] table+0x40`), a function by its name, else the
+//!   address; the mode letter is the sample's (`[k]` for a kernel-mode sample).
+//! * `dso_daddr`: the name of the mapping the address lies in (`[unknown]` outside all).
+//! * `dcacheline`: the 64-byte line (`addr & !63`) in its object (per process in anonymous
+//!   memory), printed as the line's start relative to the symbol of the first address seen in
+//!   it (`[.] table+0x40`, `table-0x8` for a line that starts before it), `[X]` outside every
+//!   mapping. perf 6.1 prints the line of the address's offset *into its mapping* named
+//!   after the symbol, which gives offsets that are no address of the line.
+//! * `mem`, `snoop`: the whole name ([`DataSrc::mem_name`], [`DataSrc::snoop_name`]), which
+//!   covers `mem_lvl_num`, `mem_remote`, `mem_hops` and `mem_snoopx`; perf 6.1 compares only
+//!   the old `mem_lvl` and `mem_snoop` bits and merges what differs in the others.
+//! * `tlb`, `locked`, `blocked`: their fields, printed by name.
+//! * `local_weight`: the weight (a row's samples all have it); `weight`: the row's weight
+//!   summed (the local weight times the samples, as perf prints it).
+//! * `data_page_size`: the page size (`4K`, `N/A`).
+
+use std::collections::HashMap;
+
+use super::profile::{MemFold, MemView, NONE, Profile};
+use crate::decode::datasrc::{DataSrc, page_size_name};
+use crate::symbol::data::{DataLoc, hex_addr};
+
+/// The cache line size perf uses for `dcacheline` (the running machine's, 64 on x86).
+pub const CACHE_LINE: u64 = 64;
+
+/// A memory-access sort key (the `--sort` keys of [`super::hist::SortKey`] that read a
+/// sample's memory access).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MemKey {
+    /// `symbol_daddr`.
+    SymbolDaddr,
+    /// `dso_daddr`.
+    DsoDaddr,
+    /// `dcacheline`.
+    Dcacheline,
+    /// `mem`.
+    Mem,
+    /// `snoop`.
+    Snoop,
+    /// `tlb`.
+    Tlb,
+    /// `locked`.
+    Locked,
+    /// `blocked`.
+    Blocked,
+    /// `local_weight`.
+    LocalWeight,
+    /// `weight`.
+    Weight,
+    /// `data_page_size`.
+    DataPageSize,
+}
+
+/// What of the memory access the keys `sort` read ([`super::profile::FoldKeys::mem`]).
+pub fn fold(sort: &[MemKey]) -> MemFold {
+    let has = |ks: &[MemKey]| ks.iter().any(|k| sort.contains(k));
+    MemFold {
+        daddr: has(&[MemKey::SymbolDaddr, MemKey::DsoDaddr, MemKey::Dcacheline]),
+        data_src: has(&[
+            MemKey::Mem,
+            MemKey::Snoop,
+            MemKey::Tlb,
+            MemKey::Locked,
+            MemKey::Blocked,
+        ]),
+        weight: has(&[MemKey::LocalWeight, MemKey::Weight]),
+        page_size: has(&[MemKey::DataPageSize]),
+    }
+}
+
+/// Row keys and cells of the memory keys, per memory access of a profile.
+#[derive(Debug, Default)]
+pub struct MemCells {
+    /// Per sort key position: per memory access (index into [`Profile::mems`], the last one
+    /// for `NONE`), the key and the cell.
+    cols: Vec<Vec<(u64, String)>>,
+}
+
+impl MemCells {
+    /// The keys and cells of `sort`'s memory keys (`None` for the other keys) for every
+    /// memory access of `p`.
+    pub fn new(p: &Profile, sort: &[Option<MemKey>]) -> MemCells {
+        let unknown = DataLoc {
+            addr: 0,
+            dso: "[unknown]".into(),
+            sym: None,
+            anon: None,
+            unmapped: true,
+        };
+        let none = MemView {
+            daddr: NONE,
+            data_src: DataSrc::NONE.0,
+            ..MemView::default()
+        };
+        let mut strings: HashMap<String, u64> = HashMap::new();
+        let mut intern = |s: &str| -> u64 {
+            let n = strings.len() as u64;
+            *strings.entry(s.to_string()).or_insert(n)
+        };
+        let cols = sort
+            .iter()
+            .map(|&k| {
+                let Some(k) = k else {
+                    return Vec::new();
+                };
+                p.mems
+                    .iter()
+                    .chain(std::iter::once(&none))
+                    .map(|m| {
+                        let d = p.data_locs.get(m.daddr as usize).unwrap_or(&unknown);
+                        let level = if m.kernel { 'k' } else { '.' };
+                        let src = DataSrc(m.data_src);
+                        let named =
+                            |s: String, intern: &mut dyn FnMut(&str) -> u64| (intern(&s), s);
+                        match k {
+                            MemKey::SymbolDaddr => (m.addr, d.cell(level)),
+                            MemKey::DsoDaddr => named(d.dso.to_string(), &mut intern),
+                            MemKey::Dcacheline => {
+                                let line = m.addr & !(CACHE_LINE - 1);
+                                let key = format!("{}\0{:?}\0{line}", d.dso, d.anon);
+                                let cell = if d.unmapped {
+                                    format!("[X] {}", hex_addr(line))
+                                } else {
+                                    format!("[{level}] {}", d.name_at(line))
+                                };
+                                (intern(&key), cell)
+                            }
+                            MemKey::Mem => named(src.mem_name(), &mut intern),
+                            MemKey::Snoop => named(src.snoop_name(), &mut intern),
+                            MemKey::Tlb => named(src.tlb_name(), &mut intern),
+                            MemKey::Locked => named(src.locked_name().into(), &mut intern),
+                            MemKey::Blocked => named(src.blocked_name(), &mut intern),
+                            MemKey::LocalWeight | MemKey::Weight => {
+                                (m.weight, m.weight.to_string())
+                            }
+                            MemKey::DataPageSize => (m.page_size, page_size_name(m.page_size)),
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        MemCells { cols }
+    }
+
+    fn at(&self, col: usize, mem: u32) -> Option<&(u64, String)> {
+        let c = self.cols.get(col)?;
+        c.get(mem as usize).or_else(|| c.last())
+    }
+
+    /// The row key of memory access `mem` for the key at position `col`.
+    pub fn key(&self, col: usize, mem: u32) -> u64 {
+        self.at(col, mem).map_or(0, |c| c.0)
+    }
+
+    /// The cell of memory access `mem` for the key at position `col`.
+    pub fn cell(&self, col: usize, mem: u32) -> String {
+        self.at(col, mem).map(|c| c.1.clone()).unwrap_or_default()
+    }
+}
+
+/// How two rows' keys at one position order when their weights tie, as perf's comparison of
+/// the key orders them: data addresses ascending, weights descending; `None`: by the cells
+/// as printed.
+pub fn tie_order(k: MemKey, a: u64, b: u64) -> Option<std::cmp::Ordering> {
+    match k {
+        MemKey::SymbolDaddr => Some(a.cmp(&b)),
+        MemKey::LocalWeight | MemKey::Weight => Some(b.cmp(&a)),
+        _ => None,
+    }
+}
