@@ -20,6 +20,7 @@ mod export;
 mod flamegraph;
 mod info;
 mod list;
+mod mem;
 mod reading;
 mod record;
 mod report;
@@ -117,6 +118,9 @@ pub enum Cmd {
     Diff(diff::DiffArgs),
     /// Sample the whole machine (or -p/-t/-C) and show the hottest functions, refreshed.
     Top(top::TopArgs),
+    /// Memory access profiling, as perf mem: `mem record` samples loads and stores with
+    /// their data addresses, sources and latencies; `mem report` shows where they went.
+    Mem(mem::MemArgs),
 }
 
 /// Where hrec reads the machine's description from.
@@ -245,6 +249,7 @@ pub fn exec(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, Er
         Cmd::Annotate(a) => annotate::exec(a, &env, out, err),
         Cmd::Diff(a) => diff::exec(a, &env, out, err),
         Cmd::Top(a) => top::exec(a, &env, out, err),
+        Cmd::Mem(a) => mem::exec(a, &env, out, err),
     }
 }
 

@@ -210,6 +210,7 @@ impl RecordArgs {
             } else {
                 hrec::symbol::buildid_cache::resolve_dir(self.buildid_dir.as_deref())
             },
+            mem: None,
             switch_output: self.switch_output.map(|trigger| SwitchOutput {
                 trigger,
                 max_files: self
@@ -299,6 +300,8 @@ struct RecordConfig {
     pub buildid_cache: Option<PathBuf>,
     /// `--switch-output` (with `--switch-max-files`).
     pub switch_output: Option<record::switch::SwitchOutput>,
+    /// `mem record` / `c2c record`: the memory events instead of `-e`.
+    pub mem: Option<plan::mem::MemOptions>,
 }
 
 /// `-m`: data pages per ring buffer, a power of two (record and top).
@@ -321,6 +324,20 @@ pub fn exec(
     run(env, &args.into_config().map_err(Error::Usage)?, out, err)
 }
 
+/// Runs `hrec mem record` / `hrec c2c record`: record's flags with the memory events `mem`
+/// chooses (`event::plan::mem`).
+pub fn exec_mem(
+    args: RecordArgs,
+    mem: plan::mem::MemOptions,
+    env: &Env,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8, Error> {
+    let mut cfg = args.into_config().map_err(Error::Usage)?;
+    cfg.mem = Some(mem);
+    run(env, &cfg, out, err)
+}
+
 fn run(
     env: &Env,
     cfg: &RecordConfig,
@@ -335,7 +352,10 @@ fn run(
     }
     let pmus = Pmus::read(&env.sysfs_root)?;
     let host = Host::read(&env.procfs_root);
-    let plan = plan::plan_record(&pmus, &host, &cfg.options)?;
+    let plan = match &cfg.mem {
+        Some(mem) => plan::mem::plan_mem_record(&pmus, &host, &cfg.options, mem)?,
+        None => plan::plan_record(&pmus, &host, &cfg.options)?,
+    };
     for n in plan.notices.iter().filter(|_| !cfg.quiet) {
         writeln!(err, "hrec: {n}")?;
     }

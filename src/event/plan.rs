@@ -26,6 +26,7 @@
 use serde::Serialize;
 
 mod defaults;
+pub mod mem;
 
 pub use defaults::default_events;
 use defaults::mark_ecore_members;
@@ -310,6 +311,10 @@ pub enum PlanError {
     /// Option combination that cannot work.
     #[error("{0}")]
     Options(String),
+    /// The PMUs lack the memory-sampling events `mem record` / `c2c record` need: what is
+    /// missing, in one line.
+    #[error("{0}")]
+    MemUnsupported(String),
 }
 
 /// Builds the record plan. Pure: reads nothing but its arguments.

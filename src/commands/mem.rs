@@ -1,0 +1,147 @@
+//! `hrec mem record` / `hrec mem report`: perf mem. Recording is `record` with the memory
+//! events `event::plan::mem` chooses per core PMU (loads with their latency threshold, the
+//! auxiliary leader where the PMU needs one, stores), `-d` and weights; reporting is `report`
+//! in memory mode (each sample weighs its load latency) with perf mem report's default keys.
+//!
+//! As in perf, `-t` is the memory operation here (`load`, `store`, `load,store`), so `mem
+//! record` takes the thread target as `--tid` only.
+
+use std::io::Write;
+
+use clap::{Args, Subcommand};
+use hrec::event::plan::mem::{DEFAULT_LDLAT, MemOps, MemOptions};
+
+use super::record::RecordArgs;
+use super::report::ReportArgs;
+use super::{Env, Error};
+
+/// perf mem report's keys when loads were sampled (perf 6.1's memory-mode default).
+pub const LOAD_SORT: &str =
+    "local_weight,mem,sym,dso,symbol_daddr,dso_daddr,snoop,tlb,locked,blocked";
+/// perf mem report's keys for stores alone (`-t store`): stores carry no latency.
+pub const STORE_SORT: &str = "mem,sym,dso,symbol_daddr,dso_daddr,tlb,locked";
+
+/// `hrec mem`.
+#[derive(Debug, Args)]
+pub struct MemArgs {
+    /// record or report.
+    #[command(subcommand)]
+    pub command: MemCmd,
+}
+
+/// `hrec mem` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum MemCmd {
+    /// Sample memory loads and stores (data addresses, data sources, load latencies).
+    Record(MemRecordArgs),
+    /// Where the sampled memory accesses went, weighed by their latency.
+    Report(MemReportArgs),
+}
+
+/// `hrec mem record` flags: perf mem's plus every flag of `hrec record` (`-t` is the
+/// operation; threads are `--tid`).
+#[derive(Debug, Args)]
+#[command(mut_arg("tid", |a| a.short(None)))]
+pub struct MemRecordArgs {
+    /// Memory operations to sample: load, store or load,store.
+    #[arg(short = 't', long = "type", value_name = "load|store|load,store", default_value_t = MemOps::default())]
+    pub ops: MemOps,
+    /// Loads slower than this many cycles are sampled (the PMU's ldlat).
+    #[arg(long = "ldlat", value_name = "CYCLES", default_value_t = DEFAULT_LDLAT)]
+    pub ldlat: u32,
+    #[command(flatten)]
+    pub record: RecordArgs,
+}
+
+/// `hrec mem report` flags: perf mem's plus every flag of `hrec report`.
+#[derive(Debug, Args)]
+pub struct MemReportArgs {
+    /// The operations recorded: with `store` alone the default keys leave out the latency
+    /// (perf mem report's rule).
+    #[arg(short = 't', long = "type", value_name = "load|store|load,store", default_value_t = MemOps::default())]
+    pub ops: MemOps,
+    #[command(flatten)]
+    pub report: ReportArgs,
+}
+
+/// Runs `hrec mem ...`.
+pub fn exec(
+    args: MemArgs,
+    env: &Env,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8, Error> {
+    match args.command {
+        MemCmd::Record(a) => super::record::exec_mem(
+            a.record,
+            MemOptions {
+                ops: a.ops,
+                ldlat: a.ldlat,
+            },
+            env,
+            out,
+            err,
+        ),
+        MemCmd::Report(a) => super::report::exec(report_args(a), env, out, err),
+    }
+}
+
+/// `report --mem-mode` with perf mem report's keys unless `-s`/`-F` give others.
+fn report_args(a: MemReportArgs) -> ReportArgs {
+    let mut r = a.report;
+    r.mem_mode = true;
+    if r.sort.is_none() && r.fields.is_none() {
+        let keys = if a.ops.load { LOAD_SORT } else { STORE_SORT };
+        r.sort = Some(keys.to_string());
+    }
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Cli, Cmd};
+    use super::*;
+    use clap::Parser as _;
+
+    fn mem(args: &[&str]) -> Result<MemCmd, String> {
+        let mut v = vec!["hrec", "mem"];
+        v.extend_from_slice(args);
+        match Cli::try_parse_from(v).map_err(|e| e.to_string())?.command {
+            Cmd::Mem(m) => Ok(m.command),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn t_is_the_operation_and_threads_are_tid() {
+        let Ok(MemCmd::Record(r)) = mem(&["record", "-t", "store", "--tid", "7", "--ldlat", "50"])
+        else {
+            panic!()
+        };
+        assert_eq!((r.ops.load, r.ops.store, r.ldlat), (false, true, 50));
+        assert_eq!(r.record.target.tid, [7]);
+        let Ok(MemCmd::Record(r)) = mem(&["record", "--dry-run", "--", "true"]) else {
+            panic!()
+        };
+        assert_eq!((r.ops, r.ldlat), (MemOps::default(), 30));
+        assert!(mem(&["record", "-t", "fetch"]).is_err());
+    }
+
+    #[test]
+    fn report_defaults_to_perf_mem_reports_keys() {
+        let Ok(MemCmd::Report(r)) = mem(&["report", "--stdio"]) else {
+            panic!()
+        };
+        let r = report_args(r);
+        assert!(r.mem_mode && r.stdio);
+        assert_eq!(r.sort.as_deref(), Some(LOAD_SORT));
+        let Ok(MemCmd::Report(r)) = mem(&["report", "-t", "store"]) else {
+            panic!()
+        };
+        assert_eq!(report_args(r).sort.as_deref(), Some(STORE_SORT));
+        let Ok(MemCmd::Report(r)) = mem(&["report", "-s", "mem", "--json"]) else {
+            panic!()
+        };
+        assert_eq!(report_args(r).sort.as_deref(), Some("mem"));
+    }
+}
