@@ -74,13 +74,15 @@ pub enum SortKey {
     Weight,
     /// The data page size.
     DataPageSize,
+    /// The instruction latency (WEIGHT_STRUCT's `var2_w`).
+    LocalInsLat,
 }
 
 impl SortKey {
     /// Every key, for messages.
     pub const ALL: &'static str = "comm, pid, tid, dso, sym, srcline, ip, event, pmu, cpu, \
          cgroup, cgroup_id, symbol_daddr, dso_daddr, dcacheline, mem, snoop, tlb, locked, \
-         blocked, local_weight, weight, data_page_size";
+         blocked, local_weight, weight, data_page_size, local_ins_lat";
 
     /// The column header perf uses.
     pub fn header(self) -> &'static str {
@@ -108,6 +110,7 @@ impl SortKey {
             SortKey::LocalWeight => "Local Weight",
             SortKey::Weight => "Weight",
             SortKey::DataPageSize => "Data Page Size",
+            SortKey::LocalInsLat => "Local INSTR Latency",
         }
     }
 
@@ -125,6 +128,7 @@ impl SortKey {
             SortKey::LocalWeight => MemKey::LocalWeight,
             SortKey::Weight => MemKey::Weight,
             SortKey::DataPageSize => MemKey::DataPageSize,
+            SortKey::LocalInsLat => MemKey::LocalInsLat,
             _ => return None,
         })
     }
@@ -155,6 +159,7 @@ impl SortKey {
             SortKey::LocalWeight => "local_weight",
             SortKey::Weight => "weight",
             SortKey::DataPageSize => "data_page_size",
+            SortKey::LocalInsLat => "local_ins_lat",
         }
     }
 }
@@ -197,6 +202,7 @@ impl FromStr for SortKey {
             "local_weight" => SortKey::LocalWeight,
             "weight" => SortKey::Weight,
             "data_page_size" => SortKey::DataPageSize,
+            "local_ins_lat" => SortKey::LocalInsLat,
             other => return Err(BadSortKey(other.to_string())),
         })
     }

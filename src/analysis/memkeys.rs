@@ -1,5 +1,6 @@
 //! The memory-access sort keys of a report (`symbol_daddr`, `dso_daddr`, `dcacheline`, `mem`,
-//! `snoop`, `tlb`, `locked`, `blocked`, `local_weight`, `weight`, `data_page_size`): what
+//! `snoop`, `tlb`, `locked`, `blocked`, `local_weight`, `weight`, `data_page_size`,
+//! `local_ins_lat`): what
 //! each one keys a row by and the cell it prints, as perf 6.1 prints them.
 //!
 //! Rows are keyed as perf keys them except where perf loses part of the kernel's layout:
@@ -19,6 +20,8 @@
 //! * `local_weight`: the weight (a row's samples all have it); `weight`: the row's weight
 //!   summed (the local weight times the samples, as perf prints it).
 //! * `data_page_size`: the page size (`4K`, `N/A`).
+//! * `local_ins_lat`: the instruction latency, WEIGHT_STRUCT's `var2_w` (bits 47:32; 0 without
+//!   WEIGHT_STRUCT), as perf's `Local INSTR Latency`.
 
 use std::collections::HashMap;
 
@@ -55,6 +58,8 @@ pub enum MemKey {
     Weight,
     /// `data_page_size`.
     DataPageSize,
+    /// `local_ins_lat`.
+    LocalInsLat,
 }
 
 /// What of the memory access the keys `sort` read ([`super::profile::FoldKeys::mem`]).
@@ -71,6 +76,7 @@ pub fn fold(sort: &[MemKey]) -> MemFold {
         ]),
         weight: has(&[MemKey::LocalWeight, MemKey::Weight]),
         page_size: has(&[MemKey::DataPageSize]),
+        ins_lat: has(&[MemKey::LocalInsLat]),
     }
 }
 
@@ -140,6 +146,7 @@ impl MemCells {
                                 (m.weight, m.weight.to_string())
                             }
                             MemKey::DataPageSize => (m.page_size, page_size_name(m.page_size)),
+                            MemKey::LocalInsLat => (m.ins_lat, m.ins_lat.to_string()),
                         }
                     })
                     .collect()
@@ -170,7 +177,7 @@ impl MemCells {
 pub fn tie_order(k: MemKey, a: u64, b: u64) -> Option<std::cmp::Ordering> {
     match k {
         MemKey::SymbolDaddr => Some(a.cmp(&b)),
-        MemKey::LocalWeight | MemKey::Weight => Some(b.cmp(&a)),
+        MemKey::LocalWeight | MemKey::Weight | MemKey::LocalInsLat => Some(b.cmp(&a)),
         _ => None,
     }
 }

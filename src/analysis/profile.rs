@@ -133,12 +133,14 @@ pub struct MemFold {
     pub weight: bool,
     /// The data page size (`data_page_size`).
     pub page_size: bool,
+    /// The instruction latency (`local_ins_lat`).
+    pub ins_lat: bool,
 }
 
 impl MemFold {
     /// Whether any part is kept.
     pub fn any(&self) -> bool {
-        self.daddr || self.data_src || self.weight || self.page_size
+        self.daddr || self.data_src || self.weight || self.page_size || self.ins_lat
     }
 
     /// What the groups keep of `m`.
@@ -150,6 +152,7 @@ impl MemFold {
             data_src: if self.data_src { m.data_src } else { 0 },
             weight: if self.weight { m.weight } else { 0 },
             page_size: if self.page_size { m.page_size } else { 0 },
+            ins_lat: if self.ins_lat { m.ins_lat } else { 0 },
         }
     }
 }
@@ -170,6 +173,8 @@ pub struct MemView {
     pub weight: u64,
     /// The data page size (0: not sampled).
     pub page_size: u64,
+    /// WEIGHT_STRUCT's `var2_w`: the instruction latency (0 without WEIGHT_STRUCT).
+    pub ins_lat: u64,
 }
 
 impl FoldKeys {
@@ -187,6 +192,7 @@ impl FoldKeys {
             data_src: false,
             weight: false,
             page_size: false,
+            ins_lat: false,
         },
     };
 

@@ -314,6 +314,7 @@ impl Replay {
             data_src: s.data_src.unwrap_or(DataSrc::NONE.0),
             weight,
             page_size: s.data_page_size.unwrap_or(0),
+            ins_lat: s.weight_struct().map_or(0, |w| u64::from(w.ins_lat)),
         }
     }
 

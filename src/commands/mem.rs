@@ -15,9 +15,10 @@ use super::record::RecordArgs;
 use super::report::ReportArgs;
 use super::{Env, Error};
 
-/// perf mem report's keys when loads were sampled (perf 6.1's memory-mode default).
+/// perf mem report's keys when loads were sampled (perf 6.1's memory-mode default, less
+/// `local_p_stage_cyc`, which perf shows only on POWER).
 pub const LOAD_SORT: &str =
-    "local_weight,mem,sym,dso,symbol_daddr,dso_daddr,snoop,tlb,locked,blocked";
+    "local_weight,mem,sym,dso,symbol_daddr,dso_daddr,snoop,tlb,locked,blocked,local_ins_lat";
 /// perf mem report's keys for stores alone (`-t store`): stores carry no latency.
 pub const STORE_SORT: &str = "mem,sym,dso,symbol_daddr,dso_daddr,tlb,locked";
 
@@ -60,6 +61,9 @@ pub struct MemReportArgs {
     /// (perf mem report's rule).
     #[arg(short = 't', long = "type", value_name = "load|store|load,store", default_value_t = MemOps::default())]
     pub ops: MemOps,
+    /// Add the data page size to the default keys (perf mem report's --data-page-size).
+    #[arg(long = "data-page-size")]
+    pub data_page_size: bool,
     #[command(flatten)]
     pub report: ReportArgs,
 }
@@ -92,7 +96,12 @@ fn report_args(a: MemReportArgs) -> ReportArgs {
     r.mem_mode = true;
     if r.sort.is_none() && r.fields.is_none() {
         let keys = if a.ops.load { LOAD_SORT } else { STORE_SORT };
-        r.sort = Some(keys.to_string());
+        let page = if a.data_page_size && a.ops.load {
+            ",data_page_size"
+        } else {
+            ""
+        };
+        r.sort = Some(format!("{keys}{page}"));
     }
     r
 }
@@ -143,5 +152,12 @@ mod tests {
             panic!()
         };
         assert_eq!(report_args(r).sort.as_deref(), Some("mem"));
+        let Ok(MemCmd::Report(r)) = mem(&["report", "--data-page-size"]) else {
+            panic!()
+        };
+        assert_eq!(
+            report_args(r).sort,
+            Some(format!("{LOAD_SORT},data_page_size"))
+        );
     }
 }

@@ -20,13 +20,13 @@ pub struct ReportArgs {
     pub input: Option<PathBuf>,
     /// Sort keys: comm, pid, tid, dso, sym, srcline, ip, event, pmu, cpu, cgroup,
     /// cgroup_id, and of `record -d` recordings symbol_daddr, dso_daddr, dcacheline, mem,
-    /// snoop, tlb, locked, blocked, local_weight, weight, data_page_size [default:
+    /// snoop, tlb, locked, blocked, local_weight, weight, data_page_size, local_ins_lat [default:
     /// comm,dso,sym].
     #[arg(short = 's', long = "sort")]
     pub sort: Option<String>,
     /// perf's memory mode: each sample stands for its weight (a memory event's load latency,
     /// 1 without one) instead of its period [default sort: local_weight,mem,sym,dso,
-    /// symbol_daddr,dso_daddr,snoop,tlb,locked,blocked].
+    /// symbol_daddr,dso_daddr,snoop,tlb,locked,blocked,local_ins_lat].
     #[arg(long = "mem-mode")]
     pub mem_mode: bool,
     /// Output fields, perf's: overhead, overhead_children, sample, period, then sort keys (the
@@ -160,7 +160,7 @@ impl ReportArgs {
             // perf: output fields without a key sum every sample into one row.
             (None, true) if self.fields.is_some() => String::new(),
             (None, true) if self.mem_mode => {
-                "local_weight,mem,sym,dso,symbol_daddr,dso_daddr,snoop,tlb,locked,blocked"
+                "local_weight,mem,sym,dso,symbol_daddr,dso_daddr,snoop,tlb,locked,blocked,local_ins_lat"
                     .to_string()
             }
             (None, true) => "comm,dso,sym".to_string(),

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 pub mod browser;
 pub mod encode;
+pub mod memdata;
 pub mod perfdata;
 pub mod privilege;
 pub mod stacks;

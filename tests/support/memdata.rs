@@ -1,0 +1,356 @@
+//! A hand-built `perf mem record` recording in the kernel's layout, shared by the memory
+//! tests (`tests/mem_access.rs`, `tests/mem_report.rs`): a program with known functions and
+//! data objects (`perfdata::data_elf`), its text and data mappings (the data ones with
+//! `MMAP_DATA`, as `mmap_data = 1` makes the kernel write them), `[heap]`, `[stack]` and
+//! anonymous memory, and PEBS load samples whose data sources are chosen field by field.
+
+use std::path::{Path, PathBuf};
+
+use hrec::decode::datasrc::{DataSrc, blk, hops, lock, lvl, lvlnum, op, snoop, snoopx, tlb};
+use hrec::event::Attr;
+use hrec::event::attr::{flag, sample, types};
+
+use super::encode::{Encoder, Mmap2Fields, Mmap2File, SampleFields, SampleId};
+use super::perfdata::{DATA_BASE, FINISHED_ROUND, PerfData, data_elf, feature};
+
+pub const PID: u32 = 5151;
+/// `PERF_RECORD_MISC_MMAP_DATA`.
+pub const MMAP_DATA: u16 = 1 << 13;
+pub const HEAP: u64 = 0x0200_0000;
+pub const STACK: u64 = 0x7ffd_0000_0000;
+pub const ANON: u64 = 0x7f00_0000_0000;
+
+/// The attr `perf mem record` (6.1) opens on x86 for `cpu/mem-loads,ldlat=30/P` alone:
+/// raw event 0x1cd with ldlat in config1, precise, ADDR, WEIGHT_STRUCT and DATA_SRC; the
+/// tracking bits on it (no dummy), `mmap_data` for the data mappings.
+pub fn mem_loads_attr() -> Attr {
+    let mut a = Attr::new(types::RAW, 0x1cd);
+    a.size = super::perfdata::ATTR_SIZE;
+    a.config1 = 30;
+    a.sample_type = sample::IP
+        | sample::TID
+        | sample::TIME
+        | sample::ADDR
+        | sample::CPU
+        | sample::PERIOD
+        | sample::WEIGHT_STRUCT
+        | sample::DATA_SRC;
+    a.read_format = 0;
+    a.sample_period_or_freq = 4000;
+    a.flags = flag::DISABLED
+        | flag::INHERIT
+        | flag::ENABLE_ON_EXEC
+        | flag::FREQ
+        | flag::MMAP
+        | flag::COMM
+        | flag::TASK
+        | flag::MMAP2
+        | flag::COMM_EXEC
+        | flag::MMAP_DATA
+        | flag::SAMPLE_ID_ALL
+        | flag::EXCLUDE_GUEST;
+    a.set_precise_ip(2);
+    a
+}
+
+/// One sample: where it ran (a function index), the data address, its data source, its
+/// weight (load latency) and period.
+#[derive(Debug, Clone, Copy)]
+pub struct Access {
+    pub func: usize,
+    pub addr: u64,
+    pub src: DataSrc,
+    pub weight: u64,
+    pub period: u64,
+}
+
+/// The program's functions and objects.
+pub const FUNCS: [&str; 2] = ["reader", "writer"];
+pub const DATA: [(&str, u64); 2] = [("shared_line", 64), ("table", 4096)];
+pub const BSS: [(&str, u64); 1] = [("counters", 256)];
+
+/// An MMAP2 record's misc, start, length, page offset, protection and file name.
+pub type MapSpec<'a> = (u16, u64, u64, u64, u32, &'a [u8]);
+
+pub struct Built {
+    pub functions: Vec<u64>,
+    pub objects: Vec<u64>,
+}
+
+/// Writes `perf.data` and the program `memwork` into `dir`, with `accesses` in order.
+pub fn build(dir: &Path, accesses: &[Access]) -> Built {
+    let body: &[u8] = &[0x55, 0x48, 0x8b, 0x07, 0x48, 0x89, 0x06, 0x5d, 0xc3];
+    let funcs: Vec<(&str, &[u8])> = FUNCS.iter().map(|n| (*n, body)).collect();
+    let elf = data_elf(&funcs, &DATA, &BSS);
+    let prog = dir.join("memwork");
+    std::fs::write(&prog, &elf.bytes).unwrap();
+    let mut pd = PerfData::new();
+    let attr = mem_loads_attr();
+    pd.event(attr, "cpu/mem-loads,ldlat=30/P", vec![7]);
+    pd.string_feature(feature::HOSTNAME, "spr");
+    pd.string_feature(feature::OSRELEASE, "6.1.0-13-amd64");
+    pd.string_feature(feature::VERSION, "6.1.55");
+    pd.string_feature(feature::ARCH, "x86_64");
+    pd.nrcpus(8, 8);
+    pd.string_feature(feature::CPUDESC, "Intel(R) Xeon(R) Platinum 8480+");
+    pd.string_feature(feature::CPUID, "GenuineIntel,6,143,8");
+    pd.total_mem(65_536_000);
+    pd.cmdline(&["/usr/bin/perf", "mem", "record", "./memwork"]);
+    pd.pmu_mappings(&[(1, "software"), (4, "cpu")]);
+    let enc = Encoder::new(attr);
+    let mut time = 1_000_000u64;
+    let sid = |time: u64| SampleId {
+        pid: PID,
+        tid: PID,
+        time,
+        cpu: 1,
+        ..SampleId::default()
+    };
+    pd.records
+        .extend(enc.comm(&sid(time), PID, PID, b"memwork", true));
+    let path = prog.to_str().unwrap().as_bytes().to_vec();
+    let text_len = elf.functions.last().unwrap() + 0x10 - 0x40_0000;
+    let maps: [MapSpec<'_>; 5] = [
+        (2, 0x40_0000, text_len.next_multiple_of(0x1000), 0, 5, &path),
+        (
+            2 | MMAP_DATA,
+            DATA_BASE,
+            elf.data_len.next_multiple_of(0x1000),
+            elf.data_offset,
+            3,
+            &path,
+        ),
+        (2 | MMAP_DATA, HEAP, 0x21000, 0, 3, b"[heap]"),
+        (2 | MMAP_DATA, ANON, 0x100000, 0, 3, b"//anon"),
+        (2 | MMAP_DATA, STACK, 0x21000, 0, 3, b"[stack]"),
+    ];
+    for (misc, addr, len, pgoff, prot, name) in maps {
+        time += 100;
+        let file = if name.starts_with(b"/") && !name.starts_with(b"//") {
+            Mmap2File::Inode {
+                maj: 259,
+                min: 2,
+                ino: 4321,
+                ino_generation: 0,
+            }
+        } else {
+            Mmap2File::Inode {
+                maj: 0,
+                min: 0,
+                ino: 0,
+                ino_generation: 0,
+            }
+        };
+        pd.records.extend(enc.mmap2(
+            &sid(time),
+            &Mmap2Fields {
+                misc,
+                pid: PID,
+                tid: PID,
+                addr,
+                len,
+                pgoff,
+                file,
+                prot,
+                flags: 2,
+                filename: name.to_vec(),
+            },
+        ));
+    }
+    pd.records
+        .extend(super::encode::record(FINISHED_ROUND, 0, &[]));
+    let first = time + 1000;
+    for a in accesses {
+        time += 1000;
+        let s = SampleFields {
+            misc: 2,
+            ip: elf.functions[a.func] + 2,
+            pid: PID,
+            tid: PID,
+            time,
+            addr: a.addr,
+            cpu: 1,
+            period: a.period,
+            weight: a.weight,
+            data_src: a.src.0,
+            ..SampleFields::default()
+        };
+        pd.records.extend(enc.sample(&s));
+    }
+    pd.records
+        .extend(super::encode::record(FINISHED_ROUND, 0, &[]));
+    pd.sample_time(first, time);
+    pd.write(&dir.join("perf.data"));
+    Built {
+        functions: elf.functions,
+        objects: elf.objects,
+    }
+}
+
+pub fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("hrec-mem-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// The rows of a report's text: the data lines' cells split at whitespace, perf's trailing
+/// empty IPC columns (`-`) and hrec's Samples column left out.
+pub fn rows(out: &str, hrec: bool) -> Vec<Vec<String>> {
+    out.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .filter(|l| {
+            l.trim_start()
+                .as_bytes()
+                .first()
+                .is_some_and(u8::is_ascii_digit)
+        })
+        .map(|l| {
+            let mut t: Vec<String> = l.split_whitespace().map(str::to_string).collect();
+            if hrec && t.len() > 1 {
+                t.remove(1);
+            }
+            while t.last().is_some_and(|x| x == "-") {
+                t.pop();
+            }
+            t
+        })
+        .collect()
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn src(
+    op_: u64,
+    lvl_: u64,
+    snoop_: u64,
+    lock_: u64,
+    tlb_: u64,
+    num: u64,
+    remote: bool,
+    snoopx_: u64,
+    blk_: u64,
+    hops_: u64,
+) -> DataSrc {
+    DataSrc::from_fields(
+        op_, lvl_, snoop_, lock_, tlb_, num, remote, snoopx_, blk_, hops_,
+    )
+}
+
+/// The accesses of the hand-built recording: the program's objects, the heap, the stack,
+/// anonymous memory and an unmapped address, with data sources chosen field by field. Each
+/// kind has its own weight so every row's total is known.
+pub fn accesses(objects: &[u64]) -> Vec<Access> {
+    let (shared, table, counters) = (objects[0], objects[1], objects[2]);
+    // An L1 hit, as Sapphire Rapids encodes it (old level bits and the level number).
+    let l1 = src(
+        op::LOAD,
+        lvl::HIT | lvl::L1,
+        snoop::NONE,
+        lock::NA,
+        tlb::HIT | tlb::L1,
+        lvlnum::L1,
+        false,
+        0,
+        blk::NA,
+        0,
+    );
+    // A remote cache line modified in another socket's cache (HITM), and a remote DRAM read:
+    // the same old level bits, the rest tells them apart.
+    let rem_hitm = src(
+        op::LOAD,
+        lvl::HIT,
+        snoop::HITM,
+        lock::NA,
+        tlb::HIT | tlb::L1 | tlb::L2,
+        lvlnum::ANY_CACHE,
+        true,
+        0,
+        blk::NA,
+        hops::SOCKET,
+    );
+    let rem_ram = src(
+        op::LOAD,
+        lvl::HIT,
+        snoop::HITM,
+        lock::NA,
+        tlb::HIT | tlb::L1 | tlb::L2,
+        lvlnum::RAM,
+        true,
+        0,
+        blk::NA,
+        hops::SOCKET,
+    );
+    // A locked store-forward block on the stack, a TLB walk to the heap, a peer transfer.
+    let locked = src(
+        op::LOAD,
+        lvl::HIT | lvl::LFB,
+        snoop::NONE,
+        lock::LOCKED,
+        tlb::HIT | tlb::L1,
+        lvlnum::LFB,
+        false,
+        0,
+        blk::DATA,
+        0,
+    );
+    let walk = src(
+        op::LOAD,
+        lvl::HIT | lvl::LOC_RAM,
+        snoop::MISS,
+        lock::NA,
+        tlb::MISS | tlb::WK,
+        lvlnum::RAM,
+        false,
+        0,
+        blk::ADDR,
+        0,
+    );
+    let peer = src(
+        op::LOAD,
+        lvl::HIT | lvl::L2,
+        snoop::HIT,
+        lock::NA,
+        tlb::HIT | tlb::L1,
+        lvlnum::L2,
+        false,
+        snoopx::PEER,
+        blk::NA,
+        0,
+    );
+    let a = |func, addr, src, weight| Access {
+        func,
+        addr,
+        src,
+        weight,
+        period: 1,
+    };
+    let mut v = Vec::new();
+    for i in 0..4 {
+        v.push(a(0, table + 64 * i, l1, 7));
+    }
+    v.push(a(1, shared + 8, rem_hitm, 400));
+    v.push(a(1, shared + 8, rem_hitm, 400));
+    v.push(a(0, shared + 16, rem_ram, 300));
+    v.push(a(1, STACK + 0x100, locked, 25));
+    v.push(a(0, HEAP + 0x2040, walk, 180));
+    v.push(a(0, HEAP + 0x2048, walk, 180));
+    v.push(a(0, ANON + 0x10, peer, 55));
+    v.push(a(1, counters + 0x80, peer, 60));
+    v.push(a(1, 0x1000, l1, 9));
+    v
+}
+
+/// The known rows of `keys` (each a function of one access), heaviest first: every access's
+/// cells, its weight summed per row.
+pub fn truth(acc: &[Access], cells: impl Fn(&Access) -> Vec<String>) -> Vec<(Vec<String>, u64)> {
+    let mut rows: Vec<(Vec<String>, u64)> = Vec::new();
+    for x in acc {
+        let c = cells(x);
+        match rows.iter_mut().find(|r| r.0 == c) {
+            Some(r) => r.1 += x.weight,
+            None => rows.push((c, x.weight)),
+        }
+    }
+    rows.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    rows
+}
