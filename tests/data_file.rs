@@ -69,6 +69,7 @@ fn meta() -> Meta {
         recorder_pid: 4241,
         unwound_at_record: false,
         off_cpu_blocked_only: false,
+        numa_nodes: Vec::new(),
         pmus: vec![PmuMeta {
             name: "software".into(),
             type_: 1,

@@ -244,3 +244,44 @@ fn dry_run_json_shows_the_leader_and_its_member() {
     );
     assert_eq!(o.status.code(), Some(2), "{:?}", text(&o));
 }
+
+#[test]
+fn c2c_record_samples_loads_and_stores_with_cpu_and_physical_address() {
+    let o = hrec(
+        Some("sapphirerapids"),
+        &[
+            "c2c",
+            "record",
+            "--dry-run",
+            "--json",
+            "-l",
+            "50",
+            "--",
+            "true",
+        ],
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let ev = v["events"].as_array().unwrap();
+    let names: Vec<&str> = ev.iter().map(|e| e["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "cpu/mem-loads-aux/",
+            "cpu/mem-loads,ldlat=50/",
+            "cpu/mem-stores/P"
+        ]
+    );
+    let want = MEM | sample::PHYS_ADDR | sample::CPU | sample::WEIGHT_STRUCT;
+    for e in ev {
+        let st = e["attr"]["sample_type"].as_u64().unwrap();
+        assert_eq!(st & want, want, "{}", e["attr"]["sample_type_names"]);
+    }
+    // -t stays perf record's thread target here (perf c2c has no -t).
+    let o = hrec(
+        Some("icelake"),
+        &["c2c", "record", "--dry-run", "-t", "1", "--", "true"],
+    );
+    assert!(o.status.success(), "{:?}", text(&o));
+}

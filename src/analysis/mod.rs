@@ -10,6 +10,7 @@
 //! [`crate::offcpu`], which the recorder shares.
 
 pub mod annotate;
+pub mod c2c;
 pub mod callgraph;
 pub mod diff;
 pub mod hist;

@@ -82,6 +82,7 @@ pub fn exec(
                 ops: a.ops,
                 ldlat: a.ldlat,
             },
+            false,
             env,
             out,
             err,

@@ -14,6 +14,7 @@ mod archive;
 mod args;
 mod buildid_cache;
 mod buildid_list;
+mod c2c;
 mod diff;
 mod evlist;
 mod export;
@@ -121,6 +122,9 @@ pub enum Cmd {
     /// Memory access profiling, as perf mem: `mem record` samples loads and stores with
     /// their data addresses, sources and latencies; `mem report` shows where they went.
     Mem(mem::MemArgs),
+    /// Cache-line sharing between cores, as perf c2c: `c2c record` samples loads and stores;
+    /// `c2c report` shows the lines with HITMs and who touches which offsets.
+    C2c(c2c::C2cArgs),
 }
 
 /// Where hrec reads the machine's description from.
@@ -250,6 +254,7 @@ pub fn exec(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, Er
         Cmd::Diff(a) => diff::exec(a, &env, out, err),
         Cmd::Top(a) => top::exec(a, &env, out, err),
         Cmd::Mem(a) => mem::exec(a, &env, out, err),
+        Cmd::C2c(a) => c2c::exec(a, &env, out, err),
     }
 }
 

@@ -195,6 +195,7 @@ impl RecordArgs {
                 data: self.data,
                 data_page_size: self.data_page_size,
                 phys_data: self.phys_data,
+                sample_cpu: false,
             },
             output: self.output,
             mmap_pages: self.mmap_pages,
@@ -329,12 +330,18 @@ pub fn exec(
 pub fn exec_mem(
     args: RecordArgs,
     mem: plan::mem::MemOptions,
+    c2c: bool,
     env: &Env,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<u8, Error> {
     let mut cfg = args.into_config().map_err(Error::Usage)?;
     cfg.mem = Some(mem);
+    // perf c2c record: `-W -d --phys-data --sample-cpu` besides the events.
+    if c2c {
+        cfg.options.phys_data = true;
+        cfg.options.sample_cpu = true;
+    }
     run(env, &cfg, out, err)
 }
 

@@ -88,6 +88,7 @@ impl TopArgs {
                 data: false,
                 data_page_size: false,
                 phys_data: false,
+                sample_cpu: false,
             },
             delay: self.delay,
             refreshes: self.refreshes,

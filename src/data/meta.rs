@@ -60,6 +60,10 @@ pub struct Meta {
     pub unwound_at_record: bool,
     /// `record --off-cpu=blocked`: the off-CPU intervals of preempted threads are left out.
     pub off_cpu_blocked_only: bool,
+    /// The NUMA nodes and their CPU lists (`/sys/devices/system/node`; perf.data's
+    /// NUMA_TOPOLOGY), for `c2c report`'s node columns; empty when unknown.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub numa_nodes: Vec<(u32, String)>,
 }
 
 /// A PMU by name and its `perf_event_attr.type`.

@@ -26,7 +26,10 @@
 use serde::Serialize;
 
 mod defaults;
+mod host;
 pub mod mem;
+
+pub use host::Host;
 
 pub use defaults::default_events;
 use defaults::mark_ecore_members;
@@ -34,7 +37,7 @@ use defaults::mark_ecore_members;
 use super::attr::{Attr, flag, read, sample, types};
 use super::parse::EventError;
 use super::resolve::{self, Group, Resolved, TopDownRole, names};
-use crate::pmu::uarch::{self, CpuId};
+use crate::pmu::uarch;
 use crate::pmu::{CpuList, Pmu, Pmus};
 
 /// Default sampling frequency (perf's `record.opts.freq`).
@@ -139,6 +142,8 @@ pub struct RecordOptions {
     /// `--phys-data`: the physical address of each sample's data address
     /// (`PERF_SAMPLE_PHYS_ADDR`).
     pub phys_data: bool,
+    /// perf's `--sample-cpu`: `PERF_SAMPLE_CPU` whatever the target (`c2c record`).
+    pub sample_cpu: bool,
 }
 
 /// `record --off-cpu[=blocked]`: where the followed threads wait, beside where they run.
@@ -159,48 +164,6 @@ pub struct OffCpu {
 
 /// `--off-cpu-thresh`'s default: 1 ms (see `docs/benchmarks.md`, "Off-CPU threshold").
 pub const DEFAULT_OFF_CPU_THRESH_NS: u64 = 1_000_000;
-
-/// Facts about the running kernel that planning needs besides the PMUs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Host {
-    /// `/proc/sys/kernel/perf_event_max_sample_rate`, when known.
-    pub max_sample_rate: Option<u64>,
-    /// x86: `-W` means `WEIGHT_STRUCT` (else plain `WEIGHT`).
-    pub x86: bool,
-    /// `/proc/cpuinfo`'s family and model, when known: which E-core each PMU counts for.
-    pub cpu: Option<CpuId>,
-    /// `/proc/sys/kernel/nmi_watchdog` is on (it holds a counter); `None` when unknown.
-    pub nmi_watchdog: Option<bool>,
-}
-
-impl Host {
-    /// What planning needs from procfs (`/proc` or a stand-in): the sample-rate limit, the
-    /// CPU's family and model, the NMI watchdog; a missing file means "unknown". `record`,
-    /// `top` and `stat` read the host this one way.
-    pub fn read(procfs_root: &std::path::Path) -> Host {
-        let rate =
-            std::fs::read_to_string(procfs_root.join("sys/kernel/perf_event_max_sample_rate"))
-                .ok()
-                .and_then(|s| s.trim().parse().ok());
-        Host {
-            max_sample_rate: rate,
-            cpu: CpuId::read(procfs_root),
-            nmi_watchdog: uarch::read_nmi_watchdog(procfs_root),
-            ..Host::default()
-        }
-    }
-}
-
-impl Default for Host {
-    fn default() -> Self {
-        Host {
-            max_sample_rate: None,
-            x86: cfg!(any(target_arch = "x86_64", target_arch = "x86")),
-            cpu: None,
-            nmi_watchdog: None,
-        }
-    }
-}
 
 /// What the recorder does when the kernel refuses to open a member that hrec added on its
 /// own (the E-core TopDown events of the default group), instead of failing: the recording
@@ -624,7 +587,7 @@ fn inherit(opts: &RecordOptions) -> bool {
 
 fn base_sample_type(opts: &RecordOptions) -> u64 {
     let mut st = sample::IP | sample::TID | sample::TIME;
-    if opts.target.is_cpu_wide() {
+    if opts.target.is_cpu_wide() || opts.sample_cpu {
         st |= sample::CPU;
     }
     // perf sets CGROUP on every event of the recording with --all-cgroups.

@@ -3,6 +3,7 @@
 //! pprof and Firefox Profiler exports ([`pprof`], [`firefox`]) in their modules.
 
 pub mod annotate;
+pub mod c2c;
 pub mod diff;
 pub mod firefox;
 pub mod flame;

@@ -134,6 +134,24 @@ impl Serialize for CpuList {
     }
 }
 
+/// The NUMA nodes of a sysfs snapshot and their CPU lists, by node number
+/// (`<root>/devices/system/node/node<N>/cpulist`); empty when the snapshot has none.
+pub fn numa_nodes(root: &std::path::Path) -> Vec<(u32, String)> {
+    let Ok(dir) = std::fs::read_dir(root.join("devices/system/node")) else {
+        return Vec::new();
+    };
+    let mut nodes: Vec<(u32, String)> = dir
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let n: u32 = e.file_name().to_str()?.strip_prefix("node")?.parse().ok()?;
+            let cpus = std::fs::read_to_string(e.path().join("cpulist")).ok()?;
+            Some((n, cpus.trim().to_string()))
+        })
+        .collect();
+    nodes.sort();
+    nodes
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

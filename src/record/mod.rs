@@ -562,6 +562,7 @@ fn build_meta(
         mmap_pages: data_pages as u64,
         unwound_at_record: unwound,
         off_cpu_blocked_only: s.plan.off_cpu.is_some_and(|o| o.blocked_only),
+        numa_nodes: crate::pmu::numa_nodes(&s.pmus.root),
     }
 }
 

@@ -54,7 +54,8 @@ pub fn mem_loads_attr() -> Attr {
 }
 
 /// One sample: where it ran (a function index), the data address, its data source, its
-/// weight (load latency) and period.
+/// weight (load latency) and period; which event (index into the recording's events), thread
+/// (0: the process's main thread) and CPU.
 #[derive(Debug, Clone, Copy)]
 pub struct Access {
     pub func: usize,
@@ -62,6 +63,27 @@ pub struct Access {
     pub src: DataSrc,
     pub weight: u64,
     pub period: u64,
+    pub event: usize,
+    pub tid: u32,
+    pub cpu: u32,
+}
+
+/// A recording's events (attr and name; sample ids 7, 8, ...) and perf's command line.
+pub struct Events {
+    pub events: Vec<(Attr, String)>,
+    pub cmdline: Vec<String>,
+}
+
+impl Events {
+    /// `perf mem record ./memwork` on one loads event.
+    pub fn mem_loads() -> Events {
+        Events {
+            events: vec![(mem_loads_attr(), "cpu/mem-loads,ldlat=30/P".into())],
+            cmdline: ["/usr/bin/perf", "mem", "record", "./memwork"]
+                .map(String::from)
+                .to_vec(),
+        }
+    }
 }
 
 /// The program's functions and objects.
@@ -79,23 +101,36 @@ pub struct Built {
 
 /// Writes `perf.data` and the program `memwork` into `dir`, with `accesses` in order.
 pub fn build(dir: &Path, accesses: &[Access]) -> Built {
+    build_events(dir, &Events::mem_loads(), accesses)
+}
+
+/// [`build`] with other events (more than one need `ID` in their sample type) and threads
+/// (each other thread gets a FORK and a COMM record before the samples).
+pub fn build_events(dir: &Path, events: &Events, accesses: &[Access]) -> Built {
     let body: &[u8] = &[0x55, 0x48, 0x8b, 0x07, 0x48, 0x89, 0x06, 0x5d, 0xc3];
     let funcs: Vec<(&str, &[u8])> = FUNCS.iter().map(|n| (*n, body)).collect();
     let elf = data_elf(&funcs, &DATA, &BSS);
     let prog = dir.join("memwork");
     std::fs::write(&prog, &elf.bytes).unwrap();
     let mut pd = PerfData::new();
-    let attr = mem_loads_attr();
-    pd.event(attr, "cpu/mem-loads,ldlat=30/P", vec![7]);
+    let attr = events.events[0].0;
+    for (i, (a, name)) in events.events.iter().enumerate() {
+        pd.event(*a, name, vec![7 + i as u64]);
+    }
     pd.string_feature(feature::HOSTNAME, "spr");
     pd.string_feature(feature::OSRELEASE, "6.1.0-13-amd64");
     pd.string_feature(feature::VERSION, "6.1.55");
     pd.string_feature(feature::ARCH, "x86_64");
     pd.nrcpus(8, 8);
+    pd.numa_topology(&[
+        (0, 32_768_000, 16_000_000, "0-3"),
+        (1, 32_768_000, 16_000_000, "4-7"),
+    ]);
     pd.string_feature(feature::CPUDESC, "Intel(R) Xeon(R) Platinum 8480+");
     pd.string_feature(feature::CPUID, "GenuineIntel,6,143,8");
     pd.total_mem(65_536_000);
-    pd.cmdline(&["/usr/bin/perf", "mem", "record", "./memwork"]);
+    let cmdline: Vec<&str> = events.cmdline.iter().map(String::as_str).collect();
+    pd.cmdline(&cmdline);
     pd.pmu_mappings(&[(1, "software"), (4, "cpu")]);
     let enc = Encoder::new(attr);
     let mut time = 1_000_000u64;
@@ -157,6 +192,20 @@ pub fn build(dir: &Path, accesses: &[Access]) -> Built {
             },
         ));
     }
+    let mut tids: Vec<u32> = accesses
+        .iter()
+        .map(|a| a.tid)
+        .filter(|t| *t != 0 && *t != PID)
+        .collect();
+    tids.sort_unstable();
+    tids.dedup();
+    for tid in tids {
+        time += 100;
+        pd.records
+            .extend(enc.fork(&sid(time), [PID, PID, tid, PID], time));
+        pd.records
+            .extend(enc.comm(&sid(time), PID, tid, b"memwork", false));
+    }
     pd.records
         .extend(super::encode::record(FINISHED_ROUND, 0, &[]));
     let first = time + 1000;
@@ -165,11 +214,13 @@ pub fn build(dir: &Path, accesses: &[Access]) -> Built {
         let s = SampleFields {
             misc: 2,
             ip: elf.functions[a.func] + 2,
+            id: 7 + a.event as u64,
             pid: PID,
-            tid: PID,
+            tid: if a.tid == 0 { PID } else { a.tid },
             time,
             addr: a.addr,
-            cpu: 1,
+            phys_addr: a.addr,
+            cpu: a.cpu,
             period: a.period,
             weight: a.weight,
             data_src: a.src.0,
@@ -323,6 +374,9 @@ pub fn accesses(objects: &[u64]) -> Vec<Access> {
         src,
         weight,
         period: 1,
+        event: 0,
+        tid: 0,
+        cpu: 1,
     };
     let mut v = Vec::new();
     for i in 0..4 {

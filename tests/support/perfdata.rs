@@ -44,6 +44,7 @@ pub mod feature {
     pub const EVENT_DESC: u32 = 12;
     pub const PMU_MAPPINGS: u32 = 16;
     pub const GROUP_DESC: u32 = 17;
+    pub const NUMA_TOPOLOGY: u32 = 14;
     pub const SAMPLE_TIME: u32 = 21;
     pub const HYBRID_TOPOLOGY: u32 = 30;
 }
@@ -174,6 +175,18 @@ impl PerfData {
     pub fn nrcpus(&mut self, available: u32, online: u32) {
         self.features
             .insert(feature::NRCPUS, u32s(&[available, online]));
+    }
+
+    /// NUMA_TOPOLOGY: per node its number, total and free memory (kB) and CPU list.
+    pub fn numa_topology(&mut self, nodes: &[(u32, u64, u64, &str)]) {
+        let mut b = u32s(&[nodes.len() as u32]);
+        for (nr, total, free, cpus) in nodes {
+            b.extend_from_slice(&nr.to_le_bytes());
+            b.extend_from_slice(&total.to_le_bytes());
+            b.extend_from_slice(&free.to_le_bytes());
+            b.extend(string(cpus));
+        }
+        self.features.insert(feature::NUMA_TOPOLOGY, b);
     }
 
     /// TOTAL_MEM in kB.

@@ -247,6 +247,28 @@ pub(super) fn meta_of(p: &Prepared, info: &mut PerfDataInfo) -> Meta {
         },
         pmus,
         events,
+        numa_nodes: p
+            .features
+            .get(&feature::NUMA_TOPOLOGY)
+            .map(|d| numa_topology(d))
+            .unwrap_or_default(),
         ..Meta::default()
     }
+}
+
+/// NUMA_TOPOLOGY: u32 count, then per node its number, total and free memory (u64 each) and
+/// its CPU list (a `perf_header_string`); what cannot be read is left out.
+fn numa_topology(d: &[u8]) -> Vec<(u32, String)> {
+    let mut v = Vec::new();
+    let n = u32_at(d, 0).unwrap_or(0);
+    let mut at = 4;
+    for _ in 0..n {
+        let Some(node) = u32_at(d, at) else { break };
+        at += 4 + 16;
+        let Some(cpus) = string_at(d, &mut at) else {
+            break;
+        };
+        v.push((node, cpus));
+    }
+    v
 }

@@ -1,0 +1,375 @@
+//! `hrec c2c report`: cache lines shared between cores (perf c2c's "Shared Data Cache Line
+//! Table" and its per-offset "Pareto" breakdown), from a profile of `c2c record`'s load and
+//! store samples folded by CPU, thread, code address, data address, data source and weight.
+//!
+//! Each sample is classified from its `perf_mem_data_src` as the kernel lays it out:
+//!
+//! * **Loads** (`mem_op` LOAD): a snoop `HITM` is a load that found the line modified in
+//!   another core's cache, *remote* when `mem_remote` is set or the level is a remote cache
+//!   (`REM_CCE1`/`REM_CCE2`), else local. Otherwise, by level: the fill buffer, L1, L2, the
+//!   LLC (local hit; a snoop `HIT` with `mem_remote` is a remote cache hit) and DRAM (local
+//!   or remote by `mem_remote` / `REM_RAM1`/`REM_RAM2`); `mem_lvl_num` is read when the old
+//!   level bits say nothing. Each load is counted in exactly one class: a remote HITM is not
+//!   also a remote DRAM load (perf 6.1 counts both when the level says RAM).
+//! * **Stores** (`mem_op` STORE): an L1 hit, an L1 miss, or neither (`N/A`).
+//!
+//! A cache line is the 64-byte line of the data address (`addr & !63`) in its process's
+//! address space; lines are shown when they have a HITM (perf's shared lines), the most HITMs first
+//! (perf's default `--display tot`), and each line's rows are its (offset, code address)
+//! pairs, by offset then code address (perf's `offset,iaddr` grouping). Latencies are the
+//! samples' weights (the load latency in cycles), averaged per class.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use super::memkeys::CACHE_LINE;
+use super::profile::{NONE, Profile};
+use crate::decode::datasrc::{DataSrc, lvl, lvlnum, op, snoop};
+
+/// Per-class counts of a line or an offset, and the summed latencies behind the averages.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct C2cStats {
+    /// Load and store samples.
+    pub records: u64,
+    /// Loads.
+    pub loads: u64,
+    /// Stores.
+    pub stores: u64,
+    /// Loads that hit a line modified in a core of this socket.
+    pub lcl_hitm: u64,
+    /// Loads that hit a line modified in a core of another socket.
+    pub rmt_hitm: u64,
+    /// Loads served by the LLC of this socket (no HITM).
+    pub lcl_hit: u64,
+    /// Loads served by another socket's cache (no HITM).
+    pub rmt_hit: u64,
+    /// Loads from local DRAM.
+    pub lcl_dram: u64,
+    /// Loads from remote DRAM.
+    pub rmt_dram: u64,
+    /// Loads that hit the fill buffer.
+    pub ld_fbhit: u64,
+    /// Loads that hit L1.
+    pub ld_l1hit: u64,
+    /// Loads that hit L2.
+    pub ld_l2hit: u64,
+    /// Stores that hit L1.
+    pub st_l1hit: u64,
+    /// Stores that missed L1.
+    pub st_l1miss: u64,
+    /// Stores with no level.
+    pub st_na: u64,
+    /// Summed latency of the local HITM loads.
+    pub lcl_hitm_cycles: u64,
+    /// Summed latency of the remote HITM loads.
+    pub rmt_hitm_cycles: u64,
+    /// Summed latency of the other loads.
+    pub load_cycles: u64,
+}
+
+impl C2cStats {
+    /// HITM loads, local and remote.
+    pub fn hitm(&self) -> u64 {
+        self.lcl_hitm + self.rmt_hitm
+    }
+
+    /// Adds `n` samples of one access with data source `src` and weight `w`.
+    pub fn add(&mut self, src: DataSrc, w: u64, n: u64) {
+        self.records += n;
+        let level = src.lvl();
+        let num = src.lvl_num();
+        let remote_cache = level & (lvl::REM_CCE1 | lvl::REM_CCE2) != 0;
+        let remote_ram = level & (lvl::REM_RAM1 | lvl::REM_RAM2) != 0;
+        if src.op() & op::STORE != 0 {
+            self.stores += n;
+            if level & lvl::L1 != 0 || num == lvlnum::L1 {
+                if level & lvl::MISS != 0 {
+                    self.st_l1miss += n;
+                } else {
+                    self.st_l1hit += n;
+                }
+            } else {
+                self.st_na += n;
+            }
+            return;
+        }
+        if src.op() & op::LOAD == 0 {
+            return;
+        }
+        self.loads += n;
+        let remote = src.remote() || remote_cache || remote_ram;
+        if src.snoop() & snoop::HITM != 0 {
+            if remote {
+                self.rmt_hitm += n;
+                self.rmt_hitm_cycles += w * n;
+            } else {
+                self.lcl_hitm += n;
+                self.lcl_hitm_cycles += w * n;
+            }
+            return;
+        }
+        self.load_cycles += w * n;
+        let is = |bit: u64, number: u64| {
+            level & bit != 0 || (level & !(lvl::NA | lvl::HIT | lvl::MISS) == 0 && num == number)
+        };
+        if is(lvl::LFB, lvlnum::LFB) {
+            self.ld_fbhit += n;
+        } else if is(lvl::L1, lvlnum::L1) {
+            self.ld_l1hit += n;
+        } else if is(lvl::L2, lvlnum::L2) {
+            self.ld_l2hit += n;
+        } else if is(lvl::L3, lvlnum::L3) && !remote {
+            self.lcl_hit += n;
+        } else if remote_ram || (num == lvlnum::RAM && src.remote()) {
+            self.rmt_dram += n;
+        } else if is(lvl::LOC_RAM, lvlnum::RAM) {
+            self.lcl_dram += n;
+        } else if remote {
+            self.rmt_hit += n;
+        }
+    }
+
+    fn merge(&mut self, o: &C2cStats) {
+        self.records += o.records;
+        self.loads += o.loads;
+        self.stores += o.stores;
+        self.lcl_hitm += o.lcl_hitm;
+        self.rmt_hitm += o.rmt_hitm;
+        self.lcl_hit += o.lcl_hit;
+        self.rmt_hit += o.rmt_hit;
+        self.lcl_dram += o.lcl_dram;
+        self.rmt_dram += o.rmt_dram;
+        self.ld_fbhit += o.ld_fbhit;
+        self.ld_l1hit += o.ld_l1hit;
+        self.ld_l2hit += o.ld_l2hit;
+        self.st_l1hit += o.st_l1hit;
+        self.st_l1miss += o.st_l1miss;
+        self.st_na += o.st_na;
+        self.lcl_hitm_cycles += o.lcl_hitm_cycles;
+        self.rmt_hitm_cycles += o.rmt_hitm_cycles;
+        self.load_cycles += o.load_cycles;
+    }
+}
+
+/// One (offset, code address) row of a cache line.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct C2cOffset {
+    /// Offset of the data address in the line.
+    pub offset: u64,
+    /// The code address (the sampled instruction).
+    pub iaddr: u64,
+    /// Its function as perf prints it (`[.] reader`), or the address.
+    pub symbol: String,
+    /// Its shared object.
+    pub dso: String,
+    /// Its source line (`file:line`, `??:0` unknown).
+    pub srcline: String,
+    /// Counts and latencies.
+    pub stats: C2cStats,
+    /// CPUs the samples ran on.
+    pub cpus: BTreeSet<u32>,
+    /// NUMA nodes of those CPUs (empty when the recording has no NUMA topology).
+    pub nodes: BTreeSet<u32>,
+    /// Threads that loaded from it, as (pid, tid).
+    pub readers: BTreeSet<(u32, u32)>,
+    /// Threads that stored to it, as (pid, tid).
+    pub writers: BTreeSet<(u32, u32)>,
+}
+
+/// One cache line.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct C2cLine {
+    /// The line's address (its first byte).
+    pub addr: u64,
+    /// The data symbol of the line's first sampled address, as `symbol_daddr` names it.
+    pub symbol: String,
+    /// The data object (`dso_daddr`).
+    pub dso: String,
+    /// Counts over the line.
+    pub stats: C2cStats,
+    /// Its rows, by offset then code address.
+    pub offsets: Vec<C2cOffset>,
+}
+
+/// The shared cache lines of a profile and the totals.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct C2c {
+    /// Lines with a HITM, the most HITMs first.
+    pub lines: Vec<C2cLine>,
+    /// Counts over every sample with a data address.
+    pub total: C2cStats,
+    /// Counts over the lines shown.
+    pub shared: C2cStats,
+    /// Samples without a data address (not placed in a line).
+    pub no_address: u64,
+}
+
+/// Builds the cache-line tables of `p` (folded with CPU, thread, per-address locations and
+/// the data address, data source and weight kept). `node_of` gives a CPU's NUMA node.
+pub fn build(p: &Profile, node_of: &dyn Fn(u32) -> Option<u32>) -> C2c {
+    type Key = (u32, u64);
+    let mut lines: BTreeMap<Key, C2cLine> = BTreeMap::new();
+    let mut rows: BTreeMap<(Key, u64, u64), C2cOffset> = BTreeMap::new();
+    let mut c = C2c::default();
+    for g in &p.groups {
+        let Some(m) = p.mems.get(g.mem as usize).filter(|_| g.mem != NONE) else {
+            c.no_address += g.samples;
+            continue;
+        };
+        let src = DataSrc(m.data_src);
+        c.total.add(src, m.weight, g.samples);
+        if m.daddr == NONE || m.addr == 0 {
+            c.no_address += g.samples;
+            continue;
+        }
+        let d = p.data_locs.get(m.daddr as usize);
+        // Lines of anonymous or unmapped memory are per process; file-backed ones too, as
+        // perf keys them by the process's address space unless the mapping is shared.
+        let line = m.addr & !(CACHE_LINE - 1);
+        let key = (g.pid, line);
+        let level = if m.kernel { 'k' } else { '.' };
+        let l = lines.entry(key).or_insert_with(|| C2cLine {
+            addr: line,
+            symbol: d.map_or_else(|| "[unknown]".into(), |d| d.cell(level)),
+            dso: d.map_or_else(|| "[unknown]".into(), |d| d.dso.to_string()),
+            stats: C2cStats::default(),
+            offsets: Vec::new(),
+        });
+        l.stats.add(src, m.weight, g.samples);
+        let loc = p.locs.get(g.leaf as usize);
+        let iaddr = loc.map_or(0, |l| l.addr);
+        let row = rows
+            .entry((key, m.addr - line, iaddr))
+            .or_insert_with(|| C2cOffset {
+                offset: m.addr - line,
+                iaddr,
+                symbol: loc.map_or_else(String::new, |l| match &l.sym {
+                    Some(s) => format!("[{}] {s}", if l.kernel { 'k' } else { '.' }),
+                    None => format!("[{}] {:#x}", if l.kernel { 'k' } else { '.' }, l.rel_addr),
+                }),
+                dso: loc.map_or_else(String::new, |l| l.dso.to_string()),
+                srcline: loc
+                    .and_then(|l| l.frames.first())
+                    .and_then(|f| f.file.as_ref().map(|file| format!("{file}:{}", f.line)))
+                    .unwrap_or_else(|| "??:0".into()),
+                stats: C2cStats::default(),
+                cpus: BTreeSet::new(),
+                nodes: BTreeSet::new(),
+                readers: BTreeSet::new(),
+                writers: BTreeSet::new(),
+            });
+        row.stats.add(src, m.weight, g.samples);
+        if g.cpu != NONE {
+            row.cpus.insert(g.cpu);
+            if let Some(n) = node_of(g.cpu) {
+                row.nodes.insert(n);
+            }
+        }
+        if src.op() & op::STORE != 0 {
+            row.writers.insert((g.pid, g.tid));
+        } else {
+            row.readers.insert((g.pid, g.tid));
+        }
+    }
+    for ((key, _, _), row) in rows {
+        if let Some(l) = lines.get_mut(&key) {
+            l.offsets.push(row);
+        }
+    }
+    let mut shown: Vec<C2cLine> = lines.into_values().filter(|l| l.stats.hitm() > 0).collect();
+    shown.sort_by(|a, b| {
+        b.stats
+            .hitm()
+            .cmp(&a.stats.hitm())
+            .then(b.stats.records.cmp(&a.stats.records))
+            .then(a.addr.cmp(&b.addr))
+    });
+    for l in &shown {
+        c.shared.merge(&l.stats);
+    }
+    c.lines = shown;
+    c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::datasrc::{blk, hops, lock, tlb};
+
+    fn src(lvl_: u64, snoop_: u64, num: u64, remote: bool) -> DataSrc {
+        DataSrc::from_fields(
+            op::LOAD,
+            lvl_,
+            snoop_,
+            lock::NA,
+            tlb::NA,
+            num,
+            remote,
+            0,
+            blk::NA,
+            if remote { hops::SOCKET } else { 0 },
+        )
+    }
+
+    #[test]
+    fn each_load_is_one_class() {
+        let mut s = C2cStats::default();
+        s.add(
+            src(lvl::HIT | lvl::L3, snoop::HITM, lvlnum::L3, false),
+            200,
+            2,
+        );
+        s.add(
+            src(
+                lvl::HIT | lvl::REM_CCE1,
+                snoop::HITM,
+                lvlnum::ANY_CACHE,
+                true,
+            ),
+            300,
+            1,
+        );
+        // A remote HITM whose level says RAM: a HITM, not also a DRAM load.
+        s.add(src(lvl::HIT, snoop::HITM, lvlnum::RAM, true), 310, 1);
+        s.add(
+            src(lvl::HIT | lvl::L1, snoop::NONE, lvlnum::L1, false),
+            5,
+            3,
+        );
+        s.add(
+            src(lvl::HIT | lvl::LOC_RAM, snoop::MISS, lvlnum::RAM, false),
+            150,
+            1,
+        );
+        s.add(src(lvl::HIT, snoop::MISS, lvlnum::RAM, true), 250, 1);
+        assert_eq!((s.lcl_hitm, s.rmt_hitm, s.hitm()), (2, 2, 4));
+        assert_eq!((s.ld_l1hit, s.lcl_dram, s.rmt_dram), (3, 1, 1));
+        assert_eq!((s.lcl_hitm_cycles, s.rmt_hitm_cycles), (400, 610));
+        assert_eq!(s.load_cycles, 15 + 150 + 250);
+        assert_eq!((s.loads, s.records, s.stores), (9, 9, 0));
+    }
+
+    #[test]
+    fn stores_by_l1() {
+        let st = |lvl_: u64| {
+            DataSrc::from_fields(
+                op::STORE,
+                lvl_,
+                snoop::NA,
+                lock::NA,
+                tlb::NA,
+                0,
+                false,
+                0,
+                blk::NA,
+                0,
+            )
+        };
+        let mut s = C2cStats::default();
+        s.add(st(lvl::HIT | lvl::L1), 0, 2);
+        s.add(st(lvl::MISS | lvl::L1), 0, 1);
+        s.add(st(lvl::NA), 0, 1);
+        assert_eq!((s.st_l1hit, s.st_l1miss, s.st_na, s.stores), (2, 1, 1, 4));
+    }
+}
