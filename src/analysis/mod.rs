@@ -6,7 +6,8 @@
 //! compares the tables of two recordings as perf diff does,
 //! [`callgraph`] merges the call chains under each row, [`topdown`] and [`latency`] hold the
 //! domain rules for the two hardware-specific columns, [`threads`] sums the per-thread
-//! counts of `record -s`; the replay pairs switch records into off-CPU intervals with
+//! counts of `record -s`, [`c2c`] finds the cache lines that bounce between cores (perf
+//! c2c); the replay pairs switch records into off-CPU intervals with
 //! [`crate::offcpu`], which the recorder shares.
 
 pub mod annotate;
