@@ -322,3 +322,26 @@ fn remote_hitm_given_by_the_level_number_counts_as_a_hitm() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_recording_without_memory_samples_is_one_warning() {
+    let dir = tmp("nomem");
+    // The hand-built file's events without DATA_SRC: plain samples.
+    let mut ev = c2c_events();
+    for (a, _) in &mut ev.events {
+        a.sample_type &= !(sample::DATA_SRC | sample::ADDR | sample::PHYS_ADDR);
+    }
+    let probe = build_events(&dir, &ev, &[]);
+    build_events(&dir, &ev, &false_sharing(&probe.objects));
+    let o = hrec_in(&dir, &["c2c", "report", "-i", "perf.data", "--stdio"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let warnings: Vec<&str> = err.lines().filter(|l| l.contains("warning")).collect();
+    assert_eq!(warnings.len(), 1, "{err}");
+    assert!(warnings[0].contains("no load or store samples"), "{err}");
+    assert!(
+        out.contains("Total Shared Cache Lines          :          0"),
+        "{out}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -107,13 +107,6 @@ fn report(
     let rec = open_recording(env, &input, err)?;
     let p = build_profile(env, &rec, &with_threads(&opts, env), "hrec c2c report");
     read_warnings(&rec, err)?;
-    if p.mems.is_empty() {
-        writeln!(
-            err,
-            "hrec: warning: {} has no data addresses: record with `hrec c2c record` (or perf c2c record)",
-            input.display()
-        )?;
-    }
     // Each CPU's NUMA node, from the recording's topology.
     let nodes: Vec<(u32, hrec::pmu::CpuList)> = rec
         .meta()
@@ -123,6 +116,13 @@ fn report(
         .collect();
     let node_of = |cpu: u32| nodes.iter().find(|(_, l)| l.contains(cpu)).map(|(n, _)| *n);
     let c = hrec::analysis::c2c::build(&p, &node_of);
+    if c.total.loads + c.total.stores == 0 {
+        writeln!(
+            err,
+            "hrec: warning: {} has no load or store samples with data sources: record with `hrec c2c record` (or perf c2c record)",
+            input.display()
+        )?;
+    }
     if a.json {
         serde_json::to_writer_pretty(&mut *out, &c).map_err(io::Error::from)?;
         writeln!(out)?;
