@@ -223,3 +223,37 @@ fn pareto(c: &C2c, out: &mut dyn Write) -> io::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares_and_means_as_perf_prints_them() {
+        assert_eq!(pct(1, 3), "33.33%");
+        assert_eq!(pct(0, 0), "0.00%");
+        assert_eq!(avg(0, 0), "0");
+        assert_eq!(avg(806, 4), "202");
+        assert_eq!(avg(603, 3), "201");
+    }
+
+    #[test]
+    fn an_empty_report_has_every_section() {
+        let mut out = Vec::new();
+        write(
+            &C2c::default(),
+            &["cpu/mem-loads,ldlat=30/P".into()],
+            &mut out,
+        )
+        .unwrap();
+        let text = String::from_utf8(out).unwrap();
+        for title in [
+            "Trace Event Information",
+            "Shared Data Cache Line Table",
+            "Shared Cache Line Distribution Pareto",
+        ] {
+            assert!(text.contains(title), "{text}");
+        }
+        assert!(text.contains("  Events                            : cpu/mem-loads,ldlat=30/P"));
+    }
+}

@@ -181,4 +181,20 @@ mod tests {
         assert!(a.is_superset(&"2-3".parse().unwrap()));
         assert!(!a.is_superset(&b));
     }
+
+    #[test]
+    fn numa_nodes_by_number_with_their_cpus() {
+        let dir = tempfile::tempdir().unwrap();
+        let node = dir.path().join("devices/system/node");
+        for (n, cpus) in [(1, "4-7\n"), (0, "0-3\n")] {
+            std::fs::create_dir_all(node.join(format!("node{n}"))).unwrap();
+            std::fs::write(node.join(format!("node{n}/cpulist")), cpus).unwrap();
+        }
+        std::fs::write(node.join("possible"), "0-1\n").unwrap();
+        assert_eq!(
+            numa_nodes(dir.path()),
+            [(0, "0-3".to_string()), (1, "4-7".to_string())]
+        );
+        assert!(numa_nodes(&dir.path().join("none")).is_empty());
+    }
 }

@@ -272,3 +272,28 @@ fn numa_topology(d: &[u8]) -> Vec<(u32, String)> {
     }
     v
 }
+
+#[cfg(test)]
+mod tests {
+    use super::numa_topology;
+
+    #[test]
+    fn numa_topology_nodes_and_cpu_lists() {
+        let mut b = 2u32.to_le_bytes().to_vec();
+        for (n, cpus) in [(0u32, "0-3"), (1, "4-7")] {
+            b.extend_from_slice(&n.to_le_bytes());
+            b.extend_from_slice(&[0; 16]);
+            let mut s = cpus.as_bytes().to_vec();
+            s.resize(64, 0);
+            b.extend_from_slice(&64u32.to_le_bytes());
+            b.extend_from_slice(&s);
+        }
+        assert_eq!(
+            numa_topology(&b),
+            [(0, "0-3".to_string()), (1, "4-7".to_string())]
+        );
+        // Cut short: the nodes read so far.
+        assert_eq!(numa_topology(&b[..b.len() - 10]), [(0, "0-3".to_string())]);
+        assert!(numa_topology(&[]).is_empty());
+    }
+}
