@@ -268,6 +268,26 @@ fn perf_6_1_c2c_report_gives_the_same_tables() {
         assert!(!a.is_empty(), "{title}\n{ours}");
         assert_eq!(a, b, "{title}\n{ours}\n{theirs}");
     }
+    // Rows per thread (and process): the Pareto, headers included, as perf's but for the
+    // padding of its last columns.
+    for by in ["tid,iaddr", "pid,tid,iaddr"] {
+        let theirs = Command::new("perf")
+            .args(["c2c", "report", "-i", "perf.data", "--stdio", "-c", by])
+            .current_dir(&dir)
+            .env("PERF_PAGER", "cat")
+            .output()
+            .unwrap();
+        let theirs = String::from_utf8_lossy(&theirs.stdout).into_owned();
+        let ours = hrec_ok(&dir, &["c2c", "report", "-i", "perf.data", "-c", by]);
+        let pareto = |s: &str| -> Vec<Vec<String>> {
+            s.lines()
+                .skip_while(|l| !l.contains("Distribution Pareto"))
+                .map(|l| l.split_whitespace().map(str::to_string).collect())
+                .collect()
+        };
+        assert_eq!(pareto(&ours), pareto(&theirs), "-c {by}\n{ours}");
+        assert!(ours.contains(&format!("{T1}:memwork")) && ours.contains(&format!("{T2}:memwork")));
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -16,7 +16,8 @@
 //! A cache line is the 64-byte line of the data address (`addr & !63`) in its process's
 //! address space; lines are shown when they have a HITM (perf's shared lines), the most HITMs first
 //! (perf's default `--display tot`), and each line's rows are its (offset, code address)
-//! pairs, by offset then code address (perf's `offset,iaddr` grouping). Latencies are the
+//! pairs, by offset then code address (perf's `offset,iaddr` grouping; `-c` adds the
+//! process and the thread to the grouping, [`Coalesce`]). Latencies are the
 //! samples' weights (the load latency in cycles), averaged per class.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -152,6 +153,16 @@ impl C2cStats {
     }
 }
 
+/// What a line's rows are told apart by besides the offset and the code address (perf c2c
+/// report's `-c/--coalesce` `pid` and `tid`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Coalesce {
+    /// Per process.
+    pub pid: bool,
+    /// Per thread.
+    pub tid: bool,
+}
+
 /// One (offset, code address) row of a cache line.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct C2cOffset {
@@ -165,6 +176,12 @@ pub struct C2cOffset {
     pub dso: String,
     /// Its source line (`file:line`, `??:0` unknown).
     pub srcline: String,
+    /// The process, when rows are per process.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    /// The thread and its name, when rows are per thread.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tid: Option<(u32, String)>,
     /// Counts and latencies.
     pub stats: C2cStats,
     /// CPUs the samples ran on.
@@ -206,11 +223,13 @@ pub struct C2c {
 }
 
 /// Builds the cache-line tables of `p` (folded with CPU, thread, per-address locations and
-/// the data address, data source and weight kept). `node_of` gives a CPU's NUMA node.
-pub fn build(p: &Profile, node_of: &dyn Fn(u32) -> Option<u32>) -> C2c {
+/// the data address, data source and weight kept; the thread's name too for `by.tid`).
+/// `node_of` gives a CPU's NUMA node.
+pub fn build(p: &Profile, by: Coalesce, node_of: &dyn Fn(u32) -> Option<u32>) -> C2c {
     type Key = (u32, u64);
     let mut lines: BTreeMap<Key, C2cLine> = BTreeMap::new();
-    let mut rows: BTreeMap<(Key, u64, u64), C2cOffset> = BTreeMap::new();
+    type RowKey = (Key, u64, u64, Option<u32>, Option<u32>);
+    let mut rows: BTreeMap<RowKey, C2cOffset> = BTreeMap::new();
     let mut c = C2c::default();
     for g in &p.groups {
         let Some(m) = p.mems.get(g.mem as usize).filter(|_| g.mem != NONE) else {
@@ -239,8 +258,10 @@ pub fn build(p: &Profile, node_of: &dyn Fn(u32) -> Option<u32>) -> C2c {
         l.stats.add(src, m.weight, g.samples);
         let loc = p.locs.get(g.leaf as usize);
         let iaddr = loc.map_or(0, |l| l.addr);
+        let pid = by.pid.then_some(g.pid);
+        let tid = by.tid.then_some(g.tid);
         let row = rows
-            .entry((key, m.addr - line, iaddr))
+            .entry((key, m.addr - line, iaddr, pid, tid))
             .or_insert_with(|| C2cOffset {
                 offset: m.addr - line,
                 iaddr,
@@ -253,6 +274,11 @@ pub fn build(p: &Profile, node_of: &dyn Fn(u32) -> Option<u32>) -> C2c {
                     .and_then(|l| l.frames.first())
                     .and_then(|f| f.file.as_ref().map(|file| format!("{file}:{}", f.line)))
                     .unwrap_or_else(|| "??:0".into()),
+                pid,
+                tid: tid.map(|t| {
+                    let comm = p.comms.get(g.comm as usize).map_or("", |c| &**c);
+                    (t, comm.to_string())
+                }),
                 stats: C2cStats::default(),
                 cpus: BTreeSet::new(),
                 nodes: BTreeSet::new(),
@@ -272,7 +298,7 @@ pub fn build(p: &Profile, node_of: &dyn Fn(u32) -> Option<u32>) -> C2c {
             row.readers.insert((g.pid, g.tid));
         }
     }
-    for ((key, _, _), row) in rows {
+    for ((key, ..), row) in rows {
         if let Some(l) = lines.get_mut(&key) {
             l.offsets.push(row);
         }

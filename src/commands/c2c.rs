@@ -8,6 +8,7 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
+use hrec::analysis::c2c::Coalesce;
 use hrec::analysis::profile::{FoldKeys, MemFold};
 use hrec::event::plan::mem::{DEFAULT_LDLAT, MemOps, MemOptions};
 
@@ -55,6 +56,16 @@ pub struct C2cReportArgs {
     /// JSON: every shown line with its offsets, counts, CPUs, nodes, readers and writers.
     #[arg(long, conflicts_with = "stdio")]
     pub json: bool,
+    /// What a line's rows are told apart by: offset and iaddr (the code address) always,
+    /// pid and tid when listed (perf's -c/--coalesce).
+    #[arg(
+        short = 'c',
+        long = "coalesce",
+        value_name = "offset,iaddr,pid,tid",
+        default_value = "offset,iaddr",
+        value_parser = parse_coalesce
+    )]
+    pub coalesce: Coalesce,
     #[command(flatten)]
     pub symbols: SymbolArgs,
 }
@@ -98,7 +109,7 @@ fn report(
             page_size: false,
             ins_lat: false,
         },
-        comm: false,
+        comm: a.coalesce.tid,
         cgroup: false,
         cgroup_ns: false,
         ..FoldKeys::ALL
@@ -115,7 +126,7 @@ fn report(
         .filter_map(|(n, cpus)| Some((*n, cpus.parse().ok()?)))
         .collect();
     let node_of = |cpu: u32| nodes.iter().find(|(_, l)| l.contains(cpu)).map(|(n, _)| *n);
-    let c = hrec::analysis::c2c::build(&p, &node_of);
+    let c = hrec::analysis::c2c::build(&p, a.coalesce, &node_of);
     if c.total.loads + c.total.stores == 0 {
         writeln!(
             err,
@@ -131,4 +142,53 @@ fn report(
         hrec::output::c2c::write(&c, &events, out)?;
     }
     Ok(0)
+}
+
+/// `-c offset,iaddr,pid,tid`: offset and iaddr are always part of the grouping.
+fn parse_coalesce(s: &str) -> Result<Coalesce, String> {
+    let mut c = Coalesce::default();
+    for k in s.split(',').map(str::trim).filter(|k| !k.is_empty()) {
+        match k {
+            "offset" | "iaddr" => {}
+            "pid" => c.pid = true,
+            "tid" => c.tid = true,
+            "dso" => {
+                return Err(
+                    "dso: rows are not told apart by object yet; use offset,iaddr,pid,tid".into(),
+                );
+            }
+            other => {
+                return Err(format!(
+                    "unknown key {other:?}: use offset, iaddr, pid, tid"
+                ));
+            }
+        }
+    }
+    Ok(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn coalesce_keys() {
+        assert_eq!(parse_coalesce("offset,iaddr"), Ok(Coalesce::default()));
+        assert_eq!(
+            parse_coalesce("tid,iaddr"),
+            Ok(Coalesce {
+                pid: false,
+                tid: true
+            })
+        );
+        assert_eq!(
+            parse_coalesce("pid,tid"),
+            Ok(Coalesce {
+                pid: true,
+                tid: true
+            })
+        );
+        assert!(parse_coalesce("dso").is_err());
+        assert!(parse_coalesce("cl").unwrap_err().contains("\"cl\""));
+    }
 }

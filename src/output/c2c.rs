@@ -2,7 +2,8 @@
 //! event totals, the "Shared Data Cache Line Table" (one row per line with HITMs:
 //! its HITM share, load and store classes) and the "Shared Cache Line Distribution Pareto"
 //! (per line, its (offset, code address) rows with their shares of the line's HITMs and
-//! stores, average latencies, CPUs, function, object, source line and NUMA nodes). `--json`
+//! stores, average latencies, CPUs, function, object, source line and NUMA nodes; with `-c
+//! pid,tid` perf's Pid and Tid columns before the code address). `--json`
 //! is the analysis's own structure ([`crate::analysis::c2c::C2c`]) with the threads that
 //! read and wrote each offset.
 
@@ -86,7 +87,21 @@ pub fn write(c: &C2c, events: &[String], out: &mut dyn Write) -> io::Result<()> 
         writeln!(out, "  {label:<34}: {e}")?;
     }
     writeln!(out, "  {:<34}: Total HITMs", "Cachelines sort on")?;
-    writeln!(out, "  {:<34}: offset,iaddr", "Cacheline data grouping")?;
+    let rows = || c.lines.iter().flat_map(|l| l.offsets.iter());
+    let grouping = format!(
+        "offset{}{},iaddr",
+        if rows().any(|o| o.pid.is_some()) {
+            ",pid"
+        } else {
+            ""
+        },
+        if rows().any(|o| o.tid.is_some()) {
+            ",tid"
+        } else {
+            ""
+        }
+    );
+    writeln!(out, "  {:<34}: {grouping}", "Cacheline data grouping")?;
     writeln!(out)?;
     lines_table(c, out)?;
     writeln!(out)?;
@@ -150,9 +165,25 @@ fn nodes(o: &C2cOffset) -> String {
     v.join(",")
 }
 
+/// The Pid and Tid cells of `-c pid,tid`, each followed by the column gap.
+fn thread_cells(o: &C2cOffset) -> String {
+    let mut s = String::new();
+    if let Some(pid) = o.pid {
+        s.push_str(&format!("{pid:>7}  "));
+    }
+    if let Some((tid, comm)) = &o.tid {
+        s.push_str(&format!("{:>15}  ", format!("{tid}:{comm}")));
+    }
+    s
+}
+
 fn pareto(c: &C2c, out: &mut dyn Write) -> io::Result<()> {
     banner(out, "Shared Cache Line Distribution Pareto")?;
     let rows = || c.lines.iter().flat_map(|l| l.offsets.iter());
+    let (by_pid, by_tid) = (
+        rows().any(|o| o.pid.is_some()),
+        rows().any(|o| o.tid.is_some()),
+    );
     let w = |f: &dyn Fn(&C2cOffset) -> usize, min: usize| rows().map(f).max().unwrap_or(0).max(min);
     let (ws, wo, wl) = (
         w(&|o| o.symbol.len(), 6),
@@ -160,19 +191,34 @@ fn pareto(c: &C2c, out: &mut dyn Write) -> io::Result<()> {
         w(&|o| o.srcline.len(), 11),
     );
     writeln!(out, "#")?;
+    // `-c pid,tid`: a Pid (7) and a Tid (`tid:comm`, 15) column before the code address.
+    let (mut gap, mut names, mut dots) = (String::new(), String::new(), String::new());
+    if by_pid {
+        gap.push_str(&" ".repeat(9));
+        names.push_str("      Pid  ");
+        dots.push_str(".......  ");
+    }
+    if by_tid {
+        gap.push_str(&" ".repeat(17));
+        names.push_str("            Tid  ");
+        dots.push_str("...............  ");
+    }
     writeln!(
         out,
-        "#        ----- HITM -----  ------- Store Refs ------  --------- Data address ---------                      ---------- cycles ----------    Total       cpu  {:ws$}  {:^wo$}  {:wl$}      ",
+        "#        ----- HITM -----  ------- Store Refs ------  --------- Data address ---------                      {gap}---------- cycles ----------    Total       cpu  {:ws$}  {:^wo$}  {:wl$}      ",
         "", "Shared", ""
     )?;
     writeln!(
         out,
-        "#   Num  RmtHitm  LclHitm   L1 Hit  L1 Miss      N/A              Offset  Node  PA cnt        Code address  rmt hitm  lcl hitm      load  records       cnt  {:>ws$}  {:>wo$}  {:>wl$}  Node",
-        "Symbol", "Object", "Source:Line"
+        "#   Num  RmtHitm  LclHitm   L1 Hit  L1 Miss      N/A              Offset  Node  PA cnt{}        Code address  rmt hitm  lcl hitm      load  records       cnt  {:>ws$}  {:>wo$}  {:>wl$}  Node",
+        names.trim_end(),
+        "Symbol",
+        "Object",
+        "Source:Line"
     )?;
     writeln!(
         out,
-        "# .....  .......  .......  .......  .......  .......  ..................  ....  ......  ..................  ........  ........  ........  .......  ........  {}  {}  {}  ....",
+        "# .....  .......  .......  .......  .......  .......  ..................  ....  ......  {dots}..................  ........  ........  ........  .......  ........  {}  {}  {}  ....",
         ".".repeat(ws),
         ".".repeat(wo),
         ".".repeat(wl)
@@ -197,7 +243,7 @@ fn pareto(c: &C2c, out: &mut dyn Write) -> io::Result<()> {
             let t = &o.stats;
             writeln!(
                 out,
-                "  {:>5}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>18}  {:>4}  {:>6}  {:>18}  {:>8}  {:>8}  {:>8}  {:>7}  {:>8}  {:<ws$}  {:<wo$}  {:<wl$}  {:>4}",
+                "  {:>5}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>18}  {:>4}  {:>6}  {}{:>18}  {:>8}  {:>8}  {:>8}  {:>7}  {:>8}  {:<ws$}  {:<wo$}  {:<wl$}  {:>4}",
                 "",
                 pct(t.rmt_hitm, s.rmt_hitm),
                 pct(t.lcl_hitm, s.lcl_hitm),
@@ -207,6 +253,7 @@ fn pareto(c: &C2c, out: &mut dyn Write) -> io::Result<()> {
                 format!("{:#x}", o.offset),
                 "N/A",
                 0,
+                thread_cells(o),
                 format!("{:#x}", o.iaddr),
                 avg(t.rmt_hitm_cycles, t.rmt_hitm),
                 avg(t.lcl_hitm_cycles, t.lcl_hitm),
@@ -219,7 +266,9 @@ fn pareto(c: &C2c, out: &mut dyn Write) -> io::Result<()> {
                 nodes(o),
             )?;
         }
-        writeln!(out)?;
+        if i + 1 < c.lines.len() {
+            writeln!(out)?;
+        }
     }
     Ok(())
 }
