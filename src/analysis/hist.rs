@@ -74,13 +74,17 @@ pub enum SortKey {
     Weight,
     /// The data page size.
     DataPageSize,
+    /// The data type the access hits (perf 6.8+).
+    Type,
+    /// The data type with the offset and member in it (perf 6.8+).
+    TypeOff,
 }
 
 impl SortKey {
     /// Every key, for messages.
     pub const ALL: &'static str = "comm, pid, tid, dso, sym, srcline, ip, event, pmu, cpu, \
          cgroup, cgroup_id, symbol_daddr, dso_daddr, dcacheline, mem, snoop, tlb, locked, \
-         blocked, local_weight, weight, data_page_size";
+         blocked, local_weight, weight, data_page_size, type, typeoff";
 
     /// The column header perf uses.
     pub fn header(self) -> &'static str {
@@ -108,6 +112,8 @@ impl SortKey {
             SortKey::LocalWeight => "Local Weight",
             SortKey::Weight => "Weight",
             SortKey::DataPageSize => "Data Page Size",
+            SortKey::Type => "Data Type",
+            SortKey::TypeOff => "Data Type Offset",
         }
     }
 
@@ -125,6 +131,8 @@ impl SortKey {
             SortKey::LocalWeight => MemKey::LocalWeight,
             SortKey::Weight => MemKey::Weight,
             SortKey::DataPageSize => MemKey::DataPageSize,
+            SortKey::Type => MemKey::Type,
+            SortKey::TypeOff => MemKey::TypeOff,
             _ => return None,
         })
     }
@@ -155,6 +163,8 @@ impl SortKey {
             SortKey::LocalWeight => "local_weight",
             SortKey::Weight => "weight",
             SortKey::DataPageSize => "data_page_size",
+            SortKey::Type => "type",
+            SortKey::TypeOff => "typeoff",
         }
     }
 }
@@ -197,6 +207,8 @@ impl FromStr for SortKey {
             "local_weight" => SortKey::LocalWeight,
             "weight" => SortKey::Weight,
             "data_page_size" => SortKey::DataPageSize,
+            "type" => SortKey::Type,
+            "typeoff" => SortKey::TypeOff,
             other => return Err(BadSortKey(other.to_string())),
         })
     }

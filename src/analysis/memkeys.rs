@@ -29,6 +29,9 @@ use crate::symbol::data::{DataLoc, hex_addr};
 /// The cache line size perf uses for `dcacheline` (the running machine's, 64 on x86).
 pub const CACHE_LINE: u64 = 64;
 
+/// perf's name of the type of an access it cannot type.
+pub const UNKNOWN_TYPE: &str = "(unknown)";
+
 /// A memory-access sort key (the `--sort` keys of [`super::hist::SortKey`] that read a
 /// sample's memory access).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -55,13 +58,23 @@ pub enum MemKey {
     Weight,
     /// `data_page_size`.
     DataPageSize,
+    /// `type`: the data type the access hits.
+    Type,
+    /// `typeoff`: the data type and the offset and member in it.
+    TypeOff,
 }
 
 /// What of the memory access the keys `sort` read ([`super::profile::FoldKeys::mem`]).
 pub fn fold(sort: &[MemKey]) -> MemFold {
     let has = |ks: &[MemKey]| ks.iter().any(|k| sort.contains(k));
     MemFold {
-        daddr: has(&[MemKey::SymbolDaddr, MemKey::DsoDaddr, MemKey::Dcacheline]),
+        daddr: has(&[
+            MemKey::SymbolDaddr,
+            MemKey::DsoDaddr,
+            MemKey::Dcacheline,
+            MemKey::Type,
+            MemKey::TypeOff,
+        ]),
         data_src: has(&[
             MemKey::Mem,
             MemKey::Snoop,
@@ -71,6 +84,7 @@ pub fn fold(sort: &[MemKey]) -> MemFold {
         ]),
         weight: has(&[MemKey::LocalWeight, MemKey::Weight]),
         page_size: has(&[MemKey::DataPageSize]),
+        types: has(&[MemKey::Type, MemKey::TypeOff]),
     }
 }
 
@@ -92,6 +106,7 @@ impl MemCells {
             sym: None,
             anon: None,
             unmapped: true,
+            data_type: None,
         };
         let none = MemView {
             daddr: NONE,
@@ -140,6 +155,19 @@ impl MemCells {
                                 (m.weight, m.weight.to_string())
                             }
                             MemKey::DataPageSize => (m.page_size, page_size_name(m.page_size)),
+                            MemKey::Type => named(
+                                d.data_type.as_ref().map_or_else(
+                                    || UNKNOWN_TYPE.to_string(),
+                                    |t| t.type_name.clone(),
+                                ),
+                                &mut intern,
+                            ),
+                            MemKey::TypeOff => named(
+                                d.data_type
+                                    .as_ref()
+                                    .map_or_else(|| UNKNOWN_TYPE.to_string(), |t| t.typeoff()),
+                                &mut intern,
+                            ),
                         }
                     })
                     .collect()

@@ -133,6 +133,9 @@ pub struct MemFold {
     pub weight: bool,
     /// The data page size (`data_page_size`).
     pub page_size: bool,
+    /// The data type of the address (`type`, `typeoff`): the DWARF of the binaries it lies in
+    /// is read for their variables and types.
+    pub types: bool,
 }
 
 impl MemFold {
@@ -187,6 +190,7 @@ impl FoldKeys {
             data_src: false,
             weight: false,
             page_size: false,
+            types: false,
         },
     };
 

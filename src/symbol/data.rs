@@ -46,6 +46,9 @@ pub struct DataLoc {
     pub anon: Option<u32>,
     /// It lies in no mapping.
     pub unmapped: bool,
+    /// The variable's type and member it hits, when asked for and the file's DWARF has it
+    /// ([`super::datatype`]).
+    pub data_type: Option<super::datatype::TypeHit>,
 }
 
 impl DataLoc {
@@ -90,8 +93,14 @@ fn base_name(path: &Path) -> Arc<str> {
 impl Symbolizer {
     /// Names data addresses (`keys`, with each one's address) found in `maps` (the address
     /// spaces of data addresses), in order. Each binary is loaded once (through the same cache
-    /// as code), its data objects looked up by file offset.
-    pub fn symbolize_data(&self, maps: &AddressSpaces, keys: &[(DataKey, u64)]) -> Vec<DataLoc> {
+    /// as code), its data objects looked up by file offset; with `types`, also the variable's
+    /// type and member from its DWARF.
+    pub fn symbolize_data(
+        &self,
+        maps: &AddressSpaces,
+        keys: &[(DataKey, u64)],
+        types: bool,
+    ) -> Vec<DataLoc> {
         let unknown: Arc<str> = "[unknown]".into();
         let mut names: HashMap<FileIdx, Arc<str>> = HashMap::new();
         let mut name_of = |f: FileIdx| {
@@ -108,6 +117,7 @@ impl Symbolizer {
                     sym: None,
                     anon: None,
                     unmapped: true,
+                    data_type: None,
                 },
                 DataKey::Anon(pid, f) => DataLoc {
                     addr,
@@ -115,6 +125,7 @@ impl Symbolizer {
                     sym: None,
                     anon: Some(pid),
                     unmapped: false,
+                    data_type: None,
                 },
                 DataKey::File(f, off) => {
                     let file = maps.file(f);
@@ -131,12 +142,18 @@ impl Symbolizer {
                                 let into = b_offset_into(off, &s, &bin);
                                 (s.name.clone(), addr.wrapping_sub(into), object)
                             });
+                    let data_type = bin
+                        .as_ref()
+                        .ok()
+                        .filter(|_| types)
+                        .and_then(|b| b.data_type(off));
                     DataLoc {
                         addr,
                         dso: name_of(f),
                         sym,
                         anon: None,
                         unmapped: false,
+                        data_type,
                     }
                 }
             })
@@ -167,6 +184,7 @@ mod tests {
             sym: sym.map(|(n, s, o)| (n.into(), s, o)),
             anon: None,
             unmapped: false,
+            data_type: None,
         }
     }
 
