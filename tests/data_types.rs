@@ -1,6 +1,7 @@
 //! Data types of data addresses (`report --sort type,typeoff`) on a real recording:
 //! `record -e page-faults -d` of a C program whose faults come from one member of a struct
-//! array in `.data`, named from the program's DWARF (`hrec::symbol::datatype`).
+//! array in `.data` and another in `.bss`, named from the program's DWARF
+//! (`hrec::symbol::datatype`).
 
 mod support;
 
@@ -10,18 +11,24 @@ use std::process::Command;
 use support::{hrec_in, text};
 
 /// 1024 page-sized records in `.data` (initialised, so file-backed): the first write to each
-/// page is a copy-on-write fault at the address of `recs[i].hot`.
+/// page is a copy-on-write fault at the address of `recs[i].hot`. And 256 in `.bss`, past the
+/// file's bytes, in the anonymous mapping that continues the file's data mapping: each first
+/// write faults at `zero[i].cold`.
 const TYPES_C: &str = r#"
 #define PG 4096
 struct page_rec { char head[64]; long hot; char rest[PG - 72]; };
+struct zero_rec { char head[128]; int cold; char rest[PG - 132]; };
 struct page_rec recs[1024] __attribute__((aligned(4096))) = { [0].hot = 1 };
+struct zero_rec zero[256] __attribute__((aligned(4096)));
 int main(void)
 {
     long s = 0;
     for (int i = 0; i < 1024; i++)
         recs[i].hot = i;
+    for (int i = 0; i < 256; i++)
+        zero[i].cold = i;
     for (int i = 0; i < 1024; i++)
-        s += recs[i].hot;
+        s += recs[i].hot + zero[i % 256].cold;
     return s == 7;
 }
 "#;
@@ -97,6 +104,21 @@ fn page_faults_on_struct_members_by_type_and_field() {
     assert!(
         hot >= 1024 && hot * 100 >= all * 95,
         "{hot} of {all}: {typeoff:?}"
+    );
+    // The `.bss` array: anonymous memory as perf names it, typed by the file it continues.
+    let zero: u64 = typeoff
+        .iter()
+        .filter(|r| r.1 == "anon" && r.2 == "struct zero_rec +0x80 (cold)")
+        .map(|r| r.0)
+        .sum();
+    // (256 faults, one per page; fewer where transparent huge pages map several at once.)
+    assert!(zero >= 1, "{typeoff:?}");
+    assert!(
+        typeoff
+            .iter()
+            .filter(|r| r.2.starts_with("struct zero_rec"))
+            .all(|r| r.1 == "anon" && r.2 == "struct zero_rec +0x80 (cold)"),
+        "{typeoff:?}"
     );
     let types = rows(d, "t.data", "type");
     assert!(

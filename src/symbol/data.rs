@@ -28,6 +28,11 @@ pub enum DataKey {
     File(FileIdx, u64),
     /// In anonymous memory, the heap or the stack of process `pid`.
     Anon(u32, FileIdx),
+    /// In the anonymous mapping of process `pid` (the second field) that continues a file's
+    /// last data mapping (the zeroed `.bss` past its file bytes): named as anonymous memory,
+    /// as perf does, but typed as the file's offset `off` would be (its segment's memory
+    /// size covers it): `Bss(pid, anon, file, off)`.
+    Bss(u32, FileIdx, FileIdx, u64),
     /// Outside every mapping of process `pid`.
     Unmapped(u32),
 }
@@ -127,6 +132,18 @@ impl Symbolizer {
                     unmapped: false,
                     data_type: None,
                 },
+                DataKey::Bss(pid, f, file, off) => DataLoc {
+                    addr,
+                    dso: name_of(f),
+                    sym: None,
+                    anon: Some(pid),
+                    unmapped: false,
+                    data_type: if types {
+                        self.data_type_at(maps, file, off)
+                    } else {
+                        None
+                    },
+                },
                 DataKey::File(f, off) => {
                     let file = maps.file(f);
                     let path = on_disk(&file.path, self.symfs_root());
@@ -158,6 +175,22 @@ impl Symbolizer {
                 }
             })
             .collect()
+    }
+}
+
+impl Symbolizer {
+    /// The data type at file offset `off` of mapped file `f` ([`super::datatype`]).
+    fn data_type_at(
+        &self,
+        maps: &AddressSpaces,
+        f: FileIdx,
+        off: u64,
+    ) -> Option<super::datatype::TypeHit> {
+        let file = maps.file(f);
+        let path = on_disk(&file.path, self.symfs_root());
+        let cached = self.binary(&path, self.expected_build_id(file), file.is_pseudo());
+        let bin = cached.lock().unwrap_or_else(|e| e.into_inner());
+        bin.as_ref().ok()?.data_type(off)
     }
 }
 

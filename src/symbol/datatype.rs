@@ -111,7 +111,10 @@ impl DataTypes {
         t.vars.sort_by_key(|v| v.start);
         let mut kept: Vec<Var> = Vec::with_capacity(t.vars.len());
         for v in std::mem::take(&mut t.vars) {
-            if kept.last().is_none_or(|k| k.start.saturating_add(k.size) <= v.start) {
+            if kept
+                .last()
+                .is_none_or(|k| k.start.saturating_add(k.size) <= v.start)
+            {
                 kept.push(v);
             }
         }
@@ -172,7 +175,9 @@ impl DataTypes {
                         && p.tag == gimli::DW_TAG_array_type.0
                     {
                         let count = udata(gimli::DW_AT_count)
-                            .or_else(|| udata(gimli::DW_AT_upper_bound).map(|u| u.saturating_add(1)))
+                            .or_else(|| {
+                                udata(gimli::DW_AT_upper_bound).map(|u| u.saturating_add(1))
+                            })
                             .unwrap_or(0);
                         p.dims.push(count);
                     }
