@@ -2,7 +2,8 @@
 # Records the same workload with `perf record`, `perf record -z` and `hrec record` at the same
 # event and frequency, several times each, and prints (medians). The first table uses
 # `examples/hotspots` (a fixed amount of work, so its wall time shows the slowdown); the
-# high-rate table uses `examples/threads` (every CPU busy for a fixed time).
+# high-rate table uses `examples/threads` (every CPU busy for a fixed time); a third table
+# records python3 running scripts/workloads/pyhot.py (bytes per sample of an interpreter).
 #   - workload slowdown: the workload's wall time under the recorder / alone;
 #   - recorder CPU time: CPU of recorder + workload (wait4 rusage) minus the workload's own CPU
 #     (measured by /usr/bin/time around the workload inside the recording), so both recorders
@@ -98,6 +99,21 @@ print()
 print(f"hrec/perf recorder CPU: {res['hrec']['rcpu']/max(res['perf']['rcpu'],1e-9):.2f}; "
       f"hrec/perf -z bytes per sample: {res['hrec']['bps']/res['perf -z']['bps']:.2f}; "
       f"slowdown hrec {res['hrec']['wall']/base:.3f} vs perf {res['perf']['wall']/base:.3f}")
+print()
+# The interpreter: python3 (whatever `python3` is on PATH) spreads its samples over far more
+# distinct ips than a busy loop; issue 33's bytes-per-sample figure is this one.
+py = ["python3", os.path.join(root, "scripts/workloads/pyhot.py"), str(secs)]
+print(f"workload: python3 pyhot.py {secs} (timed), cpu-clock at 4000 Hz\n")
+print("| recorder | -F | recorder CPU (s) | samples | bytes/sample | lost |")
+print("|---|---|---|---|---|---|")
+pyres = {}
+for name, extra in [("perf", []), ("perf -z", ["-z"]), ("hrec", [])]:
+    r = measure(name.replace(" ", "") + "-py", 4000, extra, py)
+    pyres[name] = r
+    print(f"| {name} | 4000 | {r['rcpu']:.3f} | {r['samples']:.0f} | {r['bps']:.2f} | {r['lost']} |")
+print()
+print(f"python3: hrec/perf recorder CPU: {pyres['hrec']['rcpu']/max(pyres['perf']['rcpu'],1e-9):.2f}; "
+      f"hrec/perf -z bytes per sample: {pyres['hrec']['bps']/pyres['perf -z']['bps']:.2f}")
 print()
 rate = int(open("/proc/sys/kernel/perf_event_max_sample_rate").read())
 per_cpu = rate // ncpu

@@ -209,9 +209,11 @@ fn round_trip_meta_records_side_trailer() {
         b"abcdef /usr/bin/true\n"
     );
     assert_eq!(r.side("modules").unwrap(), None);
-    // The header is "HRECDATA", version 1, and the file ends with the footer magic.
+    // The header is "HRECDATA", version 2 (the metadata one zstd frame), and the file ends
+    // with the footer magic.
     let bytes = std::fs::read(&path).unwrap();
-    assert_eq!(&bytes[..12], b"HRECDATA\x01\0\0\0");
+    assert_eq!(&bytes[..12], b"HRECDATA\x02\0\0\0");
+    assert_eq!(&bytes[16..20], &[0x28, 0xb5, 0x2f, 0xfd], "a zstd frame");
     assert_eq!(&bytes[bytes.len() - 8..], b"HREC_END");
 }
 
@@ -389,15 +391,24 @@ fn foreign_and_future_files_are_refused_with_advice() {
 
     write_standard(&path);
     let mut bytes = std::fs::read(&path).unwrap();
-    bytes[8] = 2;
+    bytes[8] = 3;
     std::fs::write(&path, &bytes).unwrap();
     let err = Reader::open(&path).unwrap_err();
-    assert!(matches!(err, DataError::NewerVersion { version: 2, .. }));
+    assert!(matches!(err, DataError::NewerVersion { version: 3, .. }));
     assert!(
         err.to_string()
-            .contains("written by a newer hrec (format version 2, this build reads 1)"),
+            .contains("written by a newer hrec (format version 3, this build reads 2)"),
         "{err}"
     );
+    // A version 2 header whose metadata is not a zstd frame, or one that lies about its size.
+    for (at, byte) in [(16, 0u8), (20, 0xff)] {
+        write_standard(&path);
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[at] ^= byte.max(1);
+        std::fs::write(&path, &bytes).unwrap();
+        let err = Reader::open(&path).unwrap_err().to_string();
+        assert!(err.contains("metadata"), "{err}");
+    }
 
     let missing = dir.path().join("nope.data");
     let err = Reader::open(&missing).unwrap_err();

@@ -272,9 +272,24 @@ fn sigkill_leaves_a_readable_truncated_file() {
     let dir = tempfile::tempdir().unwrap();
     // A duration no other test uses: the workload is stopped below by matching it.
     let mut child = spawn_record(dir.path(), "killed.hrec", "6");
-    // Long enough for several batches to reach the file (a batch is written at least every
-    // 500 ms).
-    std::thread::sleep(Duration::from_millis(2000));
+    // Until a block of samples has reached the file (a batch is written at least every
+    // 500 ms; a loaded machine may take longer, so the test waits for the file, not a time).
+    let has_samples = || {
+        let (out, _) = text(&hrec_in(dir.path(), &["info", "-i", "killed.hrec"]));
+        out.lines()
+            .find_map(|l| l.strip_prefix("# samples : "))
+            .and_then(|l| l.split_whitespace().next()?.parse::<u64>().ok())
+            .is_some_and(|n| n > 0)
+    };
+    let mut waited = 0;
+    while !has_samples() {
+        assert!(
+            waited < 1200 && child.try_wait().unwrap().is_none(),
+            "no samples reached the file"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+        waited += 1;
+    }
     child.kill().unwrap();
     child.wait().unwrap();
     // The workload keeps running without its recorder; stop it.

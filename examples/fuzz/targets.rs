@@ -343,6 +343,8 @@ impl Env {
                     }
                 }
                 let _ = b.symbolize(off);
+                // The variables and types of the DWARF (read whole on the first call).
+                let _ = b.data_type(off);
             }
             let _ = b.symbolize(u64::MAX);
         }

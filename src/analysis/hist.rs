@@ -76,13 +76,17 @@ pub enum SortKey {
     DataPageSize,
     /// The instruction latency (WEIGHT_STRUCT's `var2_w`).
     LocalInsLat,
+    /// The data type the access hits (perf 6.8+).
+    Type,
+    /// The data type with the offset and member in it (perf 6.8+).
+    TypeOff,
 }
 
 impl SortKey {
     /// Every key, for messages.
     pub const ALL: &'static str = "comm, pid, tid, dso, sym, srcline, ip, event, pmu, cpu, \
          cgroup, cgroup_id, symbol_daddr, dso_daddr, dcacheline, mem, snoop, tlb, locked, \
-         blocked, local_weight, weight, data_page_size, local_ins_lat";
+         blocked, local_weight, weight, data_page_size, type, typeoff, local_ins_lat";
 
     /// The column header perf uses.
     pub fn header(self) -> &'static str {
@@ -111,6 +115,8 @@ impl SortKey {
             SortKey::Weight => "Weight",
             SortKey::DataPageSize => "Data Page Size",
             SortKey::LocalInsLat => "Local INSTR Latency",
+            SortKey::Type => "Data Type",
+            SortKey::TypeOff => "Data Type Offset",
         }
     }
 
@@ -129,6 +135,8 @@ impl SortKey {
             SortKey::Weight => MemKey::Weight,
             SortKey::DataPageSize => MemKey::DataPageSize,
             SortKey::LocalInsLat => MemKey::LocalInsLat,
+            SortKey::Type => MemKey::Type,
+            SortKey::TypeOff => MemKey::TypeOff,
             _ => return None,
         })
     }
@@ -160,6 +168,8 @@ impl SortKey {
             SortKey::Weight => "weight",
             SortKey::DataPageSize => "data_page_size",
             SortKey::LocalInsLat => "local_ins_lat",
+            SortKey::Type => "type",
+            SortKey::TypeOff => "typeoff",
         }
     }
 }
@@ -203,6 +213,8 @@ impl FromStr for SortKey {
             "weight" => SortKey::Weight,
             "data_page_size" => SortKey::DataPageSize,
             "local_ins_lat" => SortKey::LocalInsLat,
+            "type" => SortKey::Type,
+            "typeoff" => SortKey::TypeOff,
             other => return Err(BadSortKey(other.to_string())),
         })
     }

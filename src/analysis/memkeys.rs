@@ -32,6 +32,9 @@ use crate::symbol::data::{DataLoc, hex_addr};
 /// The cache line size perf uses for `dcacheline` (the running machine's, 64 on x86).
 pub const CACHE_LINE: u64 = 64;
 
+/// perf's name of the type of an access it cannot type.
+pub const UNKNOWN_TYPE: &str = "(unknown)";
+
 /// A memory-access sort key (the `--sort` keys of [`super::hist::SortKey`] that read a
 /// sample's memory access).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -60,13 +63,23 @@ pub enum MemKey {
     DataPageSize,
     /// `local_ins_lat`.
     LocalInsLat,
+    /// `type`: the data type the access hits.
+    Type,
+    /// `typeoff`: the data type and the offset and member in it.
+    TypeOff,
 }
 
 /// What of the memory access the keys `sort` read ([`super::profile::FoldKeys::mem`]).
 pub fn fold(sort: &[MemKey]) -> MemFold {
     let has = |ks: &[MemKey]| ks.iter().any(|k| sort.contains(k));
     MemFold {
-        daddr: has(&[MemKey::SymbolDaddr, MemKey::DsoDaddr, MemKey::Dcacheline]),
+        daddr: has(&[
+            MemKey::SymbolDaddr,
+            MemKey::DsoDaddr,
+            MemKey::Dcacheline,
+            MemKey::Type,
+            MemKey::TypeOff,
+        ]),
         data_src: has(&[
             MemKey::Mem,
             MemKey::Snoop,
@@ -77,6 +90,7 @@ pub fn fold(sort: &[MemKey]) -> MemFold {
         weight: has(&[MemKey::LocalWeight, MemKey::Weight]),
         page_size: has(&[MemKey::DataPageSize]),
         ins_lat: has(&[MemKey::LocalInsLat]),
+        types: has(&[MemKey::Type, MemKey::TypeOff]),
     }
 }
 
@@ -98,6 +112,7 @@ impl MemCells {
             sym: None,
             anon: None,
             unmapped: true,
+            data_type: None,
         };
         let none = MemView {
             daddr: NONE,
@@ -147,6 +162,19 @@ impl MemCells {
                             }
                             MemKey::DataPageSize => (m.page_size, page_size_name(m.page_size)),
                             MemKey::LocalInsLat => (m.ins_lat, m.ins_lat.to_string()),
+                            MemKey::Type => named(
+                                d.data_type.as_ref().map_or_else(
+                                    || UNKNOWN_TYPE.to_string(),
+                                    |t| t.type_name.clone(),
+                                ),
+                                &mut intern,
+                            ),
+                            MemKey::TypeOff => named(
+                                d.data_type
+                                    .as_ref()
+                                    .map_or_else(|| UNKNOWN_TYPE.to_string(), |t| t.typeoff()),
+                                &mut intern,
+                            ),
                         }
                     })
                     .collect()

@@ -135,6 +135,9 @@ pub struct MemFold {
     pub page_size: bool,
     /// The instruction latency (`local_ins_lat`).
     pub ins_lat: bool,
+    /// The data type of the address (`type`, `typeoff`): the DWARF of the binaries it lies in
+    /// is read for their variables and types.
+    pub types: bool,
 }
 
 impl MemFold {
@@ -193,6 +196,7 @@ impl FoldKeys {
             weight: false,
             page_size: false,
             ins_lat: false,
+            types: false,
         },
     };
 

@@ -297,7 +297,21 @@ impl Replay {
         if let Some(maps) = &self.data_maps {
             self.no_daddr += u64::from(s.addr.is_none());
             let key = match maps.find(pid, addr) {
-                Some(m) if maps.file(m.file).is_anonymous() => DataKey::Anon(pid, m.file),
+                Some(m) if maps.file(m.file).is_anonymous() => {
+                    // With data types asked for: anonymous memory right after a file's
+                    // mapping may be its `.bss` ([`DataKey::Bss`]).
+                    let file_before = m
+                        .start
+                        .checked_sub(1)
+                        .and_then(|a| maps.find(pid, a))
+                        .filter(|p| p.end == m.start && !maps.file(p.file).is_anonymous());
+                    match file_before {
+                        Some(p) if self.mem.types => {
+                            DataKey::Bss(pid, m.file, p.file, p.file_offset(addr))
+                        }
+                        _ => DataKey::Anon(pid, m.file),
+                    }
+                }
                 Some(m) => DataKey::File(m.file, m.file_offset(addr)),
                 None => DataKey::Unmapped(pid),
             };

@@ -108,6 +108,7 @@ fn report(
             weight: true,
             page_size: false,
             ins_lat: false,
+            types: false,
         },
         comm: a.coalesce.tid,
         cgroup: false,

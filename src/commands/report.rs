@@ -175,7 +175,13 @@ impl ReportArgs {
         profile.mem_mode = self.mem_mode;
         // No source line shown: symbol tables are enough (the call graphs' inline frames are
         // the replay's to keep).
-        profile.symbols_only = !sort.contains(&hist::SortKey::Srcline) && !self.folded;
+        // Source lines, and data types (the variables of a binary's debug file), need DWARF.
+        profile.symbols_only = !sort.iter().any(|k| {
+            matches!(
+                k,
+                hist::SortKey::Srcline | hist::SortKey::Type | hist::SortKey::TypeOff
+            )
+        }) && !self.folded;
         filters.sym_part = self.symbol_filter;
         filters.hide_unresolved = self.hide_unresolved;
         let mut call_graph: hrec::analysis::callgraph::CallGraphOptions = self

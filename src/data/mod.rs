@@ -63,8 +63,10 @@ pub use writer::{Writer, ZSTD_LEVEL};
 
 /// The magic at offset 0 of every hrec recording.
 pub const MAGIC: [u8; 8] = *b"HRECDATA";
-/// The format version this build writes and the newest it reads.
-pub const VERSION: u32 = 1;
+/// The format version this build writes and the newest it reads. Version 2: the header's
+/// metadata is one zstd frame of its JSON (version 1: the JSON itself), and record blocks
+/// use the second column layout (`Codec::Columns2`). Version 1 files are still read.
+pub const VERSION: u32 = 2;
 /// How many bytes of records a writer thread should collect per `Records` block. Each block
 /// pays a zstd frame, its own column dictionaries (e.g. the distinct ips of the block) and
 /// range-coder models that start from scratch, so tiny blocks compress worse: on cpu-clock

@@ -175,6 +175,26 @@ impl Reader {
     }
 
     fn read_header(&mut self) -> Result<(), DataError> {
+        /// A version 2 header's metadata: a zstd frame whose declared content size is at most
+        /// [`MAX_META`] and is what it inflates to.
+        fn inflate_meta(frame: &[u8]) -> Result<Vec<u8>, String> {
+            let size = match zstd::zstd_safe::get_frame_content_size(frame) {
+                Ok(Some(n)) if n <= MAX_META => n as usize,
+                Ok(Some(n)) => return Err(format!("metadata of {n} bytes")),
+                _ => return Err("metadata is not a zstd frame with its size".to_string()),
+            };
+            let json = zstd::bulk::Decompressor::new()
+                .and_then(|mut d| d.decompress(frame, size))
+                .map_err(|e| format!("metadata: zstd: {e}"))?;
+            if json.len() != size {
+                return Err(format!(
+                    "metadata inflates to {} bytes, its frame says {size}",
+                    json.len()
+                ));
+            }
+            Ok(json)
+        }
+
         let head = self.read_at(0, self.len.min(FILE_HEADER as u64))?;
         let truncated = |needed: u64| DataError::TruncatedHeader {
             path: self.path.clone(),
@@ -210,7 +230,15 @@ impl Reader {
         if self.len < start {
             return Err(truncated(start));
         }
-        let json = self.read_at(FILE_HEADER as u64, meta_len)?;
+        let stored = self.read_at(FILE_HEADER as u64, meta_len)?;
+        let json = if version == 1 {
+            stored
+        } else {
+            inflate_meta(&stored).map_err(|reason| DataError::BadHeader {
+                path: self.path.clone(),
+                reason,
+            })?
+        };
         self.meta = serde_json::from_slice(&json).map_err(|source| DataError::BadJson {
             path: self.path.clone(),
             what: "header metadata",

@@ -91,6 +91,14 @@ impl Writer {
                 max: format::MAX_META,
             });
         }
+        // Version 2: the metadata as one zstd frame (with its content size, which the reader
+        // checks before it allocates).
+        let json = compressor(path, SIDE_LEVEL)?
+            .compress(&json)
+            .map_err(|source| DataError::Compress {
+                path: path.to_path_buf(),
+                source,
+            })?;
         let moved = path.symlink_metadata().is_ok();
         let old = old_path(path);
         if moved {

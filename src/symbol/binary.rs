@@ -67,6 +67,9 @@ pub struct Binary {
     pub(super) objects: Symbols,
     pub(super) debug_path: Option<PathBuf>,
     pub(super) dwarf: Option<RefCell<dwarf::Dwarf>>,
+    /// The variables at fixed addresses and their types, read on first use
+    /// ([`Binary::data_type`]).
+    pub(super) data_types: std::cell::OnceCell<super::datatype::DataTypes>,
 }
 
 impl fmt::Debug for Binary {
@@ -207,6 +210,7 @@ impl Binary {
             objects: objects.build(),
             debug_path: if dwarf.is_some() { debug_path } else { None },
             dwarf,
+            data_types: std::cell::OnceCell::new(),
         })
     }
 
@@ -253,6 +257,22 @@ impl Binary {
                 })
                 .map(|s| (s, false)),
         }
+    }
+
+    /// What an access at file offset `offset` of a data mapping hits: the variable there and
+    /// the member of its type ([`super::datatype`]), from the DWARF read whole on first use.
+    pub fn data_type(&self, offset: u64) -> Option<super::datatype::TypeHit> {
+        let svma = self.data_svma(offset)?;
+        self.data_types
+            .get_or_init(|| {
+                let src = self.debug_path.as_deref().unwrap_or(&self.path);
+                std::fs::File::open(src)
+                    .ok()
+                    .and_then(|f| dwarf::sections_of(&f))
+                    .map(|d| super::datatype::DataTypes::from_dwarf(&d))
+                    .unwrap_or_default()
+            })
+            .lookup(svma)
     }
 
     /// The SVMA of file offset `offset` of a data mapping: in a `PT_LOAD` segment's file bytes

@@ -28,6 +28,11 @@ pub enum DataKey {
     File(FileIdx, u64),
     /// In anonymous memory, the heap or the stack of process `pid`.
     Anon(u32, FileIdx),
+    /// In the anonymous mapping of process `pid` (the second field) that continues a file's
+    /// last data mapping (the zeroed `.bss` past its file bytes): named as anonymous memory,
+    /// as perf does, but typed as the file's offset `off` would be (its segment's memory
+    /// size covers it): `Bss(pid, anon, file, off)`.
+    Bss(u32, FileIdx, FileIdx, u64),
     /// Outside every mapping of process `pid`.
     Unmapped(u32),
 }
@@ -46,6 +51,9 @@ pub struct DataLoc {
     pub anon: Option<u32>,
     /// It lies in no mapping.
     pub unmapped: bool,
+    /// The variable's type and member it hits, when asked for and the file's DWARF has it
+    /// ([`super::datatype`]).
+    pub data_type: Option<super::datatype::TypeHit>,
 }
 
 impl DataLoc {
@@ -90,8 +98,14 @@ fn base_name(path: &Path) -> Arc<str> {
 impl Symbolizer {
     /// Names data addresses (`keys`, with each one's address) found in `maps` (the address
     /// spaces of data addresses), in order. Each binary is loaded once (through the same cache
-    /// as code), its data objects looked up by file offset.
-    pub fn symbolize_data(&self, maps: &AddressSpaces, keys: &[(DataKey, u64)]) -> Vec<DataLoc> {
+    /// as code), its data objects looked up by file offset; with `types`, also the variable's
+    /// type and member from its DWARF.
+    pub fn symbolize_data(
+        &self,
+        maps: &AddressSpaces,
+        keys: &[(DataKey, u64)],
+        types: bool,
+    ) -> Vec<DataLoc> {
         let unknown: Arc<str> = "[unknown]".into();
         let mut names: HashMap<FileIdx, Arc<str>> = HashMap::new();
         let mut name_of = |f: FileIdx| {
@@ -108,6 +122,7 @@ impl Symbolizer {
                     sym: None,
                     anon: None,
                     unmapped: true,
+                    data_type: None,
                 },
                 DataKey::Anon(pid, f) => DataLoc {
                     addr,
@@ -115,6 +130,19 @@ impl Symbolizer {
                     sym: None,
                     anon: Some(pid),
                     unmapped: false,
+                    data_type: None,
+                },
+                DataKey::Bss(pid, f, file, off) => DataLoc {
+                    addr,
+                    dso: name_of(f),
+                    sym: None,
+                    anon: Some(pid),
+                    unmapped: false,
+                    data_type: if types {
+                        self.data_type_at(maps, file, off)
+                    } else {
+                        None
+                    },
                 },
                 DataKey::File(f, off) => {
                     let file = maps.file(f);
@@ -131,16 +159,38 @@ impl Symbolizer {
                                 let into = b_offset_into(off, &s, &bin);
                                 (s.name.clone(), addr.wrapping_sub(into), object)
                             });
+                    let data_type = bin
+                        .as_ref()
+                        .ok()
+                        .filter(|_| types)
+                        .and_then(|b| b.data_type(off));
                     DataLoc {
                         addr,
                         dso: name_of(f),
                         sym,
                         anon: None,
                         unmapped: false,
+                        data_type,
                     }
                 }
             })
             .collect()
+    }
+}
+
+impl Symbolizer {
+    /// The data type at file offset `off` of mapped file `f` ([`super::datatype`]).
+    fn data_type_at(
+        &self,
+        maps: &AddressSpaces,
+        f: FileIdx,
+        off: u64,
+    ) -> Option<super::datatype::TypeHit> {
+        let file = maps.file(f);
+        let path = on_disk(&file.path, self.symfs_root());
+        let cached = self.binary(&path, self.expected_build_id(file), file.is_pseudo());
+        let bin = cached.lock().unwrap_or_else(|e| e.into_inner());
+        bin.as_ref().ok()?.data_type(off)
     }
 }
 
@@ -167,6 +217,7 @@ mod tests {
             sym: sym.map(|(n, s, o)| (n.into(), s, o)),
             anon: None,
             unmapped: false,
+            data_type: None,
         }
     }
 

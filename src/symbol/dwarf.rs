@@ -72,6 +72,12 @@ pub(super) fn load(file: &File, sup: Option<&Path>, cache: Option<&Path>) -> Opt
     Context::from_dwarf(dwarf).ok()
 }
 
+/// Every DWARF section of `file` read whole (but the location lists and macros), for readers
+/// that walk all its units ([`super::datatype`]).
+pub(super) fn sections_of(file: &File) -> Option<gimli::Dwarf<Reader>> {
+    sections(file, None)
+}
+
 fn sections(file: &File, cache: Option<&Path>) -> Option<gimli::Dwarf<Reader>> {
     let read = ReadCache::new(file);
     let obj = object::File::parse(&read).ok()?;

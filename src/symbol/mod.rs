@@ -29,6 +29,7 @@
 pub mod binary;
 pub mod buildid_cache;
 pub mod data;
+pub mod datatype;
 pub mod debuginfo;
 pub mod debuginfod;
 mod dwarf;

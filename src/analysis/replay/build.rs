@@ -189,7 +189,7 @@ pub fn build_with(
         p.warnings.extend(o.warnings());
     }
     if let Some(maps) = &r.data_maps {
-        p.data_locs = symbolizer.symbolize_data(maps, &r.data_keys);
+        p.data_locs = symbolizer.symbolize_data(maps, &r.data_keys, r.mem.types);
     }
     p.no_daddr = r.no_daddr;
     if r.no_daddr > 0 {

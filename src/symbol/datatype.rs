@@ -1,0 +1,490 @@
+//! Data types of data addresses: which variable an address falls in and which member of the
+//! variable's type an access there hits (perf 6.8+'s `type` and `typeoff` sort keys and
+//! `annotate --data-type`).
+//!
+//! **The rule for variables at fixed addresses** (global and static variables, this step):
+//! DWARF describes each as a `DW_TAG_variable` (at any depth: a function's static locals
+//! too) whose `DW_AT_location` is the single operation `DW_OP_addr A`, with a `DW_AT_type`.
+//! Its extent is the type's byte size (`DW_AT_byte_size`, through typedefs and qualifiers;
+//! an array's is its element's times its count), so an address in `[A, A + size)` is an
+//! access of that variable at offset `addr - A`. A declaration (`DW_AT_declaration`, an
+//! `extern` in a header) has no location and is not one. Variables are kept sorted by
+//! address; where two overlap (an alias), the first in the file is kept.
+//!
+//! **Naming the type and member.** The type is named as C spells it: `struct S`, `union U`,
+//! `enum E`, a base type's or typedef's own name, `T *` for pointers, with `const` and
+//! `volatile` left out (perf names the type the access reads, not the declaration's
+//! qualifiers). An array variable is an access of its element: the type is the element's and
+//! the offset is into the element (`addr - A` modulo the element size), so every element of
+//! `struct rec table[64]` adds to `struct rec`'s rows, as perf's data-type profile counts
+//! types, not variables. The member is the struct or union member whose bytes hold the
+//! offset, joined with `.` to the members inside it (an anonymous struct or union adds no
+//! name; an array member goes on into its element), as perf's `typeoff` prints it:
+//! `struct rec +0x8 (b)`; an offset in no member (padding, a base type) is `no field`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use gimli::{AttributeValue, DebugInfoOffset, Reader as _};
+
+use super::dwarf::Reader;
+
+/// A type as the lookups need it.
+#[derive(Debug, Clone, Default)]
+struct Type {
+    /// The DWARF tag.
+    tag: u16,
+    /// Its own name (a struct's tag name, a typedef's name); `None` when anonymous.
+    name: Option<Arc<str>>,
+    /// `DW_AT_byte_size`.
+    size: Option<u64>,
+    /// The type it refers to (typedef, qualifier, pointer, array element).
+    target: Option<DebugInfoOffset>,
+    /// Array: the element count of each dimension (a missing count is 0).
+    dims: Vec<u64>,
+    /// Struct, union or class: members as (name, offset, type).
+    members: Vec<(Option<Arc<str>>, u64, DebugInfoOffset)>,
+}
+
+/// A variable at a fixed address.
+#[derive(Debug, Clone)]
+struct Var {
+    start: u64,
+    size: u64,
+    name: Arc<str>,
+    ty: DebugInfoOffset,
+}
+
+/// An address as an access of a variable's type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TypeHit {
+    /// The variable.
+    pub var: Arc<str>,
+    /// Its type as perf names it (an array's element type).
+    pub type_name: String,
+    /// The offset into that type.
+    pub offset: u64,
+    /// The member the offset falls in (`a.b`), `None` when none (`no field`).
+    pub field: Option<String>,
+}
+
+impl TypeHit {
+    /// perf's `typeoff` cell: `struct rec +0x8 (b)`, `int +0 (no field)`.
+    pub fn typeoff(&self) -> String {
+        let off = if self.offset == 0 {
+            "0".to_string()
+        } else {
+            format!("{:#x}", self.offset)
+        };
+        format!(
+            "{} +{off} ({})",
+            self.type_name,
+            self.field.as_deref().unwrap_or("no field")
+        )
+    }
+}
+
+/// The variables at fixed addresses of one binary's DWARF and the types they use.
+#[derive(Debug, Default)]
+pub struct DataTypes {
+    vars: Vec<Var>,
+    types: HashMap<DebugInfoOffset, Type>,
+}
+
+/// How deep a type may nest (typedef chains, members of members) before a lookup gives up:
+/// DWARF can describe cycles (a struct holding a pointer to itself is fine, a corrupt file
+/// pointing a typedef at itself is not).
+const MAX_DEPTH: usize = 32;
+
+impl DataTypes {
+    /// Reads every variable with a `DW_OP_addr` location and every type of `dwarf`. Units or
+    /// entries that do not parse are skipped.
+    pub(super) fn from_dwarf(dwarf: &gimli::Dwarf<Reader>) -> DataTypes {
+        let mut t = DataTypes::default();
+        let mut units = dwarf.units();
+        while let Ok(Some(header)) = units.next() {
+            let Ok(unit) = dwarf.unit(header) else {
+                continue;
+            };
+            t.read_unit(dwarf, &unit);
+        }
+        t.vars.sort_by_key(|v| v.start);
+        let mut kept: Vec<Var> = Vec::with_capacity(t.vars.len());
+        for v in std::mem::take(&mut t.vars) {
+            if kept
+                .last()
+                .is_none_or(|k| k.start.saturating_add(k.size) <= v.start)
+            {
+                kept.push(v);
+            }
+        }
+        t.vars = kept;
+        t
+    }
+
+    fn read_unit(&mut self, dwarf: &gimli::Dwarf<Reader>, unit: &gimli::Unit<Reader>) {
+        let mut entries = unit.entries();
+        // The struct/union whose members are being read, by depth.
+        let mut parents: Vec<(isize, DebugInfoOffset)> = Vec::new();
+        while let Ok(Some(entry)) = entries.next_dfs() {
+            let depth = entry.depth();
+            while parents.last().is_some_and(|&(d, _)| d >= depth) {
+                parents.pop();
+            }
+            let Some(at) = entry.offset().to_debug_info_offset(&unit.header) else {
+                continue;
+            };
+            let name = || -> Option<Arc<str>> {
+                let v = entry.attr_value(gimli::DW_AT_name)?;
+                let s = dwarf.attr_string(unit, v).ok()?;
+                Some(Arc::from(s.to_string_lossy().ok()?.as_ref()))
+            };
+            let type_of = || -> Option<DebugInfoOffset> {
+                match entry.attr_value(gimli::DW_AT_type)? {
+                    AttributeValue::UnitRef(o) => o.to_debug_info_offset(&unit.header),
+                    AttributeValue::DebugInfoRef(o) => Some(o),
+                    _ => None,
+                }
+            };
+            let udata = |a: gimli::DwAt| entry.attr_value(a)?.udata_value();
+            match entry.tag() {
+                gimli::DW_TAG_variable => {
+                    if let (Some(start), Some(ty)) = (fixed_address(dwarf, unit, entry), type_of())
+                    {
+                        self.vars.push(Var {
+                            start,
+                            size: 0,
+                            name: name().unwrap_or_else(|| Arc::from("")),
+                            ty,
+                        });
+                    }
+                }
+                gimli::DW_TAG_member => {
+                    if let (Some(&(_, parent)), Some(ty)) = (parents.last(), type_of()) {
+                        // A union's members all start at 0 (no location).
+                        let offset = udata(gimli::DW_AT_data_member_location).unwrap_or(0);
+                        let member = (name(), offset, ty);
+                        if let Some(p) = self.types.get_mut(&parent) {
+                            p.members.push(member);
+                        }
+                    }
+                }
+                gimli::DW_TAG_subrange_type => {
+                    if let Some(&(_, parent)) = parents.last()
+                        && let Some(p) = self.types.get_mut(&parent)
+                        && p.tag == gimli::DW_TAG_array_type.0
+                    {
+                        let count = udata(gimli::DW_AT_count)
+                            .or_else(|| {
+                                udata(gimli::DW_AT_upper_bound).map(|u| u.saturating_add(1))
+                            })
+                            .unwrap_or(0);
+                        p.dims.push(count);
+                    }
+                }
+                tag @ (gimli::DW_TAG_structure_type
+                | gimli::DW_TAG_union_type
+                | gimli::DW_TAG_class_type
+                | gimli::DW_TAG_enumeration_type
+                | gimli::DW_TAG_base_type
+                | gimli::DW_TAG_typedef
+                | gimli::DW_TAG_const_type
+                | gimli::DW_TAG_volatile_type
+                | gimli::DW_TAG_atomic_type
+                | gimli::DW_TAG_pointer_type
+                | gimli::DW_TAG_array_type) => {
+                    self.types.insert(
+                        at,
+                        Type {
+                            tag: tag.0,
+                            name: name(),
+                            size: udata(gimli::DW_AT_byte_size),
+                            target: type_of(),
+                            ..Type::default()
+                        },
+                    );
+                    if entry.has_children() {
+                        parents.push((depth, at));
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut vars = std::mem::take(&mut self.vars);
+        for v in &mut vars {
+            if v.size == 0 {
+                v.size = self.size_of(v.ty, 0).unwrap_or(0);
+            }
+        }
+        vars.retain(|v| v.size > 0);
+        self.vars = vars;
+    }
+
+    /// Variables read.
+    pub fn len(&self) -> usize {
+        self.vars.len()
+    }
+
+    /// No variables.
+    pub fn is_empty(&self) -> bool {
+        self.vars.is_empty()
+    }
+
+    /// The variable holding `svma` and what of its type an access there hits.
+    pub fn lookup(&self, svma: u64) -> Option<TypeHit> {
+        let i = self.vars.partition_point(|v| v.start <= svma);
+        let var = self.vars.get(i.checked_sub(1)?)?;
+        let mut offset = svma - var.start;
+        if offset >= var.size {
+            return None;
+        }
+        // An array variable: an access of its element.
+        let mut ty = self.strip(var.ty, 0)?;
+        for _ in 0..MAX_DEPTH {
+            let t = self.types.get(&ty)?;
+            if t.tag != gimli::DW_TAG_array_type.0 {
+                break;
+            }
+            let elem = self.strip(t.target?, 0)?;
+            let size = self.size_of(elem, 0).filter(|&s| s > 0)?;
+            offset %= size;
+            ty = elem;
+        }
+        let mut path: Vec<Arc<str>> = Vec::new();
+        self.member_at(ty, offset, &mut path, 0);
+        Some(TypeHit {
+            var: var.name.clone(),
+            type_name: self.name_of(ty, 0),
+            offset,
+            field: (!path.is_empty()).then(|| path.join(".")),
+        })
+    }
+
+    /// `ty` without typedefs' and qualifiers' wrapping where they name nothing of their own:
+    /// qualifiers are dropped, a typedef is kept (its name is the type's name).
+    fn strip(&self, mut ty: DebugInfoOffset, depth: usize) -> Option<DebugInfoOffset> {
+        for _ in depth..MAX_DEPTH {
+            let t = self.types.get(&ty)?;
+            match gimli::DwTag(t.tag) {
+                gimli::DW_TAG_const_type
+                | gimli::DW_TAG_volatile_type
+                | gimli::DW_TAG_atomic_type => ty = t.target?,
+                _ => return Some(ty),
+            }
+        }
+        None
+    }
+
+    /// The byte size of `ty`.
+    fn size_of(&self, ty: DebugInfoOffset, depth: usize) -> Option<u64> {
+        if depth >= MAX_DEPTH {
+            return None;
+        }
+        let t = self.types.get(&ty)?;
+        if let Some(s) = t.size {
+            return Some(s);
+        }
+        match gimli::DwTag(t.tag) {
+            gimli::DW_TAG_array_type => {
+                let elem = self.size_of(t.target?, depth + 1)?;
+                t.dims.iter().try_fold(elem, |acc, &n| acc.checked_mul(n))
+            }
+            _ => self.size_of(t.target?, depth + 1),
+        }
+    }
+
+    /// C's spelling of `ty`.
+    fn name_of(&self, ty: DebugInfoOffset, depth: usize) -> String {
+        let Some(t) = self.types.get(&ty).filter(|_| depth < MAX_DEPTH) else {
+            return "(unknown)".to_string();
+        };
+        let own = || t.name.as_deref().unwrap_or("(anon)").to_string();
+        let target = |d| match t.target {
+            Some(o) => self.name_of(o, d),
+            None => "void".to_string(),
+        };
+        match gimli::DwTag(t.tag) {
+            gimli::DW_TAG_structure_type => format!("struct {}", own()),
+            gimli::DW_TAG_union_type => format!("union {}", own()),
+            gimli::DW_TAG_class_type => format!("class {}", own()),
+            gimli::DW_TAG_enumeration_type => format!("enum {}", own()),
+            gimli::DW_TAG_pointer_type => format!("{} *", target(depth + 1)),
+            gimli::DW_TAG_array_type => {
+                let dims: String = t.dims.iter().map(|n| format!("[{n}]")).collect();
+                format!("{}{dims}", target(depth + 1))
+            }
+            gimli::DW_TAG_const_type | gimli::DW_TAG_volatile_type | gimli::DW_TAG_atomic_type => {
+                target(depth + 1)
+            }
+            _ => own(),
+        }
+    }
+
+    /// Pushes onto `path` the names of the members of `ty` holding `offset`, outermost first.
+    fn member_at(&self, ty: DebugInfoOffset, offset: u64, path: &mut Vec<Arc<str>>, depth: usize) {
+        if depth >= MAX_DEPTH {
+            return;
+        }
+        let Some(t) = self.types.get(&ty) else {
+            return;
+        };
+        match gimli::DwTag(t.tag) {
+            gimli::DW_TAG_typedef
+            | gimli::DW_TAG_const_type
+            | gimli::DW_TAG_volatile_type
+            | gimli::DW_TAG_atomic_type => {
+                if let Some(target) = t.target {
+                    self.member_at(target, offset, path, depth + 1);
+                }
+            }
+            gimli::DW_TAG_array_type => {
+                if let Some(elem) = t.target
+                    && let Some(size) = self.size_of(elem, depth + 1).filter(|&s| s > 0)
+                {
+                    self.member_at(elem, offset % size, path, depth + 1);
+                }
+            }
+            gimli::DW_TAG_structure_type | gimli::DW_TAG_union_type | gimli::DW_TAG_class_type => {
+                let hit = t.members.iter().find(|&&(_, at, mty)| {
+                    offset >= at
+                        && self
+                            .size_of(mty, depth + 1)
+                            .is_some_and(|s| offset - at < s)
+                });
+                if let Some((name, at, mty)) = hit {
+                    if let Some(n) = name {
+                        path.push(n.clone());
+                    }
+                    self.member_at(*mty, offset - at, path, depth + 1);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The address of a variable whose location is the one operation `DW_OP_addr A` (or
+/// `DW_OP_addrx`), else `None` (a register, a stack slot, a TLS offset, a declaration).
+fn fixed_address(
+    dwarf: &gimli::Dwarf<Reader>,
+    unit: &gimli::Unit<Reader>,
+    entry: &gimli::DebuggingInformationEntry<Reader>,
+) -> Option<u64> {
+    let AttributeValue::Exprloc(expr) = entry.attr_value(gimli::DW_AT_location)? else {
+        return None;
+    };
+    let mut ops = expr.operations(unit.encoding());
+    let first = ops.next().ok()??;
+    if ops.next().ok()?.is_some() {
+        return None;
+    }
+    match first {
+        gimli::Operation::Address { address } => Some(address),
+        gimli::Operation::AddressIndex { index } => dwarf.address(unit, index).ok(),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::symbol::elf::fixtures::gcc;
+
+    const PROG: &str = r#"
+struct inner { short x; short y; };
+struct rec { long a; int b; struct inner in; union { int u; float f; }; char pad[3]; };
+typedef struct rec rec_t;
+struct rec one = { 1, 2 };
+rec_t table[64];
+const volatile int counter = 5;
+static double lonely;
+long *ptr;
+
+int use(int i)
+{
+    static int calls;
+    calls++;
+    lonely += i;
+    return table[i].b + one.in.y + counter + calls + (ptr != 0);
+}
+
+int main(int argc, char **argv) { (void)argv; return use(argc); }
+"#;
+
+    fn types_of(bin: &std::path::Path) -> (DataTypes, object::File<'static>) {
+        let bytes: &'static [u8] = Box::leak(std::fs::read(bin).unwrap().into_boxed_slice());
+        let obj = object::File::parse(bytes).unwrap();
+        let file = std::fs::File::open(bin).unwrap();
+        let dwarf = crate::symbol::dwarf::sections_of(&file).unwrap();
+        (DataTypes::from_dwarf(&dwarf), obj)
+    }
+
+    fn addr(obj: &object::File<'_>, name: &str) -> u64 {
+        use object::{Object as _, ObjectSymbol as _};
+        obj.symbols()
+            .find(|s| {
+                s.name() == Ok(name) || s.name().is_ok_and(|n| n.starts_with(&format!("{name}.")))
+            })
+            .unwrap_or_else(|| panic!("no symbol {name}"))
+            .address()
+    }
+
+    /// Every variable, its members, array elements, qualifiers and a static local, named as
+    /// the rule says, from gcc's DWARF 5 (and DWARF 4).
+    #[test]
+    fn variables_and_members_by_address() {
+        for dwarf in ["-gdwarf-5", "-gdwarf-4"] {
+            let dir = tempfile::tempdir().unwrap();
+            let bin = gcc(dir.path(), "types", PROG, &["-O1", dwarf]);
+            let (t, obj) = types_of(&bin);
+            let hit = |a: u64| t.lookup(a).map(|h| (h.var.to_string(), h.typeoff()));
+            let one = addr(&obj, "one");
+            assert_eq!(hit(one), Some(("one".into(), "struct rec +0 (a)".into())));
+            assert_eq!(
+                hit(one + 8),
+                Some(("one".into(), "struct rec +0x8 (b)".into()))
+            );
+            assert_eq!(
+                hit(one + 14),
+                Some(("one".into(), "struct rec +0xe (in.y)".into()))
+            );
+            assert_eq!(
+                hit(one + 16),
+                Some(("one".into(), "struct rec +0x10 (u)".into()))
+            );
+            assert_eq!(
+                hit(one + 21),
+                Some(("one".into(), "struct rec +0x15 (pad)".into()))
+            );
+            assert_eq!(
+                hit(one + 23),
+                Some(("one".into(), "struct rec +0x17 (no field)".into()))
+            );
+            // sizeof(struct rec) is 24: element 5 of the typedef'd array, its member b.
+            let table = addr(&obj, "table");
+            assert_eq!(
+                hit(table + 5 * 24 + 8),
+                Some(("table".into(), "rec_t +0x8 (b)".into()))
+            );
+            assert_ne!(hit(table + 64 * 24).map(|h| h.0), Some("table".to_string()));
+            let counter = addr(&obj, "counter");
+            assert_eq!(
+                hit(counter),
+                Some(("counter".into(), "int +0 (no field)".into()))
+            );
+            assert_eq!(
+                hit(addr(&obj, "lonely") + 4),
+                Some(("lonely".into(), "double +0x4 (no field)".into()))
+            );
+            assert_eq!(
+                hit(addr(&obj, "ptr")),
+                Some(("ptr".into(), "long int * +0 (no field)".into()))
+            );
+            assert_eq!(
+                hit(addr(&obj, "calls")),
+                Some(("calls".into(), "int +0 (no field)".into()))
+            );
+            assert_eq!(t.lookup(0), None);
+        }
+    }
+}
