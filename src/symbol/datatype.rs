@@ -11,10 +11,10 @@
 //! `extern` in a header) has no location and is not one. Variables are kept sorted by
 //! address; where two overlap (an alias), the first in the file is kept.
 //!
-//! **Naming the type and member.** The type is named as C spells it: `struct S`, `union U`,
-//! `enum E`, a base type's or typedef's own name, `T *` for pointers, with `const` and
-//! `volatile` left out (perf names the type the access reads, not the declaration's
-//! qualifiers). An array variable is an access of its element: the type is the element's and
+//! **Naming the type and member.** The type is named as perf's `die_get_typename_from_type`
+//! spells it: `struct S`, `union U`, `enum E`, a base type's or typedef's own name, `T*` for
+//! pointers and `T[]` for arrays (perf 6.10+), with `const` and `volatile` left out (the
+//! type the access reads, not the declaration's qualifiers). An array variable is an access of its element: the type is the element's and
 //! the offset is into the element (`addr - A` modulo the element size), so every element of
 //! `struct rec table[64]` adds to `struct rec`'s rows, as perf's data-type profile counts
 //! types, not variables. The member is the struct or union member whose bytes hold the
@@ -308,11 +308,8 @@ impl DataTypes {
             gimli::DW_TAG_union_type => format!("union {}", own()),
             gimli::DW_TAG_class_type => format!("class {}", own()),
             gimli::DW_TAG_enumeration_type => format!("enum {}", own()),
-            gimli::DW_TAG_pointer_type => format!("{} *", target(depth + 1)),
-            gimli::DW_TAG_array_type => {
-                let dims: String = t.dims.iter().map(|n| format!("[{n}]")).collect();
-                format!("{}{dims}", target(depth + 1))
-            }
+            gimli::DW_TAG_pointer_type => format!("{}*", target(depth + 1)),
+            gimli::DW_TAG_array_type => format!("{}[]", target(depth + 1)),
             gimli::DW_TAG_const_type | gimli::DW_TAG_volatile_type | gimli::DW_TAG_atomic_type => {
                 target(depth + 1)
             }
@@ -478,7 +475,7 @@ int main(int argc, char **argv) { (void)argv; return use(argc); }
             );
             assert_eq!(
                 hit(addr(&obj, "ptr")),
-                Some(("ptr".into(), "long int * +0 (no field)".into()))
+                Some(("ptr".into(), "long int* +0 (no field)".into()))
             );
             assert_eq!(
                 hit(addr(&obj, "calls")),
