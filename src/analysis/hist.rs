@@ -52,34 +52,8 @@ pub enum SortKey {
     /// The thread's cgroup namespace as `dev/0xinode` (`PERF_RECORD_NAMESPACES`, perf's
     /// `cgroup_id`; `0/0x0` without one).
     CgroupId,
-    /// The data symbol of the sample's data address (`record -d`), one row per address.
-    SymbolDaddr,
-    /// The shared object of the data address.
-    DsoDaddr,
-    /// The data address's cache line.
-    Dcacheline,
-    /// Where the access was served (`perf_mem_data_src` level).
-    Mem,
-    /// The snoop.
-    Snoop,
-    /// The data TLB.
-    Tlb,
-    /// A locked access.
-    Locked,
-    /// Why the access was blocked.
-    Blocked,
-    /// The sample's weight (load latency).
-    LocalWeight,
-    /// The row's weights summed.
-    Weight,
-    /// The data page size.
-    DataPageSize,
-    /// The instruction latency (WEIGHT_STRUCT's `var2_w`).
-    LocalInsLat,
-    /// The data type the access hits (perf 6.8+).
-    Type,
-    /// The data type with the offset and member in it (perf 6.8+).
-    TypeOff,
+    /// A key of the sample's memory access (`record -d`): `symbol_daddr`, `mem`, `type`, ...
+    Memory(MemKey),
 }
 
 impl SortKey {
@@ -103,42 +77,16 @@ impl SortKey {
             SortKey::Cpu => "CPU",
             SortKey::Cgroup => "Cgroup",
             SortKey::CgroupId => "cgroup id (dev/inode)",
-            SortKey::SymbolDaddr => "Data Symbol",
-            SortKey::DsoDaddr => "Data Object",
-            SortKey::Dcacheline => "Data Cacheline",
-            SortKey::Mem => "Memory access",
-            SortKey::Snoop => "Snoop",
-            SortKey::Tlb => "TLB access",
-            SortKey::Locked => "Locked",
-            SortKey::Blocked => "Blocked",
-            SortKey::LocalWeight => "Local Weight",
-            SortKey::Weight => "Weight",
-            SortKey::DataPageSize => "Data Page Size",
-            SortKey::LocalInsLat => "Local INSTR Latency",
-            SortKey::Type => "Data Type",
-            SortKey::TypeOff => "Data Type Offset",
+            SortKey::Memory(k) => k.header(),
         }
     }
 
     /// The memory-access key this is, if it is one.
     pub fn mem(self) -> Option<MemKey> {
-        Some(match self {
-            SortKey::SymbolDaddr => MemKey::SymbolDaddr,
-            SortKey::DsoDaddr => MemKey::DsoDaddr,
-            SortKey::Dcacheline => MemKey::Dcacheline,
-            SortKey::Mem => MemKey::Mem,
-            SortKey::Snoop => MemKey::Snoop,
-            SortKey::Tlb => MemKey::Tlb,
-            SortKey::Locked => MemKey::Locked,
-            SortKey::Blocked => MemKey::Blocked,
-            SortKey::LocalWeight => MemKey::LocalWeight,
-            SortKey::Weight => MemKey::Weight,
-            SortKey::DataPageSize => MemKey::DataPageSize,
-            SortKey::LocalInsLat => MemKey::LocalInsLat,
-            SortKey::Type => MemKey::Type,
-            SortKey::TypeOff => MemKey::TypeOff,
-            _ => return None,
-        })
+        match self {
+            SortKey::Memory(k) => Some(k),
+            _ => None,
+        }
     }
 
     /// The JSON field name.
@@ -156,20 +104,7 @@ impl SortKey {
             SortKey::Cpu => "cpu",
             SortKey::Cgroup => "cgroup",
             SortKey::CgroupId => "cgroup_id",
-            SortKey::SymbolDaddr => "symbol_daddr",
-            SortKey::DsoDaddr => "dso_daddr",
-            SortKey::Dcacheline => "dcacheline",
-            SortKey::Mem => "mem",
-            SortKey::Snoop => "snoop",
-            SortKey::Tlb => "tlb",
-            SortKey::Locked => "locked",
-            SortKey::Blocked => "blocked",
-            SortKey::LocalWeight => "local_weight",
-            SortKey::Weight => "weight",
-            SortKey::DataPageSize => "data_page_size",
-            SortKey::LocalInsLat => "local_ins_lat",
-            SortKey::Type => "type",
-            SortKey::TypeOff => "typeoff",
+            SortKey::Memory(k) => k.name(),
         }
     }
 }
@@ -201,21 +136,10 @@ impl FromStr for SortKey {
             "cpu" => SortKey::Cpu,
             "cgroup" => SortKey::Cgroup,
             "cgroup_id" => SortKey::CgroupId,
-            "symbol_daddr" => SortKey::SymbolDaddr,
-            "dso_daddr" => SortKey::DsoDaddr,
-            "dcacheline" => SortKey::Dcacheline,
-            "mem" => SortKey::Mem,
-            "snoop" => SortKey::Snoop,
-            "tlb" => SortKey::Tlb,
-            "locked" => SortKey::Locked,
-            "blocked" => SortKey::Blocked,
-            "local_weight" => SortKey::LocalWeight,
-            "weight" => SortKey::Weight,
-            "data_page_size" => SortKey::DataPageSize,
-            "local_ins_lat" => SortKey::LocalInsLat,
-            "type" => SortKey::Type,
-            "typeoff" => SortKey::TypeOff,
-            other => return Err(BadSortKey(other.to_string())),
+            other => match MemKey::parse(other) {
+                Some(k) => SortKey::Memory(k),
+                None => return Err(BadSortKey(other.to_string())),
+            },
         })
     }
 }
@@ -678,7 +602,7 @@ pub fn tables(p: &Profile, o: &HistOptions) -> Vec<Table> {
                 r.key = render(p, &lk, &o.sort, s, r.example_loc, r.example_sym);
                 // perf's `weight`: the row's weight, its local weight times its samples.
                 for (cell, key) in r.key.iter_mut().zip(&o.sort) {
-                    if *key == SortKey::Weight
+                    if *key == SortKey::Memory(MemKey::Weight)
                         && let Some(m) = p.mems.get(s.mem as usize)
                     {
                         *cell = (m.weight * r.samples).to_string();

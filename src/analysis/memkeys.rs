@@ -69,6 +69,48 @@ pub enum MemKey {
     TypeOff,
 }
 
+impl MemKey {
+    /// Every memory key with its `--sort` name and perf's column header.
+    pub const ALL: [(MemKey, &'static str, &'static str); 14] = [
+        (MemKey::SymbolDaddr, "symbol_daddr", "Data Symbol"),
+        (MemKey::DsoDaddr, "dso_daddr", "Data Object"),
+        (MemKey::Dcacheline, "dcacheline", "Data Cacheline"),
+        (MemKey::Mem, "mem", "Memory access"),
+        (MemKey::Snoop, "snoop", "Snoop"),
+        (MemKey::Tlb, "tlb", "TLB access"),
+        (MemKey::Locked, "locked", "Locked"),
+        (MemKey::Blocked, "blocked", "Blocked"),
+        (MemKey::LocalWeight, "local_weight", "Local Weight"),
+        (MemKey::Weight, "weight", "Weight"),
+        (MemKey::DataPageSize, "data_page_size", "Data Page Size"),
+        (MemKey::LocalInsLat, "local_ins_lat", "Local INSTR Latency"),
+        (MemKey::Type, "type", "Data Type"),
+        (MemKey::TypeOff, "typeoff", "Data Type Offset"),
+    ];
+
+    fn entry(self) -> (MemKey, &'static str, &'static str) {
+        Self::ALL
+            .into_iter()
+            .find(|e| e.0 == self)
+            .unwrap_or((self, "", ""))
+    }
+
+    /// The `--sort` (and JSON) name.
+    pub fn name(self) -> &'static str {
+        self.entry().1
+    }
+
+    /// perf's column header.
+    pub fn header(self) -> &'static str {
+        self.entry().2
+    }
+
+    /// The key named `name`.
+    pub fn parse(name: &str) -> Option<MemKey> {
+        Self::ALL.iter().find(|e| e.1 == name).map(|e| e.0)
+    }
+}
+
 /// What of the memory access the keys `sort` read ([`super::profile::FoldKeys::mem`]).
 pub fn fold(sort: &[MemKey]) -> MemFold {
     let has = |ks: &[MemKey]| ks.iter().any(|k| sort.contains(k));
@@ -207,5 +249,28 @@ pub fn tie_order(k: MemKey, a: u64, b: u64) -> Option<std::cmp::Ordering> {
         MemKey::SymbolDaddr => Some(a.cmp(&b)),
         MemKey::LocalWeight | MemKey::Weight | MemKey::LocalInsLat => Some(b.cmp(&a)),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::hist::SortKey;
+
+    /// One list names every memory key: each name parses back to its key, as a `--sort` key
+    /// too, and no two keys share a name or header.
+    #[test]
+    fn every_key_has_one_name_and_header() {
+        let mut names = std::collections::HashSet::new();
+        let mut headers = std::collections::HashSet::new();
+        for (k, name, header) in MemKey::ALL {
+            assert_eq!((k.name(), k.header()), (name, header));
+            assert_eq!(MemKey::parse(name), Some(k));
+            assert_eq!(name.parse::<SortKey>().ok(), Some(SortKey::Memory(k)));
+            assert_eq!(SortKey::Memory(k).name(), name);
+            assert!(SortKey::ALL.contains(name), "{name}");
+            assert!(names.insert(name) && headers.insert(header), "{name}");
+        }
+        assert_eq!(MemKey::parse("sym"), None);
     }
 }

@@ -5,6 +5,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
+use hrec::analysis::memkeys::MemKey;
 use hrec::output;
 use hrec::recording::Recording;
 
@@ -179,7 +180,7 @@ impl ReportArgs {
         profile.symbols_only = !sort.iter().any(|k| {
             matches!(
                 k,
-                hist::SortKey::Srcline | hist::SortKey::Type | hist::SortKey::TypeOff
+                hist::SortKey::Srcline | hist::SortKey::Memory(MemKey::Type | MemKey::TypeOff)
             )
         }) && !self.folded;
         filters.sym_part = self.symbol_filter;

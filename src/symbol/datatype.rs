@@ -108,6 +108,13 @@ impl DataTypes {
             };
             t.read_unit(dwarf, &unit);
         }
+        // Sizes once every unit's types are read (a type may be in another unit).
+        let mut vars = std::mem::take(&mut t.vars);
+        for v in &mut vars {
+            v.size = t.size_of(v.ty, 0).unwrap_or(0);
+        }
+        vars.retain(|v| v.size > 0);
+        t.vars = vars;
         t.vars.sort_by_key(|v| v.start);
         let mut kept: Vec<Var> = Vec::with_capacity(t.vars.len());
         for v in std::mem::take(&mut t.vars) {
@@ -153,6 +160,7 @@ impl DataTypes {
                     {
                         self.vars.push(Var {
                             start,
+                            // Set once every unit is read ([`DataTypes::from_dwarf`]).
                             size: 0,
                             name: name().unwrap_or_else(|| Arc::from("")),
                             ty,
@@ -210,14 +218,6 @@ impl DataTypes {
                 _ => {}
             }
         }
-        let mut vars = std::mem::take(&mut self.vars);
-        for v in &mut vars {
-            if v.size == 0 {
-                v.size = self.size_of(v.ty, 0).unwrap_or(0);
-            }
-        }
-        vars.retain(|v| v.size > 0);
-        self.vars = vars;
     }
 
     /// Variables read.
