@@ -345,6 +345,9 @@ impl Env {
                 let _ = b.symbolize(off);
                 // The variables and types of the DWARF (read whole on the first call).
                 let _ = b.data_type(off);
+                // The instruction's operand, the variables in registers at its PC (location
+                // lists) and the CFA there (`.eh_frame`).
+                let _ = b.access_type(off);
             }
             let _ = b.symbolize(u64::MAX);
         }

@@ -30,7 +30,7 @@ use crate::decode::{DecodeError, Record, Sample, context, misc};
 use crate::event::attr::{flag, sample as st};
 use crate::offcpu::Tracker;
 use crate::recording::{Comms, Recording};
-use crate::symbol::data::DataKey;
+use crate::symbol::data::{DataAccess, DataKey};
 use crate::symbol::maps::{AddressSpaces, Mapping};
 use crate::symbol::symbolizer::{LocKey, Mark};
 use crate::symbol::{FrameAddress, debuginfo, kallsyms};
@@ -150,8 +150,8 @@ pub struct Replay {
     /// The address spaces of data addresses (with the data mappings), when they are named.
     data_maps: Option<AddressSpaces>,
     /// The data addresses met, interned ([`super::profile::MemView::daddr`]).
-    data_ids: FastMap<(DataKey, u64), u32>,
-    data_keys: Vec<(DataKey, u64)>,
+    data_ids: FastMap<DataAccess, u32>,
+    data_keys: Vec<DataAccess>,
     /// Samples without a data address while one is named.
     no_daddr: u64,
 }
@@ -315,10 +315,17 @@ impl Replay {
                 Some(m) => DataKey::File(m.file, m.file_offset(addr)),
                 None => DataKey::Unmapped(pid),
             };
+            // With data types asked for: the accessing instruction, which types an address
+            // no variable at a fixed address holds.
+            let code = s.ip.filter(|_| self.mem.types && !kernel).and_then(|ip| {
+                let m = maps.find(pid, ip)?;
+                (!maps.file(m.file).is_anonymous()).then(|| (m.file, m.file_offset(ip)))
+            });
+            let access = DataAccess { key, addr, code };
             let next = self.data_keys.len() as u32;
-            daddr = *self.data_ids.entry((key, addr)).or_insert(next);
+            daddr = *self.data_ids.entry(access).or_insert(next);
             if daddr == next {
-                self.data_keys.push((key, addr));
+                self.data_keys.push(access);
             }
         }
         MemView {

@@ -21,8 +21,8 @@ pub struct ReportArgs {
     pub input: Option<PathBuf>,
     /// Sort keys: comm, pid, tid, dso, sym, srcline, ip, event, pmu, cpu, cgroup,
     /// cgroup_id, and of `record -d` recordings symbol_daddr, dso_daddr, dcacheline, mem,
-    /// snoop, tlb, locked, blocked, local_weight, weight, data_page_size, local_ins_lat [default:
-    /// comm,dso,sym].
+    /// snoop, tlb, locked, blocked, local_weight, weight, data_page_size, local_ins_lat, and
+    /// the data type an access hits, type and typeoff [default: comm,dso,sym].
     #[arg(short = 's', long = "sort")]
     pub sort: Option<String>,
     /// perf's memory mode: each sample stands for its weight (a memory event's load latency,

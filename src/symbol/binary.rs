@@ -70,6 +70,8 @@ pub struct Binary {
     /// The variables at fixed addresses and their types, read on first use
     /// ([`Binary::data_type`]).
     pub(super) data_types: std::cell::OnceCell<super::datatype::DataTypes>,
+    /// The call frame information, read on first use ([`Binary::access_type`]).
+    pub(super) cfi: std::cell::OnceCell<Option<super::datatype::access::Cfi>>,
 }
 
 impl fmt::Debug for Binary {
@@ -211,6 +213,7 @@ impl Binary {
             debug_path: if dwarf.is_some() { debug_path } else { None },
             dwarf,
             data_types: std::cell::OnceCell::new(),
+            cfi: std::cell::OnceCell::new(),
         })
     }
 
@@ -263,16 +266,41 @@ impl Binary {
     /// the member of its type ([`super::datatype`]), from the DWARF read whole on first use.
     pub fn data_type(&self, offset: u64) -> Option<super::datatype::TypeHit> {
         let svma = self.data_svma(offset)?;
-        self.data_types
-            .get_or_init(|| {
-                let src = self.debug_path.as_deref().unwrap_or(&self.path);
-                std::fs::File::open(src)
-                    .ok()
-                    .and_then(|f| dwarf::sections_of(&f))
-                    .map(|d| super::datatype::DataTypes::from_dwarf(&d))
-                    .unwrap_or_default()
-            })
-            .lookup(svma)
+        self.data_types().lookup(svma)
+    }
+
+    /// What the instruction at file offset `offset` of a code mapping accesses: its memory
+    /// operand's type from the variable its base register holds or points into there, or a
+    /// global's by its address ([`super::datatype::DataTypes::at_operand`]).
+    pub fn access_type(&self, offset: u64) -> Option<super::datatype::TypeHit> {
+        use super::datatype::access;
+        let pc = self.data_svma(offset)?;
+        // An instruction is at most 15 bytes, fewer at the end of the segment's bytes.
+        let room = self
+            .loads
+            .iter()
+            .find(|l| pc >= l.vaddr && pc - l.vaddr < l.filesz)
+            .map(|l| l.filesz - (pc - l.vaddr))?;
+        let bytes = self.code(pc, room.min(15))?;
+        let op = access::operand(&bytes, pc)?;
+        self.data_types().at_operand(pc, op, |pc| {
+            self.cfi
+                .get_or_init(|| access::Cfi::load(&self.path))
+                .as_ref()?
+                .cfa(pc)
+        })
+    }
+
+    /// The data types of the DWARF, read whole on first use.
+    fn data_types(&self) -> &super::datatype::DataTypes {
+        self.data_types.get_or_init(|| {
+            let src = self.debug_path.as_deref().unwrap_or(&self.path);
+            std::fs::File::open(src)
+                .ok()
+                .and_then(|f| dwarf::sections_of(&f))
+                .map(super::datatype::DataTypes::from_dwarf)
+                .unwrap_or_default()
+        })
     }
 
     /// The SVMA of file offset `offset` of a data mapping: in a `PT_LOAD` segment's file bytes

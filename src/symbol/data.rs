@@ -37,6 +37,20 @@ pub enum DataKey {
     Unmapped(u32),
 }
 
+/// A data address as the converter interns it: where it lies, the address, and (when data
+/// types are asked for) where the instruction that accessed it lies, as a file and an offset
+/// in it: an address no variable at a fixed address holds is typed by that instruction
+/// ([`super::binary::Binary::access_type`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DataAccess {
+    /// Where the address lies.
+    pub key: DataKey,
+    /// The address.
+    pub addr: u64,
+    /// The accessing instruction's file and offset.
+    pub code: Option<(FileIdx, u64)>,
+}
+
 /// A data address, named.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DataLoc {
@@ -99,11 +113,34 @@ impl Symbolizer {
     /// Names data addresses (`keys`, with each one's address) found in `maps` (the address
     /// spaces of data addresses), in order. Each binary is loaded once (through the same cache
     /// as code), its data objects looked up by file offset; with `types`, also the variable's
-    /// type and member from its DWARF.
+    /// type and member from its DWARF: by the address, else by the accessing instruction.
     pub fn symbolize_data(
         &self,
         maps: &AddressSpaces,
-        keys: &[(DataKey, u64)],
+        keys: &[DataAccess],
+        types: bool,
+    ) -> Vec<DataLoc> {
+        let mut by_code: HashMap<(FileIdx, u64), Option<super::datatype::TypeHit>> = HashMap::new();
+        let mut locs = self.symbolize_addresses(maps, keys, types);
+        if types {
+            for (loc, k) in locs.iter_mut().zip(keys) {
+                if loc.data_type.is_none()
+                    && let Some(code) = k.code
+                {
+                    loc.data_type = by_code
+                        .entry(code)
+                        .or_insert_with(|| self.access_type_at(maps, code.0, code.1))
+                        .clone();
+                }
+            }
+        }
+        locs
+    }
+
+    fn symbolize_addresses(
+        &self,
+        maps: &AddressSpaces,
+        keys: &[DataAccess],
         types: bool,
     ) -> Vec<DataLoc> {
         let unknown: Arc<str> = "[unknown]".into();
@@ -115,7 +152,7 @@ impl Symbolizer {
                 .clone()
         };
         keys.iter()
-            .map(|&(key, addr)| match key {
+            .map(|&DataAccess { key, addr, .. }| match key {
                 DataKey::Unmapped(_) => DataLoc {
                     addr,
                     dso: unknown.clone(),
@@ -191,6 +228,20 @@ impl Symbolizer {
         let cached = self.binary(&path, self.expected_build_id(file), file.is_pseudo());
         let bin = cached.lock().unwrap_or_else(|e| e.into_inner());
         bin.as_ref().ok()?.data_type(off)
+    }
+
+    /// What the instruction at file offset `off` of mapped file `f` accesses.
+    fn access_type_at(
+        &self,
+        maps: &AddressSpaces,
+        f: FileIdx,
+        off: u64,
+    ) -> Option<super::datatype::TypeHit> {
+        let file = maps.file(f);
+        let path = on_disk(&file.path, self.symfs_root());
+        let cached = self.binary(&path, self.expected_build_id(file), file.is_pseudo());
+        let bin = cached.lock().unwrap_or_else(|e| e.into_inner());
+        bin.as_ref().ok()?.access_type(off)
     }
 }
 

@@ -2,7 +2,12 @@
 //! variable's type an access there hits (perf 6.8+'s `type` and `typeoff` sort keys and
 //! `annotate --data-type`).
 //!
-//! **The rule for variables at fixed addresses** (global and static variables, this step):
+//! An access is typed by its data address when a variable at a fixed address holds it, else
+//! by the instruction that made it: its memory operand's base register and the variable or
+//! parameter that DWARF puts in (or at) that register at its PC ([`locals`], [`access`]),
+//! as perf 6.8+ does.
+//!
+//! **The rule for variables at fixed addresses** (global and static variables):
 //! DWARF describes each as a `DW_TAG_variable` (at any depth: a function's static locals
 //! too) whose `DW_AT_location` is the single operation `DW_OP_addr A`, with a `DW_AT_type`.
 //! Its extent is the type's byte size (`DW_AT_byte_size`, through typedefs and qualifiers;
@@ -28,6 +33,12 @@ use std::sync::Arc;
 use gimli::{AttributeValue, DebugInfoOffset, Reader as _};
 
 use super::dwarf::Reader;
+
+pub mod access;
+mod locals;
+
+use access::Operand;
+use locals::{Locals, Place};
 
 /// A type as the lookups need it.
 #[derive(Debug, Clone, Default)]
@@ -84,11 +95,13 @@ impl TypeHit {
     }
 }
 
-/// The variables at fixed addresses of one binary's DWARF and the types they use.
+/// The variables at fixed addresses of one binary's DWARF and the types they use, and the
+/// DWARF itself for the variables that live in registers and on the stack ([`locals`]).
 #[derive(Debug, Default)]
 pub struct DataTypes {
     vars: Vec<Var>,
     types: HashMap<DebugInfoOffset, Type>,
+    locals: Option<Locals>,
 }
 
 /// How deep a type may nest (typedef chains, members of members) before a lookup gives up:
@@ -99,14 +112,14 @@ const MAX_DEPTH: usize = 32;
 impl DataTypes {
     /// Reads every variable with a `DW_OP_addr` location and every type of `dwarf`. Units or
     /// entries that do not parse are skipped.
-    pub(super) fn from_dwarf(dwarf: &gimli::Dwarf<Reader>) -> DataTypes {
+    pub(super) fn from_dwarf(dwarf: gimli::Dwarf<Reader>) -> DataTypes {
         let mut t = DataTypes::default();
         let mut units = dwarf.units();
         while let Ok(Some(header)) = units.next() {
             let Ok(unit) = dwarf.unit(header) else {
                 continue;
             };
-            t.read_unit(dwarf, &unit);
+            t.read_unit(&dwarf, &unit);
         }
         // Sizes once every unit's types are read (a type may be in another unit).
         let mut vars = std::mem::take(&mut t.vars);
@@ -126,6 +139,7 @@ impl DataTypes {
             }
         }
         t.vars = kept;
+        t.locals = Some(Locals::new(dwarf));
         t
     }
 
@@ -200,6 +214,8 @@ impl DataTypes {
                 | gimli::DW_TAG_volatile_type
                 | gimli::DW_TAG_atomic_type
                 | gimli::DW_TAG_pointer_type
+                | gimli::DW_TAG_reference_type
+                | gimli::DW_TAG_rvalue_reference_type
                 | gimli::DW_TAG_array_type) => {
                     self.types.insert(
                         at,
@@ -234,12 +250,73 @@ impl DataTypes {
     pub fn lookup(&self, svma: u64) -> Option<TypeHit> {
         let i = self.vars.partition_point(|v| v.start <= svma);
         let var = self.vars.get(i.checked_sub(1)?)?;
-        let mut offset = svma - var.start;
+        let offset = svma - var.start;
         if offset >= var.size {
             return None;
         }
-        // An array variable: an access of its element.
-        let mut ty = self.strip(var.ty, 0)?;
+        self.hit(&var.name, var.ty, offset)
+    }
+
+    /// What the instruction at `pc` whose memory operand is `op` reads: a global's type by
+    /// its address ([`DataTypes::lookup`]), else the type of the variable the operand's base
+    /// register holds or points into at `pc` ([`locals`]); `cfa` gives the CFA rule at a PC
+    /// for stack variables located from it.
+    pub fn at_operand(
+        &self,
+        pc: u64,
+        op: Operand,
+        cfa: impl Fn(u64) -> Option<(u16, i64)>,
+    ) -> Option<TypeHit> {
+        let (reg, disp) = match op {
+            Operand::Absolute(a) => return self.lookup(a),
+            Operand::Based(reg, disp) => (reg, disp),
+        };
+        for (name, ty, place) in self.locals.as_ref()?.at(pc) {
+            let (ty, offset) = match place {
+                Place::Reg(r) if r == reg => match self.pointee(ty) {
+                    Some(t) => (t, disp),
+                    None => continue,
+                },
+                Place::Mem(r, at) if r == reg => (ty, disp.wrapping_sub(at)),
+                Place::Cfa(at) => match cfa(pc) {
+                    Some((r, c)) if r == reg => (ty, disp.wrapping_sub(c).wrapping_sub(at)),
+                    _ => continue,
+                },
+                _ => continue,
+            };
+            let Ok(offset) = u64::try_from(offset) else {
+                continue;
+            };
+            if self.size_of(ty, 0).is_some_and(|s| offset < s) {
+                return self.hit(&name, ty, offset);
+            }
+        }
+        None
+    }
+
+    /// What a pointer of type `ty` points to; `None` when `ty` is no pointer (or `void*`).
+    fn pointee(&self, ty: DebugInfoOffset) -> Option<DebugInfoOffset> {
+        let mut ty = ty;
+        for _ in 0..MAX_DEPTH {
+            let t = self.types.get(&ty)?;
+            match gimli::DwTag(t.tag) {
+                gimli::DW_TAG_typedef
+                | gimli::DW_TAG_const_type
+                | gimli::DW_TAG_volatile_type
+                | gimli::DW_TAG_atomic_type => ty = t.target?,
+                gimli::DW_TAG_pointer_type
+                | gimli::DW_TAG_reference_type
+                | gimli::DW_TAG_rvalue_reference_type => return t.target,
+                _ => return None,
+            }
+        }
+        None
+    }
+
+    /// An access at `offset` into variable `var` of type `ty` (an array's: into its element).
+    fn hit(&self, var: &Arc<str>, ty: DebugInfoOffset, offset: u64) -> Option<TypeHit> {
+        let mut offset = offset;
+        let mut ty = self.strip(ty, 0)?;
         for _ in 0..MAX_DEPTH {
             let t = self.types.get(&ty)?;
             if t.tag != gimli::DW_TAG_array_type.0 {
@@ -253,7 +330,7 @@ impl DataTypes {
         let mut path: Vec<Arc<str>> = Vec::new();
         self.member_at(ty, offset, &mut path, 0);
         Some(TypeHit {
-            var: var.name.clone(),
+            var: var.clone(),
             type_name: self.name_of(ty, 0),
             offset,
             field: (!path.is_empty()).then(|| path.join(".")),
@@ -309,6 +386,8 @@ impl DataTypes {
             gimli::DW_TAG_class_type => format!("class {}", own()),
             gimli::DW_TAG_enumeration_type => format!("enum {}", own()),
             gimli::DW_TAG_pointer_type => format!("{}*", target(depth + 1)),
+            gimli::DW_TAG_reference_type => format!("{}&", target(depth + 1)),
+            gimli::DW_TAG_rvalue_reference_type => format!("{}&&", target(depth + 1)),
             gimli::DW_TAG_array_type => format!("{}[]", target(depth + 1)),
             gimli::DW_TAG_const_type | gimli::DW_TAG_volatile_type | gimli::DW_TAG_atomic_type => {
                 target(depth + 1)
@@ -413,7 +492,7 @@ int main(int argc, char **argv) { (void)argv; return use(argc); }
         let obj = object::File::parse(bytes).unwrap();
         let file = std::fs::File::open(bin).unwrap();
         let dwarf = crate::symbol::dwarf::sections_of(&file).unwrap();
-        (DataTypes::from_dwarf(&dwarf), obj)
+        (DataTypes::from_dwarf(dwarf), obj)
     }
 
     fn addr(obj: &object::File<'_>, name: &str) -> u64 {
@@ -483,5 +562,100 @@ int main(int argc, char **argv) { (void)argv; return use(argc); }
             );
             assert_eq!(t.lookup(0), None);
         }
+    }
+
+    const ACCESS: &str = r#"
+struct node { char head[64]; long hot; int warm; };
+struct pair { long a; long b; };
+__attribute__((noinline)) void fill(struct node *n, long count)
+{
+    for (long i = 0; i < count; i++) {
+        n->hot = i;
+        n++;
+    }
+}
+__attribute__((noinline)) long stack_sum(int k)
+{
+    volatile struct pair p;
+    p.a = k;
+    p.b = k * 2;
+    return p.a + p.b;
+}
+int main(int argc, char **argv) { (void)argv; struct node n[2]; fill(n, argc); return (int)stack_sum(argc); }
+"#;
+
+    /// Each memory-accessing instruction of function `name` in `bin`, as GNU assembler text,
+    /// with what [`Binary::access_type`] names it.
+    fn accesses(bin: &std::path::Path, name: &str) -> Vec<(String, Option<String>)> {
+        use iced_x86::{Decoder, DecoderOptions, Formatter as _, GasFormatter};
+        let b = crate::symbol::binary::Binary::load(
+            bin,
+            None,
+            &crate::symbol::debuginfo::SearchPaths::default(),
+        )
+        .unwrap();
+        let bytes: &'static [u8] = Box::leak(std::fs::read(bin).unwrap().into_boxed_slice());
+        let obj = object::File::parse(bytes).unwrap();
+        let start = addr(&obj, name);
+        let load = b
+            .loads
+            .iter()
+            .find(|l| start >= l.vaddr && start - l.vaddr < l.filesz)
+            .unwrap();
+        let code = b.code(start, 64).unwrap();
+        let mut out = Vec::new();
+        let mut f = GasFormatter::new();
+        for insn in Decoder::with_ip(64, &code, start, DecoderOptions::NONE).iter() {
+            if insn.op_count() == 0
+                || !(0..insn.op_count()).any(|i| insn.op_kind(i) == iced_x86::OpKind::Memory)
+            {
+                continue;
+            }
+            let mut text = String::new();
+            f.format(&insn, &mut text);
+            let offset = load.offset + (insn.ip() - load.vaddr);
+            out.push((text, b.access_type(offset).map(|h| h.typeoff())));
+            if insn.mnemonic() == iced_x86::Mnemonic::Ret {
+                break;
+            }
+        }
+        out
+    }
+
+    /// Accesses through a pointer held in a register (a location list at -O1) and to a stack
+    /// variable located from the CFA (at -O1 through %rsp, at -O0 through %rbp), typed as the
+    /// rule says; an access through a register no variable is in at the PC is not typed.
+    #[test]
+    fn accesses_through_registers_and_the_stack() {
+        let dir = tempfile::tempdir().unwrap();
+        let o1 = gcc(dir.path(), "o1", ACCESS, &["-O1", "-g"]);
+        let o0 = gcc(dir.path(), "o0", ACCESS, &["-O0", "-g"]);
+        let has = |list: &[(String, Option<String>)], insn: &str, want: Option<&str>| {
+            assert!(
+                list.iter().any(|(t, h)| t == insn && h.as_deref() == want),
+                "{insn}: {list:?}"
+            );
+        };
+        let fill = accesses(&o1, "fill");
+        has(
+            &fill,
+            "mov %rax,0x40(%rdi)",
+            Some("struct node +0x40 (hot)"),
+        );
+        let sum = accesses(&o1, "stack_sum");
+        has(&sum, "mov %rax,-0x18(%rsp)", Some("struct pair +0 (a)"));
+        has(&sum, "mov %rdi,-0x10(%rsp)", Some("struct pair +0x8 (b)"));
+        let sum = accesses(&o0, "stack_sum");
+        has(&sum, "mov %edi,-0x14(%rbp)", Some("int +0 (no field)"));
+        has(&sum, "mov %rax,-0x10(%rbp)", Some("struct pair +0 (a)"));
+        has(&sum, "mov %rax,-8(%rbp)", Some("struct pair +0x8 (b)"));
+        let fill = accesses(&o0, "fill");
+        has(
+            &fill,
+            "mov %rdi,-0x18(%rbp)",
+            Some("struct node* +0 (no field)"),
+        );
+        // %rax holds a copy of `n` that DWARF at -O0 does not describe.
+        has(&fill, "mov %rdx,0x40(%rax)", None);
     }
 }

@@ -62,9 +62,9 @@ const UNUSED: [SectionId; 6] = [
 /// The DWARF of `file`, with the supplementary file `sup` (dwz) when given. `None` when the
 /// file is not an object file or its DWARF does not parse.
 pub(super) fn load(file: &File, sup: Option<&Path>, cache: Option<&Path>) -> Option<Context> {
-    let mut dwarf = sections(file, cache)?;
+    let mut dwarf = sections(file, cache, false)?;
     if let Some(sup) = sup.and_then(|p| File::open(p).ok())
-        && let Some(s) = sections(&sup, cache)
+        && let Some(s) = sections(&sup, cache, false)
     {
         dwarf.sup = Some(Arc::new(s));
     }
@@ -75,16 +75,19 @@ pub(super) fn load(file: &File, sup: Option<&Path>, cache: Option<&Path>) -> Opt
 /// Every DWARF section of `file` read whole (but the location lists and macros), for readers
 /// that walk all its units ([`super::datatype`]).
 pub(super) fn sections_of(file: &File) -> Option<gimli::Dwarf<Reader>> {
-    sections(file, None)
+    sections(file, None, true)
 }
 
-fn sections(file: &File, cache: Option<&Path>) -> Option<gimli::Dwarf<Reader>> {
+/// The sections of `file`; with `locations`, its location lists too (where a variable lives
+/// at each PC: data types read them, frames and lines do not).
+fn sections(file: &File, cache: Option<&Path>, locations: bool) -> Option<gimli::Dwarf<Reader>> {
     let read = ReadCache::new(file);
     let obj = object::File::parse(&read).ok()?;
     let endian = endian(&obj);
     let inflated = Inflated::new(cache, obj.build_id().ok().flatten());
     let load = |id: SectionId| -> Result<Reader, gimli::Error> {
-        let bytes = if UNUSED.contains(&id) {
+        let wanted = locations && matches!(id, SectionId::DebugLoc | SectionId::DebugLocLists);
+        let bytes = if UNUSED.contains(&id) && !wanted {
             None
         } else {
             obj.section_by_name(id.name())
@@ -393,7 +396,7 @@ fn build(
     })
     .ok()?;
     if let Some(sup) = sup.and_then(|p| File::open(p).ok())
-        && let Some(s) = sections(&sup, cache)
+        && let Some(s) = sections(&sup, cache, false)
     {
         dwarf.sup = Some(Arc::new(s));
     }

@@ -470,6 +470,7 @@ fn svma_uses_the_load_segment_of_the_offset() {
         debug_path: None,
         dwarf: None,
         data_types: std::cell::OnceCell::new(),
+        cfi: std::cell::OnceCell::new(),
     };
     // Text mapped at 0x7f0000001000 from file offset 0x1000.
     assert_eq!(
