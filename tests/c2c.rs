@@ -450,7 +450,7 @@ fn display_sorts_and_filters_lines_and_rows_by_its_hitms() {
         }
         let sum: u64 = lines.iter().map(|l| l.1).sum();
         lines.retain(|l| l.1 > 0);
-        lines.sort_by(|a, b| b.1.cmp(&a.1));
+        lines.sort_by_key(|l| std::cmp::Reverse(l.1));
         let v: serde_json::Value = serde_json::from_str(&hrec_ok(
             &dir,
             &["c2c", "report", "-i", "perf.data", "--json", "-d", d],
@@ -609,6 +609,40 @@ fn perf_6_1_c2c_report_flags_give_the_same_tables() {
         };
         assert!(!tail(&ours).is_empty(), "{args:?}\n{ours}");
         assert_eq!(tail(&ours), tail(&theirs), "{args:?}\n{ours}\n{theirs}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Loads and stores with data sources but no data addresses: one warning; no line can be
+/// told, the load and store totals still count every sample.
+#[test]
+fn a_recording_without_data_addresses_is_one_warning_and_counts_its_loads() {
+    let dir = tmp("noaddr");
+    let mut ev = c2c_events();
+    for (a, _) in &mut ev.events {
+        a.sample_type &= !(sample::ADDR | sample::PHYS_ADDR);
+    }
+    let probe = build_events(&dir, &ev, &[]);
+    let acc = false_sharing(&probe.objects);
+    build_events(&dir, &ev, &acc);
+    let o = hrec_in(&dir, &["c2c", "report", "-i", "perf.data", "--stdio"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let warnings: Vec<&str> = err.lines().filter(|l| l.starts_with("hrec:")).collect();
+    assert_eq!(warnings.len(), 1, "{err}");
+    assert!(warnings[0].contains("no data address"), "{err}");
+    let loads = acc.iter().filter(|a| a.src.op() & op::LOAD != 0).count();
+    let stores = acc.len() - loads;
+    for (label, n) in [
+        ("Load Operations", loads),
+        ("Store Operations", stores),
+        ("No Page Map Rejects", acc.len()),
+        ("Total Shared Cache Lines", 0),
+    ] {
+        assert!(
+            out.contains(&format!("  {label:<34}:{n:>11}")),
+            "{label}\n{out}"
+        );
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

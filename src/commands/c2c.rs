@@ -124,6 +124,7 @@ fn report(
             page_size: false,
             ins_lat: false,
             types: false,
+            phys: false,
         },
         comm: coalesce.tid,
         cgroup: false,
@@ -145,10 +146,22 @@ fn report(
     let mut node_ids: Vec<u32> = nodes.iter().map(|(n, _)| *n).collect();
     node_ids.sort_unstable();
     let c = hrec::analysis::c2c::build(&p, coalesce, a.display, &node_ids, &node_of);
+    let has = |bit: u64| {
+        rec.meta()
+            .events
+            .iter()
+            .any(|e| e.attr.sample_type & bit != 0)
+    };
     if c.total.loads + c.total.stores == 0 {
         writeln!(
             err,
-            "hrec: warning: {} has no load or store samples with data sources: record with `hrec c2c record` (or perf c2c record)",
+            "hrec: warning: {} has no load or store samples with data sources: record with `hrec c2c record` (or perf c2c record); only its records are counted",
+            input.display()
+        )?;
+    } else if !has(hrec::event::attr::sample::ADDR) {
+        writeln!(
+            err,
+            "hrec: warning: {}'s samples have no data address (PERF_SAMPLE_ADDR: record with `hrec c2c record` or -d): no cache line can be told; the load and store totals still count them",
             input.display()
         )?;
     }
