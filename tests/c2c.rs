@@ -646,3 +646,65 @@ fn a_recording_without_data_addresses_is_one_warning_and_counts_its_loads() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// perf's line limit: a line with under 0.1% of the displayed HITMs of all shared lines is
+/// not shown (it still counts as a shared line); at 0.1% it is.
+#[test]
+fn a_line_under_a_thousandth_of_the_hitms_is_not_shown() {
+    let dir = tmp("limit");
+    let ev = c2c_events();
+    let probe = build_events(&dir, &ev, &[]);
+    let (shared, table) = (probe.objects[0], probe.objects[1]);
+    let load = |addr, tid, cpu| Access {
+        func: 0,
+        addr,
+        src: hitm(false),
+        weight: 100,
+        period: 1,
+        event: 0,
+        tid,
+        cpu,
+    };
+    // 1000 HITMs on shared_line, 1 on table's first line: 1/1001 < 0.001 of them.
+    let mut acc: Vec<Access> = (0..1000).map(|_| load(shared, T1, 2)).collect();
+    acc.push(load(table, T1, 2));
+    build_events(&dir, &ev, &acc);
+    let lines = |dir: &Path| -> Vec<u64> {
+        let v: serde_json::Value = serde_json::from_str(&hrec_ok(
+            dir,
+            &["c2c", "report", "-i", "perf.data", "--json"],
+        ))
+        .unwrap();
+        assert_eq!(v["shared_lines"].as_u64(), Some(2));
+        v["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["addr"].as_u64().unwrap())
+            .collect()
+    };
+    assert_eq!(lines(&dir), [shared]);
+    if support::perf().is_some() {
+        let o = Command::new("perf")
+            .args(["c2c", "report", "-i", "perf.data", "--stdio"])
+            .current_dir(&dir)
+            .env("PERF_PAGER", "cat")
+            .output()
+            .unwrap();
+        let theirs = section(
+            &String::from_utf8_lossy(&o.stdout),
+            "Shared Data Cache Line Table",
+        );
+        let ours = section(
+            &hrec_ok(&dir, &["c2c", "report", "-i", "perf.data"]),
+            "Shared Data Cache Line Table",
+        );
+        assert_eq!(ours, theirs);
+    }
+    // 999 and 1: exactly 0.1%, shown.
+    acc.truncate(999);
+    acc.push(load(table, T1, 2));
+    build_events(&dir, &ev, &acc);
+    assert_eq!(lines(&dir), [shared, table]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
