@@ -365,3 +365,346 @@ fn a_recording_without_memory_samples_is_one_warning() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// [`false_sharing`] and more: `counters`' first line is written by thread 2 and loaded
+/// from the other socket (5 remote HITMs, the most of any line, and no local one); thread 1
+/// also loads `shared_line+0x8` once finding it modified in its own socket (one local HITM
+/// beside thread 2's four remote ones at that offset), and loads `shared_line+0x10` only from
+/// L1 (a row with neither a HITM nor a store).
+fn contended(objects: &[u64]) -> Vec<Access> {
+    let (shared, counters) = (objects[0], objects[2]);
+    let a = |func, addr, src, weight, event, tid, cpu| Access {
+        func,
+        addr,
+        src,
+        weight,
+        period: 1,
+        event,
+        tid,
+        cpu,
+    };
+    let mut v = false_sharing(objects);
+    for i in 0..5 {
+        v.push(a(0, counters, hitm(true), 400 + i, 0, T1, 1));
+    }
+    v.push(a(1, counters + 8, store(true), 0, 1, T2, 6));
+    v.push(a(0, shared + 8, hitm(false), 150, 0, T1, 3));
+    v.push(a(0, shared + 16, l1_load(), 4, 0, T1, 2));
+    v
+}
+
+fn contended_file(name: &str) -> (PathBuf, Vec<u64>, Vec<Access>) {
+    let dir = tmp(name);
+    let ev = c2c_events();
+    let probe = build_events(&dir, &ev, &[]);
+    let acc = contended(&probe.objects);
+    build_events(&dir, &ev, &acc);
+    (dir, probe.objects, acc)
+}
+
+/// Per cache line of `acc` (line address, then offset and function): local HITMs, remote
+/// HITMs and stores, the truth the displays sort and filter by.
+fn hitm_truth(acc: &[Access]) -> Vec<(u64, u64, usize, [u64; 3])> {
+    let mut rows: Vec<(u64, u64, usize, [u64; 3])> = Vec::new();
+    for a in acc {
+        let line = a.addr & !63;
+        let i = match rows
+            .iter()
+            .position(|r| (r.0, r.1, r.2) == (line, a.addr - line, a.func))
+        {
+            Some(i) => i,
+            None => {
+                rows.push((line, a.addr - line, a.func, [0; 3]));
+                rows.len() - 1
+            }
+        };
+        let c = &mut rows[i].3;
+        if a.src.op() & op::STORE != 0 {
+            c[2] += 1;
+        } else if a.src.snoop() & snoop::HITM != 0 {
+            c[usize::from(a.src.remote())] += 1;
+        }
+    }
+    rows
+}
+
+/// `-d tot|lcl|rmt`: lines with none of the displayed HITMs are left out, the others come
+/// most displayed HITMs first with their share of them; rows with neither a displayed HITM
+/// nor a store are left out, the others by offset then displayed HITMs. The expected order is
+/// worked out from the accesses.
+#[test]
+fn display_sorts_and_filters_lines_and_rows_by_its_hitms() {
+    let (dir, _, acc) = contended_file("display");
+    let truth = hitm_truth(&acc);
+    for (d, count) in [
+        ("tot", (|c: &[u64; 3]| c[0] + c[1]) as fn(&[u64; 3]) -> u64),
+        ("lcl", |c| c[0]),
+        ("rmt", |c| c[1]),
+    ] {
+        let mut lines: Vec<(u64, u64)> = Vec::new();
+        for r in &truth {
+            match lines.iter_mut().find(|l| l.0 == r.0) {
+                Some(l) => l.1 += count(&r.3),
+                None => lines.push((r.0, count(&r.3))),
+            }
+        }
+        let sum: u64 = lines.iter().map(|l| l.1).sum();
+        lines.retain(|l| l.1 > 0);
+        lines.sort_by_key(|l| std::cmp::Reverse(l.1));
+        let v: serde_json::Value = serde_json::from_str(&hrec_ok(
+            &dir,
+            &["c2c", "report", "-i", "perf.data", "--json", "-d", d],
+        ))
+        .unwrap();
+        let got: Vec<u64> = v["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["addr"].as_u64().unwrap())
+            .collect();
+        let want: Vec<u64> = lines.iter().map(|l| l.0).collect();
+        assert_eq!(got, want, "-d {d}");
+        assert_eq!(v["display"], d);
+        // Each line's rows: (offset, function) with a store or a displayed HITM.
+        for (l, json) in lines.iter().zip(v["lines"].as_array().unwrap()) {
+            let mut rows: Vec<&(u64, u64, usize, [u64; 3])> = truth
+                .iter()
+                .filter(|r| r.0 == l.0 && (r.3[2] > 0 || count(&r.3) > 0))
+                .collect();
+            let key = |r: &[u64; 3]| match d {
+                "lcl" => (r[0], r[1]),
+                "rmt" => (r[1], r[0]),
+                _ => (r[0] + r[1], 0),
+            };
+            rows.sort_by(|a, b| a.1.cmp(&b.1).then(key(&b.3).cmp(&key(&a.3))));
+            let want: Vec<(u64, String)> = rows
+                .iter()
+                .map(|r| (r.1, format!("[.] {}", support::memdata::FUNCS[r.2])))
+                .collect();
+            let got: Vec<(u64, String)> = json["offsets"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|o| {
+                    (
+                        o["offset"].as_u64().unwrap(),
+                        o["symbol"].as_str().unwrap().to_string(),
+                    )
+                })
+                .collect();
+            assert_eq!(got, want, "-d {d}, line {:#x}", l.0);
+        }
+        // The text: the share of the displayed HITMs, under the display's header.
+        let out = hrec_ok(&dir, &["c2c", "report", "-i", "perf.data", "-d", d]);
+        let table = section(&out, "Shared Data Cache Line Table");
+        let shares: Vec<String> = table.iter().map(|r| r[4].clone()).collect();
+        let want: Vec<String> = lines
+            .iter()
+            .map(|l| format!("{:.2}%", l.1 as f64 * 100.0 / sum as f64))
+            .collect();
+        assert_eq!(shares, want, "-d {d}\n{out}");
+        let label = &d[..1].to_uppercase();
+        assert!(
+            out.contains(&format!("{label}{}  ------- Load Hitm", &d[1..])),
+            "{out}"
+        );
+        // Every line with a HITM stays a shared line, whatever is displayed.
+        assert!(
+            out.contains("Total Shared Cache Lines          :          3"),
+            "{out}"
+        );
+    }
+    let o = hrec_in(&dir, &["c2c", "report", "-i", "perf.data", "-d", "peer"]);
+    assert!(!o.status.success());
+    assert!(text(&o).1.contains("peer"), "{}", text(&o).1);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The cells of the Pareto rows of the first line, split at whitespace.
+fn first_line_rows(out: &str) -> Vec<Vec<String>> {
+    let pareto = section(out, "Shared Cache Line Distribution Pareto");
+    pareto
+        .into_iter()
+        .skip(1)
+        .take_while(|r| r[0].ends_with('%'))
+        .collect()
+}
+
+/// `-N`, `-NN`: the Node column per node of the row's CPUs (CPUs 0-3 are node 0, 4-7 node
+/// 1): its number; its CPU count, share of the row's displayed HITMs and of its stores; its
+/// CPU list. `shared_line+0x8` is loaded by thread 1 on CPU 3 (one local HITM) and stored
+/// and loaded by thread 2 on CPU 5 (four remote HITMs, four stores).
+#[test]
+fn node_info_levels_show_each_nodes_cpus_and_shares() {
+    let (dir, _, _) = contended_file("nodes");
+    // Rows per offset and object: 0x8's two functions are one row.
+    let out = hrec_ok(&dir, &["c2c", "report", "-i", "perf.data", "-c", "dso"]);
+    let rows = first_line_rows(&out);
+    assert_eq!(rows.len(), 2, "{out}");
+    // 0x8: 9 records on 2 CPUs, in memwork, nodes 0 and 1.
+    assert_eq!(rows[1][5..6], ["0x8"]);
+    assert_eq!(rows[1][11..], ["9", "2", "memwork", "0", "1"], "{out}");
+    let node_cells = |args: &[&str]| -> Vec<String> {
+        let mut a = vec!["c2c", "report", "-i", "perf.data", "-c", "dso"];
+        a.extend_from_slice(args);
+        let out = hrec_ok(&dir, &a);
+        assert!(
+            out.contains("Cacheline data grouping           : offset,dso"),
+            "{out}"
+        );
+        first_line_rows(&out)[1][14..].to_vec()
+    };
+    // Node 0: CPU 3, 1 of 5 HITMs, no store; node 1: CPU 5, 4 of 5, all 4 stores.
+    assert_eq!(
+        node_cells(&["-N"]),
+        ["0{", "1", "20.0%", "0.0%}", "1{", "1", "80.0%", "100.0%}"]
+    );
+    // Local HITMs only: all on node 0, none on node 1.
+    assert_eq!(
+        node_cells(&["-N", "-d", "lcl"]),
+        ["0{", "1", "100.0%", "0.0%}", "1{", "1", "0.0%", "100.0%}"]
+    );
+    assert_eq!(node_cells(&["-NN"]), ["0{3}", "1{5}"]);
+    assert_eq!(
+        node_cells(&["-NNN"]),
+        ["0{3}", "1{5}"],
+        "more than -NN is -NN"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// perf 6.1's tables for each display, node level and grouping on the same file.
+#[test]
+fn perf_6_1_c2c_report_flags_give_the_same_tables() {
+    if support::perf().is_none() {
+        return;
+    }
+    let (dir, _, _) = contended_file("perfflags");
+    for args in [
+        &["-d", "lcl"][..],
+        &["-d", "rmt"],
+        &["-N"],
+        &["-N", "-d", "lcl"],
+        &["-NN", "-c", "pid,dso"],
+        &["-c", "dso"],
+        &["-c", "tid"],
+        &["-N", "-d", "rmt", "-c", "tid,iaddr"],
+    ] {
+        let o = Command::new("perf")
+            .args(["c2c", "report", "-i", "perf.data", "--stdio"])
+            .args(args)
+            .current_dir(&dir)
+            .env("PERF_PAGER", "cat")
+            .output()
+            .unwrap();
+        let theirs = String::from_utf8_lossy(&o.stdout).into_owned();
+        let mut a = vec!["c2c", "report", "-i", "perf.data", "--stdio"];
+        a.extend_from_slice(args);
+        let ours = hrec_ok(&dir, &a);
+        let tail = |s: &str| -> Vec<String> {
+            s.lines()
+                .skip_while(|l| !l.contains("Cachelines sort on"))
+                .flat_map(|l| l.split_whitespace().map(str::to_string))
+                .collect()
+        };
+        assert!(!tail(&ours).is_empty(), "{args:?}\n{ours}");
+        assert_eq!(tail(&ours), tail(&theirs), "{args:?}\n{ours}\n{theirs}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Loads and stores with data sources but no data addresses: one warning; no line can be
+/// told, the load and store totals still count every sample.
+#[test]
+fn a_recording_without_data_addresses_is_one_warning_and_counts_its_loads() {
+    let dir = tmp("noaddr");
+    let mut ev = c2c_events();
+    for (a, _) in &mut ev.events {
+        a.sample_type &= !(sample::ADDR | sample::PHYS_ADDR);
+    }
+    let probe = build_events(&dir, &ev, &[]);
+    let acc = false_sharing(&probe.objects);
+    build_events(&dir, &ev, &acc);
+    let o = hrec_in(&dir, &["c2c", "report", "-i", "perf.data", "--stdio"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let warnings: Vec<&str> = err.lines().filter(|l| l.starts_with("hrec:")).collect();
+    assert_eq!(warnings.len(), 1, "{err}");
+    assert!(warnings[0].contains("no data address"), "{err}");
+    let loads = acc.iter().filter(|a| a.src.op() & op::LOAD != 0).count();
+    let stores = acc.len() - loads;
+    for (label, n) in [
+        ("Load Operations", loads),
+        ("Store Operations", stores),
+        ("No Page Map Rejects", acc.len()),
+        ("Total Shared Cache Lines", 0),
+    ] {
+        assert!(
+            out.contains(&format!("  {label:<34}:{n:>11}")),
+            "{label}\n{out}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// perf's line limit: a line with under 0.1% of the displayed HITMs of all shared lines is
+/// not shown (it still counts as a shared line); at 0.1% it is.
+#[test]
+fn a_line_under_a_thousandth_of_the_hitms_is_not_shown() {
+    let dir = tmp("limit");
+    let ev = c2c_events();
+    let probe = build_events(&dir, &ev, &[]);
+    let (shared, table) = (probe.objects[0], probe.objects[1]);
+    let load = |addr, tid, cpu| Access {
+        func: 0,
+        addr,
+        src: hitm(false),
+        weight: 100,
+        period: 1,
+        event: 0,
+        tid,
+        cpu,
+    };
+    // 1000 HITMs on shared_line, 1 on table's first line: 1/1001 < 0.001 of them.
+    let mut acc: Vec<Access> = (0..1000).map(|_| load(shared, T1, 2)).collect();
+    acc.push(load(table, T1, 2));
+    build_events(&dir, &ev, &acc);
+    let lines = |dir: &Path| -> Vec<u64> {
+        let v: serde_json::Value = serde_json::from_str(&hrec_ok(
+            dir,
+            &["c2c", "report", "-i", "perf.data", "--json"],
+        ))
+        .unwrap();
+        assert_eq!(v["shared_lines"].as_u64(), Some(2));
+        v["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["addr"].as_u64().unwrap())
+            .collect()
+    };
+    assert_eq!(lines(&dir), [shared]);
+    if support::perf().is_some() {
+        let o = Command::new("perf")
+            .args(["c2c", "report", "-i", "perf.data", "--stdio"])
+            .current_dir(&dir)
+            .env("PERF_PAGER", "cat")
+            .output()
+            .unwrap();
+        let theirs = section(
+            &String::from_utf8_lossy(&o.stdout),
+            "Shared Data Cache Line Table",
+        );
+        let ours = section(
+            &hrec_ok(&dir, &["c2c", "report", "-i", "perf.data"]),
+            "Shared Data Cache Line Table",
+        );
+        assert_eq!(ours, theirs);
+    }
+    // 999 and 1: exactly 0.1%, shown.
+    acc.truncate(999);
+    acc.push(load(table, T1, 2));
+    build_events(&dir, &ev, &acc);
+    assert_eq!(lines(&dir), [shared, table]);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -14,11 +14,16 @@
 //! * **Stores** (`mem_op` STORE): an L1 hit, an L1 miss, or neither (`N/A`).
 //!
 //! A cache line is the 64-byte line of the data address (`addr & !63`) in its process's
-//! address space; lines are shown when they have a HITM (perf's shared lines), the most HITMs first
-//! (perf's default `--display tot`), and each line's rows are its (offset, code address)
-//! pairs, by offset then code address (perf's `offset,iaddr` grouping; `-c` adds the
-//! process and the thread to the grouping, [`Coalesce`]). Latencies are the
-//! samples' weights (the load latency in cycles), averaged per class.
+//! address space. Which HITMs count is perf's `-d/--display` ([`Display`]): `tot` (local and
+//! remote, perf 6.1's default on x86), `lcl` or `rmt`. A line is *shared* when it has a HITM of
+//! either kind (the Global Shared Cache Line totals); it is *shown* when its displayed HITMs are
+//! at least 0.1% of those of all shared lines (perf's `DISPLAY_LINE_LIMIT`), the most first.
+//! Each line's rows are its samples grouped by offset and by what `-c` lists ([`Coalesce`]:
+//! the code address by default, the process, the thread, the code's object); a row is shown
+//! when it has a store or a displayed HITM (perf's `is_valid_hist_entry`), rows by offset, then
+//! by the displayed HITMs (`rmt` then `lcl` for `-d rmt`, the other way for `-d lcl`), most
+//! first. Latencies are the samples' weights (the load latency in cycles), averaged per class;
+//! each row also keeps its counts per NUMA node of the CPUs it ran on (`-N`).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -153,29 +158,110 @@ impl C2cStats {
     }
 }
 
-/// What a line's rows are told apart by besides the offset and the code address (perf c2c
-/// report's `-c/--coalesce` `pid` and `tid`).
+/// What a line's rows are told apart by besides the offset (perf c2c report's
+/// `-c/--coalesce`; perf's default is `iaddr`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Coalesce {
     /// Per process.
     pub pid: bool,
     /// Per thread.
     pub tid: bool,
+    /// Per code address (shown with its function, object and source line).
+    pub iaddr: bool,
+    /// Per object of the code.
+    pub dso: bool,
 }
 
-/// One (offset, code address) row of a cache line.
+impl Coalesce {
+    /// perf's default grouping: offset and code address.
+    pub const DEFAULT: Coalesce = Coalesce {
+        pid: false,
+        tid: false,
+        iaddr: true,
+        dso: false,
+    };
+
+    /// The grouping as perf's c2c details print it (`offset,pid,tid,iaddr`).
+    pub fn names(&self) -> String {
+        let mut s = String::from("offset");
+        for (on, name) in [
+            (self.pid, "pid"),
+            (self.tid, "tid"),
+            (self.iaddr, "iaddr"),
+            (self.dso, "dso"),
+        ] {
+            if on {
+                s.push(',');
+                s.push_str(name);
+            }
+        }
+        s
+    }
+}
+
+/// Which HITMs sort and filter the lines and rows (perf c2c report's `-d/--display`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Display {
+    /// Local and remote HITMs (perf 6.1's default on x86).
+    #[default]
+    Tot,
+    /// Local HITMs.
+    Lcl,
+    /// Remote HITMs.
+    Rmt,
+}
+
+impl Display {
+    /// The HITMs of `s` this display counts.
+    pub fn hitm(self, s: &C2cStats) -> u64 {
+        match self {
+            Display::Tot => s.hitm(),
+            Display::Lcl => s.lcl_hitm,
+            Display::Rmt => s.rmt_hitm,
+        }
+    }
+
+    /// The keys rows of one offset are ordered by, most first (perf's `cl_resort`).
+    fn row_keys(self, s: &C2cStats) -> (u64, u64) {
+        match self {
+            Display::Tot => (s.hitm(), 0),
+            Display::Lcl => (s.lcl_hitm, s.rmt_hitm),
+            Display::Rmt => (s.rmt_hitm, s.lcl_hitm),
+        }
+    }
+}
+
+/// perf's `DISPLAY_LINE_LIMIT`: a line is shown when it has at least this share of the
+/// displayed HITMs of all shared lines.
+pub const DISPLAY_LINE_LIMIT: f64 = 0.001;
+
+/// A row's samples that ran on the CPUs of one NUMA node.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct C2cNode {
+    /// Those CPUs.
+    pub cpus: BTreeSet<u32>,
+    /// Their counts.
+    pub stats: C2cStats,
+}
+
+/// One row of a cache line: an offset and what [`Coalesce`] groups by.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct C2cOffset {
     /// Offset of the data address in the line.
     pub offset: u64,
-    /// The code address (the sampled instruction).
-    pub iaddr: u64,
+    /// The code address (the sampled instruction), when rows are per code address.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iaddr: Option<u64>,
     /// Its function as perf prints it (`[.] reader`), or the address.
-    pub symbol: String,
-    /// Its shared object.
-    pub dso: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub symbol: Option<String>,
+    /// The code's shared object, when rows are per code address or per object.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dso: Option<String>,
     /// Its source line (`file:line`, `??:0` unknown).
-    pub srcline: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub srcline: Option<String>,
     /// The process, when rows are per process.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
@@ -188,6 +274,8 @@ pub struct C2cOffset {
     pub cpus: BTreeSet<u32>,
     /// NUMA nodes of those CPUs (empty when the recording has no NUMA topology).
     pub nodes: BTreeSet<u32>,
+    /// Per NUMA node: its CPUs the samples ran on and their counts (`-N`).
+    pub per_node: BTreeMap<u32, C2cNode>,
     /// Threads that loaded from it, as (pid, tid).
     pub readers: BTreeSet<(u32, u32)>,
     /// Threads that stored to it, as (pid, tid).
@@ -212,25 +300,48 @@ pub struct C2cLine {
 /// The shared cache lines of a profile and the totals.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct C2c {
-    /// Lines with a HITM, the most HITMs first.
+    /// The HITMs that sort and filter the lines.
+    pub display: Display,
+    /// The lines shown (see the module doc), the most displayed HITMs first.
     pub lines: Vec<C2cLine>,
-    /// Counts over every sample with a data address.
+    /// Counts over every sample with a data source.
     pub total: C2cStats,
-    /// Counts over the lines shown.
+    /// Lines with a HITM of either kind.
+    pub shared_lines: u64,
+    /// Counts over those lines.
     pub shared: C2cStats,
     /// Samples without a data address (not placed in a line).
     pub no_address: u64,
+    /// The recording's NUMA nodes (empty without a NUMA topology).
+    pub nodes: Vec<u32>,
 }
 
 /// Builds the cache-line tables of `p` (folded with CPU, thread, per-address locations and
 /// the data address, data source and weight kept; the thread's name too for `by.tid`).
-/// `node_of` gives a CPU's NUMA node.
-pub fn build(p: &Profile, by: Coalesce, node_of: &dyn Fn(u32) -> Option<u32>) -> C2c {
+/// `nodes` are the recording's NUMA nodes and `node_of` gives a CPU's.
+pub fn build(
+    p: &Profile,
+    by: Coalesce,
+    display: Display,
+    nodes: &[u32],
+    node_of: &dyn Fn(u32) -> Option<u32>,
+) -> C2c {
     type Key = (u32, u64);
     let mut lines: BTreeMap<Key, C2cLine> = BTreeMap::new();
-    type RowKey = (Key, u64, u64, Option<u32>, Option<u32>);
+    type RowKey = (
+        Key,
+        u64,
+        Option<u64>,
+        Option<u32>,
+        Option<u32>,
+        Option<String>,
+    );
     let mut rows: BTreeMap<RowKey, C2cOffset> = BTreeMap::new();
-    let mut c = C2c::default();
+    let mut c = C2c {
+        display,
+        nodes: nodes.to_vec(),
+        ..C2c::default()
+    };
     for g in &p.groups {
         let Some(m) = p.mems.get(g.mem as usize).filter(|_| g.mem != NONE) else {
             c.no_address += g.samples;
@@ -257,23 +368,30 @@ pub fn build(p: &Profile, by: Coalesce, node_of: &dyn Fn(u32) -> Option<u32>) ->
         });
         l.stats.add(src, m.weight, g.samples);
         let loc = p.locs.get(g.leaf as usize);
-        let iaddr = loc.map_or(0, |l| l.addr);
+        let code_dso = loc.map_or_else(String::new, |l| l.dso.to_string());
+        let iaddr = by.iaddr.then(|| loc.map_or(0, |l| l.addr));
         let pid = by.pid.then_some(g.pid);
         let tid = by.tid.then_some(g.tid);
+        let dso_key = (by.dso && !by.iaddr).then(|| code_dso.clone());
         let row = rows
-            .entry((key, m.addr - line, iaddr, pid, tid))
+            .entry((key, m.addr - line, iaddr, pid, tid, dso_key))
             .or_insert_with(|| C2cOffset {
                 offset: m.addr - line,
                 iaddr,
-                symbol: loc.map_or_else(String::new, |l| match &l.sym {
-                    Some(s) => format!("[{}] {s}", if l.kernel { 'k' } else { '.' }),
-                    None => format!("[{}] {:#x}", if l.kernel { 'k' } else { '.' }, l.rel_addr),
+                symbol: by.iaddr.then(|| {
+                    loc.map_or_else(String::new, |l| match &l.sym {
+                        Some(s) => format!("[{}] {s}", if l.kernel { 'k' } else { '.' }),
+                        None => {
+                            format!("[{}] {:#x}", if l.kernel { 'k' } else { '.' }, l.rel_addr)
+                        }
+                    })
                 }),
-                dso: loc.map_or_else(String::new, |l| l.dso.to_string()),
-                srcline: loc
-                    .and_then(|l| l.frames.first())
-                    .and_then(|f| f.file.as_ref().map(|file| format!("{file}:{}", f.line)))
-                    .unwrap_or_else(|| "??:0".into()),
+                dso: (by.iaddr || by.dso).then_some(code_dso),
+                srcline: by.iaddr.then(|| {
+                    loc.and_then(|l| l.frames.first())
+                        .and_then(|f| f.file.as_ref().map(|file| format!("{file}:{}", f.line)))
+                        .unwrap_or_else(|| "??:0".into())
+                }),
                 pid,
                 tid: tid.map(|t| {
                     let comm = p.comms.get(g.comm as usize).map_or("", |c| &**c);
@@ -282,6 +400,7 @@ pub fn build(p: &Profile, by: Coalesce, node_of: &dyn Fn(u32) -> Option<u32>) ->
                 stats: C2cStats::default(),
                 cpus: BTreeSet::new(),
                 nodes: BTreeSet::new(),
+                per_node: BTreeMap::new(),
                 readers: BTreeSet::new(),
                 writers: BTreeSet::new(),
             });
@@ -290,6 +409,9 @@ pub fn build(p: &Profile, by: Coalesce, node_of: &dyn Fn(u32) -> Option<u32>) ->
             row.cpus.insert(g.cpu);
             if let Some(n) = node_of(g.cpu) {
                 row.nodes.insert(n);
+                let at = row.per_node.entry(n).or_default();
+                at.cpus.insert(g.cpu);
+                at.stats.add(src, m.weight, g.samples);
             }
         }
         if src.op() & op::STORE != 0 {
@@ -299,20 +421,39 @@ pub fn build(p: &Profile, by: Coalesce, node_of: &dyn Fn(u32) -> Option<u32>) ->
         }
     }
     for ((key, ..), row) in rows {
+        let s = &row.stats;
+        if s.stores == 0 && display.hitm(s) == 0 {
+            continue;
+        }
         if let Some(l) = lines.get_mut(&key) {
             l.offsets.push(row);
         }
     }
-    let mut shown: Vec<C2cLine> = lines.into_values().filter(|l| l.stats.hitm() > 0).collect();
+    let shared: Vec<C2cLine> = lines.into_values().filter(|l| l.stats.hitm() > 0).collect();
+    for l in &shared {
+        c.shared.merge(&l.stats);
+    }
+    c.shared_lines = shared.len() as u64;
+    let sum = display.hitm(&c.shared);
+    let mut shown: Vec<C2cLine> = shared
+        .into_iter()
+        .filter(|l| sum > 0 && display.hitm(&l.stats) as f64 / sum as f64 >= DISPLAY_LINE_LIMIT)
+        .collect();
     shown.sort_by(|a, b| {
-        b.stats
-            .hitm()
-            .cmp(&a.stats.hitm())
+        display
+            .hitm(&b.stats)
+            .cmp(&display.hitm(&a.stats))
+            .then(b.stats.hitm().cmp(&a.stats.hitm()))
             .then(b.stats.records.cmp(&a.stats.records))
             .then(a.addr.cmp(&b.addr))
     });
-    for l in &shown {
-        c.shared.merge(&l.stats);
+    // Rows by offset, then the displayed HITMs, most first (the grouping keys last).
+    for l in &mut shown {
+        l.offsets.sort_by(|a, b| {
+            a.offset
+                .cmp(&b.offset)
+                .then(display.row_keys(&b.stats).cmp(&display.row_keys(&a.stats)))
+        });
     }
     c.lines = shown;
     c

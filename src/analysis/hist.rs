@@ -60,7 +60,7 @@ impl SortKey {
     /// Every key, for messages.
     pub const ALL: &'static str = "comm, pid, tid, dso, sym, srcline, ip, event, pmu, cpu, \
          cgroup, cgroup_id, symbol_daddr, dso_daddr, dcacheline, mem, snoop, tlb, locked, \
-         blocked, local_weight, weight, data_page_size, type, typeoff, local_ins_lat";
+         blocked, local_weight, weight, data_page_size, type, typeoff, local_ins_lat, phys_daddr";
 
     /// The column header perf uses.
     pub fn header(self) -> &'static str {

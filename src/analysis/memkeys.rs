@@ -22,6 +22,10 @@
 //! * `data_page_size`: the page size (`4K`, `N/A`).
 //! * `local_ins_lat`: the instruction latency, WEIGHT_STRUCT's `var2_w` (bits 47:32; 0 without
 //!   WEIGHT_STRUCT), as perf's `Local INSTR Latency`.
+//! * `phys_daddr`: the physical address of the data (`PERF_SAMPLE_PHYS_ADDR`, `record
+//!   --phys-data`; 0 without it), one row per address, printed as perf's
+//!   `hist_entry__phys_daddr_snprintf`: the sample's mode letter and the address in 16 hex
+//!   digits (`[.] 0x000000010a2b3c40`, `[.] 0000000000000000` for none).
 
 use std::collections::HashMap;
 
@@ -67,11 +71,13 @@ pub enum MemKey {
     Type,
     /// `typeoff`: the data type and the offset and member in it.
     TypeOff,
+    /// `phys_daddr`: the physical address of the data.
+    PhysDaddr,
 }
 
 impl MemKey {
     /// Every memory key with its `--sort` name and perf's column header.
-    pub const ALL: [(MemKey, &'static str, &'static str); 14] = [
+    pub const ALL: [(MemKey, &'static str, &'static str); 15] = [
         (MemKey::SymbolDaddr, "symbol_daddr", "Data Symbol"),
         (MemKey::DsoDaddr, "dso_daddr", "Data Object"),
         (MemKey::Dcacheline, "dcacheline", "Data Cacheline"),
@@ -86,6 +92,7 @@ impl MemKey {
         (MemKey::LocalInsLat, "local_ins_lat", "Local INSTR Latency"),
         (MemKey::Type, "type", "Data Type"),
         (MemKey::TypeOff, "typeoff", "Data Type Offset"),
+        (MemKey::PhysDaddr, "phys_daddr", "Data Physical Address"),
     ];
 
     fn entry(self) -> (MemKey, &'static str, &'static str) {
@@ -133,6 +140,7 @@ pub fn fold(sort: &[MemKey]) -> MemFold {
         page_size: has(&[MemKey::DataPageSize]),
         ins_lat: has(&[MemKey::LocalInsLat]),
         types: has(&[MemKey::Type, MemKey::TypeOff]),
+        phys: has(&[MemKey::PhysDaddr]),
     }
 }
 
@@ -174,8 +182,9 @@ impl MemCells {
                 };
                 p.mems
                     .iter()
-                    .chain(std::iter::once(&none))
-                    .map(|m| {
+                    .zip(p.mem_phys.iter().chain(std::iter::repeat(&0)))
+                    .chain(std::iter::once((&none, &0)))
+                    .map(|(m, &phys)| {
                         let d = p.data_locs.get(m.daddr as usize).unwrap_or(&unknown);
                         let level = if m.kernel { 'k' } else { '.' };
                         let src = DataSrc(m.data_src);
@@ -217,6 +226,7 @@ impl MemCells {
                                     .map_or_else(|| UNKNOWN_TYPE.to_string(), |t| t.typeoff()),
                                 &mut intern,
                             ),
+                            MemKey::PhysDaddr => (phys, format!("[{level}] {}", hex_addr(phys))),
                         }
                     })
                     .collect()
@@ -246,7 +256,7 @@ impl MemCells {
 /// as printed.
 pub fn tie_order(k: MemKey, a: u64, b: u64) -> Option<std::cmp::Ordering> {
     match k {
-        MemKey::SymbolDaddr => Some(a.cmp(&b)),
+        MemKey::SymbolDaddr | MemKey::PhysDaddr => Some(a.cmp(&b)),
         MemKey::LocalWeight | MemKey::Weight | MemKey::LocalInsLat => Some(b.cmp(&a)),
         _ => None,
     }

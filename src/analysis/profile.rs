@@ -138,12 +138,15 @@ pub struct MemFold {
     /// The data type of the address (`type`, `typeoff`): the DWARF of the binaries it lies in
     /// is read for their variables and types.
     pub types: bool,
+    /// The physical address of the data (`phys_daddr`), kept beside the access
+    /// ([`Profile::mem_phys`]).
+    pub phys: bool,
 }
 
 impl MemFold {
     /// Whether any part is kept.
     pub fn any(&self) -> bool {
-        self.daddr || self.data_src || self.weight || self.page_size || self.ins_lat
+        self.daddr || self.data_src || self.weight || self.page_size || self.ins_lat || self.phys
     }
 
     /// What the groups keep of `m`.
@@ -151,7 +154,7 @@ impl MemFold {
         MemView {
             daddr: if self.daddr { m.daddr } else { NONE },
             addr: if self.daddr { m.addr } else { 0 },
-            kernel: self.daddr && m.kernel,
+            kernel: (self.daddr || self.phys) && m.kernel,
             data_src: if self.data_src { m.data_src } else { 0 },
             weight: if self.weight { m.weight } else { 0 },
             page_size: if self.page_size { m.page_size } else { 0 },
@@ -197,6 +200,7 @@ impl FoldKeys {
             page_size: false,
             ins_lat: false,
             types: false,
+            phys: false,
         },
     };
 
@@ -441,6 +445,9 @@ pub struct Profile {
     pub cgroup_ns: Vec<(u64, u64)>,
     /// The memory accesses the groups keep ([`SampleGroup::mem`]).
     pub mems: Vec<MemView>,
+    /// Per memory access: its physical address (`PERF_SAMPLE_PHYS_ADDR`; 0 when not sampled
+    /// or not kept, [`MemFold::phys`]).
+    pub mem_phys: Vec<u64>,
     /// The data addresses, named ([`MemView::daddr`]).
     pub data_locs: Vec<crate::symbol::data::DataLoc>,
     /// Samples that had no data address although a key reads one.
@@ -569,7 +576,7 @@ pub struct Folder {
     empty_chain: Option<u32>,
     timeline: bool,
     nonzero_lat: Vec<bool>,
-    mem_ids: FastMap<MemView, u32>,
+    mem_ids: FastMap<(MemView, u64), u32>,
 }
 
 impl Folder {
@@ -645,6 +652,12 @@ impl Folder {
 
     /// Adds one sample.
     pub fn add(&mut self, s: &SampleView<'_>) {
+        self.add_with_phys(s, 0);
+    }
+
+    /// Adds one sample whose data address is at physical address `phys_addr` (kept when the
+    /// keys read it, [`MemFold::phys`]).
+    pub fn add_with_phys(&mut self, s: &SampleView<'_>, phys_addr: u64) {
         let ev = usize::from(s.event);
         let chain = self.chain(s.callers);
         self.p.callchains |= s.callchain;
@@ -654,10 +667,12 @@ impl Folder {
         let mem = match &s.mem {
             Some(m) if self.keys.mem.any() => {
                 let m = self.keys.mem.mask(m);
+                let phys = if self.keys.mem.phys { phys_addr } else { 0 };
                 let next = self.p.mems.len() as u32;
-                let id = *self.mem_ids.entry(m).or_insert(next);
+                let id = *self.mem_ids.entry((m, phys)).or_insert(next);
                 if id == next {
                     self.p.mems.push(m);
+                    self.p.mem_phys.push(phys);
                 }
                 id
             }

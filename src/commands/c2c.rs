@@ -8,7 +8,7 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
-use hrec::analysis::c2c::Coalesce;
+use hrec::analysis::c2c::{Coalesce, Display};
 use hrec::analysis::profile::{FoldKeys, MemFold};
 use hrec::event::plan::mem::{DEFAULT_LDLAT, MemOps, MemOptions};
 
@@ -56,16 +56,30 @@ pub struct C2cReportArgs {
     /// JSON: every shown line with its offsets, counts, CPUs, nodes, readers and writers.
     #[arg(long, conflicts_with = "stdio")]
     pub json: bool,
-    /// What a line's rows are told apart by: offset and iaddr (the code address) always,
-    /// pid and tid when listed (perf's -c/--coalesce).
+    /// What a line's rows are told apart by besides the offset: pid, tid, iaddr (the code
+    /// address, with its function, object and source line), dso (the code's object), as
+    /// perf's -c/--coalesce.
     #[arg(
         short = 'c',
         long = "coalesce",
-        value_name = "offset,iaddr,pid,tid",
-        default_value = "offset,iaddr",
-        value_parser = parse_coalesce
+        value_name = "pid,tid,iaddr,dso",
+        default_value = "iaddr"
     )]
-    pub coalesce: Coalesce,
+    pub coalesce: String,
+    /// Which HITMs sort and filter the lines and rows: tot (local and remote), lcl or rmt
+    /// (perf's -d/--display; perf 6.1's default on x86 is tot).
+    #[arg(
+        short = 'd',
+        long = "display",
+        value_name = "tot|lcl|rmt",
+        default_value = "tot",
+        value_parser = parse_display
+    )]
+    pub display: Display,
+    /// The Pareto's Node column: -N adds per node the CPUs, the share of the row's
+    /// displayed HITMs and of its stores; -NN the node's CPUs instead (perf's -N/--node-info).
+    #[arg(short = 'N', long = "node-info", action = clap::ArgAction::Count)]
+    pub node_info: u8,
     #[command(flatten)]
     pub symbols: SymbolArgs,
 }
@@ -99,6 +113,7 @@ fn report(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<u8, Error> {
+    let coalesce = parse_coalesce(&a.coalesce).map_err(|e| Error::Usage(format!("-c: {e}")))?;
     let (mut opts, _) = reading_options(a.symbols, FilterArgs::default()).map_err(Error::Usage)?;
     // Per thread, CPU and code address; the data address, its source and the latency.
     opts.fold = FoldKeys {
@@ -109,8 +124,9 @@ fn report(
             page_size: false,
             ins_lat: false,
             types: false,
+            phys: false,
         },
-        comm: a.coalesce.tid,
+        comm: coalesce.tid,
         cgroup: false,
         cgroup_ns: false,
         ..FoldKeys::ALL
@@ -127,11 +143,25 @@ fn report(
         .filter_map(|(n, cpus)| Some((*n, cpus.parse().ok()?)))
         .collect();
     let node_of = |cpu: u32| nodes.iter().find(|(_, l)| l.contains(cpu)).map(|(n, _)| *n);
-    let c = hrec::analysis::c2c::build(&p, a.coalesce, &node_of);
+    let mut node_ids: Vec<u32> = nodes.iter().map(|(n, _)| *n).collect();
+    node_ids.sort_unstable();
+    let c = hrec::analysis::c2c::build(&p, coalesce, a.display, &node_ids, &node_of);
+    let has = |bit: u64| {
+        rec.meta()
+            .events
+            .iter()
+            .any(|e| e.attr.sample_type & bit != 0)
+    };
     if c.total.loads + c.total.stores == 0 {
         writeln!(
             err,
-            "hrec: warning: {} has no load or store samples with data sources: record with `hrec c2c record` (or perf c2c record)",
+            "hrec: warning: {} has no load or store samples with data sources: record with `hrec c2c record` (or perf c2c record); only its records are counted",
+            input.display()
+        )?;
+    } else if !has(hrec::event::attr::sample::ADDR) {
+        writeln!(
+            err,
+            "hrec: warning: {}'s samples have no data address (PERF_SAMPLE_ADDR: record with `hrec c2c record` or -d): no cache line can be told; the load and store totals still count them",
             input.display()
         )?;
     }
@@ -140,32 +170,46 @@ fn report(
         writeln!(out)?;
     } else {
         let events: Vec<String> = p.events.iter().map(|e| e.name.clone()).collect();
-        hrec::output::c2c::write(&c, &events, out)?;
+        let view = hrec::output::c2c::View {
+            grouping: format!("offset,{}", a.coalesce),
+            coalesce,
+            node_info: a.node_info.min(2),
+        };
+        hrec::output::c2c::write(&c, &events, &view, out)?;
     }
     Ok(0)
 }
 
-/// `-c offset,iaddr,pid,tid`: offset and iaddr are always part of the grouping.
+/// `-c pid,tid,iaddr,dso`: the keys besides the offset (which is always one), as perf.
 fn parse_coalesce(s: &str) -> Result<Coalesce, String> {
     let mut c = Coalesce::default();
     for k in s.split(',').map(str::trim).filter(|k| !k.is_empty()) {
         match k {
-            "offset" | "iaddr" => {}
+            "offset" => {}
+            "iaddr" => c.iaddr = true,
             "pid" => c.pid = true,
             "tid" => c.tid = true,
-            "dso" => {
-                return Err(
-                    "dso: rows are not told apart by object yet; use offset,iaddr,pid,tid".into(),
-                );
-            }
+            "dso" => c.dso = true,
             other => {
-                return Err(format!(
-                    "unknown key {other:?}: use offset, iaddr, pid, tid"
-                ));
+                return Err(format!("unknown key {other:?}: use pid, tid, iaddr, dso"));
             }
         }
     }
     Ok(c)
+}
+
+/// `-d tot|lcl|rmt`.
+fn parse_display(s: &str) -> Result<Display, String> {
+    match s {
+        "tot" => Ok(Display::Tot),
+        "lcl" => Ok(Display::Lcl),
+        "rmt" => Ok(Display::Rmt),
+        "peer" => Err(
+            "peer: peer snoops (perf's display for Arm SPE) are not counted yet; use tot, lcl or rmt"
+                .into(),
+        ),
+        other => Err(format!("unknown display {other:?}: use tot, lcl or rmt")),
+    }
 }
 
 #[cfg(test)]
@@ -174,22 +218,21 @@ mod tests {
 
     #[test]
     fn coalesce_keys() {
-        assert_eq!(parse_coalesce("offset,iaddr"), Ok(Coalesce::default()));
-        assert_eq!(
-            parse_coalesce("tid,iaddr"),
-            Ok(Coalesce {
-                pid: false,
-                tid: true
-            })
-        );
-        assert_eq!(
-            parse_coalesce("pid,tid"),
-            Ok(Coalesce {
-                pid: true,
-                tid: true
-            })
-        );
-        assert!(parse_coalesce("dso").is_err());
+        assert_eq!(parse_coalesce("offset,iaddr"), Ok(Coalesce::DEFAULT));
+        let tid = parse_coalesce("tid,iaddr").unwrap();
+        assert!(tid.tid && tid.iaddr && !tid.pid && !tid.dso);
+        let dso = parse_coalesce("pid,dso").unwrap();
+        assert!(dso.pid && dso.dso && !dso.iaddr && !dso.tid);
+        assert_eq!(dso.names(), "offset,pid,dso");
         assert!(parse_coalesce("cl").unwrap_err().contains("\"cl\""));
+    }
+
+    #[test]
+    fn display_values_are_perfs() {
+        assert_eq!(parse_display("tot"), Ok(Display::Tot));
+        assert_eq!(parse_display("lcl"), Ok(Display::Lcl));
+        assert_eq!(parse_display("rmt"), Ok(Display::Rmt));
+        assert!(parse_display("peer").unwrap_err().contains("not counted"));
+        assert!(parse_display("all").unwrap_err().contains("\"all\""));
     }
 }

@@ -21,6 +21,11 @@ pub const LOAD_SORT: &str =
     "local_weight,mem,sym,dso,symbol_daddr,dso_daddr,snoop,tlb,locked,blocked,local_ins_lat";
 /// perf mem report's keys for stores alone (`-t store`): stores carry no latency.
 pub const STORE_SORT: &str = "mem,sym,dso,symbol_daddr,dso_daddr,tlb,locked";
+/// perf mem report's keys for loads with `-p` or `--data-page-size` (perf 6.1's
+/// `get_sort_order`: its memory-mode default is not used then, so no `local_ins_lat`), before
+/// `phys_daddr` and `data_page_size`.
+pub const EXTRA_SORT: &str =
+    "local_weight,mem,sym,dso,symbol_daddr,dso_daddr,snoop,tlb,locked,blocked";
 
 /// `hrec mem`.
 #[derive(Debug, Args)]
@@ -64,6 +69,10 @@ pub struct MemReportArgs {
     /// Add the data page size to the default keys (perf mem report's --data-page-size).
     #[arg(long = "data-page-size")]
     pub data_page_size: bool,
+    /// Add the physical address of the data to the default keys (`phys_daddr`, "Data
+    /// Physical Address"; recorded with `--phys-data`), perf mem report's -p/--phys-data.
+    #[arg(short = 'p', long = "phys-data")]
+    pub phys_data: bool,
     #[command(flatten)]
     pub report: ReportArgs,
 }
@@ -91,18 +100,25 @@ pub fn exec(
     }
 }
 
-/// `report --mem-mode` with perf mem report's keys unless `-s`/`-F` give others.
+/// `report --mem-mode` with perf mem report's keys unless `-s`/`-F` give others: for loads
+/// its default, or with `-p`/`--data-page-size` its shorter list; for stores alone the store
+/// keys; then `phys_daddr` (`-p`) and `data_page_size` (`--data-page-size`).
 fn report_args(a: MemReportArgs) -> ReportArgs {
     let mut r = a.report;
     r.mem_mode = true;
     if r.sort.is_none() && r.fields.is_none() {
-        let keys = if a.ops.load { LOAD_SORT } else { STORE_SORT };
-        let page = if a.data_page_size && a.ops.load {
-            ",data_page_size"
-        } else {
-            ""
-        };
-        r.sort = Some(format!("{keys}{page}"));
+        let mut keys = String::from(match (a.ops.load, a.phys_data || a.data_page_size) {
+            (false, _) => STORE_SORT,
+            (true, true) => EXTRA_SORT,
+            (true, false) => LOAD_SORT,
+        });
+        if a.phys_data {
+            keys.push_str(",phys_daddr");
+        }
+        if a.data_page_size {
+            keys.push_str(",data_page_size");
+        }
+        r.sort = Some(keys);
     }
     r
 }
@@ -158,7 +174,26 @@ mod tests {
         };
         assert_eq!(
             report_args(r).sort,
-            Some(format!("{LOAD_SORT},data_page_size"))
+            Some(format!("{EXTRA_SORT},data_page_size"))
         );
+        let Ok(MemCmd::Report(r)) = mem(&["report", "-p", "--data-page-size"]) else {
+            panic!()
+        };
+        assert!(r.phys_data);
+        assert_eq!(
+            report_args(r).sort,
+            Some(format!("{EXTRA_SORT},phys_daddr,data_page_size"))
+        );
+        let Ok(MemCmd::Report(r)) = mem(&["report", "--phys-data", "-t", "store"]) else {
+            panic!()
+        };
+        assert_eq!(
+            report_args(r).sort,
+            Some(format!("{STORE_SORT},phys_daddr"))
+        );
+        let Ok(MemCmd::Report(r)) = mem(&["report", "-p", "-s", "mem"]) else {
+            panic!()
+        };
+        assert_eq!(report_args(r).sort.as_deref(), Some("mem"));
     }
 }

@@ -21,8 +21,9 @@ pub struct ReportArgs {
     pub input: Option<PathBuf>,
     /// Sort keys: comm, pid, tid, dso, sym, srcline, ip, event, pmu, cpu, cgroup,
     /// cgroup_id, and of `record -d` recordings symbol_daddr, dso_daddr, dcacheline, mem,
-    /// snoop, tlb, locked, blocked, local_weight, weight, data_page_size, local_ins_lat, and
-    /// the data type an access hits, type and typeoff [default: comm,dso,sym].
+    /// snoop, tlb, locked, blocked, local_weight, weight, data_page_size, local_ins_lat,
+    /// phys_daddr (`--phys-data`), and the data type an access hits, type and typeoff
+    /// [default: comm,dso,sym].
     #[arg(short = 's', long = "sort")]
     pub sort: Option<String>,
     /// perf's memory mode: each sample stands for its weight (a memory event's load latency,
@@ -336,6 +337,9 @@ fn run(
     });
     bar.finish();
     read_warnings(&rec, err)?;
+    for w in missing_memory_fields(&rec, &cfg.profile) {
+        writeln!(err, "hrec: warning: {}{w}", cfg.input.display())?;
+    }
     // perf's defaults: with call chains, Children and call graphs are on.
     let mut hist_opts = cfg.hist.clone();
     hist_opts.children = cfg.children.unwrap_or(p.callchains);
@@ -516,4 +520,50 @@ fn report_tui(
     let mut view = output::tui::View::new(p, hist_opts, style, title, &annotator);
     output::tui::run(&mut view)?;
     Ok(())
+}
+
+/// What the memory keys (and memory mode) read that none of the recording's events sample:
+/// one line for the data source and data address together, one for the physical address,
+/// each saying what still works (each follows the file's name).
+fn missing_memory_fields(
+    rec: &Recording,
+    opts: &hrec::analysis::profile::ProfileOptions,
+) -> Vec<String> {
+    use hrec::event::attr::sample as st;
+    let has = |bit: u64| {
+        rec.meta()
+            .events
+            .iter()
+            .any(|e| e.attr.sample_type & bit != 0)
+    };
+    let mem = opts.fold.mem;
+    let no_src = (mem.data_src || opts.mem_mode) && !has(st::DATA_SRC);
+    let no_addr = mem.daddr && !has(st::ADDR);
+    let mut w = Vec::new();
+    match (no_src, no_addr) {
+        (true, true) => w.push(format!(
+            " has no memory samples (no data source or data address: record with `hrec mem record` or `record -d`): the data keys show N/A and [unknown]{}; the code keys (sym, dso, ...) still work",
+            if opts.mem_mode && !has(st::WEIGHT | st::WEIGHT_STRUCT) {
+                ", every sample weighs 1"
+            } else {
+                ""
+            }
+        )),
+        (true, false) => w.push(
+            "'s samples have no data source (PERF_SAMPLE_DATA_SRC: record with `hrec mem record` or `record -d`): mem, snoop, tlb, locked and blocked show N/A; the other keys still work"
+                .into(),
+        ),
+        (false, true) => w.push(
+            "'s samples have no data address (PERF_SAMPLE_ADDR: record with -d): symbol_daddr, dso_daddr and dcacheline show [unknown]; the other keys still work"
+                .into(),
+        ),
+        (false, false) => {}
+    }
+    if mem.phys && !has(st::PHYS_ADDR) {
+        w.push(
+            "'s samples have no physical address (record with --phys-data): phys_daddr shows 0000000000000000 for every sample"
+                .into(),
+        );
+    }
+    w
 }

@@ -1,21 +1,52 @@
 //! `hrec c2c report --stdio`: perf c2c report's text (perf 6.1's `--stdio` layout): the
-//! event totals, the "Shared Data Cache Line Table" (one row per line with HITMs:
-//! its HITM share, load and store classes) and the "Shared Cache Line Distribution Pareto"
-//! (per line, its (offset, code address) rows with their shares of the line's HITMs and
-//! stores, average latencies, CPUs, function, object, source line and NUMA nodes; with `-c
-//! pid,tid` perf's Pid and Tid columns before the code address). `--json`
-//! is the analysis's own structure ([`crate::analysis::c2c::C2c`]) with the threads that
-//! read and wrote each offset.
+//! event totals, the "Shared Data Cache Line Table" (one row per line shown: its share of
+//! the displayed HITMs (`Tot`, `Lcl` or `Rmt` Hitm, `-d`), load and store classes) and the
+//! "Shared Cache Line Distribution Pareto" (per line, its rows with their shares of the
+//! line's HITMs and stores, average latencies, CPUs and NUMA nodes; the columns of what `-c`
+//! groups by: Pid, Tid, the code address with its function, object and source line, or the
+//! object alone). The Node column is perf's at each `-N` level: the node numbers, then per
+//! node `N{cpus %hitms %stores}` (a blank of 21 for a node the row did not run on), then
+//! `N{cpu list}`. `--json` is the analysis's own structure ([`crate::analysis::c2c::C2c`])
+//! with the threads that read and wrote each offset.
 
 use std::io::{self, Write};
 
-use crate::analysis::c2c::{C2c, C2cOffset, C2cStats};
+use crate::analysis::c2c::{C2c, C2cOffset, C2cStats, Coalesce, Display};
+use crate::pmu::CpuList;
+
+/// How the text shows the analysis: the grouping it was built with and perf's `-N` level.
+#[derive(Debug, Clone, Default)]
+pub struct View {
+    /// The grouping, as perf's c2c details print it (`offset,iaddr`).
+    pub grouping: String,
+    /// What rows are told apart by (which Pareto columns are shown).
+    pub coalesce: Coalesce,
+    /// `-N` given this many times (0 to 2).
+    pub node_info: u8,
+}
+
+/// perf's name of a display in "Cachelines sort on" and the table's HITM share header.
+fn display_names(d: Display) -> (&'static str, &'static str) {
+    match d {
+        Display::Tot => ("Total HITMs", "Tot"),
+        Display::Lcl => ("Local HITMs", "Lcl"),
+        Display::Rmt => ("Remote HITMs", "Rmt"),
+    }
+}
 
 const RULE: &str = "=================================================";
 
+/// A section's banner: its title placed as perf places it.
 fn banner(out: &mut dyn Write, title: &str) -> io::Result<()> {
+    let lead = match title {
+        "Trace Event Information" => 12,
+        "Global Shared Cache Line Event Information" => 4,
+        "c2c details" => 17,
+        "Shared Data Cache Line Table" => 11,
+        _ => 6,
+    };
     writeln!(out, "{RULE}")?;
-    writeln!(out, "{title:^49}")?;
+    writeln!(out, "{:<49}", format!("{}{title}", " ".repeat(lead)))?;
     writeln!(out, "{RULE}")
 }
 
@@ -38,7 +69,7 @@ fn avg(sum: u64, n: u64) -> String {
 }
 
 /// Writes the report; `events` are the recording's event names.
-pub fn write(c: &C2c, events: &[String], out: &mut dyn Write) -> io::Result<()> {
+pub fn write(c: &C2c, events: &[String], view: &View, out: &mut dyn Write) -> io::Result<()> {
     let t = &c.total;
     banner(out, "Trace Event Information")?;
     let line = |out: &mut dyn Write, label: &str, v: String| -> io::Result<()> {
@@ -68,7 +99,7 @@ pub fn write(c: &C2c, events: &[String], out: &mut dyn Write) -> io::Result<()> 
     banner(out, "Global Shared Cache Line Event Information")?;
     let s = &c.shared;
     for (label, v) in [
-        ("Total Shared Cache Lines", c.lines.len() as u64),
+        ("Total Shared Cache Lines", c.shared_lines),
         ("Load HITs on shared lines", s.loads),
         ("Fill Buffer Hits on shared lines", s.ld_fbhit),
         ("L1D hits on shared lines", s.ld_l1hit),
@@ -86,26 +117,17 @@ pub fn write(c: &C2c, events: &[String], out: &mut dyn Write) -> io::Result<()> 
         let label = if i == 0 { "Events" } else { "" };
         writeln!(out, "  {label:<34}: {e}")?;
     }
-    writeln!(out, "  {:<34}: Total HITMs", "Cachelines sort on")?;
-    let rows = || c.lines.iter().flat_map(|l| l.offsets.iter());
-    let grouping = format!(
-        "offset{}{},iaddr",
-        if rows().any(|o| o.pid.is_some()) {
-            ",pid"
-        } else {
-            ""
-        },
-        if rows().any(|o| o.tid.is_some()) {
-            ",tid"
-        } else {
-            ""
-        }
-    );
-    writeln!(out, "  {:<34}: {grouping}", "Cacheline data grouping")?;
+    let (sort_on, _) = display_names(c.display);
+    writeln!(out, "  {:<34}: {sort_on}", "Cachelines sort on")?;
+    writeln!(
+        out,
+        "  {:<34}: {}",
+        "Cacheline data grouping", view.grouping
+    )?;
     writeln!(out)?;
     lines_table(c, out)?;
     writeln!(out)?;
-    pareto(c, out)
+    pareto(c, view, out)
 }
 
 fn lines_table(c: &C2c, out: &mut dyn Write) -> io::Result<()> {
@@ -113,7 +135,8 @@ fn lines_table(c: &C2c, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "#")?;
     writeln!(
         out,
-        "#        ----------- Cacheline ----------      Tot  ------- Load Hitm -------    Total    Total    Total  --------- Stores --------  ----- Core Load Hit -----  - LLC Load Hit --  - RMT Load Hit --  --- Load Dram ----"
+        "#        ----------- Cacheline ----------      {}  ------- Load Hitm -------    Total    Total    Total  --------- Stores --------  ----- Core Load Hit -----  - LLC Load Hit --  - RMT Load Hit --  --- Load Dram ----",
+        display_names(c.display).1
     )?;
     writeln!(
         out,
@@ -124,7 +147,7 @@ fn lines_table(c: &C2c, out: &mut dyn Write) -> io::Result<()> {
         "# .....  ..................  ....  ......  .......  .......  .......  .......  .......  .......  .......  .......  .......  .......  .......  .......  .......  ........  .......  ........  .......  ........  ........"
     )?;
     writeln!(out, "#")?;
-    let all_hitm = c.shared.hitm();
+    let all_hitm = c.display.hitm(&c.shared);
     for (i, l) in c.lines.iter().enumerate() {
         let s: &C2cStats = &l.stats;
         writeln!(
@@ -133,7 +156,7 @@ fn lines_table(c: &C2c, out: &mut dyn Write) -> io::Result<()> {
             format!("{:#x}", l.addr),
             "N/A",
             0,
-            pct(s.hitm(), all_hitm),
+            pct(c.display.hitm(s), all_hitm),
             s.hitm(),
             s.lcl_hitm,
             s.rmt_hitm,
@@ -157,12 +180,51 @@ fn lines_table(c: &C2c, out: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
-fn nodes(o: &C2cOffset) -> String {
-    if o.nodes.is_empty() {
+/// perf's Node cell at `-N` level `info` (its `node_entry`): per node of the recording the
+/// row ran on, its number; at level 1 also its CPUs, its share of the row's displayed HITMs
+/// and of its stores (a blank of 21 for a node it did not run on); at level 2 its CPUs.
+fn node_cell(c: &C2c, o: &C2cOffset, info: u8) -> String {
+    if o.per_node.is_empty() {
         return "N/A".into();
     }
-    let v: Vec<String> = o.nodes.iter().map(u32::to_string).collect();
-    v.join(",")
+    let share = |part: u64, whole: u64, end: char| {
+        if whole == 0 {
+            format!("{:>6}{end}", "n/a")
+        } else {
+            format!("{:5.1}%{end}", part as f64 * 100.0 / whole as f64)
+        }
+    };
+    let mut s = String::new();
+    let mut first = true;
+    for n in &c.nodes {
+        let Some(at) = o.per_node.get(n) else {
+            if info == 1 {
+                s.push_str(&" ".repeat(21));
+            }
+            continue;
+        };
+        if !first {
+            s.push(' ');
+        }
+        first = false;
+        match info {
+            0 => s.push_str(&format!("{n:>2}")),
+            1 => {
+                s.push_str(&format!("{n:>2}{{{:>2} ", at.cpus.len()));
+                s.push_str(&share(
+                    c.display.hitm(&at.stats),
+                    c.display.hitm(&o.stats),
+                    ' ',
+                ));
+                s.push_str(&share(at.stats.stores, o.stats.stores, '}'));
+            }
+            _ => {
+                let cpus = CpuList::from_cpus(at.cpus.iter().copied());
+                s.push_str(&format!("{n:>2}{{{cpus}}}"));
+            }
+        }
+    }
+    s
 }
 
 /// The Pid and Tid cells of `-c pid,tid`, each followed by the column gap.
@@ -177,51 +239,62 @@ fn thread_cells(o: &C2cOffset) -> String {
     s
 }
 
-fn pareto(c: &C2c, out: &mut dyn Write) -> io::Result<()> {
+fn pareto(c: &C2c, view: &View, out: &mut dyn Write) -> io::Result<()> {
     banner(out, "Shared Cache Line Distribution Pareto")?;
+    let by = view.coalesce;
+    let show_dso = by.iaddr || by.dso;
     let rows = || c.lines.iter().flat_map(|l| l.offsets.iter());
-    let (by_pid, by_tid) = (
-        rows().any(|o| o.pid.is_some()),
-        rows().any(|o| o.tid.is_some()),
-    );
     let w = |f: &dyn Fn(&C2cOffset) -> usize, min: usize| rows().map(f).max().unwrap_or(0).max(min);
+    let len = |s: &Option<String>| s.as_ref().map_or(0, String::len);
     let (ws, wo, wl) = (
-        w(&|o| o.symbol.len(), 6),
-        w(&|o| o.dso.len(), 6),
-        w(&|o| o.srcline.len(), 11),
+        w(&|o| len(&o.symbol), 6),
+        w(&|o| len(&o.dso), 6),
+        w(&|o| len(&o.srcline), 11),
     );
     writeln!(out, "#")?;
-    // `-c pid,tid`: a Pid (7) and a Tid (`tid:comm`, 15) column before the code address.
+    // The columns of the grouping: Pid (7), Tid (`tid:comm`, 15), Code address (18); after
+    // the CPU count Symbol, Object (under "Shared") and Source:Line.
     let (mut gap, mut names, mut dots) = (String::new(), String::new(), String::new());
-    if by_pid {
-        gap.push_str(&" ".repeat(9));
-        names.push_str("      Pid  ");
-        dots.push_str(".......  ");
+    for (on, width, name) in [
+        (by.pid, 7, "Pid"),
+        (by.tid, 15, "Tid"),
+        (by.iaddr, 18, "Code address"),
+    ] {
+        if on {
+            gap.push_str(&" ".repeat(width + 2));
+            names.push_str(&format!("  {name:>width$}"));
+            dots.push_str(&format!("  {}", ".".repeat(width)));
+        }
     }
-    if by_tid {
-        gap.push_str(&" ".repeat(17));
-        names.push_str("            Tid  ");
-        dots.push_str("...............  ");
+    let (mut top_tail, mut names_tail, mut dots_tail) =
+        (String::new(), String::new(), String::new());
+    for (on, width, top, name) in [
+        (by.iaddr, ws, "", "Symbol"),
+        (show_dso, wo, "Shared", "Object"),
+        (by.iaddr, wl, "", "Source:Line"),
+    ] {
+        if on {
+            top_tail.push_str(&format!("  {top:^width$}"));
+            names_tail.push_str(&format!("  {name:>width$}"));
+            dots_tail.push_str(&format!("  {}", ".".repeat(width)));
+        }
     }
+    let node_header = match view.node_info {
+        0 => "Node",
+        1 => "Node{cpus %hitms %stores}",
+        _ => "Node{cpu list}",
+    };
     writeln!(
         out,
-        "#        ----- HITM -----  ------- Store Refs ------  --------- Data address ---------                      {gap}---------- cycles ----------    Total       cpu  {:ws$}  {:^wo$}  {:wl$}      ",
-        "", "Shared", ""
+        "#        ----- HITM -----  ------- Store Refs ------  --------- Data address ---------  {gap}---------- cycles ----------    Total       cpu{top_tail}      "
     )?;
     writeln!(
         out,
-        "#   Num  RmtHitm  LclHitm   L1 Hit  L1 Miss      N/A              Offset  Node  PA cnt{}        Code address  rmt hitm  lcl hitm      load  records       cnt  {:>ws$}  {:>wo$}  {:>wl$}  Node",
-        names.trim_end(),
-        "Symbol",
-        "Object",
-        "Source:Line"
+        "#   Num  RmtHitm  LclHitm   L1 Hit  L1 Miss      N/A              Offset  Node  PA cnt{names}  rmt hitm  lcl hitm      load  records       cnt{names_tail}  {node_header}"
     )?;
     writeln!(
         out,
-        "# .....  .......  .......  .......  .......  .......  ..................  ....  ......  {dots}..................  ........  ........  ........  .......  ........  {}  {}  {}  ....",
-        ".".repeat(ws),
-        ".".repeat(wo),
-        ".".repeat(wl)
+        "# .....  .......  .......  .......  .......  .......  ..................  ....  ......{dots}  ........  ........  ........  .......  ........{dots_tail}  ...."
     )?;
     writeln!(out, "#")?;
     let dashes = "-".repeat(70);
@@ -241,9 +314,18 @@ fn pareto(c: &C2c, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "  {dashes}")?;
         for o in &l.offsets {
             let t = &o.stats;
+            let code = o
+                .iaddr
+                .map_or_else(String::new, |a| format!("{:>18}  ", format!("{a:#x}")));
+            let mut tail = String::new();
+            for (cell, width) in [(&o.symbol, ws), (&o.dso, wo), (&o.srcline, wl)] {
+                if let Some(cell) = cell {
+                    tail.push_str(&format!("  {cell:<width$}"));
+                }
+            }
             writeln!(
                 out,
-                "  {:>5}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>18}  {:>4}  {:>6}  {}{:>18}  {:>8}  {:>8}  {:>8}  {:>7}  {:>8}  {:<ws$}  {:<wo$}  {:<wl$}  {:>4}",
+                "  {:>5}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>18}  {:>4}  {:>6}  {}{code}{:>8}  {:>8}  {:>8}  {:>7}  {:>8}{tail}  {}",
                 "",
                 pct(t.rmt_hitm, s.rmt_hitm),
                 pct(t.lcl_hitm, s.lcl_hitm),
@@ -254,16 +336,12 @@ fn pareto(c: &C2c, out: &mut dyn Write) -> io::Result<()> {
                 "N/A",
                 0,
                 thread_cells(o),
-                format!("{:#x}", o.iaddr),
                 avg(t.rmt_hitm_cycles, t.rmt_hitm),
                 avg(t.lcl_hitm_cycles, t.lcl_hitm),
                 avg(t.load_cycles, t.loads - t.hitm()),
                 t.records,
                 o.cpus.len(),
-                o.symbol,
-                o.dso,
-                o.srcline,
-                nodes(o),
+                node_cell(c, o, view.node_info),
             )?;
         }
         if i + 1 < c.lines.len() {
@@ -292,6 +370,7 @@ mod tests {
         write(
             &C2c::default(),
             &["cpu/mem-loads,ldlat=30/P".into()],
+            &View::default(),
             &mut out,
         )
         .unwrap();

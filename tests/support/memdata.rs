@@ -219,7 +219,7 @@ pub fn build_events(dir: &Path, events: &Events, accesses: &[Access]) -> Built {
             tid: if a.tid == 0 { PID } else { a.tid },
             time,
             addr: a.addr,
-            phys_addr: a.addr,
+            phys_addr: phys_of(a.addr),
             cpu: a.cpu,
             period: a.period,
             weight: a.weight,
@@ -236,6 +236,12 @@ pub fn build_events(dir: &Path, events: &Events, accesses: &[Access]) -> Built {
         functions: elf.functions,
         objects: elf.objects,
     }
+}
+
+/// The physical address the hand-built samples give a data address (with PHYS_ADDR in their
+/// sample type): its page moved to frames from 4 GiB up, the offset in the page kept.
+pub fn phys_of(addr: u64) -> u64 {
+    0x1_0000_0000 + (addr >> 12) * 0x3000 + (addr & 0xfff)
 }
 
 pub fn tmp(name: &str) -> PathBuf {

@@ -192,3 +192,39 @@ fn a_fold_without_threads_merges_them_and_keeps_the_first_samples_thread() {
         .collect();
     assert_eq!(of_row_1, vec![1, 2]);
 }
+
+/// The physical data address keeps memory accesses apart only when a key reads it
+/// (`phys_daddr`): then each address is an access of its own, with its address.
+#[test]
+fn physical_addresses_fold_apart_only_when_kept() {
+    let fold = |phys: bool| {
+        let keys = FoldKeys {
+            mem: MemFold {
+                weight: true,
+                phys,
+                ..MemFold::default()
+            },
+            ..FoldKeys::ALL
+        };
+        let mut f = Folder::new(events(), false).with_keys(keys);
+        for (i, phys_addr) in [0x1000u64, 0x2000, 0x1000].into_iter().enumerate() {
+            let mut v = sample(1, 0, 0, 0);
+            v.mem = Some(MemView {
+                weight: 7,
+                ..MemView::default()
+            });
+            v.time = i as u64;
+            f.add_with_phys(&v, phys_addr);
+        }
+        f.finish()
+    };
+    let p = fold(true);
+    assert_eq!(p.mem_phys, [0x1000, 0x2000]);
+    assert_eq!(p.mems.len(), 2);
+    let samples: Vec<u64> = p.groups.iter().map(|g| g.samples).collect();
+    assert_eq!(samples, [2, 1]);
+    let p = fold(false);
+    assert_eq!(p.mem_phys, [0]);
+    assert_eq!(p.groups.iter().map(|g| g.samples).sum::<u64>(), 3);
+    assert_eq!(p.groups.len(), 1);
+}

@@ -20,6 +20,8 @@ struct Batch {
     views: Vec<SampleView<'static>>,
     /// `(start, len)` of each view's callers in `callers`.
     spans: Vec<(u32, u32)>,
+    /// Each view's physical data address (0 unless the keys read it).
+    phys: Vec<u64>,
     callers: Vec<u32>,
     rows: Option<Vec<u32>>,
 }
@@ -28,7 +30,8 @@ impl Batch {
     /// Samples per batch.
     const SIZE: usize = 4096;
 
-    fn push(&mut self, v: &SampleView<'_>) {
+    fn push(&mut self, v: &SampleView<'_>, phys: u64) {
+        self.phys.push(phys);
         self.spans
             .push((self.callers.len() as u32, v.callers.len() as u32));
         self.callers.extend_from_slice(v.callers);
@@ -36,9 +39,9 @@ impl Batch {
     }
 
     fn fold_into(&self, folder: &mut Folder) {
-        for (v, &(a, n)) in self.views.iter().zip(&self.spans) {
+        for ((v, &(a, n)), &phys) in self.views.iter().zip(&self.spans).zip(&self.phys) {
             let callers = &self.callers[a as usize..(a + n) as usize];
-            folder.add(&SampleView { callers, ..*v });
+            folder.add_with_phys(&SampleView { callers, ..*v }, phys);
         }
         if let Some(ids) = &self.rows {
             folder.remap(ids);
@@ -111,6 +114,15 @@ pub fn build_with(
     };
     let mut rows = row_batch.map(|batch| RowLocs::new(symbolizer, batch));
     let mut folder = Folder::new(r.events().to_vec(), opts.timeline).with_keys(opts.fold);
+    // The physical data address, read here from the sample for `phys_daddr`.
+    let keep_phys = opts.fold.mem.phys;
+    let phys_of = |s: &crate::decode::Sample<'_>| {
+        if keep_phys {
+            s.phys_addr.unwrap_or(0)
+        } else {
+            0
+        }
+    };
     let mut decode_errors: (u64, Option<String>) = (0, None);
     let mut seen = 0u64;
     let mut on_error = |e: DecodeError| {
@@ -126,9 +138,9 @@ pub fn build_with(
     if opts.threads == 1 {
         r.run_with(rec, rows.as_mut(), |item| match item {
             Item::Error(e) => on_error(e),
-            Item::Sample(_, view) => {
+            Item::Sample(s, view) => {
                 tick();
-                folder.add(&view);
+                folder.add_with_phys(&view, phys_of(s));
             }
             Item::Rows(ids) => folder.remap(ids),
             Item::SideBand(..) => {}
@@ -148,9 +160,9 @@ pub fn build_with(
             let mut open = true;
             r.run_with(rec, rows.as_mut(), |item| match item {
                 Item::Error(e) => on_error(e),
-                Item::Sample(_, view) => {
+                Item::Sample(s, view) => {
                     tick();
-                    batch.push(&view);
+                    batch.push(&view, phys_of(s));
                     if batch.views.len() >= Batch::SIZE && open {
                         open = tx.send(std::mem::take(&mut batch)).is_ok();
                     }
