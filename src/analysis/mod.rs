@@ -24,6 +24,7 @@ pub mod threads;
 pub mod timefilter;
 pub mod top;
 pub mod topdown;
+pub mod typeannotate;
 
 /// A fast, non-cryptographic hasher for the report's interning maps (keys are addresses and
 /// small ids that hrec itself produced, so SipHash's flooding resistance buys nothing and

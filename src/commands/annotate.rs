@@ -59,6 +59,11 @@ pub struct AnnotateArgs {
     /// TopDown per basic block: level 1, or 2 for level 2 as well.
     #[arg(long = "td-level", default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=2))]
     pub td_level: u8,
+    /// The data types the sampled accesses hit, per member, instead of code (perf 6.8+'s
+    /// `--data-type`; of `record -d` recordings): every type, or only TYPE (`struct ` may be
+    /// left out).
+    #[arg(long = "data-type", value_name = "TYPE", num_args = 0..=1, default_missing_value = "")]
+    pub data_type: Option<String>,
     #[command(flatten)]
     pub symbols_args: SymbolArgs,
 }
@@ -75,7 +80,12 @@ impl AnnotateArgs {
         let (mut profile, _) = reading_options(self.symbols_args, FilterArgs::default())?;
         // Which functions the samples fell in: symbol tables. The source lines of the
         // functions shown are read from their binaries after (`analysis::annotate`).
-        profile.symbols_only = true;
+        // (Data types read the DWARF, of separate debug files too: not symbol tables only.)
+        profile.symbols_only = self.data_type.is_none();
+        if self.data_type.is_some() {
+            use hrec::analysis::memkeys::{MemKey, fold};
+            profile.fold.mem = fold(&[MemKey::TypeOff, MemKey::LocalWeight]);
+        }
         let mut symbols = self.symbols;
         symbols.extend(self.symbol);
         Ok(AnnotateConfig {
@@ -97,6 +107,7 @@ impl AnnotateArgs {
                 ..Default::default()
             },
             json: self.json,
+            data_type: self.data_type,
         })
     }
 }
@@ -126,6 +137,8 @@ struct AnnotateConfig {
     pub text: output::annotate::TextOptions,
     /// `--json`.
     pub json: bool,
+    /// `--data-type[=TYPE]` (`Some("")`: every type).
+    pub data_type: Option<String>,
 }
 
 fn run(
@@ -157,6 +170,9 @@ fn run(
                 ))
             })?,
     };
+    if let Some(want) = &cfg.data_type {
+        return data_types(&p, event, want, cfg, out);
+    }
     let mut o = cfg.options.clone();
     o.event = event;
     o.symfs = popts.symfs.clone();
@@ -196,5 +212,45 @@ fn run(
             }
         )));
     }
+    Ok(0)
+}
+
+/// `annotate --data-type[=TYPE]`.
+fn data_types(
+    p: &hrec::analysis::profile::Profile,
+    event: usize,
+    want: &str,
+    cfg: &AnnotateConfig,
+    out: &mut dyn Write,
+) -> Result<u8, Error> {
+    use hrec::analysis::typeannotate::type_entries;
+    use output::typeannotate::{Shown, json, text};
+    let entries = type_entries(p, event, (!want.is_empty()).then_some(want));
+    if entries.is_empty() {
+        let why = if p.data_locs.is_empty() {
+            "its samples have no data addresses (record with -d, or hrec mem record)"
+        } else if want.is_empty() {
+            "no sampled access is typed (the DWARF of the sampled code and of the data it reads is needed: -g builds or debug files)"
+        } else {
+            "no sampled access is of that type"
+        };
+        return Err(Error::Usage(format!(
+            "nothing to annotate by data type in {}: {why}",
+            cfg.input.display()
+        )));
+    }
+    let mut buf = io::BufWriter::new(out);
+    if cfg.json {
+        serde_json::to_writer_pretty(&mut buf, &json(&entries)).map_err(io::Error::from)?;
+        writeln!(buf)?;
+    } else {
+        let shown = if cfg.text.column == output::annotate::Column::Samples {
+            Shown::Samples
+        } else {
+            Shown::Percent
+        };
+        buf.write_all(text(&entries, shown).as_bytes())?;
+    }
+    buf.flush()?;
     Ok(0)
 }

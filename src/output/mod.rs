@@ -13,6 +13,7 @@ pub mod report;
 pub mod script;
 pub mod top;
 pub mod tui;
+pub mod typeannotate;
 
 use std::fmt::Write as _;
 use std::io::{self, Write};

@@ -17,8 +17,9 @@
 //! address; where two overlap (an alias), the first in the file is kept.
 //!
 //! **Naming the type and member.** The type is named as perf's `die_get_typename_from_type`
-//! spells it: `struct S`, `union U`, `enum E`, a base type's or typedef's own name, `T*` for
-//! pointers and `T[]` for arrays (perf 6.10+), with `const` and `volatile` left out (the
+//! spells it: `struct S`, `union U`, `enum E` (`struct ` alone when anonymous), a base type's
+//! or typedef's own name, `T*` for pointers, `T[]` for arrays (perf 6.10+) and
+//! `(function_type)` for a function, with `const` and `volatile` left out (the
 //! type the access reads, not the declaration's qualifiers). An array variable is an access of its element: the type is the element's and
 //! the offset is into the element (`addr - A` modulo the element size), so every element of
 //! `struct rec table[64]` adds to `struct rec`'s rows, as perf's data-type profile counts
@@ -66,6 +67,24 @@ struct Var {
     ty: DebugInfoOffset,
 }
 
+/// A type's members as perf's `annotate --data-type` lists them: each member at its offset
+/// from the start of the outermost type, its size and its type (typedefs and qualifiers
+/// looked through, as perf's `die_get_real_type`), with the members of a struct or union
+/// member inside it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Member {
+    /// Offset from the start of the type annotated.
+    pub offset: u64,
+    /// Bytes (0 when DWARF gives no size).
+    pub size: u64,
+    /// Its type, as [`TypeHit::type_name`] spells types.
+    pub type_name: String,
+    /// The member's name; `None` for the type itself and for anonymous members.
+    pub name: Option<Arc<str>>,
+    /// A struct or union member's own members.
+    pub children: Vec<Member>,
+}
+
 /// An address as an access of a variable's type.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TypeHit {
@@ -77,6 +96,8 @@ pub struct TypeHit {
     pub offset: u64,
     /// The member the offset falls in (`a.b`), `None` when none (`no field`).
     pub field: Option<String>,
+    /// The type's layout (the type itself, with its members as children).
+    pub layout: Arc<Member>,
 }
 
 impl TypeHit {
@@ -102,6 +123,8 @@ pub struct DataTypes {
     vars: Vec<Var>,
     types: HashMap<DebugInfoOffset, Type>,
     locals: Option<Locals>,
+    /// The layouts built so far.
+    layouts: std::cell::RefCell<HashMap<DebugInfoOffset, Arc<Member>>>,
 }
 
 /// How deep a type may nest (typedef chains, members of members) before a lookup gives up:
@@ -216,6 +239,7 @@ impl DataTypes {
                 | gimli::DW_TAG_pointer_type
                 | gimli::DW_TAG_reference_type
                 | gimli::DW_TAG_rvalue_reference_type
+                | gimli::DW_TAG_subroutine_type
                 | gimli::DW_TAG_array_type) => {
                     self.types.insert(
                         at,
@@ -296,21 +320,13 @@ impl DataTypes {
 
     /// What a pointer of type `ty` points to; `None` when `ty` is no pointer (or `void*`).
     fn pointee(&self, ty: DebugInfoOffset) -> Option<DebugInfoOffset> {
-        let mut ty = ty;
-        for _ in 0..MAX_DEPTH {
-            let t = self.types.get(&ty)?;
-            match gimli::DwTag(t.tag) {
-                gimli::DW_TAG_typedef
-                | gimli::DW_TAG_const_type
-                | gimli::DW_TAG_volatile_type
-                | gimli::DW_TAG_atomic_type => ty = t.target?,
-                gimli::DW_TAG_pointer_type
-                | gimli::DW_TAG_reference_type
-                | gimli::DW_TAG_rvalue_reference_type => return t.target,
-                _ => return None,
-            }
+        let t = self.types.get(&self.real(ty)?)?;
+        match gimli::DwTag(t.tag) {
+            gimli::DW_TAG_pointer_type
+            | gimli::DW_TAG_reference_type
+            | gimli::DW_TAG_rvalue_reference_type => t.target,
+            _ => None,
         }
-        None
     }
 
     /// An access at `offset` into variable `var` of type `ty` (an array's: into its element).
@@ -334,7 +350,69 @@ impl DataTypes {
             type_name: self.name_of(ty, 0),
             offset,
             field: (!path.is_empty()).then(|| path.join(".")),
+            layout: self.layout(ty),
         })
+    }
+
+    /// The layout of `ty` (built once per type).
+    fn layout(&self, ty: DebugInfoOffset) -> Arc<Member> {
+        if let Some(l) = self.layouts.borrow().get(&ty) {
+            return l.clone();
+        }
+        let l = Arc::new(Member {
+            offset: 0,
+            size: self.size_of(ty, 0).unwrap_or(0),
+            type_name: self.name_of(ty, 0),
+            name: None,
+            children: self.members_of(ty, 0, 0),
+        });
+        self.layouts.borrow_mut().insert(ty, l.clone());
+        l
+    }
+
+    /// The members of `ty` (through typedefs and qualifiers) placed at `base`.
+    fn members_of(&self, ty: DebugInfoOffset, base: u64, depth: usize) -> Vec<Member> {
+        let Some(t) = self.real(ty).and_then(|r| self.types.get(&r)) else {
+            return Vec::new();
+        };
+        if depth >= MAX_DEPTH
+            || !matches!(
+                gimli::DwTag(t.tag),
+                gimli::DW_TAG_structure_type | gimli::DW_TAG_union_type | gimli::DW_TAG_class_type
+            )
+        {
+            return Vec::new();
+        }
+        t.members
+            .iter()
+            .map(|(name, at, mty)| {
+                let real = self.real(*mty).unwrap_or(*mty);
+                let offset = base.saturating_add(*at);
+                Member {
+                    offset,
+                    size: self.size_of(real, 0).unwrap_or(0),
+                    type_name: self.name_of(real, 0),
+                    name: name.clone(),
+                    children: self.members_of(real, offset, depth + 1),
+                }
+            })
+            .collect()
+    }
+
+    /// `ty` with typedefs and qualifiers looked through.
+    fn real(&self, ty: DebugInfoOffset) -> Option<DebugInfoOffset> {
+        let mut ty = ty;
+        for _ in 0..MAX_DEPTH {
+            let t = self.types.get(&ty)?;
+            match gimli::DwTag(t.tag) {
+                gimli::DW_TAG_typedef
+                | gimli::DW_TAG_const_type
+                | gimli::DW_TAG_volatile_type
+                | gimli::DW_TAG_atomic_type => ty = t.target?,
+                _ => return Some(ty),
+            }
+        }
+        None
     }
 
     /// `ty` without typedefs' and qualifiers' wrapping where they name nothing of their own:
@@ -375,7 +453,8 @@ impl DataTypes {
         let Some(t) = self.types.get(&ty).filter(|_| depth < MAX_DEPTH) else {
             return "(unknown)".to_string();
         };
-        let own = || t.name.as_deref().unwrap_or("(anon)").to_string();
+        // An anonymous struct is `struct ` with nothing after, as perf prints it.
+        let own = || t.name.as_deref().unwrap_or("").to_string();
         let target = |d| match t.target {
             Some(o) => self.name_of(o, d),
             None => "void".to_string(),
@@ -392,6 +471,8 @@ impl DataTypes {
             gimli::DW_TAG_const_type | gimli::DW_TAG_volatile_type | gimli::DW_TAG_atomic_type => {
                 target(depth + 1)
             }
+            gimli::DW_TAG_subroutine_type => "(function_type)".to_string(),
+            _ if t.name.is_none() => "(unknown)".to_string(),
             _ => own(),
         }
     }
@@ -561,6 +642,28 @@ int main(int argc, char **argv) { (void)argv; return use(argc); }
                 Some(("calls".into(), "int +0 (no field)".into()))
             );
             assert_eq!(t.lookup(0), None);
+            // The layout `annotate --data-type` lists: members at their offsets, nested ones
+            // inside, an anonymous union as perf names it.
+            let layout = t.lookup(one).unwrap().layout;
+            let members: Vec<_> = layout
+                .children
+                .iter()
+                .map(|m| {
+                    let inner: Vec<_> = m.children.iter().map(|c| c.offset).collect();
+                    (m.offset, m.size, m.type_name.as_str(), m.name.as_deref(), inner)
+                })
+                .collect();
+            assert_eq!(
+                members,
+                [
+                    (0, 8, "long int", Some("a"), vec![]),
+                    (8, 4, "int", Some("b"), vec![]),
+                    (12, 4, "struct inner", Some("in"), vec![12, 14]),
+                    (16, 4, "union ", None, vec![16, 16]),
+                    (20, 3, "char[]", Some("pad"), vec![]),
+                ]
+            );
+            assert_eq!((layout.size, layout.type_name.as_str()), (24, "struct rec"));
         }
     }
 

@@ -104,6 +104,15 @@ pub fn build(dir: &Path, accesses: &[Access]) -> Built {
     build_events(dir, &Events::mem_loads(), accesses)
 }
 
+/// A program the samples ran in: its path, its text and data mappings as `(start, length,
+/// page offset)`, and the instruction address of each `Access::func`.
+pub struct Program {
+    pub path: PathBuf,
+    pub text: (u64, u64, u64),
+    pub data: (u64, u64, u64),
+    pub ips: Vec<u64>,
+}
+
 /// [`build`] with other events (more than one need `ID` in their sample type) and threads
 /// (each other thread gets a FORK and a COMM record before the samples).
 pub fn build_events(dir: &Path, events: &Events, accesses: &[Access]) -> Built {
@@ -112,6 +121,27 @@ pub fn build_events(dir: &Path, events: &Events, accesses: &[Access]) -> Built {
     let elf = data_elf(&funcs, &DATA, &BSS);
     let prog = dir.join("memwork");
     std::fs::write(&prog, &elf.bytes).unwrap();
+    let text_len = elf.functions.last().unwrap() + 0x10 - 0x40_0000;
+    let program = Program {
+        path: prog,
+        text: (0x40_0000, text_len.next_multiple_of(0x1000), 0),
+        data: (
+            DATA_BASE,
+            elf.data_len.next_multiple_of(0x1000),
+            elf.data_offset,
+        ),
+        ips: elf.functions.iter().map(|f| f + 2).collect(),
+    };
+    write_recording(dir, events, &program, accesses);
+    Built {
+        functions: elf.functions,
+        objects: elf.objects,
+    }
+}
+
+/// Writes `dir/perf.data`: `events`' recording of `program` (its text and data mappings,
+/// `[heap]`, anonymous memory and `[stack]`) with `accesses` in order.
+pub fn write_recording(dir: &Path, events: &Events, program: &Program, accesses: &[Access]) {
     let mut pd = PerfData::new();
     let attr = events.events[0].0;
     for (i, (a, name)) in events.events.iter().enumerate() {
@@ -143,15 +173,14 @@ pub fn build_events(dir: &Path, events: &Events, accesses: &[Access]) -> Built {
     };
     pd.records
         .extend(enc.comm(&sid(time), PID, PID, b"memwork", true));
-    let path = prog.to_str().unwrap().as_bytes().to_vec();
-    let text_len = elf.functions.last().unwrap() + 0x10 - 0x40_0000;
+    let path = program.path.to_str().unwrap().as_bytes().to_vec();
     let maps: [MapSpec<'_>; 5] = [
-        (2, 0x40_0000, text_len.next_multiple_of(0x1000), 0, 5, &path),
+        (2, program.text.0, program.text.1, program.text.2, 5, &path),
         (
             2 | MMAP_DATA,
-            DATA_BASE,
-            elf.data_len.next_multiple_of(0x1000),
-            elf.data_offset,
+            program.data.0,
+            program.data.1,
+            program.data.2,
             3,
             &path,
         ),
@@ -213,7 +242,7 @@ pub fn build_events(dir: &Path, events: &Events, accesses: &[Access]) -> Built {
         time += 1000;
         let s = SampleFields {
             misc: 2,
-            ip: elf.functions[a.func] + 2,
+            ip: program.ips[a.func],
             id: 7 + a.event as u64,
             pid: PID,
             tid: if a.tid == 0 { PID } else { a.tid },
@@ -232,10 +261,6 @@ pub fn build_events(dir: &Path, events: &Events, accesses: &[Access]) -> Built {
         .extend(super::encode::record(FINISHED_ROUND, 0, &[]));
     pd.sample_time(first, time);
     pd.write(&dir.join("perf.data"));
-    Built {
-        functions: elf.functions,
-        objects: elf.objects,
-    }
 }
 
 /// The physical address the hand-built samples give a data address (with PHYS_ADDR in their
