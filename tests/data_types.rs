@@ -450,4 +450,32 @@ fn hand_built_accesses_by_type_field_and_latency() {
         ""
     );
     assert_eq!(out, want);
+    // A flame graph weighed by load latency: each function's latencies summed (under the
+    // process's name and the object).
+    let o = hrec_in(
+        d,
+        &[
+            "flamegraph",
+            "--folded",
+            "--weight",
+            "load-latency",
+            "-o",
+            "-",
+            "-i",
+            "perf.data",
+        ],
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let mut stacks: Vec<&str> = out.lines().collect();
+    stacks.sort_unstable();
+    assert_eq!(
+        stacks,
+        [
+            "memwork;hand;fill 600",
+            "memwork;hand;main 7",
+            "memwork;hand;rec_sum 40",
+            "memwork;hand;warm_sum 100"
+        ]
+    );
 }

@@ -24,9 +24,10 @@ pub struct FlamegraphArgs {
     /// several). With --wall, the on-CPU event (default: the first clock).
     #[arg(long)]
     pub event: Option<String>,
-    /// Frame width: samples, period (the event count) or retire-latency (cycles)
+    /// Frame width: samples, period (the event count), retire-latency (cycles) or
+    /// load-latency (cycles: the memory samples' weight, `hrec mem record`)
     /// [default: samples; with --wall, period: nanoseconds].
-    #[arg(long, value_parser = ["samples", "period", "retire-latency"])]
+    #[arg(long, value_parser = ["samples", "period", "retire-latency", "load-latency"])]
     pub weight: Option<String>,
     /// Wall-clock view (hot/cold): the on-CPU samples and the off-CPU time of a recording
     /// with switch records (record --off-cpu, or perf's --switch-events) in one graph, in
@@ -66,7 +67,15 @@ impl FlamegraphArgs {
     fn into_config(self) -> Result<FlamegraphConfig, String> {
         use hrec::output::flame::{Colors, FlameOptions, Weight};
         let default_out = if self.folded { "-" } else { "flamegraph.svg" };
-        let (profile, filters) = reading_options(self.symbols, self.filters)?;
+        let (mut profile, filters) = reading_options(self.symbols, self.filters)?;
+        if self.weight.as_deref() == Some("load-latency") {
+            if self.flame_chart {
+                return Err("--flame-chart draws samples, period or retire-latency in time order; --weight load-latency does not apply".to_string());
+            }
+            // Each sample's load latency (its weight) is kept with its stack.
+            use hrec::analysis::memkeys::{MemKey, fold};
+            profile.fold.mem = fold(&[MemKey::LocalWeight]);
+        }
         if self.wall {
             if let Some(w) = self.weight.as_deref().filter(|&w| w != "period") {
                 return Err(format!(
@@ -95,6 +104,7 @@ impl FlamegraphArgs {
                 weight: match self.weight.as_deref().unwrap_or("samples") {
                     "period" => Weight::Period,
                     "retire-latency" => Weight::RetireLatency,
+                    "load-latency" => Weight::LoadLatency,
                     _ => Weight::Samples,
                 },
                 colors: if self.color == "topdown" {

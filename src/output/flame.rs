@@ -56,6 +56,9 @@ pub enum Weight {
     Period,
     /// Sum of retire latencies in cycles (samples with a latency only).
     RetireLatency,
+    /// Sum of load latencies in cycles: the weight of memory samples (`WEIGHT_STRUCT`'s
+    /// `var1`, or `WEIGHT`), samples with a weight only.
+    LoadLatency,
 }
 
 /// How frames are coloured.
@@ -166,6 +169,11 @@ pub enum FlameError {
         /// Why.
         why: String,
     },
+    /// Weighting by load latency without weights.
+    #[error(
+        "cannot weight by load latency: no sample of event {0} has one (record a memory event with a weight: hrec mem record, or record -W)"
+    )]
+    NoLoadLatency(String),
     /// No samples to draw.
     #[error("no samples of event {0} to draw (after filters)")]
     Empty(String),
@@ -346,6 +354,16 @@ pub fn fold(p: &Profile, event: usize, o: &FlameOptions) -> Result<Folded, Flame
             }
             "retire-cycles".to_string()
         }
+        Weight::LoadLatency => {
+            let weighed = p.groups.iter().any(|g| {
+                usize::from(g.event) == event
+                    && p.mems.get(g.mem as usize).is_some_and(|m| m.weight > 0)
+            });
+            if !weighed {
+                return Err(FlameError::NoLoadLatency(e.name.clone()));
+            }
+            "load-cycles".to_string()
+        }
     };
     let mut merged: HashMap<String, u64> = HashMap::new();
     let mut ordered: Vec<(String, u64)> = Vec::new();
@@ -364,6 +382,10 @@ pub fn fold(p: &Profile, event: usize, o: &FlameOptions) -> Result<Folded, Flame
             Weight::RetireLatency => match p.latency(s) {
                 Some(l) => l.sum(),
                 None => continue,
+            },
+            Weight::LoadLatency => match p.mems.get(s.mem as usize) {
+                Some(m) if m.weight > 0 => m.weight.saturating_mul(s.samples),
+                _ => continue,
             },
         };
         frames.clear();
@@ -396,6 +418,8 @@ pub fn fold(p: &Profile, event: usize, o: &FlameOptions) -> Result<Folded, Flame
                 Weight::Samples => r.samples,
                 Weight::Period => r.period,
                 Weight::RetireLatency => r.latency,
+                // (Refused with --flame-chart: runs keep no load latency.)
+                Weight::LoadLatency => 0,
             };
             if w == 0 {
                 continue;

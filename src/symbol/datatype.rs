@@ -650,7 +650,13 @@ int main(int argc, char **argv) { (void)argv; return use(argc); }
                 .iter()
                 .map(|m| {
                     let inner: Vec<_> = m.children.iter().map(|c| c.offset).collect();
-                    (m.offset, m.size, m.type_name.as_str(), m.name.as_deref(), inner)
+                    (
+                        m.offset,
+                        m.size,
+                        m.type_name.as_str(),
+                        m.name.as_deref(),
+                        inner,
+                    )
                 })
                 .collect();
             assert_eq!(
