@@ -11,7 +11,7 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use hrec::decode::datasrc::{DataSrc, blk, hops, lock, lvl, lvlnum, op, snoop, tlb};
+use hrec::decode::datasrc::{DataSrc, blk, hops, lock, lvl, lvlnum, op, snoop, snoopx, tlb};
 use hrec::event::attr::{flag, sample};
 use support::memdata::{Access, Events, PID, build_events, mem_loads_attr, src, tmp};
 use support::{hrec_in, text};
@@ -261,6 +261,8 @@ fn perf_6_1_c2c_report_gives_the_same_tables() {
     let theirs = String::from_utf8_lossy(&o.stdout).into_owned();
     let ours = hrec_ok(&dir, &["c2c", "report", "-i", "perf.data", "--stdio"]);
     for title in [
+        "Trace Event Information",
+        "Global Shared Cache Line Event Information",
         "Shared Data Cache Line Table",
         "Shared Cache Line Distribution Pareto",
     ] {
@@ -614,7 +616,8 @@ fn perf_6_1_c2c_report_flags_give_the_same_tables() {
 }
 
 /// Loads and stores with data sources but no data addresses: one warning; no line can be
-/// told, the load and store totals still count every sample.
+/// told, the load and store totals still count every sample, as accesses without an
+/// address (in no level class).
 #[test]
 fn a_recording_without_data_addresses_is_one_warning_and_counts_its_loads() {
     let dir = tmp("noaddr");
@@ -636,7 +639,12 @@ fn a_recording_without_data_addresses_is_one_warning_and_counts_its_loads() {
     for (label, n) in [
         ("Load Operations", loads),
         ("Store Operations", stores),
-        ("No Page Map Rejects", acc.len()),
+        // perf's classes of accesses without an address (its `ld_noadrs`, `st_noadrs`);
+        // its page-map rejects are addresses in no mapping.
+        ("Loads - no mapping", loads),
+        ("Store - no mapping", stores),
+        ("No Page Map Rejects", 0),
+        ("Load L1D hit", 0),
         ("Total Shared Cache Lines", 0),
     ] {
         assert!(
@@ -706,5 +714,290 @@ fn a_line_under_a_thousandth_of_the_hitms_is_not_shown() {
     acc.push(load(table, T1, 2));
     build_events(&dir, &ev, &acc);
     assert_eq!(lines(&dir), [shared, table]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Every class of perf c2c's Trace Event and Global Shared Cache Line lines on known
+/// accesses: locked, blocked (data, address), uncacheable and I/O loads, a load that missed,
+/// DRAM loads in MESI state shared and exclusive, local and remote peer hits, an uncacheable
+/// store and an access that is neither load nor store; and the same lines as perf 6.1 prints
+/// them for the same file.
+#[test]
+fn every_trace_event_class_counts_as_perf_6_1_counts_it() {
+    let dir = tmp("classes");
+    let ev = c2c_events();
+    let probe = build_events(&dir, &ev, &[]);
+    let (shared, table) = (probe.objects[0], probe.objects[1]);
+    #[allow(clippy::too_many_arguments)]
+    let ds =
+        |o, l, sn, lk, num, remote, sx, b, h| src(o, l, sn, lk, tlb::NA, num, remote, sx, b, h);
+    let locked_l1 = ds(
+        op::LOAD,
+        lvl::HIT | lvl::L1,
+        snoop::NONE,
+        lock::LOCKED,
+        lvlnum::L1,
+        false,
+        0,
+        blk::NA,
+        0,
+    );
+    let blk_data = ds(
+        op::LOAD,
+        lvl::HIT | lvl::L1,
+        snoop::NONE,
+        lock::NA,
+        lvlnum::L1,
+        false,
+        0,
+        blk::DATA,
+        0,
+    );
+    let blk_addr = ds(
+        op::LOAD,
+        lvl::HIT | lvl::L1,
+        snoop::NONE,
+        lock::NA,
+        lvlnum::L1,
+        false,
+        0,
+        blk::ADDR,
+        0,
+    );
+    let dram_shared = ds(
+        op::LOAD,
+        lvl::HIT | lvl::LOC_RAM,
+        snoop::HIT,
+        lock::NA,
+        lvlnum::RAM,
+        false,
+        0,
+        blk::NA,
+        0,
+    );
+    let dram_excl = ds(
+        op::LOAD,
+        lvl::HIT | lvl::LOC_RAM,
+        snoop::MISS,
+        lock::NA,
+        lvlnum::RAM,
+        false,
+        0,
+        blk::NA,
+        0,
+    );
+    let rmt_dram = ds(
+        op::LOAD,
+        lvl::HIT | lvl::REM_RAM1,
+        snoop::MISS,
+        lock::NA,
+        lvlnum::RAM,
+        true,
+        0,
+        blk::NA,
+        hops::SOCKET,
+    );
+    let uncached = ds(
+        op::LOAD,
+        lvl::HIT | lvl::UNC,
+        snoop::NA,
+        lock::NA,
+        lvlnum::NA,
+        false,
+        0,
+        blk::NA,
+        0,
+    );
+    let io = ds(
+        op::LOAD,
+        lvl::HIT | lvl::IO,
+        snoop::NA,
+        lock::NA,
+        lvlnum::IO,
+        false,
+        0,
+        blk::NA,
+        0,
+    );
+    let l2_peer = ds(
+        op::LOAD,
+        lvl::HIT | lvl::L2,
+        snoop::NONE,
+        lock::NA,
+        lvlnum::L2,
+        false,
+        snoopx::PEER,
+        blk::NA,
+        0,
+    );
+    let rmt_peer = ds(
+        op::LOAD,
+        lvl::HIT | lvl::REM_CCE1,
+        snoop::NONE,
+        lock::NA,
+        lvlnum::ANY_CACHE,
+        true,
+        snoopx::PEER,
+        blk::NA,
+        hops::SOCKET,
+    );
+    let missed = ds(
+        op::LOAD,
+        lvl::MISS | lvl::L3,
+        snoop::NA,
+        lock::NA,
+        lvlnum::L3,
+        false,
+        0,
+        blk::NA,
+        0,
+    );
+    let lfb = ds(
+        op::LOAD,
+        lvl::HIT | lvl::LFB,
+        snoop::NONE,
+        lock::NA,
+        lvlnum::LFB,
+        false,
+        0,
+        blk::NA,
+        0,
+    );
+    let st_unc = ds(
+        op::STORE,
+        lvl::HIT | lvl::UNC,
+        snoop::NA,
+        lock::NA,
+        lvlnum::NA,
+        false,
+        0,
+        blk::NA,
+        0,
+    );
+    let prefetch = ds(
+        op::PFETCH,
+        lvl::NA,
+        snoop::NA,
+        lock::NA,
+        0,
+        false,
+        0,
+        blk::NA,
+        0,
+    );
+    let locked_hitm = ds(
+        op::LOAD,
+        lvl::HIT | lvl::L3,
+        snoop::HITM,
+        lock::LOCKED,
+        lvlnum::L3,
+        false,
+        0,
+        blk::DATA,
+        0,
+    );
+    let mut acc = Vec::new();
+    let mut add = |src: DataSrc, n: usize, addr: u64, event: usize| {
+        for i in 0..n {
+            acc.push(Access {
+                func: 0,
+                addr: addr + 8 * i as u64,
+                src,
+                weight: 40,
+                period: 1,
+                event,
+                tid: T1,
+                cpu: 2,
+            });
+        }
+    };
+    add(locked_l1, 2, table, 0);
+    add(blk_data, 3, table + 64, 0);
+    add(blk_addr, 1, table + 128, 0);
+    add(dram_shared, 2, table + 192, 0);
+    add(dram_excl, 4, table + 256, 0);
+    add(rmt_dram, 1, table + 320, 0);
+    add(uncached, 2, table + 384, 0);
+    add(io, 1, table + 448, 0);
+    add(l2_peer, 2, table + 512, 0);
+    add(rmt_peer, 1, table + 576, 0);
+    add(missed, 1, table + 640, 0);
+    add(lfb, 1, table + 704, 0);
+    add(st_unc, 1, table + 768, 1);
+    add(prefetch, 1, table + 832, 0);
+    // A line shared by HITMs: two locked, blocked local HITMs, a peer hit and a store.
+    add(locked_hitm, 2, shared, 0);
+    add(l2_peer, 1, shared + 16, 0);
+    add(store(true), 1, shared + 24, 1);
+    build_events(&dir, &ev, &acc);
+    let ours = hrec_ok(&dir, &["c2c", "report", "-i", "perf.data", "--stdio"]);
+    let value = |label: &str| -> String {
+        ours.lines()
+            .find(|l| l.split(':').next().map(str::trim) == Some(label))
+            .and_then(|l| l.split(':').nth(1))
+            .map(|v| v.trim().to_string())
+            .unwrap_or_else(|| panic!("{label}\n{ours}"))
+    };
+    for (label, want) in [
+        ("Total records", "27"),
+        ("Locked Load/Store Operations", "4"),
+        ("Load Operations", "24"),
+        ("Loads - uncacheable", "2"),
+        ("Loads - IO", "1"),
+        ("Loads - Miss", "1"),
+        ("Load Fill Buffer Hit", "1"),
+        ("Load L1D hit", "6"),
+        ("Load L2D hit", "3"),
+        ("Load LLC hit", "2"),
+        ("Load Local HITM", "2"),
+        ("Load Remote HIT", "1"),
+        ("Load Local DRAM", "6"),
+        ("Load Remote DRAM", "1"),
+        ("Load MESI State Exclusive", "5"),
+        ("Load MESI State Shared", "2"),
+        ("Load LLC Misses", "8"),
+        ("Load access blocked by data", "5"),
+        ("Load access blocked by address", "1"),
+        ("Load HIT Local Peer", "3"),
+        ("Load HIT Remote Peer", "1"),
+        ("LLC Misses to Local DRAM", "75.0%"),
+        ("LLC Misses to Remote DRAM", "12.5%"),
+        ("LLC Misses to Remote cache (HIT)", "12.5%"),
+        ("LLC Misses to Remote cache (HITM)", "0.0%"),
+        ("Store Operations", "2"),
+        ("Store - uncacheable", "1"),
+        ("Store L1D Hit", "1"),
+        ("Store No available memory level", "0"),
+        ("Unable to parse data source", "1"),
+        // The shared line, and the two lines of peer hits only (perf 6.1 counts a line with
+        // a peer hit as shared; it shows none of them without a HITM).
+        ("Total Shared Cache Lines", "3"),
+        ("Load HITs on shared lines", "6"),
+        ("Load hits on peer cache or nodes", "4"),
+        ("Locked Access on shared lines", "2"),
+        ("Blocked Access on shared lines", "2"),
+        ("Total Merged records", "3"),
+    ] {
+        assert_eq!(value(label), want, "{label}\n{ours}");
+    }
+    if support::perf().is_some() {
+        let o = Command::new("perf")
+            .args(["c2c", "report", "-i", "perf.data", "--stdio"])
+            .current_dir(&dir)
+            .env("PERF_PAGER", "cat")
+            .output()
+            .unwrap();
+        let theirs = String::from_utf8_lossy(&o.stdout).into_owned();
+        for title in [
+            "Trace Event Information",
+            "Global Shared Cache Line Event Information",
+        ] {
+            assert_eq!(
+                section(&ours, title),
+                section(&theirs, title),
+                "{title}\n{ours}\n{theirs}"
+            );
+        }
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

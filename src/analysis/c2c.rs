@@ -11,12 +11,20 @@
 //!   or remote by `mem_remote` / `REM_RAM1`/`REM_RAM2`); `mem_lvl_num` is read when the old
 //!   level bits say nothing. Each load is counted in exactly one class: a remote HITM is not
 //!   also a remote DRAM load (perf 6.1 counts both when the level says RAM).
-//! * **Stores** (`mem_op` STORE): an L1 hit, an L1 miss, or neither (`N/A`).
+//!   A level bit counts where the load hit: with `MISS` it is only a load that missed
+//!   (`Loads - Miss`). Besides its class a load may be uncacheable or I/O (level `UNC`, `IO`
+//!   with `HIT`), locked (`mem_lock`), blocked (`mem_blk` DATA, ADDR), served by a peer cache
+//!   (`mem_snoopx` PEER: local at L2 or the LLC, remote from another socket's cache), and a
+//!   DRAM load is in MESI state shared when the snoop says `HIT`, else exclusive. A load or
+//!   store without a data address is counted only as such (perf's "no mapping" lines).
+//! * **Stores** (`mem_op` STORE): an L1 hit, an L1 miss, or no level (`N/A`); uncacheable
+//!   (`UNC` with `HIT`). An access that is neither a load nor a store is one perf cannot
+//!   parse.
 //!
 //! A cache line is the 64-byte line of the data address (`addr & !63`) in its process's
 //! address space. Which HITMs count is perf's `-d/--display` ([`Display`]): `tot` (local and
 //! remote, perf 6.1's default on x86), `lcl` or `rmt`. A line is *shared* when it has a HITM of
-//! either kind (the Global Shared Cache Line totals); it is *shown* when its displayed HITMs are
+//! either kind or a peer hit (the Global Shared Cache Line totals); it is *shown* when its displayed HITMs are
 //! at least 0.1% of those of all shared lines (perf's `DISPLAY_LINE_LIMIT`), the most first.
 //! Each line's rows are its samples grouped by offset and by what `-c` lists ([`Coalesce`]:
 //! the code address by default, the process, the thread, the code's object); a row is shown
@@ -31,7 +39,7 @@ use serde::Serialize;
 
 use super::memkeys::CACHE_LINE;
 use super::profile::{NONE, Profile};
-use crate::decode::datasrc::{DataSrc, lvl, lvlnum, op, snoop};
+use crate::decode::datasrc::{DataSrc, blk, lock, lvl, lvlnum, op, snoop, snoopx};
 
 /// Per-class counts of a line or an offset, and the summed latencies behind the averages.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -66,6 +74,34 @@ pub struct C2cStats {
     pub st_l1miss: u64,
     /// Stores with no level.
     pub st_na: u64,
+    /// Locked loads and stores (`mem_lock` LOCKED).
+    pub locks: u64,
+    /// Loads blocked by data that could not be forwarded (`mem_blk` DATA).
+    pub blk_data: u64,
+    /// Loads blocked by an address conflict (`mem_blk` ADDR).
+    pub blk_addr: u64,
+    /// Uncacheable loads (level `UNC` with `HIT`).
+    pub ld_uncache: u64,
+    /// I/O loads (level `IO` with `HIT`).
+    pub ld_io: u64,
+    /// Loads whose level says `MISS`.
+    pub ld_miss: u64,
+    /// Loads without a data address (counted in no other load class).
+    pub ld_noadrs: u64,
+    /// DRAM loads the snoop found in no other cache (MESI state exclusive).
+    pub ld_excl: u64,
+    /// DRAM loads the snoop found in another cache too (`HIT`: MESI state shared).
+    pub ld_shared: u64,
+    /// Loads served by a peer cache of this socket (`mem_snoopx` PEER at L2 or the LLC).
+    pub lcl_peer: u64,
+    /// Loads served by a peer cache of another socket (`mem_snoopx` PEER, remote).
+    pub rmt_peer: u64,
+    /// Uncacheable stores.
+    pub st_uncache: u64,
+    /// Stores without a data address.
+    pub st_noadrs: u64,
+    /// Samples whose data source is neither a load nor a store.
+    pub noparse: u64,
     /// Summed latency of the local HITM loads.
     pub lcl_hitm_cycles: u64,
     /// Summed latency of the remote HITM loads.
@@ -80,31 +116,71 @@ impl C2cStats {
         self.lcl_hitm + self.rmt_hitm
     }
 
-    /// Adds `n` samples of one access with data source `src` and weight `w`.
+    /// Adds `n` samples of one access with data source `src`, weight `w` and a data address.
     pub fn add(&mut self, src: DataSrc, w: u64, n: u64) {
+        self.add_access(src, w, n, true);
+    }
+
+    /// [`C2cStats::add`] for an access that may have no data address (`has_addr`): one
+    /// without is counted as a load or store without an address and in no level class, as
+    /// perf counts it.
+    pub fn add_access(&mut self, src: DataSrc, w: u64, n: u64, has_addr: bool) {
         self.records += n;
         let level = src.lvl();
         let num = src.lvl_num();
         let remote_cache = level & (lvl::REM_CCE1 | lvl::REM_CCE2) != 0;
         let remote_ram = level & (lvl::REM_RAM1 | lvl::REM_RAM2) != 0;
+        if src.lock() & lock::LOCKED != 0 {
+            self.locks += n;
+        }
+        if src.blk() & blk::DATA != 0 {
+            self.blk_data += n;
+        }
+        if src.blk() & blk::ADDR != 0 {
+            self.blk_addr += n;
+        }
+        let hit = level & lvl::HIT != 0;
         if src.op() & op::STORE != 0 {
             self.stores += n;
-            if level & lvl::L1 != 0 || num == lvlnum::L1 {
-                if level & lvl::MISS != 0 {
-                    self.st_l1miss += n;
-                } else {
-                    self.st_l1hit += n;
-                }
-            } else {
+            if !has_addr {
+                self.st_noadrs += n;
+                return;
+            }
+            if hit && level & lvl::UNC != 0 {
+                self.st_uncache += n;
+            }
+            let l1 = level & lvl::L1 != 0
+                || (level & !(lvl::NA | lvl::HIT | lvl::MISS) == 0 && num == lvlnum::L1);
+            if l1 && level & lvl::MISS != 0 {
+                self.st_l1miss += n;
+            } else if l1 {
+                self.st_l1hit += n;
+            } else if level & lvl::NA != 0 || level == 0 {
                 self.st_na += n;
             }
             return;
         }
         if src.op() & op::LOAD == 0 {
+            self.noparse += n;
             return;
         }
         self.loads += n;
+        if !has_addr {
+            self.ld_noadrs += n;
+            return;
+        }
+        if hit && level & lvl::UNC != 0 {
+            self.ld_uncache += n;
+        }
+        if hit && level & lvl::IO != 0 {
+            self.ld_io += n;
+        }
+        if level & lvl::MISS != 0 {
+            self.ld_miss += n;
+        }
         let remote = src.remote() || remote_cache || remote_ram;
+        let peer = src.snoopx() & snoopx::PEER != 0;
+        let shared = src.snoop() & snoop::HIT != 0;
         if src.snoop() & snoop::HITM != 0 {
             if remote {
                 self.rmt_hitm += n;
@@ -116,8 +192,18 @@ impl C2cStats {
             return;
         }
         self.load_cycles += w * n;
+        // A level bit names where a load hit (not one it missed); a level given only by
+        // its number (the old bits say nothing) is where it hit.
         let is = |bit: u64, number: u64| {
-            level & bit != 0 || (level & !(lvl::NA | lvl::HIT | lvl::MISS) == 0 && num == number)
+            (level & bit != 0 && level & lvl::MISS == 0)
+                || (level & !(lvl::NA | lvl::HIT | lvl::MISS) == 0 && num == number)
+        };
+        let mesi = |s: &mut C2cStats| {
+            if shared {
+                s.ld_shared += n;
+            } else {
+                s.ld_excl += n;
+            }
         };
         if is(lvl::LFB, lvlnum::LFB) {
             self.ld_fbhit += n;
@@ -125,15 +211,32 @@ impl C2cStats {
             self.ld_l1hit += n;
         } else if is(lvl::L2, lvlnum::L2) {
             self.ld_l2hit += n;
+            if peer {
+                self.lcl_peer += n;
+            }
         } else if is(lvl::L3, lvlnum::L3) && !remote {
             self.lcl_hit += n;
+            if peer {
+                self.lcl_peer += n;
+            }
         } else if remote_ram || (num == lvlnum::RAM && src.remote()) {
             self.rmt_dram += n;
+            mesi(self);
         } else if is(lvl::LOC_RAM, lvlnum::RAM) {
             self.lcl_dram += n;
+            mesi(self);
         } else if remote {
             self.rmt_hit += n;
+            if peer {
+                self.rmt_peer += n;
+            }
         }
+    }
+
+    /// Loads served from beyond this socket's LLC: DRAM, local or remote, and another
+    /// socket's cache, with or without HITM (perf's `llc_misses`).
+    pub fn llc_misses(&self) -> u64 {
+        self.lcl_dram + self.rmt_dram + self.rmt_hit + self.rmt_hitm
     }
 
     fn merge(&mut self, o: &C2cStats) {
@@ -152,6 +255,20 @@ impl C2cStats {
         self.st_l1hit += o.st_l1hit;
         self.st_l1miss += o.st_l1miss;
         self.st_na += o.st_na;
+        self.locks += o.locks;
+        self.blk_data += o.blk_data;
+        self.blk_addr += o.blk_addr;
+        self.ld_uncache += o.ld_uncache;
+        self.ld_io += o.ld_io;
+        self.ld_miss += o.ld_miss;
+        self.ld_noadrs += o.ld_noadrs;
+        self.ld_excl += o.ld_excl;
+        self.ld_shared += o.ld_shared;
+        self.lcl_peer += o.lcl_peer;
+        self.rmt_peer += o.rmt_peer;
+        self.st_uncache += o.st_uncache;
+        self.st_noadrs += o.st_noadrs;
+        self.noparse += o.noparse;
         self.lcl_hitm_cycles += o.lcl_hitm_cycles;
         self.rmt_hitm_cycles += o.rmt_hitm_cycles;
         self.load_cycles += o.load_cycles;
@@ -306,12 +423,14 @@ pub struct C2c {
     pub lines: Vec<C2cLine>,
     /// Counts over every sample with a data source.
     pub total: C2cStats,
-    /// Lines with a HITM of either kind.
+    /// Lines with a HITM of either kind or a peer hit.
     pub shared_lines: u64,
     /// Counts over those lines.
     pub shared: C2cStats,
     /// Samples without a data address (not placed in a line).
     pub no_address: u64,
+    /// Samples whose data address lies in no mapping (perf's "No Page Map Rejects").
+    pub no_map: u64,
     /// The recording's NUMA nodes (empty without a NUMA topology).
     pub nodes: Vec<u32>,
 }
@@ -348,12 +467,16 @@ pub fn build(
             continue;
         };
         let src = DataSrc(m.data_src);
-        c.total.add(src, m.weight, g.samples);
-        if m.daddr == NONE || m.addr == 0 {
+        let has_addr = m.daddr != NONE && m.addr != 0;
+        c.total.add_access(src, m.weight, g.samples, has_addr);
+        if !has_addr {
             c.no_address += g.samples;
             continue;
         }
         let d = p.data_locs.get(m.daddr as usize);
+        if d.is_none_or(|d| d.unmapped) {
+            c.no_map += g.samples;
+        }
         // Lines of anonymous or unmapped memory are per process; file-backed ones too, as
         // perf keys them by the process's address space unless the mapping is shared.
         let line = m.addr & !(CACHE_LINE - 1);
@@ -429,7 +552,10 @@ pub fn build(
             l.offsets.push(row);
         }
     }
-    let shared: Vec<C2cLine> = lines.into_values().filter(|l| l.stats.hitm() > 0).collect();
+    let shared: Vec<C2cLine> = lines
+        .into_values()
+        .filter(|l| l.stats.hitm() + l.stats.lcl_peer + l.stats.rmt_peer > 0)
+        .collect();
     for l in &shared {
         c.shared.merge(&l.stats);
     }
@@ -462,7 +588,7 @@ pub fn build(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decode::datasrc::{blk, hops, lock, tlb};
+    use crate::decode::datasrc::{hops, tlb};
 
     fn src(lvl_: u64, snoop_: u64, num: u64, remote: bool) -> DataSrc {
         DataSrc::from_fields(

@@ -75,25 +75,53 @@ pub fn write(c: &C2c, events: &[String], view: &View, out: &mut dyn Write) -> io
     let line = |out: &mut dyn Write, label: &str, v: String| -> io::Result<()> {
         writeln!(out, "  {label:<34}:{v:>11}")
     };
+    let misses = t.llc_misses();
+    // perf divides by the misses whatever they are: 0/0 prints as C's `-nan`.
+    let of_misses = |v: u64| {
+        if misses == 0 {
+            "-nan%".to_string()
+        } else {
+            format!("{:.1}%", v as f64 * 100.0 / misses as f64)
+        }
+    };
     for (label, v) in [
-        ("Total records", t.records),
-        ("Load Operations", t.loads),
-        ("Load Fill Buffer Hit", t.ld_fbhit),
-        ("Load L1D hit", t.ld_l1hit),
-        ("Load L2D hit", t.ld_l2hit),
-        ("Load LLC hit", t.lcl_hit + t.lcl_hitm),
-        ("Load Local HITM", t.lcl_hitm),
-        ("Load Remote HITM", t.rmt_hitm),
-        ("Load Remote HIT", t.rmt_hit),
-        ("Load Local DRAM", t.lcl_dram),
-        ("Load Remote DRAM", t.rmt_dram),
-        ("Store Operations", t.stores),
-        ("Store L1D Hit", t.st_l1hit),
-        ("Store L1D Miss", t.st_l1miss),
-        ("Store No available memory level", t.st_na),
-        ("No Page Map Rejects", c.no_address),
+        ("Total records", t.records.to_string()),
+        ("Locked Load/Store Operations", t.locks.to_string()),
+        ("Load Operations", t.loads.to_string()),
+        ("Loads - uncacheable", t.ld_uncache.to_string()),
+        ("Loads - IO", t.ld_io.to_string()),
+        ("Loads - Miss", t.ld_miss.to_string()),
+        ("Loads - no mapping", t.ld_noadrs.to_string()),
+        ("Load Fill Buffer Hit", t.ld_fbhit.to_string()),
+        ("Load L1D hit", t.ld_l1hit.to_string()),
+        ("Load L2D hit", t.ld_l2hit.to_string()),
+        ("Load LLC hit", (t.lcl_hit + t.lcl_hitm).to_string()),
+        ("Load Local HITM", t.lcl_hitm.to_string()),
+        ("Load Remote HITM", t.rmt_hitm.to_string()),
+        ("Load Remote HIT", t.rmt_hit.to_string()),
+        ("Load Local DRAM", t.lcl_dram.to_string()),
+        ("Load Remote DRAM", t.rmt_dram.to_string()),
+        ("Load MESI State Exclusive", t.ld_excl.to_string()),
+        ("Load MESI State Shared", t.ld_shared.to_string()),
+        ("Load LLC Misses", misses.to_string()),
+        ("Load access blocked by data", t.blk_data.to_string()),
+        ("Load access blocked by address", t.blk_addr.to_string()),
+        ("Load HIT Local Peer", t.lcl_peer.to_string()),
+        ("Load HIT Remote Peer", t.rmt_peer.to_string()),
+        ("LLC Misses to Local DRAM", of_misses(t.lcl_dram)),
+        ("LLC Misses to Remote DRAM", of_misses(t.rmt_dram)),
+        ("LLC Misses to Remote cache (HIT)", of_misses(t.rmt_hit)),
+        ("LLC Misses to Remote cache (HITM)", of_misses(t.rmt_hitm)),
+        ("Store Operations", t.stores.to_string()),
+        ("Store - uncacheable", t.st_uncache.to_string()),
+        ("Store - no mapping", t.st_noadrs.to_string()),
+        ("Store L1D Hit", t.st_l1hit.to_string()),
+        ("Store L1D Miss", t.st_l1miss.to_string()),
+        ("Store No available memory level", t.st_na.to_string()),
+        ("No Page Map Rejects", c.no_map.to_string()),
+        ("Unable to parse data source", t.noparse.to_string()),
     ] {
-        line(out, label, v.to_string())?;
+        line(out, label, v)?;
     }
     writeln!(out)?;
     banner(out, "Global Shared Cache Line Event Information")?;
@@ -105,9 +133,13 @@ pub fn write(c: &C2c, events: &[String], view: &View, out: &mut dyn Write) -> io
         ("L1D hits on shared lines", s.ld_l1hit),
         ("L2D hits on shared lines", s.ld_l2hit),
         ("LLC hits on shared lines", s.lcl_hit + s.lcl_hitm),
+        ("Load hits on peer cache or nodes", s.lcl_peer + s.rmt_peer),
+        ("Locked Access on shared lines", s.locks),
+        ("Blocked Access on shared lines", s.blk_data + s.blk_addr),
         ("Store HITs on shared lines", s.stores),
         ("Store L1D hits on shared lines", s.st_l1hit),
         ("Store No available memory level", s.st_na),
+        ("Total Merged records", s.hitm() + s.stores),
     ] {
         line(out, label, v.to_string())?;
     }
