@@ -478,4 +478,27 @@ fn hand_built_accesses_by_type_field_and_latency() {
             "memwork;hand;warm_sum 100"
         ]
     );
+    // diff by data type and field: a second recording with one access to each field of
+    // `struct node` against this one.
+    std::fs::rename(d.join("perf.data"), d.join("old.data")).unwrap();
+    let again = [
+        access(0, ANON + 0x40, 100),
+        access(1, ANON + 0x48, 40),
+    ];
+    write_recording(d, &Events::mem_loads(), &program, &again);
+    let o = hrec_in(d, &["diff", "-s", "typeoff", "old.data", "perf.data"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let row = |key: &str| -> Vec<String> {
+        let l = out
+            .lines()
+            .find(|l| l.trim_end().ends_with(key))
+            .unwrap_or_else(|| panic!("{key}: {out}"));
+        l.split_whitespace().take(2).map(str::to_string).collect()
+    };
+    // Baseline share and the change: 3 of 10 to 1 of 2, 2 of 10 to 1 of 2; 4 of 10 to none,
+    // which perf's diff shows without a delta.
+    assert_eq!(row("struct node +0x40 (hot)"), ["30.00%", "+20.00%"]);
+    assert_eq!(row("struct node +0x48 (warm)"), ["20.00%", "+30.00%"]);
+    assert_eq!(row("struct page_rec +0x40 (hot)"), ["40.00%", "struct"]);
 }

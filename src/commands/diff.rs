@@ -20,7 +20,9 @@ pub struct DiffArgs {
     /// The recording compared with it [default: hrec.data, or perf.data with perf.data.old].
     pub new: Option<PathBuf>,
     /// Sort keys: comm, pid, tid, dso, sym, srcline, ip, event, pmu, cpu, cgroup,
-    /// cgroup_id.
+    /// cgroup_id, and of `record -d` recordings the memory keys (symbol_daddr, dso_daddr,
+    /// dcacheline, mem, snoop, tlb, locked, blocked, local_weight, weight, data_page_size,
+    /// local_ins_lat, phys_daddr, type, typeoff).
     #[arg(short = 's', long = "sort", default_value = "dso,sym")]
     pub sort: String,
     /// What to compute: delta, delta-abs (ordered by magnitude), ratio or wdiff:W1,W2.
@@ -143,7 +145,7 @@ impl DiffArgs {
         .into_iter()
         .filter_map(|(k, pinned)| pinned.then_some(k))
         .collect();
-        let (profile, filters) = reading_options(
+        let (mut profile, filters) = reading_options(
             self.symbol_args,
             FilterArgs {
                 time: self.time,
@@ -154,6 +156,8 @@ impl DiffArgs {
                 sym: self.symbols,
             },
         )?;
+        // The memory keys read what the groups keep of each sample's access.
+        profile.fold.mem = hist::mem_fold(&sort);
         let (old, new) = diff_inputs(self.old, self.new);
         Ok(DiffConfig {
             old,
