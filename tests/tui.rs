@@ -269,3 +269,37 @@ fn tui_without_a_terminal_is_one_line() {
     );
     assert!(out.is_empty(), "{out}");
 }
+
+/// The interactive view sorted by memory keys (a hand-built `perf mem record` file): the
+/// rows the text report prints, data objects and data sources as cells.
+#[test]
+fn report_view_sorts_by_memory_keys_as_the_text_does() {
+    if !available() {
+        eprintln!("skipped: tmux not installed");
+        return;
+    }
+    use support::memdata::{accesses, build};
+    let dir = tempfile::tempdir().unwrap();
+    let probe = build(dir.path(), &[]);
+    build(dir.path(), &accesses(&probe.objects));
+    let file = dir.path().join("perf.data");
+    let file = file.to_str().unwrap();
+    let keys = "dso_daddr,mem,symbol_daddr";
+    let rows = text_rows(&["report", "--stdio", "--sort", keys, "-i", file]);
+    assert!(rows.len() >= 3, "{rows:?}");
+    let hrec = env!("CARGO_BIN_EXE_hrec");
+    let t = Tmux::start(
+        dir.path(),
+        160,
+        40,
+        &format!("{hrec} report --sort {keys} -i {file}"),
+    );
+    let screen = t.wait_screen(WAIT, |s| {
+        s.contains("Data Object")
+            && s.contains("Memory access")
+            && rows.iter().take(20).all(|(row, _)| shows_row(s, row))
+    });
+    assert!(screen.contains("Data Symbol"), "{screen}");
+    t.send_keys(&["q"]);
+    assert_eq!(t.wait_exit(WAIT), 0);
+}
