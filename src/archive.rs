@@ -8,8 +8,11 @@
 //! else each one the recording's build-id table lists for that path (hrec's `build-ids` side
 //! block; perf.data's build-id feature, which [`Recording::side`] gives in the same
 //! `hex path` form). A path may come with two build-ids: containers map different builds at
-//! one path. Files without a build-id (`[vdso]`, `//anon`, `[heap]`, a JIT's memfd) cannot be
-//! told apart from another build and are left out; so is the kernel, whose symbols an hrec
+//! one path. The vdso, which the build-id table lists as `[vdso]`, is needed too unless the
+//! recording carries its image: record saves it in the build-id cache (as perf record does),
+//! and the archive packs that copy as `[vdso]/<hex>/vdso`, perf's layout. Files without a
+//! build-id (`//anon`, `[heap]`, a JIT's memfd) cannot be told apart from another build and
+//! are left out; so is the kernel, whose symbols an hrec
 //! file carries itself. perf archive packs only the files with samples (`perf buildid-list
 //! --with-hits`); hrec packs every mapped one, since a call chain, a `--call-graph dwarf`
 //! unwind or `annotate` reads files no sample landed in.
@@ -76,6 +79,15 @@ pub fn needed(rec: &Recording) -> Vec<(PathBuf, Vec<u8>)> {
             }
         }
     });
+    if rec.side("vdso").is_none() {
+        for id in table
+            .get(Path::new(buildid_cache::VDSO))
+            .into_iter()
+            .flatten()
+        {
+            out.insert((PathBuf::from(buildid_cache::VDSO), id.clone()));
+        }
+    }
     out.into_iter().collect()
 }
 
@@ -93,10 +105,21 @@ pub struct Located {
 /// The files to pack for the binary with `build_id` mapped at `path`: the symbolizer's
 /// lookups ([`find_files`]); `None` when no file with that build-id is here.
 pub fn locate(path: &Path, build_id: &[u8], search: &SearchPaths) -> Option<Located> {
+    let files = if path == Path::new(buildid_cache::VDSO) {
+        // The vdso's copy in the build-id cache.
+        let cache = buildid_cache::Cache::new(search.build_id_cache.as_ref()?);
+        Found {
+            binary: cache.vdso(&hex(build_id))?,
+            debug: None,
+            alt: None,
+        }
+    } else {
+        find_files(path, build_id, search)?
+    };
     Some(Located {
         path: path.to_path_buf(),
         build_id: build_id.to_vec(),
-        files: find_files(path, build_id, search)?,
+        files,
     })
 }
 
@@ -214,7 +237,12 @@ pub fn write(
     let mut layout = Layout::default();
     let mut packed = Packed::default();
     for l in located {
-        if !layout.entry(&l.path, &l.build_id, "elf", &l.files.binary) {
+        let base = if l.path == Path::new(buildid_cache::VDSO) {
+            "vdso"
+        } else {
+            "elf"
+        };
+        if !layout.entry(&l.path, &l.build_id, base, &l.files.binary) {
             continue;
         }
         packed.binaries += 1;
@@ -466,7 +494,7 @@ mod tests {
     /// Every mapped file with a build-id, once per (path, build-id): the MMAP2 record's own
     /// build-id first, else the table's for the path (two builds at one path from either),
     /// nothing for names that are no path or have no build-id, nothing the table lists
-    /// without a mapping.
+    /// without a mapping; and the vdso the table lists, as the file carries no image of it.
     #[test]
     fn needed_files_are_the_mapped_ones_with_a_build_id() {
         let dir = tempfile::tempdir().unwrap();
@@ -520,6 +548,8 @@ mod tests {
             ("/opt/c/prog", [0xc2; 20]),
             ("/usr/bin/a", [0xaa; 20]),
             ("/zero", [0xdd; 20]),
+            // The vdso, whose image the file does not carry: its build-id cache copy.
+            ("[vdso]", [0xee; 20]),
         ]
         .into_iter()
         .map(|(p, id)| (PathBuf::from(p), id.to_vec()))

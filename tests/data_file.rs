@@ -194,7 +194,7 @@ fn round_trip_meta_records_side_trailer() {
     let recs: Vec<_> = r.records().map(|x| x.unwrap()).collect();
     assert_eq!(recs.len(), 4);
     assert_eq!(recs[0].1, samples(100, 1_000_000));
-    assert_eq!(recs[0].0.codec, Codec::Columns2);
+    assert_eq!(recs[0].0.codec, Codec::Columns3);
     assert_eq!(recs[0].0.records, 101);
     assert_eq!(recs[0].0.source, 2);
     assert_eq!((recs[0].0.first_time, recs[0].0.last_time), (10, 20));
@@ -209,10 +209,10 @@ fn round_trip_meta_records_side_trailer() {
         b"abcdef /usr/bin/true\n"
     );
     assert_eq!(r.side("modules").unwrap(), None);
-    // The header is "HRECDATA", version 2 (the metadata one zstd frame), and the file ends
+    // The header is "HRECDATA", version 3 (the metadata one zstd frame), and the file ends
     // with the footer magic.
     let bytes = std::fs::read(&path).unwrap();
-    assert_eq!(&bytes[..12], b"HRECDATA\x02\0\0\0");
+    assert_eq!(&bytes[..12], b"HRECDATA\x03\0\0\0");
     assert_eq!(&bytes[16..20], &[0x28, 0xb5, 0x2f, 0xfd], "a zstd frame");
     assert_eq!(&bytes[bytes.len() - 8..], b"HREC_END");
 }
@@ -391,16 +391,16 @@ fn foreign_and_future_files_are_refused_with_advice() {
 
     write_standard(&path);
     let mut bytes = std::fs::read(&path).unwrap();
-    bytes[8] = 3;
+    bytes[8] = 4;
     std::fs::write(&path, &bytes).unwrap();
     let err = Reader::open(&path).unwrap_err();
-    assert!(matches!(err, DataError::NewerVersion { version: 3, .. }));
+    assert!(matches!(err, DataError::NewerVersion { version: 4, .. }));
     assert!(
         err.to_string()
-            .contains("written by a newer hrec (format version 3, this build reads 2)"),
+            .contains("written by a newer hrec (format version 4, this build reads 3)"),
         "{err}"
     );
-    // A version 2 header whose metadata is not a zstd frame, or one that lies about its size.
+    // A version 3 header whose metadata is not a zstd frame, or one that lies about its size.
     for (at, byte) in [(16, 0u8), (20, 0xff)] {
         write_standard(&path);
         let mut bytes = std::fs::read(&path).unwrap();
@@ -585,7 +585,7 @@ fn real_samples_take_at_most_0_6_of_plain_zstd() {
         let info = w.write_records(b, 0).unwrap();
         assert_eq!(
             info.codec,
-            Codec::Columns2,
+            Codec::Columns3,
             "kernel records are well-formed"
         );
     }

@@ -481,10 +481,7 @@ fn hand_built_accesses_by_type_field_and_latency() {
     // diff by data type and field: a second recording with one access to each field of
     // `struct node` against this one.
     std::fs::rename(d.join("perf.data"), d.join("old.data")).unwrap();
-    let again = [
-        access(0, ANON + 0x40, 100),
-        access(1, ANON + 0x48, 40),
-    ];
+    let again = [access(0, ANON + 0x40, 100), access(1, ANON + 0x48, 40)];
     write_recording(d, &Events::mem_loads(), &program, &again);
     let o = hrec_in(d, &["diff", "-s", "typeoff", "old.data", "perf.data"]);
     let (out, err) = text(&o);

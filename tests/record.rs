@@ -523,11 +523,23 @@ fn the_vdso_image_only_in_files_whose_samples_are_in_it() {
             .map(|b| b.name.clone())
             .collect::<Vec<_>>()
     };
-    for (file, cmd) in [
-        ("vdso.hrec", vec![prog.to_str().unwrap(), "20000000"]),
-        ("spin.hrec", vec![spin.to_str().unwrap(), "1"]),
+    let cache = d.join("cache");
+    let cache_arg = cache.to_str().unwrap();
+    for (file, cmd, no_cache) in [
+        // -N: no build-id cache, so the image goes into the file.
+        ("vdso.hrec", vec![prog.to_str().unwrap(), "20000000"], true),
+        (
+            "cached.hrec",
+            vec![prog.to_str().unwrap(), "20000000"],
+            false,
+        ),
+        ("spin.hrec", vec![spin.to_str().unwrap(), "1"], false),
     ] {
-        let mut args = vec!["record", "-q", "-F", "2000", "-o", file, "--"];
+        let mut args = vec!["record", "-q", "-F", "2000", "--buildid-dir", cache_arg];
+        if no_cache {
+            args.push("-N");
+        }
+        args.extend(["-o", file, "--"]);
         args.extend(&cmd);
         let o = hrec_in(d, &args);
         assert!(o.status.success(), "{}", text(&o).1);
@@ -536,6 +548,26 @@ fn the_vdso_image_only_in_files_whose_samples_are_in_it() {
     }
     assert!(side_blocks("vdso.hrec").contains(&"vdso".to_string()));
     assert!(!side_blocks("spin.hrec").contains(&"vdso".to_string()));
+    // With the build-id cache, the image is saved there (perf's `[vdso]/<hex>/vdso`, with its
+    // `.build-id` link), not in the file, and found there by the build-id the file lists.
+    assert!(!side_blocks("cached.hrec").contains(&"vdso".to_string()));
+    let ids = text(&hrec_in(d, &["buildid-list", "-i", "cached.hrec"])).0;
+    let hex = ids
+        .lines()
+        .find_map(|l| l.strip_suffix(" [vdso]"))
+        .unwrap()
+        .to_string();
+    let saved = cache.join("[vdso]").join(&hex).join("vdso");
+    let image = std::fs::read(&saved).unwrap();
+    assert_eq!(
+        hrec::kernel::image_build_id(&image).as_deref(),
+        Some(hex.as_str())
+    );
+    let link = cache.join(".build-id").join(&hex[..2]).join(&hex[2..]);
+    assert_eq!(
+        std::fs::canonicalize(&link).unwrap(),
+        std::fs::canonicalize(saved.parent().unwrap()).unwrap()
+    );
     let in_vdso = |file: &str| {
         let (out, err) = text(&hrec_in(d, &["report", "--stdio", "-i", file]));
         assert!(!out.is_empty(), "{err}");
@@ -544,6 +576,34 @@ fn the_vdso_image_only_in_files_whose_samples_are_in_it() {
             .map(str::to_string)
     };
     let own = in_vdso("vdso.hrec").expect("the vdso's samples named");
+    assert!(
+        in_vdso("cached.hrec").is_some(),
+        "named from the cached image"
+    );
+    // `hrec archive` packs the cached image where perf's layout puts it.
+    let o = hrec_in(
+        d,
+        &[
+            "archive",
+            "-i",
+            "cached.hrec",
+            "--buildid-dir",
+            cache_arg,
+            "-o",
+            "c.tar",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o).1);
+    let tar = std::process::Command::new("tar")
+        .args(["tf", "c.tar"])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    let names = String::from_utf8_lossy(&tar.stdout).into_owned();
+    assert!(
+        names.lines().any(|l| l == format!("[vdso]/{hex}/vdso")),
+        "{names}"
+    );
     // The same file without its image: named from this machine's vdso, found by build-id.
     let r = hrec::data::Reader::open(&d.join("vdso.hrec")).unwrap();
     let mut w = hrec::data::Writer::create(&d.join("bare.hrec"), r.meta()).unwrap();

@@ -210,7 +210,7 @@ impl Replay {
                 left_out: 0,
             }
         });
-        let vdso = rec.vdso_image();
+        let vdso = rec.vdso_image(opts.search.build_id_cache.as_deref());
         let td_of_id = super::topdown::roles(meta);
         Replay {
             maps: AddressSpaces::new(),

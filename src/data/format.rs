@@ -67,6 +67,9 @@ pub enum Codec {
     /// The column transform in its second layout ([`super::codec::Version::V2`]), then one
     /// zstd frame.
     Columns2,
+    /// The column transform in its third layout ([`super::codec::Version::V3`]), then one
+    /// zstd frame.
+    Columns3,
 }
 
 impl Codec {
@@ -75,6 +78,7 @@ impl Codec {
             Codec::Zstd => 0,
             Codec::Columns => 1,
             Codec::Columns2 => 2,
+            Codec::Columns3 => 3,
         }
     }
 
@@ -83,6 +87,7 @@ impl Codec {
             0 => Some(Codec::Zstd),
             1 => Some(Codec::Columns),
             2 => Some(Codec::Columns2),
+            3 => Some(Codec::Columns3),
             _ => None,
         }
     }
@@ -242,7 +247,7 @@ pub(super) fn decode_payload(info: &BlockInfo, payload: &[u8]) -> Result<Vec<u8>
     // Cap the buffer at what the encoder can produce, so a lying frame cannot ask for more.
     let cap = match info.codec {
         Codec::Zstd => raw_len,
-        Codec::Columns | Codec::Columns2 => codec::max_encoded_len(raw_len),
+        Codec::Columns | Codec::Columns2 | Codec::Columns3 => codec::max_encoded_len(raw_len),
     };
     let inner = zstd::bulk::Decompressor::new()
         .and_then(|mut d| d.decompress(payload, cap))
@@ -262,6 +267,9 @@ pub(super) fn decode_payload(info: &BlockInfo, payload: &[u8]) -> Result<Vec<u8>
         }
         Codec::Columns2 => {
             codec::decode(&inner, raw_len, codec::Version::V2).map_err(|e| format!("columns: {e}"))
+        }
+        Codec::Columns3 => {
+            codec::decode(&inner, raw_len, codec::Version::V3).map_err(|e| format!("columns: {e}"))
         }
     }
 }

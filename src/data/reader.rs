@@ -175,7 +175,7 @@ impl Reader {
     }
 
     fn read_header(&mut self) -> Result<(), DataError> {
-        /// A version 2 header's metadata: a zstd frame whose declared content size is at most
+        /// A version 2 (or later) header's metadata: a zstd frame whose declared content size is at most
         /// [`MAX_META`] and is what it inflates to.
         fn inflate_meta(frame: &[u8]) -> Result<Vec<u8>, String> {
             let size = match zstd::zstd_safe::get_frame_content_size(frame) {

@@ -191,7 +191,7 @@ impl Writer {
     ) -> Result<BlockInfo, DataError> {
         self.check_len("record block", records.len() as u64, MAX_BLOCK_RAW)?;
         let (codec, payload) = match codec::encode(records) {
-            Some(columns) => (Codec::Columns2, self.compress(&columns)?),
+            Some(columns) => (Codec::Columns3, self.compress(&columns)?),
             None => (Codec::Zstd, self.compress(records)?),
         };
         let info = BlockInfo {

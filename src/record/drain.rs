@@ -34,7 +34,7 @@ use super::{switch, synth, unwind};
 
 /// A batch is handed to the writer at [`data::BATCH_BYTES`] (the block size the codec is
 /// tuned for), or when it is this old, so a crash loses little.
-const BATCH_AGE: Duration = Duration::from_millis(500);
+const BATCH_AGE: Duration = Duration::from_secs(1);
 /// A workload still running this long after SIGINT/SIGTERM/SIGHUP was forwarded to it (or
 /// at a second signal) gets SIGTERM, and SIGKILL this long after that (or at a third): a
 /// workload that ignores signals is never left running unrecorded.

@@ -242,6 +242,7 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
         // The vdso every process of this kernel maps: its frames are named from it, and
         // stacks kept raw unwind through it again later.
         vdso: crate::kernel::own_vdso(&s.procfs_root),
+        buildid_cache: s.buildid_cache.clone(),
         unwinder,
         output: s.output.clone(),
         level: s.zstd_level,

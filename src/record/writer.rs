@@ -58,6 +58,9 @@ pub(super) struct WriterCtx {
     pub(super) identities_found: Option<super::identity::Found>,
     pub(super) procfs: PathBuf,
     pub(super) vdso: Option<Vec<u8>>,
+    /// perf's build-id cache, where the vdso image is saved (`None` with `-N`/`-B`: the
+    /// image then goes into the file).
+    pub(super) buildid_cache: Option<PathBuf>,
     pub(super) unwinder: Option<RecordUnwinder>,
     /// `-o`: where each file is written while it is the current one.
     pub(super) output: PathBuf,
@@ -285,7 +288,8 @@ pub(super) fn keep_newest(files: &mut Vec<PathBuf>, max: Option<usize>) {
     }
 }
 
-/// The side blocks that end a file: the vdso image when its samples need it, the build-ids
+/// The side blocks that end a file: the vdso image when its samples need it and the build-id
+/// cache cannot keep it, the build-ids
 /// of the files mapped (and of the vdso, so a file without its image can find it again, as
 /// perf's build-id cache does), and the kernel symbols around the kernel addresses sampled.
 fn write_file_sides(
@@ -300,7 +304,22 @@ fn write_file_sides(
         return Ok(());
     }
     if vdso && let Some(image) = &ctx.vdso {
-        w.write_side_packed("vdso", image)?;
+        // Saved in the build-id cache, as perf record saves it, where a report finds it by
+        // the build-id the build-ids block lists (or takes this kernel's own): the file
+        // carries the image only when it cannot be found that way.
+        let cached = !ctx.no_buildid
+            && ctx
+                .buildid_cache
+                .as_deref()
+                .zip(crate::kernel::image_build_id(image))
+                .is_some_and(|(dir, hex)| {
+                    crate::symbol::buildid_cache::Cache::new(dir)
+                        .add_vdso(&hex, image)
+                        .is_ok()
+                });
+        if !cached {
+            w.write_side_packed("vdso", image)?;
+        }
     }
     if !ctx.no_buildid {
         let found = ctx

@@ -197,9 +197,10 @@ impl Recording {
 
     /// The image of the vdso the recorded processes had, to unwind through it and name its
     /// frames: hrec's `vdso` side block (written when the samples need it); else this
-    /// machine's vdso when its build-id is the one the file lists for `[vdso]`, else perf's
-    /// copy in its build-id cache (`~/.debug/[vdso]/<build-id>/vdso`).
-    pub fn vdso_image(&self) -> Option<Vec<u8>> {
+    /// machine's vdso when its build-id is the one the file lists for `[vdso]`, else the copy
+    /// in perf's build-id cache `cache` (`<cache>/[vdso]/<build-id>/vdso`; `None`: the default
+    /// cache, [`crate::symbol::buildid_cache::resolve_dir`]).
+    pub fn vdso_image(&self, cache: Option<&std::path::Path>) -> Option<Vec<u8>> {
         if let Source::Hrec(_) = &self.source
             && let Some(image) = self.side("vdso")
         {
@@ -216,11 +217,11 @@ impl Recording {
         {
             return Some(own);
         }
-        let home = std::env::var_os("HOME")?;
-        let cached = std::path::Path::new(&home)
-            .join(".debug/[vdso]")
-            .join(&want)
-            .join("vdso");
+        // perf's build-id cache, where hrec record and perf record save it.
+        let cached = cache
+            .map(std::path::Path::to_path_buf)
+            .or_else(|| crate::symbol::buildid_cache::resolve_dir(None))
+            .and_then(|dir| crate::symbol::buildid_cache::Cache::new(dir).vdso(&want))?;
         let image = std::fs::read(cached).ok()?;
         (build_id(&image).as_deref() == Some(want.as_str())).then_some(image)
     }

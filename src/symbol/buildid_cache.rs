@@ -86,6 +86,9 @@ pub fn hex(build_id: &[u8]) -> String {
     s
 }
 
+/// The name the vdso is mapped and cached under (`[vdso]/<hex>/vdso`).
+pub const VDSO: &str = "[vdso]";
+
 /// `<real path>/<hex>`, an entry's directory relative to the cache (`path` absolute; its
 /// root and `..` are dropped lexically, so the entry stays under the cache).
 pub fn entry_dir(path: &Path, hex: &str) -> PathBuf {
@@ -220,6 +223,42 @@ impl Cache {
     pub fn debug_file(&self, build_id: &[u8]) -> Option<PathBuf> {
         let p = self.link(&hex(build_id))?.join("debug");
         p.is_file().then_some(p)
+    }
+
+    /// The vdso image with build-id `hex` (`<cache>/[vdso]/<hex>/vdso`, perf's layout), when
+    /// it is there.
+    pub fn vdso(&self, hex: &str) -> Option<PathBuf> {
+        let p = self.entry_dir(Path::new(VDSO), hex).join("vdso");
+        p.is_file().then_some(p)
+    }
+
+    /// Saves the vdso `image` (build-id `hex`) as `<cache>/[vdso]/<hex>/vdso` with its
+    /// `.build-id` link, as perf record saves it; an image already there of the same size is
+    /// kept. Returns its path.
+    pub fn add_vdso(&self, hex: &str, image: &[u8]) -> Result<PathBuf, CacheError> {
+        let link = self.link(hex).ok_or_else(|| CacheError::NoBuildId {
+            path: PathBuf::from(VDSO),
+        })?;
+        let dir = self.entry_dir(Path::new(VDSO), hex);
+        let cache_err = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| CacheError::Cache { path, source }
+        };
+        let file = dir.join("vdso");
+        if std::fs::metadata(&file).is_ok_and(|m| m.len() == image.len() as u64) {
+            return Ok(file);
+        }
+        std::fs::create_dir_all(&dir).map_err(cache_err(&dir))?;
+        let tmp = dir.join(format!(".vdso.{}.tmp", std::process::id()));
+        std::fs::write(&tmp, image).map_err(cache_err(&tmp))?;
+        std::fs::rename(&tmp, &file).map_err(cache_err(&file))?;
+        let link_dir = link.parent().unwrap_or(&self.root);
+        std::fs::create_dir_all(link_dir).map_err(cache_err(link_dir))?;
+        if std::fs::symlink_metadata(&link).is_err() {
+            std::os::unix::fs::symlink(link_target(Path::new(VDSO), hex), &link)
+                .map_err(cache_err(&link))?;
+        }
+        Ok(file)
     }
 
     /// Copies the ELF file at `file` into the cache under its build-id and real path, with its

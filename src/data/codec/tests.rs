@@ -1,7 +1,7 @@
 //! Tests of `codec`.
 
 use super::*;
-use Version::{V1, V2};
+use Version::{V1, V2, V3};
 use proptest::prelude::*;
 
 fn record(ty: u32, misc: u16, words: &[u64]) -> Vec<u8> {
@@ -53,22 +53,25 @@ fn samples_become_small_columns() {
     }
     let enc = encode(&raw).expect("well-formed");
     assert!(enc.len() < 100 * 4, "{} of 4000 bytes", enc.len());
-    assert_eq!(decode(&enc, raw.len(), V2).unwrap(), raw);
+    assert_eq!(decode(&enc, raw.len(), V3).unwrap(), raw);
     assert_eq!(count_records(&raw), 100);
     // The byte part's length, then N, S and the shape (one shape: no coded shape
     // indices), then the four column modes with their fixed fields.
-    let fixed = usize::from(enc[0]);
-    assert_eq!(&enc[1..3], &[100, 1]);
-    let mut at = 3 + 8;
-    assert_eq!(enc[at], MODE_DICT, "ip: three distinct values");
-    // mode, k, t0, two 3-byte varint gaps
-    at += 1 + 1 + 8 + 3 + 3;
-    assert_eq!(enc[at], MODE_DELTA, "pid/tid is constant");
-    at += 9;
-    assert_eq!(enc[at], MODE_STRIDE, "time: period plus jitter");
-    at += 9 + 3;
-    assert_eq!(enc[at], MODE_DELTA, "period is constant");
-    assert_eq!(at + 9, 1 + fixed);
+    // V3 range-codes the dictionary's gaps; V2 writes them as varints in the byte part.
+    for (enc, gap_bytes) in [(enc, 0), (encode_as(&raw, V2).unwrap(), 3 + 3)] {
+        let fixed = usize::from(enc[0]);
+        assert_eq!(&enc[1..3], &[100, 1]);
+        let mut at = 3 + 8;
+        assert_eq!(enc[at], MODE_DICT, "ip: three distinct values");
+        // mode, k, t0 (and V2's two 3-byte varint gaps)
+        at += 1 + 1 + 8 + gap_bytes;
+        assert_eq!(enc[at], MODE_DELTA, "pid/tid is constant");
+        at += 9;
+        assert_eq!(enc[at], MODE_STRIDE, "time: period plus jitter");
+        at += 9 + 3;
+        assert_eq!(enc[at], MODE_DELTA, "period is constant");
+        assert_eq!(at + 9, 1 + fixed);
+    }
 }
 
 /// Under `V2` the user and kernel samples of a thread share their columns: the times of
@@ -112,19 +115,19 @@ fn malformed_input_is_not_transformed() {
     r.extend_from_slice(&[0u8; 8]);
     assert!(encode(&r).is_none());
     assert_eq!(count_records(&r), 1);
-    assert_eq!(encode(&[]).map(|e| decode(&e, 0, V2)), Some(Ok(Vec::new())));
+    assert_eq!(encode(&[]).map(|e| decode(&e, 0, V3)), Some(Ok(Vec::new())));
 }
 
 #[test]
 fn decode_rejects_lies() {
     let raw = record(9, 0, &[1, 2, 3]);
     let enc = encode(&raw).unwrap();
-    assert!(decode(&enc, raw.len() + 8, V2).is_err());
-    assert!(decode(&enc, raw.len() - 8, V2).is_err());
-    assert!(decode(&enc[..enc.len() - 1], raw.len(), V2).is_err());
+    assert!(decode(&enc, raw.len() + 8, V3).is_err());
+    assert!(decode(&enc, raw.len() - 8, V3).is_err());
+    assert!(decode(&enc[..enc.len() - 1], raw.len(), V3).is_err());
     let mut more = enc.clone();
     more.push(0);
-    assert!(decode(&more, raw.len(), V2).is_err());
+    assert!(decode(&more, raw.len(), V3).is_err());
 }
 
 fn records_strategy() -> impl Strategy<Value = Vec<u8>> {
@@ -151,7 +154,7 @@ proptest! {
 
     #[test]
     fn round_trip_records(raw in records_strategy()) {
-        for v in [V1, V2] {
+        for v in [V1, V2, V3] {
             let enc = encode_as(&raw, v).expect("well-formed records");
             prop_assert_eq!(decode(&enc, raw.len(), v).unwrap(), raw.clone());
         }
@@ -159,7 +162,7 @@ proptest! {
 
     #[test]
     fn round_trip_or_refuse_arbitrary_bytes(raw in prop::collection::vec(any::<u8>(), 0..300)) {
-        for v in [V1, V2] {
+        for v in [V1, V2, V3] {
             if let Some(enc) = encode_as(&raw, v) {
                 prop_assert_eq!(decode(&enc, raw.len(), v).unwrap(), raw.clone());
             }
@@ -181,18 +184,18 @@ proptest! {
             enc[i] ^= x;
         }
         // Any outcome but a panic: an error, or some bytes of the promised length.
-        if let Ok(out) = decode(&enc, raw.len(), V2) {
+        if let Ok(out) = decode(&enc, raw.len(), V3) {
             prop_assert_eq!(out.len(), raw.len());
         }
         let cut = cut % (enc.len() + 1);
-        if let Ok(out) = decode(&enc[..cut], raw.len(), V2) {
+        if let Ok(out) = decode(&enc[..cut], raw.len(), V3) {
             prop_assert_eq!(out.len(), raw.len());
         }
     }
 
     #[test]
     fn decode_never_panics(enc in prop::collection::vec(any::<u8>(), 0..200), len in 0usize..4096) {
-        for v in [V1, V2] {
+        for v in [V1, V2, V3] {
             if let Ok(out) = decode(&enc, len, v) {
                 prop_assert_eq!(out.len(), len);
             }
