@@ -37,6 +37,7 @@ fn c2c_events() -> Events {
         cmdline: ["/usr/bin/perf", "c2c", "record", "./memwork"]
             .map(String::from)
             .to_vec(),
+        cpuid: support::memdata::SPR,
     }
 }
 

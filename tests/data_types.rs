@@ -311,14 +311,17 @@ fn segments(bin: &[u8]) -> ((u64, u64, u64), (u64, u64, u64)) {
     (text.unwrap(), data.unwrap())
 }
 
-/// A hand-built `perf mem record` recording of loads and stores with known addresses and
-/// latencies in a program with known structs: `--sort typeoff` and `type` give exactly the
-/// rows the accesses make (typed through the pointer registers at the sampled instructions,
-/// and by address for the global array); `--mem-mode` weighs them by latency; and `annotate
-/// --data-type` lists each struct's members with their share and mean load latency.
+/// A hand-built `perf mem record` recording (Granite Rapids, whose PEBS fills the retire
+/// latency) of loads and stores with known addresses, load latencies and retire latencies in
+/// a program with known structs: `--sort typeoff` and `type` give exactly the rows the
+/// accesses make (typed through the pointer registers at the sampled instructions, and by
+/// address for the global array), each with its retire-latency statistics; `--mem-mode`
+/// weighs them by load latency; `annotate --data-type` lists each struct's members with their
+/// share and mean load and retire latency; a flame graph weighs by load latency; and `diff`
+/// compares two recordings per field.
 #[test]
 fn hand_built_accesses_by_type_field_and_latency() {
-    use support::memdata::{ANON, Access, Events, Program, src, write_recording};
+    use support::memdata::{ANON, Access, Events, GNR, Program, src, write_recording};
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     if !build_c(d, HAND_C, "hand", &["-O1", "-g", "-no-pie"]) {
@@ -351,11 +354,12 @@ fn hand_built_accesses_by_type_field_and_latency() {
         blk::NA,
         0,
     );
-    let access = |func: usize, addr: u64, weight: u64| Access {
+    // WEIGHT_STRUCT: the load latency in bits 31:0, the retire latency in bits 63:48.
+    let access = |func: usize, addr: u64, lat: u64, retire: u64| Access {
         func,
         addr,
         src: l1,
-        weight,
+        weight: lat | retire << 48,
         period: 1,
         event: 0,
         tid: 0,
@@ -364,16 +368,19 @@ fn hand_built_accesses_by_type_field_and_latency() {
     let pg = 4096;
     let mut acc = Vec::new();
     for (k, w) in [100, 200, 300].into_iter().enumerate() {
-        acc.push(access(0, ANON + k as u64 * pg + 0x40, w));
+        acc.push(access(0, ANON + k as u64 * pg + 0x40, w, 20));
     }
-    for (k, w) in [40, 60].into_iter().enumerate() {
-        acc.push(access(1, ANON + k as u64 * pg + 0x48, w));
+    for (k, (w, r)) in [(40, 40), (60, 60)].into_iter().enumerate() {
+        acc.push(access(1, ANON + k as u64 * pg + 0x48, w, r));
     }
     for k in 0..4 {
-        acc.push(access(2, recs + k * pg + 0x40, 10));
+        acc.push(access(2, recs + k * pg + 0x40, 10, 10));
     }
-    acc.push(access(3, ANON + 0x10, 7));
-    write_recording(d, &Events::mem_loads(), &program, &acc);
+    acc.push(access(3, ANON + 0x10, 7, 5));
+    // Granite Rapids: its PEBS fills the retire latency.
+    let mut events = Events::mem_loads();
+    events.cpuid = GNR;
+    write_recording(d, &events, &program, &acc);
     let table = |args: &[&str]| -> Vec<(u64, String)> {
         let mut all = vec!["report", "--stdio", "-i", "perf.data"];
         all.extend_from_slice(args);
@@ -388,21 +395,24 @@ fn hand_built_accesses_by_type_field_and_latency() {
             })
             .collect()
     };
+    // Each row with its retire-latency columns (samples with one, mean, median, p90, p99,
+    // max, total): the retire latency per field and per type.
     let mut got = table(&["--sort", "typeoff"]);
     got.sort();
+    let row = |n: u64, cells: &str| (n, cells.to_string());
     let mut want = vec![
-        (1, "(unknown)".to_string()),
-        (2, "struct node +0x48 (warm)".to_string()),
-        (3, "struct node +0x40 (hot)".to_string()),
-        (4, "struct page_rec +0x40 (hot)".to_string()),
+        row(1, "1 5.0 5 5 5 5 5 (unknown)"),
+        row(2, "2 50.0 40 60 60 60 100 struct node +0x48 (warm)"),
+        row(3, "3 20.0 20 20 20 20 60 struct node +0x40 (hot)"),
+        row(4, "4 10.0 10 10 10 10 40 struct page_rec +0x40 (hot)"),
     ];
     assert_eq!(got, want);
     got = table(&["--sort", "type"]);
     got.sort();
     want = vec![
-        (1, "(unknown)".to_string()),
-        (4, "struct page_rec".to_string()),
-        (5, "struct node".to_string()),
+        row(1, "1 5.0 5 5 5 5 5 (unknown)"),
+        row(4, "4 10.0 10 10 10 10 40 struct page_rec"),
+        row(5, "5 32.0 20 60 60 60 160 struct node"),
     ];
     assert_eq!(got, want);
     // perf's memory mode: each sample stands for its latency.
@@ -431,20 +441,21 @@ fn hand_built_accesses_by_type_field_and_latency() {
     assert_eq!(share("struct node +0x40 (hot)"), "80.32%");
     assert_eq!(share("struct node +0x48 (warm)"), "13.39%");
     assert_eq!(share("struct page_rec +0x40 (hot)"), "5.35%");
-    // annotate --data-type: perf's layout, with the mean load latency of each member.
+    // annotate --data-type: perf's layout, with the mean load and retire latency of each
+    // member.
     let o = hrec_in(d, &["annotate", "--data-type=node", "-i", "perf.data"]);
     let (out, err) = text(&o);
     assert!(o.status.success(), "{err}");
     let path = d.join("hand");
     let want = format!(
         "Annotate type: 'struct node' in {} (5 samples):\n{}\n \
-         Percent  Latency     offset       size  field\n  \
-         100.00    140.0          0     0x1000  struct node\t {{\n    \
-         0.00        -          0       0x40      char[]\thead;\n   \
-         60.00    200.0       0x40        0x8      long int\thot;\n   \
-         40.00     50.0       0x48        0x4      int\twarm;\n    \
-         0.00        -       0x4c      0xfb4      char[]\trest;\n\
-         {:41}}};\n\n",
+         Percent  Latency   RetLat     offset       size  field\n  \
+         100.00    140.0     32.0          0     0x1000  struct node\t {{\n    \
+         0.00        -        -          0       0x40      char[]\thead;\n   \
+         60.00    200.0     20.0       0x40        0x8      long int\thot;\n   \
+         40.00     50.0     50.0       0x48        0x4      int\twarm;\n    \
+         0.00        -        -       0x4c      0xfb4      char[]\trest;\n\
+         {:50}}};\n\n",
         path.display(),
         "=".repeat(76),
         ""
@@ -481,8 +492,11 @@ fn hand_built_accesses_by_type_field_and_latency() {
     // diff by data type and field: a second recording with one access to each field of
     // `struct node` against this one.
     std::fs::rename(d.join("perf.data"), d.join("old.data")).unwrap();
-    let again = [access(0, ANON + 0x40, 100), access(1, ANON + 0x48, 40)];
-    write_recording(d, &Events::mem_loads(), &program, &again);
+    let again = [
+        access(0, ANON + 0x40, 100, 20),
+        access(1, ANON + 0x48, 40, 40),
+    ];
+    write_recording(d, &events, &program, &again);
     let o = hrec_in(d, &["diff", "-s", "typeoff", "old.data", "perf.data"]);
     let (out, err) = text(&o);
     assert!(o.status.success(), "{err}");

@@ -68,10 +68,12 @@ pub struct Access {
     pub cpu: u32,
 }
 
-/// A recording's events (attr and name; sample ids 7, 8, ...) and perf's command line.
+/// A recording's events (attr and name; sample ids 7, 8, ...), perf's command line and the
+/// CPU's cpuid (Sapphire Rapids, `GenuineIntel,6,143,8`, by default).
 pub struct Events {
     pub events: Vec<(Attr, String)>,
     pub cmdline: Vec<String>,
+    pub cpuid: &'static str,
 }
 
 impl Events {
@@ -82,9 +84,15 @@ impl Events {
             cmdline: ["/usr/bin/perf", "mem", "record", "./memwork"]
                 .map(String::from)
                 .to_vec(),
+            cpuid: SPR,
         }
     }
 }
+
+/// Sapphire Rapids' cpuid, as perf writes it.
+pub const SPR: &str = "GenuineIntel,6,143,8";
+/// Granite Rapids', whose PEBS fills the retire latency in WEIGHT_STRUCT.
+pub const GNR: &str = "GenuineIntel,6,173,1";
 
 /// The program's functions and objects.
 pub const FUNCS: [&str; 2] = ["reader", "writer"];
@@ -157,7 +165,7 @@ pub fn write_recording(dir: &Path, events: &Events, program: &Program, accesses:
         (1, 32_768_000, 16_000_000, "4-7"),
     ]);
     pd.string_feature(feature::CPUDESC, "Intel(R) Xeon(R) Platinum 8480+");
-    pd.string_feature(feature::CPUID, "GenuineIntel,6,143,8");
+    pd.string_feature(feature::CPUID, events.cpuid);
     pd.total_mem(65_536_000);
     let cmdline: Vec<&str> = events.cmdline.iter().map(String::as_str).collect();
     pd.cmdline(&cmdline);
