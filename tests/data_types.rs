@@ -227,90 +227,6 @@ fn page_faults_through_a_pointer_by_type_and_field() {
     }
 }
 
-/// A program with a struct reached through pointers (`fill` stores `n->hot`, `warm_sum` loads
-/// `n->warm`) and a global struct array read by address (`rec_sum`), and `main`, which
-/// accesses no memory.
-const HAND_C: &str = r#"
-#define PG 4096
-struct node { char head[64]; long hot; int warm; char rest[PG - 76]; };
-struct page_rec { char head[64]; long hot; char rest[PG - 72]; };
-struct page_rec recs[4] = { [0].hot = 1 };
-__attribute__((noinline)) void fill(struct node *n, long count)
-{
-    for (long i = 0; i < count; i++) {
-        n->hot = i;
-        n++;
-    }
-}
-__attribute__((noinline)) long warm_sum(struct node *n, long count)
-{
-    long s = 0;
-    for (long i = 0; i < count; i++) {
-        s += n->warm;
-        n++;
-    }
-    return s;
-}
-__attribute__((noinline)) long rec_sum(void)
-{
-    long s = 0;
-    for (int i = 0; i < 4; i++)
-        s += recs[i].hot;
-    return s;
-}
-int main(void) { return 0; }
-"#;
-
-/// The address of the first instruction of function `name` in `bin` whose memory operand has
-/// displacement `disp` (the function's start for `None`).
-fn insn_at(bin: &[u8], name: &str, disp: Option<u64>) -> u64 {
-    use iced_x86::{Decoder, DecoderOptions, OpKind};
-    use object::{Object as _, ObjectSection as _, ObjectSymbol as _};
-    let obj = object::File::parse(bin).unwrap();
-    let sym = obj.symbols().find(|s| s.name() == Ok(name)).unwrap();
-    let Some(disp) = disp else {
-        return sym.address();
-    };
-    let text = obj.section_by_name(".text").unwrap();
-    let at = (sym.address() - text.address()) as usize;
-    let code = &text.data().unwrap()[at..at + sym.size() as usize];
-    Decoder::with_ip(64, code, sym.address(), DecoderOptions::NONE)
-        .iter()
-        .find(|i| {
-            (0..i.op_count()).any(|k| i.op_kind(k) == OpKind::Memory)
-                && i.memory_displacement64() == disp
-        })
-        .unwrap_or_else(|| panic!("no access at {disp:#x} in {name}"))
-        .ip()
-}
-
-/// `(start, length, page offset)` of the program's executable and writable `PT_LOAD`s, as
-/// the kernel maps them (page-aligned).
-fn segments(bin: &[u8]) -> ((u64, u64, u64), (u64, u64, u64)) {
-    use object::{Object as _, ObjectSegment as _, SegmentFlags};
-    let obj = object::File::parse(bin).unwrap();
-    let mut text = None;
-    let mut data = None;
-    for seg in obj.segments() {
-        let SegmentFlags::Elf { p_flags, .. } = seg.flags() else {
-            continue;
-        };
-        let (va, off, mem) = (seg.address(), seg.file_range().0, seg.size());
-        let start = va & !0xfff;
-        let map = (
-            start,
-            (va + mem - start).next_multiple_of(0x1000),
-            off & !0xfff,
-        );
-        if p_flags.0 & object::elf::PF_X.0 != 0 {
-            text = Some(map);
-        } else if p_flags.0 & object::elf::PF_W.0 != 0 {
-            data = Some(map);
-        }
-    }
-    (text.unwrap(), data.unwrap())
-}
-
 /// A hand-built `perf mem record` recording (Granite Rapids, whose PEBS fills the retire
 /// latency) of loads and stores with known addresses, load latencies and retire latencies in
 /// a program with known structs: `--sort typeoff` and `type` give exactly the rows the
@@ -322,12 +238,13 @@ fn segments(bin: &[u8]) -> ((u64, u64, u64), (u64, u64, u64)) {
 #[test]
 fn hand_built_accesses_by_type_field_and_latency() {
     use support::memdata::{ANON, Access, Events, GNR, Program, src, write_recording};
+    use support::typed::{insn_at, segments};
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    if !build_c(d, HAND_C, "hand", &["-O1", "-g", "-no-pie"]) {
+    let Some(hand) = support::typed::build(d) else {
         return;
-    }
-    let bytes = std::fs::read(d.join("hand")).unwrap();
+    };
+    let bytes = std::fs::read(&hand).unwrap();
     let (code, data) = segments(&bytes);
     let recs = insn_at(&bytes, "recs", None);
     let program = Program {

@@ -155,6 +155,8 @@ fn sampler(mut a: Attr) -> Attr {
 /// and each CPU's running totals.
 struct Hybrid {
     pd: PerfData,
+    /// The data address the next samples carry (with ADDR in their sample type).
+    addr: u64,
     core: Vec<(usize, Counts)>,
     atom: Vec<(usize, Counts)>,
     dummy: usize,
@@ -298,12 +300,24 @@ impl Hybrid {
         pd.hybrid_topology(&[("cpu_core", "0-15"), ("cpu_atom", "16-23")]);
         Hybrid {
             pd,
+            addr: 0,
             core,
             atom,
             dummy,
             totals: HashMap::new(),
             time: 1_000_000,
             first: 0,
+        }
+    }
+
+    /// The groups' samples carry a data address (`record -d`: ADDR in every member's
+    /// sample type but the tracking dummy's).
+    fn with_addresses(&mut self) {
+        let dummy = self.dummy;
+        for (i, e) in self.pd.events.iter_mut().enumerate() {
+            if i != dummy {
+                e.attr.sample_type |= sample::ADDR;
+            }
         }
     }
 
@@ -390,6 +404,7 @@ impl Hybrid {
             tid: PID,
             time: self.time,
             cpu,
+            addr: self.addr,
             period: d.cycles,
             read: ReadFields {
                 values,
@@ -622,4 +637,69 @@ fn without_cpuid_no_ecore_topdown_and_the_reason() {
     let (out, err) = text(&o);
     assert!(o.status.success(), "{err}");
     assert!(out.contains(&format!("# TopDown: none, {why}")), "{out}");
+}
+
+/// TopDown per data type and field: a `record -d` of the P-core TopDown group on a program
+/// with known structs, its samples at the instructions that store `n->hot` and load
+/// `n->warm` (typed by the pointer register at each): each `--sort typeoff` row has the level
+/// 1 of its own samples' group deltas.
+#[test]
+fn topdown_per_data_type_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let Some(prog) = support::typed::build(d) else {
+        return;
+    };
+    let bytes = std::fs::read(&prog).unwrap();
+    let hot = support::typed::insn_at(&bytes, "fill", Some(0x40));
+    let warm = support::typed::insn_at(&bytes, "warm_sum", Some(0x48));
+    let mut r = Hybrid::new(Names::Intel, true);
+    r.with_addresses();
+    r.exec(&prog, bytes.len() as u64);
+    let heap = 0x7f00_0000_0000u64;
+    r.addr = heap + 0x40;
+    r.core_sample(2, hot, pcore(6100, 3000, 3000, 600, 1200, 1200));
+    r.addr = heap + 0x1040;
+    r.core_sample(3, hot, pcore(4100, 2000, 1000, 400, 800, 1800));
+    r.addr = heap + 0x48;
+    r.core_sample(2, warm, pcore(5100, 2500, 500, 500, 1000, 3000));
+    r.finish(&d.join("perf.data"));
+    let o = hrec_in(
+        d,
+        &[
+            "report",
+            "-i",
+            "perf.data",
+            "--json",
+            "--sort",
+            "typeoff",
+            "--td-level",
+            "1",
+        ],
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let j: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let core = table(&j, "cpu_core/cycles/");
+    let field = |key: &str| -> &Value {
+        core["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["key"]["typeoff"] == key)
+            .unwrap_or_else(|| panic!("no row {key}: {core:#}"))
+    };
+    // `hot`: retiring 3000+1000, bad 600+400, fe 1200+800, be 1200+1800 of 10000.
+    assert_l1(
+        field("struct node +0x40 (hot)"),
+        [40.0, 10.0, 20.0, 30.0],
+        "hot",
+    );
+    assert_eq!(field("struct node +0x40 (hot)")["samples"], 2);
+    // `warm`: 500, 500, 1000, 3000 of 5000.
+    assert_l1(
+        field("struct node +0x48 (warm)"),
+        [10.0, 10.0, 20.0, 60.0],
+        "warm",
+    );
 }

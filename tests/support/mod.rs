@@ -9,6 +9,7 @@ pub mod perfdata;
 pub mod privilege;
 pub mod stacks;
 pub mod tmux;
+pub mod typed;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
