@@ -129,7 +129,9 @@ impl Symbolizer {
                 {
                     loc.data_type = by_code
                         .entry(code)
-                        .or_insert_with(|| self.access_type_at(maps, code.0, code.1))
+                        .or_insert_with(|| {
+                            self.with_binary(maps, code.0, |b| b.access_type(code.1))
+                        })
                         .clone();
                 }
             }
@@ -176,7 +178,7 @@ impl Symbolizer {
                     anon: Some(pid),
                     unmapped: false,
                     data_type: if types {
-                        self.data_type_at(maps, file, off)
+                        self.with_binary(maps, file, |b| b.data_type(off))
                     } else {
                         None
                     },
@@ -216,32 +218,20 @@ impl Symbolizer {
 }
 
 impl Symbolizer {
-    /// The data type at file offset `off` of mapped file `f` ([`super::datatype`]).
-    fn data_type_at(
+    /// `query` of the loaded binary of mapped file `f` (`None` when it does not load): its
+    /// data type at a data offset or the type its instruction at a code offset accesses
+    /// ([`super::datatype`]).
+    fn with_binary<T>(
         &self,
         maps: &AddressSpaces,
         f: FileIdx,
-        off: u64,
-    ) -> Option<super::datatype::TypeHit> {
+        query: impl FnOnce(&super::binary::Binary) -> Option<T>,
+    ) -> Option<T> {
         let file = maps.file(f);
         let path = on_disk(&file.path, self.symfs_root());
         let cached = self.binary(&path, self.expected_build_id(file), file.is_pseudo());
         let bin = cached.lock().unwrap_or_else(|e| e.into_inner());
-        bin.as_ref().ok()?.data_type(off)
-    }
-
-    /// What the instruction at file offset `off` of mapped file `f` accesses.
-    fn access_type_at(
-        &self,
-        maps: &AddressSpaces,
-        f: FileIdx,
-        off: u64,
-    ) -> Option<super::datatype::TypeHit> {
-        let file = maps.file(f);
-        let path = on_disk(&file.path, self.symfs_root());
-        let cached = self.binary(&path, self.expected_build_id(file), file.is_pseudo());
-        let bin = cached.lock().unwrap_or_else(|e| e.into_inner());
-        bin.as_ref().ok()?.access_type(off)
+        query(bin.as_ref().ok()?)
     }
 }
 

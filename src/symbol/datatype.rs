@@ -132,6 +132,9 @@ pub struct DataTypes {
 /// pointing a typedef at itself is not).
 const MAX_DEPTH: usize = 32;
 
+/// The most members a layout lists (nested ones included).
+const MAX_MEMBERS: usize = 4096;
+
 impl DataTypes {
     /// Reads every variable with a `DW_OP_addr` location and every type of `dwarf`. Units or
     /// entries that do not parse are skipped.
@@ -364,14 +367,22 @@ impl DataTypes {
             size: self.size_of(ty, 0).unwrap_or(0),
             type_name: self.name_of(ty, 0),
             name: None,
-            children: self.members_of(ty, 0, 0),
+            children: self.members_of(ty, 0, 0, &mut { MAX_MEMBERS }),
         });
         self.layouts.borrow_mut().insert(ty, l.clone());
         l
     }
 
-    /// The members of `ty` (through typedefs and qualifiers) placed at `base`.
-    fn members_of(&self, ty: DebugInfoOffset, base: u64, depth: usize) -> Vec<Member> {
+    /// The members of `ty` (through typedefs and qualifiers) placed at `base`, at most
+    /// `budget` of them in all (a corrupt file can make a type contain itself many times
+    /// over).
+    fn members_of(
+        &self,
+        ty: DebugInfoOffset,
+        base: u64,
+        depth: usize,
+        budget: &mut usize,
+    ) -> Vec<Member> {
         let Some(t) = self.real(ty).and_then(|r| self.types.get(&r)) else {
             return Vec::new();
         };
@@ -383,20 +394,23 @@ impl DataTypes {
         {
             return Vec::new();
         }
-        t.members
-            .iter()
-            .map(|(name, at, mty)| {
-                let real = self.real(*mty).unwrap_or(*mty);
-                let offset = base.saturating_add(*at);
-                Member {
-                    offset,
-                    size: self.size_of(real, 0).unwrap_or(0),
-                    type_name: self.name_of(real, 0),
-                    name: name.clone(),
-                    children: self.members_of(real, offset, depth + 1),
-                }
-            })
-            .collect()
+        let mut out = Vec::new();
+        for (name, at, mty) in &t.members {
+            if *budget == 0 {
+                break;
+            }
+            *budget -= 1;
+            let real = self.real(*mty).unwrap_or(*mty);
+            let offset = base.saturating_add(*at);
+            out.push(Member {
+                offset,
+                size: self.size_of(real, 0).unwrap_or(0),
+                type_name: self.name_of(real, 0),
+                name: name.clone(),
+                children: self.members_of(real, offset, depth + 1, budget),
+            });
+        }
+        out
     }
 
     /// `ty` with typedefs and qualifiers looked through.
