@@ -111,6 +111,7 @@ pub fn exec(
         return Ok(1);
     }
     let mut located = Vec::new();
+    let mut vdso_missing = false;
     for (path, id) in &needed {
         match archive::locate(path, id, &c.search) {
             Some(l) => {
@@ -122,6 +123,9 @@ pub fn exec(
                 }
                 located.push(l);
             }
+            // The vdso is in the cache only when samples fell in it (record saves it then):
+            // without it nothing is missing.
+            None if path == Path::new(buildid_cache::VDSO) => vdso_missing = true,
             None => writeln!(
                 err,
                 "hrec: warning: {} (build-id {}): not found on this machine or in the build-id cache, left out",
@@ -135,7 +139,7 @@ pub fn exec(
             err,
             "hrec: {}: none of the {} files it needs is here, nothing to archive",
             c.input.display(),
-            needed.len()
+            needed.len() - usize::from(vdso_missing)
         )?;
         return Ok(1);
     }
