@@ -182,9 +182,8 @@ impl MemCells {
                 };
                 p.mems
                     .iter()
-                    .zip(p.mem_phys.iter().chain(std::iter::repeat(&0)))
-                    .chain(std::iter::once((&none, &0)))
-                    .map(|(m, &phys)| {
+                    .chain(std::iter::once(&none))
+                    .map(|m| {
                         let d = p.data_locs.get(m.daddr as usize).unwrap_or(&unknown);
                         let level = if m.kernel { 'k' } else { '.' };
                         let src = DataSrc(m.data_src);
@@ -226,7 +225,9 @@ impl MemCells {
                                     .map_or_else(|| UNKNOWN_TYPE.to_string(), |t| t.typeoff()),
                                 &mut intern,
                             ),
-                            MemKey::PhysDaddr => (phys, format!("[{level}] {}", hex_addr(phys))),
+                            MemKey::PhysDaddr => {
+                                (m.phys_addr, format!("[{level}] {}", hex_addr(m.phys_addr)))
+                            }
                         }
                     })
                     .collect()

@@ -138,8 +138,7 @@ pub struct MemFold {
     /// The data type of the address (`type`, `typeoff`): the DWARF of the binaries it lies in
     /// is read for their variables and types.
     pub types: bool,
-    /// The physical address of the data (`phys_daddr`), kept beside the access
-    /// ([`Profile::mem_phys`]).
+    /// The physical address of the data (`phys_daddr`).
     pub phys: bool,
 }
 
@@ -158,6 +157,7 @@ impl MemFold {
             data_src: if self.data_src { m.data_src } else { 0 },
             weight: if self.weight { m.weight } else { 0 },
             page_size: if self.page_size { m.page_size } else { 0 },
+            phys_addr: if self.phys { m.phys_addr } else { 0 },
             ins_lat: if self.ins_lat { m.ins_lat } else { 0 },
         }
     }
@@ -181,6 +181,8 @@ pub struct MemView {
     pub page_size: u64,
     /// WEIGHT_STRUCT's `var2_w`: the instruction latency (0 without WEIGHT_STRUCT).
     pub ins_lat: u64,
+    /// The data's physical address (`PERF_SAMPLE_PHYS_ADDR`; 0 when not sampled).
+    pub phys_addr: u64,
 }
 
 impl FoldKeys {
@@ -445,9 +447,6 @@ pub struct Profile {
     pub cgroup_ns: Vec<(u64, u64)>,
     /// The memory accesses the groups keep ([`SampleGroup::mem`]).
     pub mems: Vec<MemView>,
-    /// Per memory access: its physical address (`PERF_SAMPLE_PHYS_ADDR`; 0 when not sampled
-    /// or not kept, [`MemFold::phys`]).
-    pub mem_phys: Vec<u64>,
     /// The data addresses, named ([`MemView::daddr`]).
     pub data_locs: Vec<crate::symbol::data::DataLoc>,
     /// Samples that had no data address although a key reads one.
@@ -576,7 +575,7 @@ pub struct Folder {
     empty_chain: Option<u32>,
     timeline: bool,
     nonzero_lat: Vec<bool>,
-    mem_ids: FastMap<(MemView, u64), u32>,
+    mem_ids: FastMap<MemView, u32>,
 }
 
 impl Folder {
@@ -652,12 +651,6 @@ impl Folder {
 
     /// Adds one sample.
     pub fn add(&mut self, s: &SampleView<'_>) {
-        self.add_with_phys(s, 0);
-    }
-
-    /// Adds one sample whose data address is at physical address `phys_addr` (kept when the
-    /// keys read it, [`MemFold::phys`]).
-    pub fn add_with_phys(&mut self, s: &SampleView<'_>, phys_addr: u64) {
         let ev = usize::from(s.event);
         let chain = self.chain(s.callers);
         self.p.callchains |= s.callchain;
@@ -667,12 +660,10 @@ impl Folder {
         let mem = match &s.mem {
             Some(m) if self.keys.mem.any() => {
                 let m = self.keys.mem.mask(m);
-                let phys = if self.keys.mem.phys { phys_addr } else { 0 };
                 let next = self.p.mems.len() as u32;
-                let id = *self.mem_ids.entry((m, phys)).or_insert(next);
+                let id = *self.mem_ids.entry(m).or_insert(next);
                 if id == next {
                     self.p.mems.push(m);
-                    self.p.mem_phys.push(phys);
                 }
                 id
             }

@@ -336,6 +336,7 @@ impl Replay {
             weight,
             page_size: s.data_page_size.unwrap_or(0),
             ins_lat: s.weight_struct().map_or(0, |w| u64::from(w.ins_lat)),
+            phys_addr: s.phys_addr.unwrap_or(0),
         }
     }
 

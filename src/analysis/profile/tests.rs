@@ -211,20 +211,22 @@ fn physical_addresses_fold_apart_only_when_kept() {
             let mut v = sample(1, 0, 0, 0);
             v.mem = Some(MemView {
                 weight: 7,
+                phys_addr,
                 ..MemView::default()
             });
             v.time = i as u64;
-            f.add_with_phys(&v, phys_addr);
+            f.add(&v);
         }
         f.finish()
     };
     let p = fold(true);
-    assert_eq!(p.mem_phys, [0x1000, 0x2000]);
+    let phys: Vec<u64> = p.mems.iter().map(|m| m.phys_addr).collect();
+    assert_eq!(phys, [0x1000, 0x2000]);
     assert_eq!(p.mems.len(), 2);
     let samples: Vec<u64> = p.groups.iter().map(|g| g.samples).collect();
     assert_eq!(samples, [2, 1]);
     let p = fold(false);
-    assert_eq!(p.mem_phys, [0]);
+    assert_eq!(p.mems.iter().map(|m| m.phys_addr).collect::<Vec<_>>(), [0]);
     assert_eq!(p.groups.iter().map(|g| g.samples).sum::<u64>(), 3);
     assert_eq!(p.groups.len(), 1);
 }

@@ -20,8 +20,6 @@ struct Batch {
     views: Vec<SampleView<'static>>,
     /// `(start, len)` of each view's callers in `callers`.
     spans: Vec<(u32, u32)>,
-    /// Each view's physical data address (0 unless the keys read it).
-    phys: Vec<u64>,
     callers: Vec<u32>,
     rows: Option<Vec<u32>>,
 }
@@ -30,8 +28,7 @@ impl Batch {
     /// Samples per batch.
     const SIZE: usize = 4096;
 
-    fn push(&mut self, v: &SampleView<'_>, phys: u64) {
-        self.phys.push(phys);
+    fn push(&mut self, v: &SampleView<'_>) {
         self.spans
             .push((self.callers.len() as u32, v.callers.len() as u32));
         self.callers.extend_from_slice(v.callers);
@@ -39,9 +36,9 @@ impl Batch {
     }
 
     fn fold_into(&self, folder: &mut Folder) {
-        for ((v, &(a, n)), &phys) in self.views.iter().zip(&self.spans).zip(&self.phys) {
+        for (v, &(a, n)) in self.views.iter().zip(&self.spans) {
             let callers = &self.callers[a as usize..(a + n) as usize];
-            folder.add_with_phys(&SampleView { callers, ..*v }, phys);
+            folder.add(&SampleView { callers, ..*v });
         }
         if let Some(ids) = &self.rows {
             folder.remap(ids);
@@ -114,15 +111,6 @@ pub fn build_with(
     };
     let mut rows = row_batch.map(|batch| RowLocs::new(symbolizer, batch));
     let mut folder = Folder::new(r.events().to_vec(), opts.timeline).with_keys(opts.fold);
-    // The physical data address, read here from the sample for `phys_daddr`.
-    let keep_phys = opts.fold.mem.phys;
-    let phys_of = |s: &crate::decode::Sample<'_>| {
-        if keep_phys {
-            s.phys_addr.unwrap_or(0)
-        } else {
-            0
-        }
-    };
     let mut decode_errors: (u64, Option<String>) = (0, None);
     let mut seen = 0u64;
     let mut on_error = |e: DecodeError| {
@@ -138,9 +126,9 @@ pub fn build_with(
     if opts.threads == 1 {
         r.run_with(rec, rows.as_mut(), |item| match item {
             Item::Error(e) => on_error(e),
-            Item::Sample(s, view) => {
+            Item::Sample(_, view) => {
                 tick();
-                folder.add_with_phys(&view, phys_of(s));
+                folder.add(&view);
             }
             Item::Rows(ids) => folder.remap(ids),
             Item::SideBand(..) => {}
@@ -160,9 +148,9 @@ pub fn build_with(
             let mut open = true;
             r.run_with(rec, rows.as_mut(), |item| match item {
                 Item::Error(e) => on_error(e),
-                Item::Sample(s, view) => {
+                Item::Sample(_, view) => {
                     tick();
-                    batch.push(&view, phys_of(s));
+                    batch.push(&view);
                     if batch.views.len() >= Batch::SIZE && open {
                         open = tx.send(std::mem::take(&mut batch)).is_ok();
                     }
