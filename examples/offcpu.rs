@@ -4,8 +4,10 @@
 //!
 //! Usage: `offcpu [SCALE]` (default 1.0 scales every wait). It prints one line per blocking
 //! function, `blocked FUNCTION calls N ms X`, where N counts the calls that had to wait and X
-//! adds up the time measured around each call (the thread is off the CPU for nearly all of
-//! it). On a loaded machine the main thread may lose the CPU long enough for a lock to be free
+//! adds up the time each call measures inside itself (the thread is off the CPU for nearly
+//! all of it, and whenever it is off the CPU in that time, preempted included, the function
+//! is on its stack: a measure around the call would also take in a preemption just before
+//! or after it, which a loaded machine makes as long as a time slice). On a loaded machine the main thread may lose the CPU long enough for a lock to be free
 //! or a thread to have finished when it gets there: such a call does not wait, and is not
 //! counted.
 //! - `nap` (in `sleep_phase`): 5 sleeps of 20 ms (`nanosleep`);
@@ -38,8 +40,8 @@ fn timed<T>(total: &mut Duration, f: impl FnOnce() -> T) -> T {
 // tail call (which would leave no frame of the function on the stack).
 
 #[inline(never)]
-fn nap(d: Duration) {
-    std::thread::sleep(d);
+fn nap(d: Duration, total: &mut Duration) {
+    timed(total, || std::thread::sleep(d));
     black_box(d);
 }
 
@@ -47,19 +49,22 @@ fn nap(d: Duration) {
 fn sleep_phase(scale: f64) -> (u32, Duration) {
     let mut blocked = Duration::ZERO;
     for _ in 0..5 {
-        timed(&mut blocked, || nap(ms(scale, 20.0)));
+        nap(ms(scale, 20.0), &mut blocked);
     }
     (5, blocked)
 }
 
 /// The lock, and whether it had to be waited for (it was held when asked for).
 #[inline(never)]
-fn take_lock(lock: &Mutex<u64>) -> (std::sync::MutexGuard<'_, u64>, bool) {
-    let (g, waited) = match lock.try_lock() {
+fn take_lock<'a>(
+    lock: &'a Mutex<u64>,
+    total: &mut Duration,
+) -> (std::sync::MutexGuard<'a, u64>, bool) {
+    let (g, waited) = timed(total, || match lock.try_lock() {
         Ok(g) => (g, false),
         Err(TryLockError::Poisoned(e)) => (e.into_inner(), false),
         Err(TryLockError::WouldBlock) => (lock.lock().unwrap_or_else(|e| e.into_inner()), true),
-    };
+    });
     black_box(*g);
     (g, waited)
 }
@@ -88,7 +93,7 @@ fn lock_phase(scale: f64) -> (u32, Duration) {
         };
         // The holder has the lock once the barrier opens.
         ready.wait();
-        let (g, waited) = timed(&mut blocked, || take_lock(&lock));
+        let (g, waited) = take_lock(&lock, &mut blocked);
         drop(g);
         waits += u32::from(waited);
         holder.join().expect("holder");
@@ -103,12 +108,14 @@ fn sleepy_child(d: Duration) {
 
 /// Joins the thread; whether it had to wait (the thread was still running).
 #[inline(never)]
-fn join_sleepy(child: std::thread::JoinHandle<()>) -> bool {
-    let waited = !child.is_finished();
-    let r = child.join();
-    black_box(r.is_ok());
-    r.expect("join");
-    waited
+fn join_sleepy(child: std::thread::JoinHandle<()>, total: &mut Duration) -> bool {
+    timed(total, || {
+        let waited = !child.is_finished();
+        let r = child.join();
+        black_box(r.is_ok());
+        r.expect("join");
+        waited
+    })
 }
 
 #[inline(never)]
@@ -119,7 +126,7 @@ fn join_phase(scale: f64) -> (u32, Duration) {
         .spawn(move || sleepy_child(d))
         .expect("spawn");
     let mut blocked = Duration::ZERO;
-    let waited = timed(&mut blocked, || join_sleepy(child));
+    let waited = join_sleepy(child, &mut blocked);
     (u32::from(waited), blocked)
 }
 
