@@ -30,46 +30,16 @@
 //! and third ([`Version::V3`], `Codec::Columns3`, what the writer uses: the second with each
 //! dictionary's sorted table range-coded as `ints(gap - 1)` rather than written as varints, 1%
 //! fewer bytes on python3's large ip tables) it is every shape of one type and size, whatever
-//! the misc: a thread's
-//! user and kernel samples are one time series, and the time column of only its user samples
-//! would jump by two periods wherever a kernel sample was (4% fewer bytes on python3 at 4 kHz).
+//! the misc: a thread's user and kernel samples are one time series, and the time column of
+//! only its user samples would jump by two periods wherever a kernel sample was (4% fewer
+//! bytes on python3 at 4 kHz).
 //!
-//! Encoded stream: a byte part (varints are unsigned LEB128) and a coded part (the range
-//! coder's output), read side by side:
-//!
-//! ```text
-//! varint B                       length of the byte part
-//! byte part (B bytes):
-//!   varint N                     records
-//!   varint S                     shapes, in order of first appearance
-//!   S x u64 LE                   the header word of each shape
-//!   for each group g in order of first appearance (count c_g >= 1, w_g = size/8 - 1 words
-//!   after the header):
-//!     for each word column j < w_g, with values v_0 .. v_{c-1}, d_i = v_i - v_{i-1}:
-//!       u8 mode, then
-//!       0 delta:    u64 v_0                 coded: ints(zigzag(d_i))            i >= 1
-//!       1 delta2:   u64 v_0                 coded: ints(zigzag(d_i - d_{i-1}))  d_0 = 0
-//!       2 raw:      c x u64 v_i
-//!       3 stride:   u64 v_0, varint zigzag(P)   coded: ints(zigzag(d_i - P))
-//!       4 dict:     varint k, u64 t_0, V1/V2: (k-1) x varint (t_m - t_{m-1})
-//!                                           coded: V3: ints(t_m - t_{m-1} - 1),
-//!                                           then symbols(k, index of v_i)
-//!                   (t is the sorted table of distinct values)
-//! coded part (the rest), in this order:
-//!   symbols(S, shape index of each record)  only when S > 1
-//!   then the coded sequence of each column, in column order
-//! ```
-//!
-//! The coded part is one LZMA-style range coder stream (11-bit probabilities, adaptation
-//! shift 4, the encoder's leading zero byte left out) with fresh models for every sequence:
-//!
-//! * `ints(xs)`: per x, its bit length n (0-64) as a 7-bit binary tree in the context of the
-//!   previous x's bit length (capped at 23; 0 for the first), then the n - 1 bits below the
-//!   leading one, high to low: the top two as a binary tree per n, the lowest (the zigzag
-//!   sign) per n and the previous x's lowest bit (none when its n < 2), the others at
-//!   probability 1/2.
-//! * `symbols(k, xs)`: per x < k, `bits(k - 1)` bits as a binary tree, one tree per previous
-//!   x when k <= 32 (the first x in the tree of 0), a single tree otherwise.
+//! Encoded stream: a byte part (the record count, the shapes, each column's mode and fixed
+//! fields, as unsigned LEB128 varints and little-endian words) and a coded part (one
+//! LZMA-style range coder stream: each column's residuals as `ints`, dictionary indices as
+//! `symbols`, and codec 3's dictionary tables as `ints` of their gaps), read side by side.
+//! `docs/file-format.md` (Records blocks) specifies every byte and the coder's models; what
+//! this module adds is the choice below.
 //!
 //! Arithmetic wraps (u64, deltas reinterpreted as i64 for zigzag). The mode of each column is
 //! chosen per block by an estimate of its coded size in bits (the order-0 entropy of the bit
