@@ -13,7 +13,7 @@ use std::process::Command;
 
 use hrec::decode::datasrc::{DataSrc, blk, hops, lock, lvl, lvlnum, op, snoop, snoopx, tlb};
 use hrec::event::attr::{flag, sample};
-use support::memdata::{Access, Events, PID, build_events, mem_loads_attr, src, tmp};
+use support::memdata::{Access, Events, PID, build_events, l1_load, mem_loads_attr, src, tmp};
 use support::{hrec_in, text};
 
 const T1: u32 = PID + 1;
@@ -71,21 +71,6 @@ fn hitm(remote: bool) -> DataSrc {
             0,
         )
     }
-}
-
-fn l1_load() -> DataSrc {
-    src(
-        op::LOAD,
-        lvl::HIT | lvl::L1,
-        snoop::NONE,
-        lock::NA,
-        tlb::HIT | tlb::L1,
-        lvlnum::L1,
-        false,
-        0,
-        blk::NA,
-        0,
-    )
 }
 
 fn store(hit: bool) -> DataSrc {
@@ -146,6 +131,18 @@ fn hrec_ok(dir: &Path, args: &[&str]) -> String {
     let (out, err) = text(&o);
     assert!(o.status.success(), "{args:?}: {err}");
     out
+}
+
+/// `perf c2c report -i perf.data --stdio ARGS` in `dir`: its standard output.
+fn perf_c2c(dir: &Path, args: &[&str]) -> String {
+    let o = Command::new("perf")
+        .args(["c2c", "report", "-i", "perf.data", "--stdio"])
+        .args(args)
+        .current_dir(dir)
+        .env("PERF_PAGER", "cat")
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 /// The data rows of a section of a c2c report (between its banner and the next one), split
@@ -253,13 +250,7 @@ fn perf_6_1_c2c_report_gives_the_same_tables() {
         return;
     }
     let (dir, _) = file("perf");
-    let o = Command::new("perf")
-        .args(["c2c", "report", "-i", "perf.data", "--stdio"])
-        .current_dir(&dir)
-        .env("PERF_PAGER", "cat")
-        .output()
-        .unwrap();
-    let theirs = String::from_utf8_lossy(&o.stdout).into_owned();
+    let theirs = perf_c2c(&dir, &[]);
     let ours = hrec_ok(&dir, &["c2c", "report", "-i", "perf.data", "--stdio"]);
     for title in [
         "Trace Event Information",
@@ -274,13 +265,7 @@ fn perf_6_1_c2c_report_gives_the_same_tables() {
     // Rows per thread (and process): the Pareto, headers included, as perf's but for the
     // padding of its last columns.
     for by in ["tid,iaddr", "pid,tid,iaddr"] {
-        let theirs = Command::new("perf")
-            .args(["c2c", "report", "-i", "perf.data", "--stdio", "-c", by])
-            .current_dir(&dir)
-            .env("PERF_PAGER", "cat")
-            .output()
-            .unwrap();
-        let theirs = String::from_utf8_lossy(&theirs.stdout).into_owned();
+        let theirs = perf_c2c(&dir, &["-c", by]);
         let ours = hrec_ok(&dir, &["c2c", "report", "-i", "perf.data", "-c", by]);
         let pareto = |s: &str| -> Vec<Vec<String>> {
             s.lines()
@@ -333,13 +318,7 @@ fn remote_hitm_given_by_the_level_number_counts_as_a_hitm() {
     assert_eq!(row[5..9], ["9", "4", "5", "17"]);
     assert_eq!(row[20..23], ["5", "0", "0"]);
     if support::perf().is_some() {
-        let o = Command::new("perf")
-            .args(["c2c", "report", "-i", "perf.data", "--stdio"])
-            .current_dir(&dir)
-            .env("PERF_PAGER", "cat")
-            .output()
-            .unwrap();
-        let theirs = String::from_utf8_lossy(&o.stdout).into_owned();
+        let theirs = perf_c2c(&dir, &[]);
         let theirs = &section(&theirs, "Shared Data Cache Line Table")[0];
         assert_eq!(theirs[5..9], ["8", "4", "4", "16"], "{theirs:?}");
     }
@@ -593,14 +572,7 @@ fn perf_6_1_c2c_report_flags_give_the_same_tables() {
         &["-c", "tid"],
         &["-N", "-d", "rmt", "-c", "tid,iaddr"],
     ] {
-        let o = Command::new("perf")
-            .args(["c2c", "report", "-i", "perf.data", "--stdio"])
-            .args(args)
-            .current_dir(&dir)
-            .env("PERF_PAGER", "cat")
-            .output()
-            .unwrap();
-        let theirs = String::from_utf8_lossy(&o.stdout).into_owned();
+        let theirs = perf_c2c(&dir, args);
         let mut a = vec!["c2c", "report", "-i", "perf.data", "--stdio"];
         a.extend_from_slice(args);
         let ours = hrec_ok(&dir, &a);
@@ -694,16 +666,7 @@ fn a_line_under_a_thousandth_of_the_hitms_is_not_shown() {
     };
     assert_eq!(lines(&dir), [shared]);
     if support::perf().is_some() {
-        let o = Command::new("perf")
-            .args(["c2c", "report", "-i", "perf.data", "--stdio"])
-            .current_dir(&dir)
-            .env("PERF_PAGER", "cat")
-            .output()
-            .unwrap();
-        let theirs = section(
-            &String::from_utf8_lossy(&o.stdout),
-            "Shared Data Cache Line Table",
-        );
+        let theirs = section(&perf_c2c(&dir, &[]), "Shared Data Cache Line Table");
         let ours = section(
             &hrec_ok(&dir, &["c2c", "report", "-i", "perf.data"]),
             "Shared Data Cache Line Table",
@@ -982,13 +945,7 @@ fn every_trace_event_class_counts_as_perf_6_1_counts_it() {
         assert_eq!(value(label), want, "{label}\n{ours}");
     }
     if support::perf().is_some() {
-        let o = Command::new("perf")
-            .args(["c2c", "report", "-i", "perf.data", "--stdio"])
-            .current_dir(&dir)
-            .env("PERF_PAGER", "cat")
-            .output()
-            .unwrap();
-        let theirs = String::from_utf8_lossy(&o.stdout).into_owned();
+        let theirs = perf_c2c(&dir, &[]);
         for title in [
             "Trace Event Information",
             "Global Shared Cache Line Event Information",

@@ -7,8 +7,8 @@
 mod support;
 
 use std::path::Path;
-use std::process::Command;
 
+use support::typed::gcc;
 use support::{hrec_in, text};
 
 /// 1024 page-sized records in `.data` (initialised, so file-backed): the first write to each
@@ -62,22 +62,28 @@ int main(void)
 "#;
 
 fn build(dir: &Path, name: &str, debug: &str) -> bool {
-    build_c(dir, TYPES_C, name, &["-O1", debug, "-no-pie"])
+    gcc(dir, TYPES_C, name, &["-O1", debug, "-no-pie"])
 }
 
-fn build_c(dir: &Path, source: &str, name: &str, args: &[&str]) -> bool {
-    let src = format!("{name}.c");
-    std::fs::write(dir.join(&src), source).unwrap();
-    let ok = Command::new("gcc")
-        .args(args)
-        .args(["-o", name, &src])
-        .current_dir(dir)
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        eprintln!("skipped: gcc could not build the workload");
-    }
-    ok
+/// `record -e page-faults -c 1 -d -o FILE -- PROG` in `dir`: every fault with its address.
+fn record_faults(dir: &Path, file: &str, prog: &str) {
+    let o = hrec_in(
+        dir,
+        &[
+            "record",
+            "-q",
+            "-e",
+            "page-faults",
+            "-c",
+            "1",
+            "-d",
+            "-o",
+            file,
+            "--",
+            prog,
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o).1);
 }
 
 /// `(samples, dso, rest of the row)` of `report --stdio --sort dso_daddr,KEY`.
@@ -104,23 +110,7 @@ fn page_faults_on_struct_members_by_type_and_field() {
         return;
     }
     for (prog, file) in [("./types", "t.data"), ("./nodebug", "n.data")] {
-        let o = hrec_in(
-            d,
-            &[
-                "record",
-                "-q",
-                "-e",
-                "page-faults",
-                "-c",
-                "1",
-                "-d",
-                "-o",
-                file,
-                "--",
-                prog,
-            ],
-        );
-        assert!(o.status.success(), "{}", text(&o).1);
+        record_faults(d, file, prog);
     }
     // Of the faults in the program's own mappings, those on the array (all but a few made
     // by the loader and libc) are `hot` of `struct page_rec`.
@@ -191,27 +181,11 @@ fn page_faults_through_a_pointer_by_type_and_field() {
     let d = dir.path();
     for opt in ["-O1", "-O2"] {
         let name = format!("heap{opt}");
-        if !build_c(d, HEAP_C, &name, &[opt, "-g"]) {
+        if !gcc(d, HEAP_C, &name, &[opt, "-g"]) {
             return;
         }
         let file = format!("{name}.data");
-        let o = hrec_in(
-            d,
-            &[
-                "record",
-                "-q",
-                "-e",
-                "page-faults",
-                "-c",
-                "1",
-                "-d",
-                "-o",
-                &file,
-                "--",
-                &format!("./{name}"),
-            ],
-        );
-        assert!(o.status.success(), "{}", text(&o).1);
+        record_faults(d, &file, &format!("./{name}"));
         let typeoff = rows(d, &file, "typeoff");
         let anon: Vec<_> = typeoff.iter().filter(|r| r.1 == "anon").collect();
         let hot: u64 = anon
@@ -237,7 +211,7 @@ fn page_faults_through_a_pointer_by_type_and_field() {
 /// compares two recordings per field.
 #[test]
 fn hand_built_accesses_by_type_field_and_latency() {
-    use support::memdata::{ANON, Access, Events, GNR, Program, src, write_recording};
+    use support::memdata::{ANON, Access, Events, GNR, Program, l1_load, write_recording};
     use support::typed::{insn_at, segments};
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
@@ -258,19 +232,7 @@ fn hand_built_accesses_by_type_field_and_latency() {
             insn_at(&bytes, "main", None),
         ],
     };
-    use hrec::decode::datasrc::{blk, lock, lvl, lvlnum, op, snoop, tlb};
-    let l1 = src(
-        op::LOAD,
-        lvl::HIT | lvl::L1,
-        snoop::NONE,
-        lock::NA,
-        tlb::HIT | tlb::L1,
-        lvlnum::L1,
-        false,
-        0,
-        blk::NA,
-        0,
-    );
+    let l1 = l1_load();
     // WEIGHT_STRUCT: the load latency in bits 31:0, the retire latency in bits 63:48.
     let access = |func: usize, addr: u64, lat: u64, retire: u64| Access {
         func,

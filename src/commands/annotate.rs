@@ -227,7 +227,9 @@ fn data_types(
     use output::typeannotate::{Shown, json, text};
     let entries = type_entries(p, event, (!want.is_empty()).then_some(want));
     if entries.is_empty() {
-        let why = if p.data_locs.is_empty() {
+        let why = if p.total_samples == 0 {
+            "it has no samples"
+        } else if p.data_locs.is_empty() {
             "its samples have no data addresses (record with -d, or hrec mem record)"
         } else if want.is_empty() {
             "no sampled access is typed (the DWARF of the sampled code and of the data it reads is needed: -g builds or debug files)"

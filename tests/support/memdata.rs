@@ -329,10 +329,10 @@ pub fn src(
 /// The accesses of the hand-built recording: the program's objects, the heap, the stack,
 /// anonymous memory and an unmapped address, with data sources chosen field by field. Each
 /// kind has its own weight so every row's total is known.
-pub fn accesses(objects: &[u64]) -> Vec<Access> {
-    let (shared, table, counters) = (objects[0], objects[1], objects[2]);
-    // An L1 hit, as Sapphire Rapids encodes it (old level bits and the level number).
-    let l1 = src(
+/// A load that hit L1, as Sapphire Rapids encodes it (the old level bits and the level
+/// number).
+pub fn l1_load() -> DataSrc {
+    src(
         op::LOAD,
         lvl::HIT | lvl::L1,
         snoop::NONE,
@@ -343,7 +343,12 @@ pub fn accesses(objects: &[u64]) -> Vec<Access> {
         0,
         blk::NA,
         0,
-    );
+    )
+}
+
+pub fn accesses(objects: &[u64]) -> Vec<Access> {
+    let (shared, table, counters) = (objects[0], objects[1], objects[2]);
+    let l1 = l1_load();
     // A remote cache line modified in another socket's cache (HITM), and a remote DRAM read:
     // the same old level bits, the rest tells them apart.
     let rem_hitm = src(

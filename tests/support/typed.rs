@@ -89,17 +89,24 @@ pub fn segments(bin: &[u8]) -> ((u64, u64, u64), (u64, u64, u64)) {
     (text.unwrap(), data.unwrap())
 }
 
-/// Builds [`HAND_C`] as `dir/hand` (`-O1 -g -no-pie`); `None`, with a line saying so, when gcc
-/// cannot.
-pub fn build(dir: &Path) -> Option<PathBuf> {
-    std::fs::write(dir.join("hand.c"), HAND_C).unwrap();
+/// `gcc ARGS -o NAME NAME.c` in `dir` with `source` as `NAME.c`; false, with a line saying
+/// the test is skipped, when gcc cannot build it.
+pub fn gcc(dir: &Path, source: &str, name: &str, args: &[&str]) -> bool {
+    let src = format!("{name}.c");
+    std::fs::write(dir.join(&src), source).unwrap();
     let ok = Command::new("gcc")
-        .args(["-O1", "-g", "-no-pie", "-o", "hand", "hand.c"])
+        .args(args)
+        .args(["-o", name, &src])
         .current_dir(dir)
         .status()
         .is_ok_and(|s| s.success());
     if !ok {
         eprintln!("skipped: gcc could not build the workload");
     }
-    ok.then(|| dir.join("hand"))
+    ok
+}
+
+/// Builds [`HAND_C`] as `dir/hand` (`-O1 -g -no-pie`); `None` when gcc cannot.
+pub fn build(dir: &Path) -> Option<PathBuf> {
+    gcc(dir, HAND_C, "hand", &["-O1", "-g", "-no-pie"]).then(|| dir.join("hand"))
 }
