@@ -273,7 +273,7 @@ fn sigkill_leaves_a_readable_truncated_file() {
     // A duration no other test uses: the workload is stopped below by matching it.
     let mut child = spawn_record(dir.path(), "killed.hrec", "6");
     // Until a block of samples has reached the file (a batch is written at least every
-    // 500 ms; a loaded machine may take longer, so the test waits for the file, not a time).
+    // 1 s; a loaded machine may take longer, so the test waits for the file, not a time).
     let has_samples = || {
         let (out, _) = text(&hrec_in(dir.path(), &["info", "-i", "killed.hrec"]));
         out.lines()

@@ -333,8 +333,17 @@ fn python_hot_symbols_match_perf_and_srcline_reaches_headers() {
 fn missing_binaries_and_truncated_files_give_a_partial_report() {
     let bin = support::release_example("hotspots");
     let dir = tempfile::tempdir().unwrap();
-    // About 1.2 s: the recorder writes a block every 500 ms, so there are several.
+    // About 1.2 s at 4000 Hz: ~200 KB of samples, more than one block of records (a block
+    // holds 128 KiB of records or a second's).
     hrec_record(dir.path(), &[], &[bin.to_str().unwrap(), "3"]);
+    let full = std::fs::read(dir.path().join("hrec.data")).unwrap();
+    let reader = hrec::data::Reader::open(&dir.path().join("hrec.data")).unwrap();
+    let records: Vec<&hrec::data::BlockInfo> = reader
+        .blocks()
+        .iter()
+        .filter(|b| b.kind == hrec::data::BlockKind::Records)
+        .collect();
+    assert!(records.len() >= 2, "{} record blocks", records.len());
 
     // Binaries looked up under an empty --symfs are missing: the header says so, with the
     // file, and the rows keep their addresses.
@@ -348,9 +357,12 @@ fn missing_binaries_and_truncated_files_give_a_partial_report() {
     assert!(out.contains("% binary missing (hotspots)"), "{out}");
     assert!(out.contains("[.] 0x"), "{out}");
 
-    // A file cut in the middle of its blocks: a warning line and the report of what is there.
-    let full = std::fs::read(dir.path().join("hrec.data")).unwrap();
-    std::fs::write(dir.path().join("cut.hrec"), &full[..full.len() * 2 / 3]).unwrap();
+    // A file cut in the middle of its last block of records: a warning line and the report of
+    // the blocks before it. (A cut at a fixed share of the file can fall in the first block
+    // when it is the largest, leaving no sample.)
+    let last = records.last().unwrap();
+    let cut = (last.payload_offset() + last.compressed_len / 2) as usize;
+    std::fs::write(dir.path().join("cut.hrec"), &full[..cut]).unwrap();
     let o = hrec_in(dir.path(), &["report", "-i", "cut.hrec"]);
     let (out, err) = text(&o);
     assert!(o.status.success(), "{err}");
@@ -362,13 +374,6 @@ fn missing_binaries_and_truncated_files_give_a_partial_report() {
     // Bytes flipped inside one block's payload: the block is reported once, the rest still
     // reads. (Flipping the middle of the file could hit the end of one block and the header
     // of the next, leaving nothing to read when there are only two.)
-    let reader = hrec::data::Reader::open(&dir.path().join("hrec.data")).unwrap();
-    let records: Vec<&hrec::data::BlockInfo> = reader
-        .blocks()
-        .iter()
-        .filter(|b| b.kind == hrec::data::BlockKind::Records)
-        .collect();
-    assert!(records.len() >= 2, "{} record blocks", records.len());
     // The smallest, so the blocks left hold most of the samples.
     let victim = records.iter().min_by_key(|b| b.records).unwrap();
     let mid = (victim.payload_offset() + victim.compressed_len / 2) as usize;
