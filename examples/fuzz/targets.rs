@@ -603,6 +603,11 @@ pub fn disasm(input: &[u8]) {
             Some(("f".into(), a.wrapping_sub(base)))
         });
     }
+    // The replay of the instructions before an access, at each byte as the access's PC
+    // (most are no instruction's start).
+    for pc in (0..input.len().min(64) as u64).map(|i| base + i) {
+        let _ = hrec::symbol::datatype::track::steps(input, base, pc);
+    }
 }
 
 /// The first byte picks the perfmon file kind, the rest is its text; what parses is used as

@@ -20,6 +20,10 @@ use super::{Frame, Symbolized, Unresolved};
 /// one a person reads instruction by instruction).
 pub const MAX_CODE: u64 = 16 << 20;
 
+/// The most bytes of a function decoded to type an access by the instructions before it
+/// ([`Binary::access_type`]).
+const MAX_TRACKED: u64 = 1 << 20;
+
 /// The bytes at `[addr, addr + len)` of an ELF core image of memory (`/proc/kcore`, whose
 /// `PT_LOAD` segments are at the kernel's virtual addresses): only from one segment's file
 /// bytes, at most [`MAX_CODE`]; `None` when the range is not all in one.
@@ -283,12 +287,27 @@ impl Binary {
             .map(|l| l.filesz - (pc - l.vaddr))?;
         let bytes = self.code(pc, room.min(15))?;
         let op = access::operand(&bytes, pc)?;
-        self.data_types().at_operand(pc, op, |pc| {
+        let cfa = |pc| {
             self.cfi
                 .get_or_init(|| access::Cfi::load(&self.path))
                 .as_ref()?
                 .cfa(pc)
-        })
+        };
+        let types = self.data_types();
+        if let Some(hit) = types.at_operand(pc, op, cfa) {
+            return Some(hit);
+        }
+        // The base register holds no variable DWARF describes here: what the function's
+        // instructions before the access put in it (unoptimized code's reloaded pointers).
+        let sym = self.symbols.lookup(pc)?;
+        let len = if sym.size > 0 {
+            sym.size
+        } else {
+            pc.checked_sub(sym.start)?.checked_add(room.min(15))?
+        };
+        let code = self.code(sym.start, len.min(MAX_TRACKED))?;
+        let steps = super::datatype::track::steps(&code, sym.start, pc)?;
+        types.at_tracked(op, &steps, cfa)
     }
 
     /// The data types of the DWARF, read whole on first use.

@@ -37,9 +37,11 @@ use super::dwarf::Reader;
 
 pub mod access;
 mod locals;
+pub mod track;
 
 use access::Operand;
 use locals::{Locals, Place};
+use track::Step;
 
 /// A type as the lookups need it.
 #[derive(Debug, Clone, Default)]
@@ -56,6 +58,16 @@ struct Type {
     dims: Vec<u64>,
     /// Struct, union or class: members as (name, offset, type).
     members: Vec<(Option<Arc<str>>, u64, DebugInfoOffset)>,
+}
+
+/// What a register points into, while replaying the instructions before an access
+/// ([`DataTypes::at_tracked`]): `offset` bytes into an object of type `ty`, reached from
+/// variable `var`.
+#[derive(Debug, Clone)]
+struct Held {
+    var: Arc<str>,
+    ty: DebugInfoOffset,
+    offset: i64,
 }
 
 /// A variable at a fixed address.
@@ -275,13 +287,7 @@ impl DataTypes {
 
     /// The variable holding `svma` and what of its type an access there hits.
     pub fn lookup(&self, svma: u64) -> Option<TypeHit> {
-        let i = self.vars.partition_point(|v| v.start <= svma);
-        let var = self.vars.get(i.checked_sub(1)?)?;
-        let offset = svma - var.start;
-        if offset >= var.size {
-            return None;
-        }
-        self.hit(&var.name, var.ty, offset)
+        self.at_operand(svma, Operand::Absolute(svma), |_| None)
     }
 
     /// What the instruction at `pc` whose memory operand is `op` reads: a global's type by
@@ -294,8 +300,106 @@ impl DataTypes {
         op: Operand,
         cfa: impl Fn(u64) -> Option<(u16, i64)>,
     ) -> Option<TypeHit> {
+        let (name, ty, offset) = self.locate(pc, op, &cfa)?;
+        self.hit(&name, ty, offset)
+    }
+
+    /// What the instruction whose memory operand is `op` reads when its base register holds
+    /// a pointer that the instructions before it (`steps`, [`track`]) put there: a pointer
+    /// loaded from a typed place (a variable, a member, a global) points to its pointee's
+    /// start; an address taken with `lea` points into the place's own type; copies keep what
+    /// a register points into, `add`/`sub` move along it, anything else forgets it. An offset
+    /// outside the type pointed into is not typed.
+    pub fn at_tracked(
+        &self,
+        op: Operand,
+        steps: &[Step],
+        cfa: impl Fn(u64) -> Option<(u16, i64)>,
+    ) -> Option<TypeHit> {
+        let Operand::Based(reg, disp) = op else {
+            return None;
+        };
+        let mut regs: [Option<Held>; 16] = Default::default();
+        for s in steps {
+            let held = match *s {
+                Step::Load { ip, dst, src } => (
+                    dst,
+                    self.tracked(&regs, ip, src, &cfa).and_then(|h| {
+                        let value = self.value_at(h.ty, h.offset as u64, 0)?;
+                        Some(Held {
+                            var: h.var,
+                            ty: self.pointee(value)?,
+                            offset: 0,
+                        })
+                    }),
+                ),
+                Step::Addr { ip, dst, src } => (dst, self.tracked(&regs, ip, src, &cfa)),
+                Step::Copy { dst, src } => (dst, regs.get(usize::from(src)).cloned().flatten()),
+                Step::Add { dst, imm } => (
+                    dst,
+                    regs.get(usize::from(dst)).cloned().flatten().map(|h| Held {
+                        offset: h.offset.wrapping_add(imm),
+                        ..h
+                    }),
+                ),
+                Step::Clobber(dst) => (dst, None),
+            };
+            if let Some(r) = regs.get_mut(usize::from(held.0)) {
+                *r = held.1;
+            }
+        }
+        let h = self.within(regs.get(usize::from(reg))?.as_ref()?, disp)?;
+        self.hit(&h.var, h.ty, h.offset as u64)
+    }
+
+    /// The place the memory operand `src` of the instruction at `ip` names: through a
+    /// register that `regs` knows to point into a type, else as [`DataTypes::locate`] finds
+    /// it (the register's DWARF variable at `ip`, a stack slot, a global).
+    fn tracked(
+        &self,
+        regs: &[Option<Held>; 16],
+        ip: u64,
+        src: Operand,
+        cfa: &dyn Fn(u64) -> Option<(u16, i64)>,
+    ) -> Option<Held> {
+        if let Operand::Based(r, disp) = src
+            && let Some(Some(h)) = regs.get(usize::from(r))
+        {
+            return self.within(h, disp);
+        }
+        let (var, ty, offset) = self.locate(ip, src, cfa)?;
+        Some(Held {
+            var,
+            ty,
+            offset: i64::try_from(offset).ok()?,
+        })
+    }
+
+    /// `h` moved along by `disp`, when that stays inside its type.
+    fn within(&self, h: &Held, disp: i64) -> Option<Held> {
+        let offset = h.offset.checked_add(disp)?;
+        let size = self.size_of(h.ty, 0)?;
+        (u64::try_from(offset).is_ok_and(|o| o < size)).then(|| Held {
+            offset,
+            ..h.clone()
+        })
+    }
+
+    /// The variable, its type and the offset into it that the memory operand `op` of the
+    /// instruction at `pc` names, by DWARF alone (see [`DataTypes::at_operand`]).
+    fn locate(
+        &self,
+        pc: u64,
+        op: Operand,
+        cfa: &dyn Fn(u64) -> Option<(u16, i64)>,
+    ) -> Option<(Arc<str>, DebugInfoOffset, u64)> {
         let (reg, disp) = match op {
-            Operand::Absolute(a) => return self.lookup(a),
+            Operand::Absolute(a) => {
+                let i = self.vars.partition_point(|v| v.start <= a);
+                let var = self.vars.get(i.checked_sub(1)?)?;
+                let offset = a - var.start;
+                return (offset < var.size).then(|| (var.name.clone(), var.ty, offset));
+            }
             Operand::Based(reg, disp) => (reg, disp),
         };
         for (name, ty, place) in self.locals.as_ref()?.at(pc) {
@@ -315,10 +419,38 @@ impl DataTypes {
                 continue;
             };
             if self.size_of(ty, 0).is_some_and(|s| offset < s) {
-                return self.hit(&name, ty, offset);
+                return Some((name, ty, offset));
             }
         }
         None
+    }
+
+    /// The type of the scalar (a pointer, a number) at exactly `offset` into `ty`: through
+    /// members and array elements; `None` when the offset is inside one rather than at its
+    /// start.
+    fn value_at(&self, ty: DebugInfoOffset, offset: u64, depth: usize) -> Option<DebugInfoOffset> {
+        if depth >= MAX_DEPTH {
+            return None;
+        }
+        let real = self.real(ty)?;
+        let t = self.types.get(&real)?;
+        match gimli::DwTag(t.tag) {
+            gimli::DW_TAG_structure_type | gimli::DW_TAG_union_type | gimli::DW_TAG_class_type => {
+                let &(_, at, mty) = t.members.iter().find(|&&(_, at, mty)| {
+                    offset >= at
+                        && self
+                            .size_of(mty, depth + 1)
+                            .is_some_and(|s| offset - at < s)
+                })?;
+                self.value_at(mty, offset - at, depth + 1)
+            }
+            gimli::DW_TAG_array_type => {
+                let elem = t.target?;
+                let size = self.size_of(elem, depth + 1).filter(|&s| s > 0)?;
+                self.value_at(elem, offset % size, depth + 1)
+            }
+            _ => (offset == 0).then_some(real),
+        }
     }
 
     /// What a pointer of type `ty` points to; `None` when `ty` is no pointer (or `void*`).
@@ -704,7 +836,22 @@ __attribute__((noinline)) long stack_sum(int k)
     p.b = k * 2;
     return p.a + p.b;
 }
-int main(int argc, char **argv) { (void)argv; struct node n[2]; fill(n, argc); return (int)stack_sum(argc); }
+struct list { long len; struct node *first; };
+struct node *head;
+__attribute__((noinline)) long chase(struct list *l)
+{
+    struct node *local = l->first;
+    return l->first->warm + head->warm + (&local->hot)[1];
+}
+int main(int argc, char **argv)
+{
+    (void)argv;
+    struct node n[2];
+    struct list l = { 2, n };
+    head = n;
+    fill(n, argc);
+    return (int)stack_sum(argc) + (int)chase(&l);
+}
 "#;
 
     /// Each memory-accessing instruction of function `name` in `bin`, as GNU assembler text,
@@ -778,7 +925,27 @@ int main(int argc, char **argv) { (void)argv; struct node n[2]; fill(n, argc); r
             "mov %rdi,-0x18(%rbp)",
             Some("struct node* +0 (no field)"),
         );
-        // %rax holds a copy of `n` that DWARF at -O0 does not describe.
-        has(&fill, "mov %rdx,0x40(%rax)", None);
+        // %rax holds a copy of `n` that DWARF at -O0 does not describe: the load before it
+        // in the block types it.
+        has(
+            &fill,
+            "mov %rdx,0x40(%rax)",
+            Some("struct node +0x40 (hot)"),
+        );
+        // A pointer member loaded through a pointer, a global pointer, and an address taken
+        // with lea and moved along, all in %rax.
+        let chase = accesses(&o0, "chase");
+        has(&chase, "mov 8(%rax),%rax", Some("struct list +0x8 (first)"));
+        has(
+            &chase,
+            "mov 0x48(%rax),%eax",
+            Some("struct node +0x48 (warm)"),
+        );
+        has(
+            &chase,
+            "mov 0x48(%rax),%edx",
+            Some("struct node +0x48 (warm)"),
+        );
+        has(&chase, "mov (%rax),%rax", Some("struct node +0x48 (warm)"));
     }
 }

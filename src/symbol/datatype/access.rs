@@ -14,7 +14,7 @@
 //!   variable's at `disp - offset - fbreg`.
 
 use gimli::{RunTimeEndian, UnwindSection as _};
-use iced_x86::{Decoder, DecoderOptions, Mnemonic, OpKind, Register};
+use iced_x86::{Decoder, DecoderOptions, Instruction, Mnemonic, OpKind, Register};
 
 /// What an instruction's memory operand adds up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,20 +29,32 @@ pub enum Operand {
 /// not decode, or accesses nothing.
 pub fn operand(bytes: &[u8], pc: u64) -> Option<Operand> {
     let insn = Decoder::with_ip(64, bytes, pc, DecoderOptions::NONE).decode();
-    if insn.is_invalid()
-        || matches!(
-            insn.mnemonic(),
-            Mnemonic::Lea
-                | Mnemonic::Nop
-                | Mnemonic::Prefetchnta
-                | Mnemonic::Prefetcht0
-                | Mnemonic::Prefetcht1
-                | Mnemonic::Prefetcht2
-                | Mnemonic::Prefetchw
-        )
-    {
+    if insn.is_invalid() {
         return None;
     }
+    operand_of(&insn)
+}
+
+/// The memory operand of a decoded instruction (see [`operand`]).
+pub(super) fn operand_of(insn: &Instruction) -> Option<Operand> {
+    if matches!(
+        insn.mnemonic(),
+        Mnemonic::Lea
+            | Mnemonic::Nop
+            | Mnemonic::Prefetchnta
+            | Mnemonic::Prefetcht0
+            | Mnemonic::Prefetcht1
+            | Mnemonic::Prefetcht2
+            | Mnemonic::Prefetchw
+    ) {
+        return None;
+    }
+    address(insn)
+}
+
+/// What the memory operand of `insn` adds up, whatever the instruction does with it (`lea`
+/// only computes it).
+pub(super) fn address(insn: &Instruction) -> Option<Operand> {
     (0..insn.op_count()).find(|&i| insn.op_kind(i) == OpKind::Memory)?;
     let base = insn.memory_base();
     let disp = insn.memory_displacement64();
@@ -55,7 +67,7 @@ pub fn operand(bytes: &[u8], pc: u64) -> Option<Operand> {
 }
 
 /// The DWARF number of a general-purpose register (x86-64 psABI), any width.
-fn dwarf_reg(r: Register) -> Option<u16> {
+pub(super) fn dwarf_reg(r: Register) -> Option<u16> {
     Some(match r.full_register() {
         Register::RAX => 0,
         Register::RDX => 1,
