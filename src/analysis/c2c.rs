@@ -22,15 +22,18 @@
 //!   parse.
 //!
 //! A cache line is the 64-byte line of the data address (`addr & !63`) in its process's
-//! address space. Which HITMs count is perf's `-d/--display` ([`Display`]): `tot` (local and
-//! remote, perf 6.1's default on x86), `lcl` or `rmt`. A line is *shared* when it has a HITM of
-//! either kind or a peer hit (the Global Shared Cache Line totals); it is *shown* when its displayed HITMs are
-//! at least 0.1% of those of all shared lines (perf's `DISPLAY_LINE_LIMIT`), the most first.
+//! address space. Which loads count is perf's `-d/--display` ([`Display`]): HITMs `tot` (local
+//! and remote, perf 6.1's default on x86), `lcl` or `rmt`, or `peer` loads (local and remote,
+//! Arm SPE's default). A line is *shared* when it has a HITM of either kind or a peer hit (the
+//! Global Shared Cache Line totals); it is *shown* when its displayed loads are at least 0.1%
+//! of those of all shared lines (perf's `DISPLAY_LINE_LIMIT`), or, with `--show-all`, whenever
+//! it has a sample, the most displayed loads first.
 //! Each line's rows are its samples grouped by offset and by what `-c` lists ([`Coalesce`]:
 //! the code address by default, the process, the thread, the code's object); a row is shown
 //! when it has a store or a displayed HITM (perf's `is_valid_hist_entry`), rows by offset, then
 //! by the displayed HITMs (`rmt` then `lcl` for `-d rmt`, the other way for `-d lcl`), most
-//! first. Latencies are the samples' weights (the load latency in cycles), averaged per class;
+//! first. Latencies are the samples' weights (the load latency in cycles), averaged per class
+//! (remote HITM, local HITM, remote peer, local peer, other loads: each load in one);
 //! each row also keeps its counts per NUMA node of the CPUs it ran on (`-N`).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -106,7 +109,11 @@ pub struct C2cStats {
     pub lcl_hitm_cycles: u64,
     /// Summed latency of the remote HITM loads.
     pub rmt_hitm_cycles: u64,
-    /// Summed latency of the other loads.
+    /// Summed latency of the local peer loads.
+    pub lcl_peer_cycles: u64,
+    /// Summed latency of the remote peer loads.
+    pub rmt_peer_cycles: u64,
+    /// Summed latency of the other loads (neither HITM nor peer).
     pub load_cycles: u64,
 }
 
@@ -114,6 +121,11 @@ impl C2cStats {
     /// HITM loads, local and remote.
     pub fn hitm(&self) -> u64 {
         self.lcl_hitm + self.rmt_hitm
+    }
+
+    /// Peer loads, local and remote.
+    pub fn peer(&self) -> u64 {
+        self.lcl_peer + self.rmt_peer
     }
 
     /// Adds `n` samples of one access with data source `src`, weight `w` and a data address.
@@ -179,8 +191,6 @@ impl C2cStats {
             self.ld_miss += n;
         }
         let remote = src.remote() || remote_cache || remote_ram;
-        let peer = src.snoopx() & snoopx::PEER != 0;
-        let shared = src.snoop() & snoop::HIT != 0;
         if src.snoop() & snoop::HITM != 0 {
             if remote {
                 self.rmt_hitm += n;
@@ -191,7 +201,25 @@ impl C2cStats {
             }
             return;
         }
-        self.load_cycles += w * n;
+        // The latency goes to the peer class the load counts in, else to the loads' (perf's
+        // `compute_stats`).
+        match self.classify_load(src, n) {
+            Some(true) => self.rmt_peer_cycles += w * n,
+            Some(false) => self.lcl_peer_cycles += w * n,
+            None => self.load_cycles += w * n,
+        }
+    }
+
+    /// Counts `n` non-HITM loads with an address in their level class; `Some(remote)` when
+    /// they count as peer loads.
+    fn classify_load(&mut self, src: DataSrc, n: u64) -> Option<bool> {
+        let level = src.lvl();
+        let num = src.lvl_num();
+        let remote_cache = level & (lvl::REM_CCE1 | lvl::REM_CCE2) != 0;
+        let remote_ram = level & (lvl::REM_RAM1 | lvl::REM_RAM2) != 0;
+        let remote = src.remote() || remote_cache || remote_ram;
+        let peer = src.snoopx() & snoopx::PEER != 0;
+        let shared = src.snoop() & snoop::HIT != 0;
         // A level bit names where a load hit (not one it missed); a level given only by
         // its number (the old bits say nothing) is where it hit.
         let is = |bit: u64, number: u64| {
@@ -213,11 +241,13 @@ impl C2cStats {
             self.ld_l2hit += n;
             if peer {
                 self.lcl_peer += n;
+                return Some(false);
             }
         } else if is(lvl::L3, lvlnum::L3) && !remote {
             self.lcl_hit += n;
             if peer {
                 self.lcl_peer += n;
+                return Some(false);
             }
         } else if remote_ram || (num == lvlnum::RAM && src.remote()) {
             self.rmt_dram += n;
@@ -229,8 +259,10 @@ impl C2cStats {
             self.rmt_hit += n;
             if peer {
                 self.rmt_peer += n;
+                return Some(true);
             }
         }
+        None
     }
 
     /// Loads served from beyond this socket's LLC: DRAM, local or remote, and another
@@ -271,6 +303,8 @@ impl C2cStats {
         self.noparse += o.noparse;
         self.lcl_hitm_cycles += o.lcl_hitm_cycles;
         self.rmt_hitm_cycles += o.rmt_hitm_cycles;
+        self.lcl_peer_cycles += o.lcl_peer_cycles;
+        self.rmt_peer_cycles += o.rmt_peer_cycles;
         self.load_cycles += o.load_cycles;
     }
 }
@@ -327,15 +361,18 @@ pub enum Display {
     Lcl,
     /// Remote HITMs.
     Rmt,
+    /// Loads served by a peer cache, local and remote (perf's `peer`, Arm SPE's default).
+    Peer,
 }
 
 impl Display {
-    /// The HITMs of `s` this display counts.
+    /// The loads of `s` this display counts: HITMs, or peer loads for `peer`.
     pub fn hitm(self, s: &C2cStats) -> u64 {
         match self {
             Display::Tot => s.hitm(),
             Display::Lcl => s.lcl_hitm,
             Display::Rmt => s.rmt_hitm,
+            Display::Peer => s.peer(),
         }
     }
 
@@ -345,6 +382,7 @@ impl Display {
             Display::Tot => (s.hitm(), 0),
             Display::Lcl => (s.lcl_hitm, s.rmt_hitm),
             Display::Rmt => (s.rmt_hitm, s.lcl_hitm),
+            Display::Peer => (s.peer(), 0),
         }
     }
 }
@@ -442,6 +480,7 @@ pub fn build(
     p: &Profile,
     by: Coalesce,
     display: Display,
+    show_all: bool,
     nodes: &[u32],
     node_of: &dyn Fn(u32) -> Option<u32>,
 ) -> C2c {
@@ -552,27 +591,24 @@ pub fn build(
             l.offsets.push(row);
         }
     }
-    let shared: Vec<C2cLine> = lines
-        .into_values()
-        .filter(|l| l.stats.hitm() + l.stats.lcl_peer + l.stats.rmt_peer > 0)
-        .collect();
-    for l in &shared {
+    let is_shared = |l: &C2cLine| l.stats.hitm() + l.stats.peer() > 0;
+    for l in lines.values().filter(|l| is_shared(l)) {
         c.shared.merge(&l.stats);
+        c.shared_lines += 1;
     }
-    c.shared_lines = shared.len() as u64;
     let sum = display.hitm(&c.shared);
-    let mut shown: Vec<C2cLine> = shared
-        .into_iter()
-        .filter(|l| sum > 0 && display.hitm(&l.stats) as f64 / sum as f64 >= DISPLAY_LINE_LIMIT)
+    let mut shown: Vec<C2cLine> = lines
+        .into_values()
+        .filter(|l| {
+            show_all
+                || (is_shared(l)
+                    && sum > 0
+                    && display.hitm(&l.stats) as f64 / sum as f64 >= DISPLAY_LINE_LIMIT)
+        })
         .collect();
-    shown.sort_by(|a, b| {
-        display
-            .hitm(&b.stats)
-            .cmp(&display.hitm(&a.stats))
-            .then(b.stats.hitm().cmp(&a.stats.hitm()))
-            .then(b.stats.records.cmp(&a.stats.records))
-            .then(a.addr.cmp(&b.addr))
-    });
+    // The most displayed loads first; lines that tie keep the order of their keys (process,
+    // then address), as perf's output sort keeps its collapsed lines' order.
+    shown.sort_by_key(|l| std::cmp::Reverse(display.hitm(&l.stats)));
     // Rows by offset, then the displayed HITMs, most first (the grouping keys last).
     for l in &mut shown {
         l.offsets.sort_by(|a, b| {

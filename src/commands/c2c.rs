@@ -66,12 +66,13 @@ pub struct C2cReportArgs {
         default_value = "iaddr"
     )]
     pub coalesce: String,
-    /// Which HITMs sort and filter the lines and rows: tot (local and remote), lcl or rmt
-    /// (perf's -d/--display; perf 6.1's default on x86 is tot).
+    /// Which loads sort and filter the lines and rows: HITMs tot (local and remote), lcl or
+    /// rmt, or peer (loads served by a peer cache) (perf's -d/--display; perf 6.1's default
+    /// on x86 is tot).
     #[arg(
         short = 'd',
         long = "display",
-        value_name = "tot|lcl|rmt",
+        value_name = "tot|lcl|rmt|peer",
         default_value = "tot",
         value_parser = parse_display
     )]
@@ -80,6 +81,16 @@ pub struct C2cReportArgs {
     /// displayed HITMs and of its stores; -NN the node's CPUs instead (perf's -N/--node-info).
     #[arg(short = 'N', long = "node-info", action = clap::ArgAction::Count)]
     pub node_info: u8,
+    /// Only the event totals and details, without the line tables (perf's --stats).
+    #[arg(long)]
+    pub stats: bool,
+    /// Every line with a sample, not only those with at least 0.1% of the displayed loads
+    /// of the shared lines (perf's --show-all).
+    #[arg(long = "show-all")]
+    pub show_all: bool,
+    /// No Source:Line column (perf's --no-source).
+    #[arg(long = "no-source")]
+    pub no_source: bool,
     #[command(flatten)]
     pub symbols: SymbolArgs,
 }
@@ -145,7 +156,7 @@ fn report(
     let node_of = |cpu: u32| nodes.iter().find(|(_, l)| l.contains(cpu)).map(|(n, _)| *n);
     let mut node_ids: Vec<u32> = nodes.iter().map(|(n, _)| *n).collect();
     node_ids.sort_unstable();
-    let c = hrec::analysis::c2c::build(&p, coalesce, a.display, &node_ids, &node_of);
+    let c = hrec::analysis::c2c::build(&p, coalesce, a.display, a.show_all, &node_ids, &node_of);
     let has = |bit: u64| {
         rec.meta()
             .events
@@ -174,6 +185,8 @@ fn report(
             grouping: format!("offset,{}", a.coalesce),
             coalesce,
             node_info: a.node_info.min(2),
+            stats_only: a.stats,
+            no_source: a.no_source,
         };
         hrec::output::c2c::write(&c, &events, &view, out)?;
     }
@@ -204,11 +217,10 @@ fn parse_display(s: &str) -> Result<Display, String> {
         "tot" => Ok(Display::Tot),
         "lcl" => Ok(Display::Lcl),
         "rmt" => Ok(Display::Rmt),
-        "peer" => Err(
-            "peer: peer snoops (perf's display for Arm SPE) are not counted yet; use tot, lcl or rmt"
-                .into(),
-        ),
-        other => Err(format!("unknown display {other:?}: use tot, lcl or rmt")),
+        "peer" => Ok(Display::Peer),
+        other => Err(format!(
+            "unknown display {other:?}: use tot, lcl, rmt or peer"
+        )),
     }
 }
 
@@ -232,7 +244,7 @@ mod tests {
         assert_eq!(parse_display("tot"), Ok(Display::Tot));
         assert_eq!(parse_display("lcl"), Ok(Display::Lcl));
         assert_eq!(parse_display("rmt"), Ok(Display::Rmt));
-        assert!(parse_display("peer").unwrap_err().contains("not counted"));
+        assert_eq!(parse_display("peer"), Ok(Display::Peer));
         assert!(parse_display("all").unwrap_err().contains("\"all\""));
     }
 }

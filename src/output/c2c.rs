@@ -23,15 +23,26 @@ pub struct View {
     pub coalesce: Coalesce,
     /// `-N` given this many times (0 to 2).
     pub node_info: u8,
+    /// `--stats`: the event totals and details only, no tables.
+    pub stats_only: bool,
+    /// `--no-source`: no Source:Line column.
+    pub no_source: bool,
 }
 
-/// perf's name of a display in "Cachelines sort on" and the table's HITM share header.
+/// perf's name of a display in "Cachelines sort on" and the table's share header.
 fn display_names(d: Display) -> (&'static str, &'static str) {
     match d {
         Display::Tot => ("Total HITMs", "Tot"),
         Display::Lcl => ("Local HITMs", "Lcl"),
         Display::Rmt => ("Remote HITMs", "Rmt"),
+        Display::Peer => ("Peer Snoop", "Peer"),
     }
+}
+
+/// `s` centred in `width` as perf's headers centre it (an odd space goes before).
+fn centred(s: &str, width: usize) -> String {
+    let room = width.saturating_sub(s.chars().count());
+    format!("{}{s}{}", " ".repeat(room - room / 2), " ".repeat(room / 2))
 }
 
 const RULE: &str = "=================================================";
@@ -72,8 +83,10 @@ fn avg(sum: u64, n: u64) -> String {
 pub fn write(c: &C2c, events: &[String], view: &View, out: &mut dyn Write) -> io::Result<()> {
     let t = &c.total;
     banner(out, "Trace Event Information")?;
+    // perf's `: %10d` and `: %10.1f%%`.
     let line = |out: &mut dyn Write, label: &str, v: String| -> io::Result<()> {
-        writeln!(out, "  {label:<34}:{v:>11}")
+        let width = if v.ends_with('%') { 12 } else { 11 };
+        writeln!(out, "  {label:<34}:{v:>width$}")
     };
     let misses = t.llc_misses();
     // perf divides by the misses whatever they are: 0/0 prints as C's `-nan`.
@@ -156,6 +169,9 @@ pub fn write(c: &C2c, events: &[String], view: &View, out: &mut dyn Write) -> io
         "  {:<34}: {}",
         "Cacheline data grouping", view.grouping
     )?;
+    if view.stats_only {
+        return Ok(());
+    }
     writeln!(out)?;
     lines_table(c, out)?;
     writeln!(out)?;
@@ -165,14 +181,20 @@ pub fn write(c: &C2c, events: &[String], view: &View, out: &mut dyn Write) -> io
 fn lines_table(c: &C2c, out: &mut dyn Write) -> io::Result<()> {
     banner(out, "Shared Data Cache Line Table")?;
     writeln!(out, "#")?;
+    let peer = c.display == Display::Peer;
+    let (kind, share, local, remote) = if peer {
+        ("Load Peer", "Snoop", "Local", "Remote")
+    } else {
+        ("Load Hitm", "Hitm", "LclHitm", "RmtHitm")
+    };
     writeln!(
         out,
-        "#        ----------- Cacheline ----------      {}  ------- Load Hitm -------    Total    Total    Total  --------- Stores --------  ----- Core Load Hit -----  - LLC Load Hit --  - RMT Load Hit --  --- Load Dram ----",
+        "#        ----------- Cacheline ----------  {:>7}  ------- {kind} -------    Total    Total    Total  --------- Stores --------  ----- Core Load Hit -----  - LLC Load Hit --  - RMT Load Hit --  --- Load Dram ----",
         display_names(c.display).1
     )?;
     writeln!(
         out,
-        "# Index             Address  Node  PA cnt     Hitm    Total  LclHitm  RmtHitm  records    Loads   Stores    L1Hit   L1Miss      N/A       FB       L1       L2    LclHit  LclHitm    RmtHit  RmtHitm       Lcl       Rmt"
+        "# Index             Address  Node  PA cnt  {share:>7}    Total  {local:>7}  {remote:>7}  records    Loads   Stores    L1Hit   L1Miss      N/A       FB       L1       L2    LclHit  LclHitm    RmtHit  RmtHitm       Lcl       Rmt"
     )?;
     writeln!(
         out,
@@ -182,6 +204,11 @@ fn lines_table(c: &C2c, out: &mut dyn Write) -> io::Result<()> {
     let all_hitm = c.display.hitm(&c.shared);
     for (i, l) in c.lines.iter().enumerate() {
         let s: &C2cStats = &l.stats;
+        let (total, local, remote) = if peer {
+            (s.peer(), s.lcl_peer, s.rmt_peer)
+        } else {
+            (s.hitm(), s.lcl_hitm, s.rmt_hitm)
+        };
         writeln!(
             out,
             "  {i:>5}  {:>18}  {:>4}  {:>6}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>8}  {:>7}  {:>8}  {:>7}  {:>8}  {:>8}",
@@ -189,9 +216,9 @@ fn lines_table(c: &C2c, out: &mut dyn Write) -> io::Result<()> {
             "N/A",
             0,
             pct(c.display.hitm(s), all_hitm),
-            s.hitm(),
-            s.lcl_hitm,
-            s.rmt_hitm,
+            total,
+            local,
+            remote,
             s.records,
             s.loads,
             s.stores,
@@ -275,6 +302,8 @@ fn pareto(c: &C2c, view: &View, out: &mut dyn Write) -> io::Result<()> {
     banner(out, "Shared Cache Line Distribution Pareto")?;
     let by = view.coalesce;
     let show_dso = by.iaddr || by.dso;
+    let show_src = by.iaddr && !view.no_source;
+    let peer = c.display == Display::Peer;
     let rows = || c.lines.iter().flat_map(|l| l.offsets.iter());
     let w = |f: &dyn Fn(&C2cOffset) -> usize, min: usize| rows().map(f).max().unwrap_or(0).max(min);
     let len = |s: &Option<String>| s.as_ref().map_or(0, String::len);
@@ -284,6 +313,10 @@ fn pareto(c: &C2c, view: &View, out: &mut dyn Write) -> io::Result<()> {
         w(&|o| len(&o.srcline), 11),
     );
     writeln!(out, "#")?;
+    // perf prints the column headers with the first line: none without a line.
+    if c.lines.is_empty() {
+        return Ok(());
+    }
     // The columns of the grouping: Pid (7), Tid (`tid:comm`, 15), Code address (18); after
     // the CPU count Symbol, Object (under "Shared") and Source:Line.
     let (mut gap, mut names, mut dots) = (String::new(), String::new(), String::new());
@@ -303,26 +336,38 @@ fn pareto(c: &C2c, view: &View, out: &mut dyn Write) -> io::Result<()> {
     for (on, width, top, name) in [
         (by.iaddr, ws, "", "Symbol"),
         (show_dso, wo, "Shared", "Object"),
-        (by.iaddr, wl, "", "Source:Line"),
+        (show_src, wl, "", "Source:Line"),
     ] {
         if on {
-            top_tail.push_str(&format!("  {top:^width$}"));
+            top_tail.push_str(&format!("  {}", centred(top, width)));
             names_tail.push_str(&format!("  {name:>width$}"));
             dots_tail.push_str(&format!("  {}", ".".repeat(width)));
         }
     }
-    let node_header = match view.node_info {
-        0 => "Node",
-        1 => "Node{cpus %hitms %stores}",
+    let node_header = match (view.node_info, peer) {
+        (0, _) => "Node",
+        (1, false) => "Node{cpus %hitms %stores}",
+        (1, true) => "Node{cpus %peers %stores}",
         _ => "Node{cpu list}",
+    };
+    let (kind, rmt, lcl, rmt_cycles, lcl_cycles) = if peer {
+        ("-- Peer Snoop --", "Rmt", "Lcl", "rmt peer", "lcl peer")
+    } else {
+        (
+            "----- HITM -----",
+            "RmtHitm",
+            "LclHitm",
+            "rmt hitm",
+            "lcl hitm",
+        )
     };
     writeln!(
         out,
-        "#        ----- HITM -----  ------- Store Refs ------  --------- Data address ---------  {gap}---------- cycles ----------    Total       cpu{top_tail}      "
+        "#        {kind}  ------- Store Refs ------  --------- Data address ---------  {gap}---------- cycles ----------    Total       cpu{top_tail}      "
     )?;
     writeln!(
         out,
-        "#   Num  RmtHitm  LclHitm   L1 Hit  L1 Miss      N/A              Offset  Node  PA cnt{names}  rmt hitm  lcl hitm      load  records       cnt{names_tail}  {node_header}"
+        "#   Num  {rmt:>7}  {lcl:>7}   L1 Hit  L1 Miss      N/A              Offset  Node  PA cnt{names}  {rmt_cycles}  {lcl_cycles}      load  records       cnt{names_tail}  {node_header}"
     )?;
     writeln!(
         out,
@@ -330,14 +375,23 @@ fn pareto(c: &C2c, view: &View, out: &mut dyn Write) -> io::Result<()> {
     )?;
     writeln!(out, "#")?;
     let dashes = "-".repeat(70);
+    // A row's remote and local counts and latencies under this display.
+    let kinds = |t: &C2cStats| {
+        if peer {
+            (t.rmt_peer, t.lcl_peer, t.rmt_peer_cycles, t.lcl_peer_cycles)
+        } else {
+            (t.rmt_hitm, t.lcl_hitm, t.rmt_hitm_cycles, t.lcl_hitm_cycles)
+        }
+    };
     for (i, l) in c.lines.iter().enumerate() {
         let s = &l.stats;
+        let (s_rmt, s_lcl, ..) = kinds(s);
         writeln!(out, "  {dashes}")?;
         writeln!(
             out,
             "  {i:>5}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>18}",
-            s.rmt_hitm,
-            s.lcl_hitm,
+            s_rmt,
+            s_lcl,
             s.st_l1hit,
             s.st_l1miss,
             s.st_na,
@@ -350,17 +404,19 @@ fn pareto(c: &C2c, view: &View, out: &mut dyn Write) -> io::Result<()> {
                 .iaddr
                 .map_or_else(String::new, |a| format!("{:>18}  ", format!("{a:#x}")));
             let mut tail = String::new();
-            for (cell, width) in [(&o.symbol, ws), (&o.dso, wo), (&o.srcline, wl)] {
+            let src = o.srcline.as_ref().filter(|_| show_src);
+            for (cell, width) in [(o.symbol.as_ref(), ws), (o.dso.as_ref(), wo), (src, wl)] {
                 if let Some(cell) = cell {
                     tail.push_str(&format!("  {cell:<width$}"));
                 }
             }
+            let (rmt, lcl, rmt_cycles, lcl_cycles) = kinds(t);
             writeln!(
                 out,
                 "  {:>5}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>18}  {:>4}  {:>6}  {}{code}{:>8}  {:>8}  {:>8}  {:>7}  {:>8}{tail}  {}",
                 "",
-                pct(t.rmt_hitm, s.rmt_hitm),
-                pct(t.lcl_hitm, s.lcl_hitm),
+                pct(rmt, s_rmt),
+                pct(lcl, s_lcl),
                 pct(t.st_l1hit, s.st_l1hit),
                 pct(t.st_l1miss, s.st_l1miss),
                 pct(t.st_na, s.st_na),
@@ -368,9 +424,9 @@ fn pareto(c: &C2c, view: &View, out: &mut dyn Write) -> io::Result<()> {
                 "N/A",
                 0,
                 thread_cells(o),
-                avg(t.rmt_hitm_cycles, t.rmt_hitm),
-                avg(t.lcl_hitm_cycles, t.lcl_hitm),
-                avg(t.load_cycles, t.loads - t.hitm()),
+                avg(rmt_cycles, rmt),
+                avg(lcl_cycles, lcl),
+                avg(t.load_cycles, t.loads - t.hitm() - t.peer()),
                 t.records,
                 o.cpus.len(),
                 node_cell(c, o, view.node_info),
