@@ -1057,3 +1057,49 @@ fn peer_display_show_all_stats_and_no_source() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// On a terminal (tmux), `hrec c2c report` is perf's interactive view: the Shared Data Cache
+/// Line Table's rows as the text prints them, `d` opens the selected line's offsets with
+/// their functions, `Esc` goes back, `q` quits; `--stdio` prints the text there.
+#[test]
+fn the_interactive_view_lists_lines_and_opens_ones_offsets() {
+    use support::tmux::{Tmux, available};
+    if !available() {
+        eprintln!("skipped: tmux not installed");
+        return;
+    }
+    let wait = std::time::Duration::from_secs(300);
+    let (dir, objects, _) = contended_file("tui");
+    let stdio = hrec_ok(&dir, &["c2c", "report", "-i", "perf.data", "--stdio"]);
+    let rows = section(&stdio, "Shared Data Cache Line Table");
+    assert_eq!(rows.len(), 3, "{stdio}");
+    let hrec = env!("CARGO_BIN_EXE_hrec");
+    let t = Tmux::start(&dir, 250, 30, &format!("{hrec} c2c report -i perf.data"));
+    // Every row, cell for cell.
+    let screen = t.wait_screen(wait, |s| {
+        s.contains("(3 entries, sorted on Total HITMs)")
+            && rows.iter().all(|r| {
+                s.lines()
+                    .any(|l| l.split_whitespace().eq(r.iter().map(String::as_str)))
+            })
+    });
+    assert!(screen.contains("Index"), "{screen}");
+    // The first line is `shared_line`'s (9 HITMs): its offsets, read by `reader` and
+    // written by `writer`.
+    t.send_keys(&["d"]);
+    let line = t.wait_screen(wait, |s| {
+        s.contains(&format!("Cacheline {:#x}", objects[0])) && s.contains("[.] writer")
+    });
+    assert!(line.contains("[.] reader"), "{line}");
+    t.send_keys(&["Escape"]);
+    t.wait_screen(wait, |s| s.contains("entries, sorted on"));
+    t.send_keys(&["q"]);
+    assert_eq!(t.wait_exit(wait), 0);
+    // --tui without a terminal: one line.
+    let o = hrec_in(&dir, &["c2c", "report", "-i", "perf.data", "--tui"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(out.is_empty() && err.trim().lines().count() == 1, "{err}");
+    assert!(err.contains("--tui needs a terminal"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -401,7 +401,7 @@ pub struct C2cNode {
 }
 
 /// One row of a cache line: an offset and what [`Coalesce`] groups by.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct C2cOffset {
     /// Offset of the data address in the line.
     pub offset: u64,

@@ -4,7 +4,7 @@
 //! folds the samples by CPU, thread, code address and data access and prints the cache lines
 //! that bounce between cores (`analysis::c2c`, `output::c2c`).
 
-use std::io::{self, Write};
+use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
@@ -50,11 +50,14 @@ pub struct C2cReportArgs {
     /// Input file [default: hrec.data, else perf.data when only that is here].
     #[arg(short = 'i', long = "input")]
     pub input: Option<PathBuf>,
-    /// Print text (the only view: accepted for perf compatibility).
-    #[arg(long)]
+    /// Print the text even on a terminal (where the interactive view is the default).
+    #[arg(long, conflicts_with = "tui")]
     pub stdio: bool,
+    /// The interactive view (the default when stdin and stdout are terminals).
+    #[arg(long)]
+    pub tui: bool,
     /// JSON: every shown line with its offsets, counts, CPUs, nodes, readers and writers.
-    #[arg(long, conflicts_with = "stdio")]
+    #[arg(long, conflicts_with_all = ["stdio", "tui"])]
     pub json: bool,
     /// What a line's rows are told apart by besides the offset: pid, tid, iaddr (the code
     /// address, with its function, object and source line), dso (the code's object), as
@@ -125,6 +128,15 @@ fn report(
     err: &mut dyn Write,
 ) -> Result<u8, Error> {
     let coalesce = parse_coalesce(&a.coalesce).map_err(|e| Error::Usage(format!("-c: {e}")))?;
+    let terminal = io::stdout().is_terminal() && io::stdin().is_terminal();
+    if a.tui && !terminal {
+        return Err(Error::Usage(
+            "--tui needs a terminal on stdin and stdout; leave it out (or give --stdio) to print the report as text"
+                .into(),
+        ));
+    }
+    // perf's --stats implies --stdio.
+    let tui = a.tui || (terminal && !a.stdio && !a.json && !a.stats);
     let (mut opts, _) = reading_options(a.symbols, FilterArgs::default()).map_err(Error::Usage)?;
     // Per thread, CPU and code address; the data address, its source and the latency.
     opts.fold = FoldKeys {
@@ -188,7 +200,13 @@ fn report(
             stats_only: a.stats,
             no_source: a.no_source,
         };
-        hrec::output::c2c::write(&c, &events, &view, out)?;
+        if tui {
+            let sort_on = hrec::output::c2c::display_names(a.display).0;
+            let mut v = hrec::output::c2c_tui::C2cView::new(&c, &view, sort_on);
+            hrec::output::c2c_tui::run(&mut v)?;
+        } else {
+            hrec::output::c2c::write(&c, &events, &view, out)?;
+        }
     }
     Ok(0)
 }

@@ -30,7 +30,7 @@ pub struct View {
 }
 
 /// perf's name of a display in "Cachelines sort on" and the table's share header.
-fn display_names(d: Display) -> (&'static str, &'static str) {
+pub fn display_names(d: Display) -> (&'static str, &'static str) {
     match d {
         Display::Tot => ("Total HITMs", "Tot"),
         Display::Lcl => ("Local HITMs", "Lcl"),
@@ -173,34 +173,48 @@ pub fn write(c: &C2c, events: &[String], view: &View, out: &mut dyn Write) -> io
         return Ok(());
     }
     writeln!(out)?;
-    lines_table(c, out)?;
+    banner(out, "Shared Data Cache Line Table")?;
+    let (head, rows) = table_lines(c);
+    for l in head.iter().chain(&rows) {
+        writeln!(out, "{l}")?;
+    }
     writeln!(out)?;
-    pareto(c, view, out)
+    banner(out, "Shared Cache Line Distribution Pareto")?;
+    let (head, blocks) = pareto_lines(c, view);
+    for l in &head {
+        writeln!(out, "{l}")?;
+    }
+    for (i, block) in blocks.iter().enumerate() {
+        if i > 0 {
+            writeln!(out)?;
+        }
+        for l in block {
+            writeln!(out, "{l}")?;
+        }
+    }
+    Ok(())
 }
 
-fn lines_table(c: &C2c, out: &mut dyn Write) -> io::Result<()> {
-    banner(out, "Shared Data Cache Line Table")?;
-    writeln!(out, "#")?;
+/// The Shared Data Cache Line Table under its banner: its header lines, and one row per
+/// line shown.
+pub fn table_lines(c: &C2c) -> (Vec<String>, Vec<String>) {
+    let mut out = Vec::new();
+    out.push("#".to_string());
     let peer = c.display == Display::Peer;
     let (kind, share, local, remote) = if peer {
         ("Load Peer", "Snoop", "Local", "Remote")
     } else {
         ("Load Hitm", "Hitm", "LclHitm", "RmtHitm")
     };
-    writeln!(
-        out,
+    out.push(format!(
         "#        ----------- Cacheline ----------  {:>7}  ------- {kind} -------    Total    Total    Total  --------- Stores --------  ----- Core Load Hit -----  - LLC Load Hit --  - RMT Load Hit --  --- Load Dram ----",
         display_names(c.display).1
-    )?;
-    writeln!(
-        out,
+    ));
+    out.push(format!(
         "# Index             Address  Node  PA cnt  {share:>7}    Total  {local:>7}  {remote:>7}  records    Loads   Stores    L1Hit   L1Miss      N/A       FB       L1       L2    LclHit  LclHitm    RmtHit  RmtHitm       Lcl       Rmt"
-    )?;
-    writeln!(
-        out,
-        "# .....  ..................  ....  ......  .......  .......  .......  .......  .......  .......  .......  .......  .......  .......  .......  .......  .......  ........  .......  ........  .......  ........  ........"
-    )?;
-    writeln!(out, "#")?;
+    ));
+    out.push("# .....  ..................  ....  ......  .......  .......  .......  .......  .......  .......  .......  .......  .......  .......  .......  .......  .......  ........  .......  ........  .......  ........  ........".to_string());
+    out.push("#".to_string());
     let all_hitm = c.display.hitm(&c.shared);
     for (i, l) in c.lines.iter().enumerate() {
         let s: &C2cStats = &l.stats;
@@ -209,8 +223,7 @@ fn lines_table(c: &C2c, out: &mut dyn Write) -> io::Result<()> {
         } else {
             (s.hitm(), s.lcl_hitm, s.rmt_hitm)
         };
-        writeln!(
-            out,
+        out.push(format!(
             "  {i:>5}  {:>18}  {:>4}  {:>6}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>8}  {:>7}  {:>8}  {:>7}  {:>8}  {:>8}",
             format!("{:#x}", l.addr),
             "N/A",
@@ -234,9 +247,10 @@ fn lines_table(c: &C2c, out: &mut dyn Write) -> io::Result<()> {
             s.rmt_hitm,
             s.lcl_dram,
             s.rmt_dram,
-        )?;
+        ));
     }
-    Ok(())
+    let rows = out.split_off(5);
+    (out, rows)
 }
 
 /// perf's Node cell at `-N` level `info` (its `node_entry`): per node of the recording the
@@ -298,8 +312,12 @@ fn thread_cells(o: &C2cOffset) -> String {
     s
 }
 
-fn pareto(c: &C2c, view: &View, out: &mut dyn Write) -> io::Result<()> {
-    banner(out, "Shared Cache Line Distribution Pareto")?;
+/// The Shared Cache Line Distribution Pareto under its banner: its header lines (the
+/// column headers only with a line, as perf prints them with the first), and per line shown
+/// its block (the line's counts between rules, then its rows).
+pub fn pareto_lines(c: &C2c, view: &View) -> (Vec<String>, Vec<Vec<String>>) {
+    let mut out = Vec::new();
+    let mut blocks = Vec::new();
     let by = view.coalesce;
     let show_dso = by.iaddr || by.dso;
     let show_src = by.iaddr && !view.no_source;
@@ -312,10 +330,10 @@ fn pareto(c: &C2c, view: &View, out: &mut dyn Write) -> io::Result<()> {
         w(&|o| len(&o.dso), 6),
         w(&|o| len(&o.srcline), 11),
     );
-    writeln!(out, "#")?;
+    out.push("#".to_string());
     // perf prints the column headers with the first line: none without a line.
     if c.lines.is_empty() {
-        return Ok(());
+        return (out, blocks);
     }
     // The columns of the grouping: Pid (7), Tid (`tid:comm`, 15), Code address (18); after
     // the CPU count Symbol, Object (under "Shared") and Source:Line.
@@ -361,19 +379,16 @@ fn pareto(c: &C2c, view: &View, out: &mut dyn Write) -> io::Result<()> {
             "lcl hitm",
         )
     };
-    writeln!(
-        out,
+    out.push(format!(
         "#        {kind}  ------- Store Refs ------  --------- Data address ---------  {gap}---------- cycles ----------    Total       cpu{top_tail}      "
-    )?;
-    writeln!(
-        out,
+    ));
+    out.push(format!(
         "#   Num  {rmt:>7}  {lcl:>7}   L1 Hit  L1 Miss      N/A              Offset  Node  PA cnt{names}  {rmt_cycles}  {lcl_cycles}      load  records       cnt{names_tail}  {node_header}"
-    )?;
-    writeln!(
-        out,
+    ));
+    out.push(format!(
         "# .....  .......  .......  .......  .......  .......  ..................  ....  ......{dots}  ........  ........  ........  .......  ........{dots_tail}  ...."
-    )?;
-    writeln!(out, "#")?;
+    ));
+    out.push("#".to_string());
     let dashes = "-".repeat(70);
     // A row's remote and local counts and latencies under this display.
     let kinds = |t: &C2cStats| {
@@ -386,9 +401,9 @@ fn pareto(c: &C2c, view: &View, out: &mut dyn Write) -> io::Result<()> {
     for (i, l) in c.lines.iter().enumerate() {
         let s = &l.stats;
         let (s_rmt, s_lcl, ..) = kinds(s);
-        writeln!(out, "  {dashes}")?;
-        writeln!(
-            out,
+        let mut out = Vec::new();
+        out.push(format!("  {dashes}"));
+        out.push(format!(
             "  {i:>5}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>18}",
             s_rmt,
             s_lcl,
@@ -396,8 +411,8 @@ fn pareto(c: &C2c, view: &View, out: &mut dyn Write) -> io::Result<()> {
             s.st_l1miss,
             s.st_na,
             format!("{:#x}", l.addr)
-        )?;
-        writeln!(out, "  {dashes}")?;
+        ));
+        out.push(format!("  {dashes}"));
         for o in &l.offsets {
             let t = &o.stats;
             let code = o
@@ -411,8 +426,7 @@ fn pareto(c: &C2c, view: &View, out: &mut dyn Write) -> io::Result<()> {
                 }
             }
             let (rmt, lcl, rmt_cycles, lcl_cycles) = kinds(t);
-            writeln!(
-                out,
+            out.push(format!(
                 "  {:>5}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>18}  {:>4}  {:>6}  {}{code}{:>8}  {:>8}  {:>8}  {:>7}  {:>8}{tail}  {}",
                 "",
                 pct(rmt, s_rmt),
@@ -430,13 +444,11 @@ fn pareto(c: &C2c, view: &View, out: &mut dyn Write) -> io::Result<()> {
                 t.records,
                 o.cpus.len(),
                 node_cell(c, o, view.node_info),
-            )?;
+            ));
         }
-        if i + 1 < c.lines.len() {
-            writeln!(out)?;
-        }
+        blocks.push(out);
     }
-    Ok(())
+    (out, blocks)
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 
 pub mod annotate;
 pub mod c2c;
+pub mod c2c_tui;
 pub mod diff;
 pub mod firefox;
 pub mod flame;

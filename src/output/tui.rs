@@ -545,7 +545,7 @@ impl<'a> View<'a> {
 }
 
 /// Restores the terminal when dropped, however the view ends.
-struct Restore;
+pub(crate) struct Restore;
 
 impl Drop for Restore {
     fn drop(&mut self) {
@@ -560,7 +560,7 @@ impl Drop for Restore {
 
 /// Takes over the terminal of stdout (raw mode, alternate screen, no cursor), restored when
 /// the second value is dropped.
-fn take_terminal() -> io::Result<(Terminal<CrosstermBackend<io::Stdout>>, Restore)> {
+pub(crate) fn take_terminal() -> io::Result<(Terminal<CrosstermBackend<io::Stdout>>, Restore)> {
     terminal::enable_raw_mode()?;
     let restore = Restore;
     let mut stdout = io::stdout();
