@@ -7,7 +7,8 @@
 //! period to match; the duration is the span of the samples `hrec script --ns` prints; every
 //! mapping is a recorded MMAP2 (`hrec script --show-mmap-events`) with its path and offset,
 //! every location's address lies inside its mapping, and functions start at their line in
-//! the source. The retire-latency column is checked on synthetic recordings in
+//! the source. A memory recording's samples carry their accesses as labels and a
+//! `load-latency` column (hand-built, `support::memdata`). The retire-latency column is checked on synthetic recordings in
 //! `tests/report_synthetic.rs`.
 //!
 //! `hrec export --format firefox` of the checked-in recordings, of a fresh recording of
@@ -667,6 +668,17 @@ fn pprof_export_of_the_checked_in_recordings() {
         hrec_ok(dir.path(), &args);
         let pb = support::read_pprof(&out);
         check_references(&pb);
+        // Without memory fields, no memory labels and no load-latency column.
+        assert!(
+            pb.sample_type
+                .iter()
+                .all(|v| pb.string_table[v.r#type as usize] != "load-latency")
+        );
+        assert!(
+            pb.sample
+                .iter()
+                .all(|s| label(&pb, s, "data_address").is_empty())
+        );
         let mut args = vec!["report", "--json"];
         args.extend(input);
         let j: Value = serde_json::from_str(&hrec_ok(dir.path(), &args)).unwrap();
@@ -1000,4 +1012,99 @@ fn firefox_export_of_a_fresh_multithreaded_recording_has_a_thread_per_tid() {
     );
     assert!(o.status.success());
     assert_eq!(o.stdout[..2], [0x1f, 0x8b], "gzip on stdout");
+}
+
+/// A memory recording (hand-built `perf mem record`: loads with known data addresses, data
+/// sources and latencies, `support::memdata`) exports each sample's access as labels:
+/// `data_address`, `data_symbol` and `data_object` as `report --sort symbol_daddr,dso_daddr`
+/// names them, `mem` as the data source's level; the `load-latency` column (cycles) adds up
+/// to each address's known latencies, and each sample's leaf is the function that loaded.
+#[test]
+fn pprof_export_labels_memory_accesses() {
+    use support::memdata::{ANON, HEAP, STACK, accesses, build, tmp};
+    use support::perfdata::DATA_BASE;
+    let dir = tmp("export-mem");
+    let probe = build(&dir, &[]);
+    let acc = accesses(&probe.objects);
+    let built = build(&dir, &acc);
+    let out = dir.join("mem.pb.gz");
+    hrec_ok(
+        &dir,
+        &[
+            "export",
+            "--format",
+            "pprof",
+            "-i",
+            "perf.data",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    );
+    let pb = support::read_pprof(&out);
+    check_references(&pb);
+    let lat = column(&pb, "load-latency");
+    assert_eq!(pb.string_table[pb.sample_type[lat].unit as usize], "cycles");
+    let (shared, table, counters) = (built.objects[0], built.objects[1], built.objects[2]);
+    let name = |addr: u64| -> (String, String) {
+        let obj = [
+            ("shared_line", shared),
+            ("table", table),
+            ("counters", counters),
+        ]
+        .into_iter()
+        .rev()
+        .find(|(_, s)| addr >= *s && addr < DATA_BASE + 0x2000);
+        match obj {
+            Some((n, s)) => (format!("{n}+{:#x}", addr - s), "memwork".into()),
+            None if (HEAP..HEAP + 0x21000).contains(&addr) => {
+                (format!("{addr:#018x}"), "[heap]".into())
+            }
+            None if (STACK..STACK + 0x21000).contains(&addr) => {
+                (format!("{addr:#018x}"), "[stack]".into())
+            }
+            None if (ANON..ANON + 0x100000).contains(&addr) => {
+                (format!("{addr:#018x}"), "anon".into())
+            }
+            None => (format!("{addr:#018x}"), "[unknown]".into()),
+        }
+    };
+    // The truth per (address, symbol, object, level, function): summed latencies, samples.
+    let mut want: HashMap<Vec<String>, (i64, i64)> = HashMap::new();
+    for a in &acc {
+        let (sym, obj) = name(a.addr);
+        let key = vec![
+            format!("{:#x}", a.addr),
+            sym,
+            obj,
+            a.src.mem_name(),
+            support::memdata::FUNCS[a.func].to_string(),
+        ];
+        let e = want.entry(key).or_default();
+        e.0 += a.weight as i64;
+        e.1 += 1;
+    }
+    let function_of = |location_id: u64| -> String {
+        let l = pb.location.iter().find(|l| l.id == location_id).unwrap();
+        let f = pb
+            .function
+            .iter()
+            .find(|f| f.id == l.line[0].function_id)
+            .unwrap();
+        pb.string_table[f.name as usize].clone()
+    };
+    let samples = column(&pb, "samples");
+    let mut got: HashMap<Vec<String>, (i64, i64)> = HashMap::new();
+    for s in &pb.sample {
+        let key = vec![
+            label(&pb, s, "data_address").to_string(),
+            label(&pb, s, "data_symbol").to_string(),
+            label(&pb, s, "data_object").to_string(),
+            label(&pb, s, "mem").to_string(),
+            function_of(s.location_id[0]),
+        ];
+        let e = got.entry(key).or_default();
+        e.0 += s.value[lat];
+        e.1 += s.value[samples];
+    }
+    assert_eq!(got, want);
 }

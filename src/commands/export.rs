@@ -99,7 +99,11 @@ fn run(
     use hrec::analysis::replay;
     use hrec::output::pprof;
     let rec = open_recording(env, &cfg.input, err)?;
-    let p = build_profile(env, &rec, &with_threads(&cfg.profile, env), "hrec export");
+    let mut opts = with_threads(&cfg.profile, env);
+    if cfg.format == ExportFormat::Pprof {
+        opts.fold.mem = memory_labels(&rec);
+    }
+    let p = build_profile(env, &rec, &opts, "hrec export");
     read_warnings(&rec, err)?;
     if p.events.is_empty() {
         return Err(Error::Usage(format!(
@@ -187,4 +191,29 @@ fn run(
         )?;
     }
     Ok(0)
+}
+
+/// What of each sample's memory access the pprof export labels: its data address (named, and
+/// typed), data source and weight, when the recording's events sample them (`record -d`,
+/// `hrec mem record`, `hrec c2c record`); nothing otherwise.
+fn memory_labels(rec: &hrec::recording::Recording) -> hrec::analysis::profile::MemFold {
+    use hrec::analysis::memkeys::{MemKey, fold};
+    use hrec::event::attr::sample as st;
+    let has = |bit: u64| {
+        rec.meta()
+            .events
+            .iter()
+            .any(|e| e.attr.sample_type & bit != 0)
+    };
+    let mut keys = Vec::new();
+    if has(st::ADDR) {
+        keys.extend([MemKey::SymbolDaddr, MemKey::TypeOff]);
+    }
+    if has(st::DATA_SRC) {
+        keys.push(MemKey::Mem);
+        if has(st::WEIGHT | st::WEIGHT_STRUCT) {
+            keys.push(MemKey::LocalWeight);
+        }
+    }
+    fold(&keys)
 }

@@ -28,6 +28,16 @@
 //! the report; `go tool pprof -sample_index=NAME` picks another. Samples with the same stack,
 //! event, thread and CPU are merged into one (values add up).
 //!
+//! **Memory accesses.** A recording whose samples carry data addresses or data sources
+//! (`record -d`, `hrec mem record`, `hrec c2c record`) is exported with each sample's access
+//! as labels, named as the report's sort keys name them: `data_address` (hex),
+//! `data_symbol` and `data_object` (`symbol_daddr` without the mode letter, `dso_daddr`),
+//! `data_type` and `data_typeoff` where DWARF types the access (`type`, `typeoff`), and
+//! `mem`, `snoop`, `tlb`, `locked` from the data source; samples merge only when their
+//! accesses agree too (`go tool pprof -tagfocus=data_object=memwork`, `-tags`). When the
+//! accesses have weights (the load latency of PEBS loads), a `(load-latency, cycles)` column
+//! sums them, as `report --mem-mode` weighs its rows (`-sample_index=load-latency`).
+//!
 //! **Period, duration, time.** `period_type` is the first event's column type and unit.
 //! `profile.proto` defines `period` as "the number of events between sampled occurrences":
 //! with a fixed period (`record -c N`) that is N; in frequency mode (`-F`) the kernel varies
@@ -104,191 +114,14 @@ use std::io::{self, Write};
 
 use crate::analysis::hist::Filters;
 use crate::analysis::profile::{NONE, Profile};
+use crate::decode::datasrc::DataSrc;
 use crate::recording::Recording;
 use crate::symbol::kallsyms;
 use crate::symbol::maps::{FileIdx, Mapping};
 use crate::symbol::symbolizer::{Loc, LocKey};
 
 /// The messages of `profile.proto` (package `perftools.profiles`), field numbers as there.
-pub mod proto {
-    /// A profile.
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct Profile {
-        /// What each value of a sample is.
-        #[prost(message, repeated, tag = "1")]
-        pub sample_type: Vec<ValueType>,
-        /// The samples.
-        #[prost(message, repeated, tag = "2")]
-        pub sample: Vec<Sample>,
-        /// Binaries; `mapping[0]` is the main binary.
-        #[prost(message, repeated, tag = "3")]
-        pub mapping: Vec<Mapping>,
-        /// Code locations referenced by samples.
-        #[prost(message, repeated, tag = "4")]
-        pub location: Vec<Location>,
-        /// Functions referenced by locations.
-        #[prost(message, repeated, tag = "5")]
-        pub function: Vec<Function>,
-        /// Every string; `string_table[0]` is `""`.
-        #[prost(string, repeated, tag = "6")]
-        pub string_table: Vec<String>,
-        /// Regexp of frames to drop (string index).
-        #[prost(int64, tag = "7")]
-        pub drop_frames: i64,
-        /// Regexp of frames to keep (string index).
-        #[prost(int64, tag = "8")]
-        pub keep_frames: i64,
-        /// When the collection started, ns since the epoch (UTC).
-        #[prost(int64, tag = "9")]
-        pub time_nanos: i64,
-        /// How long it ran.
-        #[prost(int64, tag = "10")]
-        pub duration_nanos: i64,
-        /// The kind of events between samples.
-        #[prost(message, optional, tag = "11")]
-        pub period_type: Option<ValueType>,
-        /// The number of events between samples.
-        #[prost(int64, tag = "12")]
-        pub period: i64,
-        /// Free-form text (string indexes).
-        #[prost(int64, repeated, tag = "13")]
-        pub comment: Vec<i64>,
-        /// The preferred sample type (string index of its type).
-        #[prost(int64, tag = "14")]
-        pub default_sample_type: i64,
-    }
-
-    /// A value's meaning and unit (string indexes).
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct ValueType {
-        /// Type, e.g. `cycles`.
-        #[prost(int64, tag = "1")]
-        pub r#type: i64,
-        /// Unit, e.g. `count`.
-        #[prost(int64, tag = "2")]
-        pub unit: i64,
-    }
-
-    /// Values at one stack.
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct Sample {
-        /// Location ids, leaf first.
-        #[prost(uint64, repeated, tag = "1")]
-        pub location_id: Vec<u64>,
-        /// One value per sample type.
-        #[prost(int64, repeated, tag = "2")]
-        pub value: Vec<i64>,
-        /// Labels.
-        #[prost(message, repeated, tag = "3")]
-        pub label: Vec<Label>,
-    }
-
-    /// A key with a string or numeric value.
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct Label {
-        /// Key (string index).
-        #[prost(int64, tag = "1")]
-        pub key: i64,
-        /// String value (string index).
-        #[prost(int64, tag = "2")]
-        pub str: i64,
-        /// Numeric value.
-        #[prost(int64, tag = "3")]
-        pub num: i64,
-        /// Unit of `num` (string index).
-        #[prost(int64, tag = "4")]
-        pub num_unit: i64,
-    }
-
-    /// A mapped binary.
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct Mapping {
-        /// Unique non-zero id.
-        #[prost(uint64, tag = "1")]
-        pub id: u64,
-        /// Start of the mapped range.
-        #[prost(uint64, tag = "2")]
-        pub memory_start: u64,
-        /// End of the mapped range.
-        #[prost(uint64, tag = "3")]
-        pub memory_limit: u64,
-        /// File offset of `memory_start`.
-        #[prost(uint64, tag = "4")]
-        pub file_offset: u64,
-        /// File name (string index).
-        #[prost(int64, tag = "5")]
-        pub filename: i64,
-        /// Build-id (string index).
-        #[prost(int64, tag = "6")]
-        pub build_id: i64,
-        /// Locations have function names.
-        #[prost(bool, tag = "7")]
-        pub has_functions: bool,
-        /// Locations have source files.
-        #[prost(bool, tag = "8")]
-        pub has_filenames: bool,
-        /// Locations have line numbers.
-        #[prost(bool, tag = "9")]
-        pub has_line_numbers: bool,
-        /// Locations have inline frames.
-        #[prost(bool, tag = "10")]
-        pub has_inline_frames: bool,
-    }
-
-    /// A code location.
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct Location {
-        /// Unique non-zero id.
-        #[prost(uint64, tag = "1")]
-        pub id: u64,
-        /// Its mapping (0: none).
-        #[prost(uint64, tag = "2")]
-        pub mapping_id: u64,
-        /// Instruction address.
-        #[prost(uint64, tag = "3")]
-        pub address: u64,
-        /// Inline chain, innermost first; the last is the function the others are inlined in.
-        #[prost(message, repeated, tag = "4")]
-        pub line: Vec<Line>,
-        /// Several symbols share this address.
-        #[prost(bool, tag = "5")]
-        pub is_folded: bool,
-    }
-
-    /// A function and a line in it.
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct Line {
-        /// Function id.
-        #[prost(uint64, tag = "1")]
-        pub function_id: u64,
-        /// Source line (0: unknown).
-        #[prost(int64, tag = "2")]
-        pub line: i64,
-        /// Source column (0: unknown).
-        #[prost(int64, tag = "3")]
-        pub column: i64,
-    }
-
-    /// A function.
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct Function {
-        /// Unique non-zero id.
-        #[prost(uint64, tag = "1")]
-        pub id: u64,
-        /// Human-readable name (string index).
-        #[prost(int64, tag = "2")]
-        pub name: i64,
-        /// Name as the system knows it (string index).
-        #[prost(int64, tag = "3")]
-        pub system_name: i64,
-        /// Source file (string index).
-        #[prost(int64, tag = "4")]
-        pub filename: i64,
-        /// First line of the function (0: unknown).
-        #[prost(int64, tag = "5")]
-        pub start_line: i64,
-    }
-}
+pub mod proto;
 
 /// What the export takes from the recording besides its samples.
 #[derive(Debug, Clone, Default)]
@@ -661,8 +494,40 @@ impl<'p> Tables<'p> {
     }
 }
 
-/// Samples merged by (event, comm, pid, tid, cpu, stack).
-type SampleKey = (u16, u32, u32, u32, u32, u32);
+/// Samples merged by (event, comm, pid, tid, cpu, memory access, stack).
+type SampleKey = (u16, u32, u32, u32, u32, u32, u32);
+
+/// The labels of memory access `mem` ([`Profile::mems`]; see the module docs).
+fn mem_labels(p: &Profile, strings: &mut Strings, mem: u32) -> Vec<proto::Label> {
+    let Some(m) = p.mems.get(mem as usize) else {
+        return Vec::new();
+    };
+    let mut labels = Vec::new();
+    let mut push = |strings: &mut Strings, key: &str, value: &str| {
+        labels.push(proto::Label {
+            key: strings.id(key),
+            str: strings.id(value),
+            ..Default::default()
+        })
+    };
+    if let Some(d) = p.data_locs.get(m.daddr as usize) {
+        push(strings, "data_address", &format!("{:#x}", m.addr));
+        push(strings, "data_symbol", &d.name_at(m.addr));
+        push(strings, "data_object", &d.dso);
+        if let Some(t) = &d.data_type {
+            push(strings, "data_type", &t.type_name);
+            push(strings, "data_typeoff", &t.typeoff());
+        }
+    }
+    let src = DataSrc(m.data_src);
+    if src != DataSrc::NONE && m.data_src != 0 {
+        push(strings, "mem", &src.mem_name());
+        push(strings, "snoop", &src.snoop_name());
+        push(strings, "tlb", &src.tlb_name());
+        push(strings, "locked", src.locked_name());
+    }
+    labels
+}
 
 /// Builds the pprof profile of the samples that pass `filters`.
 pub fn build(p: &Profile, meta: &PprofMeta, filters: &Filters) -> proto::Profile {
@@ -739,6 +604,13 @@ pub fn build(p: &Profile, meta: &PprofMeta, filters: &Filters) -> proto::Profile
         });
         sample_type.len() - 1
     });
+    let load_col = p.mems.iter().any(|m| m.weight > 0).then(|| {
+        sample_type.push(proto::ValueType {
+            r#type: t.strings.id("load-latency"),
+            unit: t.strings.id("cycles"),
+        });
+        sample_type.len() - 1
+    });
     let columns = sample_type.len();
 
     let mut stacks: HashMap<Vec<u64>, u32> = HashMap::new();
@@ -766,7 +638,7 @@ pub fn build(p: &Profile, meta: &PprofMeta, filters: &Filters) -> proto::Profile
                 id
             }
         };
-        let key = (s.event, s.comm, s.pid, s.tid, s.cpu, stack_id);
+        let key = (s.event, s.comm, s.pid, s.tid, s.cpu, s.mem, stack_id);
         let at = *merged.entry(key).or_insert_with(|| {
             samples.push((key, stack.clone(), vec![0; columns]));
             samples.len() - 1
@@ -778,6 +650,9 @@ pub fn build(p: &Profile, meta: &PprofMeta, filters: &Filters) -> proto::Profile
         if let (Some(c), Some(lat)) = (lat_col, p.latency(s)) {
             v[c] = v[c].saturating_add(to_i64(lat.sum()));
         }
+        if let (Some(c), Some(m)) = (load_col, p.mems.get(s.mem as usize)) {
+            v[c] = v[c].saturating_add(to_i64(m.weight.saturating_mul(s.samples)));
+        }
     }
     t.kernel_ranges();
 
@@ -785,42 +660,45 @@ pub fn build(p: &Profile, meta: &PprofMeta, filters: &Filters) -> proto::Profile
     let event_names: Vec<i64> = p.events.iter().map(|e| t.strings.id(&e.name)).collect();
     let sample = samples
         .into_iter()
-        .map(|((event, comm, pid, tid, cpu, _), location_id, value)| {
-            let mut label = vec![
-                proto::Label {
-                    key: keys[0],
-                    str: event_names[usize::from(event)],
-                    ..Default::default()
-                },
-                proto::Label {
-                    key: keys[1],
-                    str: t.strings.id(&p.comms[comm as usize]),
-                    ..Default::default()
-                },
-                proto::Label {
-                    key: keys[2],
-                    num: i64::from(pid),
-                    ..Default::default()
-                },
-                proto::Label {
-                    key: keys[3],
-                    num: i64::from(tid),
-                    ..Default::default()
-                },
-            ];
-            if cpu != NONE {
-                label.push(proto::Label {
-                    key: keys[4],
-                    str: t.strings.id(&cpu.to_string()),
-                    ..Default::default()
-                });
-            }
-            proto::Sample {
-                location_id,
-                value,
-                label,
-            }
-        })
+        .map(
+            |((event, comm, pid, tid, cpu, mem, _), location_id, value)| {
+                let mut label = vec![
+                    proto::Label {
+                        key: keys[0],
+                        str: event_names[usize::from(event)],
+                        ..Default::default()
+                    },
+                    proto::Label {
+                        key: keys[1],
+                        str: t.strings.id(&p.comms[comm as usize]),
+                        ..Default::default()
+                    },
+                    proto::Label {
+                        key: keys[2],
+                        num: i64::from(pid),
+                        ..Default::default()
+                    },
+                    proto::Label {
+                        key: keys[3],
+                        num: i64::from(tid),
+                        ..Default::default()
+                    },
+                ];
+                if cpu != NONE {
+                    label.push(proto::Label {
+                        key: keys[4],
+                        str: t.strings.id(&cpu.to_string()),
+                        ..Default::default()
+                    });
+                }
+                label.extend(mem_labels(p, &mut t.strings, mem));
+                proto::Sample {
+                    location_id,
+                    value,
+                    label,
+                }
+            },
+        )
         .collect();
 
     // The main binary first: the user-space file mapping with the most samples at the leaf.
