@@ -61,6 +61,45 @@ int main(void)
 }
 "#;
 
+/// 256 page-sized `big_t`s per function, each first written at one member through a
+/// register-held pointer: a typedef'd struct member, an anonymous union, an anonymous struct,
+/// an array and a pointer, half of them through `big_t *`, half through `struct big *`.
+const NAMES_C: &str = r#"
+#include <sys/mman.h>
+#define PG 4096
+typedef struct inner { short a; unsigned char b[6]; } inner_t;
+struct big {
+    char head[64];
+    inner_t in;
+    union { long l; double d; } u;
+    struct { int x, y; } pt;
+    const char *name;
+    unsigned long long arr[4];
+    char rest[PG - 0x80];
+};
+typedef struct big big_t;
+__attribute__((noinline)) void touch_in(big_t *p, long n) { for (long i = 0; i < n; i++) { p->in.a = i; p++; } }
+__attribute__((noinline)) void touch_u(big_t *p, long n) { for (long i = 0; i < n; i++) { p->u.l = i; p++; } }
+__attribute__((noinline)) void touch_pt(struct big *p, long n) { for (long i = 0; i < n; i++) { p->pt.y = i; p++; } }
+__attribute__((noinline)) void touch_arr(big_t *p, long n) { for (long i = 0; i < n; i++) { p->arr[2] = i; p++; } }
+__attribute__((noinline)) void touch_name(struct big *p, long n) { for (long i = 0; i < n; i++) { p->name = "x"; p++; } }
+int main(void)
+{
+    long count = 256;
+    big_t *m = mmap(0, 5 * count * PG, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return 1;
+    madvise(m, 5 * count * PG, MADV_NOHUGEPAGE);
+    touch_in(m, count);
+    touch_u(m + count, count);
+    touch_pt(m + 2 * count, count);
+    touch_arr(m + 3 * count, count);
+    touch_name(m + 4 * count, count);
+    return 0;
+}
+"#;
+
 fn build(dir: &Path, name: &str, debug: &str) -> bool {
     gcc(dir, TYPES_C, name, &["-O1", debug, "-no-pie"])
 }
@@ -393,4 +432,102 @@ fn hand_built_accesses_by_type_field_and_latency() {
     assert_eq!(row("struct node +0x40 (hot)"), ["30.00%", "+20.00%"]);
     assert_eq!(row("struct node +0x48 (warm)"), ["20.00%", "+30.00%"]);
     assert_eq!(row("struct page_rec +0x40 (hot)"), ["40.00%", "struct"]);
+}
+
+/// perf 6.8+ types data (`annotate --data-type`); Debian's perf here is 6.1. When
+/// `scripts/fetch-perf-6.12.sh` has unpacked bookworm-backports' perf 6.12 into
+/// `target/perf-6.12/` (scripts/test does, where apt can reach Debian), this is it.
+fn perf_with_data_types() -> Option<std::path::PathBuf> {
+    let perf = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/perf-6.12/perf");
+    let version = std::process::Command::new(&perf)
+        .arg("--version")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned());
+    match version {
+        Some(v) if v.starts_with("perf version 6.12.") => Some(perf),
+        _ => {
+            eprintln!(
+                "skipped: no perf 6.12 in target/perf-6.12 (scripts/fetch-perf-6.12.sh unpacks it), so there is no perf with data types to compare with"
+            );
+            None
+        }
+    }
+}
+
+/// `annotate --stdio --data-type[=TYPE]` of perf 6.12 and of hrec on the same perf.data (perf
+/// 6.1's `record -e page-faults -c 1 -d` of programs whose faults come from struct members
+/// written through pointers, at -O1 and -O2), the accesses of the program's own code
+/// (`--dsos`): byte for byte the same types, member lists (typedef'd, anonymous, array and
+/// pointer members), sizes and percentages. (perf 6.12 types nothing at -O0 here, nor the
+/// `-no-pie` globals of `TYPES_C`, which hrec types by their address; its `report --sort
+/// type` crashes on these files, so only `annotate` is compared.)
+#[test]
+fn annotate_data_type_equals_perf_6_12() {
+    let Some(perf612) = perf_with_data_types() else {
+        return;
+    };
+    let Some(perf) = support::perf() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cases: [(&str, &str, &[&str]); 4] = [
+        (HEAP_C, "-O1", &["", "node"]),
+        (HEAP_C, "-O2", &[""]),
+        (NAMES_C, "-O1", &["", "big_t"]),
+        (NAMES_C, "-O2", &["", "struct big"]),
+    ];
+    for (k, (source, opt, types)) in cases.into_iter().enumerate() {
+        let name = format!("prog{k}{opt}");
+        if !gcc(d, source, &name, &[opt, "-g"]) {
+            return;
+        }
+        let file = format!("{name}.data");
+        let o = std::process::Command::new(perf)
+            .args([
+                "record",
+                "-q",
+                "-e",
+                "page-faults",
+                "-c",
+                "1",
+                "-d",
+                "-o",
+                &file,
+            ])
+            .arg(format!("./{name}"))
+            .current_dir(d)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "perf record: {}", text(&o).1);
+        let path = d.join(&name);
+        for ty in types {
+            let flag = if ty.is_empty() {
+                "--data-type".to_string()
+            } else {
+                format!("--data-type={ty}")
+            };
+            let p = std::process::Command::new(&perf612)
+                .args(["annotate", "--stdio", &flag, "-i", &file, "--dsos"])
+                .arg(&path)
+                .current_dir(d)
+                .output()
+                .unwrap();
+            let (want, err) = text(&p);
+            assert!(p.status.success(), "perf 6.12 annotate {flag}: {err}");
+            assert!(
+                want.contains("Annotate type:"),
+                "{opt} {flag}: perf 6.12 typed nothing: {want}{err}"
+            );
+            let h = hrec_in(
+                d,
+                &["annotate", "--stdio", &flag, "-i", &file, "--dsos", &name],
+            );
+            let (got, err) = text(&h);
+            assert!(h.status.success(), "{err}");
+            assert_eq!(got, want, "{name} {flag}");
+        }
+    }
 }

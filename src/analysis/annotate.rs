@@ -400,7 +400,7 @@ fn annotate_kernel(
 }
 
 /// `want` names the file `path` (its whole path, or its file name).
-fn dso_matches(path: &str, want: &str) -> bool {
+pub fn dso_matches(path: &str, want: &str) -> bool {
     path == want || Path::new(path).file_name().is_some_and(|n| n == want)
 }
 

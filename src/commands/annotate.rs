@@ -23,8 +23,9 @@ pub struct AnnotateArgs {
     /// A function to annotate (repeatable; as the SYMBOL arguments).
     #[arg(short = 's', long = "symbol", value_name = "SYMBOL")]
     pub symbol: Vec<String>,
-    /// Only functions of this object (file name or path).
-    #[arg(short = 'd', long = "dso", value_name = "DSO")]
+    /// Only functions of this object (file name or path); with --data-type, the accesses of
+    /// its code.
+    #[arg(short = 'd', long = "dso", visible_alias = "dsos", value_name = "DSO")]
     pub dso: Option<String>,
     /// Text output (the default; accepted for perf's habit).
     #[arg(long)]
@@ -225,12 +226,19 @@ fn data_types(
 ) -> Result<u8, Error> {
     use hrec::analysis::typeannotate::type_entries;
     use output::typeannotate::{Shown, json, text};
-    let entries = type_entries(p, event, (!want.is_empty()).then_some(want));
+    let mut entries = type_entries(p, event, (!want.is_empty()).then_some(want));
+    let typed = !entries.is_empty();
+    if let Some(dso) = &cfg.options.dso {
+        // Types of the accesses of this object's code, as perf's --dsos keeps them.
+        entries.retain(|e| hrec::analysis::annotate::dso_matches(&e.dso, dso));
+    }
     if entries.is_empty() {
         let why = if p.total_samples == 0 {
             "it has no samples"
         } else if p.data_locs.is_empty() {
             "its samples have no data addresses (record with -d, or hrec mem record)"
+        } else if typed {
+            "no typed access was sampled in the code of that --dso"
         } else if want.is_empty() {
             "no sampled access is typed (the DWARF of the sampled code and of the data it reads is needed: -g builds or debug files)"
         } else {

@@ -537,7 +537,8 @@ impl DataTypes {
             out.push(Member {
                 offset,
                 size: self.size_of(real, 0).unwrap_or(0),
-                type_name: self.name_of(real, 0),
+                // The member's own type as declared (a typedef's name, as perf names it).
+                type_name: self.name_of(*mty, 0),
                 name: name.clone(),
                 children: self.members_of(real, offset, depth + 1, budget),
             });
@@ -702,13 +703,15 @@ rec_t table[64];
 const volatile int counter = 5;
 static double lonely;
 long *ptr;
+typedef struct inner inner_t;
+struct holder { inner_t h; const long z; } hold;
 
 int use(int i)
 {
     static int calls;
     calls++;
     lonely += i;
-    return table[i].b + one.in.y + counter + calls + (ptr != 0);
+    return table[i].b + one.in.y + counter + calls + (ptr != 0) + hold.h.x;
 }
 
 int main(int argc, char **argv) { (void)argv; return use(argc); }
@@ -816,6 +819,15 @@ int main(int argc, char **argv) { (void)argv; return use(argc); }
                 ]
             );
             assert_eq!((layout.size, layout.type_name.as_str()), (24, "struct rec"));
+            // A member's type as declared, as perf 6.12 lists it: the typedef's name (its
+            // members still listed inside), no qualifiers.
+            let hold = t.lookup(addr(&obj, "hold")).unwrap().layout;
+            let members: Vec<_> = hold
+                .children
+                .iter()
+                .map(|m| (m.type_name.as_str(), m.size, m.children.len()))
+                .collect();
+            assert_eq!(members, [("inner_t", 4, 2), ("long int", 8, 0)]);
         }
     }
 
