@@ -91,15 +91,17 @@ fn classes_and_globs_list_what_perf_lists_here() {
         &["sw", "hw"],
         &["no-such-event-anywhere"],
     ] {
-        let o = hrec_host(args);
-        let (out, err) = text(&o);
-        assert!(o.status.success(), "{args:?}: {err}");
-        let ours = entries(&out);
+        // perf first: as root it mounts tracefs where it is not mounted yet (a fresh
+        // machine), and hrec then reads the same tracepoints.
         // perf's tool events (duration_time, ...) are not events hrec can count: not listed.
         let theirs: Vec<(String, String)> = entries(&perf_list(args).unwrap())
             .into_iter()
             .filter(|(_, label)| label != "Tool event")
             .collect();
+        let o = hrec_host(args);
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "{args:?}: {err}");
+        let ours = entries(&out);
         if host_pmu && args.contains(&"cache") {
             // perf drops the cache events this model's kernel table leaves out; hrec cannot
             // tell from sysfs and lists them all.

@@ -546,7 +546,10 @@ fn tracepoints(sysfs_root: &Path) -> Result<Vec<Event>, String> {
             Err(e) => why.push(format!("{}: {e}", dir.display())),
         }
     }
-    Err(format!("cannot read tracepoints ({})", why.join("; ")))
+    Err(format!(
+        "cannot read tracepoints ({}); is tracefs mounted? (as root: mount -t tracefs nodev /sys/kernel/tracing)",
+        why.join("; ")
+    ))
 }
 
 fn read_tracepoints(dir: &Path) -> std::io::Result<Vec<Event>> {
