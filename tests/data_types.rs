@@ -239,6 +239,43 @@ fn page_faults_through_a_pointer_by_type_and_field() {
             hot >= 1024 && hot * 100 >= all * 95,
             "{opt}: {hot} of {all}: {typeoff:?}"
         );
+        // The pprof export labels the same samples with the same type and field.
+        let pb_path = d.join(format!("{name}.pb.gz"));
+        let o = hrec_in(
+            d,
+            &[
+                "export",
+                "--format",
+                "pprof",
+                "-i",
+                &file,
+                "-o",
+                pb_path.to_str().unwrap(),
+            ],
+        );
+        assert!(o.status.success(), "{}", text(&o).1);
+        let pb = support::read_pprof(&pb_path);
+        let label = |s: &hrec::output::pprof::proto::Sample, key: &str| -> String {
+            s.label
+                .iter()
+                .find(|l| pb.string_table[l.key as usize] == key)
+                .map_or(String::new(), |l| pb.string_table[l.str as usize].clone())
+        };
+        let samples = pb
+            .sample_type
+            .iter()
+            .position(|v| pb.string_table[v.r#type as usize] == "samples")
+            .unwrap();
+        let labelled: i64 = pb
+            .sample
+            .iter()
+            .filter(|s| {
+                label(s, "data_object") == "anon"
+                    && label(s, "data_typeoff") == "struct node +0x40 (hot)"
+            })
+            .map(|s| s.value[samples])
+            .sum();
+        assert_eq!(labelled, hot as i64, "{opt}: pprof labels");
     }
 }
 

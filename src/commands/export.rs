@@ -193,27 +193,32 @@ fn run(
     Ok(0)
 }
 
-/// What of each sample's memory access the pprof export labels: its data address (named, and
-/// typed), data source and weight, when the recording's events sample them (`record -d`,
-/// `hrec mem record`, `hrec c2c record`); nothing otherwise.
+/// What of each sample's memory access the pprof export labels: for a memory event (data
+/// source and weight in its samples: `hrec mem record`, `hrec c2c record`, perf's) the data
+/// address, named and typed, the data source and the weight; for page faults with addresses
+/// (`record -e page-faults -d`) the data address; nothing otherwise. (`--call-graph dwarf`
+/// turns on ADDR and DATA_SRC too, as perf's does, with no address in a clock's samples: no
+/// labels for those.)
 fn memory_labels(rec: &hrec::recording::Recording) -> hrec::analysis::profile::MemFold {
     use hrec::analysis::memkeys::{MemKey, fold};
-    use hrec::event::attr::sample as st;
-    let has = |bit: u64| {
-        rec.meta()
-            .events
-            .iter()
-            .any(|e| e.attr.sample_type & bit != 0)
-    };
+    use hrec::event::attr::{sample as st, types};
+    let events = &rec.meta().events;
+    let memory = events.iter().any(|e| {
+        e.attr.sample_type & st::DATA_SRC != 0
+            && e.attr.sample_type & (st::WEIGHT | st::WEIGHT_STRUCT) != 0
+    });
+    // PERF_COUNT_SW_PAGE_FAULTS, _MIN, _MAJ.
+    let faults = events.iter().any(|e| {
+        e.attr.type_ == types::SOFTWARE
+            && matches!(e.attr.config, 2 | 5 | 6)
+            && e.attr.sample_type & st::ADDR != 0
+    });
     let mut keys = Vec::new();
-    if has(st::ADDR) {
+    if memory || faults {
         keys.extend([MemKey::SymbolDaddr, MemKey::TypeOff]);
     }
-    if has(st::DATA_SRC) {
-        keys.push(MemKey::Mem);
-        if has(st::WEIGHT | st::WEIGHT_STRUCT) {
-            keys.push(MemKey::LocalWeight);
-        }
+    if memory {
+        keys.extend([MemKey::Mem, MemKey::LocalWeight]);
     }
     fold(&keys)
 }

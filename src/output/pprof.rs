@@ -28,12 +28,13 @@
 //! the report; `go tool pprof -sample_index=NAME` picks another. Samples with the same stack,
 //! event, thread and CPU are merged into one (values add up).
 //!
-//! **Memory accesses.** A recording whose samples carry data addresses or data sources
-//! (`record -d`, `hrec mem record`, `hrec c2c record`) is exported with each sample's access
-//! as labels, named as the report's sort keys name them: `data_address` (hex),
+//! **Memory accesses.** A memory recording (samples with data sources and weights: `hrec mem
+//! record`, `hrec c2c record`, perf mem's; page faults with `record -d`; the choice is
+//! `commands::export`'s) is exported with each sample's access as labels, named as the report's sort keys name them: `data_address` (hex),
 //! `data_symbol` and `data_object` (`symbol_daddr` without the mode letter, `dso_daddr`),
 //! `data_type` and `data_typeoff` where DWARF types the access (`type`, `typeoff`), and
-//! `mem`, `snoop`, `tlb`, `locked` from the data source; samples merge only when their
+//! `mem`, `snoop`, `tlb`, `locked` from the data source (none for a sample without a data
+//! address or data source); samples merge only when their
 //! accesses agree too (`go tool pprof -tagfocus=data_object=memwork`, `-tags`). When the
 //! accesses have weights (the load latency of PEBS loads), a `(load-latency, cycles)` column
 //! sums them, as `report --mem-mode` weighs its rows (`-sample_index=load-latency`).
@@ -510,7 +511,8 @@ fn mem_labels(p: &Profile, strings: &mut Strings, mem: u32) -> Vec<proto::Label>
             ..Default::default()
         })
     };
-    if let Some(d) = p.data_locs.get(m.daddr as usize) {
+    // No address (a clock's sample in a recording with addresses) is no label.
+    if let Some(d) = p.data_locs.get(m.daddr as usize).filter(|_| m.addr != 0) {
         push(strings, "data_address", &format!("{:#x}", m.addr));
         push(strings, "data_symbol", &d.name_at(m.addr));
         push(strings, "data_object", &d.dso);
@@ -604,13 +606,17 @@ pub fn build(p: &Profile, meta: &PprofMeta, filters: &Filters) -> proto::Profile
         });
         sample_type.len() - 1
     });
-    let load_col = p.mems.iter().any(|m| m.weight > 0).then(|| {
-        sample_type.push(proto::ValueType {
-            r#type: t.strings.id("load-latency"),
-            unit: t.strings.id("cycles"),
+    let load_col = p
+        .mems
+        .iter()
+        .any(|m| m.weight > 0 && m.data_src != 0)
+        .then(|| {
+            sample_type.push(proto::ValueType {
+                r#type: t.strings.id("load-latency"),
+                unit: t.strings.id("cycles"),
+            });
+            sample_type.len() - 1
         });
-        sample_type.len() - 1
-    });
     let columns = sample_type.len();
 
     let mut stacks: HashMap<Vec<u64>, u32> = HashMap::new();
@@ -790,6 +796,7 @@ mod tests {
             file_addr: addr - 0x1000,
             sym: sym.map(Arc::from),
             sym_offset: 0,
+            sym_start: 0,
             frames,
             unresolved: sym.is_none().then_some(Unresolved::BinaryMissing),
             rel_addr: 0,
