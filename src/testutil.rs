@@ -21,6 +21,7 @@ pub(crate) fn loc(sym: &str) -> crate::symbol::symbolizer::Loc {
         file_addr: 0,
         sym: Some(sym.into()),
         sym_offset: 0,
+        sym_start: 0,
         frames: Vec::new(),
         unresolved: None,
         rel_addr: 0,

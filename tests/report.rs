@@ -483,3 +483,83 @@ fn report_progress_bar_on_a_terminal() {
     let err2 = std::fs::read_to_string(dir.path().join("err2.txt")).unwrap();
     assert!(!err2.contains("samples ("), "{err2}");
 }
+
+/// Two `static` functions named `work`, one per compilation unit, the first given twice the
+/// work of the second.
+const SAME_NAME_A: &str = r#"
+static volatile long sink;
+static void __attribute__((noinline)) work(long n) { for (long i = 0; i < n; i++) sink += i; }
+void other(long n);
+int main(void) { for (int k = 0; k < 8; k++) { work(20000000); other(10000000); } return 0; }
+"#;
+const SAME_NAME_B: &str = r#"
+static volatile long sink2;
+static void __attribute__((noinline)) work(long n) { for (long i = 0; i < n; i++) sink2 += i * 3; }
+void other(long n) { work(n); }
+"#;
+
+/// `report`'s text lines that are rows (overhead first), the samples column left out.
+fn hrec_rows(dir: &Path, args: &[&str]) -> Vec<String> {
+    let mut v = vec!["report", "--stdio", "-i", "perf.data"];
+    v.extend_from_slice(args);
+    let o = hrec_in(dir, &v);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    out.lines()
+        .filter(|l| !l.starts_with('#') && l.contains('%'))
+        .map(|l| {
+            let (pct, rest) = l.trim().split_once('%').unwrap();
+            let rest = rest.trim_start();
+            let rest = rest.split_once(' ').map_or(rest, |(_, r)| r);
+            format!("{pct}% {}", rest.trim())
+        })
+        .collect()
+}
+
+/// Two functions of one name in one binary are two rows, as perf report keys `sym` by the
+/// symbol's address: the same rows and overheads as perf's on its perf.data, with `--sort
+/// sym`, `dso,sym` and the default keys; `diff` pairs functions by name, as perf diff does.
+#[test]
+fn functions_of_one_name_are_rows_of_their_own() {
+    if support::perf().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("a.c"), SAME_NAME_A).unwrap();
+    std::fs::write(d.join("b.c"), SAME_NAME_B).unwrap();
+    let built = Command::new("gcc")
+        .args(["-O1", "-g", "a.c", "b.c", "-o", "twowork"])
+        .current_dir(d)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !built {
+        eprintln!("skipped: gcc could not build the workload");
+        return;
+    }
+    perf_record(d, &["./twowork"]);
+    for sort in ["sym", "dso,sym", "comm,dso,sym"] {
+        let perf: Vec<String> = perf_report(d, sort)
+            .into_iter()
+            .map(|(pct, rest)| format!("{pct:.2}% {rest}"))
+            .collect();
+        let hrec = hrec_rows(d, &["--sort", sort]);
+        // Rows of equal overhead may come in another order.
+        let sorted = |mut v: Vec<String>| {
+            v.sort();
+            v
+        };
+        assert_eq!(sorted(hrec.clone()), sorted(perf), "--sort {sort}");
+        assert!(
+            hrec[0].ends_with("[.] work") && hrec[1].ends_with("[.] work"),
+            "{hrec:?}"
+        );
+        let work = hrec.iter().filter(|r| r.ends_with("[.] work")).count();
+        assert_eq!(work, 2, "--sort {sort}: {hrec:?}");
+    }
+    let o = hrec_in(d, &["diff", "perf.data", "perf.data", "-s", "sym"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let work: Vec<&str> = out.lines().filter(|l| l.ends_with("[.] work")).collect();
+    assert_eq!(work.len(), 1, "{out}");
+}

@@ -281,6 +281,11 @@ pub struct HistOptions {
     pub max_stack: usize,
     /// `--percentage relative`: shares of the kept samples instead of all of them.
     pub relative: bool,
+    /// Functions of one name in one object are one row (perf diff matches them by name);
+    /// otherwise each symbol is a row of its own, as perf report keys `sym` by the object
+    /// and the symbol's address (two `static` functions named alike, `strlen` of libc and of
+    /// the loader).
+    pub sym_by_name: bool,
 }
 
 impl Default for HistOptions {
@@ -292,6 +297,7 @@ impl Default for HistOptions {
             filters: Filters::default(),
             max_stack: 127,
             relative: false,
+            sym_by_name: false,
         }
     }
 }
@@ -327,7 +333,11 @@ struct LocKeys {
     /// The memory keys' row keys and cells.
     mem: MemCells,
     dso: Vec<u32>,
+    /// The symbol cell of each location.
     sym: Vec<u32>,
+    /// The `sym` key of each location: its cell, object and symbol address (see
+    /// [`HistOptions::sym_by_name`]).
+    sym_key: Vec<u64>,
     srcline: Vec<u32>,
     /// The symbol cells of each location's call-chain entries (the functions inlined there,
     /// innermost first, then its own function as DWARF names it): the rows `--children`
@@ -337,7 +347,8 @@ struct LocKeys {
 }
 
 impl LocKeys {
-    fn new(p: &Profile, full: bool, sort: &[SortKey]) -> LocKeys {
+    fn new(p: &Profile, o: &HistOptions) -> LocKeys {
+        let (full, sort) = (o.full_source_path, o.sort.as_slice());
         let mut ids: HashMap<String, u32> = HashMap::new();
         let mut strings = Vec::new();
         let mut intern = |s: String| -> u32 {
@@ -351,10 +362,21 @@ impl LocKeys {
         };
         let (mut dso, mut sym, mut srcline) = (Vec::new(), Vec::new(), Vec::new());
         let mut entries = Vec::new();
+        let mut sym_key = Vec::new();
+        let mut instances: HashMap<(u32, u32, u64), u64> = HashMap::new();
         for l in &p.locs {
-            dso.push(intern(l.dso.to_string()));
+            let d = intern(l.dso.to_string());
+            dso.push(d);
             let own = intern(sym_cell(l));
             sym.push(own);
+            // perf's sort__sym_cmp: the object, then the symbol's start (an unresolved
+            // location by its address, which its cell shows).
+            let instance = match l.sym {
+                Some(_) if !o.sym_by_name => (own, d, l.sym_start),
+                _ => (own, u32::MAX, 0),
+            };
+            let next = instances.len() as u64;
+            sym_key.push(*instances.entry(instance).or_insert(next));
             let mode = if l.kernel { 'k' } else { '.' };
             entries.push(if l.sym.is_none() {
                 // perf names a call-chain entry without a symbol by its address in the
@@ -376,6 +398,7 @@ impl LocKeys {
             mem: MemCells::new(p, &sort.iter().map(|k| k.mem()).collect::<Vec<_>>()),
             dso,
             sym,
+            sym_key,
             srcline,
             entries,
             strings,
@@ -412,12 +435,14 @@ fn key_of_entry(
     loc: u32,
     entry: Option<usize>,
 ) -> Key {
-    let sym = |loc: u32| match entry {
-        Some(i) => lk.entries[loc as usize]
-            .get(i)
-            .copied()
-            .unwrap_or(lk.sym[loc as usize]),
-        None => lk.sym[loc as usize],
+    // A call-chain entry named as the location's own symbol is that symbol's row; an
+    // inlined function's entry is keyed by its name (above every symbol key).
+    let sym = |loc: u32| {
+        let own = lk.sym_key[loc as usize];
+        match entry.and_then(|i| lk.entries[loc as usize].get(i)) {
+            Some(&cell) if cell != lk.sym[loc as usize] => (1 << 32) + u64::from(cell),
+            _ => own,
+        }
     };
     let mut k = [0u64; 10];
     for (col, (slot, key)) in k.iter_mut().zip(sort).enumerate() {
@@ -430,7 +455,7 @@ fn key_of_entry(
             SortKey::Pid => u64::from(s.tid),
             SortKey::Tid => u64::from(s.tid),
             SortKey::Dso => u64::from(lk.dso[loc as usize]),
-            SortKey::Sym => u64::from(sym(loc)),
+            SortKey::Sym => sym(loc),
             SortKey::Srcline => u64::from(lk.srcline[loc as usize]),
             SortKey::Ip => u64::from(loc),
             SortKey::Event => u64::from(s.event),
@@ -493,7 +518,7 @@ fn render(
 
 /// Aggregates a profile into one table per event.
 pub fn tables(p: &Profile, o: &HistOptions) -> Vec<Table> {
-    let lk = LocKeys::new(p, o.full_source_path, &o.sort);
+    let lk = LocKeys::new(p, o);
     let mut out: Vec<Table> = (0..p.events.len())
         .map(|event| Table {
             event,
@@ -653,7 +678,7 @@ pub fn call_trees(
     o: &HistOptions,
     cg: &CallGraphOptions,
 ) -> Vec<Option<CallTree>> {
-    let lk = LocKeys::new(p, o.full_source_path, &o.sort);
+    let lk = LocKeys::new(p, o);
     let weight = |r: &Row| if o.children { r.children } else { r.period };
     // The cutoff is a share of the event's total, or with `fractal` of the row's weight.
     let share = |of: u64| ((of as f64 * cg.min_percent / 100.0).ceil() as u64).max(1);

@@ -6,9 +6,10 @@
 //! `--symbols`, `--symbol-filter` and `-U` read the shared object and the symbol, the
 //! resolution note reads why a location did not resolve and its shared object. So two
 //! locations that agree on whether they are kernel code, their shared object, their symbol
-//! and, when they have no symbol, their address (perf names an unresolved location by its
-//! address) and the reason, can be one location of the profile: the report prints the same
-//! bytes. [`RowLocs`] keeps one location per such row, the first met, and gives every other
+//! (its name and its address in the file: perf keys `sym` by the symbol's start, so two
+//! `static` functions of one name are two rows) and, when they have no symbol, their address
+//! (perf names an unresolved location by its address) and the reason, can be one location of
+//! the profile: the report prints the same bytes. [`RowLocs`] keeps one location per such row, the first met, and gives every other
 //! address its id.
 //!
 //! **In batches.** Symbolizing is per batch of distinct addresses (a binary is loaded once
@@ -31,7 +32,8 @@ struct Row {
     kernel: bool,
     dso: Arc<str>,
     sym: Option<Arc<str>>,
-    /// Without a symbol, the addresses it is named by (`rel_addr`, `addr`); else zeros.
+    /// Without a symbol, the addresses it is named by (`rel_addr`, `addr`); else the
+    /// symbol's address in the file (two symbols of one name are two rows) and zero.
     addrs: (u64, u64),
     unresolved: Option<Unresolved>,
 }
@@ -45,7 +47,7 @@ impl Row {
             addrs: if l.sym.is_none() {
                 (l.rel_addr, l.addr)
             } else {
-                (0, 0)
+                (l.sym_start, 0)
             },
             unresolved: l.unresolved,
         }

@@ -166,6 +166,8 @@ impl DiffArgs {
                 sort,
                 filters,
                 relative,
+                // perf diff pairs the functions of the two recordings by name.
+                sym_by_name: true,
                 ..Default::default()
             },
             profile,

@@ -223,6 +223,7 @@ impl ReportArgs {
                     ));
                 }
             },
+            sym_by_name: false,
         };
         // The groups keep apart what the tables read; call graphs, the interactive view
         // (which sorts and zooms anew) and collapsed stacks may read anything.

@@ -43,6 +43,10 @@ pub struct Loc {
     pub sym: Option<Arc<str>>,
     /// Offset of the address into `sym`.
     pub sym_offset: u64,
+    /// Where `sym` starts, in the file's addresses (SVMA; the kernel's address; a JIT
+    /// entry's start): what tells apart two symbols of one name (perf keys `sym` so). 0
+    /// without a symbol, or for a name DWARF alone gives.
+    pub sym_start: u64,
     /// Inline chain, innermost first; empty without DWARF.
     pub frames: Vec<Frame>,
     /// Why `sym` is `None`.
@@ -372,6 +376,7 @@ impl Symbolizer {
                             file_addr: a,
                             sym: Some(s.name.clone()),
                             sym_offset: off + past,
+                            sym_start: a.wrapping_sub(off),
                             frames: Vec::new(),
                             unresolved: None,
                             rel_addr: 0,
@@ -404,6 +409,7 @@ impl Symbolizer {
                             file_addr: a,
                             sym: Some(j.name.clone()),
                             sym_offset: a - j.start + past,
+                            sym_start: j.start,
                             frames: Vec::new(),
                             unresolved: None,
                             rel_addr: 0,
@@ -423,6 +429,7 @@ impl Symbolizer {
                     file_addr: 0,
                     sym: Some(m.name().into()),
                     sym_offset: 0,
+                    sym_start: 0,
                     frames: Vec::new(),
                     unresolved: None,
                     rel_addr: 0,
@@ -738,6 +745,7 @@ fn unresolved_loc(addr: u64, kernel: bool, dso: Arc<str>, why: Unresolved) -> Lo
         file_addr: addr,
         sym: None,
         sym_offset: 0,
+        sym_start: 0,
         frames: Vec::new(),
         unresolved: Some(why),
         rel_addr: 0,
@@ -760,13 +768,14 @@ fn resolve_in(b: &Binary, frame: FrameAddress, offset: u64, dso: Arc<str>) -> Lo
                 .as_ref()
                 .and(s.span)
                 .and_then(|sp| b.offset_span(offset, sp));
-            let (sym, off) = match (&s.sym, s.frames.last()) {
+            let (sym, off, start) = match (&s.sym, s.frames.last()) {
                 (Some(sym), _) => (
                     Some(sym.name.clone()),
                     svma.wrapping_sub(sym.start).wrapping_add(past),
+                    sym.start,
                 ),
-                (None, Some(f)) => (f.function.clone(), 0),
-                (None, None) => (None, 0),
+                (None, Some(f)) => (f.function.clone(), 0, 0),
+                (None, None) => (None, 0, 0),
             };
             Loc {
                 addr,
@@ -778,6 +787,7 @@ fn resolve_in(b: &Binary, frame: FrameAddress, offset: u64, dso: Arc<str>) -> Lo
                 dso_path: Arc::default(),
                 sym,
                 sym_offset: off,
+                sym_start: start,
                 frames: s.frames,
                 span,
             }
