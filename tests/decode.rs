@@ -535,9 +535,10 @@ fn mixed_recording_with_identifier() {
     push(eb.comm(&sid(10, 2), 300, 300, b"true", true));
     push(ea.sample(&sample_a(1, 10)));
     push(eb.sample(&sample_b));
-    push(ea.fork(&sid(2, 3), [300, 299, 302, 301], 3));
+    // FORK and EXIT carry their own time, taken a little before the sample id's.
+    push(ea.fork(&sid(2, 3), [300, 299, 302, 301], 2));
     push(ea.sample(&sample_a(2, 20)));
-    push(eb.exit(&sid(11, 4), [300, 299, 302, 301], 4));
+    push(eb.exit(&sid(11, 4), [300, 299, 302, 301], 3));
     push(ea.lost(&sid(1, 5), 1, 17));
     push(eb.throttle(&sid(10, 6), false, 6, 10, 10));
     push(ea.switch(&sid(2, 7), true, true));
@@ -561,10 +562,10 @@ fn mixed_recording_with_identifier() {
     for raw in records(&stream) {
         let raw = raw.unwrap();
         let decoded = d.decode_located(&raw).unwrap();
-        // The fast time read (used to order records) agrees with the full decode.
+        // The fast time read (used to order records) agrees with the full decode: the
+        // sample id's time, as perf orders records (FORK and EXIT too).
         let want = match &decoded.1 {
             Record::Sample(s) => s.time,
-            Record::Fork(t) | Record::Exit(t) => Some(t.time),
             other => other.sample_id().and_then(|s| s.time),
         };
         assert_eq!(d.time(&raw), want, "{:?}", decoded.1);
@@ -636,13 +637,13 @@ fn mixed_recording_with_identifier() {
     };
     assert_eq!(
         (t.pid, t.ppid, t.tid, t.ptid, t.time),
-        (300, 299, 302, 301, 3)
+        (300, 299, 302, 301, 2)
     );
     assert_eq!(trailer(&out[4].1), want_a(2, 3));
     let Record::Exit(t) = &out[6].1 else {
         panic!("{:?}", out[6])
     };
-    assert_eq!((t.pid, t.tid, t.time), (300, 302, 4));
+    assert_eq!((t.pid, t.tid, t.time), (300, 302, 3));
     assert_eq!(trailer(&out[6].1), want_b(11, 4));
 
     assert_eq!(
@@ -1042,4 +1043,23 @@ fn errors_name_type_offset_and_field() {
             usize::MAX
         )
     );
+}
+
+/// Without `sample_id_all`, FORK and EXIT are ordered by their own time (no other record has
+/// one), and a sample by its TIME.
+#[test]
+fn task_records_without_sample_ids_keep_their_own_time() {
+    let mut a = attr(sample::IP | sample::TID | sample::TIME, 0);
+    a.set(flag::SAMPLE_ID_ALL, false);
+    a.set(flag::TASK, true);
+    let e = Encoder::new(a);
+    let none = SampleId::default();
+    let d = Decoder::new([(1, a)]);
+    let fork = e.fork(&none, [300, 299, 302, 301], 77);
+    let exit = e.exit(&none, [300, 299, 302, 301], 88);
+    let comm = e.comm(&none, 300, 300, b"true", false);
+    for (bytes, want) in [(fork, Some(77)), (exit, Some(88)), (comm, None)] {
+        let raw = records(&bytes).next().unwrap().unwrap();
+        assert_eq!(d.time(&raw), want);
+    }
 }

@@ -558,25 +558,38 @@ impl Decoder {
     }
 
     /// The time of a record, read at its fixed position without decoding the rest: the TIME
-    /// field of a SAMPLE, the time of FORK/EXIT, else the sample_id trailer's TIME. `None`
-    /// when the record has none or does not locate.
+    /// field of a SAMPLE, else the sample_id trailer's TIME (FORK and EXIT: their own time
+    /// when they have no trailer time). `None` when the record has none.
     pub fn time(&self, raw: &RawRecord<'_>) -> Option<u64> {
         let t = raw.header.type_;
         if !(kind::MMAP..=kind::TEXT_POKE).contains(&t) {
             return None;
         }
-        if t == kind::FORK || t == kind::EXIT {
-            // pid, ppid, tid, ptid (u32 each), then time.
-            return cursor::u64_at(raw.bytes, 8 + 16);
-        }
-        let layout = self.layouts.get(self.locate(raw).ok()?.index)?;
-        let at = if t == kind::SAMPLE {
-            layout.sample_time_offset()?
-        } else {
-            let back = layout.trailer_time_from_end()?;
-            raw.bytes.len().checked_sub(back).filter(|&a| a >= 8)?
+        // FORK and EXIT carry a time of their own (pid, ppid, tid, ptid as u32s, then time),
+        // taken before the sample id's; perf orders them by the sample id's time, as every
+        // other record (the two can straddle another CPU's record), and by their own only
+        // without one.
+        let own = || {
+            (t == kind::FORK || t == kind::EXIT)
+                .then(|| cursor::u64_at(raw.bytes, 8 + 16))
+                .flatten()
         };
-        cursor::u64_at(raw.bytes, at)
+        let Some(layout) = self
+            .locate(raw)
+            .ok()
+            .and_then(|l| self.layouts.get(l.index))
+        else {
+            return own();
+        };
+        let at = if t == kind::SAMPLE {
+            layout.sample_time_offset()
+        } else {
+            layout
+                .trailer_time_from_end()
+                .and_then(|back| raw.bytes.len().checked_sub(back))
+                .filter(|&a| a >= 8)
+        };
+        at.and_then(|at| cursor::u64_at(raw.bytes, at)).or_else(own)
     }
 
     /// Decodes one record with the layout of the attr it belongs to. Types the decoder does not
