@@ -106,23 +106,33 @@ fn build(dir: &Path, name: &str, debug: &str) -> bool {
 
 /// `record -e page-faults -c 1 -d -o FILE -- PROG` in `dir`: every fault with its address.
 fn record_faults(dir: &Path, file: &str, prog: &str) {
-    let o = hrec_in(
-        dir,
-        &[
-            "record",
-            "-q",
-            "-e",
-            "page-faults",
-            "-c",
-            "1",
-            "-d",
-            "-o",
-            file,
-            "--",
-            prog,
-        ],
-    );
-    assert!(o.status.success(), "{}", text(&o).1);
+    record_faults_by(None, dir, file, prog);
+}
+
+/// [`record_faults`] by hrec, or by `perf` when given.
+fn record_faults_by(perf: Option<&str>, dir: &Path, file: &str, prog: &str) {
+    let args = [
+        "record",
+        "-q",
+        "-e",
+        "page-faults",
+        "-c",
+        "1",
+        "-d",
+        "-o",
+        file,
+        "--",
+        prog,
+    ];
+    let o = match perf {
+        Some(perf) => std::process::Command::new(perf)
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap(),
+        None => hrec_in(dir, &args),
+    };
+    assert!(o.status.success(), "{perf:?} record: {}", text(&o).1);
 }
 
 /// `(samples, dso, rest of the row)` of `report --stdio --sort dso_daddr,KEY`.
@@ -522,23 +532,7 @@ fn annotate_data_type_equals_perf_6_12() {
             return;
         }
         let file = format!("{name}.data");
-        let o = std::process::Command::new(perf)
-            .args([
-                "record",
-                "-q",
-                "-e",
-                "page-faults",
-                "-c",
-                "1",
-                "-d",
-                "-o",
-                &file,
-            ])
-            .arg(format!("./{name}"))
-            .current_dir(d)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "perf record: {}", text(&o).1);
+        record_faults_by(Some(perf), d, &file, &format!("./{name}"));
         let path = d.join(&name);
         for ty in types {
             let flag = if ty.is_empty() {

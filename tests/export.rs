@@ -1021,8 +1021,7 @@ fn firefox_export_of_a_fresh_multithreaded_recording_has_a_thread_per_tid() {
 /// to each address's known latencies, and each sample's leaf is the function that loaded.
 #[test]
 fn pprof_export_labels_memory_accesses() {
-    use support::memdata::{ANON, HEAP, STACK, accesses, build, tmp};
-    use support::perfdata::DATA_BASE;
+    use support::memdata::{accesses, build, data_name, tmp};
     let dir = tmp("export-mem");
     let probe = build(&dir, &[]);
     let acc = accesses(&probe.objects);
@@ -1044,30 +1043,7 @@ fn pprof_export_labels_memory_accesses() {
     check_references(&pb);
     let lat = column(&pb, "load-latency");
     assert_eq!(pb.string_table[pb.sample_type[lat].unit as usize], "cycles");
-    let (shared, table, counters) = (built.objects[0], built.objects[1], built.objects[2]);
-    let name = |addr: u64| -> (String, String) {
-        let obj = [
-            ("shared_line", shared),
-            ("table", table),
-            ("counters", counters),
-        ]
-        .into_iter()
-        .rev()
-        .find(|(_, s)| addr >= *s && addr < DATA_BASE + 0x2000);
-        match obj {
-            Some((n, s)) => (format!("{n}+{:#x}", addr - s), "memwork".into()),
-            None if (HEAP..HEAP + 0x21000).contains(&addr) => {
-                (format!("{addr:#018x}"), "[heap]".into())
-            }
-            None if (STACK..STACK + 0x21000).contains(&addr) => {
-                (format!("{addr:#018x}"), "[stack]".into())
-            }
-            None if (ANON..ANON + 0x100000).contains(&addr) => {
-                (format!("{addr:#018x}"), "anon".into())
-            }
-            None => (format!("{addr:#018x}"), "[unknown]".into()),
-        }
-    };
+    let name = |addr: u64| data_name(&built.objects, addr);
     // The truth per (address, symbol, object, level, function): summed latencies, samples.
     let mut want: HashMap<Vec<String>, (i64, i64)> = HashMap::new();
     for a in &acc {

@@ -20,8 +20,7 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use support::memdata::{ANON, HEAP, STACK, accesses, build, rows, tmp, truth};
-use support::perfdata::DATA_BASE;
+use support::memdata::{accesses, build, data_name, rows, tmp, truth};
 use support::{hrec_in, text};
 
 /// perf's `report --stdio --mem-mode --sort KEYS` on `dir/perf.data`.
@@ -152,29 +151,9 @@ fn hand_built_pebs_samples_give_the_known_rows() {
     );
     // Data symbols: one row per address, objects with their offsets, heap, stack, anonymous
     // memory and an unmapped address by their addresses.
-    let (shared, table, counters) = (built.objects[0], built.objects[1], built.objects[2]);
     let name = |addr: u64| -> (String, String) {
-        let obj = [
-            ("shared_line", shared),
-            ("table", table),
-            ("counters", counters),
-        ]
-        .into_iter()
-        .rev()
-        .find(|(_, s)| addr >= *s && addr < DATA_BASE + 0x2000);
-        match obj {
-            Some((n, s)) => (format!("[.] {n}+{:#x}", addr - s), "memwork".into()),
-            None if (HEAP..HEAP + 0x21000).contains(&addr) => {
-                (format!("[.] {addr:#018x}"), "[heap]".into())
-            }
-            None if (STACK..STACK + 0x21000).contains(&addr) => {
-                (format!("[.] {addr:#018x}"), "[stack]".into())
-            }
-            None if (ANON..ANON + 0x100000).contains(&addr) => {
-                (format!("[.] {addr:#018x}"), "anon".into())
-            }
-            None => (format!("[.] {addr:#018x}"), "[unknown]".into()),
-        }
+        let (sym, dso) = data_name(&built.objects, addr);
+        (format!("[.] {sym}"), dso)
     };
     let want = truth(&acc, |x| {
         let (s, d) = name(x.addr);

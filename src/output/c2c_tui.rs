@@ -5,16 +5,16 @@
 //! [`super::c2c::pareto_lines`]), so the view shows the same numbers; lines wider than the
 //! terminal scroll sideways.
 
-use std::io::{self, Write};
+use std::io;
 
-use ratatui::crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui::layout::{Constraint, Layout};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
 
 use super::c2c::{View, pareto_lines, table_lines};
-use super::tui::{Action, take_terminal};
+use super::tui::{Action, Screen, run_screen};
 use crate::analysis::c2c::C2c;
 
 /// The keys, as `h` shows them.
@@ -220,19 +220,18 @@ impl C2cView {
     }
 }
 
+impl Screen for C2cView {
+    fn draw(&mut self, f: &mut ratatui::Frame<'_>) {
+        C2cView::draw(self, f)
+    }
+    fn key(&mut self, k: KeyEvent) -> Action {
+        C2cView::key(self, k)
+    }
+}
+
 /// Runs `view` on the terminal of stdout until it quits.
 pub fn run(view: &mut C2cView) -> io::Result<()> {
-    let (mut term, _restore) = take_terminal()?;
-    loop {
-        term.draw(|f| view.draw(f))?;
-        match event::read()? {
-            Event::Key(k) if view.key(k) == Action::Quit => break,
-            Event::Resize(..) => term.autoresize()?,
-            _ => {}
-        }
-    }
-    term.backend_mut().flush()?;
-    Ok(())
+    run_screen(view)
 }
 
 #[cfg(test)]

@@ -574,8 +574,25 @@ pub(crate) fn take_terminal() -> io::Result<(Terminal<CrosstermBackend<io::Stdou
     Ok((term, restore))
 }
 
+/// A full-screen view driven by keys (the report's, c2c's).
+pub(crate) trait Screen {
+    /// Draws the view.
+    fn draw(&mut self, f: &mut ratatui::Frame<'_>);
+    /// What a key asks of the view.
+    fn key(&mut self, k: KeyEvent) -> Action;
+}
+
+impl Screen for View<'_> {
+    fn draw(&mut self, f: &mut ratatui::Frame<'_>) {
+        View::draw(self, f)
+    }
+    fn key(&mut self, k: KeyEvent) -> Action {
+        View::key(self, k)
+    }
+}
+
 /// Runs `view` on the terminal of stdout until it quits.
-pub fn run(view: &mut View<'_>) -> io::Result<()> {
+pub(crate) fn run_screen(view: &mut dyn Screen) -> io::Result<()> {
     let (mut term, _restore) = take_terminal()?;
     loop {
         term.draw(|f| view.draw(f))?;
@@ -587,6 +604,11 @@ pub fn run(view: &mut View<'_>) -> io::Result<()> {
     }
     term.backend_mut().flush()?;
     Ok(())
+}
+
+/// Runs `view` on the terminal of stdout until it quits.
+pub fn run(view: &mut View<'_>) -> io::Result<()> {
+    run_screen(view)
 }
 
 /// What a key asked of `hrec top`'s live screen.

@@ -438,6 +438,30 @@ pub fn accesses(objects: &[u64]) -> Vec<Access> {
     v
 }
 
+/// How `report --sort symbol_daddr,dso_daddr` names data address `addr` of a recording made
+/// by [`build`] with `objects` (its data objects' addresses): the symbol cell without the
+/// mode letter (`table+0x40`; heap, stack, anonymous memory and unmapped addresses by the
+/// address) and the object.
+pub fn data_name(objects: &[u64], addr: u64) -> (String, String) {
+    let (shared, table, counters) = (objects[0], objects[1], objects[2]);
+    let obj = [
+        ("shared_line", shared),
+        ("table", table),
+        ("counters", counters),
+    ]
+    .into_iter()
+    .rev()
+    .find(|(_, s)| addr >= *s && addr < super::perfdata::DATA_BASE + 0x2000);
+    let dso = match obj {
+        Some((n, s)) => return (format!("{n}+{:#x}", addr - s), "memwork".into()),
+        None if (HEAP..HEAP + 0x21000).contains(&addr) => "[heap]",
+        None if (STACK..STACK + 0x21000).contains(&addr) => "[stack]",
+        None if (ANON..ANON + 0x100000).contains(&addr) => "anon",
+        None => "[unknown]",
+    };
+    (format!("{addr:#018x}"), dso.into())
+}
+
 /// The known rows of `keys` (each a function of one access), heaviest first: every access's
 /// cells, its weight summed per row.
 pub fn truth(acc: &[Access], cells: impl Fn(&Access) -> Vec<String>) -> Vec<(Vec<String>, u64)> {
