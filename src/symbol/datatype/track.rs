@@ -57,20 +57,23 @@ pub fn steps(code: &[u8], start: u64, pc: u64) -> Option<Vec<Step>> {
         .take_while(|i| !i.is_invalid())
         .collect();
     let at = insns.iter().position(|i| i.ip() == pc)?;
-    let targets = insns.iter().filter_map(|i| {
-        matches!(
-            i.flow_control(),
-            FlowControl::UnconditionalBranch | FlowControl::ConditionalBranch
-        )
-        .then(|| i.near_branch_target())
-        .filter(|&t| (start..end).contains(&t))
-    });
-    let block = targets
-        .filter(|&t| t <= pc)
-        .filter_map(|t| insns[..=at].iter().position(|i| i.ip() == t))
-        .max()
-        .unwrap_or(0)
-        .max(at.saturating_sub(MAX_STEPS));
+    let targets: std::collections::HashSet<u64> = insns
+        .iter()
+        .filter(|i| {
+            matches!(
+                i.flow_control(),
+                FlowControl::UnconditionalBranch | FlowControl::ConditionalBranch
+            )
+        })
+        .map(|i| i.near_branch_target())
+        .filter(|t| (start..=pc).contains(t) && *t < end)
+        .collect();
+    // The last block start at or before the PC, at most MAX_STEPS instructions back.
+    let first = at.saturating_sub(MAX_STEPS);
+    let block = (first..=at)
+        .rev()
+        .find(|&k| targets.contains(&insns[k].ip()))
+        .unwrap_or(first);
     let mut info = InstructionInfoFactory::new();
     let mut out = Vec::new();
     for insn in &insns[block..at] {
