@@ -13,7 +13,9 @@ use std::process::Command;
 
 use hrec::decode::datasrc::{DataSrc, blk, hops, lock, lvl, lvlnum, op, snoop, snoopx, tlb};
 use hrec::event::attr::{flag, sample};
-use support::memdata::{Access, Events, PID, build_events, l1_load, mem_loads_attr, src, tmp};
+use support::memdata::{
+    Access, Events, PID, build_events, build_named, l1_load, mem_loads_attr, src, tmp,
+};
 use support::{hrec_in, text};
 
 const T1: u32 = PID + 1;
@@ -1101,5 +1103,45 @@ fn the_interactive_view_lists_lines_and_opens_ones_offsets() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(out.is_empty() && err.trim().lines().count() == 1, "{err}");
     assert!(err.contains("--tui needs a terminal"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A function name longer than perf c2c's 30-column Symbol column is cut there, and whole with
+/// `--full-symbols`: byte for byte perf 6.1's Pareto either way.
+#[test]
+fn long_symbols_are_cut_at_thirty_columns_unless_full_symbols() {
+    let dir = tmp("longsym");
+    let ev = c2c_events();
+    let names = ["a_reader_with_a_name_far_longer_than_thirty_columns", "w"];
+    let probe = build_named(&dir, &ev, &names, &[]);
+    build_named(&dir, &ev, &names, &false_sharing(&probe.objects));
+    let whole = format!("[.] {}", names[0]);
+    let cut: String = whole.chars().take(30).collect();
+    let plain = hrec_ok(&dir, &["c2c", "report", "-i", "perf.data", "--stdio"]);
+    assert!(
+        plain.contains(&format!("  {cut}  ")) && !plain.contains(&whole),
+        "{plain}"
+    );
+    let full = hrec_ok(
+        &dir,
+        &[
+            "c2c",
+            "report",
+            "-i",
+            "perf.data",
+            "--stdio",
+            "--full-symbols",
+        ],
+    );
+    assert!(full.contains(&format!("  {whole}  ")), "{full}");
+    if support::perf().is_some() {
+        for args in [
+            &[][..],
+            &["--full-symbols"],
+            &["-c", "tid,iaddr", "--full-symbols"],
+        ] {
+            same_as_perf(&dir, args);
+        }
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -94,6 +94,9 @@ pub struct C2cReportArgs {
     /// No Source:Line column (perf's --no-source).
     #[arg(long = "no-source")]
     pub no_source: bool,
+    /// Symbols and source lines whole (without it, cut at 30 columns, as perf c2c does).
+    #[arg(long = "full-symbols")]
+    pub full_symbols: bool,
     #[command(flatten)]
     pub symbols: SymbolArgs,
 }
@@ -199,6 +202,7 @@ fn report(
             node_info: a.node_info.min(2),
             stats_only: a.stats,
             no_source: a.no_source,
+            full_symbols: a.full_symbols,
         };
         if tui {
             let sort_on = hrec::output::c2c::display_names(a.display).0;

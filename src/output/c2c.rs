@@ -27,7 +27,13 @@ pub struct View {
     pub stats_only: bool,
     /// `--no-source`: no Source:Line column.
     pub no_source: bool,
+    /// `--full-symbols`: the Symbol and Source:Line columns as wide as their longest cell
+    /// (else at most [`SYMBOL_WIDTH`], longer cells cut there, as perf cuts them).
+    pub full_symbols: bool,
 }
+
+/// perf c2c's widest Symbol and Source:Line columns without `--full-symbols`.
+pub const SYMBOL_WIDTH: usize = 30;
 
 /// perf's name of a display in "Cachelines sort on" and the table's share header.
 pub fn display_names(d: Display) -> (&'static str, &'static str) {
@@ -325,10 +331,17 @@ pub fn pareto_lines(c: &C2c, view: &View) -> (Vec<String>, Vec<Vec<String>>) {
     let rows = || c.lines.iter().flat_map(|l| l.offsets.iter());
     let w = |f: &dyn Fn(&C2cOffset) -> usize, min: usize| rows().map(f).max().unwrap_or(0).max(min);
     let len = |s: &Option<String>| s.as_ref().map_or(0, String::len);
+    let cap = |width: usize| {
+        if view.full_symbols {
+            width
+        } else {
+            width.min(SYMBOL_WIDTH)
+        }
+    };
     let (ws, wo, wl) = (
-        w(&|o| len(&o.symbol), 6),
+        cap(w(&|o| len(&o.symbol), 6)),
         w(&|o| len(&o.dso), 6),
-        w(&|o| len(&o.srcline), 11),
+        cap(w(&|o| len(&o.srcline), 11)),
     );
     out.push("#".to_string());
     // perf prints the column headers with the first line: none without a line.
@@ -422,6 +435,8 @@ pub fn pareto_lines(c: &C2c, view: &View) -> (Vec<String>, Vec<Vec<String>>) {
             let src = o.srcline.as_ref().filter(|_| show_src);
             for (cell, width) in [(o.symbol.as_ref(), ws), (o.dso.as_ref(), wo), (src, wl)] {
                 if let Some(cell) = cell {
+                    // A cell longer than its column is cut at its width.
+                    let cell: String = cell.chars().take(width).collect();
                     tail.push_str(&format!("  {cell:<width$}"));
                 }
             }

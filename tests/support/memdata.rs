@@ -124,8 +124,13 @@ pub struct Program {
 /// [`build`] with other events (more than one need `ID` in their sample type) and threads
 /// (each other thread gets a FORK and a COMM record before the samples).
 pub fn build_events(dir: &Path, events: &Events, accesses: &[Access]) -> Built {
+    build_named(dir, events, &FUNCS, accesses)
+}
+
+/// [`build_events`] with the program's functions named `names` (one per `Access::func`).
+pub fn build_named(dir: &Path, events: &Events, names: &[&str], accesses: &[Access]) -> Built {
     let body: &[u8] = &[0x55, 0x48, 0x8b, 0x07, 0x48, 0x89, 0x06, 0x5d, 0xc3];
-    let funcs: Vec<(&str, &[u8])> = FUNCS.iter().map(|n| (*n, body)).collect();
+    let funcs: Vec<(&str, &[u8])> = names.iter().map(|n| (*n, body)).collect();
     let elf = data_elf(&funcs, &DATA, &BSS);
     let prog = dir.join("memwork");
     std::fs::write(&prog, &elf.bytes).unwrap();
