@@ -111,27 +111,7 @@ fn record_faults(dir: &Path, file: &str, prog: &str) {
 
 /// [`record_faults`] by hrec, or by `perf` when given.
 fn record_faults_by(perf: Option<&str>, dir: &Path, file: &str, prog: &str) {
-    let args = [
-        "record",
-        "-q",
-        "-e",
-        "page-faults",
-        "-c",
-        "1",
-        "-d",
-        "-o",
-        file,
-        "--",
-        prog,
-    ];
-    let o = match perf {
-        Some(perf) => std::process::Command::new(perf)
-            .args(args)
-            .current_dir(dir)
-            .output()
-            .unwrap(),
-        None => hrec_in(dir, &args),
-    };
+    let o = support::record_page_faults(perf, dir, file, prog);
     assert!(o.status.success(), "{perf:?} record: {}", text(&o).1);
 }
 

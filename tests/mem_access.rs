@@ -323,22 +323,7 @@ fn page_faults_with_data_addresses_against_perf() {
         "{ev}"
     );
     assert_eq!(ev["mmap_data"], 1, "{ev}");
-    let rec = hrec_in(
-        &dir,
-        &[
-            "record",
-            "-q",
-            "-e",
-            "page-faults",
-            "-c",
-            "1",
-            "-d",
-            "-o",
-            "h.data",
-            "--",
-            "./faults",
-        ],
-    );
+    let rec = support::record_page_faults(None, &dir, "h.data", "./faults");
     assert!(rec.status.success(), "{}", text(&rec).1);
     let ours = rows(&hrec_report(&dir, "symbol_daddr,dso_daddr", "h.data"), true);
     let big_data = ours
@@ -363,22 +348,9 @@ fn page_faults_with_data_addresses_against_perf() {
     if support::perf().is_none() {
         return;
     }
-    let ok = Command::new("perf")
-        .args([
-            "record",
-            "-q",
-            "-e",
-            "page-faults",
-            "-c",
-            "1",
-            "-d",
-            "-o",
-            "perf.data",
-            "./faults",
-        ])
-        .current_dir(&dir)
-        .output()
-        .is_ok_and(|o| o.status.success());
+    let ok = support::record_page_faults(Some("perf"), &dir, "perf.data", "./faults")
+        .status
+        .success();
     if !ok {
         eprintln!("skipped: perf record -e page-faults failed here");
         return;

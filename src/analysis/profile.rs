@@ -185,6 +185,17 @@ pub struct MemView {
     pub phys_addr: u64,
 }
 
+impl MemView {
+    /// The weight as a load latency: only a sample with a data source of its own (a memory
+    /// event's; the data source kept, [`MemFold::data_src`]) has one, not the weight of
+    /// another event (the nanoseconds of an `offcpu-time` sample).
+    pub fn load_latency(&self) -> Option<u64> {
+        let sourced =
+            self.data_src != 0 && self.data_src != crate::decode::datasrc::DataSrc::NONE.0;
+        (sourced && self.weight > 0).then_some(self.weight)
+    }
+}
+
 impl FoldKeys {
     /// Every field, every address.
     pub const ALL: FoldKeys = FoldKeys {

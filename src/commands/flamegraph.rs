@@ -72,9 +72,10 @@ impl FlamegraphArgs {
             if self.flame_chart {
                 return Err("--flame-chart draws samples, period or retire-latency in time order; --weight load-latency does not apply".to_string());
             }
-            // Each sample's load latency (its weight) is kept with its stack.
+            // Each sample's load latency (its weight, with the data source that makes it
+            // one) is kept with its stack.
             use hrec::analysis::memkeys::{MemKey, fold};
-            profile.fold.mem = fold(&[MemKey::LocalWeight]);
+            profile.fold.mem = fold(&[MemKey::LocalWeight, MemKey::Mem]);
         }
         if self.wall {
             if let Some(w) = self.weight.as_deref().filter(|&w| w != "period") {

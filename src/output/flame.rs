@@ -169,9 +169,9 @@ pub enum FlameError {
         /// Why.
         why: String,
     },
-    /// Weighting by load latency without weights.
+    /// Weighting by load latency where no sample has one ([`crate::analysis::profile::MemView::load_latency`]).
     #[error(
-        "cannot weight by load latency: no sample of event {0} has one (record a memory event with a weight: hrec mem record, or record -W)"
+        "cannot weight by load latency: no sample of event {0} has one (a memory event's samples carry it, with their data source: record with hrec mem record, or -W -d on a memory event)"
     )]
     NoLoadLatency(String),
     /// No samples to draw.
@@ -357,7 +357,9 @@ pub fn fold(p: &Profile, event: usize, o: &FlameOptions) -> Result<Folded, Flame
         Weight::LoadLatency => {
             let weighed = p.groups.iter().any(|g| {
                 usize::from(g.event) == event
-                    && p.mems.get(g.mem as usize).is_some_and(|m| m.weight > 0)
+                    && p.mems
+                        .get(g.mem as usize)
+                        .is_some_and(|m| m.load_latency().is_some())
             });
             if !weighed {
                 return Err(FlameError::NoLoadLatency(e.name.clone()));
@@ -383,10 +385,12 @@ pub fn fold(p: &Profile, event: usize, o: &FlameOptions) -> Result<Folded, Flame
                 Some(l) => l.sum(),
                 None => continue,
             },
-            Weight::LoadLatency => match p.mems.get(s.mem as usize) {
-                Some(m) if m.weight > 0 => m.weight.saturating_mul(s.samples),
-                _ => continue,
-            },
+            Weight::LoadLatency => {
+                match p.mems.get(s.mem as usize).and_then(|m| m.load_latency()) {
+                    Some(lat) => lat.saturating_mul(s.samples),
+                    None => continue,
+                }
+            }
         };
         frames.clear();
         stack_of(p, s, &mut frames);

@@ -606,17 +606,13 @@ pub fn build(p: &Profile, meta: &PprofMeta, filters: &Filters) -> proto::Profile
         });
         sample_type.len() - 1
     });
-    let load_col = p
-        .mems
-        .iter()
-        .any(|m| m.weight > 0 && m.data_src != 0)
-        .then(|| {
-            sample_type.push(proto::ValueType {
-                r#type: t.strings.id("load-latency"),
-                unit: t.strings.id("cycles"),
-            });
-            sample_type.len() - 1
+    let load_col = p.mems.iter().any(|m| m.load_latency().is_some()).then(|| {
+        sample_type.push(proto::ValueType {
+            r#type: t.strings.id("load-latency"),
+            unit: t.strings.id("cycles"),
         });
+        sample_type.len() - 1
+    });
     let columns = sample_type.len();
 
     let mut stacks: HashMap<Vec<u64>, u32> = HashMap::new();
@@ -656,8 +652,11 @@ pub fn build(p: &Profile, meta: &PprofMeta, filters: &Filters) -> proto::Profile
         if let (Some(c), Some(lat)) = (lat_col, p.latency(s)) {
             v[c] = v[c].saturating_add(to_i64(lat.sum()));
         }
-        if let (Some(c), Some(m)) = (load_col, p.mems.get(s.mem as usize)) {
-            v[c] = v[c].saturating_add(to_i64(m.weight.saturating_mul(s.samples)));
+        if let (Some(c), Some(lat)) = (
+            load_col,
+            p.mems.get(s.mem as usize).and_then(|m| m.load_latency()),
+        ) {
+            v[c] = v[c].saturating_add(to_i64(lat.saturating_mul(s.samples)));
         }
     }
     t.kernel_ranges();

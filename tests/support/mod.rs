@@ -196,6 +196,32 @@ pub fn release_example(name: &str) -> PathBuf {
     target.join("release/examples").join(name)
 }
 
+/// `record -q -e page-faults -c 1 -d -o FILE -- PROG` in `dir` (every fault with its data
+/// address), by hrec, or by `perf` when given; its output, for the caller to judge.
+pub fn record_page_faults(perf: Option<&str>, dir: &Path, file: &str, prog: &str) -> Output {
+    let args = [
+        "record",
+        "-q",
+        "-e",
+        "page-faults",
+        "-c",
+        "1",
+        "-d",
+        "-o",
+        file,
+        "--",
+        prog,
+    ];
+    match perf {
+        Some(perf) => Command::new(perf)
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap_or_else(|e| panic!("{perf}: {e}")),
+        None => hrec_in(dir, &args),
+    }
+}
+
 /// `perf` when installed (the reference peer), else `None` after saying why.
 pub fn perf() -> Option<&'static str> {
     let ok = Command::new("perf")
