@@ -24,13 +24,17 @@
 //! the cache, or by `.gnu_debuglink`) and a debug file its dwz supplementary file, so
 //! `--sort srcline` and inline frames come out the same.
 //!
-//! **The archive** ([`write`]) is perf's build-id cache layout ([`buildid_cache`]): the
+//! **The archive** ([`write()`]) is perf's build-id cache layout ([`buildid_cache`]): the
 //! binary as `<path>/<hex>/elf`, its debug file as `<path>/<hex>/debug` (where perf keeps a
 //! debug file it fetched), and `.build-id/xx/rest` symlinks to `../../<path>/<hex>`; unpacked
 //! into `~/.debug` it is found by perf and hrec as any cached binary, unpacked anywhere else
 //! with `--buildid-dir DIR`. perf writes `perf.data.tar.bz2`; hrec has no bzip2 and writes
 //! zstd (`.tar.zst`, which GNU tar unpacks with a plain `tar xf`), gzip (`.tar.gz`) or no
-//! compression (`.tar`) by the output's name ([`Compression::of`]).
+//! compression (`.tar`) by the output's name ([`Compression::of`]), into a temporary file
+//! renamed into place when complete.
+//!
+//! This module sits above both [`crate::recording`] and [`crate::symbol`] (a recording uses
+//! `symbol`'s kernel symbols), so neither has to know about archives.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::ffi::OsStr;

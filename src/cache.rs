@@ -2,7 +2,9 @@
 //! get into it: written whole under a temporary name, then renamed into place, so a reader (or
 //! another hrec at the same time) sees the old file or the new one, never half of one. A
 //! cache is best effort: a file that cannot be written is not an error, the work is done
-//! again next time.
+//! again next time. Two things are saved there this way: this machine's `/proc/kallsyms`, for
+//! reading perf.data (`recording::perfdata`), and compressed DWARF sections kept inflated
+//! (`symbol::inflated`).
 
 use std::io::Write as _;
 use std::os::unix::fs::OpenOptionsExt as _;

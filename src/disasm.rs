@@ -1,7 +1,9 @@
 //! x86-64 disassembly of a function's bytes, in objdump's text as `perf annotate` shows it:
 //! AT&T syntax by default (`-M intel` for Intel's), lowercase hex, the mnemonic padded to
 //! seven columns, a direct branch or call as `target <symbol+offset>`, and a RIP-relative
-//! operand followed by objdump's `# target <symbol+offset>` comment.
+//! operand followed by objdump's `# target <symbol+offset>` comment. Each instruction also
+//! gives its branch target and whether it ends a basic block (a jump, call, return or
+//! undecodable byte), which `annotate` uses to split a function into basic blocks.
 //!
 //! Decoding is iced-x86's. The bytes come from a file hrec did not write and may be anything:
 //! undecodable bytes become one `(bad)` instruction of one byte, as objdump prints them, and

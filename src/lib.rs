@@ -1,13 +1,16 @@
 //! hrec: a Linux sampling profiler for modern Intel PMUs.
 //!
-//! The record half is a pipeline of plain values:
+//! Both halves are pipelines of plain values, and data flows one way through them:
 //!
 //! ```text
-//! sysfs ──► pmu (Pmus) ──► event (parse → resolve → Plan) ──► kernel ──► record ──► data
+//! record: sysfs ──► pmu (Pmus) ──► event (parse → resolve → Plan) ──► kernel ──► record ──► data
+//! read:   data | perf.data ──► recording (time order) ──► decode ──► analysis::replay
+//!         (unwind, symbol) ──► analysis (fold, tables) ──► output
 //! ```
 //!
 //! Everything up to the [`event::Plan`] is a pure function of a sysfs snapshot and the options,
-//! so it runs and is tested on machines without a hardware PMU. See `docs/architecture.md`.
+//! so it runs and is tested on machines without a hardware PMU. `docs/architecture.md` is the
+//! map: which folder holds which stage and the rule each keeps.
 
 pub mod analysis;
 pub mod archive;

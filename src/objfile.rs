@@ -1,7 +1,7 @@
 //! Section contents of object files read from a file already open, shared by the readers of
 //! DWARF ([`crate::symbol`]) and of unwind tables ([`crate::unwind`]): one `pread` into one
 //! buffer when the section is stored plainly, else decompressed; or read in parts
-//! ([`SectionParts`]), a compressed section inflated only as far as the furthest part. Sizes
+//! (`SectionParts`), a compressed section inflated only as far as the furthest part. Sizes
 //! come from the file and are not trusted: a plain section must lie inside the file, a
 //! compressed one must not claim to expand more than zlib or zstd can.
 

@@ -19,7 +19,8 @@
 //! node, as perf's radix tree does: a node is printed as one block of names. A node's value
 //! is the period (or sample count) of the chains through it. Nodes below the cutoff (a share
 //! of the event's total, perf's `min_percent`) are dropped with everything under them;
-//! siblings are ordered heaviest first.
+//! siblings are ordered heaviest first. A tree is built only for a row heavy enough to show
+//! a node ([`super::hist::call_trees`]).
 
 use std::collections::HashMap;
 use std::fmt;

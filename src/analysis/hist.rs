@@ -9,7 +9,15 @@
 //! period once (recursion does not double count), so a row's Children value is the time
 //! spent in it and everything it called; Self is the time with it at the top of the stack.
 //! Its TopDown and retire-latency columns then cover the same samples as Children: the
-//! bottlenecks of the function and of everything it called.
+//! bottlenecks of the function and of everything it called. The entries of a chain are
+//! perf's: in unwound (`--call-graph dwarf`) chains the functions inlined at each address,
+//! then its own function (perf's `--inline`), in frame-pointer chains the symbol alone.
+//!
+//! **Rows and their order.** `sym` keys a row by the object and the symbol's address, as
+//! perf's `sort__sym_cmp` does, so two `static` functions of one name are two rows
+//! ([`HistOptions::sym_by_name`] keys by name instead, for `diff`). Rows go heaviest first,
+//! ties by Self, then by the keys as perf compares them or as printed. A profile folds only
+//! what the tables read ([`fold_keys`]).
 
 use std::collections::HashMap;
 use std::fmt;

@@ -1,14 +1,20 @@
 //! From resolved samples to numbers: histograms by sort key, TopDown attribution from
 //! group-read deltas, retire-latency statistics.
 //!
-//! [`profile`] turns a recording into compact resolved samples (with [`rows`], a report's
-//! locations merged into its rows as they stream by), [`hist`] groups them, [`diff`]
-//! compares the tables of two recordings as perf diff does,
-//! [`callgraph`] merges the call chains under each row, [`topdown`] and [`latency`] hold the
-//! domain rules for the two hardware-specific columns, [`threads`] sums the per-thread
-//! counts of `record -s`, [`c2c`] finds the cache lines that bounce between cores (perf
-//! c2c); the replay pairs switch records into off-CPU intervals with
-//! [`crate::offcpu`], which the recorder shares.
+//! [`replay`] is the converter, the one place that knows record kinds: records in time order
+//! become samples of interned ids (the replay pairs switch records into off-CPU intervals
+//! with [`crate::offcpu`], which the recorder shares). [`profile`] folds them into compact
+//! groups (with [`rows`], a report's locations merged into its rows as they stream by),
+//! [`hist`] makes the tables by sort key ([`memkeys`] the memory keys, [`timefilter`] perf's
+//! `--time`), [`diff`] compares the tables of two recordings as perf diff does, [`top`]
+//! decays them across refreshes as perf top does, [`callgraph`] merges the call chains under
+//! each row, [`annotate`] and [`typeannotate`] attribute samples to instructions and to data
+//! types, [`topdown`] and [`latency`] hold the domain rules for the two hardware-specific
+//! columns, [`threads`] sums the per-thread counts of `record -s`, and [`c2c`] finds the
+//! cache lines that bounce between cores (perf c2c).
+//!
+//! What is computed here holds aggregates, never one entry per sample; how it prints is
+//! `crate::output`'s.
 
 pub mod annotate;
 pub mod c2c;

@@ -4,13 +4,17 @@
 //! **Folded, not listed.** A profile never holds one entry per sample. The converter
 //! ([`super::replay`]) hands each sample over once, as a [`SampleView`] of interned ids, and
 //! [`Folder`] adds it to the [`SampleGroup`] of everything a consumer can key on: event, CPU,
-//! process, thread, thread name, sampled location and call chain. A group keeps sums (samples,
-//! periods, TopDown deltas) and an exact histogram of retire latencies, which are `u16` cycle
-//! counts, so means, percentiles and maxima come out exactly as from the list of values.
-//! Memory grows with the distinct groups, not with the samples: a hot loop sampled 100 000
-//! times on one thread is one group. Groups are kept in the order of their first sample, so
-//! every consumer sees keys, locations and stacks first appear in the same order as it would
-//! sample by sample, and output does not change with folding.
+//! process, thread, thread name, cgroup and cgroup namespace, sampled location, call chain
+//! and, in a memory recording, the access ([`MemView`]: data address, data source, weight,
+//! kept only as far as [`FoldKeys::mem`] asks). A group keeps sums (samples, periods, TopDown
+//! deltas) and an exact histogram of retire latencies, which are `u16` cycle counts, so
+//! means, percentiles and maxima come out exactly as from the list of values. Memory grows
+//! with the distinct groups, not with the samples: a hot loop sampled 100 000 times on one
+//! thread is one group. Groups are kept in the order of their first sample, so every consumer
+//! sees keys, locations and stacks first appear in the same order as it would sample by
+//! sample, and output does not change with folding. The folder runs on a thread of its own
+//! beside the converter (`replay::build`). This model imports nothing of
+//! [`crate::recording`]: records become samples in the converter alone.
 //!
 //! **Locations** are interned by the converter: (file, file offset), a kernel address, an
 //! anonymous address of a process, or an unmapped address. Each distinct location is

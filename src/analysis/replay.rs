@@ -1,12 +1,16 @@
 //! The converter from records to samples: the one place that knows record kinds.
 //!
 //! Records arrive in time order ([`Recording::for_each`]). Side-band records change state as
-//! they come: address spaces ([`crate::symbol::maps`]: MMAP/MMAP2, COMM with exec, FORK) and
-//! thread names (COMM, FORK). Each sample of a sampling event is then resolved against the
-//! state at its time into interned ids ([`SampleView`]): its thread name, its location (file
-//! and offset, kernel address, anonymous or unmapped address) and its callers' locations,
-//! with the TopDown deltas of its group read (they depend on the order of a thread's
-//! samples, so they are taken here) and its retire latency.
+//! they come: address spaces ([`crate::symbol::maps`]: MMAP/MMAP2, COMM with exec, FORK),
+//! thread names (COMM, FORK), cgroup paths (CGROUP) and each thread's cgroup namespace
+//! (NAMESPACES). Each sample of a sampling event is then resolved against the state at its
+//! time into interned ids ([`SampleView`]): its thread name and cgroup, its location (file
+//! and offset, kernel address, anonymous or unmapped address) and its callers' locations
+//! (user stacks of `--call-graph dwarf` samples unwound here by [`crate::unwind`], or the
+//! chains the recorder stored expanded from the file's stack table), with the TopDown deltas
+//! of its group read (they depend on the order of a thread's samples, so they are taken
+//! here) and its retire latency. Side-band records are handed on too when asked
+//! ([`Replay::with_side_band`]: `script --show-*-events`).
 //!
 //! Replaying the same recording twice gives the same ids in the same order, which is what
 //! `script` relies on: it folds once to learn the locations, symbolizes them, and replays
@@ -17,7 +21,10 @@
 //! [`Replay::run_with`] interns them as pending ids and, each time a batch of distinct
 //! addresses is full, has [`RowLocs`] symbolize it into row locations, hands the ids on
 //! ([`Item::Rows`]) and remembers each address's row location, up to a bound (then it starts
-//! afresh, and an address met again is symbolized again in a later batch).
+//! afresh, and an address met again is symbolized again in a later batch). Each batch also
+//! gives the file-offset range of every symbol it named (the addresses the symbol table
+//! names alike); the converter keeps these ranges per file, bounded by the symbols met, and
+//! gives any later address inside one its row at once, neither interned nor symbolized.
 
 use std::collections::HashMap;
 use std::sync::Arc;

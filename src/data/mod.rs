@@ -3,11 +3,16 @@
 //! The byte layout is documented in `docs/file-format.md`; in short:
 //!
 //! ```text
-//! header   "HRECDATA" u32 version, u32 meta_len, JSON Meta, zero pad to 8
+//! header   "HRECDATA" u32 version, u32 meta_len, Meta (a zstd frame of JSON), zero pad to 8
 //! block*   48-byte block header, [side name], zstd frame (with checksum)
 //! trailer  a block of kind Trailer: JSON statistics + the block index
 //! footer   u64 trailer offset, u64 trailer block length, "HREC_END"
 //! ```
+//!
+//! The header's [`Meta`] holds what a reader needs before the first record, among it each
+//! event with its attr as the kernel saw it, its ids and its [`Role`] (sampler, counted,
+//! tracking, off-CPU), the PMUs, and the NUMA nodes' CPU lists for `c2c report`. Files of
+//! earlier format versions are still read ([`VERSION`]).
 //!
 //! Domain rules the design follows:
 //!

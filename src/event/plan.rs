@@ -5,13 +5,20 @@
 //! * **Default event.** `cycles:P` on every core PMU, 4000 Hz. On a PMU with TopDown, cycles
 //!   becomes the sampling member of `{slots, cycles:P, topdown-*}:S`: `slots` must lead a group
 //!   with metric events and must not sample, metric events must not sample either, so the first
-//!   non-leader member (cycles) samples and every sample carries the group's counts in slot
-//!   units. Without any core PMU the plan samples `cpu-clock` and says so in one line.
-//! * **Sampling.** Frequency mode adds `PERIOD`; `-c` gives a fixed period without it. In a
-//!   sampling-read (`:S`) group only the read sampler samples; the others get period 0, and all
-//!   members share the union of the sample types plus `READ`, with `read_format`
-//!   `ID|GROUP|LOST`. `inherit` stays on together with `TID` (kernel 6.12 rule; the opener falls
-//!   back to no-inherit on older kernels).
+//!   member that is neither samples (perf takes the first non-leader member; hrec skips metric
+//!   members, so `{slots,topdown-retiring,cycles}:S` works too) and every sample carries the
+//!   group's counts in slot units. An E-core has no `slots`: its default group is
+//!   `{cycles:P, Intel's level-1 events}:S` with the encodings of the core the cpuinfo names
+//!   ([`crate::pmu::uarch`]), level 2 where the counters hold it, the members hrec adds marked
+//!   [`IfRefused`] so that the recorder can leave them out; an E-core hrec does not know
+//!   samples cycles alone, with a notice. Without any core PMU the plan samples `cpu-clock`
+//!   and says so in one line.
+//! * **Sampling.** Frequency mode adds `PERIOD`; `-c` gives a fixed period without it. A
+//!   frequency above `perf_event_max_sample_rate` (read through [`Host`]) is lowered with
+//!   perf's warning. In a sampling-read (`:S`) group only the read sampler samples; the others
+//!   get period 0, and all members share the union of the sample types plus `READ`, with
+//!   `read_format` `ID|GROUP|LOST`. `inherit` stays on together with `TID` (kernel 6.12 rule;
+//!   the opener falls back to no-inherit on older kernels).
 //! * **Identity.** With more than one event the records in a shared per-CPU buffer are told apart
 //!   by `ID`, or by `IDENTIFIER` when the sample types differ (the id then sits at a fixed
 //!   place in every record).
@@ -22,6 +29,10 @@
 //! * **Placement.** Per CPU of the event's own PMU (`cpus` on hybrid), intersected with `-C`; or
 //!   `cpu = -1` per thread with `--per-thread` (where inherit is off: the kernel cannot mmap an
 //!   inherited per-thread event).
+//! * **Off-CPU** (`--off-cpu`). Two software events besides the samplers: `dummy:u` with
+//!   `context_switch` ([`Role::Switches`]: the switch records that give each interval) and
+//!   `context-switches` sampled at every switch ([`Role::SwitchStacks`]: the stack a thread
+//!   leaves with), which the recorder maps into rings of their own.
 
 use serde::Serialize;
 

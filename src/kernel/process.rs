@@ -1,4 +1,5 @@
-//! Process control for the recorder: the workload gate, signals, epoll and clocks.
+//! Process control for the recorder: the workload gate, signals, epoll, clocks and the
+//! open-file limit.
 //!
 //! **The workload gate** (perf's `evlist__prepare_workload`). The recorder forks the child and
 //! holds it before `exec` until every event is open on its pid: the child blocks reading one

@@ -1,5 +1,6 @@
 //! Intel's metrics (TMA and the rest) from Intel's perfmon JSON files, evaluated from counts:
-//! the pure half of the future `hrec stat -M`. Nothing here opens an event or reads sysfs.
+//! the pure half of `hrec stat -M` ([`crate::stat::tma`]). Nothing here opens an event or reads
+//! sysfs.
 //!
 //! ```text
 //! Perfmon::load(dir, cpuid) ──► metric(s) ──► events_needed ──► resolve (encodings to count)

@@ -13,7 +13,7 @@
 //! latencies cannot be weighted by them, and the error says why.
 //!
 //! **Wall-clock view** (`flamegraph --wall`): the on-CPU samples of one event and the
-//! `offcpu-time` samples of a recording with switch records ([`crate::analysis::offcpu`]) in
+//! `offcpu-time` samples of a recording with switch records ([`crate::offcpu`]) in
 //! one graph, both in nanoseconds, so a function's width is the time threads spent in it,
 //! running or waiting (Brendan Gregg's hot/cold flame graph; perf has no such view). An
 //! on-CPU sample of a CPU-time clock (`cpu-clock`, `task-clock`) counts its period, which is

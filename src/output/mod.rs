@@ -1,6 +1,13 @@
-//! Output of recordings: the `hrec info` header dump here (hrec files and perf.data);
-//! `hrec script` lines ([`script`]), the report ([`report`]), flame graphs ([`flame`]) and the
-//! pprof and Firefox Profiler exports ([`pprof`], [`firefox`]) in their modules.
+//! Output of recordings: the `hrec info`, `evlist` and `buildid-list` dumps here (hrec files
+//! and perf.data); `hrec script` lines ([`script`]), the report ([`report`], its interactive
+//! view [`tui`], the progress bar of every reading command [`progress`]), `annotate`
+//! ([`annotate`], [`typeannotate`]), `diff` ([`diff`]), `top`'s screen ([`top`]), `c2c
+//! report` ([`c2c`], [`c2c_tui`]), flame graphs ([`flame`]) and the pprof and Firefox
+//! Profiler exports ([`pprof`], [`firefox`]) in their modules.
+//!
+//! Output prints what the stages before it produced (the replay's samples, profiles and
+//! `crate::analysis`'s tables, a recording's facts) in the layout of the tool it stands in for
+//! (perf's, to the byte where the tests compare them) or in the format another tool reads.
 
 pub mod annotate;
 pub mod c2c;

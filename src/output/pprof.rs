@@ -15,7 +15,7 @@
 //! 280ms`); any other event is `(<event name>, count)`. Names that repeat get `#2`, `#3`
 //! (two clock events: `cpu`, `cpu#2`); the `event` label keeps the event's own name. The
 //! `offcpu-time` event of a recording with switch records (`record --off-cpu`, perf's
-//! `--switch-events`; [`crate::analysis::offcpu`]), whose period is the nanoseconds a thread
+//! `--switch-events`; [`crate::offcpu`]), whose period is the nanoseconds a thread
 //! spent off the CPU, is the column `(off_cpu, nanoseconds)`, beside the on-CPU columns: its
 //! samples are the stacks threads left the CPU with (`[preempted]` and `[no stack]` are
 //! functions of their own), zero in `cpu`, and `cpu` plus `off_cpu` of a stack is its

@@ -24,10 +24,10 @@
 //! `WEIGHT_STRUCT`, 16 columns each as perf prints them), and hrec's `read` (the group values
 //! of a sampling-read group, `{event value ...}`).
 //!
-//! `--show-mmap-events` / `--show-task-events` print MMAP/MMAP2 and COMM/FORK/EXIT records
-//! where they occur in time, in perf's text (`PERF_RECORD_MMAP2 pid/tid: [start(len) @ pgoff
-//! maj:min ino gen]: prot path`, `PERF_RECORD_FORK(pid:tid):(ppid:ptid)`), after the thread
-//! part of their sample_id.
+//! `--show-mmap-events` / `--show-task-events` / `--show-switch-events` print MMAP/MMAP2,
+//! COMM/FORK/EXIT and SWITCH/SWITCH_CPU_WIDE records where they occur in time, in perf's text
+//! (`PERF_RECORD_MMAP2 pid/tid: [start(len) @ pgoff maj:min ino gen]: prot path`,
+//! `PERF_RECORD_FORK(pid:tid):(ppid:ptid)`), after the thread part of their sample_id.
 
 use std::fmt::Write as _;
 use std::io::{self, Write};

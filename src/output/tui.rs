@@ -13,6 +13,14 @@
 //! [`run`] drives it on the terminal: raw mode and the alternate screen, a redraw after each
 //! key or resize (ratatui redraws only the cells that changed, so nothing flickers), and the
 //! terminal restored however it ends.
+//!
+//! The keys are perf's where perf has one: Enter (or `+`, →) opens and closes the selected
+//! row's call graph, `a` annotates its function, `/` filters the rows by symbol, `t`, `d` and
+//! `c` zoom into its thread, shared object and command, `s` switches the event, Esc goes
+//! back, `h` or `?` lists the keys. Annotating goes through an [`Annotator`] the caller hands
+//! in (`hrec report` runs `analysis::annotate`), so the view itself reads no binary. The same
+//! terminal loop drives `c2c report`'s view (`c2c_tui`), and [`LiveScreen`] is `hrec top`'s
+//! screen.
 
 use std::collections::HashSet;
 use std::io::{self, Write};

@@ -31,6 +31,13 @@
 //! where it cannot be read, Gracemont gets level 1 alone, as with the watchdog on
 //! ([`EcoreTopDown::level2_events`] is the one place the rule lives, for `record`, `top` and
 //! `stat` alike).
+//!
+//! **The CPU's identity** ([`CpuId`]) is read from `<procfs>/cpuinfo` (and kept in an hrec
+//! file), or parsed from perf.data's `CPUID` header string, so a report applies the rules of
+//! the machine that recorded. The same identity says which cores fill the retire latency of
+//! PEBS records (Timed PEBS, [`retire_latency`]) and which parts need the kernel's PEBS
+//! format 6, Linux 6.13, for precise sampling ([`needs_pebs_format_6`]). `docs/hardware.md`
+//! tabulates all of it per Intel part and core type.
 
 use std::fmt;
 use std::path::Path;

@@ -9,6 +9,11 @@
 //! records (for build-ids at the end). With frame-pointer call chains (`-g`) it also decodes
 //! each sample and counts the chains that reach addresses outside any mapping
 //! ([`super::chains`]), for the warning after the summary.
+//!
+//! It also learns whether the file needs the vdso's image, which is no file on disk: only
+//! when a user-mode sample's ip lies in a `[vdso]` mapping, or the samples carry call chains
+//! or user stacks (whose frames may be anywhere). The writer then stores the image at the
+//! file's end; the vdso's build-id goes into the `build-ids` block always.
 
 use std::collections::{BTreeSet, HashMap};
 

@@ -17,8 +17,15 @@
 //!   `/proc/PID/root/PATH` (the process's own root, its mount namespace or chroot; without
 //!   entering any namespace), checked against the build-id or device and inode, and copied
 //!   into the build-id cache under the path the process saw (`<cache>/<path>/<build-id>/elf`,
-//!   perf's layout), where `report` looks first. `-N` turns the copies off. A file that
-//!   matches at its path is left where it is, as hrec has always done.
+//!   perf's layout), where `report` looks first, with its separate debug file where the
+//!   process's root has one (`/usr/lib/debug/.build-id`, or its `.gnu_debuglink` name as gdb
+//!   looks for it). `-N` turns the copies off. A file that matches at its path is left where
+//!   it is, as hrec has always done.
+//! - **JIT code in a container.** A process with anonymous executable mappings whose pid or
+//!   root is not hrec's writes its perf map as `/tmp/perf-<its own pid>.map` under its own
+//!   root; that `/tmp` is held open while recording and the map read at the end, stored in a
+//!   `perf-map` side block ([`crate::symbol::perfmap`]) that the report reads before any
+//!   `/tmp/perf-PID.map` of its own machine.
 //! - **The build-ids block.** For mappings in device-and-inode form, the build-id of the file
 //!   found this way is the one the file's `build-ids` block gives for its path, not the build-id
 //!   of whatever file sits at that path when the recording ends.

@@ -6,16 +6,16 @@
 //!    ([`open`]). Nothing counts yet, so hrec's own set-up is never sampled.
 //! 3. Release the child and learn whether `exec` worked. Only then is the output file created:
 //!    a command that cannot run leaves no file (and no renamed `.old`) behind.
-//! 4. Drain ([`drain`]): epoll on the buffers (the kernel wakes us when a buffer is half full,
+//! 4. Drain (`drain`): epoll on the buffers (the kernel wakes us when a buffer is half full,
 //!    its default watermark) and on a signal pipe, plus a 100 ms tick; each pass moves every
 //!    complete record out with one head load and one tail store per buffer, counts what it
-//!    needs ([`account`]), and hands batches to a writer thread ([`writer`]) that compresses
+//!    needs ([`account`]), and hands batches to a writer thread (`writer`) that compresses
 //!    and writes them, so the drain never waits on the disk.
 //! 5. When the workload exits (or SIGINT/SIGTERM/SIGHUP, which are forwarded to it), drain
 //!    once more, read every fd for its final count and `read_format LOST`, write the
-//!    build-ids, the trailer, and print one summary line ([`finish`]). A workload that
-//!    outlives the forwarded signal by [`drain::STOP_GRACE`] gets SIGTERM, then SIGKILL: it is
-//!    never left running unrecorded.
+//!    build-ids, the trailer, and print one summary line (`finish`). A workload that outlives
+//!    the forwarded signal by a grace of 2 s gets SIGTERM, then SIGKILL: it is never left
+//!    running unrecorded.
 //!
 //! **Faults** ([`RecordError`]). Before anything starts, the output's directory must take a
 //! new file and the open-file limit must cover the events' fds (raised to the hard limit if
@@ -27,6 +27,13 @@
 //! With `--switch-output` ([`switch`]) step 5's file ending also happens whenever a file is
 //! due: the drain loop flushes every buffer, the file is finished and renamed, and the next
 //! one starts with the tasks alive synthesized from `/proc`.
+//!
+//! The other parts, a file each: the tasks that ran before the recording, as records
+//! ([`synth`]); side information, build-ids and kernel symbols ([`side`]); which file each
+//! mapping really was, copied while its process lives ([`identity`]); the check of `-g`
+//! frame-pointer chains ([`chains`]); record-time unwinding of `--call-graph dwarf` samples
+//! on the writer thread ([`unwind`]); `--off-cpu`'s pairing of switch records into intervals
+//! on the writer thread (`offcpu`); what is asked and how it went ([`Session`], [`Outcome`]).
 
 pub mod account;
 pub mod chains;

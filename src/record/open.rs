@@ -9,6 +9,8 @@
 //!   inherited `cpu = -1` event, so the planner turns inherit off there);
 //! - `-a`/`-C`: `pid = -1` per CPU.
 //!
+//! With `-a`/`-C`/`-p`/`-t`, a command given too only sets how long to record.
+//!
 //! **One ring buffer per CPU.** The first fd opened on a CPU is mapped; every later fd on that
 //! CPU is redirected into it with `PERF_EVENT_IOC_SET_OUTPUT`, which the kernel allows only
 //! within one CPU (or between `cpu = -1` events of one task). Records of different CPUs are
@@ -16,7 +18,13 @@
 //! own on each CPU ([`RingKind`]): one for the switch records, one for the stacks threads
 //! leave with. A switch storm fills those and loses records there, never on-CPU samples; and
 //! the stacks (kilobytes each with `--call-graph dwarf`) never crowd out the switch records
-//! that make the intervals.
+//! that make the intervals. The switch records' rings are four times `-m`
+//! ([`switch_pages`]), the stacks' `--off-cpu-mmap-pages` ([`off_cpu_pages`]: by default as
+//! many pages as `-m`, four times that with `--call-graph dwarf`); where the locked-memory
+//! limit has no room for them they are halved, down to one page, with one line (the on-CPU
+//! rings are mapped first and keep their size). Their losses, from the LOST records of their
+//! rings and from `read_format` `LOST`, are counted apart from the on-CPU ones (the trailer's
+//! `off_cpu_*lost*` fields, the switch records' on their own).
 //!
 //! **Fallbacks** (perf's `evsel__fallback` and friends), each said in one line and applied to
 //! every later fd of the same event so that all fds of an event share one attr:

@@ -6,6 +6,12 @@
 //! `NT_GNU_BUILD_ID` ELF note) lets it check that the file it symbolizes is the one that ran;
 //! `/proc/kallsyms` is snapshotted because kernel addresses mean nothing without it (under
 //! `kptr_restrict` the addresses read as zero, which the report must say rather than guess).
+//! Only the kernel symbols that hold a sampled address are kept, with their successors, the
+//! ones no sample fell in as bare end marks (see [`crate::symbol::kallsyms`]).
+//!
+//! These blocks are written once per file, at its start (the modules) or its end (the
+//! build-ids, the kernel symbols, the vdso image), so they are compressed harder than the
+//! record blocks (zstd level 19, `write_side_packed`).
 
 use std::path::Path;
 

@@ -15,7 +15,11 @@
 //! - **Each file reads alone.** A new file starts with the tasks alive at the switch
 //!   synthesized from `/proc` (COMM, FORK and MMAP2 records, as at the start of `-a`/`-p`;
 //!   for a workload: its process tree), the modules and the vdso; its trailer counts its own
-//!   samples, losses and threads. perf 6.1 does the same for the tasks it follows.
+//!   samples, losses and threads, and with `--call-graph dwarf` its stack table starts again
+//!   from empty. perf 6.1 does the same for the tasks it follows.
+//! - **The drain never stalls.** The drain loop flushes every ring when a file is due and
+//!   hands the switch to the writer thread, which finishes the file (the build-ids and kernel
+//!   symbols are worked out there) and starts the next.
 //! - **`--switch-max-files N`**: only the newest N files are kept; older ones are removed
 //!   as new ones are written.
 

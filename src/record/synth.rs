@@ -15,6 +15,20 @@
 //! a task does after that has a kernel record with a later time, which replay applies after
 //! these. A task that exits while it is read is left out (its records would be partial); a
 //! process whose maps cannot be read (another user's) keeps its COMM and FORK and is counted.
+//! `/proc` is read on a few threads, each over a run of processes, and the records are put
+//! back in pid order.
+//!
+//! Two kinds of records the kernel writes only as things change are synthesized too, as perf
+//! writes them:
+//!
+//! - with `--all-cgroups` (`attr.cgroup` on the tracking event), a CGROUP record per cgroup
+//!   that exists: the cgroup2 mount from `/proc/self/mountinfo` walked parents first, each
+//!   cgroup's id its inode number and its path relative to the mount ([`cgroups`]), whatever
+//!   the target, and again at the start of each `--switch-output` file;
+//! - with `--namespaces` (`attr.namespaces`), a NAMESPACES record per task, each namespace the
+//!   `{dev, inode}` of its `/proc/PID/task/TID/ns` file in the kernel's order, for every task
+//!   synthesized here and for the workload at its start (it was forked before the events were
+//!   opened).
 
 use std::path::Path;
 

@@ -18,6 +18,12 @@
 //! **Why ids map to events.** Every fd of an event (one per CPU, one per thread) has its own
 //! id; samples of inherited children carry the parent fd's id. The header lists every id of
 //! every event, so an id found in a record names the plan event, its PMU and its CPU.
+//!
+//! **What comes beside the records**, alike for both sources: the side blocks by name, the
+//! stack table of a recording unwound at record time, the kernel symbols that fit the
+//! recording (an hrec file's own subset; for perf.data, this machine's only where they fit,
+//! else the reason, [`perfdata`]), the vdso's image, and thread names from COMM and FORK as
+//! the records are applied.
 
 pub mod ids;
 pub mod order;

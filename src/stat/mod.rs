@@ -1,8 +1,8 @@
 //! Counting mode (`hrec stat`): counters opened for a command ([`count`]), perf stat's output
 //! ([`output`]) with the locale's thousands separators ([`numeric`]), the mean and spread of
 //! repeated runs ([`repeat`]), Intel's TMA metrics ([`tma`], with [`crate::metrics`]; on
-//! E-cores level 1 from hrec's own table, [`ecore_tma`]) and where each retire latency in
-//! their formulas comes from ([`tpebs`]).
+//! E-cores TopDown levels 1 and 2 from hrec's own table, [`ecore_tma`]) and where each retire
+//! latency in their formulas comes from ([`tpebs`]).
 
 #![warn(missing_docs)]
 

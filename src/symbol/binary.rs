@@ -1,10 +1,14 @@
 //! Loading one binary for symbolization: its ELF headers and symbol table
 //! ([`super::elf`], the parser), its separate debug file when it is stripped
-//! ([`super::debuginfo`], the search), and its DWARF through `addr2line`; then answering
-//! address queries (runtime address → SVMA → symbol and inline chain).
+//! ([`super::debuginfo`], the search), and its DWARF through `addr2line` (`dwarf`); then
+//! answering address queries (runtime address → file offset → SVMA → symbol and inline
+//! chain), and giving the bytes of code for `annotate` and data types.
 //!
 //! The parser knows nothing of debug files and the search knows nothing of symbol tables, so
-//! the three files import in one direction: `binary` → `debuginfo` → `elf`.
+//! the files import in one direction: `binary` → `debuginfo` → `elf`, and `binary` → `dwarf`.
+//! The binary and its debug file are each opened once: the ELF parser and the DWARF loader
+//! read the same open file. Before its lookups the symbolizer hands a binary every address it
+//! will ask for ([`Binary::prepare`]), so that only the DWARF units covering them are read.
 
 use std::cell::RefCell;
 use std::fmt;

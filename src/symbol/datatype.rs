@@ -4,7 +4,7 @@
 //!
 //! An access is typed by its data address when a variable at a fixed address holds it, else
 //! by the instruction that made it: its memory operand's base register and the variable or
-//! parameter that DWARF puts in (or at) that register at its PC ([`locals`], [`access`]),
+//! parameter that DWARF puts in (or at) that register at its PC (`locals`, [`access`]),
 //! as perf 6.8+ does.
 //!
 //! **The rule for variables at fixed addresses** (global and static variables):
@@ -19,14 +19,21 @@
 //! **Naming the type and member.** The type is named as perf's `die_get_typename_from_type`
 //! spells it: `struct S`, `union U`, `enum E` (`struct ` alone when anonymous), a base type's
 //! or typedef's own name, `T*` for pointers, `T[]` for arrays (perf 6.10+) and
-//! `(function_type)` for a function, with `const` and `volatile` left out (the
-//! type the access reads, not the declaration's qualifiers). An array variable is an access of its element: the type is the element's and
-//! the offset is into the element (`addr - A` modulo the element size), so every element of
-//! `struct rec table[64]` adds to `struct rec`'s rows, as perf's data-type profile counts
-//! types, not variables. The member is the struct or union member whose bytes hold the
-//! offset, joined with `.` to the members inside it (an anonymous struct or union adds no
-//! name; an array member goes on into its element), as perf's `typeoff` prints it:
-//! `struct rec +0x8 (b)`; an offset in no member (padding, a base type) is `no field`.
+//! `(function_type)` for a function, with `const` and `volatile` left out (the type the
+//! access reads, not the declaration's qualifiers). An array variable is an access of its
+//! element: the type is the element's and the offset is into the element (`addr - A` modulo
+//! the element size), so every element of `struct rec table[64]` adds to `struct rec`'s rows,
+//! as perf's data-type profile counts types, not variables. The member is the struct or union
+//! member whose bytes hold the offset, joined with `.` to the members inside it (an anonymous
+//! struct or union adds no name; an array member goes on into its element), as perf's
+//! `typeoff` prints it: `struct rec +0x8 (b)`; an offset in no member (padding, a base type)
+//! is `no field`.
+//!
+//! **Read on first use, bounded.** A binary's variables and their types are read whole on its
+//! first typed data address (`Binary::data_type`); an access typed by its instruction is
+//! looked up by the instruction's file offset (`Binary::access_type`), which the replay keeps
+//! with the data address. How deep types nest is bounded, so a corrupt file whose types refer
+//! to themselves ends a lookup, not the process.
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -24,6 +24,12 @@
 //! other threads wait for its outcome, so an unreachable server costs one timeout per run.
 //! Every reply is bounded: a `Content-Length` above the limit is refused before reading, the
 //! body is read up to the limit and never held in memory ([`store_reply`]).
+//!
+//! **When it is asked.** Before a symbolizer loads its files, it asks, on a few threads, for
+//! what each sampled file with a recorded build-id lacks here ([`super::debuginfo::missing`]:
+//! the executable when no file with its build-id is found, then its debug file when it has
+//! no DWARF and none is installed); a report's resolution line says what was fetched, or why
+//! not.
 
 use std::ffi::OsString;
 use std::fs::File;

@@ -1,5 +1,7 @@
-//! One ELF file (executable or shared library) as a symbolizer: runtime address to SVMA, symbol
-//! table lookup, and DWARF inline chains.
+//! One ELF file (executable or shared library) parsed for symbolization: its headers, notes
+//! (build-id, debug links), `PT_LOAD` segments, symbol tables and PLT stubs. The pure parser:
+//! it knows nothing of debug files ([`super::debuginfo`]) or DWARF ([`super::binary`] loads
+//! that).
 //!
 //! **Why SVMA.** A sample gives a runtime address; the mapping it falls in (MMAP2 record) says
 //! which file offset `pgoff` is mapped at address `start`. Symbol tables and DWARF are keyed by
@@ -16,18 +18,18 @@
 //! code symbols count (`STT_FUNC`, `STT_GNU_IFUNC`, and untyped symbols in executable
 //! sections, as hand-written assembly defines them); the data objects (`STT_OBJECT`) are a
 //! table of their own, which names data addresses (`report --sort symbol_daddr`) and never a
-//! code address. Of several symbols at one address the
-//! one perf would show is kept: a sized one, a function, one that is not weak (a local one
-//! counts), a global one, fewer leading underscores, the longer name, then the first in the
-//! table. Names are demangled once, on first use,
-//! as perf prints them ([`super::names`]).
+//! code address. Of several symbols at one address the one perf would show is kept: a sized
+//! one, a function, one that is not weak (a local one counts), a global one, fewer leading
+//! underscores, the longer name, then the first in the table. Names are demangled once, on
+//! first use, as perf prints them ([`super::names`]).
 //!
-//! **Inline chains** come from DWARF through `addr2line`, read from the file itself when it
-//! has `.debug_info`, else from the separate debug file (with its dwz supplementary file).
+//! **PLT stubs** (`.plt`, `.plt.sec` and `.plt.got` on x86-64) are named `sym@plt` after the
+//! function they jump to, as perf synthesizes them (perf 6.1 leaves `.plt.got` stubs
+//! unnamed).
 //!
-//! Only the headers, notes and symbol tables are read at load time (not the whole file); DWARF
-//! is memory-mapped by `addr2line` and parsed lazily, one compilation unit at a time.
-//! Malformed files give [`Unresolved::NotElf`] or [`Unresolved::NoSymbols`], never a panic.
+//! Only the byte ranges asked for are read (headers, notes, symbol tables, each once), not the
+//! whole file. Malformed files give [`Unresolved::NotElf`] or [`Unresolved::NoSymbols`],
+//! never a panic.
 
 use std::borrow::Cow;
 use std::cell::OnceCell;

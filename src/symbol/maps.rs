@@ -13,6 +13,12 @@
 //!   A new thread (`pid == ppid`) shares its process's mappings, which are keyed by pid.
 //! - **EXIT** leaves the mappings in place: samples taken just before exit may be ordered
 //!   after it, and pids are not reused within one recording often enough to matter.
+//!
+//! **A file is its path and its build-id.** Where an MMAP2 record gives the build-id
+//! (`attr.build_id`, Linux 5.12+), two builds mapped at one path (a container's and the
+//! host's) are two files ([`MappedFile::build_id`]). Each is loaded against its own build-id
+//! (the record's, else the one the recording's `build-ids` block gives for the path), from
+//! perf's build-id cache first, then from its path (`Binary::load_recorded`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsStr;

@@ -4,7 +4,10 @@
 //! one `START SIZE name` line (hex addresses, `0x` optional) per generated function into
 //! `/tmp/perf-PID.map`. Their code lives in anonymous memory, which no ELF file describes, so
 //! this file is the only source of names. It is read at report time from the machine the
-//! report runs on, as perf does: a report elsewhere finds none and says so.
+//! report runs on, as perf does: a report elsewhere finds none and says so. The exception is
+//! a process in a container (another pid or mount namespace), whose map lies in its own
+//! `/tmp`: `record` reads it there and stores it in the recording ([`SIDE`]), and the
+//! symbolizer takes a recorded map before the file on this machine.
 
 use std::path::Path;
 use std::sync::Arc;

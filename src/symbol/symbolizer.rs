@@ -8,7 +8,10 @@
 //! the calling thread, files on a pool of workers, one file per worker at a time, because
 //! loading a binary's symbol table and DWARF is the expensive part and lookups take
 //! microseconds. Each binary is loaded once per symbolizer and kept, so a symbolizer asked
-//! again (a later batch of locations) does not load it again.
+//! again (a later batch of locations) does not load it again. A binary is read only as far as
+//! the output needs: symbol tables alone ([`SymbolizerBuilder::dwarf`]: `hrec top` unless it
+//! sorts by `srcline`), DWARF names without the line programs when no source line is shown
+//! ([`SymbolizerBuilder::lines`]: flame graphs), or everything.
 //!
 //! A frame keeps its kind ([`FrameAddress`]): a return address is looked up one byte earlier,
 //! inside the call, but its location prints the address and the symbol offset perf prints.

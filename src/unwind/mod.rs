@@ -26,7 +26,23 @@
 //! **`.debug_frame`** (code built with `-fno-asynchronous-unwind-tables`) is the fallback for a
 //! frame `.eh_frame` has no rule for: from the file itself, else from its separate debug file
 //! (distributions strip `.debug_*` sections into one), which the caller's [`DebugFiles`]
-//! finds.
+//! finds (the recorder and the replay pass the symbolizer's debug-file search).
+//!
+//! **Signal frames.** A handler returns into the `rt_sigreturn` trampoline, recognised by its
+//! code (`mov $15, %rax; syscall`), which no rule unwinds: the walk goes on from the
+//! interrupted registers in the signal frame's `ucontext`, and the interrupted instruction is
+//! a frame of its own, as perf reports it.
+//!
+//! **The vdso** is no file on disk: its rules come from its image ([`Unwinder::with_vdso`]: at
+//! record time this machine's, [`crate::kernel::own_vdso`]; in a report the recording's, as
+//! `Recording::vdso_image` finds it). At record time ([`Unwinder::with_live_maps`]) a walk
+//! that meets code the records have not mapped yet reads the live process's
+//! `/proc/PID/maps` again, at most every 100 ms.
+//!
+//! **What the walks say** ([`UnwindStats`]): how many reached the root, ran past the copied
+//! stack or stopped, and per object where and why walks ended (no unwind information, no rule
+//! for the address, unmapped address, stack copy too small, no vdso image), which the report
+//! prints so that a short stack is never a silent one.
 //!
 //! Nothing read from files or samples is trusted: sections larger than the file are not read,
 //! stack reads outside the copy fail the walk there, and the walk is bounded.

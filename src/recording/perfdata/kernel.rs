@@ -7,6 +7,11 @@
 //! the build-id (with KASLR, `_text` moves on every boot, so this is the same boot of the same
 //! kernel); without a recorded `_text` nothing fits. Every read of this machine's kernel facts
 //! is in this file.
+//!
+//! `/proc/kallsyms` is read on a second thread while the file opens, through a copy in hrec's
+//! cache (`<hrec cache>/kallsyms`, mode 0600, [`crate::cache`]) that is used while the boot id
+//! and `/proc/modules` are the ones it was saved with: the kernel takes some 50 ms to write
+//! the file.
 
 use std::path::Path;
 use std::sync::Arc;

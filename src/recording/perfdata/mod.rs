@@ -53,6 +53,12 @@
 //! * **Roles.** An event that samples (a period or frequency) is a `sampler`, a group member
 //!   that does not sample is `counted` (its values arrive in the sampler's group read),
 //!   `dummy` is `tracking` (perf's carrier of MMAP/COMM records in `-a` mode).
+//!
+//! The parts, a file each: `layout` (magics, section and record numbers, the bounds-checked
+//! readers; it imports nothing), `prepare` (the checks), `features`, `bytes` (the data section
+//! read in chunks), `records` (record blocks and counts; the only part that imports
+//! `recording`, for the decoder of `ids`), `compressed` (`-z` data), `kernel` (this
+//! machine's kernel facts) and `to_meta` (the events in hrec's terms).
 
 // Byte and text parsing: no indexing that can panic, no unwrap/expect outside tests.
 #![cfg_attr(
