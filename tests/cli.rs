@@ -429,3 +429,137 @@ fn flag_parser_errors_are_one_line() {
     assert_eq!(o.status.code(), Some(0));
     assert!(text(&o).0.contains("--percent-limit"));
 }
+
+/// `hrec --version` names the commit it was built from in a git checkout (build.rs), and is
+/// the plain version out of one.
+#[test]
+fn version_names_the_commit() {
+    let o = hrec(None, &["--version"]);
+    assert_eq!(o.status.code(), Some(0));
+    let out = text(&o).0;
+    let plain = format!("hrec {}", env!("CARGO_PKG_VERSION"));
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let git = std::process::Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(["log", "-1", "--date=short", "--format=%h %cd"])
+        .output()
+        .ok()
+        .filter(|g| g.status.success() && repo.join(".git").exists());
+    match git {
+        Some(g) => {
+            let commit = String::from_utf8_lossy(&g.stdout).trim().to_string();
+            assert_eq!(out, format!("{plain} ({commit})\n"));
+        }
+        None => assert_eq!(out, format!("{plain}\n")),
+    }
+    // Every command says the same (clap names it `hrec-record`).
+    let record = text(&hrec(None, &["record", "--version"])).0;
+    assert_eq!(record.strip_prefix("hrec-record"), out.strip_prefix("hrec"));
+}
+
+/// `--help` of a command: its `about` first, its everyday flags first (perf's man pages'
+/// order), an `Examples:` section last; `hrec help CMD` is the same text.
+#[test]
+fn help_puts_everyday_flags_first_and_ends_with_examples() {
+    let help = |args: &[&str]| {
+        let o = hrec(None, args);
+        assert_eq!(o.status.code(), Some(0), "{args:?}");
+        text(&o).0
+    };
+    let record = help(&["record", "--help"]);
+    assert_eq!(help(&["help", "record"]), record);
+    assert!(record.starts_with("Sample a command (or CPUs, or processes) into a file\n"));
+    let order = |text: &str, flags: &[&str]| {
+        let at: Vec<usize> = flags
+            .iter()
+            .map(|f| {
+                text.find(&format!("\n  {f}"))
+                    .or_else(|| text.find(&format!("\n      {f}")))
+                    .unwrap_or_else(|| panic!("{f} not listed:\n{text}"))
+            })
+            .collect();
+        assert!(at.is_sorted(), "{flags:?} out of order:\n{text}");
+    };
+    order(
+        &record,
+        &[
+            "-e, --event",
+            "-F, --freq",
+            "-c, --count",
+            "-g\n",
+            "--call-graph",
+            "-W, --weight",
+            "-o, --output",
+            "-a, --all-cpus",
+            "-C, --cpu",
+            "-p, --pid",
+            "-t, --tid",
+            "-d, --data",
+            "--dry-run",
+            "-v, --verbose",
+            "-h, --help",
+        ],
+    );
+    let report = help(&["report", "--help"]);
+    order(
+        &report,
+        &[
+            "-i, --input",
+            "--stdio",
+            "-s, --sort",
+            "-g, --call-graph",
+            "--children",
+            "--percent-limit",
+            "-c, --comm",
+            "-d, --dso",
+            "-S, --sym",
+            "--json",
+            "-h, --help",
+        ],
+    );
+    for cmd in [
+        &["record"][..],
+        &["report"],
+        &["script"],
+        &["flamegraph"],
+        &["export"],
+        &["stat"],
+        &["list"],
+        &["info"],
+        &["evlist"],
+        &["buildid-list"],
+        &["buildid-cache"],
+        &["archive"],
+        &["annotate"],
+        &["diff"],
+        &["top"],
+        &["mem"],
+        &["mem", "record"],
+        &["mem", "report"],
+        &["c2c"],
+        &["c2c", "record"],
+        &["c2c", "report"],
+    ] {
+        let mut args = cmd.to_vec();
+        args.push("--help");
+        let h = help(&args);
+        let examples = h
+            .split_once("\nExamples:\n")
+            .unwrap_or_else(|| panic!("{cmd:?}: no examples:\n{h}"))
+            .1;
+        let own = format!("hrec {}", cmd.join(" "));
+        let commands: Vec<&str> = examples
+            .lines()
+            .filter_map(|l| l.strip_prefix("  "))
+            .filter(|l| !l.starts_with(' '))
+            .collect();
+        assert!((3..=6).contains(&commands.len()), "{cmd:?}: {commands:?}");
+        for c in commands {
+            assert!(
+                c == own || c.starts_with(&format!("{own} ")),
+                "{cmd:?}: an example of another command: {c}"
+            );
+        }
+    }
+}

@@ -11,6 +11,19 @@ use super::args::{FilterArgs, SymbolArgs, input_file, reading_options};
 use super::reading::{build_profile, open_recording_with, read_warnings, with_threads};
 use super::{Env, Error};
 
+/// The `Examples:` ending --help and the man page (the layout `generate` reads).
+pub const EXAMPLES: &str = "Examples:
+  hrec annotate
+          Every function with samples, hottest first, with its instructions.
+  hrec annotate main --no-source
+          main's instructions alone, without source lines.
+  hrec annotate -s main -M intel
+          main in Intel syntax.
+  hrec annotate --percent-limit 5
+          Only the functions with at least 5% of the samples.
+  hrec annotate --data-type
+          The data types the sampled accesses hit (of `record -d`).";
+
 /// `hrec annotate` flags (perf annotate's names).
 #[derive(Debug, Args)]
 pub struct AnnotateArgs {
@@ -30,9 +43,12 @@ pub struct AnnotateArgs {
     /// Text output (the default; accepted for perf's habit).
     #[arg(long)]
     pub stdio: bool,
-    /// JSON output (`docs/annotate.md`).
-    #[arg(long, conflicts_with = "stdio")]
-    pub json: bool,
+    /// Sample counts instead of percentages.
+    #[arg(short = 'n', long = "show-nr-samples")]
+    pub show_nr_samples: bool,
+    /// Without SYMBOL: only functions with at least this share of the samples.
+    #[arg(long = "percent-limit", default_value_t = 0.0)]
+    pub percent_limit: f64,
     /// Source lines above their instructions (the default).
     #[arg(long, overrides_with = "no_source")]
     pub source: bool,
@@ -42,21 +58,15 @@ pub struct AnnotateArgs {
     /// Disassembler style: att (default) or intel.
     #[arg(short = 'M', long = "disassembler-style", default_value = "att")]
     pub style: String,
-    /// Sample counts instead of percentages.
-    #[arg(short = 'n', long = "show-nr-samples")]
-    pub show_nr_samples: bool,
-    /// local-period (default), global-period, local-hits or global-hits.
-    #[arg(long = "percent-type", default_value = "local-period")]
-    pub percent_type: String,
-    /// Without SYMBOL: only functions with at least this share of the samples.
-    #[arg(long = "percent-limit", default_value_t = 0.0)]
-    pub percent_limit: f64,
-    /// The sampling event (default: the first).
-    #[arg(long = "event", value_name = "EVENT")]
-    pub event: Option<String>,
     /// The instructions' bytes before their text.
     #[arg(long = "asm-raw")]
     pub asm_raw: bool,
+    /// The sampling event (default: the first).
+    #[arg(long = "event", value_name = "EVENT")]
+    pub event: Option<String>,
+    /// local-period (default), global-period, local-hits or global-hits.
+    #[arg(long = "percent-type", default_value = "local-period")]
+    pub percent_type: String,
     /// TopDown per basic block: level 1, or 2 for level 2 as well.
     #[arg(long = "td-level", default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=2))]
     pub td_level: u8,
@@ -65,6 +75,9 @@ pub struct AnnotateArgs {
     /// left out).
     #[arg(long = "data-type", value_name = "TYPE", num_args = 0..=1, default_missing_value = "")]
     pub data_type: Option<String>,
+    /// JSON output (`docs/annotate.md`).
+    #[arg(long, conflicts_with = "stdio")]
+    pub json: bool,
     #[command(flatten)]
     pub symbols_args: SymbolArgs,
 }

@@ -14,6 +14,15 @@ use super::args::input_file;
 use super::reading::{open_recording_with, read_warnings};
 use super::{Env, Error};
 
+/// The `Examples:` ending --help and the man page (the layout `generate` reads).
+pub const EXAMPLES: &str = "Examples:
+  hrec archive
+          Pack the binaries hrec.data needs into hrec.data.tar.zst.
+  hrec archive -i perf.data -o bins.tar.gz
+          A gzip archive of what perf.data needs.
+  hrec archive --debug-dir ./dbg
+          Take debug files from ./dbg too.";
+
 /// `hrec archive` flags.
 #[derive(Debug, Args)]
 pub struct ArchiveArgs {

@@ -126,10 +126,6 @@ pub struct SymbolArgs {
 /// samples (report, script, flamegraph, export).
 #[derive(Debug, Args, Default)]
 pub struct FilterArgs {
-    /// Time ranges: START,END in seconds as `script` prints them (either may be empty;
-    /// several separated by spaces), or percentages of the recording: 10%/2, 0%-10%,30%-40%.
-    #[arg(long = "time", value_name = "RANGES")]
-    pub time: Option<String>,
     /// Only these thread names (comma-separated).
     #[arg(short = 'c', long = "comm", alias = "comms", value_delimiter = ',')]
     pub comm: Vec<String>,
@@ -145,6 +141,10 @@ pub struct FilterArgs {
     /// Only these symbols (comma-separated).
     #[arg(short = 'S', long = "sym", alias = "symbols", value_delimiter = ',')]
     pub sym: Vec<String>,
+    /// Time ranges: START,END in seconds as `script` prints them (either may be empty;
+    /// several separated by spaces), or percentages of the recording: 10%/2, 0%-10%,30%-40%.
+    #[arg(long = "time", value_name = "RANGES")]
+    pub time: Option<String>,
 }
 
 /// `-i` when given; else `hrec.data`, or `perf.data` when only that is in the directory (as

@@ -10,6 +10,15 @@ use hrec::symbol::buildid_cache::{self, Cache};
 
 use super::{Env, Error};
 
+/// The `Examples:` ending --help and the man page (the layout `generate` reads).
+pub const EXAMPLES: &str = "Examples:
+  hrec buildid-cache -a ./prog
+          Keep a copy of ./prog under its build-id in ~/.debug.
+  hrec buildid-cache -l
+          The cached files still at their path with the same build-id.
+  hrec buildid-cache -p /usr/local/bin/prog
+          Remove every cached build of that path.";
+
 /// `hrec buildid-cache` flags.
 #[derive(Debug, Args)]
 pub struct BuildidCacheArgs {

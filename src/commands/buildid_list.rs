@@ -9,6 +9,15 @@ use super::args::{InputArgs, input_file};
 use super::reading::open_recording;
 use super::{Env, Error};
 
+/// The `Examples:` ending --help and the man page (the layout `generate` reads).
+pub const EXAMPLES: &str = "Examples:
+  hrec buildid-list
+          The build-id and path of every binary hrec.data saw.
+  hrec buildid-list -i perf.data
+          The same for a perf recording.
+  hrec buildid-list | grep libc
+          Which build of libc the recording saw.";
+
 /// Runs `hrec buildid-list` with its flags.
 pub fn exec(
     args: InputArgs,

@@ -17,6 +17,15 @@ use super::reading::{build_profile, open_recording, read_warnings, with_threads}
 use super::record::RecordArgs;
 use super::{Env, Error};
 
+/// The `Examples:` ending --help and the man page (the layout `generate` reads).
+pub const EXAMPLES: &str = "Examples:
+  hrec c2c record -a -- sleep 5
+          Sample every CPU's loads and stores for 5 seconds.
+  hrec c2c report --stdio
+          The cache lines with HITMs, and who touches them.
+  hrec c2c report --stats
+          Only the totals.";
+
 /// `hrec c2c`.
 #[derive(Debug, Args)]
 pub struct C2cArgs {
@@ -29,10 +38,21 @@ pub struct C2cArgs {
 #[derive(Debug, Subcommand)]
 pub enum C2cCmd {
     /// Sample loads and stores with data addresses, physical addresses and CPUs.
+    #[command(after_help = RECORD_EXAMPLES)]
     Record(Box<C2cRecordArgs>),
     /// The shared cache lines: HITMs per line and per offset, who reads and writes them.
+    #[command(after_help = REPORT_EXAMPLES)]
     Report(C2cReportArgs),
 }
+
+/// The `Examples:` ending --help and the man page (the layout `generate` reads).
+pub const RECORD_EXAMPLES: &str = "Examples:
+  hrec c2c record -- ./prog
+          Loads and stores of ./prog with their addresses and CPUs.
+  hrec c2c record -a -- sleep 5
+          Every CPU for 5 seconds.
+  hrec c2c record -l 50 -- ./prog
+          Only loads slower than 50 cycles.";
 
 /// `hrec c2c record` flags: perf c2c record's plus every flag of `hrec record`.
 #[derive(Debug, Args)]
@@ -43,6 +63,17 @@ pub struct C2cRecordArgs {
     #[command(flatten)]
     pub record: RecordArgs,
 }
+
+/// The `Examples:` ending --help and the man page (the layout `generate` reads).
+pub const REPORT_EXAMPLES: &str = "Examples:
+  hrec c2c report --stdio
+          The shared lines, most HITMs first, with their offsets.
+  hrec c2c report -c tid,iaddr --stdio
+          A line's rows per thread and code address.
+  hrec c2c report -d lcl --full-symbols --stdio
+          By local HITMs, with whole function names.
+  hrec c2c report --stats
+          Only the event totals and details.";
 
 /// `hrec c2c report` flags.
 #[derive(Debug, Args)]

@@ -11,6 +11,15 @@ use super::args::{FilterArgs, SymbolArgs, reading_options};
 use super::reading::{build_profile, open_recording, read_warnings, with_threads};
 use super::{Env, Error};
 
+/// The `Examples:` ending --help and the man page (the layout `generate` reads).
+pub const EXAMPLES: &str = "Examples:
+  hrec diff
+          hrec.data.old against hrec.data, per shared object and function.
+  hrec diff before.data after.data
+          Two named recordings.
+  hrec diff -c ratio --percent-limit 1 before.data after.data
+          The ratio of the periods, without the rows under 1% in both.";
+
 /// `hrec diff` flags (perf diff's names).
 #[derive(Debug, Args)]
 pub struct DiffArgs {
@@ -28,6 +37,9 @@ pub struct DiffArgs {
     /// What to compute: delta, delta-abs (ordered by magnitude), ratio or wdiff:W1,W2.
     #[arg(short = 'c', long = "compute", default_value = "delta-abs")]
     pub compute: String,
+    /// Hide rows below this share in both files.
+    #[arg(long = "percent-limit", default_value_t = 0.0)]
+    pub percent_limit: f64,
     /// Show both files' periods.
     #[arg(short = 'p', long = "period")]
     pub period: bool,
@@ -48,9 +60,6 @@ pub struct DiffArgs {
         value_name = "absolute|relative"
     )]
     pub percentage: String,
-    /// Hide rows below this share in both files.
-    #[arg(long = "percent-limit", default_value_t = 0.0)]
-    pub percent_limit: f64,
     /// Only these thread names (comma-separated).
     #[arg(short = 'C', long = "comms", alias = "comm", value_delimiter = ',')]
     pub comms: Vec<String>,

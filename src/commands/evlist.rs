@@ -11,6 +11,15 @@ use super::args::input_file;
 use super::reading::open_recording;
 use super::{Env, Error};
 
+/// The `Examples:` ending --help and the man page (the layout `generate` reads).
+pub const EXAMPLES: &str = "Examples:
+  hrec evlist
+          The events of hrec.data, one per line.
+  hrec evlist -g -F
+          With their groups and sampling frequencies or periods.
+  hrec evlist -v -i perf.data
+          Every event's perf_event_attr, of a perf recording.";
+
 /// `hrec evlist` flags (perf evlist's; `-v` is the global verbose flag, as in perf).
 #[derive(Debug, Args)]
 pub struct EvlistArgs {

@@ -10,12 +10,18 @@ use super::args::{FilterArgs, SymbolArgs, input_file, reading_options};
 use super::reading::{build_profile, open_recording, read_warnings, with_threads};
 use super::{Env, Error};
 
+/// The `Examples:` ending --help and the man page (the layout `generate` reads).
+pub const EXAMPLES: &str = "Examples:
+  hrec export --format pprof
+          profile.pb.gz, for `go tool pprof -http=: profile.pb.gz`.
+  hrec export --format firefox -o prog.json.gz
+          For the Firefox Profiler (load it at profiler.firefox.com).
+  hrec export --format pprof --time 0%-50% -i all.data
+          The first half of all.data only.";
+
 /// `hrec export` flags.
 #[derive(Debug, Args)]
 pub struct ExportArgs {
-    /// Input file [default: hrec.data, else perf.data when only that is here].
-    #[arg(short = 'i', long = "input")]
-    pub input: Option<PathBuf>,
     /// Output format: pprof (gzip-compressed profile.proto, for `go tool pprof` and others;
     /// off-CPU time as the column off_cpu in nanoseconds), firefox (gzip-compressed
     /// processed-profile JSON for the Firefox Profiler, as samply writes: a track per thread,
@@ -23,6 +29,9 @@ pub struct ExportArgs {
     /// clock track with no CPU time, inline frames, lost-sample and throttling markers).
     #[arg(long, value_parser = ["pprof", "firefox"])]
     pub format: String,
+    /// Input file [default: hrec.data, else perf.data when only that is here].
+    #[arg(short = 'i', long = "input")]
+    pub input: Option<PathBuf>,
     /// Output file (`-` for stdout) [default: profile.pb.gz for pprof, profile.json.gz for
     /// firefox].
     #[arg(short = 'o', long = "output")]

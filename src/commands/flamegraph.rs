@@ -11,6 +11,17 @@ use super::args::{FilterArgs, SymbolArgs, input_file, reading_options};
 use super::reading::{build_profile, open_recording, read_warnings, with_threads};
 use super::{Env, Error};
 
+/// The `Examples:` ending --help and the man page (the layout `generate` reads).
+pub const EXAMPLES: &str = "Examples:
+  hrec flamegraph -o flame.svg
+          The call chains of hrec.data as a flame graph.
+  hrec flamegraph --color topdown -o topdown.svg
+          Functions coloured by their dominant TopDown category.
+  hrec flamegraph --wall -o wall.svg
+          On- and off-CPU time of a `record --off-cpu` recording.
+  hrec flamegraph --diff before.data after.data -o diff.svg
+          What changed from one recording to the other.";
+
 /// `hrec flamegraph` flags.
 #[derive(Debug, Args)]
 pub struct FlamegraphArgs {
@@ -35,6 +46,12 @@ pub struct FlamegraphArgs {
     /// (on the CPU) to blue (off it).
     #[arg(long)]
     pub wall: bool,
+    /// Differential flame graph of two recordings: --diff BASE NEW.
+    #[arg(long, num_args = 2, value_names = ["BASE", "NEW"])]
+    pub diff: Vec<PathBuf>,
+    /// Write collapsed stacks (`a;b;c COUNT`) instead of SVG.
+    #[arg(long)]
+    pub folded: bool,
     /// Colours: default or topdown (dominant TopDown L1 category per function).
     #[arg(long = "color", alias = "colors", default_value = "default", value_parser = ["default", "topdown"])]
     pub color: String,
@@ -50,16 +67,10 @@ pub struct FlamegraphArgs {
     /// Omit frames narrower than this many pixels.
     #[arg(long = "min-width", default_value_t = 0.1)]
     pub min_width: f64,
-    /// Write collapsed stacks (`a;b;c COUNT`) instead of SVG.
-    #[arg(long)]
-    pub folded: bool,
-    /// Differential flame graph of two recordings: --diff BASE NEW.
-    #[arg(long, num_args = 2, value_names = ["BASE", "NEW"])]
-    pub diff: Vec<PathBuf>,
-    #[command(flatten)]
-    pub symbols: SymbolArgs,
     #[command(flatten)]
     pub filters: FilterArgs,
+    #[command(flatten)]
+    pub symbols: SymbolArgs,
 }
 
 impl FlamegraphArgs {

@@ -8,6 +8,15 @@ use super::args::{InputArgs, input_file};
 use super::reading::open_recording;
 use super::{Env, Error};
 
+/// The `Examples:` ending --help and the man page (the layout `generate` reads).
+pub const EXAMPLES: &str = "Examples:
+  hrec info
+          The host, command line, events and counts of hrec.data.
+  hrec info -i perf.data
+          The same for a perf recording.
+  hrec info -i hrec.data.2026112812000000
+          One of the files of `record --switch-output`.";
+
 /// Runs `hrec info` with its flags.
 pub fn exec(
     args: InputArgs,

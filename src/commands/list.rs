@@ -10,6 +10,17 @@ use hrec::pmu::Pmus;
 
 use super::{Env, Error};
 
+/// The `Examples:` ending --help and the man page (the layout `generate` reads).
+pub const EXAMPLES: &str = "Examples:
+  hrec list
+          Every event and metric of this machine.
+  hrec list hw sw
+          Only the hardware and software events.
+  hrec list mem_load --details
+          The events matching *mem_load*, with their encodings.
+  hrec list --pmus
+          The PMUs with their CPUs and TopDown levels.";
+
 /// `hrec list` flags.
 #[derive(Debug, Args)]
 pub struct ListArgs {
@@ -17,27 +28,27 @@ pub struct ListArgs {
     /// as *GLOB* against event names ('cache-*', mem_load); subsys:event for tracepoints.
     #[arg(value_name = "FILTER")]
     pub filters: Vec<String>,
-    /// JSON output: an array with one object per event or metric.
-    #[arg(short = 'j', long)]
-    pub json: bool,
-    /// Print descriptions (the default; perf's -d).
-    #[arg(short = 'd', long = "desc", overrides_with = "no_desc")]
-    pub desc: bool,
-    /// Leave the descriptions out.
-    #[arg(long = "no-desc")]
-    pub no_desc: bool,
-    /// Print Intel's longer descriptions (perf's -v; hrec's -v is --verbose).
-    #[arg(long = "long-desc")]
-    pub long_desc: bool,
     /// Print each event's encoding and each metric's formula.
     #[arg(long)]
     pub details: bool,
-    /// List deprecated events too.
-    #[arg(long)]
-    pub deprecated: bool,
+    /// Print Intel's longer descriptions (perf's -v; hrec's -v is --verbose).
+    #[arg(long = "long-desc")]
+    pub long_desc: bool,
+    /// Leave the descriptions out.
+    #[arg(long = "no-desc")]
+    pub no_desc: bool,
+    /// Print descriptions (the default; perf's -d).
+    #[arg(short = 'd', long = "desc", overrides_with = "no_desc")]
+    pub desc: bool,
+    /// JSON output: an array with one object per event or metric.
+    #[arg(short = 'j', long)]
+    pub json: bool,
     /// hrec's PMU table (type, CPUs, core, TopDown level, aliases) instead of the events.
     #[arg(long)]
     pub pmus: bool,
+    /// List deprecated events too.
+    #[arg(long)]
+    pub deprecated: bool,
     /// Directory with Intel's perfmon files (mapfile.csv and the model folders); default
     /// $HREC_PERFMON_DIR, else ~/.cache/hrec/perfmon.
     #[arg(long, value_name = "DIR")]
@@ -46,6 +57,10 @@ pub struct ListArgs {
     /// CPU).
     #[arg(long, value_name = "CPUID", hide = true)]
     pub cpuid: Option<String>,
+    /// Only the names, each followed by a space, on one line (perf's; for shell
+    /// completions).
+    #[arg(long = "raw-dump", conflicts_with_all = ["json", "pmus"])]
+    pub raw_dump: bool,
 }
 
 impl ListArgs {
@@ -59,6 +74,7 @@ impl ListArgs {
         ListConfig {
             filters: self.filters,
             json: self.json,
+            raw_dump: self.raw_dump,
             pmus: self.pmus,
             desc: !self.no_desc,
             long_desc: self.long_desc,
@@ -79,6 +95,8 @@ struct ListConfig {
     pub filters: Vec<String>,
     /// `--json`.
     pub json: bool,
+    /// `--raw-dump`: the names alone, for completions.
+    pub raw_dump: bool,
     /// `--pmus`: hrec's PMU table (type, CPUs, TopDown level) instead of the event list.
     pub pmus: bool,
     /// Descriptions (`-d`, on unless `--no-desc`).
@@ -126,7 +144,9 @@ fn run(env: &Env, cfg: &ListConfig, out: &mut dyn Write, err: &mut dyn Write) ->
             explicit: cfg.perfmon.is_some(),
         });
     let cat = listing::catalogue(&pmus, source.as_ref(), cfg.deprecated)?;
-    let notes = if cfg.json {
+    let notes = if cfg.raw_dump {
+        listing::write_raw_dump(&cat, &filters, out)?
+    } else if cfg.json {
         listing::write_json(&cat, &filters, out)?
     } else {
         let style = Style {

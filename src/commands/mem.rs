@@ -27,6 +27,15 @@ pub const STORE_SORT: &str = "mem,sym,dso,symbol_daddr,dso_daddr,tlb,locked";
 pub const EXTRA_SORT: &str =
     "local_weight,mem,sym,dso,symbol_daddr,dso_daddr,snoop,tlb,locked,blocked";
 
+/// The `Examples:` ending --help and the man page (the layout `generate` reads).
+pub const EXAMPLES: &str = "Examples:
+  hrec mem record -- ./prog
+          Sample ./prog's loads and stores with their data addresses.
+  hrec mem report --stdio
+          Where they went, weighed by load latency.
+  hrec mem record -t store -- ./prog
+          Stores only.";
+
 /// `hrec mem`.
 #[derive(Debug, Args)]
 pub struct MemArgs {
@@ -39,10 +48,21 @@ pub struct MemArgs {
 #[derive(Debug, Subcommand)]
 pub enum MemCmd {
     /// Sample memory loads and stores (data addresses, data sources, load latencies).
+    #[command(after_help = RECORD_EXAMPLES)]
     Record(MemRecordArgs),
     /// Where the sampled memory accesses went, weighed by their latency.
+    #[command(after_help = REPORT_EXAMPLES)]
     Report(MemReportArgs),
 }
+
+/// The `Examples:` ending --help and the man page (the layout `generate` reads).
+pub const RECORD_EXAMPLES: &str = "Examples:
+  hrec mem record -- ./prog
+          Loads slower than 30 cycles, and stores, of ./prog.
+  hrec mem record --ldlat 100 -t load -- ./prog
+          Only loads slower than 100 cycles.
+  hrec mem record -a -- sleep 5
+          Every CPU for 5 seconds.";
 
 /// `hrec mem record` flags: perf mem's plus every flag of `hrec record` (`-t` is the
 /// operation; threads are `--tid`).
@@ -58,6 +78,15 @@ pub struct MemRecordArgs {
     #[command(flatten)]
     pub record: RecordArgs,
 }
+
+/// The `Examples:` ending --help and the man page (the layout `generate` reads).
+pub const REPORT_EXAMPLES: &str = "Examples:
+  hrec mem report --stdio
+          Per latency, data source, function and data symbol.
+  hrec mem report --sort mem,sym --stdio
+          Per data source and function.
+  hrec mem report -t store --stdio
+          Of a stores-only recording (no latency).";
 
 /// `hrec mem report` flags: perf mem's plus every flag of `hrec report`.
 #[derive(Debug, Args)]

@@ -19,6 +19,7 @@ mod diff;
 mod evlist;
 mod export;
 mod flamegraph;
+mod generate;
 mod info;
 mod list;
 mod mem;
@@ -40,18 +41,29 @@ use hrec::recording::RecordingError;
 
 use args::InputArgs;
 
+/// The `Examples:` ending --help and the man page (the layout `generate` reads).
+const EXAMPLES: &str = "Examples:
+  hrec record -g -- ./prog
+          Sample ./prog (cycles, with call chains) into hrec.data.
+  hrec report --stdio
+          Where the samples landed, per function.
+  hrec stat --topdown -- ./prog
+          Count ./prog's events with the TopDown breakdown.
+  hrec top
+          The machine's hottest functions, refreshed.
+  hrec list
+          The events and metrics of this machine.
+  hrec export --format pprof
+          profile.pb.gz for go tool pprof.";
+
 /// hrec: sampling profiler for modern Intel PMUs (hybrid, TopDown, retire latency).
 #[derive(Debug, Parser)]
-#[command(name = "hrec", version, about, propagate_version = true)]
-#[command(after_help = "EXAMPLES:
-  hrec record -W -- ./prog            sample cycles (+TopDown group, retire latency)
-  hrec record --dry-run -- true       print the perf_event_attr plan, open nothing
-  hrec list [sw|hw|cache|pmu|GLOB]    events and metrics, as perf list
-  hrec export --format pprof          profile.pb.gz for go tool pprof
-  hrec export --format firefox        profile.json.gz for the Firefox Profiler")]
+#[command(name = "hrec", version = env!("HREC_VERSION"), about, propagate_version = true)]
+#[command(after_help = EXAMPLES)]
 pub struct Cli {
     /// Be more verbose (repeat for more).
-    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    // Shown after each command's own flags (it is everywhere, and rarely what one looks for).
+    #[arg(short, long, action = clap::ArgAction::Count, global = true, display_order = 900)]
     pub verbose: u8,
     /// Read PMUs from this directory instead of /sys (also HREC_SYSFS_ROOT).
     #[arg(long, global = true, hide = true, env = "HREC_SYSFS_ROOT")]
@@ -86,45 +98,65 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Cmd {
     /// Sample a command (or CPUs, or processes) into a file.
+    #[command(after_help = record::EXAMPLES)]
     Record(record::RecordArgs),
     /// Show where samples landed, with TopDown and retire latency per symbol.
+    #[command(after_help = report::EXAMPLES)]
     Report(report::ReportArgs),
     /// Print every sample, perf script style.
+    #[command(after_help = script::EXAMPLES)]
     Script(script::ScriptArgs),
     /// Draw a flame graph SVG.
+    #[command(after_help = flamegraph::EXAMPLES)]
     Flamegraph(flamegraph::FlamegraphArgs),
     /// Convert a recording for other tools (pprof: gzip-compressed protobuf; firefox: the
     /// Firefox Profiler's processed-profile JSON, gzip-compressed).
+    #[command(after_help = export::EXAMPLES)]
     Export(export::ExportArgs),
     /// Count events (TopDown, TMA metrics) for a command.
+    #[command(after_help = stat::EXAMPLES)]
     Stat(stat::StatArgs),
     /// List events and metrics as perf list does (--pmus: PMUs and TopDown levels).
+    #[command(after_help = list::EXAMPLES)]
     List(list::ListArgs),
     /// Show a recording's header: host, events, counts.
+    #[command(after_help = info::EXAMPLES)]
     Info(InputArgs),
     /// List a recording's events (perf evlist; -v for their attrs).
+    #[command(after_help = evlist::EXAMPLES)]
     Evlist(evlist::EvlistArgs),
     /// List the build-ids of the binaries a recording saw (perf buildid-list).
     #[command(name = "buildid-list")]
+    #[command(after_help = buildid_list::EXAMPLES)]
     BuildidList(InputArgs),
     /// Add binaries to perf's build-id cache (~/.debug), list, remove or purge them.
     #[command(name = "buildid-cache")]
+    #[command(after_help = buildid_cache::EXAMPLES)]
     BuildidCache(buildid_cache::BuildidCacheArgs),
     /// Pack the binaries a recording needs, by build-id, into a tar file to unpack into
     /// ~/.debug on another machine (perf archive).
+    #[command(after_help = archive::EXAMPLES)]
     Archive(archive::ArchiveArgs),
     /// Show the instructions and source lines of hot functions with their samples.
+    #[command(after_help = annotate::EXAMPLES)]
     Annotate(annotate::AnnotateArgs),
     /// Compare two recordings per symbol, as perf diff (baseline share, delta, ratio).
+    #[command(after_help = diff::EXAMPLES)]
     Diff(diff::DiffArgs),
     /// Sample the whole machine (or -p/-t/-C) and show the hottest functions, refreshed.
+    #[command(after_help = top::EXAMPLES)]
     Top(top::TopArgs),
     /// Memory access profiling, as perf mem: `mem record` samples loads and stores with
     /// their data addresses, sources and latencies; `mem report` shows where they went.
+    #[command(after_help = mem::EXAMPLES)]
     Mem(mem::MemArgs),
     /// Cache-line sharing between cores, as perf c2c: `c2c record` samples loads and stores;
     /// `c2c report` shows the lines with HITMs and who touches which offsets.
+    #[command(after_help = c2c::EXAMPLES)]
     C2c(c2c::C2cArgs),
+    /// Write the man pages or print a shell's completions (for installers and packagers).
+    #[command(hide = true)]
+    Generate(generate::GenerateArgs),
 }
 
 /// Where hrec reads the machine's description from.
@@ -255,6 +287,7 @@ pub fn exec(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, Er
         Cmd::Top(a) => top::exec(a, &env, out, err),
         Cmd::Mem(a) => mem::exec(a, &env, out, err),
         Cmd::C2c(a) => c2c::exec(a, &env, out, err),
+        Cmd::Generate(a) => generate::exec(a, out),
     }
 }
 

@@ -16,14 +16,43 @@ use hrec::record::{
 use super::args::{SamplingArgs, TargetArgs};
 use super::{Env, Error};
 
+/// The `Examples:` ending --help and the man page (the layout `generate` reads).
+pub const EXAMPLES: &str = "Examples:
+  hrec record -g -- ./prog
+          Sample ./prog's cycles with call chains (frame pointers) into
+          hrec.data.
+  hrec record -F 999 --call-graph dwarf -- ./prog
+          999 samples a second; stacks unwound with DWARF (no frame pointers
+          needed).
+  hrec record -e instructions -c 100003 -- ./prog
+          Sample every 100003rd instruction instead of cycles.
+  hrec record -W -- ./prog
+          Also record each sample's retire latency (sample weights).
+  hrec record -a -g -o all.data -- sleep 10
+          Every CPU for 10 seconds, into all.data.
+  hrec record --dry-run -- true
+          Print the perf_event_attr of each event and open nothing.";
+
 /// `hrec record` flags.
 #[derive(Debug, Args)]
 pub struct RecordArgs {
     #[command(flatten)]
     pub sampling: SamplingArgs,
+    /// Record call chains (frame pointers).
+    #[arg(short = 'g')]
+    pub g: bool,
+    /// Call chain mode: fp, or dwarf[,STACK_BYTES][,raw] (user stacks are unwound while
+    /// recording; raw keeps the stack copies too, for unwinding them again later).
+    #[arg(long = "call-graph", value_name = "fp|dwarf[,SIZE][,raw]", value_parser = parse_call_graph)]
+    pub call_graph: Option<CallGraph>,
     /// Record sample weights (WEIGHT_STRUCT on x86: retire latency in bits 63:48).
     #[arg(short = 'W', long = "weight")]
     pub weight: bool,
+    /// Output file.
+    #[arg(short = 'o', long = "output", default_value = "hrec.data")]
+    pub output: PathBuf,
+    #[command(flatten)]
+    pub target: TargetArgs,
     /// Record each sample's data address and data source (PERF_SAMPLE_ADDR, DATA_SRC) and
     /// the data mappings (mmap_data), for `report --sort symbol_daddr,dso_daddr,mem,...`.
     #[arg(short = 'd', long = "data")]
@@ -34,34 +63,45 @@ pub struct RecordArgs {
     /// Record the physical address of each sample's data address (PERF_SAMPLE_PHYS_ADDR).
     #[arg(long = "phys-data")]
     pub phys_data: bool,
-    /// Record call chains (frame pointers).
-    #[arg(short = 'g')]
-    pub g: bool,
-    /// Call chain mode: fp, or dwarf[,STACK_BYTES][,raw] (user stacks are unwound while
-    /// recording; raw keeps the stack copies too, for unwinding them again later).
-    #[arg(long = "call-graph", value_name = "fp|dwarf[,SIZE][,raw]", value_parser = parse_call_graph)]
-    pub call_graph: Option<CallGraph>,
-    #[command(flatten)]
-    pub target: TargetArgs,
+    /// Off-CPU time: where the threads wait, beside where they run (an `offcpu-time` event
+    /// whose period is each interval's nanoseconds, attributed to the stack the thread left
+    /// the CPU with); `blocked` leaves out the time preempted threads waited for a CPU.
+    #[arg(
+        long = "off-cpu",
+        value_name = "all|blocked",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "all",
+        value_parser = ["all", "blocked"]
+    )]
+    pub off_cpu: Option<String>,
+    /// With --off-cpu: off-CPU intervals at least this many milliseconds long are samples of
+    /// their own, with their time; shorter ones are added up per thread and stack and
+    /// written at the end of the file, so the file grows with the distinct stacks, not with
+    /// the switches (perf's --off-cpu-thresh; default 1; 0 writes every interval).
+    #[arg(long = "off-cpu-thresh", value_name = "MS", requires = "off_cpu", value_parser = parse_thresh)]
+    pub off_cpu_thresh: Option<u64>,
+    /// With --off-cpu: data pages of each ring buffer of the stacks threads leave the CPU with
+    /// (power of two; default as -m, four times that with --call-graph dwarf).
+    #[arg(
+        long = "off-cpu-mmap-pages",
+        value_name = "PAGES",
+        requires = "off_cpu"
+    )]
+    pub off_cpu_mmap_pages: Option<u64>,
     /// One event per thread on any CPU instead of one per CPU.
     #[arg(long = "per-thread")]
     pub per_thread: bool,
     /// Do not follow child processes and threads.
     #[arg(short = 'i', long = "no-inherit")]
     pub no_inherit: bool,
-    /// Output file.
-    #[arg(short = 'o', long = "output", default_value = "hrec.data")]
-    pub output: PathBuf,
-    /// Data pages per ring buffer (power of two).
-    #[arg(short = 'm', long = "mmap-pages", value_name = "PAGES")]
-    pub mmap_pages: Option<u64>,
-    /// No summary line, notices or warnings: errors only.
-    #[arg(short = 'q', long = "quiet")]
-    pub quiet: bool,
     /// Per-thread counts of each event (the kernel reports every inherited thread's count
     /// when it exits); `hrec report -T` shows them.
     #[arg(short = 's', long = "stat")]
     pub stat: bool,
+    /// Data pages per ring buffer (power of two).
+    #[arg(short = 'm', long = "mmap-pages", value_name = "PAGES")]
+    pub mmap_pages: Option<u64>,
     /// zstd level of the file's blocks, 1 (fastest) to 22 (smallest); hrec always
     /// compresses (level 3 without -z or with a bare -z).
     #[arg(
@@ -74,18 +114,9 @@ pub struct RecordArgs {
         value_parser = clap::value_parser!(i32).range(1..=22)
     )]
     pub compression_level: Option<i32>,
-    /// Do not store the build-ids of the binaries seen (a report then cannot tell that a
-    /// binary was rebuilt since).
-    #[arg(short = 'B', long = "no-buildid")]
-    pub no_buildid: bool,
-    /// Do not copy into the build-id cache the files that processes mapped from another mount
-    /// namespace or root (a container, a chroot) or that changed on disk while they ran.
-    #[arg(short = 'N', long = "no-buildid-cache")]
-    pub no_buildid_cache: bool,
-    /// perf's build-id cache to copy such files into (default $HREC_BUILDID_DIR, else
-    /// $PERF_BUILDID_DIR, else perf's buildid.dir, else ~/.debug).
-    #[arg(long = "buildid-dir", value_name = "DIR")]
-    pub buildid_dir: Option<PathBuf>,
+    /// No summary line, notices or warnings: errors only.
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
     /// Cut the recording into files OUTPUT.<YYYYmmddHHMMSScc>, each readable alone: on
     /// SIGUSR2 (signal, the default), when the file reaches a size (100M; B, K, M, G) or
     /// every period (30s; s, m, h, d).
@@ -106,18 +137,6 @@ pub struct RecordArgs {
         value_parser = clap::value_parser!(u64).range(1..)
     )]
     pub switch_max_files: Option<u64>,
-    /// Off-CPU time: where the threads wait, beside where they run (an `offcpu-time` event
-    /// whose period is each interval's nanoseconds, attributed to the stack the thread left
-    /// the CPU with); `blocked` leaves out the time preempted threads waited for a CPU.
-    #[arg(
-        long = "off-cpu",
-        value_name = "all|blocked",
-        num_args = 0..=1,
-        require_equals = true,
-        default_missing_value = "all",
-        value_parser = ["all", "blocked"]
-    )]
-    pub off_cpu: Option<String>,
     /// Record the cgroup of each sample and the path of every cgroup (PERF_RECORD_CGROUP,
     /// Linux 5.7+), for `hrec report --sort cgroup`: which container ran what.
     #[arg(long = "all-cgroups")]
@@ -126,30 +145,28 @@ pub struct RecordArgs {
     /// cgroup_id`: which cgroup namespace (container) each sample's thread was in.
     #[arg(long = "namespaces")]
     pub namespaces: bool,
-    /// With --off-cpu: off-CPU intervals at least this many milliseconds long are samples of
-    /// their own, with their time; shorter ones are added up per thread and stack and
-    /// written at the end of the file, so the file grows with the distinct stacks, not with
-    /// the switches (perf's --off-cpu-thresh; default 1; 0 writes every interval).
-    #[arg(long = "off-cpu-thresh", value_name = "MS", requires = "off_cpu", value_parser = parse_thresh)]
-    pub off_cpu_thresh: Option<u64>,
-    /// With --off-cpu: data pages of each ring buffer of the stacks threads leave the CPU with
-    /// (power of two; default as -m, four times that with --call-graph dwarf).
-    #[arg(
-        long = "off-cpu-mmap-pages",
-        value_name = "PAGES",
-        requires = "off_cpu"
-    )]
-    pub off_cpu_mmap_pages: Option<u64>,
-    /// perf's filter of perf's own tracepoint events (accepted as perf accepts it: hrec
-    /// records no tracepoint of perf's, so there is nothing to leave out).
-    #[arg(long = "exclude-perf", hide = true)]
-    pub exclude_perf: bool,
+    /// Do not store the build-ids of the binaries seen (a report then cannot tell that a
+    /// binary was rebuilt since).
+    #[arg(short = 'B', long = "no-buildid")]
+    pub no_buildid: bool,
+    /// Do not copy into the build-id cache the files that processes mapped from another mount
+    /// namespace or root (a container, a chroot) or that changed on disk while they ran.
+    #[arg(short = 'N', long = "no-buildid-cache")]
+    pub no_buildid_cache: bool,
+    /// perf's build-id cache to copy such files into (default $HREC_BUILDID_DIR, else
+    /// $PERF_BUILDID_DIR, else perf's buildid.dir, else ~/.debug).
+    #[arg(long = "buildid-dir", value_name = "DIR")]
+    pub buildid_dir: Option<PathBuf>,
     /// Print the plan (perf_event_attr per event, perf -vv layout) and open nothing.
     #[arg(long = "dry-run")]
     pub dry_run: bool,
     /// With --dry-run: print the plan as JSON.
     #[arg(long, requires = "dry_run")]
     pub json: bool,
+    /// perf's filter of perf's own tracepoint events (accepted as perf accepts it: hrec
+    /// records no tracepoint of perf's, so there is nothing to leave out).
+    #[arg(long = "exclude-perf", hide = true)]
+    pub exclude_perf: bool,
     /// The command to record, after --; with -a, -C, -p or -t it only sets how long to
     /// record.
     #[arg(trailing_var_arg = true, value_name = "COMMAND")]

@@ -13,12 +13,31 @@ use super::args::{FilterArgs, SymbolArgs, input_file, reading_options};
 use super::reading::{open_recording, read_warnings, with_threads};
 use super::{Env, Error};
 
+/// The `Examples:` ending --help and the man page (the layout `generate` reads).
+pub const EXAMPLES: &str = "Examples:
+  hrec report --stdio
+          The hottest functions of hrec.data, as text.
+  hrec report -i all.data --sort comm,dso --stdio
+          Per command and shared object instead of per function.
+  hrec report --no-children --percent-limit 1 --stdio
+          Self time only, without the rows under 1%.
+  hrec report --sort sym,srcline --stdio
+          Per function and source line.
+  hrec report --comm prog --dso prog --stdio
+          Only the samples of prog's own code.";
+
 /// `hrec report` flags (perf report's names).
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// Input file [default: hrec.data, else perf.data when only that is here].
     #[arg(short = 'i', long = "input")]
     pub input: Option<PathBuf>,
+    /// Print the text report even on a terminal (where the interactive view is the default).
+    #[arg(long, conflicts_with = "tui")]
+    pub stdio: bool,
+    /// The interactive view (the default when stdin and stdout are terminals).
+    #[arg(long)]
+    pub tui: bool,
     /// Sort keys: comm, pid, tid, dso, sym, srcline, ip, event, pmu, cpu, cgroup,
     /// cgroup_id, and of `record -d` recordings symbol_daddr, dso_daddr, dcacheline, mem,
     /// snoop, tlb, locked, blocked, local_weight, weight, data_page_size, local_ins_lat,
@@ -26,22 +45,10 @@ pub struct ReportArgs {
     /// [default: comm,dso,sym].
     #[arg(short = 's', long = "sort")]
     pub sort: Option<String>,
-    /// perf's memory mode: each sample stands for its weight (a memory event's load latency,
-    /// 1 without one) instead of its period [default sort: local_weight,mem,sym,dso,
-    /// symbol_daddr,dso_daddr,snoop,tlb,locked,blocked,local_ins_lat].
-    #[arg(long = "mem-mode")]
-    pub mem_mode: bool,
     /// Output fields, perf's: overhead, overhead_children, sample, period, then sort keys (the
     /// keys listed here are the sort keys unless -s gives them).
     #[arg(short = 'F', long = "fields", value_name = "FIELDS")]
     pub fields: Option<String>,
-    /// Credit every function on the call chain (Children column; the default when the
-    /// recording has call chains, as in perf).
-    #[arg(long, overrides_with = "no_children")]
-    pub children: bool,
-    /// Only the function at the top of the stack.
-    #[arg(long = "no-children", overrides_with = "children")]
-    pub no_children: bool,
     /// Call graphs under each row (on by default when the recording has call chains):
     /// [graph|flat|folded|fractal|none][,MIN%][,caller|callee][,function|address]
     /// [,percent|period|count], perf's defaults graph,0.5,caller (callee with --no-children).
@@ -56,6 +63,30 @@ pub struct ReportArgs {
     /// Callers first in call graphs (`-g caller`).
     #[arg(short = 'G', long = "inverted")]
     pub inverted: bool,
+    /// Credit every function on the call chain (Children column; the default when the
+    /// recording has call chains, as in perf).
+    #[arg(long, overrides_with = "no_children")]
+    pub children: bool,
+    /// Only the function at the top of the stack.
+    #[arg(long = "no-children", overrides_with = "children")]
+    pub no_children: bool,
+    /// Hide rows below this percentage.
+    #[arg(long = "percent-limit", default_value_t = 0.0)]
+    pub percent_limit: f64,
+    #[command(flatten)]
+    pub filters: FilterArgs,
+    /// Only symbols whose name contains this text.
+    #[arg(long = "symbol-filter", value_name = "TEXT")]
+    pub symbol_filter: Option<String>,
+    /// Leave out samples whose symbol is unknown (they count in no total either).
+    #[arg(short = 'U', long = "hide-unresolved")]
+    pub hide_unresolved: bool,
+    /// Rows only, without the `#` header and notes (perf's -q).
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
+    /// Accepted for perf compatibility: the Samples column is always shown.
+    #[arg(short = 'n', long = "show-nr-samples")]
+    pub show_nr_samples: bool,
     /// Frames of a call chain kept, innermost first (perf's 127; with dwarf, of the kernel
     /// and of the user part each).
     #[arg(long = "max-stack", value_name = "N")]
@@ -68,22 +99,31 @@ pub struct ReportArgs {
         value_name = "absolute|relative"
     )]
     pub percentage: String,
+    /// perf's memory mode: each sample stands for its weight (a memory event's load latency,
+    /// 1 without one) instead of its period [default sort: local_weight,mem,sym,dso,
+    /// symbol_daddr,dso_daddr,snoop,tlb,locked,blocked,local_ins_lat].
+    #[arg(long = "mem-mode")]
+    pub mem_mode: bool,
     /// TopDown columns: 0 (none), 1 (level 1, default) or 2.
     #[arg(long = "td-level", default_value_t = 1, value_parser = clap::value_parser!(u8).range(0..=2))]
     pub td_level: u8,
-    /// Hide rows below this percentage.
-    #[arg(long = "percent-limit", default_value_t = 0.0)]
-    pub percent_limit: f64,
-    #[command(flatten)]
-    pub filters: FilterArgs,
-    /// Only symbols whose name contains this text.
-    #[arg(long = "symbol-filter", value_name = "TEXT")]
-    pub symbol_filter: Option<String>,
-    /// Leave out samples whose symbol is unknown (they count in no total either).
-    #[arg(short = 'U', long = "hide-unresolved")]
-    pub hide_unresolved: bool,
-    #[command(flatten)]
-    pub symbols: SymbolArgs,
+    /// Functions inlined at an address of an unwound (dwarf) chain are entries of their own
+    /// (the default, as in perf).
+    #[arg(long, overrides_with = "no_inline")]
+    pub inline: bool,
+    /// Only the function itself at each address of a call chain.
+    #[arg(long = "no-inline", overrides_with = "inline")]
+    pub no_inline: bool,
+    /// Per-thread counts of each event after the report (recorded with `record -s`).
+    #[arg(short = 'T', long = "threads")]
+    pub show_threads: bool,
+    /// The recording's header (host, command line, events, sample times: as `hrec info`)
+    /// before the report.
+    #[arg(long)]
+    pub header: bool,
+    /// Only the recording's header.
+    #[arg(long = "header-only")]
+    pub header_only: bool,
     /// Show full source paths in srcline.
     #[arg(long = "full-source-path")]
     pub full_source_path: bool,
@@ -94,35 +134,8 @@ pub struct ReportArgs {
     /// input of flamegraph.pl / inferno-flamegraph.
     #[arg(long)]
     pub folded: bool,
-    /// Print the text report even on a terminal (where the interactive view is the default).
-    #[arg(long, conflicts_with = "tui")]
-    pub stdio: bool,
-    /// The interactive view (the default when stdin and stdout are terminals).
-    #[arg(long)]
-    pub tui: bool,
-    /// Rows only, without the `#` header and notes (perf's -q).
-    #[arg(short = 'q', long = "quiet")]
-    pub quiet: bool,
-    /// Accepted for perf compatibility: the Samples column is always shown.
-    #[arg(short = 'n', long = "show-nr-samples")]
-    pub show_nr_samples: bool,
-    /// The recording's header (host, command line, events, sample times: as `hrec info`)
-    /// before the report.
-    #[arg(long)]
-    pub header: bool,
-    /// Only the recording's header.
-    #[arg(long = "header-only")]
-    pub header_only: bool,
-    /// Per-thread counts of each event after the report (recorded with `record -s`).
-    #[arg(short = 'T', long = "threads")]
-    pub show_threads: bool,
-    /// Functions inlined at an address of an unwound (dwarf) chain are entries of their own
-    /// (the default, as in perf).
-    #[arg(long, overrides_with = "no_inline")]
-    pub inline: bool,
-    /// Only the function itself at each address of a call chain.
-    #[arg(long = "no-inline", overrides_with = "inline")]
-    pub no_inline: bool,
+    #[command(flatten)]
+    pub symbols: SymbolArgs,
     /// Also write per-event retire-latency statistics to FILE, in the schema of Intel's
     /// <model>_retire_latency.json (for `hrec stat --tpebs-from`).
     #[arg(long = "retire-latency-json", value_name = "FILE")]

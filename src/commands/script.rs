@@ -11,6 +11,15 @@ use super::args::{FilterArgs, SymbolArgs, input_file, reading_options};
 use super::reading::{open_recording, read_warnings};
 use super::{Env, Error};
 
+/// The `Examples:` ending --help and the man page (the layout `generate` reads).
+pub const EXAMPLES: &str = "Examples:
+  hrec script
+          Every sample of hrec.data with its call chain.
+  hrec script -F comm,tid,time,ip,sym -G
+          Chosen fields, one line per sample.
+  hrec script --time 10%-20% --comm prog
+          The second tenth of the recording, prog's threads only.";
+
 /// `hrec script` flags.
 #[derive(Debug, Args)]
 pub struct ScriptArgs {
@@ -22,19 +31,14 @@ pub struct ScriptArgs {
     /// srcline are printed with ip, as perf prints them.
     #[arg(short = 'F', long = "fields", allow_hyphen_values = true)]
     pub fields: Option<String>,
-    /// Functions inlined at an address are frames of their own, innermost first: in unwound
-    /// (dwarf) chains by default, as in perf; given, in frame-pointer chains too.
-    #[arg(long, overrides_with = "no_inline")]
-    pub inline: bool,
-    /// Only the function itself at each address of a call chain.
-    #[arg(long = "no-inline", overrides_with = "inline")]
-    pub no_inline: bool,
-    /// Times to the nanosecond.
-    #[arg(long)]
-    pub ns: bool,
     /// One line per sample, without its call chain.
     #[arg(short = 'G', long = "hide-call-graph")]
     pub hide_call_graph: bool,
+    /// Times to the nanosecond.
+    #[arg(long)]
+    pub ns: bool,
+    #[command(flatten)]
+    pub filters: FilterArgs,
     /// Print MMAP/MMAP2 records (mappings) where they occur, as perf does.
     #[arg(long = "show-mmap-events")]
     pub show_mmap_events: bool,
@@ -48,10 +52,15 @@ pub struct ScriptArgs {
     /// The recording's header (as `hrec info` / perf's `--header`) before the samples.
     #[arg(long)]
     pub header: bool,
+    /// Functions inlined at an address are frames of their own, innermost first: in unwound
+    /// (dwarf) chains by default, as in perf; given, in frame-pointer chains too.
+    #[arg(long, overrides_with = "no_inline")]
+    pub inline: bool,
+    /// Only the function itself at each address of a call chain.
+    #[arg(long = "no-inline", overrides_with = "inline")]
+    pub no_inline: bool,
     #[command(flatten)]
     pub symbols: SymbolArgs,
-    #[command(flatten)]
-    pub filters: FilterArgs,
 }
 
 impl ScriptArgs {

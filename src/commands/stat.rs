@@ -11,6 +11,19 @@ use hrec::pmu::Pmus;
 use super::args::TargetArgs;
 use super::{Env, Error};
 
+/// The `Examples:` ending --help and the man page (the layout `generate` reads).
+pub const EXAMPLES: &str = "Examples:
+  hrec stat -- ./prog
+          Count cycles, instructions and perf stat's other defaults.
+  hrec stat --topdown -- ./prog
+          The TopDown breakdown: retiring, bad speculation, frontend, backend.
+  hrec stat -M tma_frontend_bound -- ./prog
+          One of Intel's TMA metrics (`hrec list metric` lists them).
+  hrec stat -e cycles,instructions -a -I 1000 -- sleep 5
+          Both events on every CPU, printed every second.
+  hrec stat -r 5 -x, -- ./prog
+          Five runs: each count's mean and spread, as CSV.";
+
 /// `hrec stat` flags.
 #[derive(Debug, Args)]
 pub struct StatArgs {
@@ -23,13 +36,34 @@ pub struct StatArgs {
     /// TopDown breakdown.
     #[arg(long)]
     pub topdown: bool,
-    /// On a hybrid part, count only on this core type: core, atom or lowpower, or a core
-    /// PMU's name (cpu_core, cpu_atom, cpu_lowpower). Applies to the default events, -e events
-    /// written without a PMU, --topdown and -M.
-    #[arg(long = "cputype", visible_alias = "unit", value_name = "TYPE")]
-    pub cputype: Option<String>,
     #[command(flatten)]
     pub target: TargetArgs,
+    /// Print counts every MS milliseconds.
+    #[arg(short = 'I', long = "interval-print", value_name = "MS")]
+    pub interval: Option<u64>,
+    /// Count the command N times; print the mean of each count and its spread (+- x.xx%).
+    #[arg(
+        short = 'r',
+        long = "repeat",
+        value_name = "N",
+        allow_hyphen_values = true,
+        value_parser = parse_repeat
+    )]
+    pub repeat: Option<u32>,
+    /// CSV output with this separator.
+    #[arg(short = 'x', long = "field-separator", value_name = "SEP")]
+    pub sep: Option<String>,
+    /// JSON lines output.
+    #[arg(short = 'j', long)]
+    pub json: bool,
+    /// Write the counts to this file instead of stderr.
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "FILE",
+        conflicts_with = "log_fd"
+    )]
+    pub output: Option<PathBuf>,
     /// With -a or -C: one count per CPU.
     #[arg(short = 'A', long = "no-aggr")]
     pub no_aggr: bool,
@@ -42,57 +76,36 @@ pub struct StatArgs {
     /// With -p, -t or -a: one count per thread.
     #[arg(long = "per-thread")]
     pub per_thread: bool,
+    /// Add perf's cache events: -d L1 data and last-level cache, -dd also L1 instruction cache
+    /// and TLBs, -ddd also L1 data prefetches.
+    #[arg(short = 'd', long = "detailed", action = clap::ArgAction::Count)]
+    pub detailed: u8,
+    /// Null run: count no default events, only time the command.
+    #[arg(short = 'n', long = "null")]
+    pub null: bool,
+    /// On a hybrid part, count only on this core type: core, atom or lowpower, or a core
+    /// PMU's name (cpu_core, cpu_atom, cpu_lowpower). Applies to the default events, -e events
+    /// written without a PMU, --topdown and -M.
+    #[arg(long = "cputype", visible_alias = "unit", value_name = "TYPE")]
+    pub cputype: Option<String>,
+    /// TopDown level with --topdown: 1 or 2.
+    #[arg(long = "td-level", default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=2))]
+    pub td_level: u8,
     /// With -I: stop after this many intervals.
     #[arg(long = "interval-count", value_name = "N", requires = "interval")]
     pub interval_count: Option<u64>,
-    /// Write the counts to this file instead of stderr.
-    #[arg(
-        short = 'o',
-        long = "output",
-        value_name = "FILE",
-        conflicts_with = "log_fd"
-    )]
-    pub output: Option<PathBuf>,
     /// With -o: add to the end of the file.
     #[arg(long, requires = "output")]
     pub append: bool,
     /// Write the counts to this open file descriptor instead of stderr.
     #[arg(long = "log-fd", value_name = "FD")]
     pub log_fd: Option<i32>,
-    /// TopDown level with --topdown: 1 or 2.
-    #[arg(long = "td-level", default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=2))]
-    pub td_level: u8,
-    /// Print counts every MS milliseconds.
-    #[arg(short = 'I', long = "interval-print", value_name = "MS")]
-    pub interval: Option<u64>,
-    /// CSV output with this separator.
-    #[arg(short = 'x', long = "field-separator", value_name = "SEP")]
-    pub sep: Option<String>,
-    /// JSON lines output.
-    #[arg(short = 'j', long)]
-    pub json: bool,
-    /// Count the command N times; print the mean of each count and its spread (+- x.xx%).
-    #[arg(
-        short = 'r',
-        long = "repeat",
-        value_name = "N",
-        allow_hyphen_values = true,
-        value_parser = parse_repeat
-    )]
-    pub repeat: Option<u32>,
-    /// Add perf's cache events: -d L1 data and last-level cache, -dd also L1 instruction cache
-    /// and TLBs, -ddd also L1 data prefetches.
-    #[arg(short = 'd', long = "detailed", action = clap::ArgAction::Count)]
-    pub detailed: u8,
     /// Print counts with the locale's thousands separators (the default).
     #[arg(short = 'B', long = "big-num", overrides_with = "no_big_num")]
     pub big_num: bool,
     /// Print counts as plain digits.
     #[arg(long = "no-big-num", overrides_with = "big_num")]
     pub no_big_num: bool,
-    /// Null run: count no default events, only time the command.
-    #[arg(short = 'n', long = "null")]
-    pub null: bool,
     /// Directory with Intel's perfmon files (mapfile.csv and the model folders); default
     /// $HREC_PERFMON_DIR, else ~/.cache/hrec/perfmon.
     #[arg(long, value_name = "DIR")]

@@ -15,6 +15,17 @@ use super::args::{SamplingArgs, TargetArgs};
 use super::record::check_mmap_pages;
 use super::{Env, Error};
 
+/// The `Examples:` ending --help and the man page (the layout `generate` reads).
+pub const EXAMPLES: &str = "Examples:
+  hrec top
+          The hottest functions of every CPU, refreshed every 2 seconds.
+  hrec top -p 1234 -s sym
+          One process, per function.
+  hrec top -e instructions -d 5
+          Instructions instead of cycles, every 5 seconds.
+  hrec top -n 3 --stdio
+          Three refreshes as text, then stop.";
+
 /// `hrec top` flags (perf top's names; `-n` counts refreshes).
 #[derive(Debug, Args)]
 pub struct TopArgs {
@@ -22,15 +33,6 @@ pub struct TopArgs {
     pub sampling: SamplingArgs,
     #[command(flatten)]
     pub target: TargetArgs,
-    /// Seconds between refreshes (decimals allowed).
-    #[arg(short = 'd', long = "delay", value_name = "SECS", default_value = "2", value_parser = parse_delay)]
-    pub delay: std::time::Duration,
-    /// Stop after N refreshes (for scripts and tests).
-    #[arg(short = 'n', long = "refreshes", value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    pub refreshes: Option<u64>,
-    /// Each refresh shows only its own interval (no decayed history).
-    #[arg(short = 'z', long = "zero")]
-    pub zero: bool,
     /// Row keys (perf top's default: dso,sym).
     #[arg(
         short = 's',
@@ -39,12 +41,21 @@ pub struct TopArgs {
         default_value = "dso,sym"
     )]
     pub sort: String,
+    /// Seconds between refreshes (decimals allowed).
+    #[arg(short = 'd', long = "delay", value_name = "SECS", default_value = "2", value_parser = parse_delay)]
+    pub delay: std::time::Duration,
     /// Rows shown [default: the terminal's height, else 50].
     #[arg(short = 'E', long = "entries", value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub entries: Option<u64>,
+    /// Each refresh shows only its own interval (no decayed history).
+    #[arg(short = 'z', long = "zero")]
+    pub zero: bool,
     /// Print each refresh as text after the last (no screen clearing).
     #[arg(long)]
     pub stdio: bool,
+    /// Stop after N refreshes (for scripts and tests).
+    #[arg(short = 'n', long = "refreshes", value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub refreshes: Option<u64>,
     /// Data pages per ring buffer (power of two).
     #[arg(short = 'm', long = "mmap-pages", value_name = "PAGES")]
     pub mmap_pages: Option<u64>,

@@ -44,7 +44,7 @@ use crate::event::resolve::{HARDWARE_EVENTS, SOFTWARE_EVENTS};
 use crate::metrics::perfmon::{CoreEvent, CoreEvents, Mapfile, MetricFile, PerfmonError, RawEvent};
 use crate::pmu::{AliasValue, Pmu, Pmus};
 
-pub use print::{Style, write_json, write_text};
+pub use print::{Style, write_json, write_raw_dump, write_text};
 pub use topic::topic_of;
 
 /// Why the list cannot be made.

@@ -326,6 +326,55 @@ fn write_metrics(
     Ok(())
 }
 
+/// Writes the selected names as perf's `--raw-dump` does, for shell completions: each name
+/// followed by one space, all on one line without a newline (perf 6.1's bytes). Every name
+/// the text list shows for an event is written (both of `cpu-cycles OR cycles`, of `cycles
+/// OR cpu_core/cycles/`), each once; metric and metric group names follow the events where
+/// the filters select them. The raw-syntax hints (`rNNN`) are no names and are left out.
+pub fn write_raw_dump(
+    cat: &Catalogue,
+    filters: &[Filter],
+    out: &mut dyn Write,
+) -> io::Result<Vec<String>> {
+    let (sections, notes) = select(cat, filters);
+    let mut seen = std::collections::HashSet::new();
+    let mut put = |name: &str, out: &mut dyn Write| -> io::Result<()> {
+        if !name.is_empty() && !name.contains(char::is_whitespace) && seen.insert(name.to_string())
+        {
+            write!(out, "{name} ")?;
+        }
+        Ok(())
+    };
+    for s in sections {
+        match s {
+            Section::Symbols(v) | Section::Pmu(v) => {
+                for e in v.iter().filter(|e| e.kind != EventType::RawDescriptor) {
+                    for n in e.display.split(" OR ") {
+                        put(n.trim(), out)?;
+                    }
+                }
+            }
+            Section::Metrics {
+                groups,
+                metrics,
+                list,
+                ..
+            } => {
+                for (g, v) in &list {
+                    if groups && !metrics {
+                        put(g, out)?;
+                        continue;
+                    }
+                    for m in v {
+                        put(&m.name, out)?;
+                    }
+                }
+            }
+        }
+    }
+    Ok(notes)
+}
+
 /// Writes the selected events and metrics as one JSON array, one object per event or metric:
 /// events with `EventName`, `EventType`, and where known `Unit` (the PMU), `Topic`,
 /// `BriefDescription`, `PublicDescription`, `Encoding`; metrics with `MetricName`,
