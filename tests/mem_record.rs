@@ -174,7 +174,7 @@ fn unsupported_pmus_and_bad_options_are_one_line() {
             ..RecordOptions::default()
         },
     );
-    assert!(e.contains("instead of -e"), "{e}");
+    assert!(e.contains("choose their events themselves: no -e"), "{e}");
     assert!(!e.contains('\n'));
 }
 

@@ -172,11 +172,19 @@ pub fn info(rec: &Recording, out: &mut dyn Write) -> io::Result<()> {
         r.file_len()
     )?;
     match r.truncated() {
-        Some(why) => writeln!(
-            out,
-            "# TRUNCATED: {why}; the recording did not finish (killed?), statistics below are counted from the {} complete blocks",
-            r.blocks().len()
-        )?,
+        Some(why) => {
+            // The reader's reason says so itself when the trailer is missing.
+            let unfinished = if why.contains("did not finish") {
+                ""
+            } else {
+                "; the recording did not finish (killed?)"
+            };
+            writeln!(
+                out,
+                "# TRUNCATED: {why}{unfinished}, statistics below are counted from the {} complete blocks",
+                r.blocks().len()
+            )?
+        }
         None => writeln!(out, "# complete (trailer present)")?,
     }
     writeln!(out, "# hrec version : {}", m.hrec_version)?;

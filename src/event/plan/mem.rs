@@ -197,7 +197,7 @@ pub fn plan_mem_record(
 ) -> Result<Plan, PlanError> {
     if !opts.events.is_empty() {
         return Err(PlanError::Options(
-            "mem record chooses its events itself: give -t load|store|load,store (and --ldlat) instead of -e".into(),
+            "mem record and c2c record choose their events themselves: no -e (mem record's -t load|store|load,store and --ldlat, c2c record's -l/--ldlat choose among them)".into(),
         ));
     }
     let chosen = mem_events(pmus, mem)?;

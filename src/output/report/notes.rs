@@ -130,16 +130,18 @@ pub fn no_latency_reason(e: &EventInfo) -> Option<String> {
     }
     Some(if !e.weight_struct {
         "its samples carry no WEIGHT_STRUCT (record with -W)".to_string()
+    } else if !e.precise {
+        // Before the core's own rule: a software event (the cpu-clock fallback) or one
+        // without :p is never filled, whatever the core.
+        "it is not a precise event, so the retire latency field is always zero (software \
+         fallback or no :p)"
+            .to_string()
     } else if e.latency_filled == Some(false) {
         format!(
             "not filled on this core ({}): it has no Timed PEBS, which Granite Rapids, Sierra \
              Forest and the P-cores of Meteor Lake and later have",
             e.pmu.as_deref().unwrap_or("?")
         )
-    } else if !e.precise {
-        "it is not a precise event, so the retire latency field is always zero (software \
-         fallback or no :p)"
-            .to_string()
     } else {
         "every latency is zero: this CPU has no Timed PEBS (TPEBS), which Granite Rapids and \
          later provide"

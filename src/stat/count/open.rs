@@ -100,6 +100,8 @@ pub(super) fn open_all(
 ) -> Result<Opened, StatError> {
     let mut fds: Vec<Vec<EventFd>> = (0..counters.len()).map(|_| Vec::new()).collect();
     let mut errors = vec![None; counters.len()];
+    // The counters that fell back to user space, named in one note after the loop.
+    let mut user_only: Vec<String> = Vec::new();
     for i in 0..counters.len() {
         let leader = counters[i].leader;
         if leader != i && errors[leader].is_some() {
@@ -117,10 +119,7 @@ pub(super) fn open_all(
                 let a = &mut counters[i].attr;
                 a.set(flag::EXCLUDE_KERNEL, true);
                 a.set(flag::EXCLUDE_HV, true);
-                notes.push(format!(
-                    "{}: counting user space only (kernel.perf_event_paranoid does not allow kernel counting)",
-                    counters[i].name
-                ));
+                user_only.push(counters[i].name.clone());
                 attempt = kernel::open(&counters[i].attr, pid, cpu, group);
             }
             match attempt {
@@ -131,6 +130,7 @@ pub(super) fn open_all(
                         return Err(StatError::Denied {
                             event: counters[i].name.clone(),
                             errno,
+                            cpu_wide: pid == -1,
                         });
                     }
                     if errno == libc::EMFILE {
@@ -148,6 +148,12 @@ pub(super) fn open_all(
                 }
             }
         }
+    }
+    if !user_only.is_empty() {
+        notes.push(format!(
+            "counting user space only (kernel.perf_event_paranoid does not allow kernel counting): {}",
+            user_only.join(", ")
+        ));
     }
     Ok(Opened { fds, errors })
 }

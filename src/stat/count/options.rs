@@ -104,7 +104,7 @@ pub enum StatError {
     Event(#[from] EventError),
     /// `--topdown` on a machine without it.
     #[error(
-        "--topdown needs a PMU with TopDown (perf metrics: a `slots` event), and this machine has none ({have}); TopDown exists on Intel Ice Lake and later P-cores"
+        "--topdown needs a core PMU with TopDown, and this machine has none ({have}); TopDown exists on Intel Ice Lake and later P-cores (perf metrics, a `slots` event) and on the E-cores of Alder Lake and later whose TopDown Intel has published (docs/hardware.md)"
     )]
     NoTopDown {
         /// The core PMUs that exist.
@@ -143,14 +143,22 @@ pub enum StatError {
         /// Online CPUs.
         online: String,
     },
-    /// perf_event_paranoid refuses even user-only counting.
+    /// perf_event_paranoid refuses even user-only counting: whole CPUs (`-a`, `-C`) need level
+    /// 0 or lower, a command or one's own processes level 2 or lower.
     #[error(
-        "not allowed to count {event} (errno {errno}): kernel.perf_event_paranoid is too strict; run as root or lower it (sysctl kernel.perf_event_paranoid=1)"
+        "not allowed to count {event} (errno {errno}): kernel.perf_event_paranoid is too strict; {}",
+        if *cpu_wide {
+            "counting whole CPUs (-a/-C) needs root or level 0 or lower (sysctl -w kernel.perf_event_paranoid=0); or count a command or your own processes (-p PID) instead"
+        } else {
+            "run as root or set it to 2 or lower (sysctl -w kernel.perf_event_paranoid=2)"
+        }
     )]
     Denied {
         /// Event.
         event: String,
         /// errno.
         errno: i32,
+        /// The counter was opened for whole CPUs (no task).
+        cpu_wide: bool,
     },
 }
