@@ -157,6 +157,18 @@ pub struct RecordArgs {
     /// $PERF_BUILDID_DIR, else perf's buildid.dir, else ~/.debug).
     #[arg(long = "buildid-dir", value_name = "DIR")]
     pub buildid_dir: Option<PathBuf>,
+    /// TopDown per function down to level N (1 to the deepest level of Intel's TMA file for
+    /// this CPU): every node's events, in sampling-read groups that fit the core's counters.
+    #[arg(long = "td-level", value_name = "N")]
+    pub td_level: Option<u32>,
+    /// Per-function metrics or metric groups, as stat -M takes them (TopdownL3,
+    /// tma_memory_bound_group, tma_l3_bound, IPC, tma_info_*): core events only.
+    #[arg(short = 'M', long = "metrics", value_name = "LIST")]
+    pub metrics: Vec<String>,
+    /// Directory with Intel's perfmon files for --td-level and -M (mapfile.csv and the model
+    /// folders); default $HREC_PERFMON_DIR, else ~/.cache/hrec/perfmon.
+    #[arg(long = "perfmon", value_name = "DIR")]
+    pub perfmon: Option<PathBuf>,
     /// Print the plan (perf_event_attr per event, perf -vv layout) and open nothing.
     #[arg(long = "dry-run")]
     pub dry_run: bool,
@@ -229,6 +241,11 @@ impl RecordArgs {
                 hrec::symbol::buildid_cache::resolve_dir(self.buildid_dir.as_deref())
             },
             mem: None,
+            metrics: plan::metric::MetricChoice {
+                td_level: self.td_level,
+                metrics: self.metrics,
+            },
+            perfmon: self.perfmon,
             switch_output: self.switch_output.map(|trigger| SwitchOutput {
                 trigger,
                 max_files: self
@@ -320,6 +337,10 @@ struct RecordConfig {
     pub switch_output: Option<record::switch::SwitchOutput>,
     /// `mem record` / `c2c record`: the memory events instead of `-e`.
     pub mem: Option<plan::mem::MemOptions>,
+    /// `--td-level` / `-M`.
+    pub metrics: plan::metric::MetricChoice,
+    /// `--perfmon DIR`.
+    pub perfmon: Option<PathBuf>,
 }
 
 /// `-m`: data pages per ring buffer, a power of two (record and top).
@@ -377,7 +398,17 @@ fn run(
     let pmus = Pmus::read(&env.sysfs_root)?;
     let host = Host::read(&env.procfs_root);
     let plan = match &cfg.mem {
+        Some(_) if !cfg.metrics.is_empty() => {
+            return Err(Error::Usage(
+                "--td-level and -M are for record; mem and c2c record choose their own events"
+                    .into(),
+            ));
+        }
         Some(mem) => plan::mem::plan_mem_record(&pmus, &host, &cfg.options, mem)?,
+        None if !cfg.metrics.is_empty() => {
+            let metrics = metric_plan(env, cfg, &pmus, &host)?;
+            plan::plan_record_with(&pmus, &host, &cfg.options, Some(&metrics))?
+        }
         None => plan::plan_record(&pmus, &host, &cfg.options)?,
     };
     for n in plan.notices.iter().filter(|_| !cfg.quiet) {
@@ -425,6 +456,30 @@ fn run(
         }
     }
     Ok(u8::try_from(outcome.exit_code).unwrap_or(1))
+}
+
+/// The groups of `--td-level` / `-M`, from Intel's files for this CPU (found as `stat -M`
+/// finds them).
+fn metric_plan(
+    env: &Env,
+    cfg: &RecordConfig,
+    pmus: &Pmus,
+    host: &Host,
+) -> Result<plan::metric::MetricPlan, Error> {
+    use hrec::stat::tma;
+    let loaded = tma::cpuid(&env.procfs_root)
+        .and_then(|id| tma::load(&tma::perfmon_dir(cfg.perfmon.as_deref()), &id).map(|(p, _)| p));
+    let loaded = loaded.map_err(|e| match std::error::Error::source(&e) {
+        Some(s) => format!("{e}: {s}"),
+        None => e.to_string(),
+    });
+    Ok(plan::metric::plan_metrics(
+        pmus,
+        host,
+        loaded.as_ref().map_err(Clone::clone),
+        &cfg.metrics,
+    )
+    .map_err(plan::PlanError::from)?)
 }
 
 #[cfg(test)]

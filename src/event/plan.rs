@@ -33,12 +33,17 @@
 //!   `context_switch` ([`Role::Switches`]: the switch records that give each interval) and
 //!   `context-switches` sampled at every switch ([`Role::SwitchStacks`]: the stack a thread
 //!   leaves with), which the recorder maps into rings of their own.
+//! * **Per-function metrics** (`--td-level N`, `-M LIST`). The groups [`metric`] plans from
+//!   Intel's files replace the default group ([`plan_record_with`]); each of their events
+//!   keeps its group, its Intel name and its counter ([`PlannedEvent::metric`]), and the
+//!   recording keeps the name and the group's leader of each.
 
 use serde::Serialize;
 
 mod defaults;
 mod host;
 pub mod mem;
+pub mod metric;
 
 pub use host::Host;
 
@@ -228,6 +233,21 @@ pub struct PlannedEvent {
     /// A member hrec added on its own, left out when the kernel refuses it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub if_refused: Option<IfRefused>,
+    /// An event of a per-function metric group (`--td-level`, `-M`): which group, Intel's
+    /// name, the counter it is assigned.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metric: Option<MetricSlot>,
+}
+
+/// Where an event of a per-function metric group sits ([`metric::MetricPlan`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MetricSlot {
+    /// Index of the group in [`metric::MetricPlan::groups`].
+    pub group: usize,
+    /// Intel's name (`UOPS_RETIRED.MS:c1:e1`; `cycles` for the leader).
+    pub event: String,
+    /// The counter it is assigned.
+    pub counter: metric::Counter,
 }
 
 /// Everything the recorder will open, in order, and the messages to show before recording.
@@ -242,6 +262,9 @@ pub struct Plan {
     /// `--off-cpu`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub off_cpu: Option<OffCpu>,
+    /// `--td-level` / `-M`: the metrics and their groups.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<metric::MetricPlan>,
 }
 
 /// Why a plan cannot be made.
@@ -289,10 +312,24 @@ pub enum PlanError {
     /// missing, in one line.
     #[error("{0}")]
     MemUnsupported(String),
+    /// `--td-level` / `-M` cannot be planned.
+    #[error(transparent)]
+    Metric(#[from] metric::MetricPlanError),
 }
 
 /// Builds the record plan. Pure: reads nothing but its arguments.
 pub fn plan_record(pmus: &Pmus, host: &Host, opts: &RecordOptions) -> Result<Plan, PlanError> {
+    plan_record_with(pmus, host, opts, None)
+}
+
+/// [`plan_record`] with the groups of per-function metrics ([`metric::plan_metrics`]): they
+/// replace the default group, after the `-e` events when there are any.
+pub fn plan_record_with(
+    pmus: &Pmus,
+    host: &Host,
+    opts: &RecordOptions,
+    metrics: Option<&metric::MetricPlan>,
+) -> Result<Plan, PlanError> {
     let mut notices = Vec::new();
     let root = pmus.root.display().to_string();
     if opts.freq.is_some() && opts.count.is_some() {
@@ -306,7 +343,9 @@ pub fn plan_record(pmus: &Pmus, host: &Host, opts: &RecordOptions) -> Result<Pla
         ));
     }
 
-    let event_strings = if opts.events.is_empty() {
+    let event_strings = if metrics.is_some() {
+        opts.events.clone()
+    } else if opts.events.is_empty() {
         let (d, mut ecore_notices) = default_events(pmus, host);
         notices.append(&mut ecore_notices);
         if d.is_empty() {
@@ -320,8 +359,48 @@ pub fn plan_record(pmus: &Pmus, host: &Host, opts: &RecordOptions) -> Result<Pla
     } else {
         opts.events.clone()
     };
-    let mut res = resolve::resolve(pmus, &event_strings)?;
+    let mut res = if event_strings.is_empty() {
+        resolve::Resolution::default()
+    } else {
+        resolve::resolve(pmus, &event_strings)?
+    };
     notices.append(&mut res.warnings);
+    // Which metric group each resolved group is (`None`: an `-e` event).
+    let mut metric_of: Vec<Option<usize>> = vec![None; res.groups.len()];
+    if let Some(m) = metrics {
+        notices.extend(m.notices.iter().cloned());
+        // The reading side of these groups is the next step: say what a report shows today.
+        if m.groups.len() > 1 || m.groups.iter().any(|g| !g.perf_metrics) {
+            notices.push(
+                "the metric groups are recorded, but `report` does not compute Intel's metrics per \
+                 function from them yet: it shows TopDown levels 1 and 2 of the slots group, and \
+                 the samples of each group's cycles leader as an event of its own"
+                    .into(),
+            );
+        }
+        let specs: Vec<String> = m.groups.iter().map(metric::CounterGroup::spec).collect();
+        let mut r = resolve::resolve(pmus, &specs)?;
+        notices.append(&mut r.warnings);
+        let same = r.groups.len() == m.groups.len()
+            && r.groups
+                .iter()
+                .zip(&m.groups)
+                .all(|(g, c)| g.events.len() == c.members.len());
+        if !same {
+            return Err(PlanError::Options(
+                "the metric groups did not resolve member for member (a bug in hrec's planner)"
+                    .into(),
+            ));
+        }
+        metric_of.extend((0..r.groups.len()).map(Some));
+        res.groups.append(&mut r.groups);
+        if !m.default_groups.is_empty() {
+            let mut d = resolve::resolve(pmus, &m.default_groups)?;
+            notices.append(&mut d.warnings);
+            metric_of.extend(d.groups.iter().map(|_| None));
+            res.groups.append(&mut d.groups);
+        }
+    }
     // Lunar Lake and Arrow Lake before Linux 6.13: no PEBS at all.
     let no_pebs: Vec<&str> = pmus
         .core_pmus()
@@ -378,10 +457,10 @@ pub fn plan_record(pmus: &Pmus, host: &Host, opts: &RecordOptions) -> Result<Pla
         }
         _ => pmus.online.clone(),
     };
-    let mut placed: Vec<(Group, Placement)> = Vec::new();
-    for g in res.groups {
+    let mut placed: Vec<(Group, Placement, Option<usize>)> = Vec::new();
+    for (g, metric_group) in res.groups.into_iter().zip(metric_of) {
         if opts.per_thread {
-            placed.push((g, Placement::AnyCpu));
+            placed.push((g, Placement::AnyCpu, metric_group));
             continue;
         }
         let leader = &g.events[0];
@@ -405,7 +484,7 @@ pub fn plan_record(pmus: &Pmus, host: &Host, opts: &RecordOptions) -> Result<Pla
                 ));
             }
         }
-        placed.push((g, Placement::Cpus(cpus)));
+        placed.push((g, Placement::Cpus(cpus), metric_group));
     }
     if placed.is_empty() {
         return Err(PlanError::NothingOnCpus(target_cpus.to_string()));
@@ -413,7 +492,8 @@ pub fn plan_record(pmus: &Pmus, host: &Host, opts: &RecordOptions) -> Result<Pla
 
     let freq = sampling_frequency(host, opts, &mut notices)?;
     let mut events: Vec<PlannedEvent> = Vec::new();
-    for (g, placement) in placed {
+    for (g, placement, metric_group) in placed {
+        let first = events.len();
         plan_group(
             pmus,
             host,
@@ -424,10 +504,33 @@ pub fn plan_record(pmus: &Pmus, host: &Host, opts: &RecordOptions) -> Result<Pla
             &mut events,
             &mut notices,
         )?;
+        if let (Some(gi), Some(m)) = (metric_group, metrics)
+            && let Some(cg) = m.groups.get(gi)
+        {
+            for (e, member) in events.iter_mut().skip(first).zip(&cg.members) {
+                e.metric = Some(MetricSlot {
+                    group: gi,
+                    event: member.event.clone(),
+                    counter: member.counter,
+                });
+            }
+        }
     }
 
-    if opts.events.is_empty() {
-        mark_ecore_members(&mut events, host);
+    // The E-core TopDown members hrec adds: the default group's, or the metric groups' after
+    // the `-e` events.
+    let added = if opts.events.is_empty() {
+        0
+    } else if metrics.is_some() {
+        events
+            .iter()
+            .position(|e| e.metric.is_some())
+            .unwrap_or(events.len())
+    } else {
+        events.len()
+    };
+    if let Some(tail) = events.get_mut(added..) {
+        mark_ecore_members(tail, host);
     }
 
     // Tracking: the first event if it is opened everywhere the workload can run, else a dummy.
@@ -469,6 +572,7 @@ pub fn plan_record(pmus: &Pmus, host: &Host, opts: &RecordOptions) -> Result<Pla
             tracking: true,
             topdown: TopDownRole::None,
             if_refused: None,
+            metric: None,
             placement: if opts.per_thread {
                 Placement::AnyCpu
             } else {
@@ -497,6 +601,7 @@ pub fn plan_record(pmus: &Pmus, host: &Host, opts: &RecordOptions) -> Result<Pla
         events,
         notices,
         off_cpu: opts.off_cpu,
+        metrics: metrics.cloned(),
     })
 }
 
@@ -541,6 +646,7 @@ fn plan_off_cpu(opts: &RecordOptions, all_cpus: &Placement, events: &mut Vec<Pla
         tracking: false,
         topdown: TopDownRole::None,
         if_refused: None,
+        metric: None,
         placement: placement.clone(),
     });
     let mut a = Attr::new(types::SOFTWARE, 3);
@@ -569,6 +675,7 @@ fn plan_off_cpu(opts: &RecordOptions, all_cpus: &Placement, events: &mut Vec<Pla
         tracking: false,
         topdown: TopDownRole::None,
         if_refused: Some(IfRefused::OffCpuStacks),
+        metric: None,
         placement,
     });
 }
@@ -827,6 +934,7 @@ fn plan_group(
             topdown: r.topdown,
             placement: placement.clone(),
             if_refused: None,
+            metric: None,
         });
     }
     Ok(())
@@ -881,6 +989,9 @@ impl Plan {
                 e.pmu.as_deref().unwrap_or("-"),
                 if e.tracking { ", tracking" } else { "" }
             );
+        }
+        if let Some(m) = &self.metrics {
+            out.push_str(&m.dump(&self.events));
         }
         out
     }

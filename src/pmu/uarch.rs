@@ -32,6 +32,11 @@
 //! ([`EcoreTopDown::level2_events`] is the one place the rule lives, for `record`, `top` and
 //! `stat` alike).
 //!
+//! **Counters.** How many general counters a core has and which fixed ones
+//! ([`core_counters`]) is a table by core microarchitecture, not read from sysfs (x86 kernels
+//! do not publish it there); the tests check it against the `Counter` fields of Intel's event
+//! files. `record --td-level`/`-M` plans its groups within it.
+//!
 //! **The CPU's identity** ([`CpuId`]) is read from `<procfs>/cpuinfo` (and kept in an hrec
 //! file), or parsed from perf.data's `CPUID` header string, so a report applies the rules of
 //! the machine that recorded. The same identity says which cores fill the retire latency of
@@ -548,6 +553,147 @@ impl EcoreTopDown {
             .find(|e| e.config() == config)
             .map(|e| e.category)
     }
+}
+
+/// One fixed counter of a core PMU: its index (`IA32_FIXED_CTRn`) and the event it counts,
+/// as Intel's event files name it (`Counter` "Fixed counter N").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct FixedCounter {
+    /// `n` of `IA32_FIXED_CTRn`.
+    pub index: u32,
+    /// Intel's name of the event it counts (`CPU_CLK_UNHALTED.THREAD`).
+    pub event: &'static str,
+    /// The encoding (`event | umask << 8`) the kernel places on it besides the generic
+    /// hardware event, when the event may also take a general counter (Skymont's
+    /// architectural TopDown events, which the kernel moves to a general counter when the
+    /// fixed one is taken); `None` for the fixed-only pseudo encodings.
+    pub config: Option<u64>,
+}
+
+/// The counters of one core microarchitecture: how many general ones each logical CPU has
+/// and which fixed ones, for planning groups that the kernel can schedule at once.
+///
+/// Sources (x86 kernels expose neither number in sysfs: `caps/` holds `max_precise`,
+/// `pmu_name` and `branches`): the `Counter` fields of Intel's event files, whose widest
+/// list is the general counters (`0,1,2,3,4,5,6,7` on Golden Cove, Raptor Cove and Redwood
+/// Cove: Sapphire and Emerald Rapids, Alder and Raptor Lake's P-cores, Granite Rapids, Meteor
+/// Lake's P-cores; `0..9` on Lion Cove: Lunar and Arrow Lake's P-cores; `0..5` on Gracemont,
+/// `0..7` on Crestmont and Skymont, `shared/reference/ecore-topdown.md` 1.2) and `Fixed
+/// counter N` (0 instructions, 1 cycles, 2 reference cycles, 3 slots on P-cores, whose
+/// `PERF_METRICS` rides on it, perf-abi.md 12.1; Skymont's 4-6 TopDown bad speculation,
+/// frontend bound and retiring, ecore-topdown.md 1.2). The NMI watchdog, when on, holds
+/// fixed counter 1 (ecore-topdown.md 3), which a planner leaves free.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct CoreCounters {
+    /// The microarchitecture, lower-case (`redwood cove`).
+    pub core: &'static str,
+    /// General counters per logical CPU (`IA32_PMCx`).
+    pub general: u32,
+    /// Fixed counters.
+    pub fixed: &'static [FixedCounter],
+}
+
+const fn fixed(index: u32, event: &'static str, config: Option<u64>) -> FixedCounter {
+    FixedCounter {
+        index,
+        event,
+        config,
+    }
+}
+
+const PCORE_FIXED: &[FixedCounter] = &[
+    fixed(0, "INST_RETIRED.ANY", None),
+    fixed(1, "CPU_CLK_UNHALTED.THREAD", None),
+    fixed(2, "CPU_CLK_UNHALTED.REF_TSC", None),
+    fixed(3, "TOPDOWN.SLOTS", None),
+];
+const ECORE_FIXED: &[FixedCounter] = &[
+    fixed(0, "INST_RETIRED.ANY", None),
+    fixed(1, "CPU_CLK_UNHALTED.CORE", None),
+    fixed(2, "CPU_CLK_UNHALTED.REF_TSC", None),
+];
+const SKYMONT_FIXED: &[FixedCounter] = &[
+    fixed(0, "INST_RETIRED.ANY", None),
+    fixed(1, "CPU_CLK_UNHALTED.CORE", None),
+    fixed(2, "CPU_CLK_UNHALTED.REF_TSC", None),
+    fixed(4, "TOPDOWN_BAD_SPECULATION.ALL", Some(0x0073)),
+    fixed(5, "TOPDOWN_FE_BOUND.ALL", Some(0x019c)),
+    fixed(6, "TOPDOWN_RETIRING.ALL", Some(0x02c2)),
+];
+
+const GOLDEN_COVE: CoreCounters = CoreCounters {
+    core: "golden cove",
+    general: 8,
+    fixed: PCORE_FIXED,
+};
+const REDWOOD_COVE: CoreCounters = CoreCounters {
+    core: "redwood cove",
+    general: 8,
+    fixed: PCORE_FIXED,
+};
+const LION_COVE: CoreCounters = CoreCounters {
+    core: "lion cove",
+    general: 10,
+    fixed: PCORE_FIXED,
+};
+const GRACEMONT_COUNTERS: CoreCounters = CoreCounters {
+    core: "gracemont",
+    general: 6,
+    fixed: ECORE_FIXED,
+};
+const CRESTMONT_COUNTERS: CoreCounters = CoreCounters {
+    core: "crestmont",
+    general: 8,
+    fixed: ECORE_FIXED,
+};
+const SKYMONT_COUNTERS: CoreCounters = CoreCounters {
+    core: "skymont",
+    general: 8,
+    fixed: SKYMONT_FIXED,
+};
+
+/// P-core models and their core (the PMU is `cpu` on a part with one core type, `cpu_core`
+/// on a hybrid one).
+const PCORE_MODELS: &[(u32, &CoreCounters)] = &[
+    // Sapphire Rapids, Emerald Rapids (Raptor Cove: Golden Cove's counters).
+    (0x8F, &GOLDEN_COVE),
+    (0xCF, &GOLDEN_COVE),
+    // Alder Lake, Raptor Lake.
+    (0x97, &GOLDEN_COVE),
+    (0x9A, &GOLDEN_COVE),
+    (0xB7, &GOLDEN_COVE),
+    (0xBA, &GOLDEN_COVE),
+    (0xBF, &GOLDEN_COVE),
+    // Granite Rapids, Meteor Lake.
+    (0xAD, &REDWOOD_COVE),
+    (0xAE, &REDWOOD_COVE),
+    (0xAA, &REDWOOD_COVE),
+    (0xAC, &REDWOOD_COVE),
+    (0xB5, &REDWOOD_COVE),
+    // Lunar Lake, Arrow Lake.
+    (0xBD, &LION_COVE),
+    (0xC5, &LION_COVE),
+    (0xC6, &LION_COVE),
+];
+
+/// The counters of the core behind PMU `pmu` on `cpu` ([`CoreCounters`]); `None` for a core
+/// hrec has no table entry for (Ice Lake's depend on SMT, Darkmont's are unpublished).
+pub fn core_counters(cpu: Option<&CpuId>, pmu: &str) -> Option<&'static CoreCounters> {
+    match ecore_of(cpu, pmu) {
+        Ecore::Arch(EcoreArch::Gracemont) => return Some(&GRACEMONT_COUNTERS),
+        Ecore::Arch(EcoreArch::Crestmont) => return Some(&CRESTMONT_COUNTERS),
+        Ecore::Arch(EcoreArch::Skymont) => return Some(&SKYMONT_COUNTERS),
+        Ecore::Arch(EcoreArch::Darkmont) | Ecore::Unknown => return None,
+        Ecore::No => {}
+    }
+    let cpu = cpu.filter(|c| c.vendor == Vendor::Intel && c.family == 6)?;
+    if !matches!(pmu, "cpu" | "cpu_core") {
+        return None;
+    }
+    PCORE_MODELS
+        .iter()
+        .find(|(m, _)| *m == cpu.model)
+        .map(|(_, c)| *c)
 }
 
 #[cfg(test)]
