@@ -55,6 +55,7 @@ pub(crate) fn view<'a>(
         td: None,
         retire_lat: None,
         mem: None,
+        members: &[],
     }
 }
 

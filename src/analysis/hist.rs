@@ -230,6 +230,10 @@ pub struct Row {
     pub td_samples: u64,
     /// Retire-latency statistics.
     pub latency: Option<LatencyStats>,
+    /// With [`super::profile::ProfileOptions::member_sums`]: the sums of each member's
+    /// deltas of the event's group reads, in the group's order, and the reads behind them
+    /// ([`super::metrics`]); with `children`, of every sample with the row on its chain.
+    pub members: Option<(Vec<u64>, u64)>,
     /// A sample group of the row, to find its call paths.
     pub example: u32,
     /// The location of `example` the row stands for (its leaf, or a caller frame).
@@ -242,6 +246,7 @@ pub struct Row {
     td_incl: TdCounts,
     td_incl_samples: u64,
     lat_incl: LatHist,
+    members_incl: Option<(Vec<u64>, u64)>,
     /// The interned key, to find the row again.
     key_id: Key,
 }
@@ -524,6 +529,13 @@ fn render(
         .collect()
 }
 
+/// Adds a group's member sums and reads into a row's.
+fn add_members(into: &mut Option<(Vec<u64>, u64)>, m: &[u64], n: u64) {
+    let (sum, reads) = into.get_or_insert_with(Default::default);
+    super::profile::add_into(sum, m);
+    *reads += n;
+}
+
 /// Aggregates a profile into one table per event.
 pub fn tables(p: &Profile, o: &HistOptions) -> Vec<Table> {
     let lk = LocKeys::new(p, o);
@@ -575,6 +587,10 @@ pub fn tables(p: &Profile, o: &HistOptions) -> Vec<Table> {
         if let Some(l) = lat {
             row.lat.merge(l);
         }
+        let members = p.members(s);
+        if let Some((m, n)) = members {
+            add_members(&mut row.members, m, n);
+        }
         if o.children {
             // Every entry of the chain once (recursion counts once), the sample's own row
             // included.
@@ -590,6 +606,9 @@ pub fn tables(p: &Profile, o: &HistOptions) -> Vec<Table> {
                 }
                 if let Some(l) = lat {
                     row.lat_incl.merge(l);
+                }
+                if let Some((m, n)) = members {
+                    add_members(&mut row.members_incl, m, n);
                 }
             };
             if let Some(row) = map.get_mut(&k) {
@@ -627,6 +646,7 @@ pub fn tables(p: &Profile, o: &HistOptions) -> Vec<Table> {
                     r.td = std::mem::take(&mut r.td_incl);
                     r.td_samples = r.td_incl_samples;
                     r.lat = std::mem::take(&mut r.lat_incl);
+                    r.members = r.members_incl.take();
                 }
                 r.latency = LatencyStats::of_hist(&r.lat);
                 r.lat = LatHist::default();

@@ -10,7 +10,8 @@
 //! decays them across refreshes as perf top does, [`callgraph`] merges the call chains under
 //! each row, [`annotate`] and [`typeannotate`] attribute samples to instructions and to data
 //! types, [`topdown`] and [`latency`] hold the domain rules for the two hardware-specific
-//! columns, [`threads`] sums the per-thread counts of `record -s`, and [`c2c`] finds the
+//! columns, [`metrics`] Intel's metrics per row from `record --td-level`'s groups,
+//! [`threads`] sums the per-thread counts of `record -s`, and [`c2c`] finds the
 //! cache lines that bounce between cores (perf c2c).
 //!
 //! What is computed here holds aggregates, never one entry per sample; how it prints is
@@ -23,6 +24,7 @@ pub mod diff;
 pub mod hist;
 pub mod latency;
 pub mod memkeys;
+pub mod metrics;
 pub mod profile;
 pub mod replay;
 pub mod rows;

@@ -96,6 +96,10 @@ pub struct ProfileOptions {
     /// perf's `--mem-mode`: each sample stands for its weight (the load latency of a memory
     /// event; 1 when it has none) instead of its period.
     pub mem_mode: bool,
+    /// Keep the deltas of every member of each sampler's group read
+    /// ([`SampleView::members`], [`Profile::member_sums`]): per-function metrics
+    /// (`report --td-level 3`, `--metrics`; [`super::metrics`]).
+    pub member_sums: bool,
 }
 
 /// What the folder keeps apart: the context fields a consumer reads, and whether locations
@@ -265,6 +269,7 @@ impl Default for ProfileOptions {
             names_only: false,
             fold: FoldKeys::ALL,
             mem_mode: false,
+            member_sums: false,
         }
     }
 }
@@ -357,6 +362,10 @@ pub struct SampleView<'a> {
     pub retire_lat: Option<u16>,
     /// The memory access, when the converter was asked for it ([`FoldKeys::mem`]).
     pub mem: Option<MemView>,
+    /// With [`ProfileOptions::member_sums`]: what each member of the sampler's group added
+    /// since the previous read of the same counters, in the group's order
+    /// ([`super::metrics::GroupMembers`]); empty otherwise.
+    pub members: &'a [u64],
 }
 
 /// Samples that agree on everything a consumer keys on, folded together.
@@ -393,6 +402,11 @@ pub struct SampleGroup {
     pub td_samples: u64,
     /// Their retire latencies, index into [`Profile::latencies`], or `NONE`.
     pub lat: u32,
+    /// Sum of the member deltas of its group reads, index into [`Profile::member_sums`],
+    /// or `NONE`.
+    pub msum: u32,
+    /// Group reads added into `msum`.
+    pub m_reads: u64,
 }
 
 /// A run of consecutive samples (in time order) of one group, for `--flame-chart`.
@@ -454,6 +468,9 @@ pub struct Profile {
     pub topdown: Vec<TdCounts>,
     /// Retire-latency histograms of the groups that have them.
     pub latencies: Vec<LatHist>,
+    /// Member delta sums of the groups that have them ([`SampleGroup::msum`]), in the
+    /// order of the sampler's group.
+    pub member_sums: Vec<Vec<u64>>,
     /// Thread names.
     pub comms: Vec<Arc<str>>,
     /// Cgroup paths (from `PERF_RECORD_CGROUP`; `unknown` for an id without one).
@@ -505,6 +522,11 @@ impl Profile {
     /// The TopDown delta sum of a group.
     pub fn td(&self, g: &SampleGroup) -> Option<&TdCounts> {
         (g.td != NONE).then(|| &self.topdown[g.td as usize])
+    }
+
+    /// The member delta sums of a group and the reads behind them.
+    pub fn members(&self, g: &SampleGroup) -> Option<(&[u64], u64)> {
+        (g.msum != NONE).then(|| (self.member_sums[g.msum as usize].as_slice(), g.m_reads))
     }
 
     /// The retire latencies of a group, if its event has them.
@@ -563,6 +585,8 @@ struct Born {
     td: u32,
     td_samples: u64,
     lat: u32,
+    msum: u32,
+    m_reads: u64,
 }
 
 /// Folds samples into a [`Profile`]'s groups as they stream by.
@@ -715,7 +739,18 @@ impl Folder {
                 td: NONE,
                 td_samples: 0,
                 lat: NONE,
+                msum: NONE,
+                m_reads: 0,
             });
+        }
+        if !s.members.is_empty() {
+            let b = &mut self.born[gi as usize];
+            if b.msum == NONE {
+                b.msum = self.p.member_sums.len() as u32;
+                self.p.member_sums.push(Vec::new());
+            }
+            b.m_reads += 1;
+            add_into(&mut self.p.member_sums[b.msum as usize], s.members);
         }
         if let Some(td) = &s.td {
             let b = &mut self.born[gi as usize];
@@ -772,6 +807,7 @@ impl Folder {
         }
         let born = std::mem::take(&mut self.born);
         let topdown = std::mem::take(&mut self.p.topdown);
+        let mut member_sums = std::mem::take(&mut self.p.member_sums);
         let mut latencies = std::mem::take(&mut self.p.latencies);
         let mut index: FastMap<GroupKey, Slot> = FastMap::default();
         index.reserve(born.len());
@@ -782,6 +818,7 @@ impl Folder {
             }
             let td = (b.td != NONE).then(|| topdown[b.td as usize]);
             let lat = (b.lat != NONE).then(|| std::mem::take(&mut latencies[b.lat as usize]));
+            let msum = (b.msum != NONE).then(|| std::mem::take(&mut member_sums[b.msum as usize]));
             let next = self.born.len() as u32;
             let slot = index.entry(key).or_insert(Slot {
                 group: next,
@@ -797,10 +834,20 @@ impl Folder {
                     td: NONE,
                     td_samples: 0,
                     lat: NONE,
+                    msum: NONE,
+                    m_reads: 0,
                     ..b
                 });
             }
             let g = &mut self.born[gi as usize];
+            if let Some(m) = msum {
+                if g.msum == NONE {
+                    g.msum = self.p.member_sums.len() as u32;
+                    self.p.member_sums.push(Vec::new());
+                }
+                add_into(&mut self.p.member_sums[g.msum as usize], &m);
+            }
+            g.m_reads += b.m_reads;
             if let Some(td) = td {
                 if g.td == NONE {
                     g.td = self.p.topdown.len() as u32;
@@ -854,6 +901,8 @@ impl Folder {
                     period,
                     td: b.td,
                     td_samples: b.td_samples,
+                    msum: b.msum,
+                    m_reads: b.m_reads,
                     lat: if self.nonzero_lat[usize::from(c.event)] {
                         b.lat
                     } else {
@@ -866,6 +915,16 @@ impl Folder {
             self.p.latencies = Vec::new();
         }
         self.p
+    }
+}
+
+/// Adds `add` into `sum` member by member (a longer `add` lengthens `sum`).
+pub fn add_into(sum: &mut Vec<u64>, add: &[u64]) {
+    if sum.len() < add.len() {
+        sum.resize(add.len(), 0);
+    }
+    for (s, a) in sum.iter_mut().zip(add) {
+        *s = s.saturating_add(*a);
     }
 }
 

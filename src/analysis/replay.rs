@@ -63,6 +63,9 @@ pub const OFF_CPU_EVENT: &str = crate::data::offcpu::NAME;
 
 /// What the replay hands on for each record.
 #[derive(Debug)]
+// A sample is handed on by value once and consumed at once: boxing it would cost an
+// allocation per sample.
+#[allow(clippy::large_enum_variant)]
 pub enum Item<'v, 'r> {
     /// A sample of a sampling event, resolved to ids, with the decoded record.
     Sample(&'r Sample<'r>, SampleView<'v>),
@@ -117,6 +120,10 @@ pub struct Replay {
     pending: bool,
     tracker: DeltaTracker,
     td_of_id: HashMap<u64, TdRole>,
+    /// With [`ProfileOptions::member_sums`]: the group-reading samplers' groups, the
+    /// previous reads, and the buffer of a sample's member deltas.
+    members: Option<(super::metrics::MemberMap, super::metrics::MemberTracker)>,
+    member_buf: Vec<u64>,
     event_slot: Vec<Option<u16>>,
     inherit: Vec<bool>,
     events: Vec<EventInfo>,
@@ -240,6 +247,13 @@ impl Replay {
             pending: false,
             tracker: DeltaTracker::new(),
             td_of_id,
+            members: opts.member_sums.then(|| {
+                (
+                    super::metrics::MemberMap::new(meta),
+                    super::metrics::MemberTracker::default(),
+                )
+            }),
+            member_buf: Vec::new(),
             event_slot,
             inherit,
             events,
@@ -729,6 +743,15 @@ impl Replay {
                 }
                 _ => None,
             };
+            let mut member_buf = std::mem::take(&mut self.member_buf);
+            member_buf.clear();
+            if let (Some(read), Some(id), Some((map, tracker))) =
+                (&s.read, s.event_id(), &mut self.members)
+                && let Some(group) = map.of_event(ev)
+            {
+                let per_thread = self.inherit[ev].then_some(tid);
+                tracker.deltas(map, group, per_thread, id, read, &mut member_buf);
+            }
             if stack_source && let Some(o) = &mut self.off_cpu {
                 o.tracker.stack(
                     tid,
@@ -783,9 +806,11 @@ impl Replay {
                 td,
                 retire_lat: s.weight_struct().map(|w| w.retire_lat),
                 mem,
+                members: &member_buf,
             };
             f(Item::Sample(s, view));
             self.frames = frames;
+            self.member_buf = member_buf;
         });
     }
 

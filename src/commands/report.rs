@@ -104,9 +104,23 @@ pub struct ReportArgs {
     /// symbol_daddr,dso_daddr,snoop,tlb,locked,blocked,local_ins_lat].
     #[arg(long = "mem-mode")]
     pub mem_mode: bool,
-    /// TopDown columns: 0 (none), 1 (level 1, default) or 2.
-    #[arg(long = "td-level", default_value_t = 1, value_parser = clap::value_parser!(u8).range(0..=2))]
+    /// TopDown columns: 0 (none), 1 (level 1, default) or 2; 3 and deeper add Intel's TMA
+    /// nodes of levels 1 to N per row, from the metric groups of `record --td-level N`
+    /// (Intel's files from --perfmon).
+    #[arg(long = "td-level", default_value_t = 1, value_parser = clap::value_parser!(u8).range(0..=6))]
     pub td_level: u8,
+    /// Intel's metrics per row (stat -M's names: tma_l3_bound, TopdownL3, tma_<node>_group),
+    /// from the metric groups of `record -M` / `record --td-level N`.
+    #[arg(long = "metrics", value_name = "LIST")]
+    pub metrics: Vec<String>,
+    /// Directory with Intel's perfmon files (mapfile.csv and the model folders); default
+    /// $HREC_PERFMON_DIR, else ~/.cache/hrec/perfmon.
+    #[arg(long, value_name = "DIR")]
+    pub perfmon: Option<PathBuf>,
+    /// The fewest reads of a group in a row before a metric needing that group gets a
+    /// number (`null` below).
+    #[arg(long = "metric-min-reads", value_name = "N", default_value_t = hrec::analysis::metrics::DEFAULT_MIN_READS)]
+    pub metric_min_reads: u64,
     /// Functions inlined at an address of an unwound (dwarf) chain are entries of their own
     /// (the default, as in perf).
     #[arg(long, overrides_with = "no_inline")]
@@ -188,6 +202,14 @@ impl ReportArgs {
         let (mut profile, mut filters) = reading_options(self.symbols, self.filters)?;
         profile.no_inline = self.no_inline;
         profile.mem_mode = self.mem_mode;
+        let metrics = (self.td_level >= 3 || !self.metrics.is_empty()).then(|| {
+            hrec::analysis::metrics::MetricOptions {
+                td_level: (self.td_level >= 3).then_some(u32::from(self.td_level)),
+                metrics: self.metrics.clone(),
+                min_reads: self.metric_min_reads,
+            }
+        });
+        profile.member_sums = metrics.is_some();
         // No source line shown: symbol tables are enough (the call graphs' inline frames are
         // the replay's to keep).
         // Source lines, and data types (the variables of a binary's debug file), need DWARF.
@@ -262,13 +284,15 @@ impl ReportArgs {
             call_graph_given,
             profile,
             style: hrec::output::report::ReportStyle {
-                td_level: self.td_level,
+                td_level: self.td_level.min(2),
                 percent_limit: self.percent_limit,
                 quiet: self.quiet,
                 fields: self.fields.is_some().then_some(columns),
                 ..Default::default()
             },
             json: self.json,
+            metrics,
+            perfmon: self.perfmon,
             folded: self.folded,
             retire_latency_json: self.retire_latency_json,
             progress: std::io::stderr().is_terminal() && !self.json && !self.header_only,
@@ -302,6 +326,10 @@ struct ReportConfig {
     pub style: output::report::ReportStyle,
     /// `--json`.
     pub json: bool,
+    /// `--td-level N` (N ≥ 3) / `--metrics`: Intel's metrics per row.
+    pub metrics: Option<hrec::analysis::metrics::MetricOptions>,
+    /// `--perfmon DIR`.
+    pub perfmon: Option<PathBuf>,
     /// `--folded`: collapsed stacks instead of the table.
     pub folded: bool,
     /// `--retire-latency-json FILE`.
@@ -316,6 +344,37 @@ struct ReportConfig {
     pub header_only: bool,
     /// `-T/--threads`: the per-thread counts of `record -s` after the report.
     pub thread_counts: bool,
+}
+
+/// Intel's metrics per row ([`hrec::analysis::metrics`]); `Err` is the one-line reason
+/// there are none.
+fn row_metrics(
+    rec: &hrec::recording::Recording,
+    p: &hrec::analysis::profile::Profile,
+    tables: &[hrec::analysis::hist::Table],
+    o: &hrec::analysis::metrics::MetricOptions,
+    dir: Option<&std::path::Path>,
+) -> Result<hrec::analysis::metrics::MetricReport, String> {
+    use hrec::analysis::metrics::{MemberMap, MetricReport, RowMetricsError, RowMetricsSetup};
+    let meta = rec.meta();
+    if MemberMap::new(meta).groups().is_empty() {
+        return Err(RowMetricsError::NoGroups.to_string());
+    }
+    if meta.cpuid.is_empty() {
+        return Err("the recording does not say which CPU it was made on (no cpuid), so Intel's files cannot be chosen".into());
+    }
+    let dir = hrec::stat::tma::perfmon_dir(dir);
+    let (perfmon, _) = hrec::stat::tma::load(&dir, &meta.cpuid).map_err(|e| e.to_string())?;
+    let setup = RowMetricsSetup::new(&perfmon, meta, p, o).map_err(|e| e.to_string())?;
+    Ok(MetricReport {
+        rows: setup.rows(tables),
+        nodes: setup.nodes(),
+        events: (0..p.events.len())
+            .filter(|&e| setup.is_group_event(e))
+            .collect(),
+        notes: setup.notes.clone(),
+        min_reads: setup.min_reads(),
+    })
 }
 
 /// Runs `hrec report` with its flags.
@@ -372,6 +431,19 @@ fn run(
         )?;
     }
     let tables = hist::tables(&p, &hist_opts);
+    if let Some(mo) = &cfg.metrics {
+        match row_metrics(&rec, &p, &tables, mo, cfg.perfmon.as_deref()) {
+            Ok(report) => {
+                style.header.extend(report.notes.iter().cloned());
+                style.metrics = Some(std::sync::Arc::new(report));
+            }
+            Err(why) => writeln!(
+                err,
+                "hrec: warning: {}: no metrics per row: {why}; TopDown levels 1 and 2 as before",
+                cfg.input.display()
+            )?,
+        }
+    }
     let mut header = vec![format!(
         "hrec report of {} ({} samples{}{})",
         cfg.input.display(),

@@ -369,12 +369,12 @@ pub fn plan_record_with(
     let mut metric_of: Vec<Option<usize>> = vec![None; res.groups.len()];
     if let Some(m) = metrics {
         notices.extend(m.notices.iter().cloned());
-        // The reading side of these groups is the next step: say what a report shows today.
+        // Say how a report reads these groups.
         if m.groups.len() > 1 || m.groups.iter().any(|g| !g.perf_metrics) {
             notices.push(
-                "the metric groups are recorded, but `report` does not compute Intel's metrics per \
-                 function from them yet: it shows TopDown levels 1 and 2 of the slots group, and \
-                 the samples of each group's cycles leader as an event of its own"
+                "the metric groups are recorded: `hrec report --td-level N` or `--metrics LIST` \
+                 computes Intel's metrics per function from them (with --perfmon DIR); each \
+                 group's cycles leader is also an event of its own"
                     .into(),
             );
         }

@@ -831,6 +831,7 @@ mod tests {
         SampleView {
             retire_lat: lat,
             mem: None,
+            members: &[],
             ..crate::testutil::view(event, leaf, callers, period)
         }
     }

@@ -21,6 +21,9 @@ struct Batch {
     /// `(start, len)` of each view's callers in `callers`.
     spans: Vec<(u32, u32)>,
     callers: Vec<u32>,
+    /// `(start, len)` of each view's member deltas in `members`.
+    member_spans: Vec<(u32, u32)>,
+    members: Vec<u64>,
     rows: Option<Vec<u32>>,
 }
 
@@ -32,13 +35,26 @@ impl Batch {
         self.spans
             .push((self.callers.len() as u32, v.callers.len() as u32));
         self.callers.extend_from_slice(v.callers);
-        self.views.push(SampleView { callers: &[], ..*v });
+        self.member_spans
+            .push((self.members.len() as u32, v.members.len() as u32));
+        self.members.extend_from_slice(v.members);
+        self.views.push(SampleView {
+            callers: &[],
+            members: &[],
+            ..*v
+        });
     }
 
     fn fold_into(&self, folder: &mut Folder) {
-        for (v, &(a, n)) in self.views.iter().zip(&self.spans) {
+        for ((v, &(a, n)), &(ma, mn)) in self.views.iter().zip(&self.spans).zip(&self.member_spans)
+        {
             let callers = &self.callers[a as usize..(a + n) as usize];
-            folder.add(&SampleView { callers, ..*v });
+            let members = &self.members[ma as usize..(ma + mn) as usize];
+            folder.add(&SampleView {
+                callers,
+                members,
+                ..*v
+            });
         }
         if let Some(ids) = &self.rows {
             folder.remap(ids);

@@ -135,6 +135,7 @@ impl Replay {
             td: None,
             retire_lat: None,
             mem: None,
+            members: &[],
         };
         f(Item::Sample(&sample, view));
         self.frames = frames;

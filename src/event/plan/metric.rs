@@ -966,7 +966,7 @@ fn ecore_group(
 
 /// perf's `tma_<node>_group`: the children of TMA node `tma_<node>` (their `ParentCategory`
 /// is its `MetricName`).
-fn node_group<'a>(perfmon: &'a Perfmon, name: &str) -> Vec<&'a Metric> {
+pub fn node_group<'a>(perfmon: &'a Perfmon, name: &str) -> Vec<&'a Metric> {
     let lower = name.to_ascii_lowercase();
     let Some(node) = lower.strip_suffix("_group").and_then(|n| perfmon.metric(n)) else {
         return Vec::new();
@@ -979,7 +979,7 @@ fn node_group<'a>(perfmon: &'a Perfmon, name: &str) -> Vec<&'a Metric> {
 }
 
 /// Up to three metric or group names closest to `name` (edit distance), best first.
-fn closest_names(perfmon: &Perfmon, name: &str) -> Vec<String> {
+pub fn closest_names(perfmon: &Perfmon, name: &str) -> Vec<String> {
     let want = name.to_ascii_lowercase();
     let mut candidates: Vec<String> = Vec::new();
     for m in perfmon.all() {

@@ -1,6 +1,9 @@
 //! The report as JSON (`--json`: each event's table with its rows' keys in `--sort` order,
-//! shares, TopDown breakdowns, retire-latency statistics and call-graph trees, and why an
-//! event has no retire latencies or, where its group asks for TopDown, no TopDown), and
+//! shares, TopDown breakdowns, retire-latency statistics and call-graph trees, Intel's
+//! metrics per row with the bottleneck path and each metric group's reads
+//! ([`crate::analysis::metrics`]: on the rows of every metric group's table, the same per
+//! row key), and why an event has no retire latencies or, where its group asks for TopDown,
+//! no TopDown), and
 //! `--retire-latency-json`: per-event statistics in the schema of Intel's
 //! `<model>_retire_latency.json`, which `hrec stat --tpebs-from` reads back.
 
@@ -11,8 +14,10 @@ use serde::Serialize;
 use crate::analysis::callgraph::CallTree;
 use crate::analysis::hist::{HistOptions, Table};
 use crate::analysis::latency::{LatencyStats, histogram_of};
+use crate::analysis::metrics::{GroupReads, RetireLatencyTerm, RowMetrics};
 use crate::analysis::profile::Profile;
 use crate::analysis::topdown::{L1_LABELS, TdCounts};
+use std::collections::BTreeMap;
 
 use super::graph::trees_of;
 use super::notes::no_latency_reason;
@@ -35,6 +40,20 @@ impl<T: Serialize> Serialize for Ordered<T> {
 impl<T> FromIterator<(&'static str, T)> for Ordered<T> {
     fn from_iter<I: IntoIterator<Item = (&'static str, T)>>(it: I) -> Self {
         Ordered(it.into_iter().collect())
+    }
+}
+
+/// Metric values as a JSON object in the metrics' order.
+struct NamedValues(Vec<(String, Option<f64>)>);
+
+impl Serialize for NamedValues {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            m.serialize_entry(k, &v.map(|v| (v * 1000.0).round() / 1000.0))?;
+        }
+        m.end()
     }
 }
 
@@ -69,6 +88,19 @@ struct JsonRow {
     topdown: Option<JsonTopDown>,
     #[serde(skip_serializing_if = "Option::is_none")]
     retire_latency: Option<LatencyStats>,
+    /// Intel's metrics (`--td-level 3`, `--metrics`): perf's name → value, `null` when not
+    /// computed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    metrics: Option<NamedValues>,
+    /// The bottleneck path, level 1 first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bottleneck: Option<Vec<String>>,
+    /// Each metric group's reads behind the row.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    metric_groups: Option<Vec<GroupReads>>,
+    /// The `:R` terms the metrics used, and where each came from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    retire_latency_terms: Option<BTreeMap<String, RetireLatencyTerm>>,
     /// The row's call-graph tree (`-g`), first nodes first.
     #[serde(skip_serializing_if = "Option::is_none")]
     callgraph: Option<Vec<JsonNode>>,
@@ -144,6 +176,10 @@ pub fn json(
         .map(|t| {
             let e = &p.events[t.event];
             let trees = trees_of(p, t, o, style);
+            let metrics = style
+                .metrics
+                .as_ref()
+                .filter(|m| m.events.contains(&t.event));
             JsonTable {
                 event: e.name.clone(),
                 pmu: e.pmu.clone(),
@@ -161,23 +197,30 @@ pub fn json(
                         let w = if o.children { r.children } else { r.period };
                         pct(w, t.base_period) >= style.percent_limit
                     })
-                    .map(|(ri, r)| JsonRow {
-                        key: o
-                            .sort
-                            .iter()
-                            .map(|k| k.name())
-                            .zip(r.key.iter().cloned())
-                            .collect(),
-                        overhead: pct(r.period, t.base_period),
-                        period: r.period,
-                        samples: r.samples,
-                        children: o.children.then(|| pct(r.children, t.base_period)),
-                        topdown: json_td(&r.td, r.td_samples),
-                        retire_latency: r.latency,
-                        callgraph: trees
-                            .get(ri)
-                            .and_then(Option::as_ref)
-                            .map(|tree| json_nodes(tree, tree.roots(), t.base_period)),
+                    .map(|(ri, r)| {
+                        let rm: Option<&RowMetrics> = metrics.and_then(|m| m.rows.rows.get(&r.key));
+                        JsonRow {
+                            key: o
+                                .sort
+                                .iter()
+                                .map(|k| k.name())
+                                .zip(r.key.iter().cloned())
+                                .collect(),
+                            overhead: pct(r.period, t.base_period),
+                            period: r.period,
+                            samples: r.samples,
+                            children: o.children.then(|| pct(r.children, t.base_period)),
+                            topdown: json_td(&r.td, r.td_samples),
+                            retire_latency: r.latency,
+                            metrics: rm.map(|m| NamedValues(m.metrics.clone())),
+                            bottleneck: rm.map(|m| m.bottleneck.clone()),
+                            metric_groups: rm.map(|m| m.groups.clone()),
+                            retire_latency_terms: rm.map(|m| m.retire_latencies.clone()),
+                            callgraph: trees
+                                .get(ri)
+                                .and_then(Option::as_ref)
+                                .map(|tree| json_nodes(tree, tree.roots(), t.base_period)),
+                        }
                     })
                     .collect(),
             }

@@ -310,10 +310,22 @@ pub fn table_lines(p: &Profile, t: &Table, o: &HistOptions, style: &ReportStyle)
             );
         }
         l.pop();
+        let mut tree: Vec<String> = tree_text.lines().map(str::to_string).collect();
+        // Intel's metrics under the rows of the first metric group's table.
+        if let Some(m) = &style.metrics
+            && m.events.first() == Some(&t.event)
+            && let Some(rm) = m.rows.rows.get(&r.key)
+        {
+            tree.extend(
+                m.tree_lines(rm)
+                    .into_iter()
+                    .map(|l| format!("            |  {l}")),
+            );
+        }
         out_rows.push(RowLines {
             row: ri,
             line: l,
-            tree: tree_text.lines().map(str::to_string).collect(),
+            tree,
         });
     }
     head_line.pop();

@@ -25,6 +25,8 @@ pub struct ReportStyle {
     /// `-F`: exactly these value columns, in this order, before the keys (perf's output
     /// fields; no TopDown or latency columns then).
     pub fields: Option<Vec<Column>>,
+    /// Intel's metrics per row (`--td-level 3`, `--metrics`).
+    pub metrics: Option<std::sync::Arc<crate::analysis::metrics::MetricReport>>,
 }
 
 /// A value column `-F` can pick (perf's output field names).
@@ -72,6 +74,7 @@ impl Default for ReportStyle {
             header: Vec::new(),
             quiet: false,
             fields: None,
+            metrics: None,
         }
     }
 }
