@@ -2214,3 +2214,68 @@ fn retire_latency_only_for_cores_with_timed_pebs() {
         "{a:#}"
     );
 }
+
+/// A sample taken in the kernel carries, after its USER marker, the interrupted user pc (an
+/// exact address) and then the return addresses. The pc is looked up as it is, as perf looks
+/// it up: a pc at the first byte of a mapping (a fault on the first instruction of a
+/// library's `_init`) is in that mapping; looked up one byte earlier, as a return address is,
+/// it fell before it. The return address after it, at the mapping's start too, is not.
+#[test]
+fn the_user_pc_of_a_kernel_sample_is_looked_up_as_it_is() {
+    const BASE: u64 = 0x7f44_8000_0000;
+    let dir = tempfile::tempdir().unwrap();
+    let opts = RecordOptions {
+        call_graph: Some(hrec::event::plan::CallGraph::Fp),
+        ..RecordOptions::default()
+    };
+    let mut s = Synth::with("sapphirerapids", &opts, |_| 0);
+    let c = s.sampler(None);
+    let enc = s.enc(c);
+    let sid = SampleId {
+        pid: 500,
+        tid: 500,
+        time: 2,
+        id: id(c),
+        ..SampleId::default()
+    };
+    s.records.extend(enc.mmap2(
+        &sid,
+        &support::encode::Mmap2Fields {
+            misc: 2,
+            pid: 500,
+            tid: 500,
+            addr: BASE,
+            len: 0x4000,
+            pgoff: 0x10000,
+            file: support::encode::Mmap2File::Inode {
+                maj: 0,
+                min: 0,
+                ino: 1,
+                ino_generation: 0,
+            },
+            prot: 5,
+            flags: 2,
+            filename: b"/nonexistent/libm.so.6".to_vec(),
+        },
+    ));
+    let user = -512i64 as u64;
+    // The pc, then a return address, both at the first byte of the mapping.
+    s.sample_in(c, 500, &[HOT_A, user, BASE, BASE], 100, None, 0);
+    s.write(dir.path());
+    let (out, err) = run_ok(dir.path(), &["script", "-F", "ip,sym,dso"]);
+    let frames: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with('\t'))
+        .map(str::trim)
+        .collect();
+    assert_eq!(frames.len(), 3, "{out}\n{err}");
+    assert!(frames[0].contains("hot_a"), "{out}");
+    assert!(
+        frames[1].contains("libm.so.6"),
+        "the pc is in the mapping:\n{out}"
+    );
+    assert!(
+        !frames[2].contains("libm.so.6"),
+        "the return address is looked up one byte earlier, before the mapping:\n{out}"
+    );
+}

@@ -684,12 +684,20 @@ impl Replay {
                 }
                 _ => false,
             };
-            let mut kernel_part = |this: &mut Self, a: u64, state: &mut (bool, bool)| {
-                let (kernel, first) = state;
+            // The kernel writes the interrupted user pc first after the USER marker of a
+            // sample taken in the kernel (`perf_callchain_user` stores `regs->ip`, then the
+            // return addresses): that entry is an exact address, looked up as it is, as the
+            // sample's own ip is; only the entries after it are return addresses (looked up
+            // one byte earlier). A pc at the first byte of a mapping or a function (a fault
+            // on the first instruction of libm's `_init`) named the byte before it.
+            let mut kernel_part = |this: &mut Self, a: u64, state: &mut (bool, bool, bool)| {
+                let (kernel, first, user_pc) = state;
                 if context::is_marker(a) {
                     *kernel = a == context::KERNEL;
+                    *user_pc = a == context::USER;
                     return;
                 }
+                let exact = std::mem::take(user_pc);
                 if *first && a == ip {
                     *first = false;
                     return;
@@ -698,9 +706,14 @@ impl Replay {
                 if unwound && !*kernel {
                     return;
                 }
-                frames.push(this.loc(pid, FrameAddress::Return(a), *kernel));
+                let frame = if exact {
+                    FrameAddress::Ip(a)
+                } else {
+                    FrameAddress::Return(a)
+                };
+                frames.push(this.loc(pid, frame, *kernel));
             };
-            let mut state = (kernel_mode, true);
+            let mut state = (kernel_mode, true, false);
             if stored_ref {
                 let user_at = stored.iter().position(|&a| a == context::USER);
                 for &a in &stored[..user_at.unwrap_or(stored.len())] {
