@@ -759,11 +759,22 @@ fn firefox_export_puts_off_cpu_time_on_the_threads_track() {
         .iter()
         .find(|t| t.pid == t.tid && t.name == "offcpu")
         .expect("the main thread");
-    let wall = main.weights.iter().sum::<i64>() as f64 / 1e6;
+    // The program times `main` alone; the track also has the process's start (the loader,
+    // the runtime) and its exit, which grow without bound on a loaded machine (CI saw 9 ms
+    // more): compare the samples and intervals inside `offcpu::main`.
+    let in_main: i64 = main
+        .weights
+        .iter()
+        .zip(&main.stacks)
+        .filter(|(_, s)| s.iter().any(|f| f == "offcpu::main"))
+        .map(|(w, _)| w)
+        .sum();
+    let wall = in_main as f64 / 1e6;
+    let whole = main.weights.iter().sum::<i64>() as f64 / 1e6;
     let want = ran(&out, "main");
     assert!(
         close_wall(wall, want),
-        "the main thread's track: {wall:.3} ms, the program ran {want:.3} ms"
+        "the main thread's track inside main: {wall:.3} ms ({whole:.3} ms in all), the program ran {want:.3} ms"
     );
 }
 
