@@ -446,7 +446,10 @@ fn topdown_plan_on_fixture_models_and_the_message_without_it() {
         let (_, err) = text(&o);
         assert_eq!(o.status.code(), Some(1), "{err}");
         assert_eq!(err.lines().count(), 1, "{err}");
-        assert!(err.contains("--topdown needs a PMU with TopDown"), "{err}");
+        assert!(
+            err.contains("--topdown needs a core PMU with TopDown"),
+            "{err}"
+        );
     }
 }
 
