@@ -316,7 +316,7 @@ struct Group {
 }
 
 /// One group's member sums and reads in a row (`None`: no read of it there).
-type GroupSums<'a> = Option<(&'a [u64], u64)>;
+pub type GroupSums<'a> = Option<(&'a [u64], u64)>;
 
 /// Intel's metrics, the recording's groups and the constants: what evaluates a row.
 #[derive(Debug)]
@@ -574,10 +574,18 @@ impl<'a> RowMetricsSetup<'a> {
         self.min_reads
     }
 
+    /// The profile events (indexes into `Profile::events`) of the metric groups, in the
+    /// group order [`RowMetricsSetup::evaluate`] takes their sums in.
+    pub fn group_events(&self) -> Vec<usize> {
+        self.groups.iter().map(|g| g.event).collect()
+    }
+
     /// Evaluates every chosen metric on one row: `sums[g]` is group `g`'s member sums and
-    /// reads in the row (in [`RowMetricsSetup`]'s group order), `latency(name)` the row's
-    /// mean retire latency of a `:R` event from the recording, if it has one.
-    fn evaluate(
+    /// reads in the row (in [`RowMetricsSetup::group_events`]' order), `latency(name)` the
+    /// row's mean retire latency of a `:R` event from the recording, if it has one. Any
+    /// aggregation of member sums (a function's, a basic block's, a flame graph frame's) is
+    /// evaluated through here, as [`RowMetricsSetup::rows`] does for a report's rows.
+    pub fn evaluate(
         &self,
         sums: &[GroupSums<'_>],
         latency: &dyn Fn(&str) -> Option<f64>,
