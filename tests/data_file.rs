@@ -70,6 +70,11 @@ fn meta() -> Meta {
         unwound_at_record: false,
         off_cpu_blocked_only: false,
         numa_nodes: Vec::new(),
+        threads_per_core: Some(2),
+        metric_choice: Some(hrec::data::MetricChoiceMeta {
+            td_level: Some(3),
+            metrics: vec!["IPC".into()],
+        }),
         pmus: vec![PmuMeta {
             name: "software".into(),
             type_: 1,

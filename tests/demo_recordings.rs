@@ -8,6 +8,12 @@
 //! what a TopDown report looks like. The files say so where they are shown: their names, and
 //! the cmdline, host, target and a notice in their header (`hrec report`, `hrec info`).
 //!
+//! A third, [`GNR_L3`], is `hrec record --td-level 3 -g` on Granite Rapids: the real planner's
+//! sampling-read groups for Intel's level 1 to 3 (Intel's files from `../shared/perfmon`,
+//! through `support::metricrec`), each group's members counting at the rates per cycle of a
+//! per-function truth ([`l3_rate`]), so `hrec report --td-level 3` shows each function's
+//! level-3 bottleneck ([`L3_PATHS`]) at Intel's formula's value on that truth.
+//!
 //! The test makes them and compares them byte for byte with the checked-in files;
 //! `HREC_BLESS=1` (`scripts/make-demo-recordings`) rewrites them. It also checks, through
 //! `hrec report --json` and `hrec annotate --json` run in the repository root (the recordings
@@ -17,7 +23,7 @@ mod support;
 
 use std::path::{Path, PathBuf};
 
-use hrec::data::{EventId, EventMeta, Meta, PmuMeta, ThreadCount, Trailer, Writer};
+use hrec::data::{EventId, EventMeta, FinalCount, Meta, PmuMeta, ThreadCount, Trailer, Writer};
 use hrec::event::plan::{CallGraph, Plan, RecordOptions, Role};
 use iced_x86::{Decoder, DecoderOptions, FlowControl, Instruction, Mnemonic, OpKind};
 use object::{Object as _, ObjectSection as _, ObjectSymbol as _};
@@ -214,6 +220,8 @@ struct Machine {
     first_share: f64,
     /// The generator's seed.
     seed: u64,
+    /// The `hrec record` options it models.
+    record: &'static str,
 }
 
 const GNR: Machine = Machine {
@@ -233,6 +241,7 @@ const GNR: Machine = Machine {
     }],
     first_share: 1.0,
     seed: 0x7d3e_0001,
+    record: "-W -g",
 };
 
 const ARL: Machine = Machine {
@@ -262,6 +271,7 @@ const ARL: Machine = Machine {
     ],
     first_share: 0.65,
     seed: 0x7d3e_0002,
+    record: "-W -g",
 };
 
 /// Samples per function: `-F 4000` for tdemo's 0.5 s, a fifth each.
@@ -329,6 +339,8 @@ struct Binary {
     /// Per function of [`FUNCS`]: its sampled instructions (address, part), and the return
     /// address of main's call to it.
     funcs: Vec<(Vec<(u64, Part)>, u64)>,
+    /// The last instruction (`ret`) of `frame`, the empty function each of them calls first.
+    frame: u64,
 }
 
 fn root() -> &'static Path {
@@ -444,19 +456,21 @@ fn binary() -> Binary {
             (parts(f, &insns), ret)
         })
         .collect();
+    let frame = decode(&obj, "frame").last().expect("frame has code").ip;
     Binary {
         build_id,
         text,
         funcs,
+        frame,
     }
 }
 
 /// The label every recording carries in its header.
 fn label(m: &Machine) -> String {
     format!(
-        "SYNTHETIC (scripts/make-demo-recordings): hrec's demo model of `hrec record -W -g -- \
+        "SYNTHETIC (scripts/make-demo-recordings): hrec's demo model of `hrec record {} -- \
          {TDEMO} 0.5` on {}, not measured",
-        m.name
+        m.record, m.name
     )
 }
 
@@ -515,20 +529,50 @@ fn counts(rng: &mut Rng, slots: u64, model: &Td) -> ([u64; 4], [u64; 4]) {
     (l1c, parts)
 }
 
-/// The recording of `m`, as the bytes of its file.
-fn build(m: &Machine, bin: &Binary) -> Vec<u8> {
+/// The records of a recording being made, how many, and for its trailer the samples of each
+/// event and the final counts.
+#[derive(Default)]
+struct Records {
+    bytes: Vec<u8>,
+    n: u64,
+    per_event: Vec<u64>,
+    counts: Vec<FinalCount>,
+}
+
+impl Records {
+    fn push(&mut self, r: Vec<u8>) {
+        self.n += 1;
+        self.bytes.extend(r);
+    }
+}
+
+/// The fixture machine of `m`: its PMUs, its CPU, and the plan `hrec record` makes there
+/// (`metrics`: of `--td-level`/`-M`, else the default events).
+fn plan_for(
+    m: &Machine,
+    opts: &RecordOptions,
+    metrics: Option<&hrec::event::plan::metric::MetricPlan>,
+) -> (hrec::pmu::Pmus, hrec::pmu::uarch::CpuId, Plan) {
     let pmus = support::pmus(m.fixture);
     let cpu = hrec::pmu::uarch::CpuId::read(&support::procfs_of(m.fixture)).unwrap();
-    let host = hrec::event::Host {
-        cpu: Some(cpu),
-        ..support::host()
+    let host = match metrics {
+        Some(_) => support::metricrec::host(m.fixture),
+        None => hrec::event::Host {
+            cpu: Some(cpu),
+            ..support::host()
+        },
     };
-    let opts = RecordOptions {
-        weight: true,
-        call_graph: Some(CallGraph::Fp),
-        ..RecordOptions::default()
-    };
-    let plan: Plan = hrec::event::plan::plan_record(&pmus, &host, &opts).unwrap();
+    let plan = hrec::event::plan::plan_record_with(&pmus, &host, opts, metrics).unwrap();
+    (pmus, cpu, plan)
+}
+
+/// The header of `m`'s recording of `plan`, labelled SYNTHETIC.
+fn meta_of(
+    m: &Machine,
+    pmus: &hrec::pmu::Pmus,
+    cpu: &hrec::pmu::uarch::CpuId,
+    plan: &Plan,
+) -> Meta {
     let core_of = |pmu: &Option<String>| m.cores.iter().find(|c| Some(c.pmu) == pmu.as_deref());
     let cpuinfo = std::fs::read_to_string(support::procfs_of(m.fixture).join("cpuinfo")).unwrap();
     let model_name = cpuinfo
@@ -538,7 +582,7 @@ fn build(m: &Machine, bin: &Binary) -> Vec<u8> {
         .trim();
     let mut notices = plan.notices.clone();
     notices.push(label(m));
-    let meta = Meta {
+    Meta {
         hrec_version: "synthetic".into(),
         command_line: vec![label(m)],
         hostname: "synthetic".into(),
@@ -576,11 +620,26 @@ fn build(m: &Machine, bin: &Binary) -> Vec<u8> {
             .collect(),
         notices,
         mmap_pages: 256,
+        // As `record` keeps them for its metric groups (the first recordings were made
+        // before it did).
+        threads_per_core: plan
+            .metrics
+            .as_ref()
+            .and_then(|_| hrec::pmu::threads_per_core(&pmus.root, &pmus.online)),
+        metric_choice: plan
+            .metrics
+            .as_ref()
+            .map(|mp| hrec::data::MetricChoiceMeta {
+                td_level: mp.choice.td_level,
+                metrics: mp.choice.metrics.clone(),
+            }),
         ..Meta::default()
-    };
+    }
+}
 
-    // The side band, from the tracking event: the exec, and the program's text mapping with
-    // its build-id.
+/// The side band before the samples, from the tracking event of `plan`: the exec, and the
+/// program's text mapping with its build-id.
+fn side_band(plan: &Plan, bin: &Binary, records: &mut Records) -> Encoder {
     let tracking = plan.events.iter().find(|e| e.tracking).unwrap();
     let tenc = Encoder::new(tracking.attr);
     let sid = |time| SampleId {
@@ -590,35 +649,114 @@ fn build(m: &Machine, bin: &Binary) -> Vec<u8> {
         id: id(tracking.index),
         ..SampleId::default()
     };
-    let mut records = Vec::new();
-    let mut nrecords = 0u64;
-    let mut push = |records: &mut Vec<u8>, r: Vec<u8>| {
-        nrecords += 1;
-        records.extend(r);
-    };
-    push(
-        &mut records,
-        tenc.comm(&sid(T0 - 2_000_000), PID, PID, b"tdemo", true),
-    );
+    records.push(tenc.comm(&sid(T0 - 2_000_000), PID, PID, b"tdemo", true));
     let (start, len, pgoff) = bin.text;
-    push(
-        &mut records,
-        tenc.mmap2(
-            &sid(T0 - 1_900_000),
-            &Mmap2Fields {
-                misc: 2,
-                pid: PID,
-                tid: PID,
-                addr: BASE + start,
-                len,
-                pgoff,
-                file: Mmap2File::BuildId(bin.build_id.clone()),
-                prot: 5,
-                flags: 2,
-                filename: TDEMO.as_bytes().to_vec(),
-            },
-        ),
+    records.push(tenc.mmap2(
+        &sid(T0 - 1_900_000),
+        &Mmap2Fields {
+            misc: 2,
+            pid: PID,
+            tid: PID,
+            addr: BASE + start,
+            len,
+            pgoff,
+            file: Mmap2File::BuildId(bin.build_id.clone()),
+            prot: 5,
+            flags: 2,
+            filename: TDEMO.as_bytes().to_vec(),
+        },
+    ));
+    tenc
+}
+
+/// The file of `m`: `records` (the last sample at `last`), the exit, the build-ids, and the
+/// trailer; as bytes.
+fn write_file(
+    m: &Machine,
+    bin: &Binary,
+    meta: &Meta,
+    plan: &Plan,
+    mut records: Records,
+    last: u64,
+) -> Vec<u8> {
+    let tracking = plan.events.iter().find(|e| e.tracking).unwrap();
+    let tenc = Encoder::new(tracking.attr);
+    let sid = SampleId {
+        pid: PID,
+        tid: PID,
+        time: last + 50_000,
+        id: id(tracking.index),
+        ..SampleId::default()
+    };
+    records.push(tenc.exit(&sid, [PID, PID, PID, PID], last + 50_000));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(m.file);
+    let mut w = Writer::create(&path, meta).unwrap();
+    let ids = format!(
+        "{} {TDEMO}\n",
+        bin.build_id
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
     );
+    w.write_records(&records.bytes, 0).unwrap();
+    w.write_side("build-ids", ids.as_bytes()).unwrap();
+    let samples: u64 = records.per_event.iter().sum();
+    w.finish(Trailer {
+        duration_ns: last + 100_000 - (T0 - 2_000_000),
+        sample_time: Some((T0 + 250_000, last)),
+        records: records.n,
+        record_bytes: records.bytes.len() as u64,
+        samples,
+        samples_per_event: records.per_event,
+        threads: vec![ThreadCount {
+            pid: PID,
+            tid: PID,
+            samples,
+        }],
+        workload_status: Some(0),
+        counts: records.counts,
+        ..Trailer::default()
+    })
+    .unwrap();
+    std::fs::read(&path).unwrap()
+}
+
+/// Each instruction's share of function `func`'s samples: its part's, split evenly.
+fn weights(func: &str, insns: &[(u64, Part)]) -> Vec<f64> {
+    insns
+        .iter()
+        .map(|(_, p)| {
+            let n = insns.iter().filter(|(_, q)| q == p).count();
+            share(func, *p) / n as f64
+        })
+        .collect()
+}
+
+/// A draw of an index by `weights`.
+fn pick(rng: &mut Rng, weights: &[f64]) -> usize {
+    let total: f64 = weights.iter().sum();
+    let mut u = rng.unit() * total;
+    weights
+        .iter()
+        .position(|w| {
+            u -= w;
+            u < 0.0
+        })
+        .unwrap_or(weights.len() - 1)
+}
+
+/// The recording of `m`, as the bytes of its file.
+fn build(m: &Machine, bin: &Binary) -> Vec<u8> {
+    let opts = RecordOptions {
+        weight: true,
+        call_graph: Some(CallGraph::Fp),
+        ..RecordOptions::default()
+    };
+    let (pmus, cpu, plan) = plan_for(m, &opts, None);
+    let meta = meta_of(m, &pmus, &cpu, &plan);
+    let mut records = Records::default();
+    side_band(&plan, bin, &mut records);
 
     // The samples: each function in turn, on one kind of core or another.
     let mut rng = Rng(m.seed);
@@ -638,15 +776,7 @@ fn build(m: &Machine, bin: &Binary) -> Vec<u8> {
     let mut on = 0usize;
     let mut run_left = 0u32;
     for (f, (func, (insns, ret))) in FUNCS.iter().zip(&bin.funcs).enumerate() {
-        // Each instruction's share of the function's samples: its part's, split evenly.
-        let weights: Vec<f64> = insns
-            .iter()
-            .map(|(_, p)| {
-                let n = insns.iter().filter(|(_, q)| q == p).count();
-                share(func, *p) / n as f64
-            })
-            .collect();
-        let total: f64 = weights.iter().sum();
+        let weights = weights(func, insns);
         for _ in 0..SAMPLES_PER_FUNC {
             // The scheduler keeps the thread on one kind of core for 2 to 6 ms.
             if run_left == 0 {
@@ -659,15 +789,7 @@ fn build(m: &Machine, bin: &Binary) -> Vec<u8> {
             let leader = plan.events[sampler].leader;
             let period = (core.period as f64 * (1.0 + 0.03 * rng.normal())) as u64;
             time += 250_000 + (rng.unit() * 2000.0) as u64;
-            let mut u = rng.unit() * total;
-            let k = weights
-                .iter()
-                .position(|w| {
-                    u -= w;
-                    u < 0.0
-                })
-                .unwrap_or(weights.len() - 1);
-            let (ip, part) = insns[k];
+            let (ip, part) = insns[pick(&mut rng, &weights)];
             let lat = if core.timed_pebs {
                 rng.mixture(latency(core, part))
             } else {
@@ -696,65 +818,272 @@ fn build(m: &Machine, bin: &Binary) -> Vec<u8> {
                 })
                 .collect();
             let enc = Encoder::new(plan.events[sampler].attr);
-            push(
-                &mut records,
-                enc.sample(&SampleFields {
-                    misc: 2 | (1 << 14), // user, exact IP
-                    id: id(sampler),
-                    ip: BASE + ip,
-                    pid: PID,
-                    tid: PID,
-                    time,
-                    period,
-                    read: ReadFields {
-                        values,
-                        ..ReadFields::default()
-                    },
-                    // PERF_CONTEXT_USER, the IP, and main's return address.
-                    callchain: vec![-512i64 as u64, BASE + ip, BASE + ret],
-                    weight: lat << 48,
-                    ..SampleFields::default()
-                }),
-            );
+            records.push(enc.sample(&SampleFields {
+                misc: 2 | (1 << 14), // user, exact IP
+                id: id(sampler),
+                ip: BASE + ip,
+                pid: PID,
+                tid: PID,
+                time,
+                period,
+                read: ReadFields {
+                    values,
+                    ..ReadFields::default()
+                },
+                // PERF_CONTEXT_USER, the IP, and main's return address.
+                callchain: vec![-512i64 as u64, BASE + ip, BASE + ret],
+                weight: lat << 48,
+                ..SampleFields::default()
+            }));
             per_event[sampler] += 1;
         }
     }
-    let last = time;
-    push(
-        &mut records,
-        tenc.exit(&sid(last + 50_000), [PID, PID, PID, PID], last + 50_000),
-    );
+    records.per_event = per_event;
+    write_file(m, bin, &meta, &plan, records, time)
+}
 
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join(m.file);
-    let mut w = Writer::create(&path, &meta).unwrap();
-    let ids = format!(
-        "{} {TDEMO}\n",
-        bin.build_id
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect::<String>()
-    );
-    w.write_records(&records, 0).unwrap();
-    w.write_side("build-ids", ids.as_bytes()).unwrap();
-    let samples: u64 = per_event.iter().sum();
-    w.finish(Trailer {
-        duration_ns: last + 100_000 - (T0 - 2_000_000),
-        sample_time: Some((T0 + 250_000, last)),
-        records: nrecords,
-        record_bytes: records.len() as u64,
-        samples,
-        samples_per_event: per_event,
-        threads: vec![ThreadCount {
-            pid: PID,
-            tid: PID,
-            samples,
-        }],
-        workload_status: Some(0),
-        ..Trailer::default()
-    })
+/// The level-3 recording: `hrec record --td-level 3 -g` on Granite Rapids, the real planner's
+/// sampling-read groups (Intel's files from `../shared/perfmon`).
+const GNR_L3: Machine = Machine {
+    fixture: "graniterapids",
+    file: "tdemo-graniterapids-l3.synthetic.hrec",
+    name: "Granite Rapids",
+    cores: GNR.cores,
+    first_share: 1.0,
+    seed: 0x7d3e_0003,
+    record: "--td-level 3 -g",
+};
+
+/// Samples in a row of one group before the kernel rotates the next onto the PMU (4 ms at
+/// 4000 a second).
+const MUX_RUN: usize = 16;
+
+/// One in this many of a function's samples falls in `frame`, the empty function each
+/// workload function calls once per call: a row with too few reads of every group for a
+/// metric (the report's minimum is 20).
+const FRAME_ONE_IN: f64 = 150.0;
+
+/// The level-3 model: events per cycle of each function of [`FUNCS`] on Granite Rapids, by
+/// the event's truth key (`support::metricrec::key`). Levels 1 and 2 are [`GRANITE_RAPIDS`]'s
+/// shares of the 6 slots a cycle (so this recording's `topdown` columns are the other's);
+/// below them, from what each loop does (the reasoning of [`GRANITE_RAPIDS`]) and Intel's
+/// event descriptions:
+///
+/// - chase: its loads miss L1 and L2 on almost every cycle; by its loads' latencies (7 in 10
+///   to DRAM at ~390 cycles, the rest L3 hits at ~120) some 88% of the memory stall is past
+///   the L3: `MEMORY_ACTIVITY.STALLS_L3_MISS` 0.76 of cycles, `STALLS_L2_MISS` 0.87: L3 Miss
+///   Bound (Granite Rapids has no DRAM Bound node) well above L3 Bound.
+/// - divide: the divider busy 85% of cycles (`ARITH.DIV_ACTIVE`) on a dependent chain,
+///   nothing loaded: Core Bound's Divider.
+/// - branchy: one mispredicted conditional branch every ~34 cycles, taken or not about as
+///   often (`BR_MISP_RETIRED.COND_TAKEN`/`COND_NTAKEN` ~0.51/0.48 of them): Cond TK and Cond
+///   NT Mispredicts split Branch Mispredicts; the refill after each shows as Branch Resteers
+///   under Fetch Latency.
+/// - fetch: one `jmp` a 64-byte line; the 32 KiB fit the uop cache, which delivers the one
+///   uop of each line a cycle, so the DSB is active (`IDQ.DSB_CYCLES_ANY` 0.90) but hardly
+///   ever delivers its full width (`_OK` 0.02): Fetch Bandwidth's DSB; i-cache misses and
+///   unknown-branch resteers make the Fetch Latency part.
+/// - sum: 8 uops an iteration (a load, two `paddq`, two unpacks, two moves, a fused
+///   compare-and-branch) at 4.8 a cycle: Int Operations (the `paddq`s,
+///   `INT_VEC_RETIRED.ADD_128`) a quarter of the retired uops, loads and fused branches an
+///   eighth each, and the unpacks and moves the rest: Other Light Ops.
+fn l3_rate(f: usize, k: &str) -> f64 {
+    use support::metricrec::key_parts;
+    let td = &GRANITE_RAPIDS[f];
+    let slots = 6.0;
+    let by = |x: [f64; 5]| x[f];
+    let (name, cmask, edge) = key_parts(k);
+    let mispredicts = by([0.0001, 0.0001, 0.03, 0.0005, 0.0001]);
+    let clears = by([0.00001, 0.00001, 0.0001, 0.00001, 0.00001]);
+    match (name, cmask, edge) {
+        ("CPU_CLK_UNHALTED.THREAD" | "CPU_CLK_UNHALTED.DISTRIBUTED", None, false) => 1.0,
+        ("CPU_CLK_UNHALTED.C02" | "EXE.AMX_BUSY" | "UOPS_EXECUTED.X87" | "DECODE.LCP", ..) => 0.0,
+        ("TOPDOWN.SLOTS", ..) => slots,
+        ("PERF_METRICS.RETIRING", ..) => td.retiring * slots,
+        ("PERF_METRICS.BAD_SPECULATION", ..) => td.bad_spec * slots,
+        ("PERF_METRICS.FRONTEND_BOUND", ..) => td.frontend * slots,
+        ("PERF_METRICS.BACKEND_BOUND", ..) => td.backend * slots,
+        ("PERF_METRICS.HEAVY_OPERATIONS", ..) => td.parts[0] * slots,
+        ("PERF_METRICS.BRANCH_MISPREDICTS", ..) => td.parts[1] * slots,
+        ("PERF_METRICS.FETCH_LATENCY", ..) => td.parts[2] * slots,
+        ("PERF_METRICS.MEMORY_BOUND", ..) => td.parts[3] * slots,
+        // Frontend.
+        ("INT_MISC.UOP_DROPPING", ..) => by([0.005, 0.005, 0.02, 0.01, 0.005]),
+        ("ICACHE_DATA.STALLS", ..) => by([0.002, 0.001, 0.01, 0.06, 0.001]),
+        ("ICACHE_TAG.STALLS", ..) => by([0.001, 0.001, 0.002, 0.02, 0.001]),
+        ("DSB2MITE_SWITCHES.PENALTY_CYCLES", ..) => by([0.002, 0.002, 0.01, 0.05, 0.002]),
+        ("INT_MISC.CLEAR_RESTEER_CYCLES", ..) => by([0.002, 0.003, 0.10, 0.01, 0.002]),
+        ("INT_MISC.UNKNOWN_BRANCH_CYCLES", ..) => by([0.001, 0.001, 0.002, 0.08, 0.001]),
+        ("IDQ.MITE_CYCLES_ANY", ..) => by([0.01, 0.02, 0.05, 0.10, 0.02]),
+        ("IDQ.MITE_CYCLES_OK", ..) => by([0.005, 0.01, 0.03, 0.02, 0.015]),
+        ("IDQ.DSB_CYCLES_ANY", ..) => by([0.05, 0.20, 0.60, 0.90, 0.95]),
+        ("IDQ.DSB_CYCLES_OK", ..) => by([0.03, 0.15, 0.40, 0.02, 0.80]),
+        ("IDQ.MS_CYCLES_ANY", ..) => by([0.0005, 0.002, 0.001, 0.0005, 0.0005]),
+        ("UOPS_RETIRED.MS", Some(1), true) => by([0.0002, 0.001, 0.0005, 0.0002, 0.0002]),
+        ("UOPS_RETIRED.MS", Some(1), false) => by([0.0005, 0.002, 0.001, 0.0005, 0.0005]),
+        ("UOPS_RETIRED.MS", None, _) => by([0.001, 0.004, 0.002, 0.001, 0.001]),
+        ("UOPS_RETIRED.SLOTS", ..) => td.retiring * slots,
+        ("UOPS_ISSUED.ANY", ..) => (td.retiring + td.bad_spec) * slots,
+        // Bad speculation.
+        ("BR_MISP_RETIRED.ALL_BRANCHES", ..) => mispredicts,
+        ("BR_MISP_RETIRED.COND_NTAKEN", ..) => mispredicts * by([0.4, 0.4, 0.48, 0.3, 0.4]),
+        ("BR_MISP_RETIRED.COND_TAKEN", ..) => mispredicts * by([0.5, 0.5, 0.51, 0.4, 0.5]),
+        ("BR_MISP_RETIRED.RET", ..) => mispredicts * by([0.1, 0.1, 0.005, 0.3, 0.1]),
+        ("BR_MISP_RETIRED.INDIRECT" | "BR_MISP_RETIRED.INDIRECT_CALL", ..) => 0.0,
+        ("INT_MISC.CLEARS_COUNT", ..) => mispredicts * 1.02 + clears,
+        ("MACHINE_CLEARS.COUNT", ..) => clears,
+        ("MACHINE_CLEARS.MEMORY_ORDERING", ..) => clears * 0.3,
+        // Backend.
+        ("MEMORY_ACTIVITY.STALLS_L1D_MISS", ..) => by([0.885, 0.002, 0.02, 0.01, 0.005]),
+        ("MEMORY_ACTIVITY.STALLS_L2_MISS", ..) => by([0.87, 0.001, 0.005, 0.005, 0.001]),
+        ("MEMORY_ACTIVITY.STALLS_L3_MISS", ..) => by([0.76, 0.0005, 0.001, 0.002, 0.0005]),
+        ("EXE_ACTIVITY.BOUND_ON_LOADS", ..) => by([0.90, 0.005, 0.06, 0.02, 0.04]),
+        ("EXE_ACTIVITY.BOUND_ON_STORES", ..) => by([0.001, 0.001, 0.005, 0.002, 0.002]),
+        ("CYCLE_ACTIVITY.STALLS_TOTAL", ..) => by([0.93, 0.80, 0.35, 0.55, 0.08]),
+        ("ARITH.DIV_ACTIVE", ..) => by([0.0, 0.85, 0.0, 0.0, 0.0]),
+        ("RESOURCE_STALLS.SCOREBOARD", ..) => by([0.002, 0.01, 0.005, 0.005, 0.002]),
+        ("EXE_ACTIVITY.EXE_BOUND_0_PORTS", ..) => by([0.01, 0.05, 0.05, 0.10, 0.01]),
+        ("EXE_ACTIVITY.1_PORTS_UTIL", ..) => by([0.03, 0.08, 0.20, 0.60, 0.10]),
+        ("EXE_ACTIVITY.2_3_PORTS_UTIL", ..) => by([0.02, 0.05, 0.30, 0.10, 0.50]),
+        // Retiring.
+        ("UOPS_EXECUTED.THREAD", ..) => (td.retiring + 0.5 * td.bad_spec) * slots,
+        (n, ..) if n.starts_with("FP_ARITH_INST_RETIRED") => 0.0,
+        ("INT_VEC_RETIRED.ADD_128", ..) => by([0.0, 0.0, 0.0, 0.0, 1.2]),
+        (n, ..) if n.starts_with("INT_VEC_RETIRED.") => 0.0,
+        ("MEM_UOP_RETIRED.ANY", ..) => by([0.04, 0.0, 0.1, 0.0, 0.6]),
+        ("INST_RETIRED.MACRO_FUSED", ..) => by([0.04, 0.067, 0.1, 0.0, 0.6]),
+        ("BR_INST_RETIRED.ALL_BRANCHES", ..) => by([0.04, 0.067, 0.2, 0.70, 0.6]),
+        _ => panic!("the level-3 model has no rate for {k}"),
+    }
+}
+
+/// The bottleneck path each function was written to show at level 3.
+const L3_PATHS: [[&str; 3]; 5] = [
+    ["tma_backend_bound", "tma_memory_bound", "tma_l3_miss_bound"],
+    ["tma_backend_bound", "tma_core_bound", "tma_divider"],
+    [
+        "tma_bad_speculation",
+        "tma_branch_mispredicts",
+        "tma_cond_tk_mispredicts",
+    ],
+    ["tma_frontend_bound", "tma_fetch_bandwidth", "tma_dsb"],
+    [
+        "tma_retiring",
+        "tma_light_operations",
+        "tma_other_light_ops",
+    ],
+];
+
+/// The plan of `hrec record --td-level 3 -g` on Granite Rapids, with Intel's files of `dir`.
+fn l3_plan(dir: &Path) -> (hrec::pmu::Pmus, hrec::pmu::uarch::CpuId, Plan) {
+    let m = &GNR_L3;
+    let pm = support::metricrec::perfmon(dir, m.fixture);
+    let mp = hrec::event::plan::metric::plan_metrics(
+        &support::pmus(m.fixture),
+        &support::metricrec::host(m.fixture),
+        Ok(&pm),
+        &support::metricrec::td_level(3),
+    )
     .unwrap();
-    std::fs::read(&path).unwrap()
+    let opts = RecordOptions {
+        call_graph: Some(CallGraph::Fp),
+        ..RecordOptions::default()
+    };
+    plan_for(m, &opts, Some(&mp))
+}
+
+/// The level-3 recording ([`GNR_L3`]): each function in turn, the metric groups taking turns
+/// on the PMU, every member's delta its rate ([`l3_rate`]) times the sample's cycles.
+fn build_l3(bin: &Binary, dir: &Path) -> Vec<u8> {
+    let m = &GNR_L3;
+    let (pmus, cpu, plan) = l3_plan(dir);
+    let meta = meta_of(m, &pmus, &cpu, &plan);
+    let mut records = Records::default();
+    side_band(&plan, bin, &mut records);
+    let groups = support::metricrec::groups(&plan);
+    let core = &m.cores[0];
+    let mut rng = Rng(m.seed);
+    let mut totals: Vec<Vec<u64>> = groups.iter().map(|g| vec![0; g.1.len()]).collect();
+    // Each group's time on the PMU: the intervals ending in its samples (enabled: all).
+    let mut running = vec![0u64; groups.len()];
+    let mut per_event = vec![0u64; plan.events.len()];
+    let mut time = T0;
+    let mut n = 0usize;
+    for (f, (func, (insns, ret))) in FUNCS.iter().zip(&bin.funcs).enumerate() {
+        let weights = weights(func, insns);
+        for _ in 0..SAMPLES_PER_FUNC {
+            let g = (n / MUX_RUN) % groups.len();
+            n += 1;
+            let (sampler, members) = &groups[g];
+            let period = (core.period as f64 * (1.0 + 0.03 * rng.normal())) as u64;
+            let dt = 250_000 + (rng.unit() * 2000.0) as u64;
+            time += dt;
+            running[g] += dt;
+            let (ip, chain) = if rng.unit() * FRAME_ONE_IN < 1.0 {
+                // In `frame`, a leaf without a frame of its own: the frame-pointer walk goes
+                // from its IP straight to main, its caller's caller.
+                (
+                    bin.frame,
+                    vec![-512i64 as u64, BASE + bin.frame, BASE + ret],
+                )
+            } else {
+                let ip = insns[pick(&mut rng, &weights)].0;
+                (ip, vec![-512i64 as u64, BASE + ip, BASE + ret])
+            };
+            let values = members
+                .iter()
+                .zip(totals[g].iter_mut())
+                .map(|((e, key), t)| {
+                    *t += (l3_rate(f, key) * period as f64).round() as u64;
+                    ReadValue {
+                        value: *t,
+                        id: id(*e),
+                        lost: 0,
+                    }
+                })
+                .collect();
+            let enc = Encoder::new(plan.events[*sampler].attr);
+            records.push(enc.sample(&SampleFields {
+                misc: 2 | (1 << 14), // user, exact IP
+                id: id(*sampler),
+                ip: BASE + ip,
+                pid: PID,
+                tid: PID,
+                time,
+                period,
+                read: ReadFields {
+                    time_enabled: time - T0,
+                    time_running: running[g],
+                    values,
+                },
+                callchain: chain,
+                ..SampleFields::default()
+            }));
+            per_event[*sampler] += 1;
+        }
+    }
+    // The trailer's final counts: each group leader's read, with the group's times.
+    let counts = groups
+        .iter()
+        .zip(&totals)
+        .zip(&running)
+        .flat_map(|(((_, members), tot), &run)| {
+            members
+                .iter()
+                .zip(tot)
+                .map(move |(&(e, _), &value)| FinalCount {
+                    event: e,
+                    id: id(e),
+                    cpu: 0,
+                    value,
+                    time_enabled: time - T0,
+                    time_running: run,
+                })
+        })
+        .collect();
+    records.per_event = per_event;
+    records.counts = counts;
+    write_file(m, bin, &meta, &plan, records, time)
 }
 
 /// `examples/recordings/<file>`.
@@ -767,8 +1096,13 @@ fn checked_in(m: &Machine) -> PathBuf {
 #[test]
 fn recordings_are_what_the_model_makes() {
     let bin = binary();
-    for m in [&GNR, &ARL] {
-        let made = build(m, &bin);
+    let mut made: Vec<(&Machine, Vec<u8>)> = [&GNR, &ARL].map(|m| (m, build(m, &bin))).into();
+    // The level-3 recording needs Intel's files to plan its groups.
+    match support::metricrec::perfmon_dir() {
+        Some(dir) => made.push((&GNR_L3, build_l3(&bin, &dir))),
+        None => eprintln!("{}: not checked", GNR_L3.file),
+    }
+    for (m, made) in made {
         let path = checked_in(m);
         if std::env::var_os("HREC_BLESS").is_some() {
             std::fs::write(&path, &made).unwrap();
@@ -953,4 +1287,136 @@ fn arrow_lake_recording_has_each_cores_own_topdown() {
         out.contains("# cmdline: SYNTHETIC (scripts/make-demo-recordings)"),
         "{out}"
     );
+}
+
+/// The level-3 recording: `hrec report --td-level 3 --json` gives every function Intel's
+/// formulas on the model's truth ([`l3_rate`]) within 0.1 point, the bottleneck path it was
+/// written to show (the same as toplev's path on the truth), and well over the read minimum
+/// of every group; `frame`, with a handful of samples, gets no number; the text tree marks
+/// the path.
+#[test]
+fn granite_rapids_level_3_recording_shows_each_functions_bottleneck() {
+    use hrec::metrics::perfmon::Metric;
+    use support::metricrec::{perfmon, perfmon_dir, truth_path, truth_threads as truth};
+    let Some(dir) = perfmon_dir() else { return };
+    let pm = perfmon(&dir, GNR_L3.fixture);
+    let (_, _, plan) = l3_plan(&dir);
+    let groups = support::metricrec::groups(&plan);
+    let file = checked_in(&GNR_L3);
+    let file = file.to_str().unwrap();
+    let dir_s = dir.to_str().unwrap();
+    let j = json(&[
+        "report",
+        "--json",
+        "-i",
+        file,
+        "--sort",
+        "sym",
+        "--td-level",
+        "3",
+        "--perfmon",
+        dir_s,
+    ]);
+    let t = table(&j, "cycles:P");
+    let chosen = pm.tma_metrics(3);
+    let no_latency = |_: &str| None;
+    for (f, func) in FUNCS.iter().enumerate() {
+        let r = row(t, func);
+        let rate = |k: &str| l3_rate(f, k);
+        let metrics = r["metrics"].as_object().unwrap();
+        assert_eq!(metrics.len(), chosen.len(), "{func}");
+        for m in &chosen {
+            let want = truth(m, &rate, &no_latency, 2)
+                .unwrap_or_else(|| panic!("{func} {}: no value on the truth", m.perf_name()));
+            let got = metrics[&m.perf_name()]
+                .as_f64()
+                .unwrap_or_else(|| panic!("{func} {}: not computed: {r:#}", m.perf_name()));
+            assert!(
+                (got - want).abs() < 0.1,
+                "{func} {}: report {got}, Intel's formula on the truth {want}",
+                m.perf_name()
+            );
+        }
+        let value = |m: &Metric| truth(m, &rate, &no_latency, 2);
+        let path: Vec<String> = r["bottleneck"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(path, truth_path(&pm, &chosen, &value), "{func}");
+        assert_eq!(path, L3_PATHS[f], "{func}");
+        let reads: Vec<u64> = r["metric_groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| g["reads"].as_u64().unwrap())
+            .collect();
+        assert_eq!(reads.len(), groups.len(), "{func}");
+        assert!(reads.iter().all(|&n| n >= 40), "{func}: {reads:?}");
+    }
+    // `frame`: a few samples, below the minimum of every group.
+    let frame = row(t, "frame");
+    let reads: Vec<u64> = frame["metric_groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["reads"].as_u64().unwrap())
+        .collect();
+    assert!(
+        reads.iter().all(|&n| n < 20) && reads.iter().sum::<u64>() >= 5,
+        "frame: {reads:?}"
+    );
+    assert!(
+        frame["metrics"]
+            .as_object()
+            .unwrap()
+            .values()
+            .all(Value::is_null),
+        "{frame:#}"
+    );
+    // The text tree of divide: the path marked, the divider's value the truth's.
+    let out = run(&[
+        "report",
+        "--stdio",
+        "-i",
+        file,
+        "--sort",
+        "sym",
+        "--td-level",
+        "3",
+        "--perfmon",
+        dir_s,
+        "--symbol-filter",
+        "divide",
+        "--no-children",
+        "-g",
+        "none",
+    ]);
+    let marked: Vec<&str> = out
+        .lines()
+        .filter(|l| l.ends_with("<=="))
+        .filter_map(|l| l.split('|').nth(1)?.split_whitespace().next())
+        .collect();
+    assert_eq!(marked, L3_PATHS[1], "{out}");
+    let divider = truth(
+        pm.metric("tma_divider").unwrap(),
+        &|k| l3_rate(1, k),
+        &no_latency,
+        2,
+    );
+    assert!(
+        out.contains(&format!("{:.1}  <==", divider.unwrap())),
+        "{out}"
+    );
+    assert!(
+        out.contains("--td-level 3 -g -- examples/topdown/tdemo"),
+        "{out}"
+    );
+    // The groups took turns on the PMU: the note of their times names each.
+    let note = out
+        .lines()
+        .find(|l| l.starts_with("# metrics:") && l.contains("time on the PMU"))
+        .unwrap_or_else(|| panic!("no note of the groups' times: {out}"));
+    assert_eq!(note.matches("cycles:P #").count(), groups.len(), "{note}");
 }

@@ -14,6 +14,11 @@
 //! command must exit 0, unless its block's info string says `fails` (` ```console fails `:
 //! then every command of the block must fail).
 //!
+//! Intel's perfmon files (`../shared/perfmon` next to the repository, or `$HREC_PERFMON_DIR`
+//! of the test run) are linked where hrec looks by default, `~/.cache/hrec/perfmon`, as
+//! `scripts/fetch-perfmon.sh` leaves them; a block that needs them says `perfmon` in its info
+//! string (` ```console perfmon `) and is skipped, with a line saying so, where they are not.
+//!
 //! Output is compared line by line, trailing blanks aside, with trycmd's placeholders: `[..]`
 //! inside a line matches any text, and a line that is only `...` matches any number of lines
 //! (none included). `HREC_BLESS=1` rewrites the output of every block that does not match with
@@ -35,6 +40,8 @@ struct Example {
     /// Line indices (0-based) of the doc's output lines for this command: `start..end`.
     output: std::ops::Range<usize>,
     fails: bool,
+    /// Its block needs Intel's perfmon files.
+    perfmon: bool,
 }
 
 fn repo() -> PathBuf {
@@ -52,6 +59,7 @@ fn examples(lines: &[&str]) -> Vec<Example> {
             continue;
         };
         let fails = info.split_whitespace().any(|w| w == "fails");
+        let perfmon = info.split_whitespace().any(|w| w == "perfmon");
         i += 1;
         let mut current: Option<Example> = None;
         while i < lines.len() && !lines[i].trim_start().starts_with("```") {
@@ -72,6 +80,7 @@ fn examples(lines: &[&str]) -> Vec<Example> {
                     command,
                     output: i + 1..i + 1,
                     fails,
+                    perfmon,
                 });
             }
             i += 1;
@@ -116,6 +125,15 @@ fn lines_match(expected: &[&str], actual: &[&str]) -> bool {
     }
 }
 
+/// Intel's perfmon files for the examples: `$HREC_PERFMON_DIR`, else `../shared/perfmon` next
+/// to the repository, if they are there.
+fn perfmon_files() -> Option<PathBuf> {
+    std::env::var_os("HREC_PERFMON_DIR")
+        .map(PathBuf::from)
+        .or_else(|| Some(repo().join("../shared/perfmon")))
+        .filter(|d| d.join("mapfile.csv").exists())
+}
+
 /// A fresh working directory for one doc page: `examples/` and `tests/` linked in, the
 /// example programs this suite built (`target/debug/examples`) standing in for the release
 /// builds the docs name (`target/release/examples`, which `scripts/demo` builds), its own HOME.
@@ -132,6 +150,10 @@ fn workdir() -> tempfile::TempDir {
     std::fs::create_dir_all(d.join("target/release")).unwrap();
     symlink(built, d.join("target/release/examples")).unwrap();
     std::fs::create_dir(d.join("home")).unwrap();
+    if let Some(p) = perfmon_files() {
+        std::fs::create_dir_all(d.join("home/.cache/hrec")).unwrap();
+        symlink(p, d.join("home/.cache/hrec/perfmon")).unwrap();
+    }
     dir
 }
 
@@ -172,7 +194,19 @@ fn check(doc: &str) {
     let bless = std::env::var_os("HREC_BLESS").is_some();
     let mut failures = Vec::new();
     let mut replaced: Vec<(std::ops::Range<usize>, Vec<String>)> = Vec::new();
-    for e in &found {
+    let skipped = found
+        .iter()
+        .filter(|e| e.perfmon && perfmon_files().is_none())
+        .count();
+    if skipped > 0 {
+        eprintln!(
+            "{doc}: {skipped} examples skipped: no Intel perfmon files (../shared/perfmon or HREC_PERFMON_DIR)"
+        );
+    }
+    for e in found
+        .iter()
+        .filter(|e| !e.perfmon || perfmon_files().is_some())
+    {
         let (ok, out) = run(dir.path(), &e.command);
         let actual: Vec<&str> = out.lines().map(str::trim_end).collect();
         let expected: Vec<&str> = lines[e.output.clone()]
@@ -226,7 +260,7 @@ fn check(doc: &str) {
         found.len(),
         failures.join("\n\n")
     );
-    eprintln!("{doc}: {} examples ran and matched", found.len());
+    eprintln!("{doc}: {} examples ran and matched", found.len() - skipped);
 }
 
 /// The guide's pages, each checked by a test of its own below.
@@ -315,4 +349,9 @@ fn placeholders() {
     assert_eq!(&lines[e[0].output.clone()], &["a b"]);
     assert_eq!(e[1].command, "false");
     assert!(e[1].output.is_empty());
+    assert!(!e[0].perfmon && !e[1].fails);
+    let doc = "```console perfmon fails\n$ hrec x\n```\n";
+    let lines: Vec<&str> = doc.lines().collect();
+    let e = examples(&lines);
+    assert!(e[0].perfmon && e[0].fails);
 }

@@ -494,3 +494,46 @@ fn a_broken_event_file_is_one_line_naming_it() {
         "{err}"
     );
 }
+
+/// `list metric` marks the metrics hrec computes per function (`record -M`): core events
+/// only; an uncore event, the TSC or the run's duration make a metric the run's.
+#[test]
+fn metrics_per_function_are_marked() {
+    let Some(dir) = perfmon_dir() else { return };
+    let o = hrec_fixture("graniterapids", &dir, "GenuineIntel-6-AD-1", &["metric"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let marked = |name: &str| {
+        let at = out
+            .find(&format!("\n  {name}\n"))
+            .unwrap_or_else(|| panic!("{name}"));
+        out[at + 1..]
+            .lines()
+            .skip(1)
+            .take_while(|l| l.starts_with("       ["))
+            .any(|l| l == format!("       [per function: hrec record -M {name}]"))
+    };
+    // Core events only.
+    assert!(marked("tma_l3_bound"));
+    assert!(marked("tma_info_thread_ipc"));
+    assert!(marked("cpu_operating_frequency"));
+    // Uncore (memory controller), the TSC, the run's duration.
+    assert!(!marked("memory_bandwidth_read"));
+    assert!(!marked("cpu_utilization"));
+    let o = hrec_fixture(
+        "graniterapids",
+        &dir,
+        "GenuineIntel-6-AD-1",
+        &["metric", "-j"],
+    );
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let per = |name: &str| {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["MetricName"] == name)
+            .map(|m| m["PerFunction"].clone())
+    };
+    assert_eq!(per("tma_l3_bound"), Some(Value::Bool(true)));
+    assert_eq!(per("memory_bandwidth_read"), Some(Value::Bool(false)));
+}

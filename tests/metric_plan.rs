@@ -663,3 +663,118 @@ fn ecore_groups_follow_the_counters() {
     );
     check_group(&dir, "arrowlake-s", &skt, true);
 }
+
+/// `record -vv` prints the metric groups as `--dry-run` does, to stderr, before recording;
+/// more than 8 groups on a core PMU get one warning with each group's share of the time
+/// (Granite Rapids' level 3 is 8 groups: no warning).
+#[test]
+fn verbose_plan_and_the_share_of_many_groups() {
+    let Some(dir) = perfmon_dir() else { return };
+    let d = dir.display().to_string();
+    let tmp = tempfile::tempdir().unwrap();
+    let out_file = tmp.path().join("td.data").display().to_string();
+    // Recording itself fails here (fixture PMUs on this machine, or too many fds for 512
+    // CPUs): the plan comes first either way.
+    let o = hrec(
+        Some("graniterapids"),
+        &[
+            "record",
+            "-vv",
+            "--perfmon",
+            &d,
+            "--td-level",
+            "3",
+            "-o",
+            &out_file,
+            "--",
+            "true",
+        ],
+    );
+    let (_, err) = text(&o);
+    assert!(err.contains("metric groups: 8, for 45"), "{err}");
+    assert!(err.contains("group 0 on cpu"), "{err}");
+    assert!(!err.contains("take turns on the PMU"), "{err}");
+    // -v alone does not print it.
+    let o = hrec(
+        Some("graniterapids"),
+        &[
+            "record",
+            "-v",
+            "--perfmon",
+            &d,
+            "--td-level",
+            "3",
+            "-o",
+            &out_file,
+            "--",
+            "true",
+        ],
+    );
+    let (_, err) = text(&o);
+    assert!(!err.contains("group 0 on cpu"), "{err}");
+    // Level 3 and three more metrics: 9 groups, each about 1/9 of the time.
+    let o = hrec(
+        Some("graniterapids"),
+        &[
+            "record",
+            "--perfmon",
+            &d,
+            "--td-level",
+            "3",
+            "-M",
+            "tma_info_core_coreipc,tma_info_core_flopc,tma_info_memory_tlb_page_walks_utilization",
+            "--dry-run",
+            "--",
+            "true",
+        ],
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let groups = out
+        .lines()
+        .find_map(|l| l.strip_prefix("metric groups: "))
+        .and_then(|l| l.split(',').next())
+        .and_then(|n| n.parse::<usize>().ok())
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(groups > 8, "{out}");
+    let warnings: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("take turns on the PMU"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{err}");
+    assert!(
+        warnings[0].starts_with("hrec: warning: cpu: ")
+            && warnings[0].contains(&format!("about 1/{groups} of the time")),
+        "{}",
+        warnings[0]
+    );
+}
+
+/// Every level down to the deepest of Intel's file plans, resolves (the `-e` strings of the
+/// groups parse: member names keep to the event language's name characters, an offcore
+/// event's `ocr_msr_val=V` included) and fits, on every fixture with Intel's files.
+#[test]
+fn every_level_down_to_the_deepest_plans_and_resolves() {
+    let Some(dir) = perfmon_dir() else { return };
+    for model in [
+        "graniterapids",
+        "sapphirerapids",
+        "alderlake",
+        "arrowlake-s",
+    ] {
+        let mut level = 1;
+        let deepest = loop {
+            match plan_of(&dir, model, true, &td(level)) {
+                Ok((m, _)) => {
+                    for g in &m.groups {
+                        check_group(&dir, model, g, true);
+                    }
+                    level += 1;
+                }
+                Err(e) if e.contains("has levels 1 to") => break level - 1,
+                Err(e) => panic!("{model} --td-level {level}: {e}"),
+            }
+        };
+        assert!(deepest >= 4, "{model}: deepest level {deepest}");
+    }
+}

@@ -478,6 +478,7 @@ fn refused_topdown_members_are_left_out_with_one_line() {
         let rest = match how {
             IfRefused::DropLevel2 => "recording TopDown level 1 only",
             IfRefused::DropTopdown | IfRefused::OffCpuStacks => "sampling without TopDown",
+            IfRefused::DropGroup => unreachable!("not in this test"),
         };
         assert_eq!(lines.len(), 1, "{err}");
         assert!(
@@ -501,6 +502,83 @@ fn refused_topdown_members_are_left_out_with_one_line() {
         assert!(o.status.success(), "{stderr}");
         assert!(stdout.contains("# Samples: "), "{stdout}");
     }
+}
+
+/// Issue 42: a metric group of `--td-level` / `-M` that the kernel refuses at open is left
+/// out whole, leader and members, with one line, and the rest is recorded. On the real
+/// kernel, with two software groups whose second has a member of a PMU type no kernel has.
+#[test]
+fn a_refused_metric_group_is_left_out_and_the_rest_recorded() {
+    use hrec::event::plan::{self, IfRefused, RecordOptions};
+    let pmus = hrec::pmu::Pmus::read(Path::new("/sys")).unwrap();
+    let opts = RecordOptions {
+        events: vec![
+            "{cpu-clock,task-clock,page-faults}:S".into(),
+            "{cpu-clock,task-clock,context-switches}:S".into(),
+        ],
+        ..Default::default()
+    };
+    let mut plan = plan::plan_record(&pmus, &hrec::event::Host::default(), &opts).unwrap();
+    let second: Vec<usize> = plan
+        .events
+        .iter()
+        .filter(|e| e.leader == 3)
+        .map(|e| e.index)
+        .collect();
+    assert_eq!(second, [3, 4, 5], "{:?}", plan.events);
+    for &i in &second {
+        plan.events[i].if_refused = Some(IfRefused::DropGroup);
+    }
+    plan.events[5].attr.type_ = 0x7fff_0000;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.hrec");
+    let session = hrec::record::Session {
+        plan: &plan,
+        pmus: &pmus,
+        output: out.clone(),
+        mmap_pages: None,
+        command: [
+            "sh",
+            "-c",
+            "i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done",
+        ]
+        .map(String::from)
+        .to_vec(),
+        command_line: vec!["hrec".into(), "record".into()],
+        procfs_root: "/proc".into(),
+        verbose: 0,
+        keep_raw_stacks: false,
+        zstd_level: None,
+        no_buildid: true,
+        buildid_cache: None,
+        switch_output: None,
+        on_file: None,
+        stop: None,
+        live: false,
+    };
+    let mut err = Vec::new();
+    let outcome = hrec::record::record(&session, &mut err)
+        .unwrap_or_else(|e| panic!("the recording failed: {e}"));
+    assert_eq!(outcome.exit_code, 0);
+    let err = String::from_utf8(err).unwrap();
+    let lines: Vec<&str> = err.lines().filter(|l| l.contains("refused")).collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(
+        lines[0].contains(&format!(" in {}'s group (", plan.events[3].name))
+            && lines[0].contains("recording without this metric group"),
+        "{}",
+        lines[0]
+    );
+    let r = hrec::data::Reader::open(&out).unwrap();
+    let opened: Vec<bool> = r.meta().events[..6]
+        .iter()
+        .map(|e| !e.ids.is_empty())
+        .collect();
+    assert_eq!(opened, [true, true, true, false, false, false]);
+    let o = hrec_in(dir.path(), &["report", "--stdio", "-i", "t.hrec"]);
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "{stderr}");
+    assert!(stdout.contains("# Samples: "), "{stdout}");
 }
 
 /// The vdso image goes into a file only when its samples need it: a program that spends its

@@ -96,3 +96,20 @@ fn every_reading_command_matches_its_golden_at_one_and_many_threads() {
         }
     }
 }
+
+/// perf's CPU_TOPOLOGY gives a perf.data file's threads per core (Intel's `smt_on`): the
+/// fixtures' machine lists one package `0-1` and the cores `0` and `1`, one thread each. The
+/// hrec fixtures were written before hrec kept it: unknown.
+#[test]
+fn threads_per_core_from_perfs_cpu_topology() {
+    for f in [
+        "plain.perf.data",
+        "callchain.perf.data",
+        "callchain-z.perf.data",
+    ] {
+        let rec = hrec::recording::Recording::open(&dir().join(f)).unwrap();
+        assert_eq!(rec.meta().threads_per_core, Some(1), "{f}");
+    }
+    let rec = hrec::recording::Recording::open(&dir().join("plain.hrec")).unwrap();
+    assert_eq!(rec.meta().threads_per_core, None);
+}

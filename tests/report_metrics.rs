@@ -2,321 +2,28 @@
 //! sampling-read groups of `record --td-level 3`, on a synthetic Granite Rapids recording made
 //! from the real planner's plan (Intel's files from `../shared/perfmon`), byte for byte in the
 //! kernel's layout and written with the real file writer. Every group's deltas follow a
-//! per-function truth (events per cycle); the expected metrics are Intel's formulas evaluated
+//! per-function truth (events per cycle, [`support::metricgroups::rate`]); the expected metrics are Intel's formulas evaluated
 //! here on that truth with the metrics evaluator, not through the report's code.
 
 mod support;
 
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use hrec::data::{EventId, EventMeta, Meta, PmuMeta, Trailer, Writer};
+use hrec::data::{EventId, EventMeta, MetricChoiceMeta, Trailer};
 use hrec::event::attr::{read, sample as st};
-use hrec::event::plan::metric::{self, MetricChoice};
-use hrec::event::plan::{self, Host, Plan, RecordOptions, Role};
-use hrec::metrics::Constants;
-use hrec::metrics::perfmon::{EventRef, Metric, Perfmon};
-use hrec::pmu::uarch::CpuId;
+use hrec::event::plan::metric::MetricChoice;
+use hrec::event::plan::{RecordOptions, Role};
+use hrec::metrics::perfmon::{EventRef, Metric};
 use serde_json::Value;
-use support::encode::{Encoder, ReadFields, ReadValue, SampleFields, SampleId};
-use support::{hrec_in, pmus, procfs_of, text};
+use support::encode::{Encoder, SampleFields};
+use support::metricgroups::{FUNCS, assert_metrics, metric_row, needs_group3, rate, reads, synth};
+use support::metricrec::{
+    KERNEL_EXACT, Synth, groups, id, perfmon, perfmon_dir, plan_of, plan_td3, truth, truth_path,
+    truth_threads, write_plain,
+};
+use support::{hrec_in, text};
 
 const MODEL: &str = "graniterapids";
-const KALLSYMS: &str = "\
-ffffffff81000000 T _text
-ffffffff81001000 T chase
-ffffffff81002000 T divide
-ffffffff81003000 T rare
-ffffffff81004000 T past_the_end
-";
-const FUNCS: [(&str, u64); 3] = [
-    ("chase", 0xffffffff81001010),
-    ("divide", 0xffffffff81002020),
-    ("rare", 0xffffffff81003030),
-];
-/// Cycles per sample of every group's sampler.
-const PERIOD: u64 = 1_000_000;
-const KERNEL_EXACT: u16 = 1 | (1 << 14);
-
-fn perfmon_dir() -> Option<PathBuf> {
-    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/perfmon");
-    if d.join("mapfile.csv").exists() {
-        Some(d)
-    } else {
-        eprintln!("skipped: ../shared/perfmon not found");
-        None
-    }
-}
-
-fn cpuid() -> String {
-    CpuId::read(&procfs_of(MODEL)).unwrap().to_string()
-}
-
-fn perfmon(dir: &Path) -> Perfmon {
-    let id = hrec::stat::tma::cpuid(&procfs_of(MODEL)).unwrap();
-    hrec::stat::tma::load(dir, &id).unwrap().0
-}
-
-/// The record plan of `--td-level 3` on Granite Rapids, as `hrec record` makes it.
-fn plan_td3(dir: &Path) -> Plan {
-    plan_of(
-        dir,
-        &MetricChoice {
-            td_level: Some(3),
-            metrics: Vec::new(),
-        },
-    )
-}
-
-/// The record plan of `choice` on Granite Rapids.
-fn plan_of(dir: &Path, choice: &MetricChoice) -> Plan {
-    let host = Host {
-        max_sample_rate: Some(100_000),
-        x86: true,
-        cpu: CpuId::read(&procfs_of(MODEL)),
-        nmi_watchdog: Some(true),
-    };
-    let pmus = pmus(MODEL);
-    let pm = perfmon(dir);
-    let m = metric::plan_metrics(&pmus, &host, Ok(&pm), choice).unwrap();
-    plan::plan_record_with(&pmus, &host, &RecordOptions::default(), Some(&m)).unwrap()
-}
-
-/// An event as the truth keys it: Intel's name and the modifiers that change the encoding.
-fn key(e: &EventRef) -> String {
-    let name = e.name.to_ascii_uppercase();
-    let name = match name.as_str() {
-        "CYCLES" | "CPU_CLK_UNHALTED.THREAD_P" => "CPU_CLK_UNHALTED.THREAD".to_string(),
-        _ => name,
-    };
-    format!("{name}:{:?}:{}:{}", e.cmask, e.edge, e.inv)
-}
-
-/// Events per cycle of a function: the truth the recording is made from.
-fn rate(func: &str, k: &str) -> f64 {
-    let name = k.split(':').next().unwrap_or(k);
-    // Level 1 and 2 shares of slots, 6 slots a cycle.
-    let (l1, l2): ([f64; 4], [f64; 4]) = match func {
-        // retiring, bad spec, frontend, backend; heavy ops, br mispredict, fetch lat, mem bound.
-        "chase" => ([0.10, 0.05, 0.05, 0.80], [0.02, 0.03, 0.03, 0.70]),
-        "divide" => ([0.20, 0.02, 0.03, 0.75], [0.05, 0.01, 0.02, 0.05]),
-        _ => ([0.40, 0.10, 0.20, 0.30], [0.10, 0.05, 0.10, 0.15]),
-    };
-    let slots = 6.0;
-    let per_func = |chase: f64, divide: f64, other: f64| match func {
-        "chase" => chase,
-        "divide" => divide,
-        _ => other,
-    };
-    match name {
-        "CPU_CLK_UNHALTED.THREAD" => 1.0,
-        "TOPDOWN.SLOTS" => slots,
-        "PERF_METRICS.RETIRING" => l1[0] * slots,
-        "PERF_METRICS.BAD_SPECULATION" => l1[1] * slots,
-        "PERF_METRICS.FRONTEND_BOUND" => l1[2] * slots,
-        "PERF_METRICS.BACKEND_BOUND" => l1[3] * slots,
-        "PERF_METRICS.HEAVY_OPERATIONS" => l2[0] * slots,
-        "PERF_METRICS.BRANCH_MISPREDICTS" => l2[1] * slots,
-        "PERF_METRICS.FETCH_LATENCY" => l2[2] * slots,
-        "PERF_METRICS.MEMORY_BOUND" => l2[3] * slots,
-        "MEMORY_ACTIVITY.STALLS_L1D_MISS" => per_func(0.75, 0.02, 0.10),
-        "MEMORY_ACTIVITY.STALLS_L2_MISS" => per_func(0.70, 0.01, 0.05),
-        "MEMORY_ACTIVITY.STALLS_L3_MISS" => per_func(0.10, 0.005, 0.02),
-        "EXE_ACTIVITY.BOUND_ON_LOADS" => per_func(0.78, 0.03, 0.12),
-        "CYCLE_ACTIVITY.STALLS_TOTAL" => per_func(0.80, 0.72, 0.25),
-        "ARITH.DIV_ACTIVE" => per_func(0.0, 0.70, 0.01),
-        "UOPS_EXECUTED.THREAD" => per_func(0.5, 0.6, 2.0),
-        "FRONTEND_RETIRED.L1I_MISS" => per_func(0.002, 0.001, 0.001),
-        "FRONTEND_RETIRED.L2_MISS" => per_func(0.0001, 0.0001, 0.0001),
-        "UOPS_RETIRED.SLOTS" => l1[0] * slots * 0.9,
-        "UOPS_ISSUED.ANY" => (l1[0] + l1[1]) * slots,
-        _ => 0.01,
-    }
-}
-
-/// Reads of group `g` per function: different per group (so rates must be scaled by each
-/// group's own cycles), and for `rare` too few in group 3.
-fn reads(func: &str, g: usize) -> u64 {
-    match func {
-        "rare" if g == 3 => 5,
-        "rare" => 40,
-        "chase" => 30 + 7 * g as u64,
-        _ => 60 - 4 * g as u64,
-    }
-}
-
-fn id(i: usize) -> u64 {
-    1000 + i as u64
-}
-
-/// The plan's groups: per sampler, its members (plan indexes) and each member's truth key.
-fn groups(plan: &Plan) -> Vec<(usize, Vec<(usize, String)>)> {
-    plan.events
-        .iter()
-        .filter(|e| e.role == Role::Sampler && e.metric.is_some())
-        .map(|s| {
-            let members = plan
-                .events
-                .iter()
-                .filter(|e| e.leader == s.leader)
-                .map(|e| {
-                    let m = e.metric.as_ref().unwrap();
-                    (e.index, key(&EventRef::parse(&m.event)))
-                })
-                .collect();
-            (s.index, members)
-        })
-        .collect()
-}
-
-/// Writes the synthetic recording of `plan` into `dir`; `extra` are more events (a `-W`
-/// sampler) with their samples made by `more`.
-fn write_recording(
-    dir: &Path,
-    plan: &Plan,
-    extra: Vec<EventMeta>,
-    more: impl Fn(&Meta) -> Vec<u8>,
-) {
-    let mut events: Vec<EventMeta> = plan
-        .events
-        .iter()
-        .map(|e| EventMeta {
-            name: e.name.clone(),
-            pmu: e.pmu.clone(),
-            attr: e.attr,
-            leader: e.leader,
-            role: e.role,
-            ids: vec![EventId {
-                id: id(e.index),
-                cpu: 0,
-                tid: 500,
-            }],
-        })
-        .collect();
-    events.extend(extra);
-    let meta = Meta {
-        hrec_version: "test".into(),
-        target: "workload".into(),
-        cpuid: cpuid(),
-        pmus: vec![PmuMeta {
-            name: "cpu".into(),
-            type_: 4,
-        }],
-        events,
-        ..Meta::default()
-    };
-    let gs = groups(plan);
-    let first = gs[0].0;
-    let mut records = Vec::new();
-    let enc = Encoder::new(meta.events[first].attr);
-    let sid = SampleId {
-        pid: 500,
-        tid: 500,
-        time: 1,
-        id: id(first),
-        ..SampleId::default()
-    };
-    records.extend(enc.comm(&sid, 500, 500, b"app", true));
-    let mut totals: HashMap<usize, Vec<u64>> = HashMap::new();
-    let mut time = 10;
-    // Round-robin over groups and functions, as multiplexing interleaves them.
-    let most = FUNCS
-        .iter()
-        .flat_map(|(f, _)| (0..gs.len()).map(|g| reads(f, g)))
-        .max()
-        .unwrap();
-    for round in 0..most {
-        for (gi, (sampler, members)) in gs.iter().enumerate() {
-            for (f, ip) in FUNCS {
-                if round >= reads(f, gi) {
-                    continue;
-                }
-                let tot = totals
-                    .entry(*sampler)
-                    .or_insert_with(|| vec![0; members.len()]);
-                for (k, (_, key)) in members.iter().enumerate() {
-                    tot[k] += (rate(f, key) * PERIOD as f64).round() as u64;
-                }
-                time += 1000;
-                let values = members
-                    .iter()
-                    .zip(tot.iter())
-                    .map(|(&(m, _), &v)| ReadValue {
-                        value: v,
-                        id: id(m),
-                        lost: 0,
-                    })
-                    .collect();
-                let enc = Encoder::new(meta.events[*sampler].attr);
-                records.extend(enc.sample(&SampleFields {
-                    misc: KERNEL_EXACT,
-                    id: id(*sampler),
-                    ip,
-                    pid: 500,
-                    tid: 500,
-                    time,
-                    cpu: 0,
-                    period: PERIOD,
-                    read: ReadFields {
-                        values,
-                        ..ReadFields::default()
-                    },
-                    ..SampleFields::default()
-                }));
-            }
-        }
-    }
-    records.extend(more(&meta));
-    let mut w = Writer::create(&dir.join("hrec.data"), &meta).unwrap();
-    w.write_side("kallsyms", KALLSYMS.as_bytes()).unwrap();
-    w.write_records(&records, 0).unwrap();
-    w.finish(Trailer::default()).unwrap();
-}
-
-/// Intel's value of `m` for a function by its formula on the truth, `latency` giving `:R`
-/// terms.
-fn truth(m: &Metric, func: &str, latency: &dyn Fn(&str) -> Option<f64>) -> Option<f64> {
-    let counts = |e: &EventRef| Some(rate(func, &key(e)) * 1e9);
-    let c = Constants {
-        smt_on: Some(false),
-        threads_per_core: Some(1.0),
-        ..Constants::default()
-    };
-    m.evaluate(&counts, latency, &c)
-        .ok()
-        .filter(|v| v.is_finite())
-}
-
-/// toplev's bottleneck path on the truth.
-fn truth_path(
-    pm: &Perfmon,
-    chosen: &[&Metric],
-    value: &dyn Fn(&Metric) -> Option<f64>,
-) -> Vec<String> {
-    let past = |m: &Metric| -> Option<f64> {
-        let v = value(m)?;
-        matches!(pm.threshold_holds(m, value), Ok(Some(true))).then_some(v)
-    };
-    let mut path = Vec::new();
-    let mut parent: Option<String> = None;
-    loop {
-        let best = chosen
-            .iter()
-            .filter(|m| {
-                m.is_tma_node()
-                    && match &parent {
-                        None => m.level == 1,
-                        Some(p) => m.parent.as_deref() == Some(p.as_str()),
-                    }
-            })
-            .filter_map(|m| Some((*m, past(m)?)))
-            .max_by(|a, b| a.1.total_cmp(&b.1));
-        let Some((m, _)) = best else { break };
-        path.push(m.perf_name());
-        parent = Some(m.name.clone());
-    }
-    path
-}
 
 fn report(dir: &Path, args: &[&str]) -> (Value, String) {
     let mut a = vec!["report", "--json"];
@@ -330,26 +37,15 @@ fn report(dir: &Path, args: &[&str]) -> (Value, String) {
     )
 }
 
-/// The first table whose rows carry metrics, and its row of `func`.
-fn metric_row<'a>(v: &'a Value, func: &str) -> &'a Value {
-    v["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|t| t["rows"].as_array().unwrap())
-        .find(|r| r["key"]["sym"] == format!("[k] {func}") && r.get("metrics").is_some())
-        .unwrap_or_else(|| panic!("no row {func} with metrics"))
-}
-
 #[test]
 fn td_level_3_per_function_equals_intels_formulas_on_the_truth() {
     let Some(pdir) = perfmon_dir() else { return };
-    let pm = perfmon(&pdir);
-    let plan = plan_td3(&pdir);
+    let pm = perfmon(&pdir, MODEL);
+    let plan = plan_td3(&pdir, MODEL);
     let gs = groups(&plan);
     assert!(gs.len() >= 7, "{} groups", gs.len());
     let tmp = tempfile::tempdir().unwrap();
-    write_recording(tmp.path(), &plan, Vec::new(), |_| Vec::new());
+    synth(MODEL).write(&tmp.path().join("hrec.data"), &plan);
     let pdir_s = pdir.display().to_string();
     let (v, err) = report(
         tmp.path(),
@@ -367,39 +63,17 @@ fn td_level_3_per_function_equals_intels_formulas_on_the_truth() {
     assert_eq!(chosen.len(), 45);
     let no_rl = |_: &str| None;
     for (func, _) in FUNCS {
-        let row = metric_row(&v, func);
-        let metrics = row["metrics"].as_object().unwrap();
-        assert_eq!(metrics.len(), chosen.len(), "{func}");
-        // Which metrics need group 3 (the one `rare` has too few reads of).
-        let group3: Vec<&String> = gs[3].1.iter().map(|(_, k)| k).collect();
-        let in_other = |k: &String| {
-            gs.iter()
-                .enumerate()
-                .any(|(g, (_, m))| g != 3 && m.iter().any(|(_, x)| x == k))
-        };
-        for m in &chosen {
-            let got = metrics[&m.perf_name()].as_f64();
-            let needs3 = m
-                .used_events()
-                .filter(|e| !e.retire_latency)
-                .any(|e| group3.contains(&&key(e)) && !in_other(&key(e)));
-            let want = if func == "rare" && needs3 {
+        let row = metric_row(&v, &format!("[k] {func}"));
+        // Null in `rare` where a metric needs group 3 (the one it has too few reads of).
+        assert_metrics(row, &chosen, func, &|m| {
+            if func == "rare" && needs_group3(&plan, m) {
                 None
             } else {
-                truth(m, func, &|n| pm.default_retire_latency(n))
-            };
-            match (got, want) {
-                (Some(g), Some(w)) => assert!(
-                    (g - w).abs() < 0.1,
-                    "{func} {}: got {g}, Intel's formula on the truth {w}",
-                    m.perf_name()
-                ),
-                (None, None) => {}
-                _ => panic!("{func} {}: got {got:?}, want {want:?}", m.perf_name()),
+                truth(m, &|k| rate(func, k), &|n| pm.default_retire_latency(n))
             }
-        }
+        });
         if func != "rare" {
-            let value = |m: &Metric| truth(m, func, &no_rl);
+            let value = |m: &Metric| truth(m, &|k| rate(func, k), &no_rl);
             let path = truth_path(&pm, &chosen, &value);
             let got: Vec<String> = row["bottleneck"]
                 .as_array()
@@ -417,7 +91,7 @@ fn td_level_3_per_function_equals_intels_formulas_on_the_truth() {
         }
     }
     // The intended bottlenecks.
-    let path = |f: &str| metric_row(&v, f)["bottleneck"].clone();
+    let path = |f: &str| metric_row(&v, &format!("[k] {f}"))["bottleneck"].clone();
     assert_eq!(
         path("chase"),
         serde_json::json!(["tma_backend_bound", "tma_memory_bound", "tma_l3_bound"])
@@ -427,10 +101,10 @@ fn td_level_3_per_function_equals_intels_formulas_on_the_truth() {
         serde_json::json!(["tma_backend_bound", "tma_core_bound", "tma_divider"])
     );
     // Below the read minimum: null, never a number of five samples.
-    let rare = metric_row(&v, "rare");
+    let rare = metric_row(&v, "[k] rare");
     assert!(rare["metrics"]["tma_retiring"].is_f64());
     // Metrics with a number in `chase` (whose group 3 has enough reads) and none in `rare`.
-    let chase_metrics = &metric_row(&v, "chase")["metrics"];
+    let chase_metrics = &metric_row(&v, "[k] chase")["metrics"];
     let nulls: Vec<&String> = rare["metrics"]
         .as_object()
         .unwrap()
@@ -440,7 +114,7 @@ fn td_level_3_per_function_equals_intels_formulas_on_the_truth() {
         .collect();
     assert!(nulls.len() >= 3, "rare: group 3 has 5 reads: {nulls:?}");
     // Today's perf-metrics columns stay as they were: each `topdown-*` over their sum.
-    let chase = metric_row(&v, "chase");
+    let chase = metric_row(&v, "[k] chase");
     assert_eq!(chase["topdown"]["level1"]["Backend Bound"], 80.0);
     assert_eq!(chase["topdown"]["level2"]["Memory Bound"], 70.0);
     // The text report: the tree under each row, the bottleneck path marked, `-` below the
@@ -475,14 +149,19 @@ fn td_level_3_per_function_equals_intels_formulas_on_the_truth() {
         l3.starts_with("        tma_l3_bound"),
         "indented by level: {l3:?}"
     );
-    let want = truth(pm.metric("tma_l3_bound").unwrap(), "chase", &no_rl).unwrap();
+    let want = truth(
+        pm.metric("tma_l3_bound").unwrap(),
+        &|k| rate("chase", k),
+        &no_rl,
+    )
+    .unwrap();
     assert!(l3.contains(&format!("{want:.1}")), "{l3} {want}");
 }
 
 #[test]
 fn metrics_list_and_retire_latency_from_the_recording() {
     let Some(pdir) = perfmon_dir() else { return };
-    let pm = perfmon(&pdir);
+    let pm = perfmon(&pdir, MODEL);
     // A metric with a `:R` term and the events it counts.
     let Some(m) = pm
         .all()
@@ -501,10 +180,12 @@ fn metrics_list_and_retire_latency_from_the_recording() {
     // Planned as `record -M <metric>`.
     let plan = plan_of(
         &pdir,
+        MODEL,
         &MetricChoice {
             td_level: None,
             metrics: vec![m.perf_name()],
         },
+        &RecordOptions::default(),
     );
     // A `-W` sampler of the `:R` event (its raw encoding), 30 samples of latency 40 in chase.
     let (encoding, config1) = match pm.resolve(&EventRef::parse(&rl)).unwrap() {
@@ -535,38 +216,41 @@ fn metrics_list_and_retire_latency_from_the_recording() {
         }],
     }];
     let tmp = tempfile::tempdir().unwrap();
-    write_recording(tmp.path(), &plan, extra, |meta| {
-        let enc = Encoder::new(meta.events[index].attr);
-        let mut out = Vec::new();
-        for i in 0..30u64 {
-            out.extend(enc.sample(&SampleFields {
-                misc: KERNEL_EXACT,
-                id: id(index),
-                ip: FUNCS[0].1,
-                pid: 500,
-                tid: 500,
-                time: 10_000_000 + i,
-                cpu: 0,
-                period: 1000,
-                weight: 40 << 48,
-                ..SampleFields::default()
-            }));
-        }
-        out
-    });
+    let enc = Encoder::new(attr);
+    let mut samples = Vec::new();
+    for i in 0..30u64 {
+        samples.extend(enc.sample(&SampleFields {
+            misc: KERNEL_EXACT,
+            id: id(index),
+            ip: FUNCS[0].1,
+            pid: 500,
+            tid: 500,
+            time: 10_000_000 + i,
+            cpu: 0,
+            period: 1000,
+            weight: 40 << 48,
+            ..SampleFields::default()
+        }));
+    }
+    Synth {
+        extra_events: extra,
+        extra_records: samples,
+        ..synth(MODEL)
+    }
+    .write(&tmp.path().join("hrec.data"), &plan);
     let pdir_s = pdir.display().to_string();
     let name = m.perf_name();
     let (v, _) = report(tmp.path(), &["--metrics", &name, "--perfmon", &pdir_s]);
-    let chase = metric_row(&v, "chase");
+    let chase = metric_row(&v, "[k] chase");
     let term = &chase["retire_latency_terms"][&rl];
     assert_eq!(term["source"], "recording", "{chase:#}");
     assert_eq!(term["value"], 40.0);
-    let divide = metric_row(&v, "divide");
+    let divide = metric_row(&v, "[k] divide");
     assert_eq!(divide["retire_latency_terms"][&rl]["source"], "intel");
     // The value: Intel's formula with the recording's latency where it has one (when the
     // metric's counted events are in the plan; otherwise null).
     let got = chase["metrics"][&name].as_f64();
-    let want = truth(m, "chase", &|n| {
+    let want = truth(m, &|k| rate("chase", k), &|n| {
         if n.eq_ignore_ascii_case(&rl) {
             Some(40.0)
         } else {
@@ -578,7 +262,7 @@ fn metrics_list_and_retire_latency_from_the_recording() {
         _ => panic!("{name}: got {got:?}, want {want:?}"),
     }
     // Not Intel's default: the recording's 40 cycles made the value.
-    let with_default = truth(m, "chase", &|n| pm.default_retire_latency(n));
+    let with_default = truth(m, &|k| rate("chase", k), &|n| pm.default_retire_latency(n));
     assert!(
         with_default.is_none_or(|d| (d - want.unwrap_or(0.0)).abs() > 0.1),
         "{name}: {with_default:?} {want:?}"
@@ -588,9 +272,9 @@ fn metrics_list_and_retire_latency_from_the_recording() {
 #[test]
 fn without_metric_groups_or_intels_files_one_line_and_levels_1_and_2() {
     let Some(pdir) = perfmon_dir() else { return };
-    let plan = plan_td3(&pdir);
+    let plan = plan_td3(&pdir, MODEL);
     let tmp = tempfile::tempdir().unwrap();
-    write_recording(tmp.path(), &plan, Vec::new(), |_| Vec::new());
+    synth(MODEL).write(&tmp.path().join("hrec.data"), &plan);
     // Intel's files missing.
     let (v, err) = report(
         tmp.path(),
@@ -605,31 +289,7 @@ fn without_metric_groups_or_intels_files_one_line_and_levels_1_and_2() {
     assert!(v["events"][0]["topdown"]["level1"].is_object());
     // A recording without metric groups: the default plan.
     let plain = tempfile::tempdir().unwrap();
-    let default_plan = support::plan(MODEL, &RecordOptions::default());
-    let meta = Meta {
-        hrec_version: "test".into(),
-        target: "workload".into(),
-        cpuid: cpuid(),
-        events: default_plan
-            .events
-            .iter()
-            .map(|e| EventMeta {
-                name: e.name.clone(),
-                pmu: e.pmu.clone(),
-                attr: e.attr,
-                leader: e.leader,
-                role: e.role,
-                ids: vec![EventId {
-                    id: id(e.index),
-                    cpu: 0,
-                    tid: 500,
-                }],
-            })
-            .collect(),
-        ..Meta::default()
-    };
-    let w = Writer::create(&plain.path().join("hrec.data"), &meta).unwrap();
-    w.finish(Trailer::default()).unwrap();
+    write_plain(&plain.path().join("hrec.data"), MODEL);
     let pdir_s = pdir.display().to_string();
     let o = hrec_in(
         plain.path(),
@@ -642,4 +302,181 @@ fn without_metric_groups_or_intels_files_one_line_and_levels_1_and_2() {
         .collect();
     assert_eq!(lines.len(), 1, "{err}");
     assert!(lines[0].contains("no metric groups"), "{err}");
+}
+
+/// A recording that keeps the CPU's threads per core (2: SMT on) evaluates Intel's `smt_on`
+/// branches: `tma_ms` and `tma_info_core_coreipc` divide by `CPU_CLK_UNHALTED.DISTRIBUTED`
+/// instead of the thread's cycles, so each equals Intel's formula on the truth with
+/// `smt_on` true (and differs from the SMT-off value). Each group's time on the PMU comes
+/// from the trailer's final counts, in the header notes and each row's `metric_groups`.
+/// Without a stored topology the notes say smt_on is Intel's default.
+#[test]
+fn smt_from_the_recording_and_each_groups_time_on_the_pmu() {
+    let Some(pdir) = perfmon_dir() else { return };
+    let pm = perfmon(&pdir, MODEL);
+    let names = ["tma_ms", "tma_info_core_coreipc"];
+    // Two more metrics, for more than one group.
+    let chosen = [&names[..], &["tma_l3_bound", "tma_divider"]]
+        .concat()
+        .join(",");
+    let plan = plan_of(
+        &pdir,
+        MODEL,
+        &MetricChoice {
+            td_level: None,
+            metrics: vec![chosen.clone()],
+        },
+        &RecordOptions::default(),
+    );
+    let gs = groups(&plan);
+    assert!(gs.len() >= 2, "{} groups", gs.len());
+    // The group reads carry the times the trailer's counts report.
+    for (sampler, _) in &gs {
+        let rf = plan.events[*sampler].attr.read_format;
+        assert_eq!(
+            rf & (read::TOTAL_TIME_ENABLED | read::TOTAL_TIME_RUNNING),
+            read::TOTAL_TIME_ENABLED | read::TOTAL_TIME_RUNNING
+        );
+    }
+    // Group g ran (g + 1) / (groups + 1) of the time it was enabled.
+    let share = |g: usize| (g + 1) as f64 / (gs.len() + 1) as f64;
+    let trailer = Trailer {
+        counts: gs
+            .iter()
+            .enumerate()
+            .map(|(g, (sampler, _))| hrec::data::FinalCount {
+                event: *sampler,
+                id: id(*sampler),
+                cpu: 0,
+                value: 1,
+                time_enabled: 1_000_000 * (gs.len() as u64 + 1),
+                time_running: 1_000_000 * (g as u64 + 1),
+            })
+            .collect(),
+        ..Trailer::default()
+    };
+    let pdir_s = pdir.display().to_string();
+    let args = ["--metrics", &chosen, "--perfmon", &pdir_s];
+    let no_rl = |_: &str| None;
+    for threads in [Some(2), None] {
+        let tmp = tempfile::tempdir().unwrap();
+        Synth {
+            threads_per_core: threads,
+            trailer: trailer.clone(),
+            ..synth(MODEL)
+        }
+        .write(&tmp.path().join("hrec.data"), &plan);
+        let (v, err) = report(tmp.path(), &args);
+        assert!(!err.contains("no metrics per row"), "{err}");
+        let header: Vec<&str> = v["header"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        let default_note = header
+            .iter()
+            .any(|h| h.contains("smt_on is Intel's default"));
+        assert_eq!(default_note, threads.is_none(), "{header:?}");
+        let times = header
+            .iter()
+            .find(|h| h.contains("time on the PMU"))
+            .unwrap_or_else(|| panic!("{header:?}"));
+        for g in 0..gs.len() {
+            assert!(
+                times.contains(&format!("#{g} {:.1}%", 100.0 * share(g))),
+                "{times}"
+            );
+        }
+        for (func, _) in FUNCS {
+            let row = metric_row(&v, &format!("[k] {func}"));
+            for name in names {
+                let m = pm.metric(name).unwrap();
+                let got = row["metrics"][name].as_f64().unwrap();
+                let on = truth_threads(m, &|k| rate(func, k), &no_rl, 2).unwrap();
+                let off = truth(m, &|k| rate(func, k), &no_rl).unwrap();
+                assert!(
+                    (on - off).abs() > 0.5,
+                    "{name}: smt_on must matter: {on} {off}"
+                );
+                let want = if threads == Some(2) { on } else { off };
+                assert!(
+                    (got - want).abs() < 0.1,
+                    "{func} {name} threads {threads:?}: got {got}, Intel's formula on the truth {want}"
+                );
+            }
+            let groups = row["metric_groups"].as_array().unwrap();
+            assert_eq!(groups.len(), gs.len());
+            for (g, gr) in groups.iter().enumerate() {
+                let s = gr["time_running_share"].as_f64().unwrap();
+                assert!((s - share(g)).abs() < 1e-9, "{func} group {g}: {s}");
+            }
+        }
+    }
+    // A trailer without the times: no shares, and the note says why.
+    let tmp = tempfile::tempdir().unwrap();
+    synth(MODEL).write(&tmp.path().join("hrec.data"), &plan);
+    let (v, _) = report(tmp.path(), &args);
+    let header = v["header"].to_string();
+    assert!(
+        header.contains("keeps no group's time on the PMU"),
+        "{header}"
+    );
+    assert!(
+        metric_row(&v, "[k] chase")["metric_groups"][0]
+            .get("time_running_share")
+            .is_none()
+    );
+}
+
+/// A recording of `record --td-level 3` keeps the choice: a report given neither
+/// `--td-level 3` nor `--metrics` says in one header line how to see the metrics, and one
+/// given them says nothing of it; `hrec info` shows the choice.
+#[test]
+fn the_recordings_choice_is_named_in_the_header() {
+    let Some(pdir) = perfmon_dir() else { return };
+    let plan = plan_td3(&pdir, MODEL);
+    let tmp = tempfile::tempdir().unwrap();
+    Synth {
+        metric_choice: Some(MetricChoiceMeta {
+            td_level: Some(3),
+            metrics: Vec::new(),
+        }),
+        ..synth(MODEL)
+    }
+    .write(&tmp.path().join("hrec.data"), &plan);
+    let said = |v: &Value| {
+        v["header"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .filter(|h| h.contains("this recording has metric groups"))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    let (v, _) = report(tmp.path(), &[]);
+    let lines = said(&v);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].contains("`hrec report --td-level 3`"),
+        "{}",
+        lines[0]
+    );
+    let pdir_s = pdir.display().to_string();
+    let (v, _) = report(tmp.path(), &["--td-level", "3", "--perfmon", &pdir_s]);
+    assert!(said(&v).is_empty(), "{:?}", said(&v));
+    // The text report says it in its `#` header.
+    let o = hrec_in(tmp.path(), &["report", "--stdio"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with('#') && l.contains("hrec report --td-level 3")),
+        "{out}"
+    );
+    let o = hrec_in(tmp.path(), &["info"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(out.contains("# metric groups for : --td-level 3"), "{out}");
 }

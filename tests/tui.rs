@@ -1,7 +1,7 @@
 //! `hrec report`'s interactive view in a real terminal (tmux): it opens by default on a
 //! terminal, shows the rows the text report prints for the same file, opens a row's call
-//! graph, annotates a function, filters, zooms, shows its help and quits; `--stdio` prints
-//! the text on a terminal.
+//! graph, annotates a function, filters, zooms, shows the selected row's metric tree (with
+//! `--td-level 3`), shows its help and quits; `--stdio` prints the text on a terminal.
 
 mod support;
 
@@ -300,6 +300,99 @@ fn report_view_sorts_by_memory_keys_as_the_text_does() {
             && rows.iter().take(20).all(|(row, _)| shows_row(s, row))
     });
     assert!(screen.contains("Data Symbol"), "{screen}");
+    t.send_keys(&["q"]);
+    assert_eq!(t.wait_exit(WAIT), 0);
+}
+
+/// With Intel's metrics per row (`--td-level 3`, on the shipped synthetic level-3 recording),
+/// a pane under the rows shows the selected row's metric tree, the text report's lines:
+/// moved to `divide`, it shows Core Bound's Divider on the bottleneck path; `m` hides it and
+/// shows it again.
+#[test]
+fn report_view_shows_the_selected_rows_metric_tree() {
+    if !available() {
+        eprintln!("skipped: tmux not installed");
+        return;
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let perfmon = root.join("../shared/perfmon");
+    if !perfmon.join("mapfile.csv").exists() {
+        eprintln!("skipped: ../shared/perfmon not found");
+        return;
+    }
+    let file = "examples/recordings/tdemo-graniterapids-l3.synthetic.hrec";
+    let args = [
+        "report",
+        "-i",
+        file,
+        "--td-level",
+        "3",
+        "--perfmon",
+        perfmon.to_str().unwrap(),
+        "--sort",
+        "sym",
+        "--no-children",
+    ];
+    // The text report's rows, and divide's metric lines under its row.
+    let o = hrec_in(root, &[&args[..], &["--stdio", "-g", "none"]].concat());
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let rows: Vec<&str> = out
+        .lines()
+        .filter(|l| !l.starts_with('#') && l.contains("%  ") && l.contains("[.] "))
+        .collect();
+    let at = rows
+        .iter()
+        .position(|l| l.ends_with("[.] divide"))
+        .unwrap_or_else(|| panic!("no divide row: {out}"));
+    let tree: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.ends_with("[.] divide"))
+        .skip(2)
+        .take_while(|l| l.trim_start().starts_with('|'))
+        .map(|l| l.split_once("|  ").unwrap().1.trim_end())
+        .collect();
+    assert!(
+        tree.iter()
+            .any(|l| l.trim_start().starts_with("tma_divider") && l.ends_with("<==")),
+        "{out}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let hrec = env!("CARGO_BIN_EXE_hrec");
+    let t = Tmux::start(
+        dir.path(),
+        120,
+        40,
+        &format!("cd '{}' && {hrec} {}", root.display(), args.join(" ")),
+    );
+    // The pane under the rows: the first row's tree.
+    t.wait_screen(WAIT, |s| {
+        s.contains("m:metrics") && s.contains("(m: hide)") && s.contains("tma_backend_bound")
+    });
+    t.send_keys(&vec!["Down"; at]);
+    let pane_shows_divide = |s: &str| {
+        let lines: Vec<&str> = s.lines().map(str::trim_end).collect();
+        lines
+            .iter()
+            .position(|l| l.starts_with("[.] divide  (m: hide)"))
+            .is_some_and(|start| {
+                tree.iter()
+                    .enumerate()
+                    .all(|(i, want)| lines.get(start + 1 + i) == Some(want))
+            })
+    };
+    let screen = t.wait_screen(WAIT, pane_shows_divide);
+    assert!(screen.contains(&format!("row {}/", at + 1)), "{screen}");
+    // The pane's lines are the text report's.
+    assert!(screen.contains("tma_divider"), "{screen}");
+    // `m` hides the pane, and shows it again.
+    t.send_keys(&["m"]);
+    let row = format!("row {}/", at + 1);
+    t.wait_screen(WAIT, |s| {
+        !s.contains("tma_divider") && !s.contains("(m: hide)") && s.contains(&row)
+    });
+    t.send_keys(&["m"]);
+    t.wait_screen(WAIT, pane_shows_divide);
     t.send_keys(&["q"]);
     assert_eq!(t.wait_exit(WAIT), 0);
 }

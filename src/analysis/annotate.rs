@@ -15,6 +15,19 @@
 //!
 //! A function that cannot be read (the file missing, changed since the recording, without a
 //! symbol size, or in the kernel) is left out with one line saying why.
+//!
+//! **Intel's metrics per block** (`annotate --td-level 3`, `--metrics LIST`; [`annotate_with`],
+//! [`add_metrics`]): the samples of every metric group's sampler (not only the annotated
+//! event's) and of the `-W` samplers of `:R` events go by the same rule: a sample's group-read
+//! deltas (per member, [`super::metrics::MemberTracker`]) and its retire latency belong to the
+//! instruction whose bytes hold its IP, so to that instruction's block. There is no skid
+//! correction: a precise sampler's IP is the instruction after the one that caused the
+//! sample's event only where the kernel reports it so, and the deltas go where the IP is, as
+//! `report` puts them in the function that holds the IP. Each block's member sums are then
+//! evaluated as one row of `report --td-level 3` ([`RowMetricsSetup::evaluate`]: events of
+//! different groups as rates per cycle of their own group, a metric needing a group with
+//! fewer reads than the minimum left without a number), and the function's total is the sum
+//! of its blocks'. Samples outside the function's bytes are in no block and not in the total.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -28,6 +41,7 @@ use crate::symbol::debuginfo::SearchPaths;
 use crate::symbol::kallsyms::KernelSymbols;
 
 use super::latency::{LatHist, LatencyStats};
+use super::metrics::{GroupSums, RowMetrics, RowMetricsSetup, TreeNode};
 use super::profile::{NONE, Profile};
 use super::topdown::{Level2, TdCounts};
 
@@ -124,6 +138,85 @@ pub struct Block {
     /// The deltas themselves.
     #[serde(skip)]
     pub topdown: TdCounts,
+    /// Its samples of the metric events ([`annotate_with`]).
+    #[serde(skip)]
+    pub metric_sums: MetricSums,
+    /// Intel's metrics on them ([`add_metrics`]; `None`: no read of a metric group here).
+    #[serde(skip)]
+    pub metrics: Option<RowMetrics>,
+}
+
+/// The events whose samples give Intel's metrics per block (`--td-level 3`, `--metrics`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MetricEvents {
+    /// The metric groups' samplers (indexes into `Profile::events`), in
+    /// [`RowMetricsSetup::group_events`]' order.
+    pub groups: Vec<usize>,
+    /// The `-W` samplers of `:R` events: Intel's event name and the profile event.
+    pub latencies: Vec<(String, usize)>,
+}
+
+impl MetricEvents {
+    /// The events `setup` evaluates.
+    pub fn of(setup: &RowMetricsSetup<'_>) -> MetricEvents {
+        MetricEvents {
+            groups: setup.group_events(),
+            latencies: setup.latency_events().to_vec(),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.groups.is_empty() && self.latencies.is_empty()
+    }
+}
+
+/// What some samples of the metric events add up to.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MetricSums {
+    /// Per metric group ([`MetricEvents::groups`]' order): its members' delta sums and the
+    /// reads behind them.
+    pub groups: Vec<Option<(Vec<u64>, u64)>>,
+    /// Per latency event ([`MetricEvents::latencies`]' order): its retire latencies.
+    pub latencies: Vec<LatHist>,
+}
+
+impl MetricSums {
+    fn add_group(&mut self, g: usize, members: &[u64], reads: u64) {
+        if self.groups.len() <= g {
+            self.groups.resize(g + 1, None);
+        }
+        let (sums, n) = self.groups[g].get_or_insert_with(Default::default);
+        if sums.len() < members.len() {
+            sums.resize(members.len(), 0);
+        }
+        for (s, m) in sums.iter_mut().zip(members) {
+            *s = s.saturating_add(*m);
+        }
+        *n += reads;
+    }
+
+    fn add_latency(&mut self, k: usize, h: &LatHist) {
+        if self.latencies.len() <= k {
+            self.latencies.resize(k + 1, LatHist::default());
+        }
+        self.latencies[k].merge(h);
+    }
+
+    fn add(&mut self, o: &MetricSums) {
+        for (g, s) in o.groups.iter().enumerate() {
+            if let Some((m, n)) = s {
+                self.add_group(g, m, *n);
+            }
+        }
+        for (k, h) in o.latencies.iter().enumerate() {
+            self.add_latency(k, h);
+        }
+    }
+
+    /// Reads of every group together.
+    pub fn reads(&self) -> u64 {
+        self.groups.iter().flatten().map(|g| g.1).sum()
+    }
 }
 
 /// One annotated function.
@@ -155,6 +248,23 @@ pub struct Annotated {
     pub instructions: Vec<AnnotatedInsn>,
     /// Its basic blocks.
     pub blocks: Vec<Block>,
+    /// Its blocks' samples of the metric events together.
+    #[serde(skip)]
+    pub metric_sums: MetricSums,
+    /// Intel's metrics on them ([`add_metrics`]).
+    #[serde(skip)]
+    pub metrics: Option<RowMetrics>,
+}
+
+/// What the metrics per block were chosen as, for the output.
+#[derive(Debug, Clone, Default)]
+pub struct MetricsShown {
+    /// The chosen metrics in file order, with their levels.
+    pub nodes: Vec<TreeNode>,
+    /// The fewest reads of a group a metric needs.
+    pub min_reads: u64,
+    /// Said once (`smt_on`'s source, unrecorded events).
+    pub notes: Vec<String>,
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -170,6 +280,8 @@ pub struct Annotation {
     pub symbols: Vec<Annotated>,
     /// One line per function that could not be annotated.
     pub problems: Vec<String>,
+    /// With Intel's metrics per block ([`add_metrics`]): what was chosen.
+    pub metrics: Option<MetricsShown>,
 }
 
 impl Annotation {
@@ -200,10 +312,18 @@ struct Hits {
     start: u64,
     samples: u64,
     by_addr: BTreeMap<u64, (u64, u64, LatHist, TdCounts)>,
+    /// The samples of the metric events, per address.
+    metric: BTreeMap<u64, MetricSums>,
 }
 
 /// Annotates the functions `o` picks out of `p`.
 pub fn annotate(p: &Profile, o: &AnnotateOptions) -> Annotation {
+    annotate_with(p, o, &MetricEvents::default())
+}
+
+/// Annotates the functions `o` picks out of `p`, with the samples of the metric events `m`
+/// summed per block (for [`add_metrics`]).
+pub fn annotate_with(p: &Profile, o: &AnnotateOptions, m: &MetricEvents) -> Annotation {
     let mut out = Annotation {
         event: p
             .events
@@ -253,6 +373,31 @@ pub fn annotate(p: &Profile, o: &AnnotateOptions) -> Annotation {
             && let Some(td) = p.topdown.get(g.td as usize)
         {
             e.3.add(td);
+        }
+    }
+    // The metric events' samples, at the addresses of the functions the event's samples
+    // named (their functions only: a function is annotated for the event's samples).
+    if !m.is_empty() {
+        for g in &p.groups {
+            let ev = usize::from(g.event);
+            let gi = m.groups.iter().position(|&e| e == ev);
+            let li = m.latencies.iter().position(|(_, e)| *e == ev);
+            if gi.is_none() && li.is_none() {
+                continue;
+            }
+            let l = &p.locs[g.leaf as usize];
+            let Some(sym) = &l.sym else { continue };
+            let start = l.file_addr.wrapping_sub(l.sym_offset);
+            let Some(h) = funcs.get_mut(&(sym.to_string(), l.dso_path.to_string(), start)) else {
+                continue;
+            };
+            let e = h.metric.entry(l.file_addr).or_default();
+            if let (Some(gi), Some((members, reads))) = (gi, p.members(g)) {
+                e.add_group(gi, members, reads);
+            }
+            if let (Some(li), Some(lat)) = (li, p.latency(g)) {
+                e.add_latency(li, lat);
+            }
         }
     }
     // Files whose samples could not be named, and why: a function asked for by name may be
@@ -549,7 +694,20 @@ fn assemble(
             }
         })
         .collect();
-    let blocks = blocks(insns, &instructions);
+    let mut blocks = blocks(insns, &instructions);
+    // The metric events' samples by the same rule: the instruction that holds the address,
+    // its block; outside the function's bytes, none.
+    let mut metric_sums = MetricSums::default();
+    for (&addr, sums) in &h.metric {
+        let Some(k) = holder(insns, addr) else {
+            continue;
+        };
+        let at = insns[k].address;
+        if let Some(b) = blocks.partition_point(|b| b.start <= at).checked_sub(1) {
+            blocks[b].metric_sums.add(sums);
+            metric_sums.add(sums);
+        }
+    }
     Annotated {
         name: name.to_string(),
         dso: h.dso,
@@ -562,7 +720,50 @@ fn assemble(
         outside_latencies: if has_latency { outside.lat.count() } else { 0 },
         instructions,
         blocks,
+        metric_sums,
+        metrics: None,
     }
+}
+
+/// Intel's metrics of every annotated function and of each of its blocks that has reads of
+/// a metric group, by `setup` (the one the profile's events `m` were chosen by:
+/// [`MetricEvents::of`]); `:R` terms take the block's own mean retire latency of the event
+/// when it has `-W` samples of it, else Intel's default.
+pub fn add_metrics(a: &mut Annotation, setup: &RowMetricsSetup<'_>, m: &MetricEvents) {
+    let eval = |s: &MetricSums| -> Option<RowMetrics> {
+        if s.reads() == 0 {
+            return None;
+        }
+        let sums: Vec<GroupSums<'_>> = (0..m.groups.len())
+            .map(|g| {
+                s.groups
+                    .get(g)
+                    .and_then(Option::as_ref)
+                    .map(|(v, n)| (v.as_slice(), *n))
+            })
+            .collect();
+        let latency = |name: &str| {
+            let k = m
+                .latencies
+                .iter()
+                .position(|(n, _)| n.eq_ignore_ascii_case(name))?;
+            LatencyStats::of_hist(s.latencies.get(k)?)
+                .map(|l| l.mean)
+                .filter(|&v| v > 0.0)
+        };
+        Some(setup.evaluate(&sums, &latency))
+    };
+    for f in &mut a.symbols {
+        f.metrics = eval(&f.metric_sums);
+        for b in &mut f.blocks {
+            b.metrics = eval(&b.metric_sums);
+        }
+    }
+    a.metrics = Some(MetricsShown {
+        nodes: setup.nodes(),
+        min_reads: setup.min_reads(),
+        notes: setup.notes.clone(),
+    });
 }
 
 /// The innermost source line of `addr` and the functions inlined there.
@@ -615,6 +816,8 @@ fn blocks(insns: &[Insn], annotated: &[AnnotatedInsn]) -> Vec<Block> {
             topdown_l1: None,
             topdown_l2: None,
             topdown: TdCounts::default(),
+            metric_sums: MetricSums::default(),
+            metrics: None,
         })
         .collect();
     // A block starts at the first instruction or at an address inside the function, so every
@@ -787,6 +990,42 @@ mod tests {
             .collect();
         assert_eq!(held, [None, Some(0), Some(0), Some(1), None]);
         assert_eq!(holder(&[], 0x10), None);
+    }
+
+    /// The metric events' group reads and latencies go by the same rule as samples: to the
+    /// block of the instruction whose bytes hold the address; outside the function's bytes,
+    /// nowhere; the function's total is its blocks'.
+    #[test]
+    fn metric_sums_go_to_the_block_of_the_holding_instruction() {
+        // Blocks [10,14) and [14,16) (the jump's target).
+        let insns = [
+            insn(0x10, 4, "a", None, false),
+            insn(0x14, 1, "b", None, false),
+            insn(0x15, 1, "jne", Some(0x14), true),
+        ];
+        let sums = |g: usize, m: &[u64], n: u64, lat: &[u16]| {
+            let mut s = MetricSums::default();
+            s.add_group(g, m, n);
+            s.add_latency(0, &lats(lat));
+            s
+        };
+        let mut h = Hits::default();
+        h.by_addr
+            .insert(0x10, (1, 1, LatHist::default(), TdCounts::default()));
+        h.metric.insert(0x12, sums(0, &[100, 5], 1, &[7]));
+        h.metric.insert(0x10, sums(1, &[50, 1, 2], 2, &[3]));
+        h.metric.insert(0x15, sums(0, &[10, 1], 1, &[]));
+        h.metric.insert(0x20, sums(0, &[999, 9], 9, &[9]));
+        let f = assemble("f", h, &insns, &[0; 6], None, false);
+        let b0 = &f.blocks[0].metric_sums;
+        assert_eq!(
+            b0.groups,
+            [Some((vec![100, 5], 1)), Some((vec![50, 1, 2], 2))]
+        );
+        assert_eq!(b0.latencies[0].count(), 2);
+        assert_eq!(f.blocks[1].metric_sums.groups, [Some((vec![10, 1], 1))]);
+        assert_eq!(f.metric_sums.groups[0], Some((vec![110, 6], 2)));
+        assert_eq!(f.metric_sums.reads(), 4);
     }
 
     /// Without latencies in the event (every one zero), none is shown or counted outside.

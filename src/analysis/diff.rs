@@ -3,7 +3,8 @@
 //! **Matching.** Each recording is aggregated on its own by the `--sort` keys ([`super::hist`],
 //! default `dso,sym`), one table per event. An event of OLD is paired with the event of NEW
 //! that counts the same thing (same PMU and base event name, modifiers aside, as perf pairs
-//! `attr.type`/`attr.config`); a row of OLD with the row of NEW whose keys print the same,
+//! `attr.type`/`attr.config`; several events of one name, as the metric groups' `cycles:P`
+//! samplers, pair in order); a row of OLD with the row of NEW whose keys print the same,
 //! so a function is found again by its shared object's short name and its symbol name even
 //! when a rebuild moved it (perf matches the same way: `hot` at another address is still
 //! `hot`). Rows are perf's: every row of OLD (the baseline), plus, unless `baseline_only`,
@@ -31,6 +32,13 @@
 //! speculation, frontend bound, backend bound: NEW − OLD, percentage points of the row's own
 //! slots, [`super::topdown`]); when both carry retire latencies, the change of the row's mean
 //! retire latency in cycles ([`super::latency`]).
+//!
+//! **Intel's metrics** (`diff --td-level N`, `--metrics LIST`, from the metric groups of
+//! `record --td-level N` / `record -M`): each recording's rows are evaluated on their own, as
+//! `report` evaluates them ([`super::metrics`]), and each row both have gets, per chosen
+//! metric, NEW's value − OLD's (points for a percentage), `None` where either side has no
+//! value (fewer reads of a group the metric needs than the minimum, or an event not
+//! recorded), and both sides' bottleneck paths ([`add_metrics`]).
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
@@ -193,6 +201,19 @@ pub struct DiffRow {
     pub topdown: Option<[f64; 4]>,
     /// Change of the mean retire latency (cycles), when both rows have latencies.
     pub latency: Option<f64>,
+    /// Change of Intel's metrics, on the rows of a metric group's table ([`add_metrics`]).
+    pub metrics: Option<MetricsDelta>,
+}
+
+/// The change of Intel's metrics in a row between the two recordings.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MetricsDelta {
+    /// perf's metric name → NEW − OLD, `None` where either side has no value.
+    pub deltas: Vec<(String, Option<f64>)>,
+    /// OLD's bottleneck path (level 1 first; empty without one or without the row).
+    pub old_path: Vec<String>,
+    /// NEW's bottleneck path.
+    pub new_path: Vec<String>,
 }
 
 impl DiffRow {
@@ -229,6 +250,8 @@ pub struct DiffTable {
     pub rows: Vec<DiffRow>,
     /// Rows hidden by the percent limit.
     pub hidden: usize,
+    /// The metrics of [`DiffRow::metrics`], in order (empty: none on this table).
+    pub metrics: Vec<String>,
 }
 
 /// The event of `new` that counts what `old` counts: the same name, else the same PMU and
@@ -275,7 +298,19 @@ pub fn diff(
         .iter()
         .map(|ot| {
             let event = old_events[ot.event].clone();
-            let new_event = match_event(&event, new_events);
+            // Several events of one name (the samplers of `record --td-level N`'s metric
+            // groups, all `cycles:P`) pair in order: the k-th of OLD with the k-th of NEW.
+            let nth = old_events[..ot.event]
+                .iter()
+                .filter(|e| e.name == event.name)
+                .count();
+            let new_event = new_events
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| e.name == event.name)
+                .nth(nth)
+                .map(|(i, _)| i)
+                .or_else(|| match_event(&event, new_events));
             let nt = new_event.and_then(|i| new_tables.iter().find(|t| t.event == i));
             compare(event, new_event, ot, nt, o)
         })
@@ -304,6 +339,7 @@ fn compare(
             wdiff: None,
             topdown: None,
             latency: None,
+            metrics: None,
         })
         .collect();
     let index: HashMap<&[String], usize> = ot
@@ -325,6 +361,7 @@ fn compare(
                 wdiff: None,
                 topdown: None,
                 latency: None,
+                metrics: None,
             }),
             None => {}
         }
@@ -365,6 +402,39 @@ fn compare(
         latency: ot.latency.is_some() && nt_.latency.is_some(),
         rows,
         hidden,
+        metrics: Vec::new(),
+    }
+}
+
+/// Adds the change of the metrics `names` (perf's names) to the rows of `t` present in both
+/// recordings, from each recording's metrics by row key ([`super::metrics::RowMetricsSetup::rows`]).
+pub fn add_metrics(
+    t: &mut DiffTable,
+    names: &[String],
+    old: &super::metrics::MetricRows,
+    new: &super::metrics::MetricRows,
+) {
+    t.metrics = names.to_vec();
+    for r in &mut t.rows {
+        if r.old.is_none() || r.new.is_none() {
+            continue;
+        }
+        let (a, b) = (old.rows.get(&r.key), new.rows.get(&r.key));
+        if a.is_none() && b.is_none() {
+            continue;
+        }
+        let value = |m: Option<&super::metrics::RowMetrics>, n: &str| m.and_then(|m| m.get(n));
+        r.metrics = Some(MetricsDelta {
+            deltas: names
+                .iter()
+                .map(|n| {
+                    let d = value(b, n).zip(value(a, n)).map(|(y, x)| y - x);
+                    (n.clone(), d)
+                })
+                .collect(),
+            old_path: a.map(|m| m.bottleneck.clone()).unwrap_or_default(),
+            new_path: b.map(|m| m.bottleneck.clone()).unwrap_or_default(),
+        });
     }
 }
 
@@ -442,6 +512,50 @@ fn order(a: &DiffRow, b: &DiffRow, o: &DiffOptions) -> Ordering {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn metric_changes_need_both_sides() {
+        use crate::analysis::metrics::{MetricRows, RowMetrics};
+        let row = |k: &str, both: bool| DiffRow {
+            key: vec![k.to_string()],
+            old: Some(Side::default()),
+            new: both.then(Side::default),
+            delta: None,
+            ratio: None,
+            wdiff: None,
+            topdown: None,
+            latency: None,
+            metrics: None,
+        };
+        let mut t = DiffTable {
+            rows: vec![row("f", true), row("g", true), row("h", false)],
+            ..DiffTable::default()
+        };
+        let rm = |l3: Option<f64>, path: &[&str]| RowMetrics {
+            metrics: vec![("tma_l3_bound".into(), l3)],
+            bottleneck: path.iter().map(|s| s.to_string()).collect(),
+            ..RowMetrics::default()
+        };
+        let mut old = MetricRows::default();
+        let mut new = MetricRows::default();
+        old.rows
+            .insert(vec!["f".into()], rm(Some(30.0), &["a", "b"]));
+        new.rows
+            .insert(vec!["f".into()], rm(Some(12.5), &["a", "c"]));
+        old.rows.insert(vec!["g".into()], rm(None, &[]));
+        new.rows.insert(vec!["g".into()], rm(Some(3.0), &[]));
+        old.rows.insert(vec!["h".into()], rm(Some(1.0), &[]));
+        add_metrics(&mut t, &["tma_l3_bound".to_string()], &old, &new);
+        assert_eq!(t.metrics, ["tma_l3_bound"]);
+        let f = t.rows[0].metrics.as_ref().unwrap();
+        assert_eq!(f.deltas, [("tma_l3_bound".to_string(), Some(-17.5))]);
+        assert_eq!((f.old_path.len(), f.new_path[1].as_str()), (2, "c"));
+        // Below the minimum on one side: no change.
+        let g = t.rows[1].metrics.as_ref().unwrap();
+        assert_eq!(g.deltas, [("tma_l3_bound".to_string(), None)]);
+        // A row only one file has gets none.
+        assert!(t.rows[2].metrics.is_none());
+    }
 
     fn row(key: &str, period: u64) -> Row {
         let mut r = Row::default();

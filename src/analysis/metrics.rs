@@ -10,6 +10,11 @@
 //! the folder sums every member's deltas per sample group, and [`super::hist`] per row: per
 //! row and group the sum of each member's deltas, and the number of group reads behind them
 //! ([`super::hist::Row::members`]). Memory is rows × groups × members, never samples.
+//! A group is read by its first sampler in group order (perf's read sampler: the leader, or
+//! the event after a non-sampling slots leader). A member that samples too (perf keeps
+//! Intel's sample-after value of an event named by its Intel name in a `:S` group) is a
+//! sampler of its own in the report, but its samples' reads are not taken again: every
+//! delta counts once ([`MemberMap::new`]).
 //!
 //! **Which event a member is** comes from its attr, never from its name where the encoding
 //! is known: the PMU type and `config`/`config1` of each member are compared with the
@@ -35,13 +40,20 @@
 //! On a hybrid part only the P-core (`cpu_core`) groups are read: Intel's metric file there
 //! is the P-core's, and E-core groups keep their own TopDown columns.
 //!
+//! **Time on the PMU.** The metric groups' reads carry `time_enabled` and `time_running`;
+//! the trailer's final counts of each sampler give its group's share of the recording's
+//! time on the PMU (about one over the number of groups per core PMU, as the kernel
+//! rotates them), said in the notes and kept per group in the rows'
+//! [`GroupReads::time_running_share`] ([`RowMetricsSetup::read_pmu_times`]).
+//!
 //! **Too few reads.** A metric whose events come from a group with fewer than
 //! [`MetricOptions::min_reads`] reads in the row ([`DEFAULT_MIN_READS`], `--metric-min-reads`)
 //! is `null`: three samples make no ratio worth printing.
 //!
-//! **Constants.** `smt_on` comes from the recording's topology; hrec's files do not record
-//! threads per core yet, so it is Intel's default, off, and [`RowMetricsSetup::notes`] says
-//! so. The model's own constants are the metric file's. `:R` terms (retire latencies) take
+//! **Constants.** `smt_on` and `threads_per_core` come from the recording's topology
+//! ([`Meta::threads_per_core`]: `smt_on` when a core runs more than one thread); a file
+//! without it (written before hrec kept it) takes Intel's default, off, and
+//! [`RowMetricsSetup::notes`] says so. The model's own constants are the metric file's. `:R` terms (retire latencies) take
 //! the row's mean retire latency of that event from the recording's `-W` samples of it when
 //! the row has some, else Intel's default (`MEAN` of the retire-latency file), and each row
 //! says which ([`RowMetrics::retire_latencies`]).
@@ -63,7 +75,7 @@ use serde::Serialize;
 use super::FastMap;
 use super::hist::Table;
 use super::profile::Profile;
-use crate::data::{Meta, Role};
+use crate::data::{Meta, Role, Trailer};
 use crate::decode::ReadValues;
 use crate::event::attr::{read, types};
 use crate::metrics::Constants;
@@ -111,6 +123,17 @@ impl MemberMap {
                 .filter(|&j| meta.events[j].leader == e.leader)
                 .collect();
             if members.len() < 2 {
+                continue;
+            }
+            // A member that samples too (perf keeps the sample-after value of an event named
+            // by Intel's name in a `:S` group) reads the same counters: its samples are
+            // samples of that event, and the group's deltas are taken from the first sampler
+            // in group order (perf's read sampler) only, so they count once.
+            if members
+                .iter()
+                .find(|&&j| meta.events[j].role == Role::Sampler)
+                .is_some_and(|&first| first != i)
+            {
                 continue;
             }
             for (pos, &j) in members.iter().enumerate() {
@@ -303,6 +326,17 @@ fn name_key(text: &str) -> String {
         .to_ascii_uppercase()
 }
 
+/// Intel's topology constants from the recording's threads per core: `smt_on` when a core
+/// runs more than one thread; unknown (an earlier file) is Intel's default, one thread.
+pub fn topology_constants(threads_per_core: Option<u32>) -> Constants {
+    let threads = threads_per_core.unwrap_or(1).max(1);
+    Constants {
+        smt_on: Some(threads > 1),
+        threads_per_core: Some(f64::from(threads)),
+        ..Constants::default()
+    }
+}
+
 /// A metric group of the recording, by the profile's event of its sampler.
 #[derive(Debug, Clone)]
 struct Group {
@@ -313,6 +347,30 @@ struct Group {
     members: Vec<Member>,
     /// The sampler's position among the members (the group's cycles).
     cycles: usize,
+    /// The sampler's index in `Meta::events`.
+    sampler: usize,
+    /// The group's share of the recording's time on the PMU ([`RowMetricsSetup::read_pmu_times`]).
+    time_share: Option<f64>,
+}
+
+/// One metric group's time on the PMU over the whole recording: the sum over its sampler's
+/// file descriptors of the final `time_enabled` and `time_running` (the trailer's counts).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct GroupTime {
+    /// The group's sampler (`cycles:P #3`).
+    pub group: String,
+    /// Nanoseconds the group was enabled.
+    pub time_enabled_ns: u64,
+    /// Nanoseconds it was counting on the PMU.
+    pub time_running_ns: u64,
+}
+
+impl GroupTime {
+    /// `time_running / time_enabled`, `None` when it was never enabled.
+    pub fn share(&self) -> Option<f64> {
+        (self.time_enabled_ns > 0)
+            .then(|| (self.time_running_ns as f64 / self.time_enabled_ns as f64).min(1.0))
+    }
 }
 
 /// One group's member sums and reads in a row (`None`: no read of it there).
@@ -343,6 +401,11 @@ pub struct GroupReads {
     pub reads: u64,
     /// The group's cycles in the row.
     pub cycles: u64,
+    /// The group's share of the whole recording's time on the PMU (`time_running /
+    /// time_enabled` of its final counts; the groups are multiplexed), when the recording
+    /// keeps it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time_running_share: Option<f64>,
 }
 
 /// Where a `:R` term's value came from.
@@ -427,6 +490,8 @@ impl<'a> RowMetricsSetup<'a> {
                 label: format!("{} #{}", p.events[event].name, groups.len()),
                 members,
                 cycles,
+                sampler: g.sampler,
+                time_share: None,
             });
         }
         // The default TopDown group (slots, `topdown-*`, cycles) is no metric group: a
@@ -508,9 +573,12 @@ impl<'a> RowMetricsSetup<'a> {
                 latency_events.push((e.name.clone(), ev));
             }
         }
-        let mut notes = vec![
-            "metrics: smt_on is Intel's default (off): the recording does not keep the CPU's threads per core".to_string(),
-        ];
+        let mut notes = Vec::new();
+        if meta.threads_per_core.is_none() {
+            notes.push(
+                "metrics: smt_on is Intel's default (off): the recording does not keep the CPU's threads per core (recorded before hrec kept it, or no topology in sysfs)".to_string(),
+            );
+        }
         let missing: Vec<String> = perfmon
             .events_needed(chosen.iter().copied())
             .into_iter()
@@ -538,11 +606,7 @@ impl<'a> RowMetricsSetup<'a> {
             groups,
             latency_events,
             latency_names,
-            constants: Constants {
-                smt_on: Some(false),
-                threads_per_core: Some(1.0),
-                ..Constants::default()
-            },
+            constants: topology_constants(meta.threads_per_core),
             min_reads: o.min_reads,
             notes,
         })
@@ -574,6 +638,69 @@ impl<'a> RowMetricsSetup<'a> {
         self.min_reads
     }
 
+    /// The `:R` events whose row means come from the recording's `-W` samplers: Intel's
+    /// event name and the profile event (index into `Profile::events`) sampling it, for an
+    /// aggregation of its own to give [`RowMetricsSetup::evaluate`] its `latency`.
+    pub fn latency_events(&self) -> &[(String, usize)] {
+        &self.latency_events
+    }
+
+    /// The chosen metric named `name` (perf's name), if chosen.
+    pub fn chosen_metric(&self, name: &str) -> Option<&'a Metric> {
+        self.chosen.iter().copied().find(|m| m.perf_name() == name)
+    }
+
+    /// Each group's time on the PMU from the trailer's final counts of its sampler (summed
+    /// over its file descriptors: CPUs, and with `inherit` every thread), kept for the rows'
+    /// [`GroupReads::time_running_share`] and said in one note. A recording without them
+    /// (no trailer, or made before the metric groups read their times) gets a note saying
+    /// so and no shares.
+    pub fn read_pmu_times(&mut self, trailer: Option<&Trailer>) -> Vec<GroupTime> {
+        let times: Vec<GroupTime> = self
+            .groups
+            .iter()
+            .map(|g| {
+                let (enabled, running) = trailer
+                    .map(|t| t.counts.as_slice())
+                    .unwrap_or_default()
+                    .iter()
+                    .filter(|c| c.event == g.sampler)
+                    .fold((0u64, 0u64), |(e, r), c| {
+                        (
+                            e.saturating_add(c.time_enabled),
+                            r.saturating_add(c.time_running),
+                        )
+                    });
+                GroupTime {
+                    group: g.label.clone(),
+                    time_enabled_ns: enabled,
+                    time_running_ns: running,
+                }
+            })
+            .collect();
+        for (g, t) in self.groups.iter_mut().zip(&times) {
+            g.time_share = t.share();
+        }
+        if times.iter().all(|t| t.share().is_none()) {
+            self.notes.push(
+                "metrics: the recording keeps no group's time on the PMU (made before hrec kept it, or unfinished)".into(),
+            );
+        } else {
+            let each: Vec<String> = times
+                .iter()
+                .map(|t| match t.share() {
+                    Some(s) => format!("{} {:.1}%", t.group, 100.0 * s),
+                    None => format!("{} -", t.group),
+                })
+                .collect();
+            self.notes.push(format!(
+                "metrics: each metric group's time on the PMU (running / enabled; the kernel rotates the groups): {}",
+                each.join(", ")
+            ));
+        }
+        times
+    }
+
     /// The profile events (indexes into `Profile::events`) of the metric groups, in the
     /// group order [`RowMetricsSetup::evaluate`] takes their sums in.
     pub fn group_events(&self) -> Vec<usize> {
@@ -599,6 +726,7 @@ impl<'a> RowMetricsSetup<'a> {
                     group: g.label.clone(),
                     reads: s.map_or(0, |s| s.1),
                     cycles: s.and_then(|s| s.0.get(g.cycles).copied()).unwrap_or(0),
+                    time_running_share: g.time_share,
                 })
                 .collect(),
             ..RowMetrics::default()
@@ -841,6 +969,28 @@ impl MetricReport {
     }
 }
 
+/// The value past which Intel flags metric `m` by itself: the bound of its own clause
+/// `( a > N )` (or `>=`) in its `Threshold` formula, where `a` is the alias of the metric's
+/// own `LegacyName` (`( a > 5 ) & ( b > 20 )` for `tma_l3_bound`: 5). `None` when the
+/// formula has no such clause (no threshold, or one on other metrics only).
+pub fn own_threshold(m: &Metric) -> Option<f64> {
+    let t = m.threshold.as_ref()?;
+    let legacy = m.legacy_name.as_deref()?;
+    let alias = &t.metrics.iter().find(|x| x.legacy_name == legacy)?.alias;
+    let text = t
+        .formula()
+        .ok()?
+        .source()
+        .replace('(', " ( ")
+        .replace(')', " ) ");
+    let toks: Vec<&str> = text.split_whitespace().collect();
+    toks.windows(3).find_map(|w| {
+        (w[0] == alias.as_str() && matches!(w[1], ">" | ">="))
+            .then(|| w[2].parse::<f64>().ok())
+            .flatten()
+    })
+}
+
 /// The metrics of every row, by row key.
 #[derive(Debug, Clone, Default)]
 pub struct MetricRows {
@@ -920,6 +1070,60 @@ mod tests {
         );
         // Not a core PMU: no key.
         assert_eq!(EncKey::of_attr(&Attr::new(17, 0x3c), false), None);
+    }
+
+    /// perf's `{cycles,EV1,EV2}:S` with EV1 named by Intel's name keeps its period: EV1
+    /// samples too, yet the group is read once, by its first sampler (the leader).
+    #[test]
+    fn a_member_that_samples_too_makes_no_second_group() {
+        use crate::data::{EventId, EventMeta};
+        use crate::event::attr::sample;
+        let ev = |i: u64, config: u64, period: u64| {
+            let mut attr = Attr::new(if i == 0 { types::HARDWARE } else { 4 }, config);
+            attr.sample_period_or_freq = period;
+            attr.sample_type = sample::IP | sample::READ | sample::IDENTIFIER;
+            attr.read_format = read::ID | read::GROUP;
+            EventMeta {
+                name: format!("e{i}"),
+                pmu: Some("cpu".into()),
+                attr,
+                leader: 0,
+                role: if period > 0 {
+                    Role::Sampler
+                } else {
+                    Role::Counted
+                },
+                ids: vec![EventId {
+                    id: 100 + i,
+                    cpu: 0,
+                    tid: -1,
+                }],
+            }
+        };
+        let meta = Meta {
+            events: vec![
+                ev(0, 0, 1_000_000),
+                ev(1, 0x0947, 2_000_003),
+                ev(2, 0x0547, 0),
+            ],
+            ..Meta::default()
+        };
+        let map = MemberMap::new(&meta);
+        assert_eq!(
+            map.groups(),
+            [GroupMembers {
+                sampler: 0,
+                members: vec![0, 1, 2]
+            }]
+        );
+        assert!(map.of_event(1).is_none());
+        // The slots group: slots leads without sampling, the first sampler reads it.
+        let mut meta = meta;
+        meta.events[0].role = Role::Counted;
+        meta.events[0].attr.sample_period_or_freq = 0;
+        let map = MemberMap::new(&meta);
+        assert_eq!(map.groups().len(), 1);
+        assert_eq!(map.groups()[0].sampler, 1);
     }
 
     /// A group read (`ID|GROUP`) of `(value, id)` pairs.

@@ -12,6 +12,15 @@
 //! them. Rows are keyed by the display values of the sort keys (perf top's default is
 //! `dso,sym`), so the same function keeps its row across intervals whatever ids the interval's
 //! profile gave it.
+//!
+//! **Intel's metrics** (`top --metrics LIST`): the live recording then has the metric groups
+//! of `record -M LIST`, and each row keeps, per group, the sum of its members' deltas and
+//! the reads behind them ([`super::hist::Row::members`]), decayed with the row (every sum
+//! and the reads times 7/8), so a metric, a ratio of those sums, follows the recent samples
+//! as the shares do. A metric is evaluated from them as a report row is
+//! ([`super::metrics::RowMetricsSetup::evaluate`]), `None` when the decayed reads of a group
+//! it needs fall below the minimum; `:R` terms take Intel's default (top records no `-W`
+//! samples).
 
 use std::collections::HashMap;
 
@@ -100,7 +109,13 @@ pub fn interval_of(p: &Profile, lost: u64, seconds: f64) -> Interval {
 #[derive(Debug, Clone, Default)]
 pub struct Live {
     rows: HashMap<Vec<String>, Weight>,
+    /// Per row key, per metric group (in [`super::metrics::RowMetricsSetup::group_events`]'
+    /// order): member sums and reads, decayed alike.
+    members: HashMap<Vec<String>, Vec<Option<MemberSums>>>,
 }
+
+/// One metric group's member sums in a row and the reads behind them.
+type MemberSums = (Vec<u64>, u64);
 
 impl Live {
     /// An empty table.
@@ -135,8 +150,85 @@ impl Live {
         }
     }
 
+    /// Adds group `group`'s member sums and reads (of `groups` groups) to the row of `key`.
+    pub fn add_members(
+        &mut self,
+        key: &[String],
+        group: usize,
+        groups: usize,
+        sums: &[u64],
+        reads: u64,
+    ) {
+        let m = match self.members.get_mut(key) {
+            Some(m) => m,
+            None => self.members.entry(key.to_vec()).or_default(),
+        };
+        if m.len() < groups {
+            m.resize(groups, None);
+        }
+        let Some(slot) = m.get_mut(group) else {
+            return;
+        };
+        let (sum, n) = slot.get_or_insert_with(|| (Vec::new(), 0));
+        if sum.len() < sums.len() {
+            sum.resize(sums.len(), 0);
+        }
+        for (a, b) in sum.iter_mut().zip(sums) {
+            *a = a.saturating_add(*b);
+        }
+        *n = n.saturating_add(reads);
+    }
+
+    /// Adds the member sums of an interval's metric group tables: `group_events[g]` is the
+    /// profile event of group `g`.
+    pub fn add_member_tables(&mut self, tables: &[Table], group_events: &[usize]) {
+        for t in tables {
+            let Some(g) = group_events.iter().position(|&e| e == t.event) else {
+                continue;
+            };
+            for r in &t.rows {
+                if let Some((m, n)) = &r.members {
+                    self.add_members(&r.key, g, group_events.len(), m, *n);
+                }
+            }
+        }
+    }
+
+    /// The chosen metrics of `setup` for the row of `key`, in its order (`None`: not
+    /// computed).
+    pub fn metrics(
+        &self,
+        key: &[String],
+        setup: &super::metrics::RowMetricsSetup<'_>,
+    ) -> Vec<(String, Option<f64>)> {
+        let groups = setup.group_events().len();
+        let sums: Vec<super::metrics::GroupSums<'_>> = match self.members.get(key) {
+            Some(m) => (0..groups)
+                .map(|g| {
+                    m.get(g)
+                        .and_then(Option::as_ref)
+                        .map(|(s, n)| (s.as_slice(), *n))
+                })
+                .collect(),
+            None => vec![None; groups],
+        };
+        setup.evaluate(&sums, &|_| None).metrics
+    }
+
     /// perf top's decay after a refresh: every weight times 7/8, empty rows dropped.
     pub fn decay(&mut self) {
+        self.members.retain(|_, groups| {
+            for g in groups.iter_mut() {
+                if let Some((sums, n)) = g {
+                    sums.iter_mut().for_each(|v| *v = decayed(*v));
+                    *n = decayed(*n);
+                    if *n == 0 {
+                        *g = None;
+                    }
+                }
+            }
+            groups.iter().any(Option::is_some)
+        });
         self.rows.retain(|_, w| {
             w.period = decayed(w.period);
             w.samples = decayed(w.samples);
@@ -150,6 +242,7 @@ impl Live {
     /// `-z`: forgets every row.
     pub fn zero(&mut self) {
         self.rows.clear();
+        self.members.clear();
     }
 
     /// Whether any row has TopDown slots (the columns are shown then).
@@ -234,6 +327,30 @@ mod tests {
         let w = live.rows()[0].1;
         assert_eq!(w.td.0[..5], [700, 350, 70, 70, 210]);
         assert_eq!(w.td.level1(), Some([50.0, 10.0, 10.0, 30.0]));
+    }
+
+    #[test]
+    fn member_sums_add_per_group_and_decay_with_their_reads() {
+        let mut live = Live::new();
+        let k = ["f".to_string()];
+        live.add_row(&k, 100, 10);
+        live.add_members(&k, 1, 2, &[800, 80], 16);
+        live.add_members(&k, 1, 2, &[800, 80], 16);
+        let m = &live.members[&k[..]];
+        assert_eq!(m.len(), 2);
+        assert_eq!(m[0], None);
+        assert_eq!(m[1], Some((vec![1600, 160], 32)));
+        // Sums and reads decay alike: the ratios stay.
+        live.decay();
+        assert_eq!(live.members[&k[..]][1], Some((vec![1400, 140], 28)));
+        // Reads that reach zero drop the group, then the row's entry.
+        for _ in 0..64 {
+            live.decay();
+        }
+        assert!(live.members.is_empty());
+        live.add_members(&k, 0, 2, &[1], 1);
+        live.zero();
+        assert!(live.members.is_empty());
     }
 
     #[test]

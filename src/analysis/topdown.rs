@@ -21,6 +21,11 @@
 //! Machine Clears = Bad Speculation − Branch Mispredicts, Fetch Bandwidth = Frontend Bound −
 //! Fetch Latency, Core Bound = Backend Bound − Memory Bound.
 //!
+//! **Which group is the slots group** comes from the members' PMU and encoding, never their
+//! names ([`perf_metrics_event`]): `slots` is `config` 0x400 on a P-core PMU and the
+//! `topdown-*` metrics event 0 with umask 0x80 to 0x87, so perf's raw
+//! `cpu/event=0x00,umask=0x04/` group is the same group as `{slots,topdown-retiring,...}`.
+//!
 //! **E-cores.** An E-core has no `slots` and no perf metrics: its group is led by the cycles
 //! sampler with Intel's level-1 events as counting members ([`crate::pmu::uarch`]). The
 //! interval's slots are `width x` the cycles delta, and each category is its count divided by
@@ -381,7 +386,9 @@ pub enum TdRole {
 }
 
 /// The TopDown role of each event id of a recording. A group with a `slots` member is a
-/// perf-metrics group and its members are known by name (perf's `topdown-*`); a group led
+/// perf-metrics group and its members are known by PMU and encoding
+/// ([`perf_metrics_event`]: perf's `slots` and `topdown-*`, or the same events raw-encoded,
+/// whatever their names); a group led
 /// by the cycles sampler of an E-core PMU whose core the recording's cpuid tells, with every
 /// counted level-1 event of that core among its members, is an E-core group and its members
 /// are known by PMU type and encoding. Any other group has no TopDown.
@@ -442,17 +449,59 @@ fn group_roles(
     cpu: Option<&CpuId>,
     members: &[usize],
 ) -> Result<Vec<(usize, TdRole)>, String> {
-    let by_name: Vec<(usize, TdEvent)> = members
+    let by_encoding: Vec<(usize, TdEvent)> = members
         .iter()
-        .filter_map(|&i| Some((i, TdEvent::from_name(&meta.events[i].name)?)))
+        .filter_map(|&i| Some((i, perf_metrics_event(meta, cpu, i)?)))
         .collect();
-    if by_name.iter().any(|(_, k)| *k == TdEvent::Slots) {
-        return Ok(by_name
+    if by_encoding.iter().any(|(_, k)| *k == TdEvent::Slots) {
+        return Ok(by_encoding
             .into_iter()
             .map(|(i, k)| (i, TdRole::Event(k)))
             .collect());
     }
     ecore_group(meta, cpu, members)
+}
+
+/// The perf-metrics TopDown event event `i` of `meta` is, by its PMU and encoding (perf's
+/// `arch_is_topdown_slots` / `arch_is_topdown_metrics`): on a P-core PMU (`cpu` or
+/// `cpu_core`, not an E-core by the recording's cpuid; a PMU the recording does not name is
+/// the core's when its type is `PERF_TYPE_RAW`), `config` 0x400 is `slots` (`TOPDOWN.SLOTS`,
+/// `event=0x00,umask=0x04`) and event 0 with umask 0x80 to 0x87 the `topdown-*` metrics
+/// (retiring, bad-spec, fe-bound, be-bound, heavy-ops, br-mispredict, fetch-lat,
+/// mem-bound). So `slots`, `cpu/event=0x00,umask=0x04/` and `r0400` are one event, whatever
+/// the name.
+pub fn perf_metrics_event(meta: &Meta, cpu: Option<&CpuId>, i: usize) -> Option<TdEvent> {
+    let e = meta.events.get(i)?;
+    let core = match e.pmu.as_deref() {
+        Some(pmu @ ("cpu" | "cpu_core")) => {
+            if matches!(uarch::ecore_of(cpu, pmu), Ecore::Arch(_)) {
+                return None;
+            }
+            let type_ = meta
+                .pmus
+                .iter()
+                .find(|p| p.name == pmu)
+                .map_or(crate::event::attr::types::RAW, |p| p.type_);
+            e.attr.type_ == type_
+        }
+        Some(_) => false,
+        None => e.attr.type_ == crate::event::attr::types::RAW,
+    };
+    if !core {
+        return None;
+    }
+    Some(match e.attr.config {
+        0x0400 => TdEvent::Slots,
+        0x8000 => TdEvent::Retiring,
+        0x8100 => TdEvent::BadSpec,
+        0x8200 => TdEvent::FeBound,
+        0x8300 => TdEvent::BeBound,
+        0x8400 => TdEvent::HeavyOps,
+        0x8500 => TdEvent::BrMispredict,
+        0x8600 => TdEvent::FetchLat,
+        0x8700 => TdEvent::MemBound,
+        _ => return None,
+    })
 }
 
 /// The roles of an E-core group's members, or why `members` is not one.
@@ -740,6 +789,85 @@ mod tests {
         );
         assert_eq!(TdEvent::from_name("cycles:P"), None);
         assert_eq!(TdEvent::from_name("cpu_core/cycles/"), None);
+    }
+
+    /// A slots group whose events are named anything (perf's raw `cpu/event=0x00,umask=0x04/`,
+    /// `r8000`) is known by PMU and encoding; a name alone makes no TopDown event.
+    #[test]
+    fn perf_metrics_events_by_encoding_not_name() {
+        use crate::data::{EventId, EventMeta, PmuMeta};
+        let ev = |name: &str, pmu: Option<&str>, type_: u32, config: u64, role: Role| EventMeta {
+            name: name.into(),
+            pmu: pmu.map(Into::into),
+            attr: Attr::new(type_, config),
+            leader: 0,
+            role,
+            ids: vec![EventId {
+                id: 10 + config,
+                cpu: 0,
+                tid: -1,
+            }],
+        };
+        let mut meta = Meta {
+            pmus: vec![PmuMeta {
+                name: "cpu".into(),
+                type_: 4,
+            }],
+            events: vec![
+                ev(
+                    "cpu/event=0x00,umask=0x04/",
+                    Some("cpu"),
+                    4,
+                    0x400,
+                    Role::Counted,
+                ),
+                ev("cycles", Some("cpu"), 0, 0, Role::Sampler),
+                ev("r8000", Some("cpu"), 4, 0x8000, Role::Counted),
+                ev(
+                    "cpu/event=0x00,umask=0x87/",
+                    Some("cpu"),
+                    4,
+                    0x8700,
+                    Role::Counted,
+                ),
+                // Named as TopDown, encoded otherwise: nothing.
+                ev("topdown-fe-bound", Some("cpu"), 4, 0x3c, Role::Counted),
+            ],
+            ..Meta::default()
+        };
+        let kinds = |meta: &Meta| {
+            (0..meta.events.len())
+                .map(|i| perf_metrics_event(meta, None, i))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            kinds(&meta),
+            [
+                Some(TdEvent::Slots),
+                None,
+                Some(TdEvent::Retiring),
+                Some(TdEvent::MemBound),
+                None
+            ]
+        );
+        let r = roles(&meta);
+        assert_eq!(r.get(&(10 + 0x400)), Some(&TdRole::Event(TdEvent::Slots)));
+        assert_eq!(
+            r.get(&(10 + 0x8700)),
+            Some(&TdRole::Event(TdEvent::MemBound))
+        );
+        assert_eq!(r.get(&(10 + 0x3c)), None);
+        // Unnamed PMUs: the core's when of type RAW. An E-core `cpu` (Sierra Forest) has no
+        // perf metrics.
+        for e in &mut meta.events {
+            e.pmu = None;
+        }
+        assert_eq!(kinds(&meta)[0], Some(TdEvent::Slots));
+        for e in &mut meta.events {
+            e.pmu = Some("cpu".into());
+        }
+        let srf = CpuId::parse("GenuineIntel,6,175,3").unwrap();
+        assert_eq!(perf_metrics_event(&meta, Some(&srf), 0), None);
     }
 
     #[test]

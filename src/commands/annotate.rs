@@ -22,7 +22,10 @@ pub const EXAMPLES: &str = "Examples:
   hrec annotate --percent-limit 5
           Only the functions with at least 5% of the samples.
   hrec annotate --data-type
-          The data types the sampled accesses hit (of `record -d`).";
+          The data types the sampled accesses hit (of `record -d`).
+  hrec annotate chase --td-level 3
+          chase's TopDown tree per basic block (of `record --td-level 3`): each
+          block's bottleneck path, with Intel's formulas.";
 
 /// `hrec annotate` flags (perf annotate's names).
 #[derive(Debug, Args)]
@@ -67,9 +70,23 @@ pub struct AnnotateArgs {
     /// local-period (default), global-period, local-hits or global-hits.
     #[arg(long = "percent-type", default_value = "local-period")]
     pub percent_type: String,
-    /// TopDown per basic block: level 1, or 2 for level 2 as well.
-    #[arg(long = "td-level", default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=2))]
+    /// TopDown per basic block: level 1, or 2 for level 2 as well; 3 and deeper add Intel's
+    /// TMA nodes of levels 1 to N per block (the bottleneck path), from the metric groups of
+    /// `record --td-level N` (Intel's files from --perfmon).
+    #[arg(long = "td-level", default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=6))]
     pub td_level: u8,
+    /// Intel's metrics per basic block (stat -M's names: tma_l3_bound, TopdownL3,
+    /// tma_<node>_group, IPC), from the metric groups of `record -M` / `record --td-level N`.
+    #[arg(long = "metrics", value_name = "LIST")]
+    pub metrics: Vec<String>,
+    /// Directory with Intel's perfmon files (mapfile.csv and the model folders); default
+    /// $HREC_PERFMON_DIR, else ~/.cache/hrec/perfmon.
+    #[arg(long, value_name = "DIR")]
+    pub perfmon: Option<PathBuf>,
+    /// The fewest reads of a group in a block before a metric needing that group gets a
+    /// number.
+    #[arg(long = "metric-min-reads", value_name = "N", default_value_t = hrec::analysis::metrics::DEFAULT_MIN_READS)]
+    pub metric_min_reads: u64,
     /// The data types the sampled accesses hit, per member, instead of code (perf 6.8+'s
     /// `--data-type`; of `record -d` recordings): every type, or only TYPE (`struct ` may be
     /// left out).
@@ -92,6 +109,15 @@ impl AnnotateArgs {
             self.percent_type.parse()?
         };
         let (mut profile, _) = reading_options(self.symbols_args, FilterArgs::default())?;
+        let metrics = (self.td_level >= 3 || !self.metrics.is_empty()).then(|| {
+            hrec::analysis::metrics::MetricOptions {
+                td_level: (self.td_level >= 3).then_some(u32::from(self.td_level)),
+                metrics: self.metrics.clone(),
+                min_reads: self.metric_min_reads,
+            }
+        });
+        // Each group read's deltas per member, for Intel's metrics per block.
+        profile.member_sums = metrics.is_some() && self.data_type.is_none();
         // Which functions the samples fell in: symbol tables. The source lines of the
         // functions shown are read from their binaries after (`analysis::annotate`).
         // (Data types read the DWARF, of separate debug files too: not symbol tables only.)
@@ -117,11 +143,13 @@ impl AnnotateArgs {
             text: output::annotate::TextOptions {
                 column,
                 asm_raw: self.asm_raw,
-                td_level: self.td_level,
+                td_level: self.td_level.min(2),
                 ..Default::default()
             },
             json: self.json,
             data_type: self.data_type,
+            metrics,
+            perfmon: self.perfmon,
         })
     }
 }
@@ -153,6 +181,10 @@ struct AnnotateConfig {
     pub json: bool,
     /// `--data-type[=TYPE]` (`Some("")`: every type).
     pub data_type: Option<String>,
+    /// `--td-level N` (N ≥ 3) / `--metrics`: Intel's metrics per basic block.
+    pub metrics: Option<hrec::analysis::metrics::MetricOptions>,
+    /// `--perfmon DIR`.
+    pub perfmon: Option<PathBuf>,
 }
 
 fn run(
@@ -197,7 +229,38 @@ fn run(
         .map(|k| (k, kcore));
     o.build_ids =
         hrec::symbol::symbolizer::parse_build_ids(&rec.side("build-ids").unwrap_or_default());
-    let a = annotate::annotate(&p, &o);
+    // Intel's metrics per block: the metric groups' samplers and Intel's files, or one line
+    // saying why not (the TopDown per block as before).
+    let perfmon = match &cfg.metrics {
+        None => None,
+        Some(_) => match super::metric_views::perfmon_for(rec.meta(), cfg.perfmon.as_deref()) {
+            Ok(pm) => Some(pm),
+            Err(why) => {
+                no_metrics(err, cfg, &why)?;
+                None
+            }
+        },
+    };
+    let setup = match (&cfg.metrics, &perfmon) {
+        (Some(mo), Some(pm)) => {
+            match hrec::analysis::metrics::RowMetricsSetup::new(pm, rec.meta(), &p, mo) {
+                Ok(s) => Some(s),
+                Err(why) => {
+                    no_metrics(err, cfg, &why.to_string())?;
+                    None
+                }
+            }
+        }
+        _ => None,
+    };
+    let metric_events = setup
+        .as_ref()
+        .map(annotate::MetricEvents::of)
+        .unwrap_or_default();
+    let mut a = annotate::annotate_with(&p, &o, &metric_events);
+    if let Some(s) = &setup {
+        annotate::add_metrics(&mut a, s, &metric_events);
+    }
     for problem in &a.problems {
         writeln!(err, "hrec: warning: {problem}")?;
     }
@@ -227,6 +290,16 @@ fn run(
         )));
     }
     Ok(0)
+}
+
+/// The one line saying there are no metrics per block, and why.
+fn no_metrics(err: &mut dyn Write, cfg: &AnnotateConfig, why: &str) -> Result<(), Error> {
+    writeln!(
+        err,
+        "hrec: warning: {}: no metrics per block: {why}; TopDown levels 1 and 2 as before",
+        cfg.input.display()
+    )?;
+    Ok(())
 }
 
 /// `annotate --data-type[=TYPE]`.

@@ -1,5 +1,6 @@
 //! `hrec diff`: two recordings compared per row, as perf diff (baseline share, delta,
-//! ratio, wdiff), with TopDown and retire-latency changes where both files have them.
+//! ratio, wdiff), with TopDown and retire-latency changes where both files have them, and
+//! with `--td-level N` / `--metrics LIST` the change of Intel's metrics per row.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -18,7 +19,9 @@ pub const EXAMPLES: &str = "Examples:
   hrec diff before.data after.data
           Two named recordings.
   hrec diff -c ratio --percent-limit 1 before.data after.data
-          The ratio of the periods, without the rows under 1% in both.";
+          The ratio of the periods, without the rows under 1% in both.
+  hrec diff --td-level 3 --perfmon perfmon before.data after.data
+          Each TMA node's change per function (both recorded with --td-level 3).";
 
 /// `hrec diff` flags (perf diff's names).
 #[derive(Debug, Args)]
@@ -89,6 +92,8 @@ pub struct DiffArgs {
     /// JSON instead of the text table.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub metric_args: super::metric_views::MetricArgs,
 }
 
 /// perf diff's file defaults with hrec's names first: `hrec.data.old hrec.data`, or perf's
@@ -167,6 +172,8 @@ impl DiffArgs {
         )?;
         // The memory keys read what the groups keep of each sample's access.
         profile.fold.mem = hist::mem_fold(&sort);
+        let metrics = self.metric_args.options();
+        profile.member_sums = metrics.is_some();
         let (old, new) = diff_inputs(self.old, self.new);
         Ok(DiffConfig {
             old,
@@ -194,6 +201,8 @@ impl DiffArgs {
                 elide,
             },
             json: self.json,
+            metrics,
+            perfmon: self.metric_args.perfmon,
         })
     }
 }
@@ -215,6 +224,29 @@ struct DiffConfig {
     pub style: output::diff::DiffStyle,
     /// `--json`.
     pub json: bool,
+    /// `--td-level N` / `--metrics LIST`: Intel's metrics per row.
+    pub metrics: Option<hrec::analysis::metrics::MetricOptions>,
+    /// `--perfmon DIR`.
+    pub perfmon: Option<PathBuf>,
+}
+
+/// Intel's metrics of every row of one recording, with the profile events of its metric
+/// groups and the chosen names; `Err` is the one-line reason there are none.
+fn row_metrics(
+    rec: &hrec::recording::Recording,
+    p: &hrec::analysis::profile::Profile,
+    tables: &[hrec::analysis::hist::Table],
+    o: &hrec::analysis::metrics::MetricOptions,
+    dir: Option<&std::path::Path>,
+) -> Result<(hrec::analysis::metrics::MetricRows, Vec<usize>, Vec<String>), String> {
+    let perfmon = super::metric_views::perfmon_for(rec.meta(), dir)?;
+    let setup = hrec::analysis::metrics::RowMetricsSetup::new(&perfmon, rec.meta(), p, o)
+        .map_err(|e| e.to_string())?;
+    Ok((
+        setup.rows(tables),
+        setup.group_events(),
+        setup.nodes().into_iter().map(|n| n.name).collect(),
+    ))
 }
 
 /// Runs `hrec diff` with its flags.
@@ -239,7 +271,34 @@ fn run(env: &Env, cfg: &DiffConfig, out: &mut dyn Write, err: &mut dyn Write) ->
     read_warnings(&new, err)?;
     let to = hist::tables(&po, &cfg.hist);
     let tn = hist::tables(&pn, &cfg.hist);
-    let tables = diff::diff(&po.events, &to, &pn.events, &tn, &cfg.diff);
+    let mut tables = diff::diff(&po.events, &to, &pn.events, &tn, &cfg.diff);
+    if let Some(mo) = &cfg.metrics {
+        let dir = cfg.perfmon.as_deref();
+        match (
+            row_metrics(&old, &po, &to, mo, dir),
+            row_metrics(&new, &pn, &tn, mo, dir),
+        ) {
+            (Ok((a, events, names)), Ok((b, _, _))) => {
+                // `diff` makes one table per OLD table, in order.
+                for (t, ot) in tables.iter_mut().zip(&to) {
+                    if events.contains(&ot.event) {
+                        diff::add_metrics(t, &names, &a, &b);
+                    }
+                }
+            }
+            (a, b) => {
+                for (path, r) in [(&cfg.old, a.err()), (&cfg.new, b.err())] {
+                    if let Some(why) = r {
+                        writeln!(
+                            err,
+                            "hrec: warning: {}: no metrics per row: {why}",
+                            path.display()
+                        )?;
+                    }
+                }
+            }
+        }
+    }
     if cfg.json {
         let files = (cfg.old.to_string_lossy(), cfg.new.to_string_lossy());
         output::diff::json(

@@ -17,6 +17,8 @@ pub const EXAMPLES: &str = "Examples:
           The call chains of hrec.data as a flame graph.
   hrec flamegraph --color topdown -o topdown.svg
           Functions coloured by their dominant TopDown category.
+  hrec flamegraph --color metric:tma_l3_bound --perfmon perfmon -o l3.svg
+          Functions coloured by Intel's tma_l3_bound (record --td-level 3).
   hrec flamegraph --wall -o wall.svg
           On- and off-CPU time of a `record --off-cpu` recording.
   hrec flamegraph --diff before.data after.data -o diff.svg
@@ -52,9 +54,20 @@ pub struct FlamegraphArgs {
     /// Write collapsed stacks (`a;b;c COUNT`) instead of SVG.
     #[arg(long)]
     pub folded: bool,
-    /// Colours: default or topdown (dominant TopDown L1 category per function).
-    #[arg(long = "color", alias = "colors", default_value = "default", value_parser = ["default", "topdown"])]
+    /// Colours: default, topdown (dominant TopDown L1 category per function) or metric:NAME
+    /// (Intel's value of metric NAME per function, from the metric groups of
+    /// `record --td-level N` / `record -M`; white 0 to red at Intel's threshold, grey below
+    /// --metric-min-reads).
+    #[arg(long = "color", alias = "colors", default_value = "default", value_parser = parse_color)]
     pub color: String,
+    /// With --color metric:NAME: directory with Intel's perfmon files (mapfile.csv and the
+    /// model folders); default $HREC_PERFMON_DIR, else ~/.cache/hrec/perfmon.
+    #[arg(long, value_name = "DIR")]
+    pub perfmon: Option<PathBuf>,
+    /// With --color metric:NAME: the fewest reads of a group in a function before the
+    /// metric gets a colour (grey below).
+    #[arg(long = "metric-min-reads", value_name = "N", default_value_t = hrec::analysis::metrics::DEFAULT_MIN_READS)]
+    pub metric_min_reads: u64,
     /// Title.
     #[arg(long)]
     pub title: Option<String>,
@@ -71,6 +84,18 @@ pub struct FlamegraphArgs {
     pub filters: FilterArgs,
     #[command(flatten)]
     pub symbols: SymbolArgs,
+}
+
+/// `--color`: `default`, `topdown` or `metric:NAME`.
+fn parse_color(s: &str) -> Result<String, String> {
+    match s.split_once(':') {
+        None if s == "default" || s == "topdown" => Ok(s.to_string()),
+        Some(("metric", name)) if !name.trim().is_empty() => Ok(s.to_string()),
+        Some(("metric", _)) => {
+            Err("metric:NAME needs a metric name (e.g. metric:tma_l3_bound)".into())
+        }
+        _ => Err(format!("{s:?}: use default, topdown or metric:NAME")),
+    }
 }
 
 impl FlamegraphArgs {
@@ -94,13 +119,27 @@ impl FlamegraphArgs {
                     "--wall weighs by nanoseconds (the on-CPU time and the off-CPU time); --weight {w} does not apply"
                 ));
             }
-            if self.color == "topdown" {
-                return Err(
-                    "--wall colours by time on and off the CPU; --color topdown does not apply"
-                        .to_string(),
-                );
+            if self.color != "default" {
+                return Err(format!(
+                    "--wall colours by time on and off the CPU; --color {} does not apply",
+                    self.color
+                ));
             }
         }
+        // Folded stacks have no colours: the metric is not computed for them.
+        let metric = self
+            .color
+            .strip_prefix("metric:")
+            .map(|n| n.trim().to_string())
+            .filter(|_| !self.folded);
+        if metric.is_some() && !self.diff.is_empty() {
+            return Err(format!(
+                "--diff colours by the change between the recordings; --color {} does not apply",
+                self.color
+            ));
+        }
+        // Intel's metrics need every group read's member deltas.
+        profile.member_sums = metric.is_some();
         Ok(FlamegraphConfig {
             input: input_file(self.input),
             output: self.output.unwrap_or_else(|| PathBuf::from(default_out)),
@@ -119,10 +158,10 @@ impl FlamegraphArgs {
                     "load-latency" => Weight::LoadLatency,
                     _ => Weight::Samples,
                 },
-                colors: if self.color == "topdown" {
-                    Colors::TopDown
-                } else {
-                    Colors::Default
+                colors: match self.color.as_str() {
+                    "topdown" => Colors::TopDown,
+                    _ if metric.is_some() => Colors::Metric,
+                    _ => Colors::Default,
                 },
                 title: self.title,
                 inverted: self.inverted,
@@ -133,6 +172,11 @@ impl FlamegraphArgs {
                 wall: None,
             },
             wall: self.wall,
+            metric: metric.map(|name| MetricColoring {
+                name,
+                perfmon: self.perfmon,
+                min_reads: self.metric_min_reads,
+            }),
         })
     }
 }
@@ -154,6 +198,53 @@ struct FlamegraphConfig {
     pub flame: output::flame::FlameOptions,
     /// `--wall`.
     pub wall: bool,
+    /// `--color metric:NAME`.
+    pub metric: Option<MetricColoring>,
+}
+
+/// `--color metric:NAME` and where Intel's files are.
+#[derive(Debug, Clone)]
+struct MetricColoring {
+    /// The metric asked for.
+    name: String,
+    /// `--perfmon`.
+    perfmon: Option<PathBuf>,
+    /// `--metric-min-reads`.
+    min_reads: u64,
+}
+
+/// Intel's metric per function of `p` for `--color metric:NAME`; `Err` when there is none
+/// (the one-line reason).
+fn metric_colors(
+    rec: &hrec::recording::Recording,
+    p: &hrec::analysis::profile::Profile,
+    mc: &MetricColoring,
+    flame: &output::flame::FlameOptions,
+) -> Result<output::flame::MetricColors, output::flame::FlameError> {
+    use hrec::analysis::metrics::{MetricOptions, RowMetricsSetup};
+    let fail = |why: String| output::flame::FlameError::Metric {
+        metric: mc.name.clone(),
+        why,
+    };
+    let perfmon =
+        super::metric_views::perfmon_for(rec.meta(), mc.perfmon.as_deref()).map_err(fail)?;
+    let o = MetricOptions {
+        td_level: None,
+        metrics: vec![mc.name.clone()],
+        min_reads: mc.min_reads,
+    };
+    let setup =
+        RowMetricsSetup::new(&perfmon, rec.meta(), p, &o).map_err(|e| fail(e.to_string()))?;
+    let nodes = setup.nodes();
+    let [one] = nodes.as_slice() else {
+        let names: Vec<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
+        return Err(fail(format!(
+            "names {} metrics ({}); colour by one of them",
+            names.len(),
+            names.join(", ")
+        )));
+    };
+    Ok(output::flame::metric_colors(p, &setup, &one.name, flame))
 }
 
 /// Folded stacks of one recording for `hrec flamegraph`, with a notice on stderr when the
@@ -203,6 +294,10 @@ fn fold_recording(
         return Ok(output::flame::fold(&p, ev, &flame)?);
     }
     let ev = output::flame::pick_event(&p, cfg.flame.event.as_deref())?;
+    let colors = match &cfg.metric {
+        Some(mc) => Some(metric_colors(&rec, &p, mc, &cfg.flame)?),
+        None => None,
+    };
     if cfg.flame.event.is_none() && p.events.len() > 1 {
         let names: Vec<&str> = p.events.iter().map(|e| e.name.as_str()).collect();
         writeln!(
@@ -214,7 +309,9 @@ fn fold_recording(
             names[ev]
         )?;
     }
-    Ok(output::flame::fold(&p, ev, &cfg.flame)?)
+    let mut folded = output::flame::fold(&p, ev, &cfg.flame)?;
+    folded.metric = colors;
+    Ok(folded)
 }
 
 /// Runs `hrec flamegraph` with its flags.

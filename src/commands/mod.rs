@@ -23,6 +23,7 @@ mod generate;
 mod info;
 mod list;
 mod mem;
+mod metric_views;
 mod reading;
 mod record;
 mod report;

@@ -165,6 +165,11 @@ pub struct RecordArgs {
     /// tma_memory_bound_group, tma_l3_bound, IPC, tma_info_*): core events only.
     #[arg(short = 'M', long = "metrics", value_name = "LIST")]
     pub metrics: Vec<String>,
+    /// Also sample the event Intel's file gives each TMA node to find its instructions with
+    /// (LocateWith: MEM_LOAD_RETIRED.L3_HIT for tma_l3_bound), precise where it can be, so
+    /// annotate --event EVENT shows the code behind the node.
+    #[arg(long = "locate", value_name = "NODE,...")]
+    pub locate: Vec<String>,
     /// Directory with Intel's perfmon files for --td-level and -M (mapfile.csv and the model
     /// folders); default $HREC_PERFMON_DIR, else ~/.cache/hrec/perfmon.
     #[arg(long = "perfmon", value_name = "DIR")]
@@ -245,6 +250,7 @@ impl RecordArgs {
                 td_level: self.td_level,
                 metrics: self.metrics,
             },
+            locate: self.locate,
             perfmon: self.perfmon,
             switch_output: self.switch_output.map(|trigger| SwitchOutput {
                 trigger,
@@ -339,6 +345,8 @@ struct RecordConfig {
     pub mem: Option<plan::mem::MemOptions>,
     /// `--td-level` / `-M`.
     pub metrics: plan::metric::MetricChoice,
+    /// `--locate NODE,...`.
+    pub locate: Vec<String>,
     /// `--perfmon DIR`.
     pub perfmon: Option<PathBuf>,
 }
@@ -398,21 +406,51 @@ fn run(
     let pmus = Pmus::read(&env.sysfs_root)?;
     let host = Host::read(&env.procfs_root);
     let plan = match &cfg.mem {
-        Some(_) if !cfg.metrics.is_empty() => {
+        Some(_) if !cfg.metrics.is_empty() || !cfg.locate.is_empty() => {
             return Err(Error::Usage(
-                "--td-level and -M are for record; mem and c2c record choose their own events"
+                "--td-level, -M and --locate are for record; mem and c2c record choose their own events"
                     .into(),
             ));
         }
         Some(mem) => plan::mem::plan_mem_record(&pmus, &host, &cfg.options, mem)?,
-        None if !cfg.metrics.is_empty() => {
-            let metrics = metric_plan(env, cfg, &pmus, &host)?;
+        None if !cfg.metrics.is_empty() || !cfg.locate.is_empty() => {
+            let loaded = load_perfmon(env, cfg);
+            let mut metrics = if cfg.metrics.is_empty() {
+                // `--locate` alone: the default plan's groups (or the -e events) and the
+                // samplers.
+                let mut m = plan::metric::MetricPlan::default();
+                if cfg.options.events.is_empty() {
+                    let (defaults, notices) = plan::default_events(&pmus, &host);
+                    m.default_groups = defaults;
+                    m.notices = notices;
+                }
+                m
+            } else {
+                metric_plan(&loaded, cfg, &pmus, &host)?
+            };
+            plan::metric::plan_locate(
+                &pmus,
+                &host,
+                loaded.as_ref().map_err(Clone::clone),
+                &cfg.locate,
+                &mut metrics,
+            )
+            .map_err(plan::PlanError::from)?;
             plan::plan_record_with(&pmus, &host, &cfg.options, Some(&metrics))?
         }
         None => plan::plan_record(&pmus, &host, &cfg.options)?,
     };
     for n in plan.notices.iter().filter(|_| !cfg.quiet) {
         writeln!(err, "hrec: {n}")?;
+    }
+    if let Some(m) = plan.metrics.as_ref().filter(|_| !cfg.quiet) {
+        for w in multiplex_warnings(m) {
+            writeln!(err, "hrec: warning: {w}")?;
+        }
+        // -vv: the groups as --dry-run shows them, before recording.
+        if env.verbose >= 2 && !cfg.dry_run {
+            write!(err, "{}", m.dump(&plan.events))?;
+        }
     }
     if cfg.dry_run {
         if cfg.json {
@@ -458,21 +496,41 @@ fn run(
     Ok(u8::try_from(outcome.exit_code).unwrap_or(1))
 }
 
+/// Above this many metric groups on one core PMU, each gets too small a share of the time
+/// to be worth it without a warning (the kernel rotates the groups: each counts, and its
+/// cycles leader samples, about one n-th of the time).
+const MANY_GROUPS: usize = 8;
+
+/// One line per core PMU with more than [`MANY_GROUPS`] metric groups: the share of the
+/// time each will get.
+fn multiplex_warnings(m: &plan::metric::MetricPlan) -> Vec<String> {
+    let mut per_pmu: Vec<(&str, usize)> = Vec::new();
+    for g in &m.groups {
+        match per_pmu.iter_mut().find(|(p, _)| *p == g.pmu) {
+            Some((_, n)) => *n += 1,
+            None => per_pmu.push((&g.pmu, 1)),
+        }
+    }
+    per_pmu
+        .into_iter()
+        .filter(|&(_, n)| n > MANY_GROUPS)
+        .map(|(pmu, n)| {
+            format!(
+                "{pmu}: {n} metric groups take turns on the PMU: each counts, and gets samples, about 1/{n} of the time ({:.0}%); fewer metrics (-M) or a lower --td-level give each more",
+                100.0 / n as f64
+            )
+        })
+        .collect()
+}
+
 /// The groups of `--td-level` / `-M`, from Intel's files for this CPU (found as `stat -M`
 /// finds them).
 fn metric_plan(
-    env: &Env,
+    loaded: &Result<hrec::metrics::perfmon::Perfmon, String>,
     cfg: &RecordConfig,
     pmus: &Pmus,
     host: &Host,
 ) -> Result<plan::metric::MetricPlan, Error> {
-    use hrec::stat::tma;
-    let loaded = tma::cpuid(&env.procfs_root)
-        .and_then(|id| tma::load(&tma::perfmon_dir(cfg.perfmon.as_deref()), &id).map(|(p, _)| p));
-    let loaded = loaded.map_err(|e| match std::error::Error::source(&e) {
-        Some(s) => format!("{e}: {s}"),
-        None => e.to_string(),
-    });
     Ok(plan::metric::plan_metrics(
         pmus,
         host,
@@ -480,6 +538,17 @@ fn metric_plan(
         &cfg.metrics,
     )
     .map_err(plan::PlanError::from)?)
+}
+
+/// Intel's files for this CPU, found as `stat -M` finds them; `Err` is why not, in one line.
+fn load_perfmon(env: &Env, cfg: &RecordConfig) -> Result<hrec::metrics::perfmon::Perfmon, String> {
+    use hrec::stat::tma;
+    let loaded = tma::cpuid(&env.procfs_root)
+        .and_then(|id| tma::load(&tma::perfmon_dir(cfg.perfmon.as_deref()), &id).map(|(p, _)| p));
+    loaded.map_err(|e| match std::error::Error::source(&e) {
+        Some(s) => format!("{e}: {s}"),
+        None => e.to_string(),
+    })
 }
 
 #[cfg(test)]

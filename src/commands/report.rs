@@ -365,7 +365,8 @@ fn row_metrics(
     }
     let dir = hrec::stat::tma::perfmon_dir(dir);
     let (perfmon, _) = hrec::stat::tma::load(&dir, &meta.cpuid).map_err(|e| e.to_string())?;
-    let setup = RowMetricsSetup::new(&perfmon, meta, p, o).map_err(|e| e.to_string())?;
+    let mut setup = RowMetricsSetup::new(&perfmon, meta, p, o).map_err(|e| e.to_string())?;
+    setup.read_pmu_times(rec.trailer());
     Ok(MetricReport {
         rows: setup.rows(tables),
         nodes: setup.nodes(),
@@ -375,6 +376,23 @@ fn row_metrics(
         notes: setup.notes.clone(),
         min_reads: setup.min_reads(),
     })
+}
+
+/// The header line of a report given neither `--td-level 3` nor `--metrics` on a recording
+/// made with `record --td-level N` (N ≥ 3) or `-M`: what its metric groups are for and the
+/// options that show them. `None` for other recordings (and for levels 1 and 2 alone, which
+/// the default report shows).
+fn stored_choice_line(meta: &hrec::data::Meta) -> Option<String> {
+    let c = meta.metric_choice.as_ref()?;
+    let any_metric = c.metrics.iter().any(|m| !m.trim().is_empty());
+    if !any_metric && c.td_level.is_none_or(|l| l < 3) {
+        return None;
+    }
+    let args = c.report_args();
+    Some(format!(
+        "this recording has metric groups (recorded with {}): `hrec report {args}` shows Intel's metrics per row",
+        args.replace("--metrics ", "-M ")
+    ))
 }
 
 /// Runs `hrec report` with its flags.
@@ -443,6 +461,8 @@ fn run(
                 cfg.input.display()
             )?,
         }
+    } else if let Some(line) = stored_choice_line(meta) {
+        style.header.push(line);
     }
     let mut header = vec![format!(
         "hrec report of {} ({} samples{}{})",

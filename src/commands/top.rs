@@ -24,7 +24,9 @@ pub const EXAMPLES: &str = "Examples:
   hrec top -e instructions -d 5
           Instructions instead of cycles, every 5 seconds.
   hrec top -n 3 --stdio
-          Three refreshes as text, then stop.";
+          Three refreshes as text, then stop.
+  hrec top --metrics tma_l3_bound --perfmon perfmon
+          Intel's tma_l3_bound per function (metric groups recorded live).";
 
 /// `hrec top` flags (perf top's names; `-n` counts refreshes).
 #[derive(Debug, Args)]
@@ -59,6 +61,18 @@ pub struct TopArgs {
     /// Data pages per ring buffer (power of two).
     #[arg(short = 'm', long = "mmap-pages", value_name = "PAGES")]
     pub mmap_pages: Option<u64>,
+    /// A column per Intel metric (stat -M's names: tma_l3_bound, a few at most), from its
+    /// metric groups recorded live as `record -M LIST` records them.
+    #[arg(long = "metrics", value_name = "LIST")]
+    pub metrics: Vec<String>,
+    /// With --metrics: directory with Intel's perfmon files (mapfile.csv and the model
+    /// folders); default $HREC_PERFMON_DIR, else ~/.cache/hrec/perfmon.
+    #[arg(long, value_name = "DIR")]
+    pub perfmon: Option<PathBuf>,
+    /// With --metrics: the fewest (decayed) reads of a group in a row before a metric
+    /// needing it gets a number (`-` below).
+    #[arg(long = "metric-min-reads", value_name = "N", default_value_t = hrec::analysis::metrics::DEFAULT_MIN_READS)]
+    pub metric_min_reads: u64,
 }
 
 fn parse_delay(s: &str) -> Result<std::time::Duration, String> {
@@ -110,6 +124,12 @@ impl TopArgs {
                 .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
             stdio: self.stdio || !std::io::stdout().is_terminal(),
             mmap_pages: self.mmap_pages,
+            metrics: (!self.metrics.is_empty()).then_some(hrec::analysis::metrics::MetricOptions {
+                td_level: None,
+                metrics: self.metrics,
+                min_reads: self.metric_min_reads,
+            }),
+            perfmon: self.perfmon,
         })
     }
 }
@@ -133,6 +153,10 @@ struct TopConfig {
     pub stdio: bool,
     /// `-m`.
     pub mmap_pages: Option<u64>,
+    /// `--metrics LIST`: Intel's metrics per row.
+    pub metrics: Option<hrec::analysis::metrics::MetricOptions>,
+    /// `--perfmon DIR`.
+    pub perfmon: Option<PathBuf>,
 }
 
 /// `hrec top`: the recorder runs on a thread with `--switch-output` every `-d` seconds into a
@@ -156,7 +180,27 @@ fn run(env: &Env, cfg: &TopConfig, out: &mut dyn Write, err: &mut dyn Write) -> 
     check_mmap_pages(cfg.mmap_pages)?;
     let pmus = Pmus::read(&env.sysfs_root)?;
     let host = hrec::event::Host::read(&env.procfs_root);
-    let plan = plan::plan_record(&pmus, &host, &cfg.options)?;
+    // With --metrics, Intel's files for this CPU and the metric groups `record -M` plans.
+    let perfmon = match &cfg.metrics {
+        Some(_) => {
+            use hrec::stat::tma;
+            let id = tma::cpuid(&env.procfs_root)?;
+            Some(tma::load(&tma::perfmon_dir(cfg.perfmon.as_deref()), &id)?.0)
+        }
+        None => None,
+    };
+    let plan = match (&cfg.metrics, &perfmon) {
+        (Some(mo), Some(pm)) => {
+            let choice = plan::metric::MetricChoice {
+                td_level: None,
+                metrics: mo.metrics.clone(),
+            };
+            let m = plan::metric::plan_metrics(&pmus, &host, Ok(pm), &choice)
+                .map_err(plan::PlanError::from)?;
+            plan::plan_record_with(&pmus, &host, &cfg.options, Some(&m))?
+        }
+        _ => plan::plan_record(&pmus, &host, &cfg.options)?,
+    };
     for n in &plan.notices {
         writeln!(err, "hrec: {n}")?;
     }
@@ -175,6 +219,7 @@ fn run(env: &Env, cfg: &TopConfig, out: &mut dyn Write, err: &mut dyn Write) -> 
         .build();
     let popts = hrec::analysis::profile::ProfileOptions {
         threads: 1,
+        member_sums: cfg.metrics.is_some(),
         ..Default::default()
     };
     let hopts = hist::HistOptions {
@@ -274,6 +319,7 @@ fn run(env: &Env, cfg: &TopConfig, out: &mut dyn Write, err: &mut dyn Write) -> 
                 let step = (|| -> Result<(), Error> {
                     let mut iv = live::Interval::default();
                     let mut event = String::new();
+                    let mut setup = None;
                     for path in &batch {
                         let rec = Recording::open_with_kernel(path, 1, false)?;
                         let p = replay::build_with(&rec, &popts, &mut |_| {}, Some(&symbolizer));
@@ -283,8 +329,20 @@ fn run(env: &Env, cfg: &TopConfig, out: &mut dyn Write, err: &mut dyn Write) -> 
                             trailer.lost_samples,
                             trailer.duration_ns as f64 / 1e9,
                         ));
-                        if let Some(t) = hist::tables(&p, &hopts).first() {
+                        let tables = hist::tables(&p, &hopts);
+                        if let Some(t) = tables.first() {
                             table.add(t);
+                        }
+                        if let (Some(mo), Some(pm)) = (&cfg.metrics, &perfmon) {
+                            let s = hrec::analysis::metrics::RowMetricsSetup::new(
+                                pm,
+                                rec.meta(),
+                                &p,
+                                mo,
+                            )
+                            .map_err(|e| Error::Usage(format!("--metrics: {e}")))?;
+                            table.add_member_tables(&tables, &s.group_events());
+                            setup = Some(s);
                         }
                         event = top_event(&rec);
                     }
@@ -292,7 +350,23 @@ fn run(env: &Env, cfg: &TopConfig, out: &mut dyn Write, err: &mut dyn Write) -> 
                         event,
                         target: target.clone(),
                     };
-                    let screen = output::top::screen(&table, &iv, &status, &cfg.sort, entries);
+                    let values = |k: &[String]| -> Vec<Option<f64>> {
+                        setup.as_ref().map_or_else(Vec::new, |s| {
+                            table.metrics(k, s).into_iter().map(|(_, v)| v).collect()
+                        })
+                    };
+                    let columns = setup.as_ref().map(|s| output::top::MetricColumns {
+                        names: s.nodes().into_iter().map(|n| n.name).collect(),
+                        values: &values,
+                    });
+                    let screen = output::top::screen_with_metrics(
+                        &table,
+                        &iv,
+                        &status,
+                        &cfg.sort,
+                        entries,
+                        columns.as_ref(),
+                    );
                     match &mut ui {
                         Some(ui) => ui.show(&screen)?,
                         None => {

@@ -64,6 +64,51 @@ pub struct Meta {
     /// NUMA_TOPOLOGY), for `c2c report`'s node columns; empty when unknown.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub numa_nodes: Vec<(u32, String)>,
+    /// Hardware threads per core: the most CPUs of the recording machine's sysfs topology
+    /// (`core_cpus_list`, else `thread_siblings_list`) or perf.data's CPU_TOPOLOGY that share
+    /// a core (2 with SMT on; on a hybrid part the P-cores'). Intel's metric formulas take
+    /// `smt_on` (more than 1) and `threads_per_core` from it. `None` when unknown (files
+    /// written before hrec kept it, or no topology readable).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub threads_per_core: Option<u32>,
+    /// `record --td-level N` / `-M LIST`: what the metric groups were planned for, so a
+    /// report can say how to read them. `None` without them (and in earlier files).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metric_choice: Option<MetricChoiceMeta>,
+}
+
+/// What `record --td-level N` / `-M LIST` asked for, as kept in [`Meta::metric_choice`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct MetricChoiceMeta {
+    /// `--td-level N`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub td_level: Option<u32>,
+    /// `-M`: the names as given (each may be a comma-separated list).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub metrics: Vec<String>,
+}
+
+impl MetricChoiceMeta {
+    /// The `report` options that read the groups: `--td-level 3`, `--metrics IPC,TopdownL3`,
+    /// or both.
+    pub fn report_args(&self) -> String {
+        let mut v = Vec::new();
+        if let Some(l) = self.td_level {
+            v.push(format!("--td-level {l}"));
+        }
+        let names: Vec<&str> = self
+            .metrics
+            .iter()
+            .flat_map(|m| m.split(','))
+            .map(str::trim)
+            .filter(|m| !m.is_empty())
+            .collect();
+        if !names.is_empty() {
+            v.push(format!("--metrics {}", names.join(",")));
+        }
+        v.join(" ")
+    }
 }
 
 /// A PMU by name and its `perf_event_attr.type`.
@@ -307,6 +352,36 @@ mod tests {
         assert_eq!(m.nr_cpus, 0);
         assert!(serde_json::from_str::<EventMeta>(r#"{"attr":"0g"}"#).is_err());
         assert!(serde_json::from_str::<EventMeta>(r#"{"attr":"012"}"#).is_err());
+    }
+
+    #[test]
+    fn topology_and_metric_choice_are_optional() {
+        // An earlier file has neither: unknown, and nothing written for them when unknown.
+        let m: Meta = serde_json::from_str(r#"{"hostname":"h"}"#).unwrap();
+        assert_eq!(m.threads_per_core, None);
+        assert_eq!(m.metric_choice, None);
+        let json = serde_json::to_string(&Meta::default()).unwrap();
+        assert!(!json.contains("threads_per_core") && !json.contains("metric_choice"));
+        let m = Meta {
+            threads_per_core: Some(2),
+            metric_choice: Some(MetricChoiceMeta {
+                td_level: Some(3),
+                metrics: vec!["IPC, tma_info_core_coreipc".into(), String::new()],
+            }),
+            ..Meta::default()
+        };
+        let json = serde_json::to_string(&m).unwrap();
+        assert!(json.contains(r#""threads_per_core":2"#), "{json}");
+        assert_eq!(serde_json::from_str::<Meta>(&json).unwrap(), m);
+        assert_eq!(
+            m.metric_choice.unwrap().report_args(),
+            "--td-level 3 --metrics IPC,tma_info_core_coreipc"
+        );
+        let only_m = MetricChoiceMeta {
+            metrics: vec!["TopdownL3".into()],
+            ..MetricChoiceMeta::default()
+        };
+        assert_eq!(only_m.report_args(), "--metrics TopdownL3");
     }
 
     #[test]

@@ -62,7 +62,9 @@ use std::io;
 use std::path::PathBuf;
 
 pub use format::{BlockInfo, BlockKind, Codec};
-pub use meta::{EventId, EventMeta, FinalCount, Meta, PmuMeta, Role, ThreadCount, Trailer};
+pub use meta::{
+    EventId, EventMeta, FinalCount, Meta, MetricChoiceMeta, PmuMeta, Role, ThreadCount, Trailer,
+};
 pub use reader::Reader;
 pub use writer::{Writer, ZSTD_LEVEL};
 

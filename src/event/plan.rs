@@ -36,7 +36,9 @@
 //! * **Per-function metrics** (`--td-level N`, `-M LIST`). The groups [`metric`] plans from
 //!   Intel's files replace the default group ([`plan_record_with`]); each of their events
 //!   keeps its group, its Intel name and its counter ([`PlannedEvent::metric`]), and the
-//!   recording keeps the name and the group's leader of each.
+//!   recording keeps the name and the group's leader of each. Their reads carry
+//!   `time_enabled` and `time_running` (`read_format` TOTAL_TIME_*): the groups are
+//!   multiplexed, and the report shows each group's share of the time on the PMU.
 
 use serde::Serialize;
 
@@ -194,6 +196,10 @@ pub enum IfRefused {
     /// `--off-cpu`'s stacks event, which needs kernel samples (`perf_event_paranoid` 1 or
     /// root): without it the off-CPU intervals are recorded with no stacks.
     OffCpuStacks,
+    /// An event of a per-function metric group (`--td-level`, `-M`) other than the one
+    /// carrying the side-band records: the whole group (leader and members) is left out and
+    /// the metrics needing its events are not computed.
+    DropGroup,
 }
 
 /// What an event does in the recording: the role stored in the file's header.
@@ -400,6 +406,14 @@ pub fn plan_record_with(
             metric_of.extend(d.groups.iter().map(|_| None));
             res.groups.append(&mut d.groups);
         }
+        // `--locate`: samplers of their own, as `-e` events are.
+        if !m.locate.is_empty() {
+            let specs: Vec<String> = m.locate.iter().map(|l| l.spec.clone()).collect();
+            let mut l = resolve::resolve(pmus, &specs)?;
+            notices.append(&mut l.warnings);
+            metric_of.extend(l.groups.iter().map(|_| None));
+            res.groups.append(&mut l.groups);
+        }
     }
     // Lunar Lake and Arrow Lake before Linux 6.13: no PEBS at all.
     let no_pebs: Vec<&str> = pmus
@@ -513,6 +527,10 @@ pub fn plan_record_with(
                     event: member.event.clone(),
                     counter: member.counter,
                 });
+                // The groups take turns on the PMU: every read (and the final count) carries
+                // how long the group was enabled and how long it ran, so the report can say
+                // each group's share of the time.
+                e.attr.read_format |= read::TOTAL_TIME_ENABLED | read::TOTAL_TIME_RUNNING;
             }
         }
     }
@@ -579,6 +597,16 @@ pub fn plan_record_with(
                 all_cpus.clone()
             },
         });
+    }
+
+    // A metric group the kernel refuses at open (an event this kernel lacks, a group its
+    // counters cannot hold) is left out and the rest recorded, but for the group that
+    // carries the side-band records.
+    let tracking_group = events.iter().find(|e| e.tracking).map(|e| e.leader);
+    for e in &mut events {
+        if e.metric.is_some() && e.if_refused.is_none() && Some(e.leader) != tracking_group {
+            e.if_refused = Some(IfRefused::DropGroup);
+        }
     }
 
     if opts.off_cpu.is_some() {

@@ -25,7 +25,9 @@
 //!   (or the debugfs copy), `subsystem:event`.
 //! * **Metrics**: the TMA metrics of the model's metrics file under perf's names
 //!   (`tma_frontend_bound`), in their `MetricGroup`s (Intel's `TmaL1` is perf's `TopdownL1`;
-//!   metrics without a group are in `No_group`).
+//!   metrics without a group are in `No_group`). hrec adds a line `[per function: hrec record
+//!   -M NAME]` (`PerFunction` in JSON) under each metric it can compute per function: one of
+//!   core events only (no uncore event, TSC or run duration).
 //!
 //! Filters follow `perf list`: a class word (`hw`, `sw`, `cache`, `pmu`, `tracepoint`, `sdt`,
 //! `metric`, `metricgroup`), `subsys:event` globs for tracepoints, and any other word is a
@@ -144,6 +146,8 @@ pub struct MetricItem {
     pub expr: String,
     /// `UnitOfMeasure`.
     pub unit: String,
+    /// hrec can compute it per function ([`crate::metrics::perfmon::Metric::per_function`]).
+    pub per_function: bool,
 }
 
 /// Everything `hrec list` can show for one machine.
@@ -458,6 +462,7 @@ fn add_perfmon(
                     description: m.description.clone(),
                     expr: m.base_formula.clone().unwrap_or_default(),
                     unit: m.unit.clone(),
+                    per_function: m.per_function(),
                 })
                 .collect();
         } else {

@@ -304,6 +304,9 @@ fn write_metrics(
         } else {
             writeln!(out, "  {}", m.name)?;
         }
+        if m.per_function {
+            writeln!(out, "{:>8}per function: hrec record -M {}]", "[", m.name)?;
+        }
         if style.details {
             writeln!(out, "{:>8}{}]", "[", m.expr)?;
         }
@@ -415,6 +418,7 @@ pub fn write_json(
                             "BriefDescription": m.description,
                             "MetricExpr": m.expr,
                             "ScaleUnit": m.unit,
+                            "PerFunction": m.per_function,
                         }));
                     }
                 }

@@ -15,6 +15,12 @@
 //! row's slots, `*` when either side rests on fewer than
 //! [`super::report::MIN_TD_SAMPLES`] group reads) and of its mean retire latency (`dRetLat`,
 //! cycles), before the keys, with `#` lines above the header saying what they are.
+//!
+//! With `--td-level N` / `--metrics LIST`, under each row of the first metric group's table
+//! (as `report` puts its tree there) the change of each chosen Intel metric (NEW − OLD, points
+//! for a percentage, `-` where either recording has too few group reads or no value), four
+//! to a line, and both bottleneck paths when they differ; in JSON every metric group's rows
+//! carry `metrics_delta` and `bottleneck` (`old`, `new`, `changed`).
 
 use std::fmt::Write as _;
 use std::io::{self, Write};
@@ -22,7 +28,7 @@ use std::io::{self, Write};
 use serde::Serialize;
 
 use super::report::MIN_TD_SAMPLES;
-use crate::analysis::diff::{Compute, DiffRow, DiffTable, Side};
+use crate::analysis::diff::{Compute, DiffRow, DiffTable, MetricsDelta, Side};
 use crate::analysis::hist::SortKey;
 use crate::analysis::topdown::{L1_LABELS, TdCounts};
 
@@ -133,6 +139,37 @@ fn l1_line(td: &(TdCounts, u64)) -> String {
     }
 }
 
+/// The lines under a row with Intel's metrics: the changes four to a line, then the two
+/// bottleneck paths when they differ.
+fn metric_lines(m: &MetricsDelta) -> Vec<String> {
+    let width = m.deltas.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
+    let mut out: Vec<String> = m
+        .deltas
+        .chunks(4)
+        .map(|c| {
+            c.iter()
+                .map(|(n, d)| {
+                    let v = d.map_or_else(|| "-".to_string(), |d| format!("{d:+.1}"));
+                    format!("{n:<width$} {v:>7}")
+                })
+                .collect::<Vec<_>>()
+                .join("   ")
+        })
+        .collect();
+    if m.old_path != m.new_path {
+        let path = |p: &[String]| {
+            if p.is_empty() {
+                "-".to_string()
+            } else {
+                p.join(" > ")
+            }
+        };
+        out.push(format!("bottleneck old: {}", path(&m.old_path)));
+        out.push(format!("bottleneck new: {}", path(&m.new_path)));
+    }
+    out
+}
+
 /// Writes the text comparison.
 pub fn text(
     tables: &[DiffTable],
@@ -141,7 +178,10 @@ pub fn text(
     out: &mut dyn Write,
 ) -> io::Result<()> {
     let mut s = String::new();
+    // Intel's metrics under the rows of the first metric group's table only.
+    let metric_table = tables.iter().position(|t| !t.metrics.is_empty());
     for (ti, t) in tables.iter().enumerate() {
+        let show_metrics = metric_table == Some(ti);
         let c = style.compute;
         let rows = &t.rows;
         let cells = |f: &dyn Fn(&DiffRow) -> String| rows.iter().map(f).collect::<Vec<_>>();
@@ -243,6 +283,12 @@ pub fn text(
                     "#   (dRetiring..dBEBound: new minus old share of the row's slots, percentage points; * = fewer than {MIN_TD_SAMPLES} group reads in either file)"
                 );
             }
+            if show_metrics {
+                let _ = writeln!(
+                    s,
+                    "# Intel's metrics under each row: new minus old (points for a percentage; -: fewer group reads than the minimum, or no value, in either file); the bottleneck paths when they differ"
+                );
+            }
             if let (true, Some(a), Some(b)) = (t.latency, &t.old_latency, &t.new_latency) {
                 let _ = writeln!(
                     s,
@@ -267,7 +313,7 @@ pub fn text(
             s.push_str(&dots.join("  "));
             s.push_str("\n#\n");
         }
-        for i in 0..rows.len() {
+        for (i, row) in rows.iter().enumerate() {
             s.push_str("  ");
             for c in &numeric {
                 let _ = write!(s, "{:>w$}  ", c.cells[i], w = c.width);
@@ -283,6 +329,11 @@ pub fn text(
                 }
             }
             s.push('\n');
+            if let (true, Some(m)) = (show_metrics, &row.metrics) {
+                for l in metric_lines(m) {
+                    let _ = writeln!(s, "            |  {l}");
+                }
+            }
         }
         if t.hidden > 0 && !style.quiet {
             let _ = writeln!(s, "# {} rows below --percent-limit not shown", t.hidden);
@@ -346,6 +397,17 @@ struct JsonRow {
     topdown_delta: Option<serde_json::Map<String, serde_json::Value>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     retire_latency_mean_delta: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    metrics_delta: Option<serde_json::Map<String, serde_json::Value>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bottleneck: Option<JsonPaths>,
+}
+
+#[derive(Serialize)]
+struct JsonPaths {
+    old: Vec<String>,
+    new: Vec<String>,
+    changed: bool,
 }
 
 #[derive(Serialize)]
@@ -424,6 +486,17 @@ pub fn json(
                             .collect()
                     }),
                     retire_latency_mean_delta: r.latency,
+                    metrics_delta: r.metrics.as_ref().map(|m| {
+                        m.deltas
+                            .iter()
+                            .map(|(n, d)| (n.clone(), (*d).into()))
+                            .collect()
+                    }),
+                    bottleneck: r.metrics.as_ref().map(|m| JsonPaths {
+                        old: m.old_path.clone(),
+                        new: m.new_path.clone(),
+                        changed: m.old_path != m.new_path,
+                    }),
                 })
                 .collect(),
         })

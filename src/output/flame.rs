@@ -34,6 +34,18 @@
 //! the dominant level-1 category of the TopDown deltas of every sample with that function on
 //! its stack (counted once per sample), lighter as the dominant share falls, and a tooltip
 //! with the four shares. Functions without TopDown data are grey.
+//!
+//! **Intel's metric colours** (`--color metric:NAME`, a recording of `record --td-level N` or
+//! `record -M`): as for TopDown, per function name, inclusive: the member sums of every
+//! metric group's read whose sample has that function on its stack (counted once per
+//! sample), whatever event is drawn, evaluated as a report row is
+//! ([`crate::analysis::metrics::RowMetricsSetup::evaluate`]; `:R` terms take the mean retire
+//! latency of the samples of the function's stacks, else Intel's default). Colour runs from
+//! white at 0 to full red at Intel's own threshold for the metric
+//! ([`crate::analysis::metrics::own_threshold`], `tma_l3_bound`: 5%) and past it, else at 100%
+//! for a percentage, else at the largest value; functions with fewer reads of a group the
+//! metric needs than the minimum (`--metric-min-reads`), or no group read at all, are grey.
+//! The subtitle states the metric and the scale, each frame's tooltip the value.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -68,6 +80,8 @@ pub enum Colors {
     Default,
     /// Dominant TopDown level-1 category.
     TopDown,
+    /// Intel's value of one metric per function ([`Folded::metric`]).
+    Metric,
 }
 
 /// Flame graph options.
@@ -200,6 +214,15 @@ pub enum FlameError {
         /// Its period.
         period: u64,
     },
+    /// `--color metric:NAME` without a value to colour by: the one-line reason (no metric
+    /// groups in the recording, Intel's files missing, an unknown metric).
+    #[error("--color metric:{metric}: {why}")]
+    Metric {
+        /// The name asked for.
+        metric: String,
+        /// Why.
+        why: String,
+    },
     /// Writing.
     #[error(transparent)]
     Io(#[from] io::Error),
@@ -220,6 +243,151 @@ pub struct Folded {
     pub topdown: HashMap<String, TdCounts>,
     /// The wall-clock view's colours and notes.
     pub wall: Option<WallInfo>,
+    /// Intel's metric per function, for `--color metric:NAME` ([`metric_colors`]).
+    pub metric: Option<MetricColors>,
+}
+
+/// One Intel metric per function name, for the colours of `--color metric:NAME`.
+#[derive(Debug, Clone, Default)]
+pub struct MetricColors {
+    /// perf's name of the metric.
+    pub metric: String,
+    /// The value is a percentage.
+    pub percent: bool,
+    /// Intel's own threshold for the metric ([`crate::analysis::metrics::own_threshold`]).
+    pub threshold: Option<f64>,
+    /// The fewest reads of a group the metric needs.
+    pub min_reads: u64,
+    /// Per function name: the value (`None`: too few reads, or an event not recorded) and
+    /// the reads of its reference group (the most read group).
+    pub values: HashMap<String, (Option<f64>, u64)>,
+}
+
+impl MetricColors {
+    /// Where the colour is full red: Intel's threshold, else 100 for a percentage, else the
+    /// largest value.
+    pub fn top(&self) -> f64 {
+        self.threshold.filter(|t| *t > 0.0).unwrap_or_else(|| {
+            if self.percent {
+                100.0
+            } else {
+                self.values
+                    .values()
+                    .filter_map(|v| v.0)
+                    .fold(0.0, f64::max)
+                    .max(f64::MIN_POSITIVE)
+            }
+        })
+    }
+
+    /// A value as the legend and tooltips print it.
+    fn show(&self, v: f64) -> String {
+        if self.percent {
+            format!("{v:.1}%")
+        } else {
+            format!("{v:.3}")
+        }
+    }
+}
+
+/// The colour of a metric's value on the scale white (0) to red (`top` and past it).
+pub fn metric_color(value: f64, top: f64) -> Color {
+    let t = (value / top).clamp(0.0, 1.0);
+    let (r, g, b) = (214.0, 39.0, 40.0);
+    let mix = |c: f64| (255.0 - (255.0 - c) * t).round() as u8;
+    Color {
+        r: mix(r),
+        g: mix(g),
+        b: mix(b),
+    }
+}
+
+/// Grey: no value.
+const GREY: Color = Color {
+    r: 190,
+    g: 190,
+    b: 190,
+};
+
+/// Intel's metric `metric` (perf's name, chosen in `setup`) per function name: the member
+/// sums of the metric groups' reads, inclusive (each name once per sample), of the samples
+/// `o`'s filters keep, evaluated by `setup` (see the module docs).
+pub fn metric_colors(
+    p: &Profile,
+    setup: &crate::analysis::metrics::RowMetricsSetup<'_>,
+    metric: &str,
+    o: &FlameOptions,
+) -> MetricColors {
+    let groups = setup.group_events();
+    let lat_events = setup.latency_events();
+    // Per name: per group, member sums and reads; per `:R` event, latency sum and count.
+    type Sums = (Vec<Option<(Vec<u64>, u64)>>, Vec<(u64, u64)>);
+    let mut by_name: HashMap<String, Sums> = HashMap::new();
+    let mut frames: Vec<String> = Vec::new();
+    for s in &p.groups {
+        let ev = usize::from(s.event);
+        let g = groups.iter().position(|&e| e == ev);
+        let l = lat_events.iter().position(|(_, e)| *e == ev);
+        if (g.is_none() && l.is_none()) || !o.filters.keep(p, s) {
+            continue;
+        }
+        let members = g.and_then(|g| Some((g, p.members(s)?)));
+        let latency = l.and_then(|l| Some((l, p.latency(s)?)));
+        if members.is_none() && latency.is_none() {
+            continue;
+        }
+        frames.clear();
+        stack_of(p, s, &mut frames);
+        for (k, f) in frames.iter().enumerate().skip(1) {
+            if frames[1..k].contains(f) {
+                continue;
+            }
+            let e = by_name
+                .entry(f.clone())
+                .or_insert_with(|| (vec![None; groups.len()], vec![(0, 0); lat_events.len()]));
+            if let Some((g, (m, n))) = members {
+                let (sum, reads) = e.0[g].get_or_insert_with(|| (Vec::new(), 0));
+                if sum.len() < m.len() {
+                    sum.resize(m.len(), 0);
+                }
+                for (a, b) in sum.iter_mut().zip(m) {
+                    *a = a.saturating_add(*b);
+                }
+                *reads += n;
+            }
+            if let Some((l, h)) = latency {
+                e.1[l].0 += h.sum();
+                e.1[l].1 += h.count();
+            }
+        }
+    }
+    let m = setup.chosen_metric(metric);
+    let values = by_name
+        .iter()
+        .map(|(name, (sums, lats))| {
+            let sums: Vec<crate::analysis::metrics::GroupSums<'_>> = sums
+                .iter()
+                .map(|g| g.as_ref().map(|(m, n)| (m.as_slice(), *n)))
+                .collect();
+            let latency = |ev: &str| {
+                lat_events
+                    .iter()
+                    .zip(lats)
+                    .find(|((n, _), _)| n.eq_ignore_ascii_case(ev))
+                    .and_then(|(_, &(sum, count))| (count > 0).then(|| sum as f64 / count as f64))
+            };
+            let r = setup.evaluate(&sums, &latency);
+            let reads = r.groups.iter().map(|g| g.reads).max().unwrap_or(0);
+            (name.clone(), (r.get(metric), reads))
+        })
+        .collect();
+    MetricColors {
+        metric: metric.to_string(),
+        percent: m.is_some_and(|m| m.is_percent()),
+        threshold: m.and_then(crate::analysis::metrics::own_threshold),
+        min_reads: setup.min_reads(),
+        values,
+    }
 }
 
 /// What the wall-clock view adds to its folded stacks.
@@ -451,6 +619,7 @@ pub fn fold(p: &Profile, event: usize, o: &FlameOptions) -> Result<Folded, Flame
         event: e.name.clone(),
         topdown,
         wall: None,
+        metric: None,
     })
 }
 
@@ -569,6 +738,7 @@ fn fold_wall(
             time: shares,
             notes,
         }),
+        metric: None,
     })
 }
 
@@ -698,6 +868,43 @@ pub fn svg(
                 .to_string(),
         );
     }
+    if let (Colors::Metric, Some(mc)) = (o.colors, &f.metric) {
+        let top = mc.top();
+        let names: std::collections::BTreeSet<&str> =
+            f.lines.iter().flat_map(|(s, _)| s.split(';')).collect();
+        for name in names {
+            let (color, title) = match mc.values.get(name) {
+                Some(&(Some(v), reads)) => (
+                    metric_color(v, top),
+                    format!("{name}: {} {} ({reads} group reads)", mc.metric, mc.show(v)),
+                ),
+                Some(&(None, reads)) => (
+                    GREY,
+                    format!(
+                        "{name}: {} - (fewer than {} reads of a group it needs, or an event not recorded; {reads} group reads)",
+                        mc.metric, mc.min_reads
+                    ),
+                ),
+                None => (
+                    GREY,
+                    format!("{name}: {} - (no metric group read)", mc.metric),
+                ),
+            };
+            palette.insert(name, color);
+            let _ = writeln!(attrs, "{name}\ttitle={title}");
+        }
+        let why = match mc.threshold {
+            Some(_) => "Intel's threshold",
+            None if mc.percent => "100%",
+            None => "the largest value",
+        };
+        notes.push(format!(
+            "colours: Intel's {} per function (inclusive): white 0 to red at {} ({why}) and past it; grey = fewer than {} group reads or no data",
+            mc.metric,
+            mc.show(top),
+            mc.min_reads
+        ));
+    }
     notes.extend(subtitle);
     let mut opts = flamegraph::Options::default();
     opts.title = o
@@ -716,10 +923,11 @@ pub fn svg(
     if o.inverted {
         opts.direction = Direction::Inverted;
     }
-    if o.colors == Colors::TopDown || f.wall.is_some() {
+    let metric = o.colors == Colors::Metric && f.metric.is_some();
+    if o.colors == Colors::TopDown || f.wall.is_some() || metric {
         opts.palette_map = Some(&mut palette);
     }
-    if o.colors == Colors::TopDown {
+    if o.colors == Colors::TopDown || metric {
         opts.func_frameattrs = FuncFrameAttrsMap::from_reader(attrs.as_bytes())?;
     }
     let lines: Vec<String> = f.lines.iter().map(|(s, n)| format!("{s} {n}")).collect();

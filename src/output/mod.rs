@@ -196,6 +196,16 @@ pub fn info(rec: &Recording, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "# cpuid : {}", m.cpuid)?;
     }
     writeln!(out, "# nrcpus online : {} ({})", m.nr_cpus, m.cpus_online)?;
+    if let Some(t) = m.threads_per_core {
+        writeln!(out, "# threads per core : {t}")?;
+    }
+    if let Some(c) = &m.metric_choice {
+        writeln!(
+            out,
+            "# metric groups for : {}",
+            c.report_args().replace("--metrics ", "-M ")
+        )?;
+    }
     writeln!(out, "# cmdline : {}", m.command_line.join(" "))?;
     let target = match m.workload_pid {
         Some(p) => format!("{} (pid {p})", m.target),

@@ -1,7 +1,9 @@
 //! `hrec top`'s screen, in perf top's `--stdio` layout: a status line (samples per second,
 //! the kernel's share, losses, the event and the target), a rule, then the hottest rows of
 //! the decayed table ([`crate::analysis::top`]) with their share of it, and, where the
-//! samples carried TopDown group reads, each row's level-1 breakdown (shares of its slots).
+//! samples carried TopDown group reads, each row's level-1 breakdown (shares of its slots),
+//! and with `top --metrics LIST` a column per chosen Intel metric (its value on the row's
+//! decayed member sums, `-` below the read minimum).
 
 use std::fmt::Write as _;
 
@@ -17,6 +19,23 @@ pub struct Status {
     pub target: String,
 }
 
+/// The metric columns of `top --metrics LIST`: the names (perf's) and what gives a row's
+/// values in their order ([`Live::metrics`]).
+pub struct MetricColumns<'a> {
+    /// Column headers, perf's metric names.
+    pub names: Vec<String>,
+    /// A row's values by its key, in `names`' order (`None`: not computed).
+    pub values: &'a dyn Fn(&[String]) -> Vec<Option<f64>>,
+}
+
+impl std::fmt::Debug for MetricColumns<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MetricColumns")
+            .field("names", &self.names)
+            .finish_non_exhaustive()
+    }
+}
+
 /// One refresh of the screen: the status line, the rule, the header and at most `entries`
 /// rows.
 pub fn screen(
@@ -25,6 +44,18 @@ pub fn screen(
     status: &Status,
     sort: &[SortKey],
     entries: usize,
+) -> String {
+    screen_with_metrics(live, iv, status, sort, entries, None)
+}
+
+/// [`screen`] with a column per chosen Intel metric after the TopDown ones.
+pub fn screen_with_metrics(
+    live: &Live,
+    iv: &Interval,
+    status: &Status,
+    sort: &[SortKey],
+    entries: usize,
+    metrics: Option<&MetricColumns<'_>>,
 ) -> String {
     let mut s = String::new();
     let _ = writeln!(
@@ -56,6 +87,15 @@ pub fn screen(
         header.push_str("  Retiring  BadSpec  FEBound  BEBound");
         rule.push_str("  ........  .......  .......  .......");
     }
+    let metric_widths: Vec<usize> = metrics
+        .map(|m| m.names.iter().map(|n| n.len().max(6)).collect())
+        .unwrap_or_default();
+    if let Some(m) = metrics {
+        for (n, w) in m.names.iter().zip(&metric_widths) {
+            let _ = write!(header, "  {n:>w$}");
+            let _ = write!(rule, "  {}", ".".repeat(*w));
+        }
+    }
     for (i, k) in sort.iter().enumerate() {
         let w = widths[i];
         let last = i + 1 == sort.len();
@@ -82,6 +122,19 @@ pub fn screen(
                     let _ = write!(line, "  {r:7.1}%  {b:6.1}%  {f:6.1}%  {be:6.1}%");
                 }
                 None => line.push_str(&format!("  {:>8}  {:>7}  {:>7}  {:>7}", "-", "-", "-", "-")),
+            }
+        }
+        if let Some(m) = metrics {
+            let values = (m.values)(key);
+            for (i, w) in metric_widths.iter().enumerate() {
+                match values.get(i).copied().flatten() {
+                    Some(v) => {
+                        let _ = write!(line, "  {v:>w$.1}");
+                    }
+                    None => {
+                        let _ = write!(line, "  {:>w$}", "-");
+                    }
+                }
             }
         }
         for (i, cell) in key.iter().enumerate() {
@@ -159,6 +212,38 @@ mod tests {
         assert!(
             t.contains("    25.00%        1         -        -        -        -  [kernel"),
             "{t}"
+        );
+        // Intel's metric columns: a value per row, `-` where not computed.
+        let values = |k: &[String]| {
+            if k[1] == "[.] spin" {
+                vec![Some(42.26), None]
+            } else {
+                vec![None, Some(3.0)]
+            }
+        };
+        let cols = MetricColumns {
+            names: vec!["tma_l3_bound".into(), "tma_dram_bound".into()],
+            values: &values,
+        };
+        let m = screen_with_metrics(
+            &live,
+            &iv,
+            &st,
+            &[SortKey::Dso, SortKey::Sym],
+            10,
+            Some(&cols),
+        );
+        assert!(
+            m.contains("BEBound  tma_l3_bound  tma_dram_bound  Shared Object"),
+            "{m}"
+        );
+        assert!(
+            m.contains("    30.0%          42.3               -  spin"),
+            "{m}"
+        );
+        assert!(
+            m.contains("        -             -             3.0  [kernel"),
+            "{m}"
         );
         let empty = screen(&Live::new(), &iv, &st, &[SortKey::Sym], 5);
         assert!(empty.contains("(no samples yet)"), "{empty}");

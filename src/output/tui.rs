@@ -17,7 +17,13 @@
 //! The keys are perf's where perf has one: Enter (or `+`, →) opens and closes the selected
 //! row's call graph, `a` annotates its function, `/` filters the rows by symbol, `t`, `d` and
 //! `c` zoom into its thread, shared object and command, `s` switches the event, Esc goes
-//! back, `h` or `?` lists the keys. Annotating goes through an [`Annotator`] the caller hands
+//! back, `h` or `?` lists the keys.
+//!
+//! With Intel's metrics per row (`--td-level 3`, `--metrics LIST`: the report's
+//! [`MetricReport`]), a pane under the rows shows the selected row's metric tree, the lines
+//! the text report prints under the row ([`MetricReport::tree_lines`]: indented by level, the
+//! bottleneck path marked `<==`); `m` hides and shows it. The metrics are the report's, made
+//! before any zoom or filter: a zoomed view says so in the pane's title. Annotating goes through an [`Annotator`] the caller hands
 //! in (`hrec report` runs `analysis::annotate`), so the view itself reads no binary. The same
 //! terminal loop drives `c2c report`'s view (`c2c_tui`), and [`LiveScreen`] is `hrec top`'s
 //! screen.
@@ -35,6 +41,7 @@ use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
 
 use crate::analysis::hist::{self, Filters, HistOptions, Table};
+use crate::analysis::metrics::MetricReport;
 use crate::analysis::profile::Profile;
 use crate::output::report::{ReportStyle, TableLines, table_lines};
 
@@ -57,6 +64,7 @@ const HELP: &[&str] = &[
     "  d               zoom into the selected row's shared object",
     "  c               zoom into the selected row's command",
     "  s               next sampling event",
+    "  m               show or hide the selected row's metric tree (--td-level 3, --metrics)",
     "  Esc, Backspace  back: close a view, undo the last zoom or the filter",
     "  h, ?            this help",
     "  q, Ctrl-C       quit (in a view: back)",
@@ -98,6 +106,10 @@ pub struct View<'a> {
     p: &'a Profile,
     base: HistOptions,
     style: ReportStyle,
+    /// Intel's metrics per row, shown in the pane rather than under the rows.
+    metrics: Option<std::sync::Arc<MetricReport>>,
+    /// Whether the metric pane is shown (`m`).
+    show_metrics: bool,
     title: String,
     annotate: &'a Annotator<'a>,
     zooms: Vec<Zoom>,
@@ -133,14 +145,17 @@ impl<'a> View<'a> {
     pub fn new(
         p: &'a Profile,
         hist: HistOptions,
-        style: ReportStyle,
+        mut style: ReportStyle,
         title: String,
         annotate: &'a Annotator<'a>,
     ) -> View<'a> {
+        let metrics = style.metrics.take();
         let mut v = View {
             p,
             base: hist,
             style,
+            show_metrics: metrics.is_some(),
+            metrics,
             title,
             annotate,
             zooms: Vec::new(),
@@ -328,6 +343,15 @@ impl<'a> View<'a> {
                 self.mode = Mode::Input(self.sym_filter.clone().unwrap_or_default());
             }
             KeyCode::Char(c @ ('t' | 'd' | 'c')) => self.zoom(c),
+            KeyCode::Char('m') => {
+                if self.metrics.is_some() {
+                    self.show_metrics = !self.show_metrics;
+                } else {
+                    self.message = Some(
+                        "no metrics: report a recording of `record --td-level 3` or `-M` with --td-level 3 or --metrics LIST".into(),
+                    );
+                }
+            }
             KeyCode::Char('s') => {
                 if self.tables.len() > 1 {
                     self.event = (self.event + 1) % self.tables.len();
@@ -439,6 +463,35 @@ impl<'a> View<'a> {
         (out, at)
     }
 
+    /// The metric pane's title and lines for the selected row, when the pane is shown.
+    fn metric_pane(&self) -> Option<(String, Vec<String>)> {
+        let m = self.metrics.as_ref().filter(|_| self.show_metrics)?;
+        let unzoomed = if self.zooms.is_empty() {
+            ""
+        } else {
+            " (of the whole report: zooms do not apply)"
+        };
+        let Some(r) = self.selected_row() else {
+            return Some((format!("Intel's metrics  (m: hide){unzoomed}"), Vec::new()));
+        };
+        let name = r.key.last().map_or("", String::as_str);
+        match m.rows.rows.get(&r.key) {
+            Some(rm) => {
+                let mut lines = m.tree_lines(rm);
+                let head = if lines.is_empty() {
+                    String::new()
+                } else {
+                    lines.remove(0)
+                };
+                Some((format!("{name}  (m: hide){unzoomed}  {head}"), lines))
+            }
+            None => Some((
+                format!("{name}  (m: hide){unzoomed}  Intel's metrics"),
+                vec!["  no metrics for this row (no reads of the metric groups)".into()],
+            )),
+        }
+    }
+
     /// The title line: the event's samples and count, then the zooms and the filter.
     fn title_line(&self) -> String {
         let mut s = match (
@@ -464,14 +517,39 @@ impl<'a> View<'a> {
     /// Draws the view into `area` of a frame.
     pub fn draw(&mut self, f: &mut ratatui::Frame<'_>) {
         let area = f.area();
-        let [title, head, body, status] = Layout::vertical([
+        let pane = match &self.mode {
+            Mode::Table | Mode::Input(_) => self.metric_pane(),
+            Mode::Text { .. } => None,
+        };
+        // The pane: its title and lines, at most half of what the rows and it share.
+        let pane_height = pane.as_ref().map_or(0, |(_, lines)| {
+            let room = area.height.saturating_sub(3) / 2;
+            (lines.len() as u16 + 1).min(room)
+        });
+        let [title, head, body, pane_area, status] = Layout::vertical([
             Constraint::Length(1),
             Constraint::Length(1),
             Constraint::Min(1),
+            Constraint::Length(pane_height),
             Constraint::Length(1),
         ])
         .areas(area);
         self.page = usize::from(body.height).max(1);
+        if let Some((t, lines)) = &pane
+            && pane_area.height > 0
+        {
+            let mut shown = vec![Line::styled(
+                t.clone(),
+                Style::default().add_modifier(Modifier::BOLD | Modifier::UNDERLINED),
+            )];
+            shown.extend(
+                lines
+                    .iter()
+                    .take(usize::from(pane_area.height) - 1)
+                    .map(|l| Line::raw(l.clone())),
+            );
+            f.render_widget(Paragraph::new(shown), pane_area);
+        }
         let reverse = Style::default().add_modifier(Modifier::REVERSED);
         let bold = Style::default().add_modifier(Modifier::BOLD);
         match &self.mode {
@@ -490,7 +568,7 @@ impl<'a> View<'a> {
                 f.render_widget(
                     Paragraph::new(shown),
                     Rect {
-                        height: body.height + 1,
+                        height: body.height + pane_area.height + 1,
                         ..head
                     },
                 );
@@ -542,9 +620,14 @@ impl<'a> View<'a> {
             (Mode::Input(t), _) => format!("Symbol filter: {t}_   (Enter: apply, Esc: cancel)"),
             (_, Some(m)) => m.clone(),
             _ => format!(
-                "row {}/{}  h:help q:quit Enter:call graph a:annotate /:filter t/d/c:zoom s:event  {}",
+                "row {}/{}  h:help q:quit Enter:call graph a:annotate /:filter t/d/c:zoom s:event{}  {}",
                 (self.selected + 1).min(self.lines.rows.len()),
                 self.lines.rows.len(),
+                if self.metrics.is_some() {
+                    " m:metrics"
+                } else {
+                    ""
+                },
                 self.title,
             ),
         };

@@ -152,6 +152,35 @@ pub fn numa_nodes(root: &std::path::Path) -> Vec<(u32, String)> {
     nodes
 }
 
+/// Hardware threads per core of a sysfs snapshot: the most CPUs that share a core among the
+/// `online` CPUs, from `<root>/devices/system/cpu/cpu<N>/topology/core_cpus_list` (Linux 5.6;
+/// `thread_siblings_list` before). 2 on a part with SMT on; on a hybrid part the P-cores'
+/// count (its E-cores have one thread). `None` when no online CPU has a readable list.
+/// A CPU already seen in another's list is not read again.
+pub fn threads_per_core(root: &std::path::Path, online: &CpuList) -> Option<u32> {
+    let dir = root.join("devices/system/cpu");
+    let mut seen = std::collections::HashSet::new();
+    let mut most: Option<u32> = None;
+    for &cpu in online.cpus() {
+        if seen.contains(&cpu) {
+            continue;
+        }
+        let topo = dir.join(format!("cpu{cpu}/topology"));
+        let Some(list) = ["core_cpus_list", "thread_siblings_list"]
+            .iter()
+            .find_map(|f| std::fs::read_to_string(topo.join(f)).ok())
+            .and_then(|t| t.parse::<CpuList>().ok())
+            .filter(|l| !l.is_empty())
+        else {
+            continue;
+        };
+        seen.extend(list.cpus().iter().copied());
+        let n = u32::try_from(list.len()).unwrap_or(u32::MAX);
+        most = Some(most.map_or(n, |m| m.max(n)));
+    }
+    most
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -196,5 +225,65 @@ mod tests {
             [(0, "0-3".to_string()), (1, "4-7".to_string())]
         );
         assert!(numa_nodes(&dir.path().join("none")).is_empty());
+    }
+
+    #[test]
+    fn threads_per_core_from_the_fixture_topologies() {
+        let fixtures =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysfs");
+        let online = |model: &str| -> CpuList {
+            std::fs::read_to_string(fixtures.join(model).join("devices/system/cpu/online"))
+                .unwrap()
+                .parse()
+                .unwrap()
+        };
+        // Granite Rapids, SMT on: CPU n and n + 256 share a core.
+        assert_eq!(
+            threads_per_core(&fixtures.join("graniterapids"), &online("graniterapids")),
+            Some(2)
+        );
+        // Alder Lake: P-cores with two threads, E-cores with one: the P-cores' count.
+        assert_eq!(
+            threads_per_core(&fixtures.join("alderlake"), &online("alderlake")),
+            Some(2)
+        );
+        // Sierra Forest: E-cores only, one thread each.
+        assert_eq!(
+            threads_per_core(&fixtures.join("sierraforest"), &online("sierraforest")),
+            Some(1)
+        );
+        // No topology files: unknown, not 1.
+        assert_eq!(
+            threads_per_core(&fixtures.join("zen4"), &online("zen4")),
+            None
+        );
+    }
+
+    #[test]
+    fn threads_per_core_falls_back_to_thread_siblings() {
+        let dir = tempfile::tempdir().unwrap();
+        let topo = |cpu: u32| {
+            dir.path()
+                .join(format!("devices/system/cpu/cpu{cpu}/topology"))
+        };
+        for (cpu, list) in [(0, "0-1\n"), (1, "0-1\n"), (2, "2\n")] {
+            std::fs::create_dir_all(topo(cpu)).unwrap();
+            std::fs::write(topo(cpu).join("thread_siblings_list"), list).unwrap();
+        }
+        let online: CpuList = "0-3".parse().unwrap();
+        assert_eq!(threads_per_core(dir.path(), &online), Some(2));
+        // core_cpus_list wins where both exist.
+        std::fs::write(topo(0).join("core_cpus_list"), "0\n").unwrap();
+        std::fs::write(topo(2).join("core_cpus_list"), "2\n").unwrap();
+        assert_eq!(
+            threads_per_core(dir.path(), &online),
+            Some(2),
+            "cpu1 still says 0-1"
+        );
+        std::fs::write(topo(1).join("core_cpus_list"), "1\n").unwrap();
+        assert_eq!(threads_per_core(dir.path(), &online), Some(1));
+        // Garbage is skipped, not a panic.
+        std::fs::write(topo(2).join("core_cpus_list"), "x\n").unwrap();
+        assert_eq!(threads_per_core(dir.path(), &online), Some(1));
     }
 }

@@ -37,7 +37,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-pub use cpulist::{CpuList, CpuListError, numa_nodes};
+pub use cpulist::{CpuList, CpuListError, numa_nodes, threads_per_core};
 
 /// The perf_event_attr word a format field writes into.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

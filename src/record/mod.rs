@@ -571,6 +571,11 @@ fn build_meta(
         unwound_at_record: unwound,
         off_cpu_blocked_only: s.plan.off_cpu.is_some_and(|o| o.blocked_only),
         numa_nodes: crate::pmu::numa_nodes(&s.pmus.root),
+        threads_per_core: crate::pmu::threads_per_core(&s.pmus.root, &s.pmus.online),
+        metric_choice: s.plan.metrics.as_ref().map(|m| data::MetricChoiceMeta {
+            td_level: m.choice.td_level,
+            metrics: m.choice.metrics.clone(),
+        }),
     }
 }
 

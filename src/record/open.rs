@@ -37,7 +37,9 @@
 //! [`IfRefused`] by the planner) are left out when the kernel refuses them, never the whole
 //! recording: a refused level-2 event drops the group's level 2 (the group did not fit the
 //! counters: the kernel's `validate_group` answers EINVAL at open), a refused level-1 event
-//! all its TopDown, each said in one line. Their fds already open are closed, which takes
+//! all its TopDown, each said in one line. A metric group of `--td-level`/`-M` the kernel
+//! refuses is left out whole, leader and members ([`IfRefused::DropGroup`]; not the group that
+//! carries the side-band records). Their fds already open are closed, which takes
 //! them out of the group before any buffer is mapped; the file lists them with no ids.
 
 use std::collections::BTreeMap;
@@ -360,6 +362,7 @@ fn leave_out(
     };
     let left = |x: &PlannedEvent| match how {
         IfRefused::DropLevel2 => x.if_refused == Some(IfRefused::DropLevel2),
+        IfRefused::DropGroup => x.if_refused == Some(IfRefused::DropGroup),
         IfRefused::DropTopdown | IfRefused::OffCpuStacks => x.if_refused.is_some(),
     };
     for x in group_of(plan, ev.leader) {
@@ -369,6 +372,9 @@ fn leave_out(
     }
     let rest = match how {
         IfRefused::DropLevel2 => "recording TopDown level 1 only",
+        IfRefused::DropGroup => {
+            "recording without this metric group (the metrics that need its events will have no value)"
+        }
         IfRefused::DropTopdown | IfRefused::OffCpuStacks => "sampling without TopDown",
     };
     Some(format!(
@@ -648,4 +654,88 @@ pub fn tasks(
             out
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::plan::{self, Host, RecordOptions, metric};
+
+    /// The Granite Rapids fixture's `--td-level 3` plan, when Intel's files are beside the
+    /// repository.
+    fn td3_plan() -> Option<(Plan, std::path::PathBuf)> {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let dir = root.join("../shared/perfmon");
+        if !dir.join("mapfile.csv").exists() {
+            eprintln!("skipped: ../shared/perfmon not found");
+            return None;
+        }
+        let procfs = root.join("tests/fixtures/procfs/graniterapids");
+        let pmus = crate::pmu::Pmus::read(&root.join("tests/fixtures/sysfs/graniterapids")).ok()?;
+        let host = Host::read(&procfs);
+        let id = crate::stat::tma::cpuid(&procfs).ok()?;
+        let (pm, _) = crate::stat::tma::load(&dir, &id).ok()?;
+        let choice = metric::MetricChoice {
+            td_level: Some(3),
+            metrics: Vec::new(),
+        };
+        let m = metric::plan_metrics(&pmus, &host, Ok(&pm), &choice).ok()?;
+        let p = plan::plan_record_with(&pmus, &host, &RecordOptions::default(), Some(&m)).ok()?;
+        Some((p, procfs))
+    }
+
+    /// A metric group the kernel refuses is left out whole (leader and members), said in one
+    /// line; the group carrying the side-band records is never left out.
+    #[test]
+    fn a_refused_metric_group_is_left_out_whole() {
+        let Some((p, procfs)) = td3_plan() else {
+            return;
+        };
+        let names: Vec<String> = p.events.iter().map(|e| e.name.clone()).collect();
+        let einval = OpenError {
+            source: std::io::Error::from_raw_os_error(libc::EINVAL),
+        };
+        let tracking = p.events.iter().find(|e| e.tracking).unwrap().leader;
+        let leaders: Vec<usize> = p
+            .events
+            .iter()
+            .filter(|e| e.metric.is_some() && e.leader == e.index && e.leader != tracking)
+            .map(|e| e.index)
+            .collect();
+        assert!(leaders.len() >= 6, "{leaders:?}");
+        // A member of the third group.
+        let leader = leaders[2];
+        let member = p
+            .events
+            .iter()
+            .find(|e| e.leader == leader && e.index != leader)
+            .unwrap();
+        let mut dropped = vec![false; p.events.len()];
+        let msg = leave_out(&p, member, &einval, &names, &procfs, &mut dropped).unwrap();
+        let group: Vec<usize> = group_of(&p, leader);
+        for e in &p.events {
+            assert_eq!(dropped[e.index], group.contains(&e.index), "{}", e.name);
+        }
+        assert!(msg.contains("recording without this metric group"), "{msg}");
+        assert!(msg.contains("the group does not fit"), "{msg}");
+        // The tracking group: not left out (the open fails as any other would).
+        let mut dropped = vec![false; p.events.len()];
+        let member = p
+            .events
+            .iter()
+            .find(|e| e.leader == tracking && e.index != tracking)
+            .unwrap();
+        assert!(leave_out(&p, member, &einval, &names, &procfs, &mut dropped).is_none());
+        assert!(dropped.iter().all(|d| !d));
+        // Permissions are never answered by leaving a group out.
+        let eacces = OpenError {
+            source: std::io::Error::from_raw_os_error(libc::EACCES),
+        };
+        let member = p
+            .events
+            .iter()
+            .find(|e| e.leader == leader && e.index != leader)
+            .unwrap();
+        assert!(leave_out(&p, member, &eacces, &names, &procfs, &mut dropped).is_none());
+    }
 }

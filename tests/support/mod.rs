@@ -5,6 +5,8 @@
 pub mod browser;
 pub mod encode;
 pub mod memdata;
+pub mod metricgroups;
+pub mod metricrec;
 pub mod perfdata;
 pub mod privilege;
 pub mod stacks;

@@ -174,6 +174,32 @@ pub struct MetricPlan {
     pub uncounted: Vec<String>,
     /// One-line notices.
     pub notices: Vec<String>,
+    /// `--locate`: Intel's `LocateWith` samplers of the nodes asked for.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub locate: Vec<LocateSampler>,
+    /// What was asked for, as given (the recording keeps it: `Meta::metric_choice`).
+    #[serde(skip)]
+    pub choice: MetricChoice,
+}
+
+/// A sampler `record --locate NODE` adds: an event Intel's metric file names in the node's
+/// `LocateWith`, sampled on its own with Intel's `SampleAfterValue` as the period, precise
+/// (`:P`) where the event file says the event is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LocateSampler {
+    /// The TMA node, perf's name (`tma_l3_bound`).
+    pub node: String,
+    /// Intel's event name (`MEM_LOAD_RETIRED.L3_HIT`).
+    pub event: String,
+    /// The core PMU it samples on.
+    pub pmu: String,
+    /// The event is precise (PEBS): its samples name the instruction itself.
+    pub precise: bool,
+    /// Events per sample (Intel's `SampleAfterValue`); `None`: the record's `-c`/`-F`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub period: Option<u64>,
+    /// The event in perf's syntax.
+    pub spec: String,
 }
 
 impl MetricPlan {
@@ -183,16 +209,18 @@ impl MetricPlan {
     pub fn dump(&self, events: &[super::PlannedEvent]) -> String {
         use std::fmt::Write as _;
         let mut out = String::new();
-        let _ = write!(out, "metric groups: {}", self.groups.len());
-        if !self.metrics.is_empty() {
-            let _ = write!(
-                out,
-                ", for {} of Intel's metrics: {}",
-                self.metrics.len(),
-                self.metrics.join(", ")
-            );
+        if !self.groups.is_empty() || !self.metrics.is_empty() {
+            let _ = write!(out, "metric groups: {}", self.groups.len());
+            if !self.metrics.is_empty() {
+                let _ = write!(
+                    out,
+                    ", for {} of Intel's metrics: {}",
+                    self.metrics.len(),
+                    self.metrics.join(", ")
+                );
+            }
+            let _ = writeln!(out);
         }
-        let _ = writeln!(out);
         for (gi, g) in self.groups.iter().enumerate() {
             let fixed1 = if g.watchdog_holds_fixed1 {
                 ", fixed counter 1 left to the NMI watchdog"
@@ -243,6 +271,22 @@ impl MetricPlan {
         }
         for d in &self.default_groups {
             let _ = writeln!(out, "as without --td-level: {d}");
+        }
+        for l in &self.locate {
+            let _ = writeln!(
+                out,
+                "--locate {}: {} on {}, {}every {} events",
+                l.node,
+                l.event,
+                l.pmu,
+                if l.precise {
+                    "precise, "
+                } else {
+                    "not precise, "
+                },
+                l.period
+                    .map_or_else(|| "-c/-F".to_string(), |p| p.to_string())
+            );
         }
         out
     }
@@ -311,6 +355,38 @@ pub enum MetricPlanError {
     /// No core PMU.
     #[error("--td-level and -M need a core PMU, and this machine has none (no cpu PMU in sysfs)")]
     NoCorePmu,
+    /// `--locate` of a name that is no TMA node.
+    #[error(
+        "--locate {name}: not a TMA node of {file} (--locate takes nodes such as tma_l3_bound){}",
+        closest_text(.closest)
+    )]
+    LocateUnknown {
+        /// The name.
+        name: String,
+        /// The metric file.
+        file: String,
+        /// The closest names, best first.
+        closest: Vec<String>,
+    },
+    /// `--locate` of a node without a `LocateWith` event.
+    #[error("--locate {name}: Intel's file names no event to locate it with{}", locate_children(.children))]
+    LocateNone {
+        /// The node.
+        name: String,
+        /// Its children that have one.
+        children: Vec<String>,
+    },
+    /// `--locate` without Intel's files, or without a core PMU.
+    #[error("--locate needs Intel's metric files for this CPU and a core PMU: {0}")]
+    LocateCannot(String),
+}
+
+fn locate_children(children: &[String]) -> String {
+    if children.is_empty() {
+        String::new()
+    } else {
+        format!(" (its children have: {})", children.join(", "))
+    }
 }
 
 fn closest_text(closest: &[String]) -> String {
@@ -344,7 +420,10 @@ pub fn plan_metrics(
         .filter(|n| !n.is_empty())
         .collect();
     let watchdog = host.nmi_watchdog != Some(false);
-    let mut out = MetricPlan::default();
+    let mut out = MetricPlan {
+        choice: choice.clone(),
+        ..MetricPlan::default()
+    };
     if host.nmi_watchdog.is_none() {
         out.notices.push(
             "kernel.nmi_watchdog could not be read: planning the groups as if the watchdog holds fixed counter 1".into(),
@@ -852,7 +931,7 @@ fn classify(
                 (false, true) => "u",
                 _ => "",
             };
-            let name = display.replace(':', "@");
+            let name = spec_name(&display);
             let spec = format!("{}/{terms},name={name}/{mods}", pmu.name);
             Ok(Need::Raw(GroupMember {
                 event: display,
@@ -964,6 +1043,167 @@ fn ecore_group(
     });
 }
 
+/// Adds to `plan` the `LocateWith` samplers of the TMA nodes `nodes` (perf's or Intel's
+/// names, comma-separated lists allowed) on every P-core PMU (Intel's metric file of a hybrid
+/// part is the P-core's). Each event is sampled alone, never in a metric group: a sampler of
+/// its own with Intel's `SampleAfterValue`, precise where the event file says so (a
+/// non-precise one is kept, with a notice that its samples skid). An event this CPU cannot
+/// count is left out with a notice; a node without any event is an error.
+pub fn plan_locate(
+    pmus: &Pmus,
+    host: &Host,
+    perfmon: Result<&Perfmon, String>,
+    nodes: &[String],
+    plan: &mut MetricPlan,
+) -> Result<(), MetricPlanError> {
+    let names: Vec<&str> = nodes
+        .iter()
+        .flat_map(|n| n.split(','))
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .collect();
+    if names.is_empty() {
+        return Ok(());
+    }
+    let perfmon = perfmon.map_err(MetricPlanError::LocateCannot)?;
+    let cpu = host.cpu.as_ref();
+    let pcores: Vec<&Pmu> = pmus
+        .core_pmus()
+        .into_iter()
+        .filter(|p| uarch::ecore_of(cpu, &p.name) == Ecore::No)
+        .collect();
+    if pcores.is_empty() {
+        return Err(MetricPlanError::LocateCannot(
+            "this machine has no core PMU Intel's metric file is for (no cpu or cpu_core PMU in sysfs)".into(),
+        ));
+    }
+    let file = perfmon.metrics.path.display().to_string();
+    let events_of = |m: &Metric| -> Vec<String> {
+        m.locate_with
+            .as_deref()
+            .unwrap_or("")
+            .split(';')
+            .map(str::trim)
+            .filter(|e| !e.is_empty() && *e != "#NA")
+            .map(str::to_string)
+            .collect()
+    };
+    for name in names {
+        let Some(node) = perfmon.metric(name).filter(|m| m.is_tma_node()) else {
+            return Err(MetricPlanError::LocateUnknown {
+                name: name.to_string(),
+                file,
+                closest: closest_names(perfmon, name)
+                    .into_iter()
+                    .filter(|c| perfmon.metric(c).is_some_and(Metric::is_tma_node))
+                    .collect(),
+            });
+        };
+        let events = events_of(node);
+        if events.is_empty() {
+            return Err(MetricPlanError::LocateNone {
+                name: node.perf_name(),
+                children: perfmon
+                    .all()
+                    .iter()
+                    .filter(|c| c.parent.as_deref() == Some(node.name.as_str()))
+                    .filter(|c| !events_of(c).is_empty())
+                    .map(Metric::perf_name)
+                    .collect(),
+            });
+        }
+        for ev in events {
+            let e = EventRef::parse(&ev);
+            let display = e.to_string();
+            let raw = match perfmon.resolve(&e) {
+                Ok(Encoding::Counter(raw)) => raw,
+                Ok(_) => {
+                    plan.notices.push(format!(
+                        "--locate {}: {display} is no counter event, so it cannot be sampled: left out",
+                        node.perf_name()
+                    ));
+                    continue;
+                }
+                Err(why) => {
+                    plan.notices.push(format!(
+                        "--locate {}: {display} cannot be sampled on this CPU ({why}): left out",
+                        node.perf_name()
+                    ));
+                    continue;
+                }
+            };
+            let terms = match raw.perf_terms() {
+                Ok(t) => t,
+                Err(why) => {
+                    plan.notices.push(format!(
+                        "--locate {}: {display} cannot be sampled on this CPU ({why}): left out",
+                        node.perf_name()
+                    ));
+                    continue;
+                }
+            };
+            let info = perfmon.events.as_ref().and_then(|l| l.get(&e.name));
+            let precise = info.is_some_and(|i| i.precise);
+            let period = raw
+                .sample_after_value
+                .or_else(|| info.and_then(|i| i.sample_after_value))
+                .filter(|&p| p > 0);
+            let mut mods = String::new();
+            match (raw.kernel_only, raw.user_only) {
+                (true, false) => mods.push('k'),
+                (false, true) => mods.push('u'),
+                _ => {}
+            }
+            if precise {
+                mods.push('P');
+            }
+            let name = spec_name(&display);
+            for p in &pcores {
+                if plan
+                    .locate
+                    .iter()
+                    .any(|l| l.event == display && l.pmu == p.name)
+                {
+                    continue;
+                }
+                let period_term = period.map(|n| format!(",period={n}")).unwrap_or_default();
+                let spec = if mods.is_empty() {
+                    format!("{}/{terms}{period_term},name={name}/", p.name)
+                } else {
+                    format!("{}/{terms}{period_term},name={name}/{mods}", p.name)
+                };
+                plan.locate.push(LocateSampler {
+                    node: node.perf_name(),
+                    event: display.clone(),
+                    pmu: p.name.clone(),
+                    precise,
+                    period,
+                    spec,
+                });
+            }
+            plan.notices.push(format!(
+                "--locate {}: sampling {display}{} every {} events{}; `hrec annotate --event {name} SYMBOL` shows the instructions behind the node",
+                node.perf_name(),
+                if precise { " (precise)" } else { "" },
+                period.map_or_else(|| "-c/-F".to_string(), |p| p.to_string()),
+                if precise {
+                    ""
+                } else {
+                    " (not a precise event: its samples skid past the instruction that caused them)"
+                },
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// An event reference as the `name=` term of a spec: the event language's name characters
+/// only (`UOPS_RETIRED.MS:c1:e1` → `UOPS_RETIRED.MS@c1@e1`, an `ocr_msr_val=V` modifier →
+/// `ocr_msr_val_V`).
+fn spec_name(display: &str) -> String {
+    display.replace(':', "@").replace('=', "_")
+}
+
 /// perf's `tma_<node>_group`: the children of TMA node `tma_<node>` (their `ParentCategory`
 /// is its `MetricName`).
 pub fn node_group<'a>(perfmon: &'a Perfmon, name: &str) -> Vec<&'a Metric> {
@@ -1037,6 +1277,15 @@ mod tests {
         let a = assign(&[&wide, &narrow]).unwrap();
         assert_eq!(a, vec![g(1), g(0)]);
         assert!(assign(&[&narrow, &narrow]).is_none());
+    }
+
+    #[test]
+    fn spec_names_keep_to_name_characters() {
+        assert_eq!(spec_name("UOPS_RETIRED.MS:c1:e1"), "UOPS_RETIRED.MS@c1@e1");
+        assert_eq!(
+            spec_name("OCR.DEMAND_RFO.L3_MISS:ocr_msr_val=0x103b800002"),
+            "OCR.DEMAND_RFO.L3_MISS@ocr_msr_val_0x103b800002"
+        );
     }
 
     #[test]

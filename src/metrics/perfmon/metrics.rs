@@ -232,6 +232,31 @@ impl Metric {
             .map(|e| &e.event)
     }
 
+    /// Whether hrec can compute it per function (`record -M` / `--td-level`, then `report
+    /// --metrics`): it uses events, and every one is a core event or a retire latency. An
+    /// uncore event (`UNC_*`, the free-running energy counters) counts for the whole machine,
+    /// the TSC is read into no sample and the run's duration belongs to no function, so a
+    /// metric with any of them is for `stat -M` only.
+    pub fn per_function(&self) -> bool {
+        // A rate over the run's wall time (`DURATIONTIMEINSECONDS`) is the run's.
+        if self.formula.as_ref().is_ok_and(|f| {
+            f.names()
+                .iter()
+                .any(|n| n.eq_ignore_ascii_case("DURATIONTIMEINSECONDS"))
+        }) {
+            return false;
+        }
+        let mut any = false;
+        for e in self.used_events() {
+            any = true;
+            let name = e.name.to_ascii_uppercase();
+            if name.starts_with("UNC_") || name.starts_with("FREERUN_") || name == "TSC" {
+                return false;
+            }
+        }
+        any
+    }
+
     fn from_raw(raw: RawMetric) -> Metric {
         let non_empty = |s: Option<String>| s.filter(|s| !s.trim().is_empty());
         let threshold = raw.threshold.and_then(|t| {

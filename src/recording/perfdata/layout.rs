@@ -33,6 +33,7 @@ pub mod feature {
     pub const TOTAL_MEM: u32 = 10;
     pub const CMDLINE: u32 = 11;
     pub const EVENT_DESC: u32 = 12;
+    pub const CPU_TOPOLOGY: u32 = 13;
     pub const NUMA_TOPOLOGY: u32 = 14;
     pub const PMU_MAPPINGS: u32 = 16;
     pub const GROUP_DESC: u32 = 17;

@@ -252,8 +252,56 @@ pub(super) fn meta_of(p: &Prepared, info: &mut PerfDataInfo) -> Meta {
             .get(&feature::NUMA_TOPOLOGY)
             .map(|d| numa_topology(d))
             .unwrap_or_default(),
+        threads_per_core: p
+            .features
+            .get(&feature::CPU_TOPOLOGY)
+            .and_then(|d| cpu_topology_threads(d)),
         ..Meta::default()
     }
+}
+
+/// CPU_TOPOLOGY: a string list of the packages' CPU lists (core siblings), then a string
+/// list of the cores' (thread siblings), then per-CPU ids this does not need. The most CPUs
+/// in one core's list is the threads per core; `None` when the section is cut short before
+/// any core's list or names none.
+fn cpu_topology_threads(d: &[u8]) -> Option<u32> {
+    let packages = u32_at(d, 0)?;
+    let mut at = 4;
+    for _ in 0..packages.min(1 << 16) {
+        string_at(d, &mut at)?;
+    }
+    let cores = u32_at(d, at)?;
+    at += 4;
+    let mut most: Option<u32> = None;
+    for _ in 0..cores.min(1 << 20) {
+        let Some(list) = string_at(d, &mut at) else {
+            break;
+        };
+        // Counted, not expanded: a crafted list of huge ranges allocates nothing.
+        let Some(n) = cpus_in(&list) else {
+            continue;
+        };
+        if n > 0 {
+            most = Some(most.map_or(n, |m| m.max(n)));
+        }
+    }
+    most
+}
+
+/// The number of CPUs a CPU list (`0,4` or `0-1`) names, `None` when it is not one.
+fn cpus_in(list: &str) -> Option<u32> {
+    let list = list.trim();
+    if list.is_empty() {
+        return Some(0);
+    }
+    let mut n: u32 = 0;
+    for part in list.split(',') {
+        let part = part.trim();
+        let (lo, hi) = part.split_once('-').unwrap_or((part, part));
+        let (lo, hi): (u32, u32) = (lo.parse().ok()?, hi.parse().ok()?);
+        n = n.saturating_add(hi.checked_sub(lo)?.saturating_add(1));
+    }
+    Some(n)
 }
 
 /// NUMA_TOPOLOGY: u32 count, then per node its number, total and free memory (u64 each) and
@@ -275,7 +323,44 @@ fn numa_topology(d: &[u8]) -> Vec<(u32, String)> {
 
 #[cfg(test)]
 mod tests {
-    use super::numa_topology;
+    use super::{cpu_topology_threads, numa_topology};
+
+    /// A `perf_header_string` list as perf writes it: count, then each string's padded
+    /// length and bytes.
+    fn strings(list: &[&str]) -> Vec<u8> {
+        let mut b = (list.len() as u32).to_le_bytes().to_vec();
+        for s in list {
+            let mut s = s.as_bytes().to_vec();
+            s.resize((s.len() + 1).next_multiple_of(64), 0);
+            b.extend_from_slice(&(s.len() as u32).to_le_bytes());
+            b.extend_from_slice(&s);
+        }
+        b
+    }
+
+    #[test]
+    fn cpu_topology_threads_per_core() {
+        // Two packages of two cores of two threads, then per-CPU core and socket ids.
+        let mut b = strings(&["0-1,4-5", "2-3,6-7"]);
+        b.extend(strings(&["0,4", "1,5", "2,6", "3,7"]));
+        b.extend_from_slice(&[0; 64]);
+        assert_eq!(cpu_topology_threads(&b), Some(2));
+        // A hybrid part: P-core pairs and single E-cores.
+        let mut b = strings(&["0-5"]);
+        b.extend(strings(&["0-1", "2-3", "4", "5"]));
+        assert_eq!(cpu_topology_threads(&b), Some(2));
+        // No SMT.
+        let mut b = strings(&["0-3"]);
+        b.extend(strings(&["0", "1", "2", "3"]));
+        assert_eq!(cpu_topology_threads(&b), Some(1));
+        // Cut short before the cores' lists, or empty: unknown.
+        assert_eq!(cpu_topology_threads(&strings(&["0-3"])), None);
+        assert_eq!(cpu_topology_threads(&[]), None);
+        // Huge ranges are counted, not expanded; a list that is none is passed over.
+        let mut b = strings(&["0-3"]);
+        b.extend(strings(&["0-4294967295,0-4294967295", "x"]));
+        assert_eq!(cpu_topology_threads(&b), Some(u32::MAX));
+    }
 
     #[test]
     fn numa_topology_nodes_and_cpu_lists() {
