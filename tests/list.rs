@@ -537,3 +537,37 @@ fn metrics_per_function_are_marked() {
     assert_eq!(per("tma_l3_bound"), Some(Value::Bool(true)));
     assert_eq!(per("memory_bandwidth_read"), Some(Value::Bool(false)));
 }
+
+/// An unprivileged user and tracefs' default mode 0700: the note says tracefs is root's, and
+/// how to open it up, not that it is missing. Needs tracefs at /sys/kernel/tracing with that
+/// mode and a way to run as nobody; says it was skipped otherwise.
+#[test]
+fn unreadable_tracefs_is_named_as_root_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(m) = std::fs::metadata("/sys/kernel/tracing/events")
+        .and_then(|_| std::fs::metadata("/sys/kernel/tracing"))
+    else {
+        eprintln!("skipped: no tracefs at /sys/kernel/tracing (or not readable here)");
+        return;
+    };
+    if m.permissions().mode() & 0o005 != 0 {
+        eprintln!("skipped: /sys/kernel/tracing is readable by others here");
+        return;
+    }
+    let Some(prefix) = support::privilege::unprivileged("an unreadable tracefs") else {
+        return;
+    };
+    let o = support::privilege::command_as(&prefix, env!("CARGO_BIN_EXE_hrec"))
+        .args(["list", "tracepoint"])
+        .output()
+        .unwrap();
+    let (_, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let notes: Vec<&str> = err.lines().collect();
+    assert_eq!(notes.len(), 1, "{err}");
+    assert!(
+        notes[0].contains("/sys/kernel/tracing is readable by root only")
+            && notes[0].contains("mount -o remount,mode=755 /sys/kernel/tracing"),
+        "{err}"
+    );
+}

@@ -548,13 +548,34 @@ fn tracepoints(sysfs_root: &Path) -> Result<Vec<Event>, String> {
     for dir in &candidates {
         match read_tracepoints(dir) {
             Ok(v) => return Ok(v),
-            Err(e) => why.push(format!("{}: {e}", dir.display())),
+            Err(e) => why.push((dir.clone(), e)),
         }
     }
-    Err(format!(
-        "cannot read tracepoints ({}); is tracefs mounted? (as root: mount -t tracefs nodev /sys/kernel/tracing)",
-        why.join("; ")
-    ))
+    Err(tracefs_error(&why))
+}
+
+/// Why no tracepoint could be read, in one line with what to do: tracefs there but not
+/// readable (its default mode is 0700, root only) is not tracefs missing.
+fn tracefs_error(why: &[(std::path::PathBuf, std::io::Error)]) -> String {
+    if let Some((dir, _)) = why
+        .iter()
+        .find(|(_, e)| e.kind() == std::io::ErrorKind::PermissionDenied)
+    {
+        let mount = dir.parent().unwrap_or(dir);
+        return format!(
+            "cannot read tracepoints: {} is readable by root only (tracefs' default mode 0700): run as root, or as root make it readable with mount -o remount,mode=755 {}",
+            mount.display(),
+            mount.display()
+        );
+    }
+    let each: Vec<String> = why
+        .iter()
+        .map(|(d, e)| format!("{}: {e}", d.display()))
+        .collect();
+    format!(
+        "cannot read tracepoints ({}): tracefs is not mounted (as root: mount -t tracefs nodev /sys/kernel/tracing)",
+        each.join("; ")
+    )
 }
 
 fn read_tracepoints(dir: &Path) -> std::io::Result<Vec<Event>> {
