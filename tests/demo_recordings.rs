@@ -1420,3 +1420,43 @@ fn granite_rapids_level_3_recording_shows_each_functions_bottleneck() {
         .unwrap_or_else(|| panic!("no note of the groups' times: {out}"));
     assert_eq!(note.matches("cycles:P #").count(), groups.len(), "{note}");
 }
+
+/// The level-3 recording's eight `cycles:P` samplers (one per metric group) are one event to
+/// the user: the flame graph draws all their samples, the run's whole cycles profile, and
+/// says so once.
+#[test]
+fn flame_graph_of_a_level_3_recording_draws_every_groups_samples() {
+    let file = "examples/recordings/tdemo-graniterapids-l3.synthetic.hrec";
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("f.txt");
+    let o = support::hrec_in(
+        root(),
+        &[
+            "flamegraph",
+            "-i",
+            file,
+            "--folded",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    );
+    let (_, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let folded = std::fs::read_to_string(&out).unwrap();
+    let drawn: u64 = folded
+        .lines()
+        .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
+        .sum();
+    let samples: u64 = hrec::data::Reader::open(&root().join(file))
+        .unwrap()
+        .trailer()
+        .unwrap()
+        .samples;
+    assert_eq!(drawn, samples);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(
+        lines[0].starts_with("hrec: drawing the 8 events named cycles:P as one"),
+        "{err}"
+    );
+}

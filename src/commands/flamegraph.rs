@@ -298,18 +298,33 @@ fn fold_recording(
         Some(mc) => Some(metric_colors(&rec, &p, mc, &cfg.flame)?),
         None => None,
     };
-    if cfg.flame.event.is_none() && p.events.len() > 1 {
-        let names: Vec<&str> = p.events.iter().map(|e| e.name.as_str()).collect();
+    // Events of one name (the metric groups' cycles samplers) are drawn together.
+    let drawn = output::flame::same_named(&p, ev);
+    if drawn.len() > 1 {
+        writeln!(
+            err,
+            "hrec: drawing the {} events named {} as one (a --td-level or -M recording has a sampler per metric group; each samples while its group is on the PMU)",
+            drawn.len(),
+            p.events[ev].name
+        )?;
+    }
+    if cfg.flame.event.is_none() && p.events.len() > drawn.len() {
+        let mut names: Vec<&str> = Vec::new();
+        for e in &p.events {
+            if !names.contains(&e.name.as_str()) {
+                names.push(&e.name);
+            }
+        }
         writeln!(
             err,
             "hrec: {} has {} events ({}); drawing {} (choose with --event)",
             path.display(),
             names.len(),
             names.join(", "),
-            names[ev]
+            p.events[ev].name
         )?;
     }
-    let mut folded = output::flame::fold(&p, ev, &cfg.flame)?;
+    let mut folded = output::flame::fold_events(&p, &drawn, &cfg.flame)?;
     folded.metric = colors;
     Ok(folded)
 }

@@ -12,6 +12,11 @@
 //! sum of the retire latencies of the samples that have one. A recording without retire
 //! latencies cannot be weighted by them, and the error says why.
 //!
+//! **One event, by name.** The drawn event's samples are those of every event of its name
+//! ([`same_named`]): a recording of `record --td-level N` has one `cycles:P` sampler per
+//! metric group, and as the groups take turns on the PMU, each covers its share of the run and
+//! together they are the run's cycles profile.
+//!
 //! **Wall-clock view** (`flamegraph --wall`): the on-CPU samples of one event and the
 //! `offcpu-time` samples of a recording with switch records ([`crate::offcpu`]) in
 //! one graph, both in nanoseconds, so a function's width is the time threads spent in it,
@@ -505,6 +510,22 @@ pub fn pick_wall_events(
 /// Builds the folded stacks of one event (with [`FlameOptions::wall`], the wall-clock view
 /// of `event` as the on-CPU side and the `offcpu-time` event).
 pub fn fold(p: &Profile, event: usize, o: &FlameOptions) -> Result<Folded, FlameError> {
+    fold_events(p, &[event], o)
+}
+
+/// The events drawn for `event`: it and every other event of the same name, which the user
+/// cannot tell apart by name (the cycles samplers of `record --td-level N`'s metric groups,
+/// one per group: the groups take turns on the PMU, so together they are the run's cycles).
+pub fn same_named(p: &Profile, event: usize) -> Vec<usize> {
+    (0..p.events.len())
+        .filter(|&i| i == event || p.events[i].name == p.events[event].name)
+        .collect()
+}
+
+/// [`fold`] of several events drawn as one (`events[0]` names the count; the wall-clock view
+/// takes it alone).
+pub fn fold_events(p: &Profile, events: &[usize], o: &FlameOptions) -> Result<Folded, FlameError> {
+    let event = events[0];
     if let Some(how) = &o.wall {
         return fold_wall(p, event, how, o);
     }
@@ -524,7 +545,7 @@ pub fn fold(p: &Profile, event: usize, o: &FlameOptions) -> Result<Folded, Flame
         }
         Weight::LoadLatency => {
             let weighed = p.groups.iter().any(|g| {
-                usize::from(g.event) == event
+                events.contains(&usize::from(g.event))
                     && p.mems
                         .get(g.mem as usize)
                         .is_some_and(|m| m.load_latency().is_some())
@@ -543,7 +564,7 @@ pub fn fold(p: &Profile, event: usize, o: &FlameOptions) -> Result<Folded, Flame
     // The stack of each kept group, built once.
     let mut stacks: Vec<Option<String>> = vec![None; p.groups.len()];
     for (gi, s) in p.groups.iter().enumerate() {
-        if usize::from(s.event) != event || !o.filters.keep(p, s) {
+        if !events.contains(&usize::from(s.event)) || !o.filters.keep(p, s) {
             continue;
         }
         let w = match o.weight {
