@@ -407,7 +407,8 @@ fn compare(
 }
 
 /// Adds the change of the metrics `names` (perf's names) to the rows of `t` present in both
-/// recordings, from each recording's metrics by row key ([`super::metrics::RowMetricsSetup::rows`]).
+/// recordings, from each recording's metrics by row key
+/// ([`super::metrics::RowMetricsSetup::rows`]).
 pub fn add_metrics(
     t: &mut DiffTable,
     names: &[String],

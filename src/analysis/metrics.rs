@@ -53,10 +53,10 @@
 //! **Constants.** `smt_on` and `threads_per_core` come from the recording's topology
 //! ([`Meta::threads_per_core`]: `smt_on` when a core runs more than one thread); a file
 //! without it (written before hrec kept it) takes Intel's default, off, and
-//! [`RowMetricsSetup::notes`] says so. The model's own constants are the metric file's. `:R` terms (retire latencies) take
-//! the row's mean retire latency of that event from the recording's `-W` samples of it when
-//! the row has some, else Intel's default (`MEAN` of the retire-latency file), and each row
-//! says which ([`RowMetrics::retire_latencies`]).
+//! [`RowMetricsSetup::notes`] says so. The model's own constants are the metric file's.
+//! `:R` terms (retire latencies) take the row's mean retire latency of that event from the
+//! recording's `-W` samples of it when the row has some, else Intel's default (`MEAN` of the
+//! retire-latency file), and each row says which ([`RowMetrics::retire_latencies`]).
 //!
 //! **The bottleneck** is toplev's `<==` path: from level 1, the node with the largest value
 //! whose `Threshold` holds on the row, then among its children the largest past its

@@ -23,7 +23,9 @@
 //! [`MetricReport`]), a pane under the rows shows the selected row's metric tree, the lines
 //! the text report prints under the row ([`MetricReport::tree_lines`]: indented by level, the
 //! bottleneck path marked `<==`); `m` hides and shows it. The metrics are the report's, made
-//! before any zoom or filter: a zoomed view says so in the pane's title. Annotating goes through an [`Annotator`] the caller hands
+//! before any zoom or filter: a zoomed view says so in the pane's title.
+//!
+//! Annotating goes through an [`Annotator`] the caller hands
 //! in (`hrec report` runs `analysis::annotate`), so the view itself reads no binary. The same
 //! terminal loop drives `c2c report`'s view (`c2c_tui`), and [`LiveScreen`] is `hrec top`'s
 //! screen.
