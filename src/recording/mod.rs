@@ -205,18 +205,32 @@ impl Recording {
     /// frames: hrec's `vdso` side block (written when the samples need it); else this
     /// machine's vdso when its build-id is the one the file lists for `[vdso]`, else the copy
     /// in perf's build-id cache `cache` (`<cache>/[vdso]/<build-id>/vdso`; `None`: the default
-    /// cache, [`crate::symbol::buildid_cache::resolve_dir`]).
+    /// cache, [`crate::symbol::buildid_cache::resolve_dir`]). A file that lists no build-id
+    /// for the vdso (perf's pipe mode writes no build-id list, nor does `perf record -B`) gets
+    /// this machine's vdso, as perf takes its own, but only when it was recorded on this
+    /// machine's kernel release: another kernel's vdso has other code at the same offsets.
     pub fn vdso_image(&self, cache: Option<&std::path::Path>) -> Option<Vec<u8>> {
         if let Source::Hrec(_) = &self.source
             && let Some(image) = self.side("vdso")
         {
             return Some(image);
         }
-        let ids = String::from_utf8(self.side("build-ids")?).ok()?;
-        let want = ids.lines().find_map(|l| {
-            let (id, path) = l.split_once(' ')?;
-            (path.trim() == "[vdso]").then(|| id.to_string())
-        })?;
+        let listed = self
+            .side("build-ids")
+            .and_then(|ids| String::from_utf8(ids).ok())
+            .and_then(|ids| {
+                ids.lines().find_map(|l| {
+                    let (id, path) = l.split_once(' ')?;
+                    (path.trim() == "[vdso]").then(|| id.to_string())
+                })
+            });
+        let Some(want) = listed else {
+            let here = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok()?;
+            let recorded = &self.meta().kernel_release;
+            return (!recorded.is_empty() && recorded.trim() == here.trim())
+                .then(|| crate::kernel::own_vdso(std::path::Path::new("/proc")))
+                .flatten();
+        };
         let build_id = crate::kernel::image_build_id;
         if let Some(own) = crate::kernel::own_vdso(std::path::Path::new("/proc"))
             && build_id(&own).as_deref() == Some(want.as_str())
