@@ -9,27 +9,25 @@
 
 mod support;
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use hrec::data::{EventId, EventMeta, Meta, PmuMeta, Trailer, Writer};
 use hrec::event::plan::{Plan, RecordOptions};
 use hrec::metrics::perfmon::{Metric, Perfmon};
 use iced_x86::{Decoder, DecoderOptions, FlowControl};
 use object::{Object as _, ObjectSection as _, ObjectSymbol as _};
 use serde_json::Value;
-use support::encode::{
-    Encoder, Mmap2Fields, Mmap2File, ReadFields, ReadValue, SampleFields, SampleId,
+use support::encode::{Encoder, Mmap2Fields, Mmap2File, SampleId};
+use support::metricgroups::synth;
+use support::metricrec::{
+    Synth, groups, id, perfmon, perfmon_dir, plan_of, td_level, truth, truth_path,
 };
-use support::metricrec::{groups, perfmon, perfmon_dir, plan_of, td_level, truth, truth_path};
-use support::{hrec_in, procfs_of, text};
+use support::{hrec_in, text};
 
 const MODEL: &str = "graniterapids";
 const FUNC: &str = "chase";
-const PID: u32 = 4711;
+/// [`Synth`]'s thread.
+const PID: u32 = 500;
 const BASE: u64 = 0x5614_3a20_0000;
-/// Cycles per sample of every group's sampler.
-const PERIOD: u64 = 1_000_000;
 /// User-mode, exact IP.
 const USER_EXACT: u16 = 2 | (1 << 14);
 
@@ -44,46 +42,26 @@ enum Truth {
     Rare,
 }
 
+/// The function of [`support::metricgroups::rate`]'s truth a block follows: `chase` waits
+/// on memory, `divide` on the divider, `rare` is the third truth.
+fn func_of(t: Truth) -> &'static str {
+    match t {
+        Truth::Memory => "chase",
+        Truth::Divider => "divide",
+        Truth::Rare => "rare",
+    }
+}
+
+fn truth_of(func: &str) -> Truth {
+    [Truth::Memory, Truth::Divider, Truth::Rare]
+        .into_iter()
+        .find(|&t| func_of(t) == func)
+        .expect("a truth's function")
+}
+
 /// Events per cycle of a block under truth `t`, by [`support::metricrec::key`].
 fn rate(t: Truth, k: &str) -> f64 {
-    let name = k.split(':').next().unwrap_or(k);
-    // Level 1 and 2 shares of slots, 6 slots a cycle: retiring, bad spec, frontend, backend;
-    // heavy ops, branch mispredicts, fetch latency, memory bound.
-    let (l1, l2): ([f64; 4], [f64; 4]) = match t {
-        Truth::Memory => ([0.10, 0.05, 0.05, 0.80], [0.02, 0.03, 0.03, 0.70]),
-        Truth::Divider => ([0.20, 0.02, 0.03, 0.75], [0.05, 0.01, 0.02, 0.05]),
-        Truth::Rare => ([0.40, 0.10, 0.20, 0.30], [0.10, 0.05, 0.10, 0.15]),
-    };
-    let slots = 6.0;
-    let by = |memory: f64, divider: f64, rare: f64| match t {
-        Truth::Memory => memory,
-        Truth::Divider => divider,
-        Truth::Rare => rare,
-    };
-    match name {
-        "CPU_CLK_UNHALTED.THREAD" => 1.0,
-        "TOPDOWN.SLOTS" => slots,
-        "PERF_METRICS.RETIRING" => l1[0] * slots,
-        "PERF_METRICS.BAD_SPECULATION" => l1[1] * slots,
-        "PERF_METRICS.FRONTEND_BOUND" => l1[2] * slots,
-        "PERF_METRICS.BACKEND_BOUND" => l1[3] * slots,
-        "PERF_METRICS.HEAVY_OPERATIONS" => l2[0] * slots,
-        "PERF_METRICS.BRANCH_MISPREDICTS" => l2[1] * slots,
-        "PERF_METRICS.FETCH_LATENCY" => l2[2] * slots,
-        "PERF_METRICS.MEMORY_BOUND" => l2[3] * slots,
-        "MEMORY_ACTIVITY.STALLS_L1D_MISS" => by(0.75, 0.02, 0.10),
-        "MEMORY_ACTIVITY.STALLS_L2_MISS" => by(0.70, 0.01, 0.05),
-        "MEMORY_ACTIVITY.STALLS_L3_MISS" => by(0.10, 0.005, 0.02),
-        "EXE_ACTIVITY.BOUND_ON_LOADS" => by(0.78, 0.03, 0.12),
-        "CYCLE_ACTIVITY.STALLS_TOTAL" => by(0.80, 0.72, 0.25),
-        "ARITH.DIV_ACTIVE" => by(0.0, 0.70, 0.01),
-        "UOPS_EXECUTED.THREAD" => by(0.5, 0.6, 2.0),
-        "FRONTEND_RETIRED.L1I_MISS" => by(0.002, 0.001, 0.001),
-        "FRONTEND_RETIRED.L2_MISS" => by(0.0001, 0.0001, 0.0001),
-        "UOPS_RETIRED.SLOTS" => l1[0] * slots * 0.9,
-        "UOPS_ISSUED.ANY" => (l1[0] + l1[1]) * slots,
-        _ => 0.01,
-    }
+    support::metricgroups::rate(func_of(t), k)
 }
 
 /// Reads of group `g` in a block of truth `t`: different per group (so each event must be
@@ -94,10 +72,6 @@ fn reads(t: Truth, g: usize) -> u64 {
         Truth::Divider => 48 - 2 * g as u64,
         Truth::Rare => 7,
     }
-}
-
-fn id(i: usize) -> u64 {
-    1000 + i as u64
 }
 
 fn tdemo() -> PathBuf {
@@ -222,50 +196,20 @@ fn sampled_blocks(bin: &Binary) -> Vec<Block> {
     ]
 }
 
-/// Writes the recording of `plan` with the blocks' samples into `dir`.
+/// Writes the recording of `plan` with the blocks' samples into `dir`: [`Synth`]'s, its
+/// samples user-mode at the blocks' addresses in turn, after an MMAP2 of tdemo.
 fn write_recording(dir: &Path, plan: &Plan, bin: &Binary, blocks: &[Block]) {
-    let cpuid = hrec::pmu::uarch::CpuId::read(&procfs_of(MODEL))
-        .unwrap()
-        .to_string();
-    let meta = Meta {
-        hrec_version: "test".into(),
-        target: "tdemo".into(),
-        cpuid,
-        pmus: vec![PmuMeta {
-            name: "cpu".into(),
-            type_: 4,
-        }],
-        events: plan
-            .events
-            .iter()
-            .map(|e| EventMeta {
-                name: e.name.clone(),
-                pmu: e.pmu.clone(),
-                attr: e.attr,
-                leader: e.leader,
-                role: e.role,
-                ids: vec![EventId {
-                    id: id(e.index),
-                    cpu: 0,
-                    tid: PID as i32,
-                }],
-            })
-            .collect(),
-        ..Meta::default()
-    };
     let tracking = plan.events.iter().find(|e| e.tracking).unwrap();
-    let tenc = Encoder::new(tracking.attr);
-    let sid = |time| SampleId {
+    let sid = SampleId {
         pid: PID,
         tid: PID,
-        time,
+        time: 2,
         id: id(tracking.index),
         ..SampleId::default()
     };
-    let mut records = tenc.comm(&sid(1), PID, PID, b"tdemo", true);
     let (start, len, pgoff) = bin.text;
-    records.extend(tenc.mmap2(
-        &sid(2),
+    let mmap = Encoder::new(tracking.attr).mmap2(
+        &sid,
         &Mmap2Fields {
             misc: 2,
             pid: PID,
@@ -278,62 +222,21 @@ fn write_recording(dir: &Path, plan: &Plan, bin: &Binary, blocks: &[Block]) {
             flags: 2,
             filename: tdemo().to_str().unwrap().as_bytes().to_vec(),
         },
-    ));
-    let gs = groups(plan);
-    let mut totals: HashMap<usize, Vec<u64>> = HashMap::new();
-    let mut time = 10;
-    let most = blocks
-        .iter()
-        .flat_map(|b| (0..gs.len()).map(|g| reads(b.truth, g)))
-        .max()
-        .unwrap();
-    // Round-robin over groups and blocks, as multiplexing interleaves them; each block's
-    // samples go round its addresses.
-    for round in 0..most {
-        for (gi, (sampler, members)) in gs.iter().enumerate() {
-            for b in blocks {
-                if round >= reads(b.truth, gi) {
-                    continue;
-                }
-                let tot = totals
-                    .entry(*sampler)
-                    .or_insert_with(|| vec![0; members.len()]);
-                for (k, (_, key)) in members.iter().enumerate() {
-                    tot[k] += (rate(b.truth, key) * PERIOD as f64).round() as u64;
-                }
-                time += 1000;
-                let values = members
-                    .iter()
-                    .zip(tot.iter())
-                    .map(|(&(m, _), &v)| ReadValue {
-                        value: v,
-                        id: id(m),
-                        lost: 0,
-                    })
-                    .collect();
-                let ip = b.addrs[(round as usize + gi) % b.addrs.len()];
-                let enc = Encoder::new(meta.events[*sampler].attr);
-                records.extend(enc.sample(&SampleFields {
-                    misc: USER_EXACT,
-                    id: id(*sampler),
-                    ip: BASE + ip,
-                    pid: PID,
-                    tid: PID,
-                    time,
-                    cpu: 0,
-                    period: PERIOD,
-                    read: ReadFields {
-                        values,
-                        ..ReadFields::default()
-                    },
-                    ..SampleFields::default()
-                }));
-            }
-        }
+    );
+    let funcs: Vec<(&str, u64)> = blocks.iter().map(|b| (func_of(b.truth), 0)).collect();
+    let ip = |f: &str, round: u64, gi: usize| {
+        let b = blocks.iter().find(|b| func_of(b.truth) == f).unwrap();
+        BASE + b.addrs[(round as usize + gi) % b.addrs.len()]
+    };
+    Synth {
+        funcs: &funcs,
+        reads: &|f, g| reads(truth_of(f), g),
+        ip: Some(&ip),
+        misc: USER_EXACT,
+        leading_records: mmap,
+        ..synth(MODEL)
     }
-    let mut w = Writer::create(&dir.join("hrec.data"), &meta).unwrap();
-    w.write_records(&records, 0).unwrap();
-    w.finish(Trailer::default()).unwrap();
+    .write(&dir.join("hrec.data"), plan);
 }
 
 fn run_json(dir: &Path, args: &[&str]) -> Value {

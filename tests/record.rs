@@ -421,6 +421,40 @@ fn quiet_compression_level_and_no_buildid() {
     }
 }
 
+/// Records `plan` into `out` through the library's recorder while a shell counts to 30,000;
+/// the recording must succeed. Returns what it wrote to stderr.
+fn record_shell_loop(plan: &hrec::event::plan::Plan, pmus: &hrec::pmu::Pmus, out: &Path) -> String {
+    let session = hrec::record::Session {
+        plan,
+        pmus,
+        output: out.to_path_buf(),
+        mmap_pages: None,
+        command: [
+            "sh",
+            "-c",
+            "i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done",
+        ]
+        .map(String::from)
+        .to_vec(),
+        command_line: vec!["hrec".into(), "record".into()],
+        procfs_root: "/proc".into(),
+        verbose: 0,
+        keep_raw_stacks: false,
+        zstd_level: None,
+        no_buildid: true,
+        buildid_cache: None,
+        switch_output: None,
+        on_file: None,
+        stop: None,
+        live: false,
+    };
+    let mut err = Vec::new();
+    let outcome = hrec::record::record(&session, &mut err)
+        .unwrap_or_else(|e| panic!("the recording failed: {e}"));
+    assert_eq!(outcome.exit_code, 0);
+    String::from_utf8(err).unwrap()
+}
+
 /// Issue 30: members hrec adds on its own (the E-core TopDown events of the default groups)
 /// that the kernel refuses are left out with one line, never the recording: a refused
 /// level-2 member drops the group's level 2, a refused level-1 member all its TopDown. On the
@@ -445,35 +479,7 @@ fn refused_topdown_members_are_left_out_with_one_line() {
         plan.events[refused].attr.type_ = 0x7fff_0000;
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("t.hrec");
-        let session = hrec::record::Session {
-            plan: &plan,
-            pmus: &pmus,
-            output: out.clone(),
-            mmap_pages: None,
-            command: [
-                "sh",
-                "-c",
-                "i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done",
-            ]
-            .map(String::from)
-            .to_vec(),
-            command_line: vec!["hrec".into(), "record".into()],
-            procfs_root: "/proc".into(),
-            verbose: 0,
-            keep_raw_stacks: false,
-            zstd_level: None,
-            no_buildid: true,
-            buildid_cache: None,
-            switch_output: None,
-            on_file: None,
-            stop: None,
-            live: false,
-        };
-        let mut err = Vec::new();
-        let outcome = hrec::record::record(&session, &mut err)
-            .unwrap_or_else(|e| panic!("{how:?}: the recording failed: {e}"));
-        assert_eq!(outcome.exit_code, 0);
-        let err = String::from_utf8(err).unwrap();
+        let err = record_shell_loop(&plan, &pmus, &out);
         let lines: Vec<&str> = err.lines().filter(|l| l.contains("refused")).collect();
         let rest = match how {
             IfRefused::DropLevel2 => "recording TopDown level 1 only",
@@ -532,35 +538,7 @@ fn a_refused_metric_group_is_left_out_and_the_rest_recorded() {
     plan.events[5].attr.type_ = 0x7fff_0000;
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("t.hrec");
-    let session = hrec::record::Session {
-        plan: &plan,
-        pmus: &pmus,
-        output: out.clone(),
-        mmap_pages: None,
-        command: [
-            "sh",
-            "-c",
-            "i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done",
-        ]
-        .map(String::from)
-        .to_vec(),
-        command_line: vec!["hrec".into(), "record".into()],
-        procfs_root: "/proc".into(),
-        verbose: 0,
-        keep_raw_stacks: false,
-        zstd_level: None,
-        no_buildid: true,
-        buildid_cache: None,
-        switch_output: None,
-        on_file: None,
-        stop: None,
-        live: false,
-    };
-    let mut err = Vec::new();
-    let outcome = hrec::record::record(&session, &mut err)
-        .unwrap_or_else(|e| panic!("the recording failed: {e}"));
-    assert_eq!(outcome.exit_code, 0);
-    let err = String::from_utf8(err).unwrap();
+    let err = record_shell_loop(&plan, &pmus, &out);
     let lines: Vec<&str> = err.lines().filter(|l| l.contains("refused")).collect();
     assert_eq!(lines.len(), 1, "{err}");
     assert!(

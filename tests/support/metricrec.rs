@@ -226,6 +226,9 @@ pub fn write_plain(file: &Path, model: &str) {
     w.finish(Trailer::default()).unwrap();
 }
 
+/// The ip of a function's sample in a round of a group ([`Synth::ip`]).
+pub type IpOf<'a> = dyn Fn(&str, u64, usize) -> u64 + 'a;
+
 /// A synthetic recording of a metric-group plan, byte for byte in the kernel's layout: thread
 /// 500 (`app`) samples each function at its ip in the kernel, round-robin over the plan's
 /// groups and the functions as multiplexing interleaves them; every sample of a group is a
@@ -238,6 +241,14 @@ pub struct Synth<'a> {
     pub kallsyms: &'a str,
     /// The functions sampled, each with the ip of its samples.
     pub funcs: &'a [(&'a str, u64)],
+    /// The ip of a function's sample in a round of a group (`None`: its ip in `funcs`), for
+    /// samples spread over a function's instructions.
+    pub ip: Option<&'a IpOf<'a>>,
+    /// The samples' `misc` ([`KERNEL_EXACT`]; user-space samples of a mapped binary need the
+    /// user mode).
+    pub misc: u16,
+    /// Records between the thread's COMM and the samples (the MMAP2 of a sampled binary).
+    pub leading_records: Vec<u8>,
     /// The truth: events per cycle of a function by truth key.
     pub rate: &'a dyn Fn(&str, &str) -> f64,
     /// Reads of group `g` (in [`groups`] order) per function.
@@ -283,6 +294,7 @@ impl Synth<'_> {
             ..SampleId::default()
         };
         records.extend(Encoder::new(meta.events[first].attr).comm(&sid, 500, 500, b"app", true));
+        records.extend_from_slice(&self.leading_records);
         let mut totals: HashMap<usize, Vec<u64>> = HashMap::new();
         let mut time = 10;
         let most = self
@@ -316,9 +328,9 @@ impl Synth<'_> {
                         .collect();
                     let enc = Encoder::new(meta.events[*sampler].attr);
                     records.extend(enc.sample(&SampleFields {
-                        misc: KERNEL_EXACT,
+                        misc: self.misc,
                         id: id(*sampler),
-                        ip,
+                        ip: self.ip.map_or(ip, |at| at(f, round, gi)),
                         pid: 500,
                         tid: 500,
                         time,
