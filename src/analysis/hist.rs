@@ -15,7 +15,8 @@
 //!
 //! **Rows and their order.** `sym` keys a row by the object and the symbol's address, as
 //! perf's `sort__sym_cmp` does, so two `static` functions of one name are two rows
-//! ([`HistOptions::sym_by_name`] keys by name instead, for `diff`). Rows go heaviest first,
+//! ([`HistOptions::sym_by_name`] keys by name instead, for `diff`); an inlined function's
+//! entry is a row per function it is inlined into. Rows go heaviest first,
 //! ties by Self, then by the keys as perf compares them or as printed. A profile folds only
 //! what the tables read ([`fold_keys`]).
 
@@ -356,6 +357,12 @@ struct LocKeys {
     /// innermost first, then its own function as DWARF names it): the rows `--children`
     /// credits, as perf makes a row of every entry.
     entries: Vec<Vec<u32>>,
+    /// The `sym` key of each of those entries: the location's own for its own function; for
+    /// an inlined function, its name within the function it is inlined into (perf's
+    /// `_sort__sym_cmp` keeps an inlined symbol by name and its base symbol's range, so
+    /// `ptmalloc_init (inlined)` in `ptmalloc_init.part.0` and in `malloc_hook_ini` are two
+    /// rows).
+    entry_keys: Vec<Vec<u64>>,
     strings: Vec<String>,
 }
 
@@ -375,8 +382,10 @@ impl LocKeys {
         };
         let (mut dso, mut sym, mut srcline) = (Vec::new(), Vec::new(), Vec::new());
         let mut entries = Vec::new();
+        let mut entry_keys = Vec::new();
         let mut sym_key = Vec::new();
         let mut instances: HashMap<(u32, u32, u64), u64> = HashMap::new();
+        let mut inlined: HashMap<(u32, u64), u64> = HashMap::new();
         for l in &p.locs {
             let d = intern(l.dso.to_string());
             dso.push(d);
@@ -389,9 +398,10 @@ impl LocKeys {
                 _ => (own, u32::MAX, 0),
             };
             let next = instances.len() as u64;
-            sym_key.push(*instances.entry(instance).or_insert(next));
+            let own_key = *instances.entry(instance).or_insert(next);
+            sym_key.push(own_key);
             let mode = if l.kernel { 'k' } else { '.' };
-            entries.push(if l.sym.is_none() {
+            let cells = if l.sym.is_none() {
                 // perf names a call-chain entry without a symbol by its address in the
                 // process (a row of its own by the file offset).
                 vec![intern(format!("[{mode}] {:#018x}", l.addr))]
@@ -400,7 +410,21 @@ impl LocKeys {
                     .into_iter()
                     .map(|(name, _)| intern(format!("[{mode}] {name}")))
                     .collect()
-            });
+            };
+            // Inlined functions' keys sit above every symbol's.
+            entry_keys.push(
+                cells
+                    .iter()
+                    .map(|&cell| {
+                        if cell == own {
+                            return own_key;
+                        }
+                        let next = (1 << 32) + inlined.len() as u64;
+                        *inlined.entry((cell, own_key)).or_insert(next)
+                    })
+                    .collect(),
+            );
+            entries.push(cells);
             // Without line information, perf-style `symbol+offset` (or `dso+address`).
             srcline.push(intern(l.srcline(full).unwrap_or_else(|| match &l.sym {
                 Some(s) => format!("{s}+{:#x}", l.sym_offset),
@@ -414,6 +438,7 @@ impl LocKeys {
             sym_key,
             srcline,
             entries,
+            entry_keys,
             strings,
         }
     }
@@ -449,13 +474,11 @@ fn key_of_entry(
     entry: Option<usize>,
 ) -> Key {
     // A call-chain entry named as the location's own symbol is that symbol's row; an
-    // inlined function's entry is keyed by its name (above every symbol key).
+    // inlined function's entry is its own (`LocKeys::entry_keys`).
     let sym = |loc: u32| {
-        let own = lk.sym_key[loc as usize];
-        match entry.and_then(|i| lk.entries[loc as usize].get(i)) {
-            Some(&cell) if cell != lk.sym[loc as usize] => (1 << 32) + u64::from(cell),
-            _ => own,
-        }
+        entry
+            .and_then(|i| lk.entry_keys[loc as usize].get(i).copied())
+            .unwrap_or(lk.sym_key[loc as usize])
     };
     let mut k = [0u64; 10];
     for (col, (slot, key)) in k.iter_mut().zip(sort).enumerate() {
@@ -791,6 +814,95 @@ mod tests {
         assert_eq!(
             keys(&[SortKey::Sym, SortKey::Ip], Filters::default()).rows,
             None
+        );
+    }
+
+    /// perf keeps an inlined function by its name within the function it is inlined into:
+    /// glibc's `ptmalloc_init` inlined into `ptmalloc_init.part.0` (around the getrandom
+    /// call) and into `malloc` (its caller) is two rows with `--children`, and each row's
+    /// tree starts at its own entry.
+    #[test]
+    fn an_inlined_function_is_a_row_per_function_it_is_inlined_into() {
+        use super::super::profile::Folder;
+        use crate::symbol::Frame;
+        let frame = |name: &str| Frame {
+            function: Some(name.into()),
+            file: Some("malloc.c".into()),
+            line: 1,
+            decl_line: 0,
+        };
+        let at = |sym: &str, start: u64, frames: &[&str]| crate::symbol::symbolizer::Loc {
+            sym_start: start,
+            frames: frames.iter().map(|f| frame(f)).collect(),
+            ..crate::testutil::loc(sym)
+        };
+        let mut f = Folder::new(
+            vec![super::super::profile::EventInfo {
+                name: "cpu-clock".into(),
+                ..Default::default()
+            }],
+            false,
+        );
+        f.add(&crate::testutil::view(0, 0, &[1, 2], 1));
+        let mut p = f.finish();
+        p.callchains = true;
+        p.inline_entries = true;
+        p.locs = vec![
+            at("getrandom", 0x100, &[]),
+            at(
+                "ptmalloc_init.part.0",
+                0x200,
+                &["tcache_key_initialize", "ptmalloc_init"],
+            ),
+            at("malloc", 0x300, &["ptmalloc_init", "malloc"]),
+        ];
+        p.comms = vec!["app".into()];
+        let o = HistOptions {
+            sort: vec![SortKey::Sym],
+            children: true,
+            ..HistOptions::default()
+        };
+        let t = &tables(&p, &o)[0];
+        let names: Vec<&str> = t.rows.iter().map(|r| r.key[0].as_str()).collect();
+        let inits = names
+            .iter()
+            .filter(|n| **n == "[.] ptmalloc_init (inlined)")
+            .count();
+        assert_eq!(inits, 2, "{names:?}");
+        assert_eq!(t.rows.len(), 5, "{names:?}");
+        let cg = CallGraphOptions {
+            min_percent: 0.0,
+            ..CallGraphOptions::default()
+        };
+        let trees = call_trees(&p, t, &o, &cg);
+        let mut chains: Vec<Vec<String>> = t
+            .rows
+            .iter()
+            .zip(&trees)
+            .filter(|(r, _)| r.key[0] == "[.] ptmalloc_init (inlined)")
+            .map(|(_, tree)| {
+                let tree = tree.as_ref().expect("a tree");
+                let chains = tree.chains();
+                assert_eq!(chains.len(), 1);
+                chains[0].0.iter().map(|n| n.to_string()).collect()
+            })
+            .collect();
+        chains.sort();
+        assert_eq!(
+            chains,
+            [
+                vec![
+                    "ptmalloc_init (inlined)",
+                    "ptmalloc_init (inlined)",
+                    "tcache_key_initialize (inlined)",
+                    "getrandom"
+                ],
+                vec![
+                    "ptmalloc_init (inlined)",
+                    "tcache_key_initialize (inlined)",
+                    "getrandom"
+                ],
+            ]
         );
     }
 }
