@@ -22,6 +22,7 @@ pub mod event;
 pub mod kernel;
 pub mod listing;
 pub mod metrics;
+pub mod names;
 pub mod objfile;
 pub mod offcpu;
 pub mod output;
@@ -32,6 +33,7 @@ pub mod stat;
 pub mod symbol;
 #[cfg(test)]
 mod testutil;
+pub mod trace;
 #[cfg_attr(
     not(test),
     deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)

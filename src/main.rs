@@ -9,10 +9,8 @@ mod commands;
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-use clap::Parser as _;
-
 fn main() -> ExitCode {
-    let parsed = match commands::Cli::try_parse() {
+    let parsed = match commands::Cli::parse_from(std::env::args_os()) {
         Ok(p) => p,
         Err(e) => {
             use clap::error::ErrorKind;

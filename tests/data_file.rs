@@ -90,6 +90,7 @@ fn meta() -> Meta {
                 cpu: 0,
                 tid: -1,
             }],
+            trace_format: None,
         }],
         notices: vec!["cpu-clock: no hardware PMU".into()],
         mmap_pages: 128,

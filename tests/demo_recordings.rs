@@ -616,6 +616,7 @@ fn meta_of(
                     cpu: core_of(&e.pmu).map_or(-1, |c| c.cpu),
                     tid: PID as i32,
                 }],
+                trace_format: None,
             })
             .collect(),
         notices,

@@ -438,6 +438,7 @@ impl Synth {
                         cpu: 0,
                         tid: 500,
                     }],
+                    trace_format: None,
                 })
                 .collect(),
             ..Meta::default()

@@ -243,9 +243,9 @@ fn bad_strings_point_at_the_problem() {
             "sapphirerapids",
             "sched:sched_switch",
             1,
-            "tracepoint sched:sched_switch is not supported",
+            "tracefs is not mounted",
         ),
-        ("sapphirerapids", "cycles:u_x", 8, "unknown modifier string"),
+        ("sapphirerapids", "cycles:u_x", 9, "unknown modifier '_'"),
         (
             "sapphirerapids",
             "uncore_cha_0/hrec_fixture_tor_inserts_tid/",

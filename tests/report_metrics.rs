@@ -214,6 +214,7 @@ fn metrics_list_and_retire_latency_from_the_recording() {
             cpu: 0,
             tid: 500,
         }],
+        trace_format: None,
     }];
     let tmp = tempfile::tempdir().unwrap();
     let enc = Encoder::new(attr);

@@ -616,6 +616,7 @@ fn write_adl(dir: &Path, plan: &Plan) -> (usize, usize) {
                     cpu: cpu_of(e) as i32,
                     tid: 500,
                 }],
+                trace_format: None,
             })
             .collect(),
         ..Meta::default()

@@ -173,6 +173,7 @@ impl Synth {
                         cpu: cpu_of(e.pmu.as_deref().unwrap_or("")),
                         tid: 500,
                     }],
+                    trace_format: None,
                 })
                 .collect(),
             ..Meta::default()

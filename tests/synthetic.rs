@@ -48,6 +48,7 @@ fn topdown_group_reads_and_retire_latency_survive_the_file() {
                     cpu: 0,
                     tid: 500,
                 }],
+                trace_format: None,
             })
             .collect(),
         ..Meta::default()

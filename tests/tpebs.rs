@@ -90,6 +90,7 @@ impl Synth {
                             cpu: -1,
                             tid: 500,
                         }],
+                        trace_format: None,
                     }
                 })
                 .collect(),

@@ -554,6 +554,21 @@ pub fn seeds(env: &Env, target: &str) -> Vec<Vec<u8>> {
             })
             .collect(),
         "debuginfod" => debuginfod_seeds(env),
+        "trace" => {
+            // The tracefs fixture's format files, each with a record of its size.
+            let mut files = Vec::new();
+            files_under(&root.join("tests/fixtures/tracefs/events"), &mut files);
+            files
+                .iter()
+                .filter(|f| f.ends_with("format"))
+                .filter_map(|f| std::fs::read(f).ok())
+                .map(|mut s| {
+                    s.push(0);
+                    s.extend((0..64u8).map(|i| i.wrapping_mul(37)));
+                    s
+                })
+                .collect()
+        }
         _ => Vec::new(),
     }
 }

@@ -43,6 +43,7 @@ pub const TARGETS: &[&str] = &[
     "expr",
     "text",
     "debuginfod",
+    "trace",
 ];
 
 /// Where the unwinder fixture binary is mapped in the synthetic process.
@@ -145,6 +146,7 @@ impl Env {
             "expr" => expr(input),
             "text" => text(input),
             "debuginfod" => self.debuginfod(input),
+            "trace" => trace(input),
             _ => return false,
         }
         true
@@ -663,6 +665,21 @@ pub fn perfmon(input: &[u8]) {
     }
 }
 
+/// A tracepoint's format file (before the first NUL) and a raw record (after it): the format
+/// parsed, and every field read from the record.
+pub fn trace(input: &[u8]) {
+    let (format, raw) = match input.iter().position(|&b| b == 0) {
+        Some(i) => (&input[..i], &input[i + 1..]),
+        None => (input, &[][..]),
+    };
+    let Ok(f) = hrec::trace::EventFormat::parse(&String::from_utf8_lossy(format)) else {
+        return;
+    };
+    for field in &f.fields {
+        let _ = (field.bytes(raw), field.value(raw), field.is_string());
+    }
+}
+
 /// Parses a metric expression and evaluates it with every name bound, then with none.
 pub fn expr(input: &[u8]) {
     let text = String::from_utf8_lossy(input);
@@ -741,8 +758,8 @@ pub fn text(input: &[u8]) {
         }
         11 => {
             let (pattern, text) = t.split_once('\n').unwrap_or((&t, "cpu_core/cycles/"));
-            let _ = hrec::listing::glob_match(pattern, text, true);
-            let _ = hrec::listing::glob_match(pattern, text, false);
+            let _ = hrec::names::glob_match(pattern, text, true);
+            let _ = hrec::names::glob_match(pattern, text, false);
         }
         13 => {
             // A raw MMAP2 record as the recorder's identity thread reads it, and the

@@ -1098,6 +1098,7 @@ mod tests {
                     cpu: 0,
                     tid: -1,
                 }],
+                trace_format: None,
             }
         };
         let meta = Meta {

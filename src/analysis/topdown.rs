@@ -807,6 +807,7 @@ mod tests {
                 cpu: 0,
                 tid: -1,
             }],
+            trace_format: None,
         };
         let mut meta = Meta {
             pmus: vec![PmuMeta {

@@ -78,6 +78,13 @@ pub struct SamplingArgs {
     /// Sample every N events (fixed period).
     #[arg(short = 'c', long = "count", value_name = "N")]
     pub count: Option<u64>,
+    /// Keep only the hits of the tracepoints of the -e before it that match EXPR (tracefs'
+    /// filter: 'prev_pid == 0 && next_comm ~ "sh*"').
+    #[arg(long = "filter", value_name = "EXPR")]
+    pub filters: Vec<String>,
+    /// Which `-e` each `--filter` follows (`Cli::parse_from` fills it in; `None`: none).
+    #[arg(skip)]
+    pub filter_after: Vec<Option<usize>>,
 }
 
 impl SamplingArgs {
@@ -90,6 +97,20 @@ impl SamplingArgs {
             );
         }
         Ok(self.count)
+    }
+
+    /// The `--filter`s with the `-e` each follows; a filter before any `-e` is an error.
+    pub fn filters(&self) -> Result<Vec<(usize, String)>, String> {
+        self.filters
+            .iter()
+            .enumerate()
+            .map(|(i, f)| match self.filter_after.get(i) {
+                Some(Some(at)) => Ok((*at, f.clone())),
+                _ => Err(format!(
+                    "--filter '{f}' follows no -e: put it after the -e of the tracepoint it filters"
+                )),
+            })
+            .collect()
     }
 }
 

@@ -95,6 +95,46 @@ pub struct Cli {
     pub command: Cmd,
 }
 
+impl Cli {
+    /// Parses a command line: clap's reading, and which `-e` each `--filter` follows (perf's
+    /// rule: a filter is on the events of the `-e` before it), which the derived fields,
+    /// each flag's values apart, do not keep.
+    pub fn parse_from<I, T>(args: I) -> Result<Cli, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        use clap::{CommandFactory, FromArgMatches};
+        let m = Cli::command().try_get_matches_from(args)?;
+        let mut cli = Cli::from_arg_matches(&m)?;
+        let mut sub = &m;
+        while let Some((_, s)) = sub.subcommand() {
+            sub = s;
+        }
+        let sampling = match &mut cli.command {
+            Cmd::Record(r) => Some(&mut r.sampling),
+            Cmd::Top(t) => Some(&mut t.sampling),
+            _ => None,
+        };
+        if let Some(sampling) = sampling {
+            let at = |id: &str| -> Vec<usize> {
+                sub.try_get_raw(id)
+                    .ok()
+                    .flatten()
+                    .and_then(|_| sub.indices_of(id))
+                    .map(Iterator::collect)
+                    .unwrap_or_default()
+            };
+            let events = at("events");
+            sampling.filter_after = at("filters")
+                .into_iter()
+                .map(|f| events.iter().filter(|&&e| e < f).count().checked_sub(1))
+                .collect();
+        }
+        Ok(cli)
+    }
+}
+
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Cmd {

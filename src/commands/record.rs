@@ -207,6 +207,7 @@ impl RecordArgs {
         }
         Ok(RecordConfig {
             options: RecordOptions {
+                filters: self.sampling.filters()?,
                 events: self.sampling.events,
                 freq: self.sampling.freq,
                 count,

@@ -97,6 +97,7 @@ impl TopArgs {
         }
         Ok(TopConfig {
             options: RecordOptions {
+                filters: self.sampling.filters()?,
                 events: self.sampling.events,
                 freq: self.sampling.freq,
                 count,

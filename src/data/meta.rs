@@ -139,6 +139,11 @@ pub struct EventMeta {
     pub role: Role,
     /// The kernel ids of its file descriptors.
     pub ids: Vec<EventId>,
+    /// A tracepoint's tracefs `format` file as recorded (its fields and print format), so
+    /// its samples read the same on another machine; perf.data keeps these in its
+    /// tracing-data header.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_format: Option<String>,
 }
 
 /// What an event does in the recording (stored as its snake_case name).

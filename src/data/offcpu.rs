@@ -64,6 +64,7 @@ pub fn event_meta(index: usize) -> EventMeta {
             cpu: -1,
             tid: -1,
         }],
+        trace_format: None,
     }
 }
 

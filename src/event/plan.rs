@@ -120,6 +120,10 @@ pub enum CallGraph {
 pub struct RecordOptions {
     /// `-e` strings, in order; empty means the default event.
     pub events: Vec<String>,
+    /// `--filter EXPR`s: the index of the `-e` string each follows, and the tracefs filter
+    /// for its tracepoints (perf's rule: the filter is on the events of the `-e` before it;
+    /// two on one event must both hold).
+    pub filters: Vec<(usize, String)>,
     /// `-F`.
     pub freq: Option<Freq>,
     /// `-c`.
@@ -243,6 +247,12 @@ pub struct PlannedEvent {
     /// name, the counter it is assigned.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metric: Option<MetricSlot>,
+    /// A tracepoint's tracefs entry (its id and format, kept in the recording).
+    #[serde(skip)]
+    pub tracepoint: Option<std::sync::Arc<crate::trace::TraceEvent>>,
+    /// A tracepoint's `--filter`, set with `PERF_EVENT_IOC_SET_FILTER` once opened.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub filter: Option<String>,
 }
 
 /// Where an event of a per-function metric group sits ([`metric::MetricPlan`]).
@@ -367,8 +377,10 @@ pub fn plan_record_with(
     };
     let mut res = if event_strings.is_empty() {
         resolve::Resolution::default()
-    } else {
+    } else if opts.filters.is_empty() {
         resolve::resolve(pmus, &event_strings)?
+    } else {
+        resolve_with_filters(pmus, &event_strings, &opts.filters)?
     };
     notices.append(&mut res.warnings);
     // Which metric group each resolved group is (`None`: an `-e` event).
@@ -591,6 +603,8 @@ pub fn plan_record_with(
             topdown: TopDownRole::None,
             if_refused: None,
             metric: None,
+            tracepoint: None,
+            filter: None,
             placement: if opts.per_thread {
                 Placement::AnyCpu
             } else {
@@ -675,6 +689,8 @@ fn plan_off_cpu(opts: &RecordOptions, all_cpus: &Placement, events: &mut Vec<Pla
         topdown: TopDownRole::None,
         if_refused: None,
         metric: None,
+        tracepoint: None,
+        filter: None,
         placement: placement.clone(),
     });
     let mut a = Attr::new(types::SOFTWARE, 3);
@@ -704,6 +720,8 @@ fn plan_off_cpu(opts: &RecordOptions, all_cpus: &Placement, events: &mut Vec<Pla
         topdown: TopDownRole::None,
         if_refused: Some(IfRefused::OffCpuStacks),
         metric: None,
+        tracepoint: None,
+        filter: None,
         placement,
     });
 }
@@ -725,6 +743,46 @@ fn set_tracking(a: &mut Attr, opts: &RecordOptions) {
     if opts.namespaces {
         a.set(flag::NAMESPACES, true);
     }
+}
+
+/// The `-e` strings resolved one by one, so each `--filter` lands on the tracepoints of the
+/// string before it; a filter after a string without tracepoints is an error (perf: "--filter
+/// option should follow a -e tracepoint").
+fn resolve_with_filters(
+    pmus: &Pmus,
+    strings: &[String],
+    filters: &[(usize, String)],
+) -> Result<resolve::Resolution, PlanError> {
+    let mut out = resolve::Resolution::default();
+    for (i, s) in strings.iter().enumerate() {
+        let mut r = resolve::resolve(pmus, std::slice::from_ref(s))?;
+        for (_, f) in filters.iter().filter(|(at, _)| *at == i) {
+            let mut any = false;
+            for e in r.groups.iter_mut().flat_map(|g| g.events.iter_mut()) {
+                if e.tracepoint.is_none() {
+                    continue;
+                }
+                any = true;
+                e.filter = Some(match e.filter.take() {
+                    Some(old) => format!("({old}) && ({f})"),
+                    None => f.clone(),
+                });
+            }
+            if !any {
+                return Err(PlanError::Options(format!(
+                    "--filter '{f}' follows -e {s}, which has no tracepoint: put it after the -e of the tracepoint it filters"
+                )));
+            }
+        }
+        out.groups.append(&mut r.groups);
+        out.warnings.append(&mut r.warnings);
+    }
+    if let Some((_, f)) = filters.iter().find(|(at, _)| *at >= strings.len()) {
+        return Err(PlanError::Options(format!(
+            "--filter '{f}' follows no -e: put it after the -e of the tracepoint it filters"
+        )));
+    }
+    Ok(out)
 }
 
 fn inherit(opts: &RecordOptions) -> bool {
@@ -903,9 +961,19 @@ fn plan_group(
                 a.set(flag::FREQ, true);
             } else if let Some(c) = opts.count {
                 a.sample_period_or_freq = c;
+            } else if r.tracepoint.is_some() && opts.freq.is_none() {
+                // Every hit, as perf: the default frequency is not for tracepoints (an
+                // explicit -F is, as perf takes it).
+                a.sample_period_or_freq = 1;
             } else {
                 a.sample_period_or_freq = freq;
                 a.set(flag::FREQ, true);
+            }
+            if r.tracepoint.is_some() {
+                // perf's tracepoint samples: the record's fields (RAW), the CPU and the
+                // period; with PERIOD and no frequency the kernel samples every hit whatever
+                // the period.
+                a.sample_type |= sample::RAW | sample::CPU | sample::PERIOD;
             }
             if a.freq() {
                 a.sample_type |= sample::PERIOD;
@@ -963,6 +1031,8 @@ fn plan_group(
             placement: placement.clone(),
             if_refused: None,
             metric: None,
+            tracepoint: r.tracepoint.clone(),
+            filter: r.filter.clone(),
         });
     }
     Ok(())

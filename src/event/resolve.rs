@@ -64,6 +64,10 @@ pub struct Resolved {
     pub topdown: TopDownRole,
     /// Where the user wrote it.
     pub span: Span,
+    /// A tracepoint's tracefs entry: its id and format.
+    pub tracepoint: Option<std::sync::Arc<crate::trace::TraceEvent>>,
+    /// A tracepoint's `--filter` (set by the planner).
+    pub filter: Option<String>,
 }
 
 impl Resolved {
@@ -254,6 +258,8 @@ impl<'a> Ctx<'a> {
             pmu_cpus: pmu.and_then(|p| p.cpus.clone().or_else(|| p.cpumask.clone())),
             topdown,
             span: ev.span,
+            tracepoint: None,
+            filter: None,
         }
     }
 
@@ -636,35 +642,68 @@ impl<'a> Ctx<'a> {
             EventKind::Named(name) => self.named(ev, name),
             EventKind::Raw(c) => self.raw(ev, *c),
             EventKind::Pmu { pmu, terms } => self.pmu_event(ev, pmu, terms),
-            EventKind::Tracepoint { system, name } => {
-                let is_event = lookup(HARDWARE_EVENTS, system).is_some()
-                    || lookup(SOFTWARE_EVENTS, system).is_some()
-                    || cache_config(system).is_some()
-                    || self
-                        .pmus
-                        .pmus
-                        .iter()
-                        .any(|p| p.aliases.contains_key(system.as_str()));
-                let colon = ev.span.start + system.len();
-                if is_event {
-                    Err(self.err(
-                        Span {
-                            start: colon + 1,
-                            end: colon + 1 + name.len(),
-                        },
-                        format!(
-                            "unknown modifier string {name:?} (valid letters: {})",
-                            super::parse::MODIFIER_LETTERS
-                        ),
-                    ))
-                } else {
-                    Err(self.err(
-                        ev.span,
-                        format!("tracepoint {system}:{name} is not supported by hrec yet; use perf for tracepoints"),
-                    ))
-                }
-            }
+            EventKind::Tracepoint { system, name } => self.tracepoint(ev, system, name),
         }
+    }
+
+    /// `subsys:event` (or globs of either): the tracepoints tracefs has under those names, in
+    /// its order ([`crate::trace::Tracefs::resolve`]), on the tracepoint PMU (type 2, the
+    /// event's id as config). `cycles:x` reads as a tracepoint to the parser; a known event
+    /// name before the colon makes it the bad modifier it is.
+    fn tracepoint(
+        &self,
+        ev: &EventAst,
+        system: &str,
+        name: &str,
+    ) -> Result<Vec<Resolved>, EventError> {
+        let is_event = lookup(HARDWARE_EVENTS, system).is_some()
+            || lookup(SOFTWARE_EVENTS, system).is_some()
+            || cache_config(system).is_some()
+            || self
+                .pmus
+                .pmus
+                .iter()
+                .any(|p| p.aliases.contains_key(system));
+        let colon = ev.span.start + system.len();
+        if is_event {
+            let (off, msg) = Modifiers::parse(name).err().unwrap_or((
+                0,
+                format!(
+                    "unknown modifier string {name:?} (valid letters: {})",
+                    super::parse::MODIFIER_LETTERS
+                ),
+            ));
+            let at = colon + 1 + off;
+            return Err(self.err(
+                Span {
+                    start: at,
+                    end: at + 1,
+                },
+                msg,
+            ));
+        }
+        let events = crate::trace::Tracefs::find(&self.pmus.root)
+            .and_then(|fs| fs.resolve(system, name))
+            .map_err(|e| self.err(ev.span, e.to_string()))?;
+        let pmu = self
+            .pmus
+            .pmus
+            .iter()
+            .find(|p| p.kind == PmuKind::Tracepoint);
+        Ok(events
+            .into_iter()
+            .map(|t| {
+                let attr = Attr {
+                    type_: types::TRACEPOINT,
+                    config: t.id,
+                    ..Attr::default()
+                };
+                let mut r = self.base(t.full_name(), pmu, attr, ev);
+                r.pmu = Some("tracepoint".into());
+                r.tracepoint = Some(std::sync::Arc::new(t));
+                r
+            })
+            .collect())
     }
 }
 

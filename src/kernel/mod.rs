@@ -149,6 +149,16 @@ impl EventFd {
         check(unsafe { sys::ioctls::SET_OUTPUT(self.as_raw_fd(), target.as_raw_fd()) })
     }
 
+    /// `PERF_EVENT_IOC_SET_FILTER`: a tracepoint's tracefs filter (`EINVAL` when the kernel
+    /// cannot parse it or names no such field).
+    pub fn set_filter(&self, filter: &str) -> io::Result<()> {
+        let c = std::ffi::CString::new(filter)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte in the filter"))?;
+        // SAFETY: `c` is a NUL-terminated string that outlives the call; the kernel copies it
+        // and does not write through the pointer.
+        check(unsafe { sys::ioctls::SET_FILTER(self.as_raw_fd(), c.as_ptr() as *mut _) })
+    }
+
     /// `read()` of the event (layout per its `read_format`).
     pub fn read_raw(&self, buf: &mut [u8]) -> io::Result<usize> {
         // SAFETY: `buf` is valid for writes of `buf.len()` bytes for the duration of the call.

@@ -37,13 +37,13 @@
 mod print;
 mod topic;
 
-use std::fs;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
 use crate::event::resolve::{HARDWARE_EVENTS, SOFTWARE_EVENTS};
 use crate::metrics::perfmon::{CoreEvent, CoreEvents, Mapfile, MetricFile, PerfmonError, RawEvent};
+use crate::names::glob_match;
 use crate::pmu::{AliasValue, Pmu, Pmus};
 
 pub use print::{Style, write_json, write_raw_dump, write_text};
@@ -538,78 +538,19 @@ fn perfmon_event(ev: &CoreEvent, pmu: String, is_core: bool) -> Event {
     }
 }
 
-/// Tracepoints under `<root>/kernel/tracing/events`, else `<root>/kernel/debug/tracing/events`.
+/// Tracepoints of tracefs under the sysfs root ([`crate::trace::Tracefs`]), sorted as
+/// `perf list` sorts them, or why they cannot be read.
 fn tracepoints(sysfs_root: &Path) -> Result<Vec<Event>, String> {
-    let candidates = [
-        sysfs_root.join("kernel/tracing/events"),
-        sysfs_root.join("kernel/debug/tracing/events"),
-    ];
-    let mut why = Vec::new();
-    for dir in &candidates {
-        match read_tracepoints(dir) {
-            Ok(v) => return Ok(v),
-            Err(e) => why.push((dir.clone(), e)),
-        }
-    }
-    Err(tracefs_error(&why))
-}
-
-/// Why no tracepoint could be read, in one line with what to do: tracefs there but not
-/// readable (its default mode is 0700, root only) is not tracefs missing.
-fn tracefs_error(why: &[(std::path::PathBuf, std::io::Error)]) -> String {
-    if let Some((dir, _)) = why
-        .iter()
-        .find(|(_, e)| e.kind() == std::io::ErrorKind::PermissionDenied)
-    {
-        let mount = dir.parent().unwrap_or(dir);
-        return format!(
-            "cannot read tracepoints: {} is readable by root only (tracefs' default mode 0700): run as root, or as root make it readable with mount -o remount,mode=755 {}",
-            mount.display(),
-            mount.display()
-        );
-    }
-    let each: Vec<String> = why
-        .iter()
-        .map(|(d, e)| format!("{}: {e}", d.display()))
-        .collect();
-    format!(
-        "cannot read tracepoints ({}): tracefs is not mounted (as root: mount -t tracefs nodev /sys/kernel/tracing)",
-        each.join("; ")
-    )
-}
-
-fn read_tracepoints(dir: &Path) -> std::io::Result<Vec<Event>> {
-    // An entry that vanishes or cannot be stat'ed while the directory is read (tracefs
-    // changes under us as instances and dynamic events come and go) is skipped, not the whole
-    // listing.
-    let subdirs = |d: &Path| -> std::io::Result<Vec<String>> {
-        let mut v = Vec::new();
-        for e in fs::read_dir(d)?.flatten() {
-            if e.file_type().is_ok_and(|t| t.is_dir()) {
-                v.push(e.file_name().to_string_lossy().into_owned());
-            }
-        }
-        Ok(v)
-    };
-    let mut out = Vec::new();
-    for sys in subdirs(dir)? {
-        // A subsystem that cannot be listed is skipped, as perf does.
-        let Ok(events) = subdirs(&dir.join(&sys)) else {
-            continue;
-        };
-        for ev in events {
-            // Only events with an `id` can be opened (ftrace's internal ones have none).
-            if !dir.join(&sys).join(&ev).join("id").exists() {
-                continue;
-            }
+    let fs = crate::trace::Tracefs::find(sysfs_root).map_err(|e| e.to_string())?;
+    let mut out: Vec<Event> = fs
+        .events()
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .map(|(sys, ev)| {
             let name = format!("{sys}:{ev}");
-            out.push(Event::simple(
-                name.clone(),
-                vec![name],
-                EventType::Tracepoint,
-            ));
-        }
-    }
+            Event::simple(name.clone(), vec![name], EventType::Tracepoint)
+        })
+        .collect();
     out.sort_by(|a, b| a.display.cmp(&b.display));
     Ok(out)
 }
@@ -673,85 +614,6 @@ impl Filter {
             },
         }
     }
-}
-
-/// perf's glob (`strglobmatch`): `*`, `?`, `[abc]`, `[a-z]`, `[!x]`, `\x`, anchored at both
-/// ends; `nocase` compares ASCII case-insensitively.
-pub fn glob_match(pattern: &str, text: &str, nocase: bool) -> bool {
-    let p: Vec<char> = pattern.chars().collect();
-    let t: Vec<char> = text.chars().collect();
-    glob_at(&p, &t, nocase)
-}
-
-fn glob_at(p: &[char], t: &[char], nocase: bool) -> bool {
-    let eq = |a: char, b: char| {
-        if nocase {
-            a.eq_ignore_ascii_case(&b)
-        } else {
-            a == b
-        }
-    };
-    let (mut i, mut j) = (0, 0);
-    while i < p.len() && p[i] != '*' {
-        let Some(&c) = t.get(j) else {
-            return false;
-        };
-        match p[i] {
-            '?' => i += 1,
-            '[' => {
-                let Some(end) = p[i + 1..].iter().position(|&x| x == ']').map(|e| i + 1 + e) else {
-                    return false;
-                };
-                let mut class = &p[i + 1..end];
-                let negate = class.first() == Some(&'!');
-                if negate {
-                    class = &class[1..];
-                }
-                let mut hit = false;
-                let mut k = 0;
-                while k < class.len() {
-                    if k + 2 < class.len() && class[k + 1] == '-' {
-                        hit |= (class[k]..=class[k + 2]).contains(&c)
-                            || (nocase
-                                && (class[k].to_ascii_lowercase()
-                                    ..=class[k + 2].to_ascii_lowercase())
-                                    .contains(&c.to_ascii_lowercase()));
-                        k += 3;
-                    } else {
-                        hit |= eq(class[k], c);
-                        k += 1;
-                    }
-                }
-                if hit == negate {
-                    return false;
-                }
-                i = end + 1;
-            }
-            '\\' if i + 1 < p.len() => {
-                if !eq(p[i + 1], c) {
-                    return false;
-                }
-                i += 2;
-            }
-            x => {
-                if !eq(x, c) {
-                    return false;
-                }
-                i += 1;
-            }
-        }
-        j += 1;
-    }
-    if i == p.len() {
-        return j == t.len();
-    }
-    while i < p.len() && p[i] == '*' {
-        i += 1;
-    }
-    if i == p.len() {
-        return true;
-    }
-    (j..t.len()).any(|k| glob_at(&p[i..], &t[k..], nocase))
 }
 
 #[cfg(test)]

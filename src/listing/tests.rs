@@ -118,34 +118,3 @@ fn legacy_hardware_events_follow_the_core_pmus_aliases() {
     assert!(hardware_events(&vm).is_empty());
     assert!(cache_events(&vm).is_empty());
 }
-
-/// tracefs there but not readable (mode 0700, its default) says so and how to open it up;
-/// tracefs missing says how to mount it.
-#[test]
-fn tracefs_errors_say_what_to_do() {
-    use std::io::{Error, ErrorKind};
-    let denied = [
-        (
-            PathBuf::from("/sys/kernel/tracing/events"),
-            Error::from(ErrorKind::PermissionDenied),
-        ),
-        (
-            PathBuf::from("/sys/kernel/debug/tracing/events"),
-            Error::from(ErrorKind::NotFound),
-        ),
-    ];
-    let m = tracefs_error(&denied);
-    assert!(
-        m.contains("/sys/kernel/tracing is readable by root only")
-            && m.ends_with("mount -o remount,mode=755 /sys/kernel/tracing"),
-        "{m}"
-    );
-    assert!(!m.contains("not mounted"), "{m}");
-    let missing = [(
-        PathBuf::from("/x/kernel/tracing/events"),
-        Error::from(ErrorKind::NotFound),
-    )];
-    let m = tracefs_error(&missing);
-    assert!(m.contains("tracefs is not mounted"), "{m}");
-    assert_eq!(m.lines().count(), 1);
-}

@@ -62,6 +62,20 @@ pub enum RecordError {
         #[source]
         source: std::io::Error,
     },
+    /// The kernel refused a `--filter`.
+    #[error(
+        "the kernel refused --filter '{filter}' on {event} ({why}): write FIELD OP VALUE (==, !=, <, <=, >, >=, &, ~ \"glob\") joined with && and ||; its fields: {fields}"
+    )]
+    Filter {
+        /// The tracepoint.
+        event: String,
+        /// The filter.
+        filter: String,
+        /// The tracepoint's fields, comma-separated.
+        fields: String,
+        /// The errno.
+        why: std::io::Error,
+    },
     /// mmap failed.
     #[error(
         "cannot map a {pages}-page ring buffer; use fewer pages (-m {half}) or raise kernel.perf_event_mlock_kb",

@@ -515,6 +515,7 @@ fn build_meta(
             },
             leader: e.leader,
             role: e.role,
+            trace_format: e.tracepoint.as_ref().map(|t| t.format.clone()),
             ids: o
                 .fds
                 .iter()

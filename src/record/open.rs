@@ -288,6 +288,15 @@ pub fn open_plan(
                     event: names[ev.index].clone(),
                     source,
                 })?;
+                if let Some(filter) = &ev.filter {
+                    fd.set_filter(filter)
+                        .map_err(|source| RecordError::Filter {
+                            event: names[ev.index].clone(),
+                            filter: filter.clone(),
+                            fields: filter_fields(ev),
+                            why: source,
+                        })?;
+                }
                 fds.push(OpenFd {
                     event: ev.index,
                     slot,
@@ -313,6 +322,26 @@ pub fn open_plan(
         names,
         notices,
     })
+}
+
+/// The fields a filter of tracepoint `ev` may name, for the message when one is refused:
+/// the event's own and the common ones.
+fn filter_fields(ev: &crate::event::plan::PlannedEvent) -> String {
+    let format = ev
+        .tracepoint
+        .as_ref()
+        .and_then(|t| crate::trace::EventFormat::parse(&t.format).ok());
+    match format {
+        Some(f) => {
+            let (own, common): (Vec<_>, Vec<_>) = f.fields.iter().partition(|x| !x.common);
+            own.iter()
+                .chain(&common)
+                .map(|x| x.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+        None => "(its format file could not be read)".into(),
+    }
 }
 
 /// When the refused event is a member hrec added on its own ([`IfRefused`]), marks what is

@@ -208,6 +208,7 @@ fn event_metas(plan: &Plan) -> Vec<EventMeta> {
                 cpu: 0,
                 tid: 500,
             }],
+            trace_format: None,
         })
         .collect()
 }

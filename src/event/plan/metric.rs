@@ -1237,31 +1237,7 @@ pub fn closest_names(perfmon: &Perfmon, name: &str) -> Vec<String> {
             }
         }
     }
-    let mut scored: Vec<(usize, String)> = candidates
-        .into_iter()
-        .map(|c| (edit_distance(&want, &c.to_ascii_lowercase()), c))
-        .filter(|(d, _)| *d <= (want.len() / 3).max(3))
-        .collect();
-    scored.sort();
-    scored.into_iter().take(3).map(|(_, c)| c).collect()
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev.get(j).copied().unwrap_or(0) + usize::from(ca != *cb);
-            let del = prev.get(j + 1).copied().unwrap_or(0) + 1;
-            let ins = cur.get(j).copied().unwrap_or(0) + 1;
-            if let Some(x) = cur.get_mut(j + 1) {
-                *x = sub.min(del).min(ins);
-            }
-        }
-        prev = cur;
-    }
-    prev.last().copied().unwrap_or(0)
+    crate::names::closest(&want, candidates, 3)
 }
 
 #[cfg(test)]
@@ -1298,6 +1274,5 @@ mod tests {
             vec![Counter::Fixed(1)]
         );
         assert!(parse_counter_field("Fixed counter 1", c, false).is_empty());
-        assert_eq!(edit_distance("tma_l3_bond", "tma_l3_bound"), 1);
     }
 }

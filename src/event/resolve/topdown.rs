@@ -128,6 +128,8 @@ fn slots_event(pmu: &Pmu, hybrid: bool, like: &Resolved) -> Resolved {
         pmu_cpus: pmu.cpus.clone(),
         topdown: TopDownRole::Slots,
         span: like.span,
+        tracepoint: None,
+        filter: None,
     }
 }
 

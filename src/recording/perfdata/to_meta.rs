@@ -206,6 +206,7 @@ pub(super) fn meta_of(p: &Prepared, info: &mut PerfDataInfo) -> Meta {
             attr,
             leader,
             role: role(&attr),
+            trace_format: None,
             ids: a
                 .ids
                 .iter()

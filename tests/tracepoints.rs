@@ -1,0 +1,502 @@
+//! Tracepoints (issue 43): perf's `-e subsys:event` and globs, found in tracefs; recorded
+//! as perf records them (every hit, the record's fields); `--filter`; counted by `stat`.
+//!
+//! * On a fixture sysfs with a tracefs tree (`tests/fixtures/tracefs`), the plan is perf's
+//!   attr and a glob opens its events in tracefs' directory order; unknown names get the
+//!   closest ones, a missing tracefs one line.
+//! * Live (root, tracefs and perf): on a workload with known system-call counts
+//!   (`tests/fixtures/trace/calls.c`), `hrec record -e ...` and `perf record -e ...` give
+//!   the same samples per event, `--filter` keeps exactly the matching hits, globs expand to
+//!   perf's events in perf's order, and `hrec stat` counts what `perf stat` counts.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use support::text;
+
+const HREC: &str = env!("CARGO_BIN_EXE_hrec");
+
+/// A sysfs root with the `vm` fixture's PMUs and the tracefs fixture at `kernel/tracing`.
+fn sysfs_with_tracefs() -> tempfile::TempDir {
+    let t = tempfile::tempdir().unwrap();
+    let vm = support::sysfs("vm");
+    for d in ["bus", "devices"] {
+        std::os::unix::fs::symlink(vm.join(d), t.path().join(d)).unwrap();
+    }
+    std::fs::create_dir_all(t.path().join("kernel")).unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tracefs");
+    std::os::unix::fs::symlink(fixture, t.path().join("kernel/tracing")).unwrap();
+    t
+}
+
+fn hrec_on(root: &Path, args: &[&str]) -> Output {
+    Command::new(HREC)
+        .args(args)
+        .env("HREC_SYSFS_ROOT", root)
+        .env("HREC_PROCFS_ROOT", support::procfs())
+        .output()
+        .unwrap()
+}
+
+/// The `perf_event_attr` lines of a dry run (or of `perf record -vv`) per event, as
+/// `(field, value)` pairs, for the fields the tracepoint rules set.
+fn attr_fields(dump: &str) -> Vec<Vec<(String, String)>> {
+    let keep = [
+        "type",
+        "config",
+        "{ sample_period, sample_freq }",
+        "sample_type",
+        "read_format",
+        "freq",
+    ];
+    let mut out: Vec<Vec<(String, String)>> = Vec::new();
+    for line in dump.lines() {
+        if line.starts_with("perf_event_attr:") {
+            out.push(Vec::new());
+            continue;
+        }
+        let Some(cur) = out.last_mut() else { continue };
+        let l = line.trim();
+        if let Some(k) = keep.iter().find(|k| {
+            l.strip_prefix(**k)
+                .is_some_and(|rest| rest.starts_with("  "))
+        }) {
+            cur.push((k.to_string(), l[k.len()..].trim().to_string()));
+        }
+    }
+    out
+}
+
+#[test]
+fn a_tracepoint_is_planned_as_perf_records_it() {
+    let root = sysfs_with_tracefs();
+    let o = hrec_on(
+        root.path(),
+        &[
+            "record",
+            "--dry-run",
+            "-e",
+            "sched:sched_switch",
+            "--",
+            "true",
+        ],
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let id = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/tracefs/events/sched/sched_switch/id"),
+    )
+    .unwrap();
+    let attrs = attr_fields(&out);
+    assert_eq!(attrs.len(), 1, "{out}");
+    let want: Vec<(String, String)> = [
+        ("type", "2".to_string()),
+        (
+            "config",
+            format!("{:#x}", id.trim().parse::<u64>().unwrap()),
+        ),
+        ("{ sample_period, sample_freq }", "1".to_string()),
+        ("sample_type", "IP|TID|TIME|CPU|PERIOD|RAW".to_string()),
+        ("read_format", "ID|LOST".to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    assert_eq!(attrs[0], want, "{out}");
+    assert!(
+        out.contains("event #0 sched:sched_switch: pmu tracepoint"),
+        "{out}"
+    );
+    // -c and an explicit -F reach tracepoints as perf takes them; the default -F does not.
+    let o = hrec_on(
+        root.path(),
+        &[
+            "record",
+            "--dry-run",
+            "-F",
+            "99",
+            "-e",
+            "sched:sched_switch",
+            "--",
+            "true",
+        ],
+    );
+    let attrs = attr_fields(&text(&o).0);
+    assert!(attrs[0].contains(&("freq".into(), "1".into())), "{attrs:?}");
+    assert!(attrs[0].contains(&("{ sample_period, sample_freq }".into(), "99".into())));
+}
+
+#[test]
+fn a_glob_opens_its_events_in_tracefs_order() {
+    let root = sysfs_with_tracefs();
+    let o = hrec_on(
+        root.path(),
+        &[
+            "record",
+            "--dry-run",
+            "-e",
+            "sched:*,syscalls:sys_*_write",
+            "--",
+            "true",
+        ],
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let planned: Vec<&str> = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("event #"))
+        .filter_map(|l| l.split_once(' ')?.1.split_once(':').map(|_| l))
+        .map(|l| l.split(' ').nth(1).unwrap().trim_end_matches(':'))
+        .collect();
+    let dir = |sys: &str| -> Vec<String> {
+        let d = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/tracefs/events")
+            .join(sys);
+        std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| format!("{sys}:{}", e.unwrap().file_name().to_string_lossy()))
+            .collect()
+    };
+    let mut want = dir("sched");
+    want.extend(
+        dir("syscalls")
+            .into_iter()
+            .filter(|n| n.ends_with("_write")),
+    );
+    assert_eq!(planned, want, "{out}");
+}
+
+#[test]
+fn unknown_tracepoints_and_a_missing_tracefs_are_one_line_each() {
+    let root = sysfs_with_tracefs();
+    let o = hrec_on(
+        root.path(),
+        &[
+            "record",
+            "--dry-run",
+            "-e",
+            "sched:sched_swich",
+            "--",
+            "true",
+        ],
+    );
+    let (_, err) = text(&o);
+    assert!(!o.status.success());
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("unknown tracepoint sched:sched_swich (closest: sched:sched_switch")
+            && err.contains("'hrec list tracepoint' lists them"),
+        "{err}"
+    );
+    let o = hrec_on(
+        root.path(),
+        &["record", "--dry-run", "-e", "nosuch:*", "--", "true"],
+    );
+    let (_, err) = text(&o);
+    assert!(err.contains("no tracepoint matches nosuch:*"), "{err}");
+    // `cycles:x` is still a bad modifier, not a tracepoint.
+    let o = hrec_on(
+        root.path(),
+        &["record", "--dry-run", "-e", "cpu-clock:x", "--", "true"],
+    );
+    let (_, err) = text(&o);
+    assert!(err.contains("unknown modifier 'x'"), "{err}");
+    // The vm fixture has no tracefs.
+    let o = support::hrec(
+        Some("vm"),
+        &[
+            "record",
+            "--dry-run",
+            "-e",
+            "sched:sched_switch",
+            "--",
+            "true",
+        ],
+    );
+    let (_, err) = text(&o);
+    assert!(!o.status.success());
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("tracefs is not mounted (as root: mount -t tracefs"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_filter_needs_a_tracepoint_before_it() {
+    let root = sysfs_with_tracefs();
+    for (args, want) in [
+        (
+            &["--filter", "count == 3", "-e", "syscalls:sys_enter_write"][..],
+            "--filter 'count == 3' follows no -e",
+        ),
+        (
+            &["-e", "cpu-clock", "--filter", "count == 3"],
+            "--filter 'count == 3' follows -e cpu-clock, which has no tracepoint",
+        ),
+    ] {
+        let mut a = vec!["record", "--dry-run"];
+        a.extend_from_slice(args);
+        a.extend(["--", "true"]);
+        let o = hrec_on(root.path(), &a);
+        let (_, err) = text(&o);
+        assert!(!o.status.success(), "{args:?}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+    // Two filters on one event both hold; each -e gets its own.
+    let o = hrec_on(
+        root.path(),
+        &[
+            "record",
+            "--dry-run",
+            "--json",
+            "-e",
+            "syscalls:sys_enter_write",
+            "--filter",
+            "count == 3",
+            "--filter",
+            "fd > 2",
+            "-e",
+            "sched:sched_switch",
+            "--filter",
+            "prev_pid == 0",
+            "--",
+            "true",
+        ],
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let plan: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let filters: Vec<&str> = plan["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["filter"].as_str())
+        .collect();
+    assert_eq!(filters, ["(count == 3) && (fd > 2)", "prev_pid == 0"]);
+}
+
+// ---- Live: root, tracefs and perf. ----
+
+/// Root, a readable tracefs with the syscall tracepoints, perf and a C compiler, or why not.
+fn live() -> Option<&'static str> {
+    if !support::privilege::is_root() {
+        eprintln!("skipped: recording tracepoints needs root here");
+        return None;
+    }
+    if !Path::new("/sys/kernel/tracing/events/syscalls/sys_enter_openat/id").exists() {
+        eprintln!("skipped: no tracefs with syscall tracepoints at /sys/kernel/tracing");
+        return None;
+    }
+    support::perf()
+}
+
+/// `tests/fixtures/trace/calls.c` built into `dir`.
+fn calls(dir: &Path) -> Option<PathBuf> {
+    support::stacks::build(dir, "trace/calls.c", &[])
+}
+
+/// Samples per event of a recording, from `script -F event` of `tool`.
+fn per_event(tool: &str, dir: &Path, file: &str) -> Vec<(String, usize)> {
+    let o = Command::new(tool)
+        .args(["script", "-F", "event", "-i", file])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{tool} script: {}", text(&o).1);
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    for l in text(&o).0.lines() {
+        let name = l.trim().trim_end_matches(':').to_string();
+        match counts.iter_mut().find(|(n, _)| *n == name) {
+            Some(c) => c.1 += 1,
+            None => counts.push((name, 1)),
+        }
+    }
+    counts.sort();
+    counts
+}
+
+fn run_in(dir: &Path, tool: &str, args: &[&str]) -> String {
+    let o = Command::new(tool)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{tool} {args:?}: {err}");
+    out + &err
+}
+
+const N: usize = 6;
+
+#[test]
+fn samples_per_event_are_perfs_on_known_calls() {
+    let Some(perf) = live() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let Some(prog) = calls(d) else { return };
+    let prog = prog.to_str().unwrap();
+    let n = N.to_string();
+    let events = "syscalls:sys_enter_openat,syscalls:sys_enter_write,\
+                  syscalls:sys_enter_clock_nanosleep,syscalls:sys_enter_nanosleep,\
+                  syscalls:sys_enter_futex,sched:sched_process_exit,signal:signal_generate,\
+                  signal:signal_deliver";
+    run_in(
+        d,
+        perf,
+        &[
+            "record",
+            "-q",
+            "-e",
+            events,
+            "-o",
+            "perf.data",
+            "--",
+            prog,
+            &n,
+        ],
+    );
+    run_in(
+        d,
+        HREC,
+        &["record", "-q", "-e", events, "-o", "t.hrec", "--", prog, &n],
+    );
+    let theirs = per_event(perf, d, "perf.data");
+    let ours = per_event(HREC, d, "t.hrec");
+    assert_eq!(ours, theirs);
+    let count = |name: &str| ours.iter().find(|(n, _)| n == name).map_or(0, |(_, c)| *c);
+    // What the program makes exactly (the loader's opens come on top of its own).
+    assert_eq!(count("syscalls:sys_enter_write"), 2 * N + 1);
+    assert_eq!(count("syscalls:sys_enter_clock_nanosleep"), N);
+    assert_eq!(count("syscalls:sys_enter_nanosleep"), N);
+    assert_eq!(count("syscalls:sys_enter_futex"), N);
+    assert_eq!(count("sched:sched_process_exit"), 2);
+    assert_eq!(count("signal:signal_deliver"), 1);
+    assert!(count("syscalls:sys_enter_openat") > N);
+    // hrec reads perf's file the same.
+    assert_eq!(per_event(HREC, d, "perf.data"), theirs);
+}
+
+#[test]
+fn a_filter_keeps_exactly_the_matching_hits() {
+    let Some(perf) = live() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let Some(prog) = calls(d) else { return };
+    let prog = prog.to_str().unwrap();
+    let n = N.to_string();
+    let args = |out: &'static str| {
+        vec![
+            "record",
+            "-q",
+            "-e",
+            "syscalls:sys_enter_write",
+            "--filter",
+            "count == 3",
+            "-e",
+            "syscalls:sys_enter_nanosleep",
+            "-o",
+            out,
+            "--",
+            prog,
+            &n,
+        ]
+    };
+    run_in(d, perf, &args("perf.data"));
+    run_in(d, HREC, &args("t.hrec"));
+    let ours = per_event(HREC, d, "t.hrec");
+    assert_eq!(ours, per_event(perf, d, "perf.data"));
+    assert_eq!(
+        ours,
+        [
+            ("syscalls:sys_enter_nanosleep".to_string(), N),
+            ("syscalls:sys_enter_write".to_string(), N)
+        ]
+    );
+    // A filter the kernel cannot read: one line naming the event's fields.
+    let o = Command::new(HREC)
+        .args([
+            "record",
+            "-q",
+            "-e",
+            "syscalls:sys_enter_write",
+            "--filter",
+            "cnt == 3",
+            "-o",
+            "bad.hrec",
+            "--",
+            prog,
+            "1",
+        ])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    let (_, err) = text(&o);
+    assert!(!o.status.success());
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("the kernel refused --filter 'cnt == 3' on syscalls:sys_enter_write")
+            && err.contains("its fields: __syscall_nr, fd, buf, count"),
+        "{err}"
+    );
+}
+
+#[test]
+fn globs_expand_to_perfs_events_in_perfs_order() {
+    let Some(perf) = live() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let glob = "sched:sched_process_*,syscalls:sys_enter_open*";
+    run_in(
+        d,
+        perf,
+        &["record", "-q", "-e", glob, "-o", "perf.data", "--", "true"],
+    );
+    let theirs = run_in(d, perf, &["evlist", "-i", "perf.data"]);
+    let theirs: Vec<&str> = theirs
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .collect();
+    let ours = run_in(d, HREC, &["record", "--dry-run", "-e", glob, "--", "true"]);
+    let ours: Vec<&str> = ours
+        .lines()
+        .filter_map(|l| l.strip_prefix("event #"))
+        .map(|l| l.split(' ').nth(1).unwrap().trim_end_matches(':'))
+        .collect();
+    assert!(ours.len() > 4, "{ours:?}");
+    assert_eq!(ours, theirs);
+}
+
+#[test]
+fn stat_counts_tracepoints_as_perf_stat() {
+    let Some(perf) = live() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let Some(prog) = calls(d) else { return };
+    let prog = prog.to_str().unwrap();
+    let n = N.to_string();
+    let events = "syscalls:sys_enter_write,syscalls:sys_enter_futex,sched:sched_process_exit";
+    let counts = |tool: &str| -> Vec<(String, u64)> {
+        let out = run_in(d, tool, &["stat", "-x", ",", "-e", events, "--", prog, &n]);
+        out.lines()
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split(',').collect();
+                Some((f.get(2)?.to_string(), f.first()?.parse().ok()?))
+            })
+            .collect()
+    };
+    let ours = counts(HREC);
+    assert_eq!(ours, counts(perf));
+    assert_eq!(
+        ours,
+        [
+            ("syscalls:sys_enter_write".to_string(), 2 * N as u64 + 1),
+            ("syscalls:sys_enter_futex".to_string(), N as u64),
+            ("sched:sched_process_exit".to_string(), 2),
+        ]
+    );
+}
