@@ -75,6 +75,7 @@ fn meta() -> Meta {
             td_level: Some(3),
             metrics: vec!["IPC".into()],
         }),
+        trace_printk: "0xffffffff82000000 : \"rcu_preempt\"\n".into(),
         pmus: vec![PmuMeta {
             name: "software".into(),
             type_: 1,
@@ -90,7 +91,7 @@ fn meta() -> Meta {
                 cpu: 0,
                 tid: -1,
             }],
-            trace_format: None,
+            trace_format: Some("name: x\nID: 1\nformat:\n\nprint fmt: \"\"\n".into()),
         }],
         notices: vec!["cpu-clock: no hardware PMU".into()],
         mmap_pages: 128,

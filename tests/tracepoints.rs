@@ -278,6 +278,32 @@ fn a_filter_needs_a_tracepoint_before_it() {
         .filter_map(|e| e["filter"].as_str())
         .collect();
     assert_eq!(filters, ["(count == 3) && (fd > 2)", "prev_pid == 0"]);
+    // --exclude-perf: hrec's own hits left out of the last -e's tracepoints, as perf's.
+    let o = hrec_on(
+        root.path(),
+        &[
+            "record",
+            "--dry-run",
+            "--json",
+            "-e",
+            "sched:sched_switch",
+            "--exclude-perf",
+            "--",
+            "true",
+        ],
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let plan: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let f = plan["events"][0]["filter"].as_str().unwrap();
+    assert!(f.starts_with("common_pid != "), "{f}");
+    let o = hrec_on(
+        root.path(),
+        &["record", "--dry-run", "--exclude-perf", "--", "true"],
+    );
+    let (_, err) = text(&o);
+    assert!(!o.status.success());
+    assert!(err.contains("--exclude-perf follows no -e"), "{err}");
 }
 
 // ---- Live: root, tracefs and perf. ----
@@ -328,7 +354,7 @@ fn run_in(dir: &Path, tool: &str, args: &[&str]) -> String {
         .unwrap();
     let (out, err) = text(&o);
     assert!(o.status.success(), "{tool} {args:?}: {err}");
-    out + &err
+    out
 }
 
 const N: usize = 6;
@@ -480,9 +506,17 @@ fn stat_counts_tracepoints_as_perf_stat() {
     let prog = prog.to_str().unwrap();
     let n = N.to_string();
     let events = "syscalls:sys_enter_write,syscalls:sys_enter_futex,sched:sched_process_exit";
+    // Both print the counts to stderr.
     let counts = |tool: &str| -> Vec<(String, u64)> {
-        let out = run_in(d, tool, &["stat", "-x", ",", "-e", events, "--", prog, &n]);
-        out.lines()
+        let o = Command::new(tool)
+            .args(["stat", "-x", ",", "-e", events, "--", prog, &n])
+            .current_dir(d)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{tool} stat: {}", text(&o).1);
+        text(&o)
+            .1
+            .lines()
             .filter_map(|l| {
                 let f: Vec<&str> = l.split(',').collect();
                 Some((f.get(2)?.to_string(), f.first()?.parse().ok()?))
@@ -499,4 +533,119 @@ fn stat_counts_tracepoints_as_perf_stat() {
             ("sched:sched_process_exit".to_string(), 2),
         ]
     );
+}
+
+/// The common subsystems' events, as many as this kernel has.
+const COMMON: &str = "sched:sched_switch,sched:sched_wakeup,sched:sched_waking,\
+    sched:sched_process_fork,sched:sched_process_exec,sched:sched_process_exit,\
+    signal:signal_generate,signal:signal_deliver,timer:hrtimer_start,\
+    timer:hrtimer_expire_entry,timer:hrtimer_cancel,irq:softirq_entry,irq:softirq_raise,\
+    irq:softirq_exit,raw_syscalls:sys_enter,raw_syscalls:sys_exit,syscalls:sys_enter_openat,\
+    syscalls:sys_exit_openat,syscalls:sys_enter_write,syscalls:sys_exit_write,\
+    syscalls:sys_enter_futex,syscalls:sys_enter_clock_nanosleep,kmem:kmalloc,kmem:kfree,\
+    block:block_rq_issue,block:block_rq_complete";
+
+/// A shell line running the calls fixture and a few direct writes (block requests) in `d`.
+fn busy_line(d: &Path, prog: &str) -> String {
+    format!(
+        "{prog} 4; dd if=/dev/zero of={} bs=4k count=8 oflag=direct 2>/dev/null; sync",
+        d.join("dd.out").display()
+    )
+}
+
+/// Every line of `perf script` and `hrec script` on perf's own perf.data, the same.
+fn same_script(d: &Path, perf: &str, file: &str, args: &[&str]) {
+    let mut a = vec!["script", "-i", file];
+    a.extend_from_slice(args);
+    let theirs = run_in(d, perf, &a);
+    let ours = run_in(d, HREC, &a);
+    assert!(theirs.lines().count() > 20, "{theirs}");
+    let differ = theirs.lines().zip(ours.lines()).find(|(t, o)| t != o);
+    assert!(
+        theirs == ours,
+        "{file} {args:?}: {} lines from perf, {} from hrec; first that differs:\n{differ:?}",
+        theirs.lines().count(),
+        ours.lines().count()
+    );
+}
+
+#[test]
+fn script_prints_perfs_lines_for_the_common_subsystems() {
+    let Some(perf) = live() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let Some(prog) = calls(d) else { return };
+    let line = busy_line(d, prog.to_str().unwrap());
+    // System-wide: every CPU's timers, interrupts and scheduling too.
+    run_in(
+        d,
+        perf,
+        &[
+            "record", "-q", "-a", "-e", COMMON, "-o", "all.data", "--", "sh", "-c", &line,
+        ],
+    );
+    same_script(d, perf, "all.data", &[]);
+    same_script(d, perf, "all.data", &["-F", "event,trace"]);
+    // With call chains, of the workload alone, and as a pipe.
+    run_in(
+        d,
+        perf,
+        &[
+            "record", "-q", "-g", "-e", COMMON, "-o", "g.data", "--", "sh", "-c", &line,
+        ],
+    );
+    // The sample lines (and their fields) the same; the frame-pointer chains under them perf's
+    // but for the naming differences the README lists.
+    let args = ["script", "-i", "g.data"];
+    let m =
+        support::stacks::compare_default_stacks(&run_in(d, perf, &args), &run_in(d, HREC, &args));
+    assert!(m.samples > 20, "{m:?}");
+    assert_eq!(m.same, m.samples, "{m:?}");
+    let pipe = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "{perf} record -q -e syscalls:sys_enter_write,sched:sched_process_exit -o - -- sh -c '{line}' > pipe.data"
+        ))
+        .current_dir(d)
+        .status()
+        .unwrap();
+    assert!(pipe.success());
+    same_script(d, perf, "pipe.data", &[]);
+}
+
+/// hrec's own recording prints what perf's of the same workload prints, for the fields that
+/// do not change between runs (return values).
+#[test]
+fn hrec_recordings_print_their_fields() {
+    let Some(perf) = live() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let Some(prog) = calls(d) else { return };
+    let prog = prog.to_str().unwrap();
+    let n = N.to_string();
+    let events = "syscalls:sys_exit_write,syscalls:sys_exit_nanosleep,syscalls:sys_exit_futex";
+    run_in(
+        d,
+        perf,
+        &[
+            "record",
+            "-q",
+            "-e",
+            events,
+            "-o",
+            "perf.data",
+            "--",
+            prog,
+            &n,
+        ],
+    );
+    run_in(
+        d,
+        HREC,
+        &["record", "-q", "-e", events, "-o", "t.hrec", "--", prog, &n],
+    );
+    let theirs = run_in(d, perf, &["script", "-F", "event,trace", "-i", "perf.data"]);
+    let ours = run_in(d, HREC, &["script", "-F", "event,trace", "-i", "t.hrec"]);
+    assert_eq!(ours, theirs);
+    assert!(ours.contains("syscalls:sys_exit_write: 0x5"), "{ours}");
 }

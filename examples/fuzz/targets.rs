@@ -666,7 +666,7 @@ pub fn perfmon(input: &[u8]) {
 }
 
 /// A tracepoint's format file (before the first NUL) and a raw record (after it): the format
-/// parsed, and every field read from the record.
+/// parsed, every field read from the record, and the record printed by its print format.
 pub fn trace(input: &[u8]) {
     let (format, raw) = match input.iter().position(|&b| b == 0) {
         Some(i) => (&input[..i], &input[i + 1..]),
@@ -678,6 +678,9 @@ pub fn trace(input: &[u8]) {
     for field in &f.fields {
         let _ = (field.bytes(raw), field.value(raw), field.is_string());
     }
+    let p = hrec::trace::print::Printer::new("fuzz", &f);
+    let mut out = String::new();
+    p.print(raw, &hrec::trace::print::NoSymbols, &mut out);
 }
 
 /// Parses a metric expression and evaluates it with every name bound, then with none.

@@ -180,9 +180,9 @@ pub struct RecordArgs {
     /// With --dry-run: print the plan as JSON.
     #[arg(long, requires = "dry_run")]
     pub json: bool,
-    /// perf's filter of perf's own tracepoint events (accepted as perf accepts it: hrec
-    /// records no tracepoint of perf's, so there is nothing to leave out).
-    #[arg(long = "exclude-perf", hide = true)]
+    /// Leave hrec's own hits out of the tracepoints of the last -e (adds the filter
+    /// 'common_pid != PID', as perf's --exclude-perf).
+    #[arg(long = "exclude-perf")]
     pub exclude_perf: bool,
     /// The command to record, after --; with -a, -C, -p or -t it only sets how long to
     /// record.
@@ -207,7 +207,16 @@ impl RecordArgs {
         }
         Ok(RecordConfig {
             options: RecordOptions {
-                filters: self.sampling.filters()?,
+                filters: {
+                    let mut f = self.sampling.filters()?;
+                    if self.exclude_perf {
+                        let last = self.sampling.events.len().checked_sub(1).ok_or(
+                            "--exclude-perf follows no -e: put it after the -e of the tracepoints it filters",
+                        )?;
+                        f.push((last, format!("common_pid != {}", std::process::id())));
+                    }
+                    f
+                },
                 events: self.sampling.events,
                 freq: self.sampling.freq,
                 count,

@@ -95,6 +95,7 @@ impl ScriptArgs {
                 show_mmap: self.show_mmap_events,
                 show_task: self.show_task_events,
                 show_switch: self.show_switch_events,
+                default_fields: self.fields.is_none(),
             },
             header: self.header,
         })

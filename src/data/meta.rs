@@ -75,6 +75,11 @@ pub struct Meta {
     /// report can say how to read them. `None` without them (and in earlier files).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metric_choice: Option<MetricChoiceMeta>,
+    /// With tracepoints: the kernel's printk formats (tracefs `printk_formats`, `0xADDR :
+    /// "text"` lines), which a tracepoint's `%s` of a `const char *` field prints; perf.data
+    /// keeps them in its tracing data.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub trace_printk: String,
 }
 
 /// What `record --td-level N` / `-M LIST` asked for, as kept in [`Meta::metric_choice`].

@@ -40,6 +40,8 @@ use crate::decode::{FileId, Record};
 use crate::event::attr::sample;
 use crate::recording::Recording;
 use crate::symbol::symbolizer::Loc;
+use crate::trace::EventFormat;
+use crate::trace::print::{KernelSymbols, Printer};
 
 /// A `-F` field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,10 +78,12 @@ pub enum Field {
     RetireLat,
     /// Group values of a sampling-read group.
     Read,
+    /// A tracepoint's fields, printed by its print format.
+    Trace,
 }
 
 impl Field {
-    const NAMES: [(&'static str, Field); 17] = [
+    const NAMES: [(&'static str, Field); 18] = [
         ("comm", Field::Comm),
         ("pid", Field::Pid),
         ("tid", Field::Tid),
@@ -97,7 +101,22 @@ impl Field {
         ("retire_lat", Field::RetireLat),
         ("read", Field::Read),
         ("group", Field::Read),
+        ("trace", Field::Trace),
     ];
+
+    /// perf script's default fields for a tracepoint: no period and no address (but under a
+    /// call chain, [`Field::CHAIN`]), its fields instead.
+    pub const TRACEPOINT: [Field; 6] = [
+        Field::Comm,
+        Field::Tid,
+        Field::Cpu,
+        Field::Time,
+        Field::Event,
+        Field::Trace,
+    ];
+
+    /// What perf adds to a tracepoint's default fields when it has call chains.
+    pub const CHAIN: [Field; 4] = [Field::Ip, Field::Sym, Field::Symoff, Field::Dso];
 
     /// perf script's default fields for a sampled event.
     pub const DEFAULT: [Field; 10] = [
@@ -316,6 +335,9 @@ pub struct Layout {
     /// `--show-switch-events`: SWITCH and SWITCH_CPU_WIDE records in the stream, as perf
     /// prints them.
     pub show_switch: bool,
+    /// No `-F`: each kind of event gets perf's own defaults (tracepoints
+    /// [`Field::TRACEPOINT`]).
+    pub default_fields: bool,
 }
 
 /// Where `script` writes: the lines, the records it had to skip (at most 10 kept), and the
@@ -364,6 +386,23 @@ pub fn script(
         None => replay::build(rec, profile_options, &mut |_| {}),
     };
     let meta = rec.meta();
+    // Each tracepoint's printer, from the format the recording kept; the kernel symbols for
+    // its `%pS` arguments.
+    let printers: Vec<Option<Printer>> = meta
+        .events
+        .iter()
+        .map(|e| {
+            let f = EventFormat::parse(e.trace_format.as_deref()?).ok()?;
+            let system = e.name.split(':').next().unwrap_or_default();
+            Some(Printer::new(system, &f))
+        })
+        .collect();
+    let ksyms = printers
+        .iter()
+        .any(Option::is_some)
+        .then(|| rec.kernel_symbols());
+    let printk = crate::trace::tracefs::parse_printk_formats(&meta.trace_printk);
+    let mut tp_fields: Vec<Field> = Field::TRACEPOINT.to_vec();
     // Event names are right-aligned to the longest of the file (once, not per sample).
     let event_width = meta.events.iter().map(|e| e.name.len()).max().unwrap_or(0);
     let has = |f: Field| fields.contains(&f);
@@ -417,6 +456,19 @@ pub fn script(
         let info = &p.events[usize::from(ps.event)];
         n += 1;
         line.clear();
+        let printer = printers.get(info.index).and_then(Option::as_ref);
+        // perf's own defaults for a tracepoint: its fields, and the chain when it has one.
+        let fields: &[Field] = match printer {
+            Some(_) if layout.default_fields => {
+                tp_fields.truncate(Field::TRACEPOINT.len());
+                if s.callchain.is_some() && !layout.hide_call_graph {
+                    tp_fields.extend(Field::CHAIN);
+                }
+                &tp_fields
+            }
+            _ => fields,
+        };
+        let has = |f: Field| fields.contains(&f);
         // The replay's `offcpu-time` is no event of the file: its own name (the width stays
         // that of the file's events, as perf's lines of them are).
         let event = meta
@@ -435,6 +487,10 @@ pub fn script(
             rec,
             (chain_file, layout.ns),
         );
+        if let (Some(pr), Some(raw), true) = (printer, s.raw, has(Field::Trace)) {
+            let syms = Ksyms(ksyms.as_deref(), &printk);
+            pr.print(raw, &syms, &mut line);
+        }
         frames.clear();
         // Without a chain the sampled location is one line, its function by the symbol
         // table with the line of the innermost frame, as perf prints it.
@@ -496,6 +552,23 @@ pub fn script(
     match io_err {
         Some(e) => Err(e),
         None => Ok(n),
+    }
+}
+
+/// The recording's kernel symbols and printk formats, for tracepoints' `%pS` arguments and
+/// `%s` of kernel strings.
+struct Ksyms<'a>(
+    Option<&'a crate::symbol::kallsyms::KernelSymbols>,
+    &'a std::collections::HashMap<u64, String>,
+);
+
+impl KernelSymbols for Ksyms<'_> {
+    fn symbol(&self, addr: u64) -> Option<(&str, u64)> {
+        self.0?.lookup_name(addr)
+    }
+
+    fn printk_string(&self, addr: u64) -> Option<&str> {
+        self.1.get(&addr).map(String::as_str)
     }
 }
 

@@ -17,6 +17,9 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+/// Where x86-64's kernel text and modules start (the top 2 GiB of the address space).
+const KERNEL_CODE_START: u64 = 0xffff_ffff_8000_0000;
+
 use super::chains::ChainMaps;
 use crate::decode::{self, Layout, Record, context, kind, misc};
 use crate::event::Attr;
@@ -448,6 +451,17 @@ impl Accounting {
         }
         if let Some(ip) = s.ip {
             self.kernel_addrs.insert(ip);
+        }
+        // A tracepoint's record may hold kernel code addresses its print format names
+        // (`%pS`: kmalloc's call_site, an hrtimer's function): the snapshot keeps their
+        // symbols too. Any 8 bytes at a 4-byte step whose value lies in the top 2 GiB (x86-64's
+        // kernel text and modules; the direct map and heap lie below).
+        if let Some(raw) = s.raw {
+            for at in (0..raw.len().saturating_sub(7)).step_by(4) {
+                if let Some(v) = u64_at(raw, at).filter(|&v| v >= KERNEL_CODE_START) {
+                    self.kernel_addrs.insert(v);
+                }
+            }
         }
         if let Some(cc) = s.callchain {
             let mut in_kernel = false;

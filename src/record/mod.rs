@@ -577,6 +577,14 @@ fn build_meta(
             td_level: m.choice.td_level,
             metrics: m.choice.metrics.clone(),
         }),
+        // A few KB, for the tracepoints' `%s` of kernel strings.
+        trace_printk: if s.plan.events.iter().any(|e| e.tracepoint.is_some()) {
+            crate::trace::Tracefs::find(&s.pmus.root)
+                .map(|t| t.printk_formats())
+                .unwrap_or_default()
+        } else {
+            String::new()
+        },
     }
 }
 

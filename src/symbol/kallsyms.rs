@@ -130,13 +130,7 @@ impl KernelSymbols {
     /// The symbol containing `addr` and the offset into it. The last symbol of the table has
     /// no known end and is only matched exactly at its start.
     pub fn lookup(&self, addr: u64) -> Option<(KernelSym, u64)> {
-        let i = self.entries.partition_point(|s| s.start <= addr);
-        let e = self.entries.get(i.checked_sub(1)?)?;
-        if (i == self.entries.len() && addr != e.start) || e.name_len == 0 {
-            return None;
-        }
-        let at = e.name_at as usize;
-        let name = self.names.get(at..at + usize::from(e.name_len))?;
+        let (e, name) = self.entry_of(addr)?;
         Some((
             KernelSym {
                 start: e.start,
@@ -149,9 +143,36 @@ impl KernelSymbols {
             addr - e.start,
         ))
     }
+
+    /// The entry containing `addr` (as [`KernelSymbols::lookup`] finds it) and its name.
+    fn entry_of(&self, addr: u64) -> Option<(&Entry, &str)> {
+        let i = self.entries.partition_point(|s| s.start <= addr);
+        let e = self.entries.get(i.checked_sub(1)?)?;
+        if (i == self.entries.len() && addr != e.start) || e.name_len == 0 {
+            return None;
+        }
+        let at = e.name_at as usize;
+        Some((e, self.names.get(at..at + usize::from(e.name_len))?))
+    }
 }
 
 impl KernelSymbols {
+    /// Whether `addr` lies within the table: from its first symbol to its last one's start.
+    /// perf names an unresolved kernel address outside every kernel map `[unknown]`, not the
+    /// kernel (garbage frames of a call chain).
+    pub fn spans(&self, addr: u64) -> bool {
+        match (self.entries.first(), self.entries.last()) {
+            (Some(f), Some(l)) => (f.start..=l.start).contains(&addr),
+            _ => false,
+        }
+    }
+
+    /// [`KernelSymbols::lookup`]'s name and offset alone, borrowed from the table.
+    pub fn lookup_name(&self, addr: u64) -> Option<(&str, u64)> {
+        let (e, name) = self.entry_of(addr)?;
+        Some((name, addr - e.start))
+    }
+
     /// The kernel image's text, from `_text` (else `_stext`) to `_etext`, when the table has
     /// those symbols (the recorder keeps them in its subset).
     pub fn text_range(&self) -> Option<(u64, u64)> {

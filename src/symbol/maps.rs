@@ -6,8 +6,11 @@
 //!   `pid == -1` describe the kernel and are ignored here (kernel addresses resolve through
 //!   kallsyms). Data mappings (`MMAP_DATA`) are ignored: they never hold code; the address
 //!   spaces of data addresses ([`AddressSpaces::with_data`]) take them too.
-//! - **COMM with `COMM_EXEC`**: exec replaced the address space, so the process's mappings are
-//!   dropped; the new image's MMAPs follow.
+//! - **COMM with `COMM_EXEC`**: exec replaces the address space: the new image's MMAPs start
+//!   a new map, and the old one is kept behind it for addresses the new one does not map. A
+//!   thread still inside `execve` after the COMM (`setup_arg_pages`, the interpreter's
+//!   mapping) has its user frames in the old image, and perf, which lets the new MMAPs
+//!   overwrite the old mappings they overlap, names them there too.
 //! - **FORK** of a new process (`pid != ppid`) copies the parent's mappings: the child runs
 //!   the parent's code until it execs, and the kernel sends no MMAPs for inherited mappings.
 //!   A new thread (`pid == ppid`) shares its process's mappings, which are keyed by pid.
@@ -95,6 +98,9 @@ pub struct AddressSpaces {
     by_name: HashMap<Vec<u8>, Vec<FileIdx>>,
     /// Data mappings (`MMAP_DATA`) count too ([`AddressSpaces::with_data`]).
     data: bool,
+    /// Per process that exec'd, the mappings of its image before (looked up where the new
+    /// image maps nothing).
+    before_exec: HashMap<u32, BTreeMap<u64, Mapping>>,
 }
 
 impl AddressSpaces {
@@ -168,7 +174,9 @@ impl AddressSpaces {
                 self.map_file(m.pid, m.addr, m.len, m.pgoff, file);
             }
             Record::Comm(c) if c.exec && c.pid == c.tid => {
-                self.procs.remove(&c.pid);
+                if let Some(old) = self.procs.remove(&c.pid) {
+                    self.before_exec.insert(c.pid, old);
+                }
             }
             Record::Fork(t) if t.pid != t.ppid => {
                 if let Some(parent) = self.procs.get(&t.ppid).cloned() {
@@ -232,8 +240,7 @@ impl AddressSpaces {
 
     /// The mapping of process `pid` that contains `addr`.
     pub fn find(&self, pid: u32, addr: u64) -> Option<&Mapping> {
-        let (_, m) = self.procs.get(&pid)?.range(..=addr).next_back()?;
-        (addr < m.end).then_some(m)
+        find_in(self.procs.get(&pid), addr).or_else(|| find_in(self.before_exec.get(&pid), addr))
     }
 
     /// Whether process `pid` has mappings.
@@ -245,6 +252,12 @@ impl AddressSpaces {
     pub fn processes(&self) -> usize {
         self.procs.len()
     }
+}
+
+/// The mapping of `maps` holding `addr`.
+fn find_in(maps: Option<&BTreeMap<u64, Mapping>>, addr: u64) -> Option<&Mapping> {
+    let (_, m) = maps?.range(..=addr).next_back()?;
+    (addr < m.end).then_some(m)
 }
 
 #[cfg(test)]
@@ -279,6 +292,41 @@ mod tests {
         a.map(1, 0x800, 0x10000, 0, b"//anon");
         assert_eq!(names(&a, 1), [(0x800, 0x10800, 0, "//anon".into())]);
         assert!(a.file(a.find(1, 0x900).unwrap().file).is_anonymous());
+    }
+
+    /// After exec the new image's mappings come first, the old image's behind them: a sample
+    /// still inside execve names its user frames in the old image, as perf does.
+    #[test]
+    fn exec_keeps_the_old_image_behind_the_new_one() {
+        let mut a = AddressSpaces::new();
+        a.map(7, 0x7000_0000, 0x1000, 0, b"/usr/lib/libc.so.6");
+        a.apply(&Record::Comm(crate::decode::Comm {
+            pid: 7,
+            tid: 7,
+            comm: b"new",
+            exec: true,
+            sample_id: Default::default(),
+        }));
+        assert!(a.find(7, 0x7000_0010).is_some());
+        a.map(7, 0x5555_0000, 0x1000, 0, b"/usr/bin/new");
+        let name =
+            |a: &AddressSpaces, at: u64| a.file(a.find(7, at).unwrap().file).short.to_string();
+        assert_eq!(name(&a, 0x7000_0010), "libc.so.6");
+        assert_eq!(name(&a, 0x5555_0010), "new");
+        // The new image's mapping over the old one wins.
+        a.map(7, 0x7000_0000, 0x1000, 0, b"/usr/lib/ld.so");
+        assert_eq!(name(&a, 0x7000_0010), "ld.so");
+        assert_eq!(names(&a, 7).len(), 2);
+        // A thread's name change is no exec.
+        a.apply(&Record::Comm(crate::decode::Comm {
+            pid: 7,
+            tid: 8,
+            comm: b"worker",
+            exec: true,
+            sample_id: Default::default(),
+        }));
+        a.map(7, 0x6000_0000, 0x1000, 0, b"/usr/lib/libm.so.6");
+        assert!(a.find(7, 0x5555_0010).is_some());
     }
 
     #[test]

@@ -393,7 +393,13 @@ impl Symbolizer {
                         } else {
                             Unresolved::NoSymbols
                         };
-                        unresolved_loc(a, true, kernel_dso.clone(), why)
+                        // Outside the kernel's symbols altogether: no kernel map, as perf.
+                        let dso = if ksyms.is_empty() || ksyms.spans(a) {
+                            kernel_dso.clone()
+                        } else {
+                            unknown.clone()
+                        };
+                        unresolved_loc(a, true, dso, why)
                     }
                 },
                 LocKey::Anon(pid, f, a) => {

@@ -139,12 +139,19 @@ impl EventFormat {
         let mut name = None;
         let mut id = None;
         let mut fields = Vec::new();
-        let mut print_fmt = None;
+        let mut print_fmt: Option<String> = None;
         let mut common = true;
         let mut in_fields = false;
         for (i, line) in text.lines().enumerate() {
             let n = i + 1;
             let t = line.trim();
+            // The print format runs to the end of the file: a few of the kernel's have a
+            // line break inside their text (ext4's fsmap events).
+            if let Some(p) = &mut print_fmt {
+                p.push('\n');
+                p.push_str(line);
+                continue;
+            }
             if let Some(v) = line.strip_prefix("name:") {
                 name = Some(v.trim().to_string());
             } else if let Some(v) = line.strip_prefix("ID:") {
@@ -152,7 +159,7 @@ impl EventFormat {
             } else if line.starts_with("format:") {
                 in_fields = true;
             } else if let Some(v) = line.strip_prefix("print fmt:") {
-                print_fmt = Some(v.trim().to_string());
+                print_fmt = Some(v.trim_start().to_string());
                 in_fields = false;
             } else if t.is_empty() {
                 // The blank line after the common fields.
@@ -166,15 +173,16 @@ impl EventFormat {
                 let mut f = parse_field(t).map_err(|what| bad(n, &what))?;
                 f.common = common;
                 fields.push(f);
-            } else if print_fmt.is_none() {
+            } else {
                 return Err(bad(n, &format!("unexpected {t:?}")));
             }
         }
+        let print_fmt = print_fmt.ok_or_else(|| bad(1, "no print fmt: line"))?;
         Ok(EventFormat {
             name: name.ok_or_else(|| bad(1, "no name: line"))?,
             id: id.ok_or_else(|| bad(1, "no ID: line"))?,
             fields,
-            print_fmt: print_fmt.ok_or_else(|| bad(1, "no print fmt: line"))?,
+            print_fmt: print_fmt.trim_end().to_string(),
         })
     }
 
@@ -340,6 +348,16 @@ print fmt: \"prev_comm=%s prev_pid=%d\", REC->prev_comm, REC->prev_pid
         assert_eq!(f.field("prev_pid").unwrap().value(&raw[..20]), None);
         raw[28..32].copy_from_slice(&((300u32 << 16) | 44).to_le_bytes());
         assert_eq!(f.field("filename").unwrap().bytes(&raw), None);
+    }
+
+    /// ext4's fsmap events have a line break inside their print format's text.
+    #[test]
+    fn a_print_format_runs_to_the_end_of_the_file() {
+        let f = EventFormat::parse(
+            "name: x\nID: 1\nformat:\n\tfield:int a;\toffset:8;\tsize:4;\tsigned:1;\n\nprint fmt: \"a=%d\n b\", REC->a\n",
+        )
+        .unwrap();
+        assert_eq!(f.print_fmt, "\"a=%d\n b\", REC->a");
     }
 
     #[test]

@@ -11,6 +11,7 @@
 //!   reads the same on another machine.
 
 pub mod format;
+pub mod print;
 pub mod tracefs;
 
 pub use format::{EventFormat, Field, FormatError};

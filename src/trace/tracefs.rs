@@ -140,6 +140,18 @@ impl Tracefs {
         })
     }
 
+    /// `printk_formats`: the kernel's format strings by address (`0xADDR : "text"` lines),
+    /// which tracepoints print for a `const char *` field; empty when unreadable. At most
+    /// 16 MiB are read.
+    pub fn printk_formats(&self) -> String {
+        use std::io::Read;
+        let mut text = String::new();
+        if let Ok(f) = fs::File::open(self.dir.join("printk_formats")) {
+            let _ = f.take(16 << 20).read_to_string(&mut text);
+        }
+        text
+    }
+
     /// `events/`.
     pub fn events_dir(&self) -> PathBuf {
         self.dir.join("events")
@@ -215,6 +227,19 @@ impl Tracefs {
             format: read("format")?,
         })
     }
+}
+
+/// `printk_formats` text as a table: address to string, the quotes around each stripped (as
+/// perf reads it). Lines that are not `0xADDR : "text"` are skipped.
+pub fn parse_printk_formats(text: &str) -> std::collections::HashMap<u64, String> {
+    text.lines()
+        .filter_map(|l| {
+            let (addr, rest) = l.split_once(" : ")?;
+            let addr = u64::from_str_radix(addr.trim().trim_start_matches("0x"), 16).ok()?;
+            let s = rest.strip_prefix('"')?;
+            Some((addr, s.strip_suffix('"').unwrap_or(s).to_string()))
+        })
+        .collect()
 }
 
 /// The subdirectories of `d`, in directory order.
@@ -344,6 +369,15 @@ mod tests {
             m,
             "cannot read tracepoints: /sys/kernel/tracing is readable by root only (tracefs' default mode 0700): run as root, or as root make it readable with mount -o remount,mode=755 /sys/kernel/tracing"
         );
+    }
+
+    #[test]
+    fn printk_formats_map_addresses_to_strings() {
+        let t = parse_printk_formats(
+            "0xffffffff828195af : \"thaw_processes\"\n0xffffffff8281a3e9 : \"rcu_preempt-GPS\"\njunk\n",
+        );
+        assert_eq!(t.len(), 2);
+        assert_eq!(t[&0xffffffff8281a3e9], "rcu_preempt-GPS");
     }
 
     #[test]

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use super::layout::{HEADER_SIZE, MAGIC, PIPE_HEADER_SIZE, u16_at, u32_at, u64_at, user};
+use super::layout::{HEADER_SIZE, MAGIC, PIPE_HEADER_SIZE, u16_at, u32_at, u64_at};
 use super::prepare::{Prepared, walk_records_at};
 
 /// Bytes of the data section read at a time when it is walked from the file.
@@ -42,7 +42,7 @@ pub(super) fn whole_records(b: &[u8]) -> usize {
     let mut off = 0usize;
     while let (Some(t), Some(size)) = (u32_at(b, off), u16_at(b, off + 6)) {
         let size = usize::from(size);
-        if size < 8 || t == user::AUXTRACE || off + size > b.len() {
+        if size < 8 || super::layout::has_trailing(t) || off + size > b.len() {
             break;
         }
         off += size;
@@ -130,9 +130,9 @@ impl DataFile {
             // What stopped the chunks: the record there, walked alone for its message.
             let n = (end - pos).min(usize::from(u16::MAX) + 16);
             if let Some(tail) = self.read_at(pos as u64, n) {
-                if u32_at(&tail, 0) == Some(user::AUXTRACE) {
+                if let Some(t) = u32_at(&tail, 0).filter(|&t| super::layout::has_trailing(t)) {
                     // Its payload is not walked in chunks: the file is read whole instead.
-                    *p.user_records.entry(user::AUXTRACE).or_default() += 1;
+                    *p.user_records.entry(t).or_default() += 1;
                     return (pos, None);
                 }
                 let (done, stop) = walk_records_at(&tail, 0, tail.len(), pos, p, |at, t, rec| {

@@ -241,8 +241,9 @@ impl Outer<'_> {
             return Err(format!("the record at offset {at} has size {size}"));
         }
         let mut total = size as u64;
-        if type_ == user::AUXTRACE {
-            let aux = u64_at(self.get(at, size.max(16))?, 8).unwrap_or(u64::MAX);
+        if super::layout::has_trailing(type_) {
+            let aux =
+                super::layout::trailing_len(type_, self.get(at, size.max(16))?).unwrap_or(u64::MAX);
             total = total.saturating_add(aux);
         }
         if at.checked_add(total).is_none_or(|e| e > self.end) {

@@ -22,6 +22,7 @@ pub(super) const ATTR_SIZE_VER0: u32 = 64;
 /// Feature section numbers (`HEADER_*` bits of the header's feature bitmap).
 pub mod feature {
     #![allow(missing_docs)]
+    pub const TRACING_DATA: u32 = 1;
     pub const BUILD_ID: u32 = 2;
     pub const HOSTNAME: u32 = 3;
     pub const OSRELEASE: u32 = 4;
@@ -84,10 +85,28 @@ pub mod feature {
     }
 }
 
+/// Bytes a record carries after its own header size: AUXTRACE's payload (u64 after the
+/// header) and a pipe's HEADER_TRACING_DATA tracing data (u32 after the header, padded to 8
+/// bytes); 0 for every other record; `None` when the length is missing.
+pub fn trailing_len(t: u32, rec: &[u8]) -> Option<u64> {
+    match t {
+        user::AUXTRACE => u64_at(rec, 8),
+        user::HEADER_TRACING_DATA => Some(u64::from(u32_at(rec, 8)?).div_ceil(8) * 8),
+        _ => Some(0),
+    }
+}
+
+/// Whether a record has bytes after its header size ([`trailing_len`]): the chunked reader
+/// leaves such files to the whole-file path.
+pub fn has_trailing(t: u32) -> bool {
+    matches!(t, user::AUXTRACE | user::HEADER_TRACING_DATA)
+}
+
 /// perf's user record types (>= 64), which the kernel never writes.
 pub mod user {
     #![allow(missing_docs)]
     pub const HEADER_ATTR: u32 = 64;
+    pub const HEADER_TRACING_DATA: u32 = 66;
     pub const HEADER_BUILD_ID: u32 = 67;
     pub const FINISHED_ROUND: u32 = 68;
     pub const ID_INDEX: u32 = 69;

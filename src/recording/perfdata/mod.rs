@@ -74,6 +74,7 @@ mod layout;
 mod prepare;
 mod records;
 mod to_meta;
+pub mod tracing;
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -366,7 +367,7 @@ fn read_bytes(
         }),
     }
     .map_err(|f| fail(path, f))?;
-    if data.is_some() && p.user_records.contains_key(&user::AUXTRACE) {
+    if data.is_some() && p.user_records.keys().any(|&t| layout::has_trailing(t)) {
         return Ok(None);
     }
     let mut info = PerfDataInfo {
@@ -397,12 +398,13 @@ fn read_bytes(
         Some(s) if !p.compressed => s,
         _ => Sink::new(&meta),
     };
-    // Uncompressed data without AUXTRACE payloads is a sequence of records: it becomes the one
-    // block as it is, perf's user records left in it (they decode as unknown records and are
-    // skipped), which saves copying and faulting in a second buffer of its size.
+    // Uncompressed data without bytes after records (AUXTRACE payloads, a pipe's tracing
+    // data) is a sequence of records: it becomes the one block as it is, perf's user records
+    // left in it (they decode as unknown records and are skipped), which saves copying and
+    // faulting in a second buffer of its size.
     let (start, end) = p.records;
     let in_place = !p.compressed
-        && !p.user_records.contains_key(&user::AUXTRACE)
+        && !p.user_records.keys().any(|&t| layout::has_trailing(t))
         && end - start <= BLOCK_BYTES_IN_PLACE;
     let mut data = data.map(|d| DataFile {
         start: start as u64,

@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 
 use super::features::{RawAttr, parse_event_desc};
 use super::layout::{
-    ATTR_SIZE_VER0, HEADER_SIZE, PIPE_HEADER_SIZE, feature, u16_at, u32_at, u64_at, user,
+    ATTR_SIZE_VER0, HEADER_SIZE, PIPE_HEADER_SIZE, feature, has_trailing, trailing_len, u16_at,
+    u32_at, u64_at, user,
 };
 
 /// What the checks made of the file.
@@ -147,8 +148,8 @@ pub(super) fn walk_records_at(
             );
         }
         let mut total = size;
-        if t == user::AUXTRACE {
-            match u64_at(b, pos + 8)
+        if has_trailing(t) {
+            match trailing_len(t, b.get(pos..).unwrap_or_default())
                 .filter(|_| size >= 16)
                 .and_then(|aux| usize::try_from(aux).ok())
                 .and_then(|aux| size.checked_add(aux))
@@ -158,7 +159,8 @@ pub(super) fn walk_records_at(
                     return (
                         pos,
                         Some(format!(
-                            "the AUXTRACE record at offset {} is damaged",
+                            "the {} record at offset {} is damaged",
+                            user::name(t),
                             base + pos
                         )),
                     );
@@ -186,6 +188,13 @@ pub(super) fn walk_records_at(
                 user::ID_INDEX => p.id_index.push(own.get(8..).unwrap_or_default().to_vec()),
                 user::HEADER_BUILD_ID => p.build_id_records.push(own.to_vec()),
                 user::COMPRESSED | user::COMPRESSED2 => p.compressed = true,
+                // A pipe's tracing data: the bytes after the record, as much as it says.
+                user::HEADER_TRACING_DATA => {
+                    let n = u32_at(own, 8).unwrap_or(0) as usize;
+                    let data = whole.get(size..).unwrap_or_default();
+                    let data = data.get(..n).unwrap_or(data);
+                    p.features.insert(feature::TRACING_DATA, data.to_vec());
+                }
                 _ => {}
             }
         }
@@ -448,6 +457,8 @@ pub(super) fn prepare_pipe_with(b: &[u8], walk: &mut StreamWalk<'_>) -> Result<P
         ));
     }
     p.attrs = attrs;
+    // The walk kept the tracing data of a HEADER_TRACING_DATA record among the features.
+    features.append(&mut p.features);
     p.features = features;
     p.warnings = warnings;
     p.data_section = (16, (end - 16) as u64);

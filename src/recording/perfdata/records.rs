@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use super::layout::{u16_at, u32_at, u64_at, user};
+use super::layout::{u16_at, u32_at, u64_at};
 use crate::data::{Meta, Trailer};
 use crate::decode::{Decoder, RawRecord, kind};
 
@@ -165,11 +165,8 @@ pub(super) fn records_direct(b: &[u8], (start, end): (usize, usize), sink: &mut 
             break;
         };
         let size = usize::from(size);
-        let aux = if t == user::AUXTRACE {
-            u64_at(b, pos + 8).and_then(|a| usize::try_from(a).ok())
-        } else {
-            Some(0)
-        };
+        let aux = super::layout::trailing_len(t, b.get(pos..).unwrap_or_default())
+            .and_then(|a| usize::try_from(a).ok());
         let Some(next) = aux.and_then(|a| pos.checked_add(size)?.checked_add(a)) else {
             break;
         };

@@ -176,6 +176,22 @@ pub(super) fn meta_of(p: &Prepared, info: &mut PerfDataInfo) -> Meta {
             .find(|g| (g.leader..g.leader + g.members).contains(&i))
             .map_or(i, |g| g.leader)
     };
+    // The tracepoints' format files, by id (the tracepoint PMU's config).
+    let mut formats: Vec<(u64, String)> = Vec::new();
+    let mut printk = String::new();
+    if let Some(d) = p.features.get(&feature::TRACING_DATA) {
+        let (found, why) = super::tracing::read_tracing_data(d);
+        printk = found.printk;
+        if let Some(why) = why {
+            info.warnings.push(format!(
+                "the tracing data is damaged ({why}): the fields of some tracepoints are lost"
+            ));
+        }
+        formats.extend(found.formats.into_iter().filter_map(|f| {
+            let id = crate::trace::EventFormat::parse(&f.format).ok()?.id;
+            Some((id, f.format))
+        }));
+    }
     let mut events = Vec::with_capacity(p.attrs.len());
     let mut pmus: Vec<PmuMeta> = Vec::new();
     for (i, a) in p.attrs.iter().enumerate() {
@@ -206,7 +222,10 @@ pub(super) fn meta_of(p: &Prepared, info: &mut PerfDataInfo) -> Meta {
             attr,
             leader,
             role: role(&attr),
-            trace_format: None,
+            trace_format: formats
+                .iter()
+                .find(|(id, _)| attr.type_ == types::TRACEPOINT && *id == attr.config)
+                .map(|(_, f)| f.clone()),
             ids: a
                 .ids
                 .iter()
@@ -257,6 +276,7 @@ pub(super) fn meta_of(p: &Prepared, info: &mut PerfDataInfo) -> Meta {
             .features
             .get(&feature::CPU_TOPOLOGY)
             .and_then(|d| cpu_topology_threads(d)),
+        trace_printk: printk,
         ..Meta::default()
     }
 }
