@@ -11,7 +11,7 @@ use std::process::{Command, Output};
 use support::{sysfs, text};
 
 /// The pages `hrec generate man` writes: one per command, nested ones too.
-const PAGES: [&str; 22] = [
+const PAGES: [&str; 23] = [
     "hrec",
     "hrec-record",
     "hrec-report",
@@ -34,6 +34,7 @@ const PAGES: [&str; 22] = [
     "hrec-c2c",
     "hrec-c2c-record",
     "hrec-c2c-report",
+    "hrec-probe",
 ];
 
 /// hrec with `args`, on the alderlake fixture tree and without perfmon files (the event

@@ -314,6 +314,15 @@ pub const PAGES: &[Page] = &[
             most HITMs first, and per line the offsets, code and threads that touch it.",
         see_also: &["hrec-c2c-record(1)", "hrec-report(1)", "perf-c2c(1)"],
     },
+    Page {
+        name: "hrec-probe",
+        description: "Adds dynamic probe events through tracefs as perf probe does (the same \
+            groups, event names and uprobe_events lines, so each tool uses the other's \
+            probes): a user probe at a function's entry or returns, a kernel probe where \
+            the kernel has kprobe events. Each probe is then a tracepoint for hrec record \
+            -e GROUP:EVENT. Adding and removing probes needs root.",
+        see_also: &["hrec-record(1)", "hrec-list(1)", "perf-probe(1)"],
+    },
 ];
 
 /// The man pages of the command tree `root`: (file name, roff text) per visible command.

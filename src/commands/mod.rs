@@ -24,6 +24,7 @@ mod info;
 mod list;
 mod mem;
 mod metric_views;
+mod probe;
 mod reading;
 mod record;
 mod report;
@@ -198,6 +199,9 @@ pub enum Cmd {
     /// Write the man pages or print a shell's completions (for installers and packagers).
     #[command(hide = true)]
     Generate(generate::GenerateArgs),
+    /// Add, list or remove dynamic probe events (uprobes, kprobes), as perf probe does.
+    #[command(after_help = probe::EXAMPLES)]
+    Probe(probe::ProbeArgs),
 }
 
 /// Where hrec reads the machine's description from.
@@ -265,6 +269,9 @@ pub enum Error {
     /// An archive could not be written.
     #[error(transparent)]
     Archive(#[from] hrec::archive::ArchiveError),
+    /// A probe could not be added, listed or removed.
+    #[error(transparent)]
+    Probe(#[from] hrec::trace::probe::ProbeError),
     /// Writing output failed.
     #[error("cannot write output")]
     Io(#[from] io::Error),
@@ -329,6 +336,7 @@ pub fn exec(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, Er
         Cmd::Mem(a) => mem::exec(a, &env, out, err),
         Cmd::C2c(a) => c2c::exec(a, &env, out, err),
         Cmd::Generate(a) => generate::exec(a, out),
+        Cmd::Probe(a) => probe::exec(a, &env, out, err),
     }
 }
 

@@ -12,6 +12,7 @@
 
 pub mod format;
 pub mod print;
+pub mod probe;
 pub mod tracefs;
 
 pub use format::{EventFormat, Field, FormatError};
