@@ -650,6 +650,47 @@ fn hrec_recordings_print_their_fields() {
     assert!(ours.contains("syscalls:sys_exit_write: 0x5"), "{ours}");
 }
 
+/// As an unprivileged user, where tracefs is root's (its default mode): one line saying so,
+/// for record and stat alike (perf says "can't access trace events").
+#[test]
+fn an_unprivileged_user_is_told_tracefs_is_roots() {
+    use std::os::unix::fs::PermissionsExt;
+    if live().is_none() {
+        return;
+    }
+    let mode = std::fs::metadata("/sys/kernel/tracing").map(|m| m.permissions().mode());
+    if mode.is_ok_and(|m| m & 0o005 != 0) {
+        eprintln!("skipped: /sys/kernel/tracing is readable by others here");
+        return;
+    }
+    let Some(prefix) = support::privilege::unprivileged("an unreadable tracefs") else {
+        return;
+    };
+    let dir = support::privilege::open_tempdir();
+    for args in [
+        &[
+            "record",
+            "-e",
+            "syscalls:sys_enter_write",
+            "-o",
+            "x.hrec",
+            "--",
+            "true",
+        ][..],
+        &["stat", "-e", "syscalls:sys_enter_write", "--", "true"],
+    ] {
+        let o = support::privilege::command_as(&prefix, HREC)
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        let (_, err) = text(&o);
+        assert!(!o.status.success(), "{args:?}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains("is readable by root only"), "{err}");
+    }
+}
+
 /// `hrec probe` makes perf's probes: the line perf writes, listed by `perf probe --list`, one
 /// sample per call at entry and at return; hrec records perf's probes, and prints their
 /// samples as perf does. A kernel without kprobe events gets one line.

@@ -80,6 +80,15 @@ pub enum TraceError {
         /// As written.
         glob: String,
     },
+    /// An event file only root (and tracefs' group) may read, under a mount others may.
+    #[error(
+        "cannot read {}: tracefs' event files are readable by root only (mode 0640): run as root",
+        .path.display()
+    )]
+    FileNotReadable {
+        /// The file.
+        path: PathBuf,
+    },
     /// An event file that cannot be read.
     #[error("cannot read {}: {source}", .path.display())]
     Io {
@@ -213,7 +222,13 @@ impl Tracefs {
         let dir = self.events_dir().join(system).join(name);
         let read = |file: &str| {
             let path = dir.join(file);
-            fs::read_to_string(&path).map_err(|source| TraceError::Io { path, source })
+            fs::read_to_string(&path).map_err(|source| {
+                if source.kind() == io::ErrorKind::PermissionDenied {
+                    TraceError::FileNotReadable { path }
+                } else {
+                    TraceError::Io { path, source }
+                }
+            })
         };
         let text = read("id")?;
         let id = text.trim().parse().map_err(|_| TraceError::BadId {
