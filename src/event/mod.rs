@@ -2,8 +2,9 @@
 //! PMUs (hybrid expansion, group rules, TopDown regrouping), record planning, and the
 //! `perf record -vv` style attr dump.
 //!
-//! Nothing here makes a syscall: every decision is a function of a [`crate::pmu::Pmus`]
-//! snapshot and the user's options, so it is tested against fixture sysfs trees of real CPUs.
+//! Nothing here opens an event: every decision is a function of a [`crate::pmu::Pmus`]
+//! snapshot (and of tracefs under the same root, for tracepoints) and the user's options, so
+//! it is tested against fixture sysfs trees of real CPUs.
 
 pub mod attr;
 pub mod parse;
