@@ -46,6 +46,7 @@ pub(crate) fn view<'a>(
         comm: 0,
         cgroup: u32::MAX,
         cgroup_ns: u32::MAX,
+        trace: u32::MAX,
         time: 0,
         period,
         samples: 1,

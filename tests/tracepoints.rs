@@ -586,6 +586,9 @@ fn script_prints_perfs_lines_for_the_common_subsystems() {
     );
     same_script(d, perf, "all.data", &[]);
     same_script(d, perf, "all.data", &["-F", "event,trace"]);
+    // report --sort trace: perf's rows, in perf's order.
+    let rows = same_trace_report(d, perf, "all.data", &["-F", "overhead,trace"]);
+    assert!(rows > 50, "{rows}");
     // With call chains, of the workload alone, and as a pipe.
     run_in(
         d,
@@ -611,6 +614,94 @@ fn script_prints_perfs_lines_for_the_common_subsystems() {
         .unwrap();
     assert!(pipe.success());
     same_script(d, perf, "pipe.data", &[]);
+}
+
+/// One event's table of a `report --stdio --sort trace`: its name, the width of the trace
+/// column (its dots), and its rows as (overhead, text).
+type TraceTable = (String, usize, Vec<(String, String)>);
+
+/// The tables of a `report --stdio` whose one sort key is `trace` (perf's, or hrec's with
+/// `-F overhead,trace`).
+fn trace_tables(report: &str) -> Vec<TraceTable> {
+    let mut tables: Vec<TraceTable> = Vec::new();
+    for l in report.lines() {
+        if let Some(rest) = l.strip_prefix("# Samples: ") {
+            let name = rest.split('\'').nth(1).unwrap_or_default().to_string();
+            tables.push((name, 0, Vec::new()));
+        } else if let Some(dots) = l.strip_prefix("# ........  ") {
+            if let Some(t) = tables.last_mut() {
+                t.1 = dots.trim_end().len();
+            }
+        } else if !l.starts_with('#') && !l.trim().is_empty() {
+            let (pct, text) = l.trim_start().split_once("  ").unwrap_or((l, ""));
+            if let Some(t) = tables.last_mut() {
+                t.2.push((pct.to_string(), text.trim_end().to_string()));
+            }
+        }
+    }
+    tables
+}
+
+/// `perf report --stdio --sort trace` and hrec's on the same perf.data: the same tables, rows
+/// in the same order with the same overhead and text. perf 6.1 cuts a row's text at the
+/// column's width when it never compared that row with another (a table of one row: its
+/// width is then the header's, `sig=10 errno`); such a row may be a prefix of hrec's.
+fn same_trace_report(d: &Path, perf: &str, file: &str, ours_args: &[&str]) -> usize {
+    let theirs = trace_tables(&run_in(
+        d,
+        perf,
+        &["report", "--stdio", "--sort", "trace", "-i", file],
+    ));
+    let mut a = vec!["report", "--stdio", "-i", file];
+    a.extend_from_slice(ours_args);
+    let ours = trace_tables(&run_in(d, HREC, &a));
+    let names = |t: &[TraceTable]| t.iter().map(|t| t.0.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&ours), names(&theirs));
+    let mut rows = 0;
+    for ((name, width, t), (_, _, o)) in theirs.iter().zip(&ours) {
+        assert_eq!(t.len(), o.len(), "{name}: rows");
+        for (t, o) in t.iter().zip(o) {
+            let cut = t.1.chars().count() == *width && o.1.starts_with(&t.1);
+            assert!(
+                t.0 == o.0 && (t.1 == o.1 || cut),
+                "{name}: perf {t:?}, hrec {o:?}"
+            );
+            rows += 1;
+        }
+    }
+    rows
+}
+
+#[test]
+fn report_sorts_a_tracepoint_recording_by_its_text_as_perf() {
+    let Some(perf) = support::perf() else { return };
+    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/recordings");
+    let file = "trace-calls.perf.data";
+    // A recording of tracepoints alone sorts by `trace` without being told (perf's default).
+    let rows = same_trace_report(&d, perf, file, &["-F", "overhead,trace"]);
+    assert_eq!(rows, 9);
+    let default = run_in(&d, HREC, &["report", "--stdio", "-i", file]);
+    assert!(default.contains("Trace output"), "{default}");
+    assert!(
+        default.contains("comm=calls pid=8136 prio=120 group_dead=true"),
+        "{default}"
+    );
+    // Asked for by name beside other keys.
+    let both = run_in(
+        &d,
+        HREC,
+        &["report", "--stdio", "--sort", "comm,trace", "-i", file],
+    );
+    assert!(both.contains("calls    0x5"), "{both}");
+    let json = run_in(
+        &d,
+        HREC,
+        &["report", "--json", "--sort", "trace", "-i", file],
+    );
+    assert!(
+        json.contains("\"trace\": \"sig=10 errno=0 code=0"),
+        "{json}"
+    );
 }
 
 /// hrec's own recording prints what perf's of the same workload prints, for the fields that
@@ -653,7 +744,7 @@ fn hrec_recordings_print_their_fields() {
 /// As an unprivileged user, where tracefs is root's (its default mode): one line saying so,
 /// for record and stat alike (perf says "can't access trace events").
 #[test]
-fn an_unprivileged_user_is_told_tracefs_is_roots() {
+fn an_unprivileged_user_gets_one_line_for_what_it_cannot_trace() {
     use std::os::unix::fs::PermissionsExt;
     if live().is_none() {
         return;
@@ -689,6 +780,102 @@ fn an_unprivileged_user_is_told_tracefs_is_roots() {
         assert_eq!(err.lines().count(), 1, "{err}");
         assert!(err.contains("is readable by root only"), "{err}");
     }
+    kernel_tracepoints_are_refused_not_counted_as_zero(&prefix, dir.path());
+}
+
+/// Puts back what a test changed (tracefs' mount mode, files' modes, the paranoid level),
+/// even when it fails.
+struct Restore(Vec<Box<dyn FnMut()>>);
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        for f in self.0.iter_mut().rev() {
+            f();
+        }
+    }
+}
+
+/// Where tracefs and two events' files are readable by others and the paranoid level is 2
+/// (perf's fallback then counts user space only): a tracepoint that fires in the kernel is
+/// refused in one line, for stat and record (perf stat prints 0 for it), and a system call's
+/// event, which fires with the user's registers, counts what perf counts.
+fn kernel_tracepoints_are_refused_not_counted_as_zero(prefix: &[&str], dir: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(perf) = support::perf() else { return };
+    let tracefs = Path::new("/sys/kernel/tracing");
+    let mut restore = Restore(Vec::new());
+    let mode = std::fs::metadata(tracefs).unwrap().permissions().mode() & 0o7777;
+    let remount = |m: u32| {
+        Command::new("mount")
+            .args(["-o", &format!("remount,mode={m:o}"), "/sys/kernel/tracing"])
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if !remount(0o755) {
+        eprintln!("skipped: cannot remount /sys/kernel/tracing");
+        return;
+    }
+    restore.0.push(Box::new(move || {
+        remount(mode);
+    }));
+    for e in ["sched/sched_process_exec", "syscalls/sys_enter_write"] {
+        for f in ["id", "format"] {
+            let path = tracefs.join("events").join(e).join(f);
+            let old = std::fs::metadata(&path).unwrap().permissions();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444)).unwrap();
+            restore.0.push(Box::new(move || {
+                let _ = std::fs::set_permissions(&path, old.clone());
+            }));
+        }
+    }
+    let knob = "/proc/sys/kernel/perf_event_paranoid";
+    let level = std::fs::read_to_string(knob).unwrap();
+    std::fs::write(knob, "2").unwrap();
+    restore.0.push(Box::new(move || {
+        let _ = std::fs::write(knob, &level);
+    }));
+    let run = |tool: &str, args: &[&str]| {
+        support::privilege::command_as(prefix, tool)
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap()
+    };
+    let kernel = "sched:sched_process_exec";
+    for args in [
+        &["stat", "-e", kernel, "--", "true"][..],
+        &["record", "-e", kernel, "-o", "k.hrec", "--", "true"],
+    ] {
+        let o = run(HREC, args);
+        let (_, err) = text(&o);
+        assert!(!o.status.success(), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains("fires in the kernel"), "{err}");
+    }
+    let theirs = text(&run(perf, &["stat", "-x,", "-e", kernel, "--", "true"])).1;
+    assert!(theirs.starts_with("0,"), "perf stat counts 0: {theirs}");
+    // A system call's event counts as perf counts it (echo writes once).
+    let args = [
+        "stat",
+        "-x,",
+        "-e",
+        "syscalls:sys_enter_write",
+        "--",
+        "/bin/echo",
+        "hi",
+    ];
+    let ours = run(HREC, &args);
+    let theirs = run(perf, &args);
+    let first = |o: &Output| {
+        text(o)
+            .1
+            .lines()
+            .find(|l| l.contains(','))
+            .map(|l| l.split(',').next().unwrap_or_default().to_string())
+    };
+    assert!(ours.status.success(), "{}", text(&ours).1);
+    assert_eq!(first(&ours), Some("1".to_string()), "{}", text(&ours).1);
+    assert_eq!(first(&ours), first(&theirs));
 }
 
 /// `hrec probe` makes perf's probes: the line perf writes, listed by `perf probe --list`, one

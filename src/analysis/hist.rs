@@ -61,6 +61,9 @@ pub enum SortKey {
     /// The thread's cgroup namespace as `dev/0xinode` (`PERF_RECORD_NAMESPACES`, perf's
     /// `cgroup_id`; `0/0x0` without one).
     CgroupId,
+    /// The text of a tracepoint sample, its fields as its print format shows them (perf's
+    /// `trace`; `N/A` for other events).
+    Trace,
     /// A key of the sample's memory access (`record -d`): `symbol_daddr`, `mem`, `type`, ...
     Memory(MemKey),
 }
@@ -68,7 +71,7 @@ pub enum SortKey {
 impl SortKey {
     /// Every key, for messages.
     pub const ALL: &'static str = "comm, pid, tid, dso, sym, srcline, ip, event, pmu, cpu, \
-         cgroup, cgroup_id, symbol_daddr, dso_daddr, dcacheline, mem, snoop, tlb, locked, \
+         cgroup, cgroup_id, trace, symbol_daddr, dso_daddr, dcacheline, mem, snoop, tlb, locked, \
          blocked, local_weight, weight, data_page_size, type, typeoff, local_ins_lat, phys_daddr";
 
     /// The column header perf uses.
@@ -86,6 +89,7 @@ impl SortKey {
             SortKey::Cpu => "CPU",
             SortKey::Cgroup => "Cgroup",
             SortKey::CgroupId => "cgroup id (dev/inode)",
+            SortKey::Trace => "Trace output",
             SortKey::Memory(k) => k.header(),
         }
     }
@@ -113,6 +117,7 @@ impl SortKey {
             SortKey::Cpu => "cpu",
             SortKey::Cgroup => "cgroup",
             SortKey::CgroupId => "cgroup_id",
+            SortKey::Trace => "trace",
             SortKey::Memory(k) => k.name(),
         }
     }
@@ -145,6 +150,7 @@ impl FromStr for SortKey {
             "cpu" => SortKey::Cpu,
             "cgroup" => SortKey::Cgroup,
             "cgroup_id" => SortKey::CgroupId,
+            "trace" => SortKey::Trace,
             other => match MemKey::parse(other) {
                 Some(k) => SortKey::Memory(k),
                 None => return Err(BadSortKey(other.to_string())),
@@ -331,6 +337,7 @@ pub fn fold_keys(o: &HistOptions) -> FoldKeys {
         comm: has(SortKey::Comm) || has(SortKey::Pid) || !f.comms.is_empty(),
         cgroup: has(SortKey::Cgroup),
         cgroup_ns: has(SortKey::CgroupId),
+        trace: has(SortKey::Trace),
         rows: (!has(SortKey::Srcline) && !has(SortKey::Ip)).then_some(FoldKeys::ROW_BATCH),
         mem: mem_fold(&o.sort),
     }
@@ -499,6 +506,7 @@ fn key_of_entry(
             SortKey::Cpu => u64::from(s.cpu),
             SortKey::Cgroup => u64::from(s.cgroup),
             SortKey::CgroupId => u64::from(s.cgroup_ns),
+            SortKey::Trace => u64::from(s.trace),
             _ => 0,
         };
     }
@@ -547,6 +555,10 @@ fn render(
                     .unwrap_or((0, 0));
                 format!("{dev}/{ino:#x}")
             }
+            SortKey::Trace => p
+                .traces
+                .get(s.trace as usize)
+                .map_or_else(|| "N/A".into(), |t| t.to_string()),
             _ => String::new(),
         })
         .collect()

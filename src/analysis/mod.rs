@@ -32,6 +32,7 @@ pub mod threads;
 pub mod timefilter;
 pub mod top;
 pub mod topdown;
+pub mod tracetext;
 pub mod typeannotate;
 
 /// A fast, non-cryptographic hasher for the report's interning maps (keys are addresses and

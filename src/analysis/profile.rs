@@ -119,6 +119,9 @@ pub struct FoldKeys {
     pub cgroup: bool,
     /// The cgroup namespace.
     pub cgroup_ns: bool,
+    /// The text of tracepoint samples ([`SampleView::trace`]). Not in [`FoldKeys::ALL`]:
+    /// only the `trace` sort key reads it, and a text can differ in every sample.
+    pub trace: bool,
     /// Locations are told apart only by what a report row shows of them (shared object and
     /// symbol, or the address of an unresolved one), symbolized in batches of this many
     /// distinct addresses ([`super::rows`]); `None`: every address is a location of its own.
@@ -213,6 +216,7 @@ impl FoldKeys {
         comm: true,
         cgroup: true,
         cgroup_ns: true,
+        trace: false,
         rows: None,
         mem: MemFold {
             daddr: false,
@@ -242,6 +246,7 @@ impl FoldKeys {
             comm: keep(self.comm, c.comm),
             cgroup: keep(self.cgroup, c.cgroup),
             cgroup_ns: keep(self.cgroup_ns, c.cgroup_ns),
+            trace: keep(self.trace, c.trace),
             mem: c.mem,
         }
     }
@@ -343,6 +348,9 @@ pub struct SampleView<'a> {
     /// The thread's cgroup namespace (from `PERF_RECORD_NAMESPACES`), index into
     /// [`Profile::cgroup_ns`]; `NONE` when the thread has no such record.
     pub cgroup_ns: u32,
+    /// The text of a tracepoint sample ([`super::tracetext`]), index into
+    /// [`Profile::traces`]; `NONE` for other events, or when [`FoldKeys::trace`] is off.
+    pub trace: u32,
     /// Time (0 when not sampled).
     pub time: u64,
     /// Period: the event count this sample stands for.
@@ -385,6 +393,8 @@ pub struct SampleGroup {
     pub cgroup: u32,
     /// Cgroup namespace, index into [`Profile::cgroup_ns`], or `NONE`.
     pub cgroup_ns: u32,
+    /// Tracepoint text, index into [`Profile::traces`], or `NONE`.
+    pub trace: u32,
     /// The memory access (what [`FoldKeys::mem`] keeps of it), index into
     /// [`Profile::mems`], or `NONE`.
     pub mem: u32,
@@ -477,6 +487,8 @@ pub struct Profile {
     pub cgroups: Vec<Arc<str>>,
     /// Cgroup namespaces as `(dev, inode)` (perf's `cgroup_id` key).
     pub cgroup_ns: Vec<(u64, u64)>,
+    /// The texts of tracepoint samples ([`FoldKeys::trace`]).
+    pub traces: Vec<Arc<str>>,
     /// The memory accesses the groups keep ([`SampleGroup::mem`]).
     pub mems: Vec<MemView>,
     /// The data addresses, named ([`MemView::daddr`]).
@@ -546,6 +558,7 @@ struct Context {
     comm: u32,
     cgroup: u32,
     cgroup_ns: u32,
+    trace: u32,
     mem: u32,
 }
 
@@ -717,6 +730,7 @@ impl Folder {
             comm: s.comm,
             cgroup: s.cgroup,
             cgroup_ns: s.cgroup_ns,
+            trace: s.trace,
         });
         let key = GroupKey {
             ctx,
@@ -894,6 +908,7 @@ impl Folder {
                     comm: c.comm,
                     cgroup: c.cgroup,
                     cgroup_ns: c.cgroup_ns,
+                    trace: c.trace,
                     mem: c.mem,
                     leaf: b.key.leaf,
                     chain: b.key.chain,

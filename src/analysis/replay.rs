@@ -168,6 +168,12 @@ pub struct Replay {
     data_keys: Vec<DataAccess>,
     /// Samples without a data address while one is named.
     no_daddr: u64,
+    /// With [`super::profile::FoldKeys::trace`]: the tracepoints' printers, the texts met
+    /// (interned) and a buffer for the next one.
+    trace: Option<super::tracetext::TraceText>,
+    trace_ids: HashMap<Arc<str>, u32>,
+    traces: Vec<Arc<str>>,
+    trace_buf: String,
 }
 
 impl Replay {
@@ -304,7 +310,35 @@ impl Replay {
             data_ids: FastMap::default(),
             data_keys: Vec::new(),
             no_daddr: 0,
+            trace: opts
+                .fold
+                .trace
+                .then(|| super::tracetext::TraceText::new(rec))
+                .flatten(),
+            trace_ids: HashMap::new(),
+            traces: Vec::new(),
+            trace_buf: String::new(),
         }
+    }
+
+    /// The id of the text of a sample of event `ev` with raw data `raw` (interned), or
+    /// `NONE` when the event is no tracepoint or texts are not kept.
+    fn trace(&mut self, ev: usize, raw: Option<&[u8]>) -> u32 {
+        let (Some(t), Some(raw)) = (&self.trace, raw) else {
+            return NONE;
+        };
+        self.trace_buf.clear();
+        if !t.print(ev, raw, &mut self.trace_buf) {
+            return NONE;
+        }
+        if let Some(&i) = self.trace_ids.get(self.trace_buf.as_str()) {
+            return i;
+        }
+        let i = self.traces.len() as u32;
+        let text: Arc<str> = self.trace_buf.as_str().into();
+        self.traces.push(text.clone());
+        self.trace_ids.insert(text, i);
+        i
     }
 
     /// The memory access of sample `s` (in kernel mode or not) as far as the folder keeps it.
@@ -798,6 +832,7 @@ impl Replay {
             }
             let cgroup = self.cgroup(s.cgroup);
             let cgroup_ns = self.tid_cgroup_ns.get(&tid).copied().unwrap_or(NONE);
+            let trace = self.trace(ev, s.raw);
             let view = SampleView {
                 event: slot,
                 cpu: s.cpu.unwrap_or(NONE),
@@ -806,6 +841,7 @@ impl Replay {
                 comm,
                 cgroup,
                 cgroup_ns,
+                trace,
                 time,
                 period,
                 samples: if paired {

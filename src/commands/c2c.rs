@@ -186,6 +186,7 @@ fn report(
         comm: coalesce.tid,
         cgroup: false,
         cgroup_ns: false,
+        trace: false,
         ..FoldKeys::ALL
     };
     let input = input_file(a.input);

@@ -265,6 +265,7 @@ impl ReportArgs {
         profile.fold = if tui || call_graph_given || self.folded {
             FoldKeys {
                 mem: hist::mem_fold(&hist.sort),
+                trace: hist.sort.contains(&hist::SortKey::Trace),
                 ..FoldKeys::ALL
             }
         } else {
@@ -302,6 +303,7 @@ impl ReportArgs {
             header: self.header,
             header_only: self.header_only,
             thread_counts: self.show_threads,
+            sort_defaulted: self.sort.is_none() && field_keys.is_empty() && !self.mem_mode,
         })
     }
 }
@@ -344,6 +346,29 @@ struct ReportConfig {
     pub header_only: bool,
     /// `-T/--threads`: the per-thread counts of `record -s` after the report.
     pub thread_counts: bool,
+    /// The sort keys are the default's (no `--sort`, no key in `-F`): a recording of
+    /// tracepoints alone then sorts by `trace`, as perf's.
+    pub sort_defaulted: bool,
+}
+
+impl ReportConfig {
+    /// perf's default sort of a recording whose events are all tracepoints: the text of
+    /// their samples (`trace`), instead of `comm,dso,sym`.
+    fn for_recording(&self, meta: &hrec::data::Meta) -> Option<ReportConfig> {
+        use hrec::analysis::hist::SortKey;
+        let tracepoints = !meta.events.is_empty()
+            && meta
+                .events
+                .iter()
+                .all(|e| e.attr.type_ == hrec::event::attr::types::TRACEPOINT);
+        if !self.sort_defaulted || !tracepoints || self.style.fields.is_some() {
+            return None;
+        }
+        let mut c = self.clone();
+        c.hist.sort = vec![SortKey::Trace];
+        c.profile.fold.trace = true;
+        Some(c)
+    }
 }
 
 /// Intel's metrics per row ([`hrec::analysis::metrics`]); `Err` is the one-line reason
@@ -413,6 +438,8 @@ fn run(
 ) -> Result<u8, Error> {
     use hrec::analysis::{hist, replay};
     let rec = open_recording(env, &cfg.input, err)?;
+    let for_rec = cfg.for_recording(rec.meta());
+    let cfg = for_rec.as_ref().unwrap_or(cfg);
     if cfg.header_only || (cfg.header && !cfg.json && !cfg.folded) {
         output::header_block(&rec, out)?;
         if cfg.header_only {

@@ -40,8 +40,6 @@ use crate::decode::{FileId, Record};
 use crate::event::attr::sample;
 use crate::recording::Recording;
 use crate::symbol::symbolizer::Loc;
-use crate::trace::EventFormat;
-use crate::trace::print::{KernelSymbols, Printer};
 
 /// A `-F` field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -386,22 +384,8 @@ pub fn script(
         None => replay::build(rec, profile_options, &mut |_| {}),
     };
     let meta = rec.meta();
-    // Each tracepoint's printer, from the format the recording kept; the kernel symbols for
-    // its `%pS` arguments.
-    let printers: Vec<Option<Printer>> = meta
-        .events
-        .iter()
-        .map(|e| {
-            let f = EventFormat::parse(e.trace_format.as_deref()?).ok()?;
-            let system = e.name.split(':').next().unwrap_or_default();
-            Some(Printer::new(system, &f))
-        })
-        .collect();
-    let ksyms = printers
-        .iter()
-        .any(Option::is_some)
-        .then(|| rec.kernel_symbols());
-    let printk = crate::trace::tracefs::parse_printk_formats(&meta.trace_printk);
+    // Each tracepoint's printer, from the format the recording kept.
+    let trace = crate::analysis::tracetext::TraceText::new(rec);
     let mut tp_fields: Vec<Field> = Field::TRACEPOINT.to_vec();
     // Event names are right-aligned to the longest of the file (once, not per sample).
     let event_width = meta.events.iter().map(|e| e.name.len()).max().unwrap_or(0);
@@ -456,9 +440,9 @@ pub fn script(
         let info = &p.events[usize::from(ps.event)];
         n += 1;
         line.clear();
-        let printer = printers.get(info.index).and_then(Option::as_ref);
+        let tracepoint = trace.as_ref().filter(|t| t.is_tracepoint(info.index));
         // perf's own defaults for a tracepoint: its fields, and the chain when it has one.
-        let fields: &[Field] = match printer {
+        let fields: &[Field] = match tracepoint {
             Some(_) if layout.default_fields => {
                 tp_fields.truncate(Field::TRACEPOINT.len());
                 if s.callchain.is_some() && !layout.hide_call_graph {
@@ -487,9 +471,8 @@ pub fn script(
             rec,
             (chain_file, layout.ns),
         );
-        if let (Some(pr), Some(raw), true) = (printer, s.raw, has(Field::Trace)) {
-            let syms = Ksyms(ksyms.as_deref(), &printk);
-            pr.print(raw, &syms, &mut line);
+        if let (Some(t), Some(raw), true) = (tracepoint, s.raw, has(Field::Trace)) {
+            t.print(info.index, raw, &mut line);
         }
         frames.clear();
         // Without a chain the sampled location is one line, its function by the symbol
@@ -552,23 +535,6 @@ pub fn script(
     match io_err {
         Some(e) => Err(e),
         None => Ok(n),
-    }
-}
-
-/// The recording's kernel symbols and printk formats, for tracepoints' `%pS` arguments and
-/// `%s` of kernel strings.
-struct Ksyms<'a>(
-    Option<&'a crate::symbol::kallsyms::KernelSymbols>,
-    &'a std::collections::HashMap<u64, String>,
-);
-
-impl KernelSymbols for Ksyms<'_> {
-    fn symbol(&self, addr: u64) -> Option<(&str, u64)> {
-        self.0?.lookup_name(addr)
-    }
-
-    fn printk_string(&self, addr: u64) -> Option<&str> {
-        self.1.get(&addr).map(String::as_str)
     }
 }
 

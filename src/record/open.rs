@@ -458,6 +458,11 @@ fn fallback(
                 )));
             }
             if !a.has(flag::EXCLUDE_KERNEL) {
+                if ev.tracepoint.as_ref().is_some_and(|t| !t.user_regs) {
+                    return Err(RecordError::Paranoid(format!(
+                        "{name} fires in the kernel, and kernel.perf_event_paranoid={lv} lets this user record user space only, where it would record nothing; run as root or sysctl -w kernel.perf_event_paranoid=1"
+                    )));
+                }
                 for x in group_of(plan, ev.leader) {
                     attrs[x].set(flag::EXCLUDE_KERNEL | flag::EXCLUDE_HV, true);
                 }

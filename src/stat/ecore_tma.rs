@@ -515,6 +515,7 @@ mod tests {
             attr: Attr::default(),
             leader: 0,
             td: Some(td),
+            kernel_tracepoint: false,
         }
     }
 

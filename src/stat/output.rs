@@ -704,6 +704,7 @@ mod tests {
             attr: Attr::default(),
             leader: 0,
             td: td.map(crate::analysis::topdown::TdRole::Event),
+            kernel_tracepoint: false,
         }
     }
 

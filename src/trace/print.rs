@@ -162,6 +162,14 @@ impl Printer {
     }
 }
 
+/// One field as libtraceevent prints it by itself (`tep_print_field`: perf's dynamic sort
+/// keys where the print format shows no `NAME=VALUE` of it).
+pub fn field_text(f: &Field, raw: &[u8]) -> String {
+    let mut out = Vec::new();
+    print_field(f, raw, &mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// One field as libtraceevent prints it after `[FAILED TO PARSE]`.
 fn print_field(f: &Field, raw: &[u8], out: &mut Vec<u8>) {
     if f.array.is_some() {

@@ -37,6 +37,12 @@ pub struct TraceEvent {
     pub id: u64,
     /// Its `format` file, as tracefs gives it.
     pub format: String,
+    /// It fires with the user's registers, so it counts with `exclude_kernel` (all that
+    /// `kernel.perf_event_paranoid=2` leaves an unprivileged user): the per-system-call
+    /// events (`syscalls:*`, handed the system call's user registers) and user probes
+    /// (`uprobe_events`). Every other tracepoint fires in the kernel and then counts
+    /// nothing: perf stat prints 0, hrec refuses it.
+    pub user_regs: bool,
 }
 
 impl TraceEvent {
@@ -240,6 +246,21 @@ impl Tracefs {
             name: name.to_string(),
             id,
             format: read("format")?,
+            user_regs: system == "syscalls" || self.is_uprobe(system, name),
+        })
+    }
+
+    /// Whether `system:name` is a user probe: a `p:`/`r:` line of `uprobe_events` names
+    /// `system/name` (false when the file cannot be read).
+    fn is_uprobe(&self, system: &str, name: &str) -> bool {
+        let want = format!("{system}/{name}");
+        fs::read_to_string(self.dir.join("uprobe_events")).is_ok_and(|t| {
+            t.lines().any(|l| {
+                l.split_whitespace()
+                    .next()
+                    .and_then(|w| w.split_once(':'))
+                    .is_some_and(|(_, ev)| ev == want)
+            })
         })
     }
 }

@@ -196,6 +196,7 @@ pub fn build_with(
     p.comms = r.comm_names.clone();
     p.cgroups = r.cgroup_names.clone();
     p.cgroup_ns = r.cgroup_ns.clone();
+    p.traces = std::mem::take(&mut r.traces);
     p.decode_errors = decode_errors;
     p.filtered_by_time = r.filtered_by_time;
     p.multiplexed = r.tracker.multiplexed;

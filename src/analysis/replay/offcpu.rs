@@ -126,6 +126,7 @@ impl Replay {
             comm,
             cgroup: NONE,
             cgroup_ns: self.tid_cgroup_ns.get(&tid).copied().unwrap_or(NONE),
+            trace: NONE,
             time: i.start,
             period: i.ns,
             samples: 1,

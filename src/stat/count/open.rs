@@ -115,6 +115,11 @@ pub(super) fn open_all(
                 && matches!(e.errno(), libc::EACCES | libc::EPERM)
                 && !counters[i].attr.has(flag::EXCLUDE_KERNEL)
             {
+                if counters[i].kernel_tracepoint {
+                    return Err(StatError::KernelTracepoint {
+                        event: counters[i].name.clone(),
+                    });
+                }
                 // perf's fallback under perf_event_paranoid: count user space only.
                 let a = &mut counters[i].attr;
                 a.set(flag::EXCLUDE_KERNEL, true);

@@ -143,6 +143,15 @@ pub enum StatError {
         /// Online CPUs.
         online: String,
     },
+    /// A tracepoint that fires in the kernel, where perf_event_paranoid lets this user count
+    /// nothing: user space only would count 0 (perf stat prints that 0).
+    #[error(
+        "{event} fires in the kernel, and kernel.perf_event_paranoid lets this user count user space only, where it would count 0; run as root or sysctl -w kernel.perf_event_paranoid=1"
+    )]
+    KernelTracepoint {
+        /// Event.
+        event: String,
+    },
     /// perf_event_paranoid refuses even user-only counting: whole CPUs (`-a`, `-C`) need level
     /// 0 or lower, a command or one's own processes level 2 or lower.
     #[error(

@@ -76,6 +76,9 @@ pub struct Counter {
     pub leader: usize,
     /// Its TopDown role.
     pub td: Option<TdRole>,
+    /// A tracepoint that fires in the kernel ([`crate::trace::TraceEvent::user_regs`]
+    /// false): counting user space only would count nothing.
+    pub kernel_tracepoint: bool,
 }
 
 /// The `-e` strings stat resolves: the given ones, or perf's defaults, plus the TopDown
@@ -245,6 +248,7 @@ pub fn plan_with_notes(
                 attr: a,
                 leader,
                 td: roles.get(i).copied().flatten(),
+                kernel_tracepoint: r.tracepoint.as_ref().is_some_and(|t| !t.user_regs),
             });
         }
     }
