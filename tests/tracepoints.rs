@@ -704,6 +704,50 @@ fn report_sorts_a_tracepoint_recording_by_its_text_as_perf() {
     );
 }
 
+/// perf's off-CPU recipe (`sched:sched_switch -g --switch-events`), which hrec reads for
+/// off-CPU time: its sched_switch samples print as perf prints them, fields and chains; hrec
+/// adds only the `offcpu-time` samples it pairs from the switch records.
+#[test]
+fn switch_recordings_print_the_switch_fields() {
+    let Some(perf) = live() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    run_in(
+        d,
+        perf,
+        &[
+            "record",
+            "-q",
+            "-e",
+            "sched:sched_switch",
+            "-g",
+            "--switch-events",
+            "-o",
+            "sw.data",
+            "--",
+            "sh",
+            "-c",
+            "sleep 0.05; ls >/dev/null; sleep 0.02",
+        ],
+    );
+    let theirs = run_in(d, perf, &["script", "-i", "sw.data"]);
+    let ours = run_in(d, HREC, &["script", "-i", "sw.data"]);
+    // Samples are a line each, their chains lines below it: drop hrec's offcpu-time samples
+    // with their chains.
+    let mut kept = Vec::new();
+    let mut skipping = false;
+    for l in ours.lines() {
+        if !l.starts_with(char::is_whitespace) && !l.is_empty() {
+            skipping = l.contains(" offcpu-time: ");
+        }
+        if !skipping {
+            kept.push(l);
+        }
+    }
+    assert!(theirs.contains("prev_comm="), "{theirs}");
+    assert_eq!(kept, theirs.lines().collect::<Vec<_>>());
+}
+
 /// hrec's own recording prints what perf's of the same workload prints, for the fields that
 /// do not change between runs (return values).
 #[test]
