@@ -586,9 +586,11 @@ fn script_prints_perfs_lines_for_the_common_subsystems() {
     );
     same_script(d, perf, "all.data", &[]);
     same_script(d, perf, "all.data", &["-F", "event,trace"]);
-    // report --sort trace: perf's rows, in perf's order.
+    // report --sort trace: perf's rows, in perf's order; and by fields.
     let rows = same_trace_report(d, perf, "all.data", &["-F", "overhead,trace"]);
     assert!(rows > 50, "{rows}");
+    let cells = same_field_report(d, perf, "all.data", "prev_comm,next_comm,prev_state");
+    assert!(cells > 50, "{cells}");
     // With call chains, of the workload alone, and as a pipe.
     run_in(
         d,
@@ -670,6 +672,153 @@ fn same_trace_report(d: &Path, perf: &str, file: &str, ours_args: &[&str]) -> us
         }
     }
     rows
+}
+
+/// One event's table of a `report --stdio`: its name, the column headers and the rows' cells,
+/// cut where the dotted rule's runs are (a right-aligned cell may be empty).
+type Cells = (String, Vec<String>, Vec<Vec<String>>);
+
+fn table_cells(report: &str) -> Vec<Cells> {
+    let mut tables: Vec<Cells> = Vec::new();
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    let cut = |l: &str, spans: &[(usize, usize)]| -> Vec<String> {
+        let chars: Vec<char> = l.chars().collect();
+        spans
+            .iter()
+            .enumerate()
+            .map(|(i, &(a, b))| {
+                let end = if i + 1 == spans.len() { chars.len() } else { b };
+                chars
+                    .get(a.min(chars.len())..end.min(chars.len()))
+                    .map_or(String::new(), |c| {
+                        c.iter().collect::<String>().trim().to_string()
+                    })
+            })
+            .collect()
+    };
+    let mut head_line = String::new();
+    for l in report.lines() {
+        if let Some(rest) = l.strip_prefix("# Samples: ") {
+            let name = rest.split('\'').nth(1).unwrap_or_default().to_string();
+            tables.push((name, Vec::new(), Vec::new()));
+        } else if l.starts_with("# ....") {
+            spans.clear();
+            let mut start = None;
+            for (i, c) in l.chars().enumerate().chain([(l.chars().count(), ' ')]) {
+                match (c == '.', start) {
+                    (true, None) => start = Some(i),
+                    (false, Some(a)) => {
+                        spans.push((a, i));
+                        start = None;
+                    }
+                    _ => {}
+                }
+            }
+            if let Some(t) = tables.last_mut() {
+                t.1 = cut(&head_line, &spans);
+            }
+        } else if l.starts_with("# Overhead") {
+            head_line = l.to_string();
+        } else if !l.starts_with('#') && !l.trim().is_empty() {
+            let cells = cut(l, &spans);
+            if let Some(t) = tables.last_mut() {
+                t.2.push(cells);
+            }
+        }
+    }
+    tables
+}
+
+/// `perf report --stdio --sort KEYS` and `hrec report --stdio -F overhead,KEYS` on the same
+/// perf.data, with tracepoint fields among the keys: the same tables, columns and rows in the
+/// same order. perf takes a field's value from the event's text, from the word that *begins*
+/// with the field's name, so `fd: 0x3` gives it an empty cell where hrec prints the field; and
+/// perf cuts a value at its column's width (`ARRAY[...]`): there hrec's cell may hold more.
+fn same_field_report(d: &Path, perf: &str, file: &str, keys: &str) -> usize {
+    let theirs = table_cells(&run_in(
+        d,
+        perf,
+        &["report", "--stdio", "--sort", keys, "-i", file],
+    ));
+    let fields = format!("overhead,{keys}");
+    let ours = table_cells(&run_in(
+        d,
+        HREC,
+        &["report", "--stdio", "-F", &fields, "-i", file],
+    ));
+    let names = |t: &[Cells]| t.iter().map(|t| t.0.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&ours), names(&theirs));
+    let mut cells = 0;
+    for ((name, th, t), (_, oh, o)) in theirs.iter().zip(&ours) {
+        assert_eq!(th, oh, "{name}: columns");
+        assert_eq!(t.len(), o.len(), "{name}: rows");
+        for (t, o) in t.iter().zip(o) {
+            for (tc, oc) in t.iter().zip(o) {
+                assert!(
+                    tc == oc || tc.is_empty() || oc.starts_with(tc.as_str()),
+                    "{name}: perf {t:?}, hrec {o:?}"
+                );
+                cells += usize::from(tc == oc && !tc.is_empty());
+            }
+        }
+    }
+    cells
+}
+
+#[test]
+fn report_sorts_by_tracepoint_fields_as_perf() {
+    let Some(perf) = support::perf() else { return };
+    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/recordings");
+    let file = "trace-calls.perf.data";
+    // Every field of every event; one field of the events that have it; one event's; its
+    // N-th event's all.
+    assert!(same_field_report(&d, perf, file, "trace_fields") > 30);
+    assert!(same_field_report(&d, perf, file, "comm,sig") > 10);
+    assert!(same_field_report(&d, perf, file, "sched:sched_process_exit.pid") > 5);
+    assert!(same_field_report(&d, perf, file, "%6.*") > 5);
+    // Where perf's cell is empty (`fd: 0x..` in the text), hrec's holds the field.
+    let ours = run_in(
+        &d,
+        HREC,
+        &[
+            "report",
+            "--stdio",
+            "--sort",
+            "sys_enter_write.fd,count",
+            "-i",
+            file,
+        ],
+    );
+    assert!(
+        ours.contains("60.00%        3                   3                   5"),
+        "{ours}"
+    );
+    // Bad keys, one line each.
+    for (key, says) in [
+        (
+            "prev_comm",
+            "no tracepoint of the recording has a field prev_comm",
+        ),
+        (
+            "sched_process_exit.nope",
+            "its fields are comm, pid, prio, group_dead",
+        ),
+        (
+            "nosuch:event.pid",
+            "the recording has no event nosuch:event",
+        ),
+        ("pid/raw", "leave out /raw"),
+    ] {
+        let o = Command::new(HREC)
+            .args(["report", "--stdio", "--sort", key, "-i", file])
+            .current_dir(&d)
+            .output()
+            .unwrap();
+        let (_, err) = text(&o);
+        assert!(!o.status.success(), "{key}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(says), "{key}: {err}");
+    }
 }
 
 #[test]

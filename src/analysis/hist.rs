@@ -64,6 +64,10 @@ pub enum SortKey {
     /// The text of a tracepoint sample, its fields as its print format shows them (perf's
     /// `trace`; `N/A` for other events).
     Trace,
+    /// A field of a tracepoint (perf's dynamic sort keys: `--sort prev_comm`,
+    /// `sched:sched_switch.prev_pid`, `trace_fields`), index into
+    /// [`HistOptions::trace_fields`]. Its column is in its event's table only.
+    TraceField(u16),
     /// A key of the sample's memory access (`record -d`): `symbol_daddr`, `mem`, `type`, ...
     Memory(MemKey),
 }
@@ -90,6 +94,7 @@ impl SortKey {
             SortKey::Cgroup => "Cgroup",
             SortKey::CgroupId => "cgroup id (dev/inode)",
             SortKey::Trace => "Trace output",
+            SortKey::TraceField(_) => "field",
             SortKey::Memory(k) => k.header(),
         }
     }
@@ -118,6 +123,7 @@ impl SortKey {
             SortKey::Cgroup => "cgroup",
             SortKey::CgroupId => "cgroup_id",
             SortKey::Trace => "trace",
+            SortKey::TraceField(_) => "field",
             SortKey::Memory(k) => k.name(),
         }
     }
@@ -165,6 +171,151 @@ pub fn parse_sort(s: &str) -> Result<Vec<SortKey>, BadSortKey> {
         .filter(|k| !k.trim().is_empty())
         .map(str::parse)
         .collect()
+}
+
+/// [`parse_sort`], and perf's dynamic sort keys: a key that is none of hrec's but may name a
+/// tracepoint field (`prev_comm`, `sched:sched_switch.prev_pid`, `sched_switch.*`,
+/// `trace_fields`) becomes [`SortKey::TraceField`] of its index in the returned specs, to be
+/// resolved against a recording's events ([`resolve_trace_fields`]).
+pub fn parse_sort_with_fields(s: &str) -> Result<(Vec<SortKey>, Vec<String>), BadSortKey> {
+    let mut specs = Vec::new();
+    let mut keys = Vec::new();
+    for k in s.split(',').filter(|k| !k.trim().is_empty()) {
+        match k.parse() {
+            Ok(key) => keys.push(key),
+            Err(e) => {
+                let k = k.trim();
+                let field_like = k
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_:.%*/-".contains(c));
+                if !field_like {
+                    return Err(e);
+                }
+                keys.push(SortKey::TraceField(specs.len() as u16));
+                specs.push(k.to_string());
+            }
+        }
+    }
+    Ok((keys, specs))
+}
+
+/// A recording's event as [`resolve_trace_fields`] sees it: its name and, for a tracepoint,
+/// its own fields (not the common ones) as `(name, is text, size)`.
+pub type TraceEventFields = (String, Option<Vec<(String, bool, u32)>>);
+
+/// Resolves the [`SortKey::TraceField`] keys of [`parse_sort_with_fields`] against the
+/// recording's `events`, as perf's dynamic sort keys: `trace_fields` is every field of every
+/// tracepoint, `FIELD` that field of every tracepoint that has one, `EVENT.FIELD` (`EVENT`:
+/// the full name, a part of it without the colon, or `%N`, the N-th event) that event's
+/// field, `EVENT.*` all its fields. Returns the sort keys with each spec expanded, and the
+/// fields they name; `Err` is the one-line reason a spec names nothing.
+pub fn resolve_trace_fields(
+    sort: &[SortKey],
+    specs: &[String],
+    events: &[TraceEventFields],
+) -> Result<(Vec<SortKey>, Vec<TraceFieldKey>), String> {
+    let mut keys = Vec::new();
+    let mut fields: Vec<TraceFieldKey> = Vec::new();
+    let mut add = |keys: &mut Vec<SortKey>, event: usize, field: usize, f: &(String, bool, u32)| {
+        keys.push(SortKey::TraceField(fields.len() as u16));
+        fields.push(TraceFieldKey {
+            event,
+            field,
+            name: f.0.clone(),
+            text: f.1,
+            size: f.2,
+        });
+    };
+    for &k in sort {
+        let SortKey::TraceField(i) = k else {
+            keys.push(k);
+            continue;
+        };
+        let spec = specs.get(usize::from(i)).map_or("", String::as_str);
+        if spec.ends_with("/raw") {
+            return Err(format!(
+                "--sort {spec}: hrec shows a field as its event prints it; leave out /raw"
+            ));
+        }
+        let before = keys.len();
+        let tracepoints = events
+            .iter()
+            .enumerate()
+            .filter_map(|(i, (name, f))| Some((i, name, f.as_ref()?)));
+        match spec.rsplit_once('.') {
+            _ if spec == "trace_fields" => {
+                for (ev, _, fs) in tracepoints {
+                    for (fi, f) in fs.iter().enumerate() {
+                        add(&mut keys, ev, fi, f);
+                    }
+                }
+            }
+            None => {
+                for (ev, _, fs) in tracepoints {
+                    if let Some(fi) = fs.iter().position(|f| f.0 == spec) {
+                        add(&mut keys, ev, fi, &fs[fi]);
+                    }
+                }
+            }
+            Some((event, field)) => {
+                let ev = match event.strip_prefix('%') {
+                    Some(n) => n
+                        .parse::<usize>()
+                        .ok()
+                        .and_then(|n| n.checked_sub(1))
+                        .filter(|&n| n < events.len()),
+                    None if event.contains(':') => events.iter().position(|e| e.0 == event),
+                    None => {
+                        let mut m = events
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, e)| e.0.contains(event));
+                        match (m.next(), m.next()) {
+                            (Some((i, _)), None) => Some(i),
+                            (Some(_), Some(_)) => {
+                                return Err(format!(
+                                    "--sort {spec}: {event} is in several events' names; give the whole name (subsys:event)"
+                                ));
+                            }
+                            _ => None,
+                        }
+                    }
+                };
+                let Some(ev) = ev else {
+                    return Err(format!("--sort {spec}: the recording has no event {event}"));
+                };
+                let Some(fs) = &events[ev].1 else {
+                    return Err(format!(
+                        "--sort {spec}: {} is not a tracepoint; only tracepoints have fields",
+                        events[ev].0
+                    ));
+                };
+                if field == "*" {
+                    for (fi, f) in fs.iter().enumerate() {
+                        add(&mut keys, ev, fi, f);
+                    }
+                } else {
+                    let Some(fi) = fs.iter().position(|f| f.0 == field) else {
+                        let names: Vec<&str> = fs.iter().map(|f| f.0.as_str()).collect();
+                        return Err(format!(
+                            "--sort {spec}: {} has no field {field}; its fields are {}",
+                            events[ev].0,
+                            names.join(", ")
+                        ));
+                    };
+                    add(&mut keys, ev, fi, &fs[fi]);
+                }
+            }
+        }
+        if keys.len() == before {
+            return Err(if events.iter().any(|e| e.1.is_some()) {
+                format!("--sort {spec}: no tracepoint of the recording has a field {spec}")
+            } else {
+                BadSortKey(spec.to_string()).to_string()
+            });
+        }
+    }
+    Ok((keys, fields))
 }
 
 /// Which samples a report keeps (perf's `--comms`, `--pid`, `--tid`, `--dsos`, `--symbols`,
@@ -306,6 +457,57 @@ pub struct HistOptions {
     /// and the symbol's address (two `static` functions named alike, `strlen` of libc and of
     /// the loader).
     pub sym_by_name: bool,
+    /// The tracepoint fields [`SortKey::TraceField`] keys name.
+    pub trace_fields: Vec<TraceFieldKey>,
+}
+
+/// A tracepoint field as a sort key: perf's dynamic sort keys.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceFieldKey {
+    /// The event, index into the recording's events ([`super::profile::EventInfo::index`]).
+    pub event: usize,
+    /// The field, index among the event's own fields (not the common ones).
+    pub field: usize,
+    /// The field's name: the column's header and JSON name.
+    pub name: String,
+    /// The field is text (a `char` array): perf pads its column to the field's size, a
+    /// number's to twice its size and two.
+    pub text: bool,
+    /// The field's size in bytes.
+    pub size: u32,
+}
+
+impl HistOptions {
+    /// The column header of key `k`.
+    pub fn header(&self, k: SortKey) -> &str {
+        match k {
+            SortKey::TraceField(i) => self
+                .trace_fields
+                .get(usize::from(i))
+                .map_or("field", |f| f.name.as_str()),
+            k => k.header(),
+        }
+    }
+
+    /// The JSON name of key `k`.
+    pub fn name(&self, k: SortKey) -> &str {
+        match k {
+            SortKey::TraceField(_) => self.header(k),
+            k => k.name(),
+        }
+    }
+
+    /// Whether key `k` has a column in the table of event `event` (index into the
+    /// recording's events): a tracepoint field only in its own event's.
+    pub fn shows(&self, k: SortKey, event: usize) -> bool {
+        match k {
+            SortKey::TraceField(i) => self
+                .trace_fields
+                .get(usize::from(i))
+                .is_some_and(|f| f.event == event),
+            _ => true,
+        }
+    }
 }
 
 impl Default for HistOptions {
@@ -318,6 +520,7 @@ impl Default for HistOptions {
             max_stack: 127,
             relative: false,
             sym_by_name: false,
+            trace_fields: Vec::new(),
         }
     }
 }
@@ -337,7 +540,8 @@ pub fn fold_keys(o: &HistOptions) -> FoldKeys {
         comm: has(SortKey::Comm) || has(SortKey::Pid) || !f.comms.is_empty(),
         cgroup: has(SortKey::Cgroup),
         cgroup_ns: has(SortKey::CgroupId),
-        trace: has(SortKey::Trace),
+        trace: has(SortKey::Trace) || !o.trace_fields.is_empty(),
+        trace_fields: !o.trace_fields.is_empty(),
         rows: (!has(SortKey::Srcline) && !has(SortKey::Ip)).then_some(FoldKeys::ROW_BATCH),
         mem: mem_fold(&o.sort),
     }
@@ -371,9 +575,36 @@ struct LocKeys {
     /// rows).
     entry_keys: Vec<Vec<u64>>,
     strings: Vec<String>,
+    /// Where each sort key's value sits in a row's [`Key`]: the other keys in order, then
+    /// the tracepoint fields of each event from the same place on (rows of two events are
+    /// never compared, so their fields may share slots).
+    slots: Vec<usize>,
+    /// Per sort key: the tracepoint field it is, as (event, field).
+    field_of: Vec<Option<(usize, usize)>>,
+    /// Each profile event's index among the recording's events.
+    meta_event: Vec<usize>,
+    /// Per tracepoint text ([`Profile::traces`]): its fields' ids, numbered in the order of
+    /// their bytes (perf compares a field's bytes), from 1.
+    trace_vals: Vec<Vec<u64>>,
 }
 
 impl LocKeys {
+    /// The row-key value of column `col` (a tracepoint field) for group `s`: `None` when the
+    /// field is another event's.
+    fn field_key(&self, col: usize, s: &SampleGroup) -> Option<u64> {
+        let (event, field) = self.field_of.get(col).copied().flatten()?;
+        if self.meta_event.get(usize::from(s.event)) != Some(&event) {
+            return None;
+        }
+        Some(
+            self.trace_vals
+                .get(s.trace as usize)
+                .and_then(|v| v.get(field))
+                .copied()
+                .unwrap_or(0),
+        )
+    }
+
     fn new(p: &Profile, o: &HistOptions) -> LocKeys {
         let (full, sort) = (o.full_source_path, o.sort.as_slice());
         let mut ids: HashMap<String, u32> = HashMap::new();
@@ -438,7 +669,58 @@ impl LocKeys {
                 None => format!("{}+{:#x}", l.dso, l.file_addr),
             })));
         }
+        let field_of: Vec<Option<(usize, usize)>> = sort
+            .iter()
+            .map(|k| match k {
+                SortKey::TraceField(i) => o
+                    .trace_fields
+                    .get(usize::from(*i))
+                    .map(|f| (f.event, f.field)),
+                _ => None,
+            })
+            .collect();
+        let others = field_of.iter().filter(|f| f.is_none()).count();
+        let (mut next, mut per_event) = (0, HashMap::<usize, usize>::new());
+        let slots = field_of
+            .iter()
+            .map(|f| match f {
+                None => {
+                    next += 1;
+                    next - 1
+                }
+                Some((event, _)) => {
+                    let n = per_event.entry(*event).or_default();
+                    *n += 1;
+                    others + *n - 1
+                }
+            })
+            .collect();
+        let trace_vals = if field_of.iter().any(Option::is_some) {
+            let mut ranks: std::collections::BTreeMap<&str, u64> = Default::default();
+            for t in &p.traces {
+                for (_, bytes) in super::tracetext::fields(t) {
+                    ranks.insert(bytes, 0);
+                }
+            }
+            for (i, r) in ranks.values_mut().enumerate() {
+                *r = i as u64 + 1;
+            }
+            p.traces
+                .iter()
+                .map(|t| {
+                    super::tracetext::fields(t)
+                        .map(|(_, bytes)| ranks.get(bytes).copied().unwrap_or(0))
+                        .collect()
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         LocKeys {
+            slots,
+            field_of,
+            meta_event: p.events.iter().map(|e| e.index).collect(),
+            trace_vals,
             mem: MemCells::new(p, &sort.iter().map(|k| k.mem()).collect::<Vec<_>>()),
             dso,
             sym,
@@ -465,7 +747,7 @@ pub fn ip_cell(l: &Loc) -> String {
     }
 }
 
-type Key = [u64; 10];
+type Key = [u64; 16];
 
 /// The row key of location `loc` of group `s`; with `entry`, of that call-chain entry of the
 /// location (its symbol cell instead of the location's).
@@ -487,10 +769,20 @@ fn key_of_entry(
             .and_then(|i| lk.entry_keys[loc as usize].get(i).copied())
             .unwrap_or(lk.sym_key[loc as usize])
     };
-    let mut k = [0u64; 10];
-    for (col, (slot, key)) in k.iter_mut().zip(sort).enumerate() {
+    let mut k = [0u64; 16];
+    for (col, key) in sort.iter().enumerate() {
+        let Some(slot) = lk.slots.get(col).and_then(|&i| k.get_mut(i)) else {
+            continue;
+        };
         if key.mem().is_some() {
             *slot = lk.mem.key(col, s.mem);
+            continue;
+        }
+        if let SortKey::TraceField(_) = key {
+            // Another event's field leaves the slot to this event's.
+            if let Some(v) = lk.field_key(col, s) {
+                *slot = v;
+            }
             continue;
         }
         *slot = match key {
@@ -558,7 +850,17 @@ fn render(
             SortKey::Trace => p
                 .traces
                 .get(s.trace as usize)
-                .map_or_else(|| "N/A".into(), |t| t.to_string()),
+                .map_or_else(|| "N/A".into(), |t| super::tracetext::text(t).to_string()),
+            SortKey::TraceField(_) => match (lk.field_of[col], p.traces.get(s.trace as usize)) {
+                (Some((event, field)), Some(t))
+                    if lk.meta_event.get(usize::from(s.event)) == Some(&event) =>
+                {
+                    super::tracetext::fields(t)
+                        .nth(field)
+                        .map_or_else(String::new, |(v, _)| v.to_string())
+                }
+                _ => String::new(),
+            },
             _ => String::new(),
         })
         .collect()
@@ -704,7 +1006,7 @@ pub fn tables(p: &Profile, o: &HistOptions) -> Vec<Table> {
             let w = |r: &Row| if o.children { r.children } else { r.period };
             w(b).cmp(&w(a))
                 .then(b.period.cmp(&a.period))
-                .then_with(|| tie_order(&o.sort, a, b))
+                .then_with(|| tie_order(&lk, &o.sort, a, b))
                 .then(a.key_id.cmp(&b.key_id))
         });
         t.rows = rows;
@@ -719,12 +1021,14 @@ pub fn tables(p: &Profile, o: &HistOptions) -> Vec<Table> {
 
 /// How rows of equal weight order: key by key, each as perf's comparison of the key orders it
 /// ([`memkeys::tie_order`]), else by the cells as printed.
-fn tie_order(sort: &[SortKey], a: &Row, b: &Row) -> std::cmp::Ordering {
+fn tie_order(lk: &LocKeys, sort: &[SortKey], a: &Row, b: &Row) -> std::cmp::Ordering {
     for (i, k) in sort.iter().enumerate() {
-        let id = |r: &Row| r.key_id.get(i).copied().unwrap_or(0);
-        let c = k
-            .mem()
-            .and_then(|m| memkeys::tie_order(m, id(a), id(b)))
+        let slot = lk.slots.get(i).copied().unwrap_or(usize::MAX);
+        let id = |r: &Row| r.key_id.get(slot).copied().unwrap_or(0);
+        // A tracepoint field: perf's memcmp of the two fields' bytes, larger first.
+        let field = matches!(k, SortKey::TraceField(_)).then(|| id(b).cmp(&id(a)));
+        let c = field
+            .or_else(|| k.mem().and_then(|m| memkeys::tie_order(m, id(a), id(b))))
             .unwrap_or_else(|| a.key.get(i).cmp(&b.key.get(i)));
         if c.is_ne() {
             return c;
@@ -916,5 +1220,45 @@ mod tests {
                 ],
             ]
         );
+    }
+
+    #[test]
+    fn tracepoint_fields_resolve_as_perfs_dynamic_keys() {
+        let (sort, specs) =
+            parse_sort_with_fields("comm,pid,prev_pid,sched:sched_switch.*,%2.x").unwrap();
+        assert_eq!(sort[..2], [SortKey::Comm, SortKey::Pid]);
+        assert_eq!(specs, ["prev_pid", "sched:sched_switch.*", "%2.x"]);
+        assert!(parse_sort_with_fields("comm,sym(x)").is_err());
+        let f = |names: &[&str]| Some(names.iter().map(|n| (n.to_string(), false, 4)).collect());
+        let events: Vec<TraceEventFields> = vec![
+            ("sched:sched_switch".into(), f(&["prev_pid", "next_pid"])),
+            ("sched:sched_wakeup".into(), f(&["pid", "x"])),
+            ("cycles".into(), None),
+        ];
+        let (keys, fields) = resolve_trace_fields(&sort, &specs, &events).unwrap();
+        let named: Vec<(usize, &str)> = fields.iter().map(|f| (f.event, f.name.as_str())).collect();
+        // prev_pid of the one event with it; all of sched_switch's; %2's x.
+        assert_eq!(
+            named,
+            [(0, "prev_pid"), (0, "prev_pid"), (0, "next_pid"), (1, "x")]
+        );
+        assert_eq!(keys.len(), 6);
+        let o = HistOptions {
+            sort: keys,
+            trace_fields: fields,
+            ..HistOptions::default()
+        };
+        assert!(o.shows(o.sort[5], 1) && !o.shows(o.sort[5], 0) && o.shows(SortKey::Comm, 0));
+        assert_eq!(o.header(o.sort[3]), "prev_pid");
+        let err = |spec: &str| {
+            let (s, sp) = parse_sort_with_fields(spec).unwrap();
+            resolve_trace_fields(&s, &sp, &events).unwrap_err()
+        };
+        assert!(err("nope").contains("no tracepoint of the recording has a field nope"));
+        assert!(err("sched.pid").contains("in several events' names"));
+        assert!(err("%3.pid").contains("cycles is not a tracepoint"));
+        assert!(err("%9.pid").contains("has no event %9"));
+        assert!(err("sched_wakeup.y").contains("its fields are pid, x"));
+        assert!(err("pid/raw").contains("leave out /raw"));
     }
 }

@@ -122,6 +122,9 @@ pub struct FoldKeys {
     /// The text of tracepoint samples ([`SampleView::trace`]). Not in [`FoldKeys::ALL`]:
     /// only the `trace` sort key reads it, and a text can differ in every sample.
     pub trace: bool,
+    /// With [`FoldKeys::trace`], the fields of tracepoint samples too (the keys
+    /// `--sort FIELD` reads; [`super::tracetext::TraceText::print_with_fields`]).
+    pub trace_fields: bool,
     /// Locations are told apart only by what a report row shows of them (shared object and
     /// symbol, or the address of an unresolved one), symbolized in batches of this many
     /// distinct addresses ([`super::rows`]); `None`: every address is a location of its own.
@@ -217,6 +220,7 @@ impl FoldKeys {
         cgroup: true,
         cgroup_ns: true,
         trace: false,
+        trace_fields: false,
         rows: None,
         mem: MemFold {
             daddr: false,

@@ -171,6 +171,8 @@ pub struct Replay {
     /// With [`super::profile::FoldKeys::trace`]: the tracepoints' printers, the texts met
     /// (interned) and a buffer for the next one.
     trace: Option<super::tracetext::TraceText>,
+    /// The texts carry the fields too ([`super::profile::FoldKeys::trace_fields`]).
+    trace_fields: bool,
     trace_ids: HashMap<Arc<str>, u32>,
     traces: Vec<Arc<str>>,
     trace_buf: String,
@@ -315,6 +317,7 @@ impl Replay {
                 .trace
                 .then(|| super::tracetext::TraceText::new(rec))
                 .flatten(),
+            trace_fields: opts.fold.trace_fields,
             trace_ids: HashMap::new(),
             traces: Vec::new(),
             trace_buf: String::new(),
@@ -328,7 +331,12 @@ impl Replay {
             return NONE;
         };
         self.trace_buf.clear();
-        if !t.print(ev, raw, &mut self.trace_buf) {
+        let printed = if self.trace_fields {
+            t.print_with_fields(ev, raw, &mut self.trace_buf)
+        } else {
+            t.print(ev, raw, &mut self.trace_buf)
+        };
+        if !printed {
             return NONE;
         }
         if let Some(&i) = self.trace_ids.get(self.trace_buf.as_str()) {

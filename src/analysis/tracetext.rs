@@ -77,9 +77,69 @@ impl TraceText {
         true
     }
 
+    /// [`TraceText::print`], then what `--sort FIELD` keys read: a NUL, and for each of the
+    /// event's own fields (not the common ones) its value ([`field_value`]) and its bytes in
+    /// hex, joined as [`fields`] splits them.
+    pub fn print_with_fields(&self, ev: usize, raw: &[u8], out: &mut String) -> bool {
+        let Some(Some(e)) = self.events.get(ev) else {
+            return false;
+        };
+        let start = out.len();
+        e.printer.print(raw, &self.symbols(), out);
+        let text = out.get(start..).unwrap_or_default().to_string();
+        out.push(FIELDS);
+        for (i, f) in e.format.fields.iter().filter(|f| !f.common).enumerate() {
+            if i > 0 {
+                out.push(NEXT);
+            }
+            // A value never holds the separators: the kernel's text has no control bytes
+            // that matter here, and any that do are dropped.
+            out.extend(
+                field_value(&text, f, raw)
+                    .chars()
+                    .filter(|c| ![FIELDS, NEXT, BYTES].contains(c)),
+            );
+            out.push(BYTES);
+            for b in f.bytes(raw).unwrap_or_default() {
+                out.push_str(&format!("{b:02x}"));
+            }
+        }
+        true
+    }
+
+    /// The own fields of event `ev` (not the common ones), in the format's order: what
+    /// [`fields`] yields for its samples.
+    pub fn own_fields(&self, ev: usize) -> Vec<&Field> {
+        self.format(ev)
+            .map(|f| f.fields.iter().filter(|f| !f.common).collect())
+            .unwrap_or_default()
+    }
+
     fn symbols(&self) -> Symbols<'_> {
         Symbols(&self.kallsyms, &self.printk)
     }
+}
+
+/// Between a sample's text and its fields ([`TraceText::print_with_fields`]).
+const FIELDS: char = '\0';
+/// Between two fields.
+const NEXT: char = '\u{1f}';
+/// Between a field's value and its bytes.
+const BYTES: char = '\u{1e}';
+
+/// The text part of a string of [`TraceText::print_with_fields`] (all of any other).
+pub fn text(s: &str) -> &str {
+    s.split(FIELDS).next().unwrap_or_default()
+}
+
+/// The fields of a string of [`TraceText::print_with_fields`]: each one's value and bytes
+/// (hex), in the event's order; none for a string without them.
+pub fn fields(s: &str) -> impl Iterator<Item = (&str, &str)> {
+    s.split_once(FIELDS)
+        .map(|(_, f)| f)
+        .into_iter()
+        .flat_map(|f| f.split(NEXT))
+        .map(|f| f.split_once(BYTES).unwrap_or((f, "")))
 }
 
 /// The recording's kernel symbols and printk formats, as the printer asks for them.

@@ -187,6 +187,7 @@ fn report(
         cgroup: false,
         cgroup_ns: false,
         trace: false,
+        trace_fields: false,
         ..FoldKeys::ALL
     };
     let input = input_file(a.input);

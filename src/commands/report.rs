@@ -41,8 +41,9 @@ pub struct ReportArgs {
     /// Sort keys: comm, pid, tid, dso, sym, srcline, ip, event, pmu, cpu, cgroup,
     /// cgroup_id, and of `record -d` recordings symbol_daddr, dso_daddr, dcacheline, mem,
     /// snoop, tlb, locked, blocked, local_weight, weight, data_page_size, local_ins_lat,
-    /// phys_daddr (`--phys-data`), and the data type an access hits, type and typeoff
-    /// [default: comm,dso,sym].
+    /// phys_daddr (`--phys-data`), and the data type an access hits, type and typeoff;
+    /// of tracepoints their text, trace, and their fields, FIELD, EVENT.FIELD, EVENT.* or
+    /// trace_fields [default: comm,dso,sym; trace when every event is a tracepoint].
     #[arg(short = 's', long = "sort")]
     pub sort: Option<String>,
     /// Output fields, perf's: overhead, overhead_children, sample, period, then sort keys (the
@@ -194,7 +195,7 @@ impl ReportArgs {
             }
             (None, true) => "comm,dso,sym".to_string(),
         };
-        let sort = hist::parse_sort(&sort_spec)
+        let (sort, field_specs) = hist::parse_sort_with_fields(&sort_spec)
             .map_err(|e| format!("{}: {e}", if self.sort.is_some() { "--sort" } else { "-F" }))?;
         if sort.is_empty() && self.fields.is_none() {
             return Err("--sort: give at least one key".into());
@@ -259,6 +260,7 @@ impl ReportArgs {
                 }
             },
             sym_by_name: false,
+            trace_fields: Vec::new(),
         };
         // The groups keep apart what the tables read; call graphs, the interactive view
         // (which sorts and zooms anew) and collapsed stacks may read anything.
@@ -304,6 +306,7 @@ impl ReportArgs {
             header_only: self.header_only,
             thread_counts: self.show_threads,
             sort_defaulted: self.sort.is_none() && field_keys.is_empty() && !self.mem_mode,
+            field_specs,
         })
     }
 }
@@ -349,25 +352,58 @@ struct ReportConfig {
     /// The sort keys are the default's (no `--sort`, no key in `-F`): a recording of
     /// tracepoints alone then sorts by `trace`, as perf's.
     pub sort_defaulted: bool,
+    /// The sort keys that may name tracepoint fields, resolved once the recording is open
+    /// ([`hrec::analysis::hist::parse_sort_with_fields`]).
+    pub field_specs: Vec<String>,
 }
 
 impl ReportConfig {
-    /// perf's default sort of a recording whose events are all tracepoints: the text of
-    /// their samples (`trace`), instead of `comm,dso,sym`.
-    fn for_recording(&self, meta: &hrec::data::Meta) -> Option<ReportConfig> {
-        use hrec::analysis::hist::SortKey;
+    /// What the recording changes: perf's default sort of a recording whose events are all
+    /// tracepoints, the text of their samples (`trace`) instead of `comm,dso,sym`; and the
+    /// tracepoint fields the sort keys name, resolved against its events. `Err` is a usage
+    /// error (a field no event has).
+    fn for_recording(&self, meta: &hrec::data::Meta) -> Result<Option<ReportConfig>, String> {
+        use hrec::analysis::hist::{self, SortKey};
         let tracepoints = !meta.events.is_empty()
             && meta
                 .events
                 .iter()
                 .all(|e| e.attr.type_ == hrec::event::attr::types::TRACEPOINT);
-        if !self.sort_defaulted || !tracepoints || self.style.fields.is_some() {
-            return None;
+        if self.sort_defaulted && tracepoints && self.style.fields.is_none() {
+            let mut c = self.clone();
+            c.hist.sort = vec![SortKey::Trace];
+            c.profile.fold.trace = true;
+            return Ok(Some(c));
         }
+        if self.field_specs.is_empty() {
+            return Ok(None);
+        }
+        let events: Vec<hist::TraceEventFields> = meta
+            .events
+            .iter()
+            .map(|e| {
+                let fields = e
+                    .trace_format
+                    .as_deref()
+                    .and_then(|f| hrec::trace::EventFormat::parse(f).ok())
+                    .map(|f| {
+                        f.fields
+                            .iter()
+                            .filter(|f| !f.common)
+                            .map(|f| (f.name.clone(), f.is_string(), f.size))
+                            .collect()
+                    });
+                (e.name.clone(), fields)
+            })
+            .collect();
+        let (sort, fields) =
+            hist::resolve_trace_fields(&self.hist.sort, &self.field_specs, &events)?;
         let mut c = self.clone();
-        c.hist.sort = vec![SortKey::Trace];
+        c.hist.sort = sort;
+        c.hist.trace_fields = fields;
         c.profile.fold.trace = true;
-        Some(c)
+        c.profile.fold.trace_fields = true;
+        Ok(Some(c))
     }
 }
 
@@ -438,7 +474,7 @@ fn run(
 ) -> Result<u8, Error> {
     use hrec::analysis::{hist, replay};
     let rec = open_recording(env, &cfg.input, err)?;
-    let for_rec = cfg.for_recording(rec.meta());
+    let for_rec = cfg.for_recording(rec.meta()).map_err(Error::Usage)?;
     let cfg = for_rec.as_ref().unwrap_or(cfg);
     if cfg.header_only || (cfg.header && !cfg.json && !cfg.folded) {
         output::header_block(&rec, out)?;

@@ -24,7 +24,7 @@ use super::notes::no_latency_reason;
 use super::style::{ReportStyle, pct};
 
 /// categories in perf's order); a hash map would print them in a different order every run.
-struct Ordered<T>(Vec<(&'static str, T)>);
+struct Ordered<T>(Vec<(std::borrow::Cow<'static, str>, T)>);
 
 impl<T: Serialize> Serialize for Ordered<T> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -37,9 +37,9 @@ impl<T: Serialize> Serialize for Ordered<T> {
     }
 }
 
-impl<T> FromIterator<(&'static str, T)> for Ordered<T> {
-    fn from_iter<I: IntoIterator<Item = (&'static str, T)>>(it: I) -> Self {
-        Ordered(it.into_iter().collect())
+impl<K: Into<std::borrow::Cow<'static, str>>, T> FromIterator<(K, T)> for Ordered<T> {
+    fn from_iter<I: IntoIterator<Item = (K, T)>>(it: I) -> Self {
+        Ordered(it.into_iter().map(|(k, v)| (k.into(), v)).collect())
     }
 }
 
@@ -200,11 +200,13 @@ pub fn json(
                     .map(|(ri, r)| {
                         let rm: Option<&RowMetrics> = metrics.and_then(|m| m.rows.rows.get(&r.key));
                         JsonRow {
+                            // A tracepoint field is a key of its own event's rows only.
                             key: o
                                 .sort
                                 .iter()
-                                .map(|k| k.name())
                                 .zip(r.key.iter().cloned())
+                                .filter(|(k, _)| o.shows(**k, e.index))
+                                .map(|(k, v)| (o.name(*k).to_string(), v))
                                 .collect(),
                             overhead: pct(r.period, t.base_period),
                             period: r.period,

@@ -61,11 +61,11 @@ struct Cols<'a> {
     fields: Option<&'a [Column]>,
 }
 
-fn header_cells(c: &Cols, sort: &[SortKey]) -> Vec<String> {
+fn header_cells(c: &Cols, o: &HistOptions) -> Vec<String> {
     let mut h = Vec::new();
     if let Some(f) = c.fields {
         h.extend(f.iter().map(|col| col.header().to_string()));
-        h.extend(sort.iter().map(|k| k.header().to_string()));
+        h.extend(o.sort.iter().map(|&k| o.header(k).to_string()));
         return h;
     }
     if c.children {
@@ -84,7 +84,7 @@ fn header_cells(c: &Cols, sort: &[SortKey]) -> Vec<String> {
     if c.lat {
         h.extend(["RetLat#", "Mean", "Median", "P90", "P99", "Max", "Total"].map(String::from));
     }
-    h.extend(sort.iter().map(|k| k.header().to_string()));
+    h.extend(o.sort.iter().map(|&k| o.header(k).to_string()));
     h
 }
 
@@ -234,7 +234,7 @@ pub fn table_lines(p: &Profile, t: &Table, o: &HistOptions, style: &ReportStyle)
         children: o.children,
         fields: style.fields.as_deref(),
     };
-    let head = header_cells(&cols, &o.sort);
+    let mut head = header_cells(&cols, o);
     let weight = |r: &Row| if o.children { r.children } else { r.period };
     let trees = trees_of(p, t, o, style);
     let mut rows: Vec<(usize, &Row)> = t
@@ -258,14 +258,45 @@ pub fn table_lines(p: &Profile, t: &Table, o: &HistOptions, style: &ReportStyle)
                 .unwrap_or(std::cmp::Ordering::Equal)
         });
     }
-    let cells: Vec<Vec<String>> = rows.iter().map(|(_, r)| row_cells(&cols, t, r)).collect();
+    let mut cells: Vec<Vec<String>> = rows.iter().map(|(_, r)| row_cells(&cols, t, r)).collect();
     let numeric = head.len() - o.sort.len();
+    // A tracepoint field's column is in its own event's table only, right-aligned and at
+    // least as wide as perf makes it (a text field its size, a number twice its size and
+    // two: room for it in hex).
+    let shown: Vec<bool> = o.sort.iter().map(|&k| o.shows(k, e.index)).collect();
+    let keep = |i: usize| i < numeric || shown.get(i - numeric).copied().unwrap_or(true);
+    let field = |i: usize| {
+        i.checked_sub(numeric)
+            .and_then(|k| o.sort.get(k))
+            .and_then(|k| match k {
+                SortKey::TraceField(f) => o.trace_fields.get(usize::from(*f)),
+                _ => None,
+            })
+    };
+    let fields: Vec<Option<&crate::analysis::hist::TraceFieldKey>> =
+        (0..head.len()).filter(|&i| keep(i)).map(field).collect();
+    let drop = |v: &mut Vec<String>| {
+        let mut i = 0;
+        v.retain(|_| {
+            i += 1;
+            keep(i - 1)
+        });
+    };
+    drop(&mut head);
+    cells.iter_mut().for_each(drop);
     let widths: Vec<usize> = (0..head.len())
         .map(|i| {
+            let min = fields[i].map_or(0, |f| {
+                if f.text {
+                    f.size as usize
+                } else {
+                    f.size as usize * 2 + 2
+                }
+            });
             cells
                 .iter()
                 .map(|c| c[i].chars().count())
-                .chain([head[i].len()])
+                .chain([head[i].len(), min])
                 .max()
                 .unwrap_or(0)
         })
@@ -275,7 +306,7 @@ pub fn table_lines(p: &Profile, t: &Table, o: &HistOptions, style: &ReportStyle)
         let last = c.len() - 1;
         for (i, v) in c.iter().enumerate() {
             let w = widths[i];
-            if i < numeric {
+            if i < numeric || fields[i].is_some() {
                 let _ = write!(s, "{v:>w$}");
             } else if i == last {
                 s.push_str(v);
