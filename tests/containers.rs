@@ -327,7 +327,13 @@ fn a_chrooted_process_is_named_from_its_own_file() {
             SPIN,
             stop_in,
         ],
-        cached(&cache),
+        // The binary's copy comes first and its debug file's after it: the workload runs
+        // until both are in the cache (stopping it at the first left the second to chance).
+        || {
+            hrec::symbol::buildid_cache::Cache::new(&cache)
+                .debug_file(&id)
+                .is_some()
+        },
         &stop,
     );
     assert!(ok, "{err}");

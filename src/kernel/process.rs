@@ -90,9 +90,16 @@ impl Workload {
                 libc::close(st_r.as_raw_fd());
                 // The workload starts with default dispositions where hrec ignores a signal
                 // (Rust's runtime ignores SIGPIPE; the recorder ignores SIGXFSZ): an ignored
-                // signal would survive the exec and change how the workload behaves.
+                // signal would survive the exec and change how the workload behaves. SIGINT
+                // and SIGTERM, which the recorder catches and forwards, start at their
+                // defaults too, as under perf (its handlers, set before its fork, become the
+                // defaults at exec): a recorder started with them ignored (`nohup`, a script's
+                // `cmd &`) must not pass that on, or a forwarded Ctrl-C would do nothing.
+                // SIGHUP stays as hrec got it (ignored under nohup, as perf leaves it).
                 libc::signal(libc::SIGPIPE, libc::SIG_DFL);
                 libc::signal(libc::SIGXFSZ, libc::SIG_DFL);
+                libc::signal(libc::SIGINT, libc::SIG_DFL);
+                libc::signal(libc::SIGTERM, libc::SIG_DFL);
                 let n = libc::read(go_r.as_raw_fd(), (&raw mut byte).cast(), 1);
                 if n != 1 {
                     // The recorder gave up (or died) before starting us.

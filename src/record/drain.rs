@@ -69,12 +69,16 @@ pub(super) struct Switcher<'a> {
     pub(super) lost_read: LostRead,
     /// When the current file started.
     pub(super) file_start_unix: u64,
-    pub(super) err: &'a mut dyn Write,
 }
 
 impl Switcher<'_> {
     /// Finishes the current file (every buffer was just flushed into it) and starts the next.
-    pub(super) fn switch(&mut self, tx: &mpsc::SyncSender<Msg>, acc: &mut Accounting) {
+    pub(super) fn switch(
+        &mut self,
+        tx: &mpsc::SyncSender<Msg>,
+        acc: &mut Accounting,
+        err: &mut dyn Write,
+    ) {
         let s = self.session;
         let file = acc.take_file();
         send_file_sides(tx, &file);
@@ -92,7 +96,7 @@ impl Switcher<'_> {
         meta.start_time_unix_ns = unix_now_ns();
         meta.clock_start_ns = process::monotonic_ns();
         self.file_start_unix = meta.start_time_unix_ns;
-        let _ = writeln!(self.err, "[ hrec record: dump {} ]", to.display());
+        let _ = writeln!(err, "[ hrec record: dump {} ]", to.display());
         let _ = tx.send(Msg::Switch {
             to,
             trailer: Box::new(trailer),
@@ -129,6 +133,8 @@ pub(super) struct Outlet<'a> {
     pub(super) off_cpu: Option<&'a OffCpuDrain>,
     /// Each pass's file mappings go to the thread that finds their files.
     pub(super) identities: Option<&'a super::identity::Identities>,
+    /// The writer's first failure ([`super::writer::WriterCtx::failure`]), said once.
+    pub(super) failure: &'a std::sync::OnceLock<String>,
 }
 
 /// The drain loop's side of `--off-cpu` (see [`super::offcpu`]): off-CPU records never make
@@ -178,6 +184,7 @@ pub(super) fn drain_loop(
     acc: &mut Accounting,
     mut switcher: Option<&mut Switcher<'_>>,
     stop: Option<&std::sync::atomic::AtomicBool>,
+    err: &mut dyn Write,
 ) -> Result<RunEnd, RecordError> {
     let epoll = Epoll::new().map_err(|e| RecordError::Os("epoll_create1 failed".into(), e))?;
     const SIGNAL_TOKEN: u64 = u64::MAX;
@@ -209,6 +216,7 @@ pub(super) fn drain_loop(
     // a second signal asked for no more grace.
     let mut in_flight_since: Option<Instant> = None;
     let mut hurry = false;
+    let mut told_failure = false;
     loop {
         epoll
             .wait(100, &mut ready)
@@ -231,6 +239,15 @@ pub(super) fn drain_loop(
         }
         if data_ready {
             woken += 1;
+        }
+        // A write failed (disk full, `ulimit -f`): said now, the workload still running; the
+        // error with its counts follows at the end.
+        if !told_failure && let Some(why) = out.failure.get() {
+            told_failure = true;
+            let _ = writeln!(
+                err,
+                "hrec: warning: {why}: nothing more is written; the workload goes on, and the file keeps its complete blocks"
+            );
         }
         let sigs = signals.take();
         for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
@@ -303,7 +320,7 @@ pub(super) fn drain_loop(
             break;
         }
         if switch && let Some(sw) = switcher.as_mut() {
-            sw.switch(out.tx, acc);
+            sw.switch(out.tx, acc, err);
         }
     }
     Ok(RunEnd {

@@ -21,8 +21,8 @@
 //! new file and the open-file limit must cover the events' fds (raised to the hard limit if
 //! needed, else one line saying how many are needed). A write that fails later (disk full,
 //! `ulimit -f`, with SIGXFSZ ignored so it is EFBIG rather than death) ends the file at its
-//! last complete block; the workload runs on to its end and the error says how many samples
-//! were kept.
+//! last complete block; the drain loop says so at once (a warning, the workload still
+//! running), the workload runs on to its end and the error says how many samples were kept.
 //!
 //! With `--switch-output` ([`switch`]) step 5's file ending also happens whenever a file is
 //! due: the drain loop flushes every buffer, the file is finished and renamed, and the next
@@ -243,6 +243,8 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
     // file has no build-ids to match, nor for `hrec top`, which reads the running system).
     let identities = (!s.no_buildid && !s.live)
         .then(|| identity::Identities::start(s.buildid_cache.clone(), s.procfs_root.clone()));
+    // The writer's first failure, said by the drain loop as it happens.
+    let failure = Arc::new(std::sync::OnceLock::new());
     let ctx = WriterCtx {
         identities_found: identities.as_ref().map(identity::Identities::shared),
         procfs: s.procfs_root.clone(),
@@ -266,6 +268,7 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
         }),
         off_cpu_in_hand,
         off_cpu_in_flight,
+        failure: Arc::clone(&failure),
     };
     let writer_thread = std::thread::Builder::new()
         .name("hrec-writer".into())
@@ -348,7 +351,6 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
         totals: Accounting::default(),
         lost_read: finish::LostRead::default(),
         file_start_unix: start_unix,
-        err: &mut *err,
     });
     let run = drain_loop(
         &plan.target,
@@ -361,10 +363,12 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
             side_band: unwinding,
             off_cpu: off_cpu_drain.as_ref(),
             identities: identities.as_ref(),
+            failure: &failure,
         },
         &mut acc,
         switcher.as_mut(),
         s.stop.as_deref(),
+        &mut *err,
     )?;
 
     let (counts, lost_read) = final_counts(plan, &opened.attrs, &opened.fds);

@@ -80,6 +80,8 @@ pub(super) struct WriterCtx {
     pub(super) off_cpu_in_hand: Arc<AtomicU64>,
     /// [`Msg::OffCpu`] passes sent and not paired yet.
     pub(super) off_cpu_in_flight: Arc<AtomicU64>,
+    /// The first write that failed, as one line, for the drain loop to say at once.
+    pub(super) failure: Arc<std::sync::OnceLock<String>>,
 }
 
 /// The files `--switch-output` finished before the last one.
@@ -173,6 +175,14 @@ pub(super) fn writer_loop(mut w: Writer, rx: mpsc::Receiver<Msg>, mut ctx: Write
                 }),
         };
         if let Err(e) = r {
+            // The error and its causes, as main prints an error's chain.
+            let mut line = e.to_string();
+            let mut cause = std::error::Error::source(&e);
+            while let Some(c) = cause {
+                line.push_str(&format!(": {c}"));
+                cause = c.source();
+            }
+            let _ = ctx.failure.set(line);
             failed = Some(e);
         }
         ctx.file_bytes.store(w.bytes_written(), Ordering::Relaxed);
