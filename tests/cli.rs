@@ -193,11 +193,20 @@ fn errors_are_one_line_with_exit_codes() {
             "{err}"
         );
     }
-    // Bad report options are usage errors naming the choices.
+    // Bad report options are usage errors naming the choices. (A key that may name a
+    // tracepoint field is checked against the recording's events.)
+    let tdemo = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/recordings/tdemo-graniterapids.synthetic.hrec"
+    );
     for (args, want) in [
         (
-            &["--sort", "comm,bogus"][..],
+            &["--sort", "comm,bogus", "-i", tdemo][..],
             "unknown sort key \"bogus\"; the keys are: comm",
+        ),
+        (
+            &["--sort", "comm,sym(x)"][..],
+            "unknown sort key \"sym(x)\"; the keys are: comm",
         ),
         (&["--time", "5,1"][..], "\"5,1\" ends before it starts"),
         (&["--time", "x"][..], "is not START,END"),

@@ -341,6 +341,142 @@ fn unresolved_reasons(j: &Value) -> Vec<String> {
         .collect()
 }
 
+/// A fixed period whose samples carry no PERIOD (`-c N` without `-P`): each sample stands for
+/// the attr's period, as perf takes it. `script` prints it (by default and with `-F period`)
+/// and `report` weighs by it, as perf does.
+#[test]
+fn a_fixed_period_without_period_in_the_samples_is_the_attrs() {
+    if support::perf().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let bin = hotspots();
+    // perf record's own -F would add PERIOD: -c alone leaves it out.
+    run_perf(
+        d,
+        &[
+            "record",
+            "-q",
+            "-e",
+            "page-faults",
+            "-c",
+            "1",
+            "-o",
+            "pf.data",
+            "--",
+            &bin,
+            "1",
+        ],
+    );
+    run_perf(
+        d,
+        &[
+            "record",
+            "-q",
+            "-e",
+            "cpu-clock",
+            "-c",
+            "250000",
+            "-o",
+            "c.data",
+            "--",
+            &bin,
+            "1",
+        ],
+    );
+    for file in ["pf.data", "c.data"] {
+        for args in [
+            &[
+                "script",
+                "-i",
+                file,
+                "-F",
+                "comm,pid,tid,time,event,ip,period",
+            ][..],
+            &["script", "-i", file, "-F", "period,event"],
+        ] {
+            let theirs = run_perf(d, args);
+            let (ours, _) = hrec_ok(d, args);
+            assert!(theirs.lines().count() > 5, "{theirs}");
+            assert_eq!(ours, theirs, "{args:?}");
+        }
+    }
+    let (ours, _) = hrec_ok(d, &["script", "-i", "c.data", "-F", "period"]);
+    assert!(ours.lines().all(|l| l.trim() == "250000"), "{ours}");
+    let n = |s: &str| s.lines().count();
+    let j = hrec_report(d, "c.data", "sym");
+    let period: u64 = j["events"][0]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["period"].as_u64().unwrap())
+        .sum();
+    let (samples, _) = hrec_ok(d, &["script", "-i", "c.data", "-F", "event"]);
+    assert_eq!(period, 250000 * n(&samples) as u64);
+}
+
+/// Code run from a memfd mapped twice (`tests/fixtures/memfd/twice.c`): perf takes a memfd
+/// for a file, so `script` names it by its path (`/memfd:jitcode (deleted)`) and prints each
+/// sample's own address, and `report` has one row per file offset, not one per address.
+#[test]
+fn code_in_a_memfd_mapped_twice_reads_as_perf_reads_it() {
+    if support::perf().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let Some(prog) = support::stacks::build(d, "memfd/twice.c", &[]) else {
+        return;
+    };
+    let prog = prog.to_str().unwrap();
+    run_perf(
+        d,
+        &[
+            "record",
+            "-q",
+            "-e",
+            "cpu-clock",
+            "-o",
+            "m.data",
+            "--",
+            prog,
+        ],
+    );
+    for args in [
+        &["script", "-i", "m.data"][..],
+        &[
+            "script",
+            "-i",
+            "m.data",
+            "-F",
+            "comm,pid,tid,time,event,ip,sym,dso,period",
+        ],
+    ] {
+        let theirs = run_perf(d, args);
+        let (ours, _) = hrec_ok(d, args);
+        assert!(theirs.contains("(/memfd:jitcode (deleted))"), "{theirs}");
+        assert_eq!(ours, theirs, "{args:?}");
+    }
+    let rows = |s: &str| -> Vec<String> {
+        s.lines()
+            .filter(|l| !l.starts_with('#') && l.contains("memfd:jitcode"))
+            .map(|l| l.split_whitespace().last().unwrap_or_default().to_string())
+            .collect()
+    };
+    let theirs = run_perf(
+        d,
+        &["report", "--stdio", "--sort", "dso,sym", "-i", "m.data"],
+    );
+    let (ours, _) = hrec_ok(
+        d,
+        &["report", "--stdio", "--sort", "dso,sym", "-i", "m.data"],
+    );
+    // The loop's two instructions, whichever mapping ran them: the same rows as perf's.
+    assert_eq!(rows(&ours), rows(&theirs), "{ours}\n{theirs}");
+    assert!(rows(&ours).len() <= 3, "{ours}");
+}
+
 #[test]
 fn plain_recording_matches_perf() {
     if support::perf().is_none() {

@@ -642,7 +642,10 @@ impl LocKeys {
             let cells = if l.sym.is_none() {
                 // perf names a call-chain entry without a symbol by its address in the
                 // process (a row of its own by the file offset).
-                vec![intern(format!("[{mode}] {:#018x}", l.addr))]
+                vec![intern(format!(
+                    "[{mode}] {}",
+                    crate::symbol::data::hex_addr(l.addr)
+                ))]
             } else {
                 callgraph::entry_names(l, callgraph::Key::Function, p.inline_entries)
                     .into_iter()

@@ -453,7 +453,11 @@ impl Replay {
                     Some((m, anon))
                 }
                 _ => self.maps.find(pid, addr).map(|&m| {
-                    let anon = self.maps.file(m.file).is_anonymous();
+                    // A memfd is a file to perf (not `is_anon_memory`): its code is keyed by
+                    // file offset, one row per offset however often it is mapped, and
+                    // named by its path.
+                    let f = self.maps.file(m.file);
+                    let anon = f.is_anonymous() && !f.is_memfd();
                     self.last_map = Some((pid, m, anon));
                     if self.used_set.insert((pid, m)) {
                         self.used_maps.push((pid, m));

@@ -32,6 +32,10 @@ pub struct Layout {
     pub branch_counters: bool,
     /// `sample_id_all`: every record other than SAMPLE ends with the sample_id trailer.
     pub sample_id_all: bool,
+    /// A fixed period (not frequency mode) whose samples carry no PERIOD: each stands for
+    /// `sample_period` events, the period perf gives them (`evsel__parse_sample` starts from
+    /// the attr's; `-e page-faults -c 1`, hrec's own `record -c N`).
+    pub fixed_period: Option<u64>,
 }
 
 impl Layout {
@@ -45,6 +49,10 @@ impl Layout {
             branch_hw_index: attr.branch_sample_type & branch::HW_INDEX != 0,
             branch_counters: attr.branch_sample_type & branch::COUNTERS != 0,
             sample_id_all: attr.has(flag::SAMPLE_ID_ALL),
+            fixed_period: (!attr.has(flag::FREQ)
+                && attr.sample_type & sample::PERIOD == 0
+                && attr.sample_period_or_freq > 0)
+                .then_some(attr.sample_period_or_freq),
         }
     }
 

@@ -451,7 +451,7 @@ impl<'a> Sample<'a> {
             s.cpu = Some(c.u32()?);
             c.u32()?;
         }
-        s.period = u64_if!(sample::PERIOD, "PERIOD");
+        s.period = u64_if!(sample::PERIOD, "PERIOD").or(l.fixed_period);
         if l.has(sample::READ) {
             c.field("READ");
             s.read = Some(ReadValues::parse(c, l.read_format)?);

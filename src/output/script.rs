@@ -202,11 +202,17 @@ fn srcline(f: &crate::symbol::Frame) -> Option<String> {
 /// an address of an unwound chain ([`Loc::inline_entries`]: the functions inlined there,
 /// innermost first, then the function itself, each entry at the function's offset and with
 /// its own line), else the function by its symbol-table name with the address's line.
-fn frames_of(l: &Loc, expand: bool, chain: bool, out: &mut Vec<FrameText>) {
+fn frames_of(l: &Loc, ip: Option<u64>, expand: bool, chain: bool, out: &mut Vec<FrameText>) {
     // perf prints call-chain frames relative to their file, a lone sample's address as it
-    // is, and the file by its path; `[unknown]` for an address no symbol covers (the
-    // report says why).
-    let addr = if chain { l.rel_addr } else { l.addr };
+    // is (`ip`, the sample's own: a location stands for one file offset, which another
+    // mapping or process has at another address), and the file by its path; `[unknown]`
+    // for an address no symbol covers (the report says why).
+    // (A mark, `[preempted]` or `[no stack]`, is at address 0 and stays there.)
+    let addr = match ip {
+        Some(ip) if !chain && l.addr != 0 => ip,
+        _ if chain => l.rel_addr,
+        _ => l.addr,
+    };
     let dso = || l.dso_path.to_string();
     if l.sym.is_none() {
         out.push(FrameText {
@@ -292,7 +298,15 @@ pub fn check_fields(rec: &Recording, fields: &[Field]) -> Result<(), String> {
         return Ok(());
     };
     for (f, bits, bit_name, name) in needs {
-        if fields.contains(&f) && events.iter().all(|e| e.attr.sample_type & bits == 0) {
+        // A fixed period stands in for PERIOD (perf prints the attr's).
+        let has = |e: &crate::data::EventMeta| {
+            e.attr.sample_type & bits != 0
+                || (f == Field::Period
+                    && crate::decode::Layout::from_attr(&e.attr)
+                        .fixed_period
+                        .is_some())
+        };
+        if fields.contains(&f) && !events.iter().any(has) {
             return Err(format!(
                 "-F {name}: the samples of '{}' do not have {bit_name} set (record with the option that adds it); leave the field out",
                 first.name
@@ -479,13 +493,14 @@ pub fn script(
         // table with the line of the innermost frame, as perf prints it.
         frames_of(
             &p.locs[ps.leaf as usize],
+            s.ip,
             chain && expand,
             chain,
             &mut frames,
         );
         if chain {
             for &c in ps.callers {
-                frames_of(&p.locs[c as usize], expand, chain, &mut frames);
+                frames_of(&p.locs[c as usize], None, expand, chain, &mut frames);
             }
         }
         // perf's order: address, name+offset, the object (none for an inlined entry), the

@@ -81,6 +81,12 @@ impl MappedFile {
             || p.is_empty()
     }
 
+    /// A memfd (`/memfd:NAME`, ` (deleted)` once closed): anonymous to hrec's readers, a
+    /// file to perf's, which key its addresses by file offset and name it by its path.
+    pub fn is_memfd(&self) -> bool {
+        self.path.as_os_str().as_bytes().starts_with(b"/memfd:")
+    }
+
     /// A kernel-provided pseudo file (`[vdso]`, `[vsyscall]`) that is not on disk.
     pub fn is_pseudo(&self) -> bool {
         let p = self.path.as_os_str().as_bytes();

@@ -71,7 +71,8 @@ impl Loc {
     pub fn sym_name(&self) -> String {
         match &self.sym {
             Some(s) => s.to_string(),
-            None => format!("{:#018x}", self.rel_addr),
+            // C's `%#.16llx`: no `0x` for zero (perf's `0000000000000000`).
+            None => super::data::hex_addr(self.rel_addr),
         }
     }
 
