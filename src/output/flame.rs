@@ -405,7 +405,8 @@ pub struct WallInfo {
     pub notes: Vec<String>,
 }
 
-/// Picks the event: the one named, or the first.
+/// Picks the event: the one named, or the first with samples (a `perf mem record` file's
+/// first event is the `mem-loads-aux` leader, which samples nothing), else the first.
 pub fn pick_event(p: &Profile, name: Option<&str>) -> Result<usize, FlameError> {
     let have = || {
         p.events
@@ -415,7 +416,15 @@ pub fn pick_event(p: &Profile, name: Option<&str>) -> Result<usize, FlameError> 
             .join(", ")
     };
     match name {
-        None => Ok(0),
+        None => {
+            let mut sampled = vec![false; p.events.len()];
+            for g in &p.groups {
+                if let Some(s) = sampled.get_mut(usize::from(g.event)) {
+                    *s = true;
+                }
+            }
+            Ok(sampled.iter().position(|&s| s).unwrap_or(0))
+        }
         Some(n) => p
             .events
             .iter()
@@ -1033,6 +1042,18 @@ mod tests {
         p.locs = vec![loc("main"), loc("wait"), loc("[preempted]")];
         p.comms = vec!["app".into(), "helper".into()];
         p
+    }
+
+    #[test]
+    fn the_default_event_is_the_first_with_samples() {
+        // Event 1 (offcpu-time) has samples of its own; event 0 none.
+        let events = crate::testutil::events_with_off_cpu("mem-loads-aux");
+        let mut f = Folder::new(events, false);
+        f.add(&crate::testutil::view(1, 0, &[], 1000));
+        let mut p = f.finish();
+        p.locs = vec![loc("main")];
+        assert_eq!(pick_event(&p, None).unwrap(), 1);
+        assert_eq!(pick_event(&wall_profile("cpu-clock"), None).unwrap(), 0);
     }
 
     #[test]

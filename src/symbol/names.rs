@@ -25,6 +25,13 @@
 //! The name is never cut by searching the demangled text: what is dropped is decided on the
 //! mangled grammar (the clone suffix, the top-level ref-qualifier) or by the demangler's
 //! options.
+//!
+//! * **Integer literals** in template arguments (`L <type> <value> E`) print as libiberty
+//!   prints them: `int` bare, `unsigned int`, `long`, `unsigned long`, `long long` and
+//!   `unsigned long long` with C's suffix (`8u`, `-3l`, `5ul`, `7ll`, `9ull`), any other type
+//!   as a cast (`(char)97`, `(short)3`), `bool` as `true`/`false`. cpp_demangle casts them
+//!   all (`(unsigned int)8`); its casts of those six types are rewritten, and only those
+//!   (no other construct of a demangled name prints such a cast).
 
 use std::borrow::Cow;
 
@@ -100,6 +107,7 @@ fn cpp(raw: &str) -> Option<String> {
         .no_params()
         .no_return_type();
     let name = demangle_with(&m, &opts).or_else(|| name_only(&m, &opts))?;
+    let name = literal_suffixes(&name);
     // In a local name (`_ZZ <function> E <entity>`) cpp_demangle prints the entity's own
     // qualifiers (a lambda's `operator() const`), which belong to its parameter list and
     // which libiberty leaves out with it.
@@ -115,6 +123,43 @@ fn cpp(raw: &str) -> Option<String> {
     } else {
         name
     })
+}
+
+/// cpp_demangle's integer literal casts as libiberty's suffixes (see the module docs):
+/// `(unsigned int)8` is `8u`, `(int)5` is `5`.
+fn literal_suffixes(name: &str) -> String {
+    const SUFFIX: [(&str, &str); 6] = [
+        ("(unsigned long long)", "ull"),
+        ("(unsigned long)", "ul"),
+        ("(unsigned int)", "u"),
+        ("(long long)", "ll"),
+        ("(long)", "l"),
+        ("(int)", ""),
+    ];
+    let mut out = String::with_capacity(name.len());
+    let mut rest = name;
+    'scan: while let Some(at) = rest.find('(') {
+        out.push_str(&rest[..at]);
+        let here = &rest[at..];
+        for (cast, suffix) in SUFFIX {
+            if let Some(after) = here.strip_prefix(cast) {
+                let digits = after
+                    .char_indices()
+                    .take_while(|&(i, c)| c.is_ascii_digit() || (i == 0 && c == '-'))
+                    .count();
+                if digits > 0 && after[..digits].bytes().any(|b| b.is_ascii_digit()) {
+                    out.push_str(&after[..digits]);
+                    out.push_str(suffix);
+                    rest = &after[digits..];
+                    continue 'scan;
+                }
+            }
+        }
+        out.push('(');
+        rest = &here[1..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// A name cpp_demangle cannot parse whole (GCC's `srSt9__is_charIT_E7__valueE` in an
@@ -209,6 +254,15 @@ mod tests {
     #[test]
     fn cpp_names_as_perf_prints_them() {
         let cases = [
+            // Integer literals as libiberty prints them (c++filt, perf 6.1).
+            (
+                "_Z4spinILj8ELln3ELm5ELc97ELb1EEvv",
+                "spin<8u, -3l, 5ul, (char)97, true>",
+            ),
+            (
+                "_Z1fILi5ELx7ELy9ELs3ELh2EEvv",
+                "f<5, 7ll, 9ull, (short)3, (unsigned char)2>",
+            ),
             // Parameters, return type and clone suffix go; templates stay whole.
             (
                 "_ZSt16__introsort_loopIN9__gnu_cxx17__normal_iteratorIPmSt6vectorImSaImEEEElNS0_5__ops15_Iter_less_iterEEvT_S9_T0_T1_.isra.0",
