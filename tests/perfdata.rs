@@ -659,7 +659,14 @@ fn group_reads_match_perf_sample_by_sample() {
         .unwrap()
         .parse()
         .unwrap();
-    let lines = hrec_script(dir.path(), f, "+pid,+read");
+    // Both print a line per member that counted, each with its delta as the period.
+    let args = ["script", "-i", f, "-F", "tid,time,period,event"];
+    let (ours, _) = hrec_ok(dir.path(), &args);
+    assert_eq!(ours, run_perf(dir.path(), &args));
+    let lines: Vec<String> = hrec_script(dir.path(), f, "+pid,+read")
+        .into_iter()
+        .filter(|l| l.contains(" cpu-clock:"))
+        .collect();
     assert_eq!(lines.len(), perf_leader);
     assert_eq!(lines.len(), perf_samples);
     // Group values: every sample, every member, equal.

@@ -167,7 +167,11 @@ fn sampling_read_group_with_weight_and_callchain() {
     );
     let (out, serr) = text(&script);
     assert!(script.status.success(), "{serr}");
-    let lines = sample_lines(&out);
+    // A line per member that counted (as perf script): the leader's are the samples.
+    let lines: Vec<&str> = sample_lines(&out)
+        .into_iter()
+        .filter(|l| l.contains(" cpu-clock:"))
+        .collect();
     assert_eq!(lines.len() as u64, samples);
     for l in &lines {
         // weight, ins_lat and retire_lat: 16 columns each, as perf prints them.

@@ -2264,9 +2264,11 @@ fn the_user_pc_of_a_kernel_sample_is_looked_up_as_it_is() {
     s.sample_in(c, 500, &[HOT_A, user, BASE, BASE], 100, None, 0);
     s.write(dir.path());
     let (out, err) = run_ok(dir.path(), &["script", "-F", "ip,sym,dso"]);
+    // The sample reads its group: a line per member, each with the same chain; the first's.
     let frames: Vec<&str> = out
         .lines()
-        .filter(|l| l.starts_with('\t'))
+        .skip_while(|l| !l.starts_with('\t'))
+        .take_while(|l| l.starts_with('\t'))
         .map(str::trim)
         .collect();
     assert_eq!(frames.len(), 3, "{out}\n{err}");

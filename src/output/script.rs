@@ -406,6 +406,9 @@ pub fn script(
     let has = |f: Field| fields.contains(&f);
     let mut line = String::new();
     let mut frames = Vec::new();
+    // Each counter id's value at its previous read, and one sample's lines (event, period).
+    let mut read_last: std::collections::HashMap<(Option<u32>, u64), u64> = Default::default();
+    let mut deliveries: Vec<(&str, Option<u64>)> = Vec::new();
     let mut io_err = None;
     let mut n = 0u64;
     let mut r = Replay::new(rec, profile_options);
@@ -476,18 +479,54 @@ pub fn script(
         // perf prints a call chain only under the address (`ip`), one frame per line.
         let chain =
             p.callchains && s.callchain.is_some() && !layout.hide_call_graph && has(Field::Ip);
-        sample_start(
-            &mut line,
-            fields,
-            s,
-            &p.comms[ps.comm as usize],
-            (event, event_width),
-            rec,
-            (chain_file, layout.ns),
-        );
+        // A sample that reads its counters is one line per value read, each with what its
+        // counter added since that id's previous read as the period (no line when nothing
+        // was added), as perf delivers it (`deliver_sample_group`, `deliver_sample_value`).
+        deliveries.clear();
+        // An inherited counter reads per thread (the kernel gives the parent's id in every
+        // thread): its previous value is the thread's, as perf 6.12 keeps it per thread.
+        let per_thread = meta
+            .events
+            .get(info.index)
+            .is_some_and(|e| e.attr.has(crate::event::attr::flag::INHERIT));
+        let tid = if per_thread { s.tid } else { None };
+        match &s.read {
+            Some(read) if read.iter().all(|e| e.id.is_some()) => {
+                for e in read.iter() {
+                    let id = e.id.unwrap_or_default();
+                    let last = read_last.entry((tid, id)).or_insert(0);
+                    let delta = e.value.wrapping_sub(*last);
+                    *last = e.value;
+                    if delta == 0 {
+                        continue;
+                    }
+                    if let Some(ev) = rec.event_of(id).and_then(|i| meta.events.get(i)) {
+                        deliveries.push((ev.name.as_str(), Some(delta)));
+                    }
+                }
+            }
+            _ => deliveries.push((event, s.period)),
+        }
+        if deliveries.is_empty() {
+            return;
+        }
+        let mut head = String::new();
+        for &(event, period) in &deliveries {
+            sample_start(
+                &mut head,
+                fields,
+                &Sample { period, ..*s },
+                &p.comms[ps.comm as usize],
+                (event, event_width),
+                rec,
+                (chain_file, layout.ns),
+            );
+            head.push('\u{0}');
+        }
         if let (Some(t), Some(raw), true) = (tracepoint, s.raw, has(Field::Trace)) {
             t.print(info.index, raw, &mut line);
         }
+        let trace_text = std::mem::take(&mut line);
         frames.clear();
         // Without a chain the sampled location is one line, its function by the symbol
         // table with the line of the innermost frame, as perf prints it.
@@ -543,9 +582,17 @@ pub fn script(
             frame_text(&mut line, f);
         }
         line.push('\n');
-        if let Err(e) = out.write_all(line.as_bytes()) {
-            io_err = Some(e);
+        // Each delivery's start, then what every line has.
+        for start in head.split_terminator('\u{0}') {
+            if let Err(e) = out
+                .write_all(start.as_bytes())
+                .and_then(|()| out.write_all(trace_text.as_bytes()))
+                .and_then(|()| out.write_all(line.as_bytes()))
+            {
+                io_err = Some(e);
+            }
         }
+        n += deliveries.len() as u64 - 1;
     });
     match io_err {
         Some(e) => Err(e),
