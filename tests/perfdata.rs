@@ -563,6 +563,73 @@ fn callchains_match_perf() {
     assert!(report.contains("hotspots::main"), "{report}");
 }
 
+/// `report --children`'s rows of call-chain entries no mapping covers (frame-pointer garbage
+/// under a program built without frame pointers): perf's rows, one per address as recorded
+/// (a return address of 1 is not 0's), `0000000000000000` for zero, and the level of the
+/// sample they are in (`[k]` under a kernel sample).
+#[test]
+fn unmapped_chain_entries_are_perfs_children_rows() {
+    if support::perf().is_none() {
+        return;
+    }
+    if !support::privilege::is_root() {
+        eprintln!("skipped: kernel call chains need root here");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    run_perf(
+        d,
+        &[
+            "record",
+            "-q",
+            "-g",
+            "-e",
+            "cpu-clock",
+            "-o",
+            "k.data",
+            "--",
+            "sh",
+            "-c",
+            "ls -R /usr/share > /dev/null",
+        ],
+    );
+    // (children, self, [level] address) of the unresolved rows.
+    let rows = |out: &str, skip: usize| -> Vec<String> {
+        let mut v: Vec<String> = out
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .filter(|w| {
+                w.len() == skip + 4
+                    && w[skip + 3]
+                        .bytes()
+                        .all(|b| b.is_ascii_hexdigit() || b == b'x')
+            })
+            .map(|w| format!("{} {} {} {}", w[0], w[1], w[skip + 2], w[skip + 3]))
+            .collect();
+        v.sort();
+        v
+    };
+    let args = [
+        "report",
+        "--stdio",
+        "--children",
+        "--sort",
+        "sym",
+        "-g",
+        "none",
+        "-i",
+        "k.data",
+    ];
+    let theirs = rows(&run_perf(d, &args), 0);
+    let (ours, _) = hrec_ok(d, &args);
+    // hrec's rows have a Samples column after Children and Self.
+    let ours = rows(&ours, 1);
+    assert!(!theirs.is_empty(), "no unresolved rows to compare");
+    assert_eq!(ours, theirs);
+}
+
 #[test]
 fn weight_struct_samples_decode_with_their_weight() {
     if support::perf().is_none() {

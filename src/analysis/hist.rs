@@ -574,6 +574,9 @@ struct LocKeys {
     /// `ptmalloc_init (inlined)` in `ptmalloc_init.part.0` and in `malloc_hook_ini` are two
     /// rows).
     entry_keys: Vec<Vec<u64>>,
+    /// For a location no mapping covers: its symbol cell with the other level (`[k]` for a
+    /// user address), as perf shows it in a kernel sample's chain ([`tables`]).
+    other_level: Vec<Option<u32>>,
     strings: Vec<String>,
     /// Where each sort key's value sits in a row's [`Key`]: the other keys in order, then
     /// the tracepoint fields of each event from the same place on (rows of two events are
@@ -620,6 +623,7 @@ impl LocKeys {
         };
         let (mut dso, mut sym, mut srcline) = (Vec::new(), Vec::new(), Vec::new());
         let mut entries = Vec::new();
+        let mut other_level = Vec::new();
         let mut entry_keys = Vec::new();
         let mut sym_key = Vec::new();
         let mut instances: HashMap<(u32, u32, u64), u64> = HashMap::new();
@@ -666,6 +670,19 @@ impl LocKeys {
                     .collect(),
             );
             entries.push(cells);
+            // perf shows an address no mapping covers in a chain with the sample's level
+            // (compared with perf 6.1: a kernel sample's garbage user frames are `[k]`): the
+            // cell with the other level, for such chains.
+            other_level.push(
+                (l.sym.is_none() && l.unresolved == Some(crate::symbol::Unresolved::Unmapped))
+                    .then(|| {
+                        let other = if l.kernel { '.' } else { 'k' };
+                        intern(format!(
+                            "[{other}] {}",
+                            crate::symbol::data::hex_addr(l.addr)
+                        ))
+                    }),
+            );
             // Without line information, perf-style `symbol+offset` (or `dso+address`).
             srcline.push(intern(l.srcline(full).unwrap_or_else(|| match &l.sym {
                 Some(s) => format!("{s}+{:#x}", l.sym_offset),
@@ -731,6 +748,7 @@ impl LocKeys {
             srcline,
             entries,
             entry_keys,
+            other_level,
             strings,
         }
     }
@@ -960,13 +978,26 @@ pub fn tables(p: &Profile, o: &HistOptions) -> Vec<Table> {
                 continue;
             }
             callgraph::kept_locs(p, s, o.max_stack, &mut kept);
+            // The level perf shows an entry with: its own, but for an address no mapping
+            // covers, the sample's (a kernel sample's garbage user frames are `[k]`).
+            let sample_kernel = p.locs[s.leaf as usize].kernel;
             for &loc in &kept {
+                let own_kernel = p.locs[loc as usize].kernel;
+                let other = lk.other_level[loc as usize];
+                let shown_kernel = match other {
+                    Some(_) => sample_kernel,
+                    None => own_kernel,
+                };
                 for (i, &sym) in lk.entries[loc as usize].iter().enumerate() {
                     let k = key_of_entry(&lk, &o.sort, s, loc, Some(i));
                     if seen.contains(&k) {
                         continue;
                     }
                     seen.push(k);
+                    let sym = match other {
+                        Some(cell) if shown_kernel != own_kernel => cell,
+                        _ => sym,
+                    };
                     let row = map.entry(k).or_insert_with(|| Row {
                         example: si as u32,
                         example_loc: loc,

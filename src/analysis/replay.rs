@@ -468,7 +468,9 @@ impl Replay {
             match mapping {
                 Some((m, true)) => LocKey::Anon(pid, m.file, addr),
                 Some((m, false)) => LocKey::File(m.file, m.file_offset(addr)),
-                None => LocKey::Unmapped(pid, addr),
+                // Nothing to look up: kept by the address as recorded (a return address of 1
+                // is not 0's, as perf keeps them apart).
+                None => LocKey::Unmapped(pid, frame.address()),
             }
         };
         let next = self.next_loc();
