@@ -266,6 +266,10 @@ impl Reader {
         }
         let reason = self.walk()?;
         self.truncated = Some(match damaged {
+            // The trailer itself is whole (its counts are kept); only its index is not.
+            Some(d) if self.trailer.is_some() => format!(
+                "the trailer's index does not fit the file's blocks ({d}); they were read by walking them"
+            ),
             Some(d) => format!("{reason} (the footer points at a damaged trailer: {d})"),
             None => reason,
         });
@@ -295,10 +299,18 @@ impl Reader {
             Ok(t) => t,
             Err(e) => return Ok(Err(e)),
         };
+        // The index must list every block, in order, as its header gives it: one that
+        // leaves a block out or disagrees with a header would hide intact blocks, so the
+        // blocks are walked instead.
         let mut end = self.data_start;
         for b in &trailer.blocks {
+            if b.offset != end {
+                return Ok(Err(format!(
+                    "the trailer's index leaves out the bytes at {end}..{}",
+                    b.offset
+                )));
+            }
             let fits = b.kind != BlockKind::Trailer
-                && b.offset >= end
                 && b.raw_len <= MAX_BLOCK_RAW
                 && b.name.len() <= format::MAX_NAME
                 && b.offset
@@ -310,7 +322,22 @@ impl Reader {
                     b.offset
                 )));
             }
+            match self.header_at(b.offset) {
+                Ok(found) if found == *b => {}
+                Err(HeaderError::Io(e)) => return Err(e),
+                _ => {
+                    return Ok(Err(format!(
+                        "the block at {} is not the one the trailer's index lists",
+                        b.offset
+                    )));
+                }
+            }
             end = b.offset + b.file_len();
+        }
+        if end != offset {
+            return Ok(Err(format!(
+                "the trailer's index leaves out the bytes at {end}..{offset}"
+            )));
         }
         Ok(Ok(trailer))
     }

@@ -403,4 +403,34 @@ mod tests {
             b"ffffffff81000000 T _stext\n"
         );
     }
+
+    /// A trailer whose index leaves a block out, or lists one its header disagrees with,
+    /// hides no intact block: the reader walks the blocks instead and says why.
+    #[test]
+    fn an_index_that_disagrees_with_the_blocks_is_not_trusted() {
+        let dir = tempfile::tempdir().unwrap();
+        for damage in ["left out", "disagrees"] {
+            let path = dir.path().join(format!("{damage}.data"));
+            let mut w = Writer::create(&path, &Meta::default()).unwrap();
+            for n in [1u8, 2, 3] {
+                w.write_side(&format!("side{n}"), &[n; 100]).unwrap();
+            }
+            match damage {
+                "left out" => {
+                    w.blocks.remove(1);
+                }
+                _ => w.blocks[1].raw_len += 1,
+            }
+            w.finish(Trailer::default()).unwrap();
+            let r = Reader::open(&path).unwrap();
+            assert_eq!(r.blocks().len(), 3, "{damage}");
+            let why = r.truncated().unwrap();
+            assert!(why.contains("read by walking them"), "{damage}: {why}");
+            assert_eq!(
+                r.side("side2").unwrap().unwrap(),
+                vec![2u8; 100],
+                "{damage}"
+            );
+        }
+    }
 }

@@ -160,7 +160,7 @@ impl Recording {
     /// read (and were skipped), records found out of time order beyond the reorder window.
     pub fn errors(&self) -> Vec<String> {
         let w = self.walked.lock().unwrap_or_else(|e| e.into_inner());
-        let mut v = w.block_errors.clone();
+        let mut v = one_line_per_kind(&w.block_errors);
         if w.reordered > 0 {
             v.push(format!(
                 "{} records were older than records read before them (beyond the reorder window: {}); they were taken where they were found",
@@ -475,3 +475,57 @@ pub fn stack_copies(rec: &Recording) -> (u64, u64) {
 
 /// Re-exported for callers that only need the block list.
 pub use data::BlockInfo;
+
+/// Block errors as warnings: one line per kind of damage (lines that differ only in their
+/// numbers, the blocks' offsets), the first block's with how many more there were.
+fn one_line_per_kind(errors: &[String]) -> Vec<String> {
+    // Each run of digits as one `#`.
+    let kind = |e: &str| -> String {
+        let mut k = String::with_capacity(e.len());
+        for c in e.chars() {
+            if !c.is_ascii_digit() {
+                k.push(c);
+            } else if !k.ends_with('#') {
+                k.push('#');
+            }
+        }
+        k
+    };
+    let mut out: Vec<(String, String, usize)> = Vec::new();
+    for e in errors {
+        let k = kind(e);
+        match out.iter_mut().find(|(ok, _, _)| *ok == k) {
+            Some(o) => o.2 += 1,
+            None => out.push((k, e.clone(), 1)),
+        }
+    }
+    out.into_iter()
+        .map(|(_, first, n)| match n {
+            1 => first,
+            n => format!("{first} (and {} more blocks like it)", n - 1),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn block_errors_are_one_line_per_kind_of_damage() {
+        let e = |at: u32, why: &str| {
+            format!("r.hrec: corrupt block at offset {at}: {why}; skipped that block")
+        };
+        let lines = super::one_line_per_kind(&[
+            e(100, "zstd: checksum"),
+            e(2000, "zstd: checksum"),
+            e(30000, "zstd: checksum"),
+            e(400, "the block header does not match"),
+        ]);
+        assert_eq!(
+            lines,
+            [
+                format!("{} (and 2 more blocks like it)", e(100, "zstd: checksum")),
+                e(400, "the block header does not match"),
+            ]
+        );
+    }
+}
