@@ -508,6 +508,8 @@ pub fn script(
             _ => deliveries.push((event, s.period)),
         }
         if deliveries.is_empty() {
+            // Nothing counted since the last read: no line (nor a sample printed).
+            n -= 1;
             return;
         }
         let mut head = String::new();
