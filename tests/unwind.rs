@@ -253,6 +253,8 @@ impl Disagree {
     /// Whether a row's function (its last key) is on a stack the tools unwind differently.
     fn touches(&self, key: &str) -> bool {
         let sym = key.split_once(" [.] ").or_else(|| key.split_once(" [k] "));
+        // A report names an inlined function's row `name (inlined)`; script the function.
+        let sym = sym.map(|(k, s)| (k, s.strip_suffix(" (inlined)").unwrap_or(s)));
         sym.is_some_and(|(_, sym)| {
             self.functions.contains(sym) || (sym.starts_with("0x") && self.functions.contains("?"))
         })
