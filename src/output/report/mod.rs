@@ -421,7 +421,9 @@ pub fn text(
             p.decode_errors.1.as_deref().unwrap_or("?")
         );
     }
-    for t in tables {
+    // An event without samples has no table, as perf report's `--skip-empty` (its default)
+    // leaves it out (a tracepoint that did not fire).
+    for t in tables.iter().filter(|t| t.base_samples > 0) {
         let tl = table_lines(p, t, o, style);
         for l in &tl.preamble {
             let _ = writeln!(s, "{l}");
