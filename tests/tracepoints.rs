@@ -618,65 +618,10 @@ fn script_prints_perfs_lines_for_the_common_subsystems() {
     same_script(d, perf, "pipe.data", &[]);
 }
 
-/// One event's table of a `report --stdio --sort trace`: its name, the width of the trace
-/// column (its dots), and its rows as (overhead, text).
-type TraceTable = (String, usize, Vec<(String, String)>);
-
-/// The tables of a `report --stdio` whose one sort key is `trace` (perf's, or hrec's with
-/// `-F overhead,trace`).
-fn trace_tables(report: &str) -> Vec<TraceTable> {
-    let mut tables: Vec<TraceTable> = Vec::new();
-    for l in report.lines() {
-        if let Some(rest) = l.strip_prefix("# Samples: ") {
-            let name = rest.split('\'').nth(1).unwrap_or_default().to_string();
-            tables.push((name, 0, Vec::new()));
-        } else if let Some(dots) = l.strip_prefix("# ........  ") {
-            if let Some(t) = tables.last_mut() {
-                t.1 = dots.trim_end().len();
-            }
-        } else if !l.starts_with('#') && !l.trim().is_empty() {
-            let (pct, text) = l.trim_start().split_once("  ").unwrap_or((l, ""));
-            if let Some(t) = tables.last_mut() {
-                t.2.push((pct.to_string(), text.trim_end().to_string()));
-            }
-        }
-    }
-    tables
-}
-
-/// `perf report --stdio --sort trace` and hrec's on the same perf.data: the same tables, rows
-/// in the same order with the same overhead and text. perf 6.1 cuts a row's text at the
-/// column's width when it never compared that row with another (a table of one row: its
-/// width is then the header's, `sig=10 errno`); such a row may be a prefix of hrec's.
-fn same_trace_report(d: &Path, perf: &str, file: &str, ours_args: &[&str]) -> usize {
-    let theirs = trace_tables(&run_in(
-        d,
-        perf,
-        &["report", "--stdio", "--sort", "trace", "-i", file],
-    ));
-    let mut a = vec!["report", "--stdio", "-i", file];
-    a.extend_from_slice(ours_args);
-    let ours = trace_tables(&run_in(d, HREC, &a));
-    let names = |t: &[TraceTable]| t.iter().map(|t| t.0.clone()).collect::<Vec<_>>();
-    assert_eq!(names(&ours), names(&theirs));
-    let mut rows = 0;
-    for ((name, width, t), (_, _, o)) in theirs.iter().zip(&ours) {
-        assert_eq!(t.len(), o.len(), "{name}: rows");
-        for (t, o) in t.iter().zip(o) {
-            let cut = t.1.chars().count() == *width && o.1.starts_with(&t.1);
-            assert!(
-                t.0 == o.0 && (t.1 == o.1 || cut),
-                "{name}: perf {t:?}, hrec {o:?}"
-            );
-            rows += 1;
-        }
-    }
-    rows
-}
-
 /// One event's table of a `report --stdio`: its name, the column headers and the rows' cells,
-/// cut where the dotted rule's runs are (a right-aligned cell may be empty).
-type Cells = (String, Vec<String>, Vec<Vec<String>>);
+/// cut where the dotted rule's runs are (a right-aligned cell may be empty), and the width
+/// of each column's rule.
+type Cells = (String, Vec<String>, Vec<Vec<String>>, Vec<usize>);
 
 fn table_cells(report: &str) -> Vec<Cells> {
     let mut tables: Vec<Cells> = Vec::new();
@@ -700,7 +645,7 @@ fn table_cells(report: &str) -> Vec<Cells> {
     for l in report.lines() {
         if let Some(rest) = l.strip_prefix("# Samples: ") {
             let name = rest.split('\'').nth(1).unwrap_or_default().to_string();
-            tables.push((name, Vec::new(), Vec::new()));
+            tables.push((name, Vec::new(), Vec::new(), Vec::new()));
         } else if l.starts_with("# ....") {
             spans.clear();
             let mut start = None;
@@ -716,6 +661,7 @@ fn table_cells(report: &str) -> Vec<Cells> {
             }
             if let Some(t) = tables.last_mut() {
                 t.1 = cut(&head_line, &spans);
+                t.3 = spans.iter().map(|(a, b)| b - a).collect();
             }
         } else if l.starts_with("# Overhead") {
             head_line = l.to_string();
@@ -727,6 +673,42 @@ fn table_cells(report: &str) -> Vec<Cells> {
         }
     }
     tables
+}
+
+/// The event names of tables, in order.
+fn names(t: &[Cells]) -> Vec<String> {
+    t.iter().map(|t| t.0.clone()).collect()
+}
+
+/// `perf report --stdio --sort trace` and hrec's on the same perf.data: the same tables, rows
+/// in the same order with the same overhead and text. perf 6.1 cuts a row's text at the
+/// column's width when it never compared that row with another (a table of one row: its
+/// width is then the header's, `sig=10 errno`); such a row may be a prefix of hrec's.
+fn same_trace_report(d: &Path, perf: &str, file: &str, ours_args: &[&str]) -> usize {
+    let theirs = table_cells(&run_in(
+        d,
+        perf,
+        &["report", "--stdio", "--sort", "trace", "-i", file],
+    ));
+    let mut a = vec!["report", "--stdio", "-i", file];
+    a.extend_from_slice(ours_args);
+    let ours = table_cells(&run_in(d, HREC, &a));
+    assert_eq!(names(&ours), names(&theirs));
+    let mut rows = 0;
+    for ((name, _, t, widths), (_, _, o, _)) in theirs.iter().zip(&ours) {
+        assert_eq!(t.len(), o.len(), "{name}: rows");
+        let width = widths.last().copied().unwrap_or(0);
+        for (t, o) in t.iter().zip(o) {
+            let (tt, ot) = (t.last().unwrap(), o.last().unwrap());
+            let cut = tt.chars().count() == width && ot.starts_with(tt.as_str());
+            assert!(
+                t[0] == o[0] && (tt == ot || cut),
+                "{name}: perf {t:?}, hrec {o:?}"
+            );
+            rows += 1;
+        }
+    }
+    rows
 }
 
 /// `perf report --stdio --sort KEYS` and `hrec report --stdio -F overhead,KEYS` on the same
@@ -746,10 +728,9 @@ fn same_field_report(d: &Path, perf: &str, file: &str, keys: &str) -> usize {
         HREC,
         &["report", "--stdio", "-F", &fields, "-i", file],
     ));
-    let names = |t: &[Cells]| t.iter().map(|t| t.0.clone()).collect::<Vec<_>>();
     assert_eq!(names(&ours), names(&theirs));
     let mut cells = 0;
-    for ((name, th, t), (_, oh, o)) in theirs.iter().zip(&ours) {
+    for ((name, th, t, _), (_, oh, o, _)) in theirs.iter().zip(&ours) {
         assert_eq!(th, oh, "{name}: columns");
         assert_eq!(t.len(), o.len(), "{name}: rows");
         for (t, o) in t.iter().zip(o) {

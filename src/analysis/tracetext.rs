@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use crate::recording::Recording;
 use crate::symbol::kallsyms::KernelSymbols as Kallsyms;
-use crate::trace::format::{EventFormat, Field};
+use crate::trace::format::EventFormat;
 use crate::trace::print::{KernelSymbols, Printer};
 
 /// One tracepoint event's format and its printer.
@@ -62,11 +62,6 @@ impl TraceText {
         self.events.get(ev).is_some_and(Option::is_some)
     }
 
-    /// The format of event `ev`, if it is a tracepoint.
-    pub fn format(&self, ev: usize) -> Option<&EventFormat> {
-        self.events.get(ev)?.as_ref().map(|e| &e.format)
-    }
-
     /// Appends the text of a sample of event `ev` with raw data `raw` to `out`; false (and
     /// nothing appended) when `ev` is no tracepoint.
     pub fn print(&self, ev: usize, raw: &[u8], out: &mut String) -> bool {
@@ -78,41 +73,35 @@ impl TraceText {
     }
 
     /// [`TraceText::print`], then what `--sort FIELD` keys read: a NUL, and for each of the
-    /// event's own fields (not the common ones) its value ([`field_value`]) and its bytes in
-    /// hex, joined as [`fields`] splits them.
+    /// event's own fields (not the common ones) its value (see the module docs) and its
+    /// bytes in hex, joined as [`fields`] splits them.
     pub fn print_with_fields(&self, ev: usize, raw: &[u8], out: &mut String) -> bool {
         let Some(Some(e)) = self.events.get(ev) else {
             return false;
         };
+        use std::fmt::Write;
         let start = out.len();
         e.printer.print(raw, &self.symbols(), out);
-        let text = out.get(start..).unwrap_or_default().to_string();
+        let end = out.len();
         out.push(FIELDS);
         for (i, f) in e.format.fields.iter().filter(|f| !f.common).enumerate() {
             if i > 0 {
                 out.push(NEXT);
             }
-            // A value never holds the separators: the kernel's text has no control bytes
-            // that matter here, and any that do are dropped.
-            out.extend(
-                field_value(&text, f, raw)
-                    .chars()
-                    .filter(|c| ![FIELDS, NEXT, BYTES].contains(c)),
-            );
+            // The value from the text written above (copied: `out` grows meanwhile); it
+            // never holds the separators (the kernel's text has none that matter here, and
+            // any that do are dropped).
+            let value = match word_value(out.get(start..end).unwrap_or_default(), &f.name) {
+                Some(v) => v.to_string(),
+                None => crate::trace::print::field_text(f, raw),
+            };
+            out.extend(value.chars().filter(|c| ![FIELDS, NEXT, BYTES].contains(c)));
             out.push(BYTES);
             for b in f.bytes(raw).unwrap_or_default() {
-                out.push_str(&format!("{b:02x}"));
+                let _ = write!(out, "{b:02x}");
             }
         }
         true
-    }
-
-    /// The own fields of event `ev` (not the common ones), in the format's order: what
-    /// [`fields`] yields for its samples.
-    pub fn own_fields(&self, ev: usize) -> Vec<&Field> {
-        self.format(ev)
-            .map(|f| f.fields.iter().filter(|f| !f.common).collect())
-            .unwrap_or_default()
     }
 
     fn symbols(&self) -> Symbols<'_> {
@@ -155,15 +144,9 @@ impl KernelSymbols for Symbols<'_> {
     }
 }
 
-/// A field's value in a sample: the word `NAME=VALUE` of the printed `text`, else the field
-/// as libtraceevent prints it alone (see the module docs).
-pub fn field_value(text: &str, field: &Field, raw: &[u8]) -> String {
-    let prefix = format!("{}=", field.name);
-    if let Some(v) = text
-        .split(' ')
-        .find_map(|w| w.strip_prefix(prefix.as_str()))
-    {
-        return v.to_string();
-    }
-    crate::trace::print::field_text(field, raw)
+/// A field's value in a sample's printed `text`: the `VALUE` of its word `NAME=VALUE`, if it
+/// has one (else the field is printed alone; see the module docs).
+fn word_value<'t>(text: &'t str, name: &str) -> Option<&'t str> {
+    text.split(' ')
+        .find_map(|w| w.strip_prefix(name)?.strip_prefix('='))
 }

@@ -409,6 +409,7 @@ pub fn script(
     // Each counter id's value at its previous read, and one sample's lines (event, period).
     let mut read_last: std::collections::HashMap<(Option<u32>, u64), u64> = Default::default();
     let mut deliveries: Vec<(&str, Option<u64>)> = Vec::new();
+    let mut head = String::new();
     let mut io_err = None;
     let mut n = 0u64;
     let mut r = Replay::new(rec, profile_options);
@@ -512,7 +513,9 @@ pub fn script(
             n -= 1;
             return;
         }
-        let mut head = String::new();
+        // Each line's start (the sample's fields, the event and period of that line), then
+        // in `line` what every line of the sample ends with.
+        head.clear();
         for &(event, period) in &deliveries {
             sample_start(
                 &mut head,
@@ -528,7 +531,6 @@ pub fn script(
         if let (Some(t), Some(raw), true) = (tracepoint, s.raw, has(Field::Trace)) {
             t.print(info.index, raw, &mut line);
         }
-        let trace_text = std::mem::take(&mut line);
         frames.clear();
         // Without a chain the sampled location is one line, its function by the symbol
         // table with the line of the innermost frame, as perf prints it.
@@ -588,7 +590,6 @@ pub fn script(
         for start in head.split_terminator('\u{0}') {
             if let Err(e) = out
                 .write_all(start.as_bytes())
-                .and_then(|()| out.write_all(trace_text.as_bytes()))
                 .and_then(|()| out.write_all(line.as_bytes()))
             {
                 io_err = Some(e);
