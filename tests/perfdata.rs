@@ -627,7 +627,18 @@ fn unmapped_chain_entries_are_perfs_children_rows() {
     // hrec's rows have a Samples column after Children and Self.
     let ours = rows(&ours, 1);
     assert!(!theirs.is_empty(), "no unresolved rows to compare");
-    assert_eq!(ours, theirs);
+    // Every row of hrec's is perf's. perf may have a few more: a return address at the end
+    // of a mapping is outside it for perf, which looks it up as it is, and inside for hrec,
+    // which looks it up a byte earlier and names it (the README's naming difference).
+    for r in &ours {
+        assert!(theirs.contains(r), "{r} is not perf's: {theirs:?}");
+    }
+    let only_perf = theirs.len().saturating_sub(ours.len());
+    assert!(
+        only_perf * 50 <= theirs.len().max(50),
+        "{only_perf} of {} rows: {theirs:?}",
+        theirs.len()
+    );
 }
 
 #[test]
