@@ -266,7 +266,13 @@ fn check_coverage(m: &MetricPlan, metrics_json: &Path, pmu: &str) {
         .filter(|g| g.pmu == pmu)
         .flat_map(|g| g.members.iter().map(|x| norm(&x.event)))
         .collect();
-    for e in metric_events(metrics_json, &m.metrics) {
+    let mine = &m
+        .per_pmu
+        .iter()
+        .find(|x| x.pmu == pmu)
+        .unwrap_or_else(|| panic!("no metrics on {pmu}"))
+        .metrics;
+    for e in metric_events(metrics_json, mine) {
         let upper = e.to_ascii_uppercase();
         if upper.ends_with(":R") || upper == "TSC" || upper.contains(":RETIRE_LATENCY") {
             continue;
@@ -777,4 +783,242 @@ fn every_level_down_to_the_deepest_plans_and_resolves() {
         };
         assert!(deepest >= 4, "{model}: deepest level {deepest}");
     }
+}
+
+/// Intel's E-core TMA 3.6 tree (`E-core_TMA_Metrics.csv`), as this test reads it: node,
+/// level, and the event of its formula in the GRT (Gracemont) and CMT columns (`-` where the
+/// formula is not one event over the slots).
+const ECORE_TREE: &[(&str, u32, &str, &str)] = &[
+    (
+        "Frontend_Bound",
+        1,
+        "TOPDOWN_FE_BOUND.ALL",
+        "TOPDOWN_FE_BOUND.ALL_P",
+    ),
+    (
+        "IFetch_Latency",
+        2,
+        "TOPDOWN_FE_BOUND.FRONTEND_LATENCY",
+        "TOPDOWN_FE_BOUND.FRONTEND_LATENCY",
+    ),
+    (
+        "ICache_Misses",
+        3,
+        "TOPDOWN_FE_BOUND.ICACHE",
+        "TOPDOWN_FE_BOUND.ICACHE",
+    ),
+    (
+        "ITLB_Misses",
+        3,
+        "TOPDOWN_FE_BOUND.ITLB",
+        "TOPDOWN_FE_BOUND.ITLB_MISS",
+    ),
+    (
+        "Branch_Detect",
+        3,
+        "TOPDOWN_FE_BOUND.BRANCH_DETECT",
+        "TOPDOWN_FE_BOUND.BRANCH_DETECT",
+    ),
+    (
+        "Branch_Resteer",
+        3,
+        "TOPDOWN_FE_BOUND.BRANCH_RESTEER",
+        "TOPDOWN_FE_BOUND.BRANCH_RESTEER",
+    ),
+    (
+        "IFetch_Bandwidth",
+        2,
+        "TOPDOWN_FE_BOUND.FRONTEND_BANDWIDTH",
+        "TOPDOWN_FE_BOUND.FRONTEND_BANDWIDTH",
+    ),
+    ("Cisc", 3, "TOPDOWN_FE_BOUND.CISC", "TOPDOWN_FE_BOUND.CISC"),
+    (
+        "Decode",
+        3,
+        "TOPDOWN_FE_BOUND.DECODE",
+        "TOPDOWN_FE_BOUND.DECODE",
+    ),
+    (
+        "Predecode",
+        3,
+        "TOPDOWN_FE_BOUND.PREDECODE",
+        "TOPDOWN_FE_BOUND.PREDECODE",
+    ),
+    (
+        "Other_FB",
+        3,
+        "TOPDOWN_FE_BOUND.OTHER",
+        "TOPDOWN_FE_BOUND.OTHER",
+    ),
+    ("Bad_Speculation", 1, "-", "TOPDOWN_BAD_SPECULATION.ALL_P"),
+    (
+        "Branch_Mispredicts",
+        2,
+        "TOPDOWN_BAD_SPECULATION.MISPREDICT",
+        "TOPDOWN_BAD_SPECULATION.MISPREDICT",
+    ),
+    (
+        "Machine_Clears",
+        2,
+        "TOPDOWN_BAD_SPECULATION.MACHINE_CLEARS",
+        "TOPDOWN_BAD_SPECULATION.MACHINE_CLEARS",
+    ),
+    (
+        "Nuke",
+        3,
+        "TOPDOWN_BAD_SPECULATION.NUKE",
+        "TOPDOWN_BAD_SPECULATION.NUKE",
+    ),
+    (
+        "Fast_Nuke",
+        3,
+        "TOPDOWN_BAD_SPECULATION.FASTNUKE",
+        "TOPDOWN_BAD_SPECULATION.FASTNUKE",
+    ),
+    (
+        "Backend_Bound",
+        1,
+        "TOPDOWN_BE_BOUND.ALL",
+        "TOPDOWN_BE_BOUND.ALL_P",
+    ),
+    (
+        "Core_Bound",
+        2,
+        "TOPDOWN_BE_BOUND.ALLOC_RESTRICTIONS",
+        "TOPDOWN_BE_BOUND.ALLOC_RESTRICTIONS",
+    ),
+    (
+        "Allocation_Restriction",
+        3,
+        "TOPDOWN_BE_BOUND.ALLOC_RESTRICTIONS",
+        "TOPDOWN_BE_BOUND.ALLOC_RESTRICTIONS",
+    ),
+    ("Resource_Bound", 2, "-", "-"),
+    (
+        "Mem_Scheduler",
+        3,
+        "TOPDOWN_BE_BOUND.MEM_SCHEDULER",
+        "TOPDOWN_BE_BOUND.MEM_SCHEDULER",
+    ),
+    (
+        "Non_Mem_Scheduler",
+        3,
+        "TOPDOWN_BE_BOUND.NON_MEM_SCHEDULER",
+        "TOPDOWN_BE_BOUND.NON_MEM_SCHEDULER",
+    ),
+    (
+        "Register",
+        3,
+        "TOPDOWN_BE_BOUND.REGISTER",
+        "TOPDOWN_BE_BOUND.REGISTER",
+    ),
+    (
+        "Reorder_Buffer",
+        3,
+        "TOPDOWN_BE_BOUND.REORDER_BUFFER",
+        "TOPDOWN_BE_BOUND.REORDER_BUFFER",
+    ),
+    (
+        "Serialization",
+        3,
+        "TOPDOWN_BE_BOUND.SERIALIZATION",
+        "TOPDOWN_BE_BOUND.SERIALIZATION",
+    ),
+    (
+        "Retiring",
+        1,
+        "TOPDOWN_RETIRING.ALL",
+        "TOPDOWN_RETIRING.ALL_P",
+    ),
+];
+
+/// `--td-level 3` on E-cores: every node of Intel's E-core tree down to level 3 is planned,
+/// each node's event is in a group (the counter rules checked against Intel's Gracemont and
+/// Skymont event files), Gracemont with the watchdog on and off; `--td-level 4` on a hybrid
+/// part takes the E-cores' three levels with a notice; `-M` of an E-core-only node counts it
+/// on the E-cores alone.
+#[test]
+fn ecore_level_3_is_intels_tree() {
+    let Some(dir) = perfmon_dir() else { return };
+    for (model, pmu) in [
+        ("alderlake", "cpu_atom"),
+        ("arrowlake-s", "cpu_atom"),
+        ("sierraforest", "cpu"),
+    ] {
+        for watchdog in [false, true] {
+            let (m, p) = plan_of(&dir, model, watchdog, &td(3)).unwrap();
+            let mine = m.per_pmu.iter().find(|x| x.pmu == pmu).unwrap();
+            assert_eq!(mine.source, "ecore-tree", "{model}");
+            let want: Vec<String> = ECORE_TREE
+                .iter()
+                .map(|(n, _, _, _)| format!("tma_{}", n.to_ascii_lowercase()))
+                .collect();
+            assert_eq!(mine.metrics, want, "{model}");
+            let members: BTreeSet<&str> = m
+                .groups
+                .iter()
+                .filter(|g| g.pmu == pmu)
+                .flat_map(|g| g.members.iter().map(|x| x.event.as_str()))
+                .collect();
+            for (node, _, grt, cmt) in ECORE_TREE {
+                // Skymont names its level-1 events as Crestmont does (`_P`); on Crestmont
+                // `X.ALL_P` is `X.ALL` by another name (the same encoding), which hrec uses.
+                let ev = if model == "alderlake" { grt } else { cmt };
+                let alias = ev.strip_suffix("_P").unwrap_or(ev);
+                if *ev != "-" {
+                    assert!(
+                        members.contains(ev)
+                            || (model == "sierraforest" && members.contains(alias)),
+                        "{model} {node}: {ev} in {members:?}"
+                    );
+                }
+            }
+            for g in m.groups.iter().filter(|g| g.pmu == pmu) {
+                assert_eq!(g.source, "ecore-tree");
+                check_group(&dir, model, g, watchdog);
+            }
+            check_record_plan(&m, &p);
+        }
+    }
+    // Level 4: the P-cores' file goes deeper, the E-cores stop at 3.
+    let (m, _) = plan_of(&dir, "alderlake", true, &td(4)).unwrap();
+    assert!(
+        m.notices
+            .iter()
+            .any(|n| n.starts_with("cpu_atom: hrec's E-core TopDown tree has levels 1 to 3")),
+        "{:?}",
+        m.notices
+    );
+    let atom = m.per_pmu.iter().find(|x| x.pmu == "cpu_atom").unwrap();
+    assert_eq!(atom.metrics.len(), ECORE_TREE.len());
+    // A node only the E-core tree has: counted there, said for the P-cores, which keep the
+    // default plan.
+    let nuke = MetricChoice {
+        td_level: None,
+        metrics: vec!["tma_fast_nuke".into()],
+    };
+    let (m, _) = plan_of(&dir, "alderlake", true, &nuke).unwrap();
+    assert_eq!(m.per_pmu.len(), 1, "{:?}", m.per_pmu);
+    assert_eq!(m.per_pmu[0].pmu, "cpu_atom");
+    assert_eq!(m.per_pmu[0].metrics, ["tma_fast_nuke"]);
+    assert!(
+        m.notices
+            .iter()
+            .any(|n| n == "-M tma_fast_nuke: not a metric of cpu_core (not counted there)"),
+        "{:?}",
+        m.notices
+    );
+    assert_eq!(m.default_groups.len(), 1, "{:?}", m.default_groups);
+    // A name neither knows: one error with the closest names.
+    let e = plan_of(
+        &dir,
+        "alderlake",
+        true,
+        &MetricChoice {
+            td_level: None,
+            metrics: vec!["tma_fast_nuk".into()],
+        },
+    )
+    .unwrap_err();
+    assert!(e.contains("no such metric"), "{e}");
 }

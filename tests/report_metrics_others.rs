@@ -549,6 +549,40 @@ const E_BE_CORE: f64 = 0.10;
 const E_RET: f64 = 0.15;
 const E_MISP: f64 = 0.06;
 
+/// The E-core function's level 2 and 3 truth (shares of the slots) for the rest of Intel's
+/// E-core tree, each node with its Gracemont event: (node, event, share).
+const E_MORE: [(&str, &str, f64); 17] = [
+    (
+        "IFetch_Bandwidth",
+        "TOPDOWN_FE_BOUND.FRONTEND_BANDWIDTH",
+        0.10,
+    ),
+    (
+        "Machine_Clears",
+        "TOPDOWN_BAD_SPECULATION.MACHINE_CLEARS",
+        0.04,
+    ),
+    ("ICache_Misses", "TOPDOWN_FE_BOUND.ICACHE", 0.08),
+    ("ITLB_Misses", "TOPDOWN_FE_BOUND.ITLB", 0.03),
+    ("Branch_Detect", "TOPDOWN_FE_BOUND.BRANCH_DETECT", 0.05),
+    ("Branch_Resteer", "TOPDOWN_FE_BOUND.BRANCH_RESTEER", 0.04),
+    ("Cisc", "TOPDOWN_FE_BOUND.CISC", 0.02),
+    ("Decode", "TOPDOWN_FE_BOUND.DECODE", 0.03),
+    ("Predecode", "TOPDOWN_FE_BOUND.PREDECODE", 0.01),
+    ("Other_FB", "TOPDOWN_FE_BOUND.OTHER", 0.04),
+    ("Nuke", "TOPDOWN_BAD_SPECULATION.NUKE", 0.01),
+    ("Fast_Nuke", "TOPDOWN_BAD_SPECULATION.FASTNUKE", 0.03),
+    ("Mem_Scheduler", "TOPDOWN_BE_BOUND.MEM_SCHEDULER", 0.20),
+    (
+        "Non_Mem_Scheduler",
+        "TOPDOWN_BE_BOUND.NON_MEM_SCHEDULER",
+        0.05,
+    ),
+    ("Register", "TOPDOWN_BE_BOUND.REGISTER", 0.03),
+    ("Reorder_Buffer", "TOPDOWN_BE_BOUND.REORDER_BUFFER", 0.04),
+    ("Serialization", "TOPDOWN_BE_BOUND.SERIALIZATION", 0.03),
+];
+
 /// Events per cycle of the E-core function, by Intel's Gracemont name.
 fn ecore_rate(key: &str) -> f64 {
     let name = key.split(':').next().unwrap_or(key);
@@ -561,8 +595,33 @@ fn ecore_rate(key: &str) -> f64 {
             "TOPDOWN_BE_BOUND.ALLOC_RESTRICTIONS" => E_BE_CORE,
             "TOPDOWN_RETIRING.ALL" => E_RET,
             "TOPDOWN_BAD_SPECULATION.MISPREDICT" => E_MISP,
-            other => panic!("no truth for E-core event {other}"),
+            other => match E_MORE.iter().find(|(_, e, _)| *e == other) {
+                Some((_, _, share)) => *share,
+                None => panic!("no truth for E-core event {other}"),
+            },
         }
+}
+
+/// Intel's E-core TMA 3.6 formulas (GRT column) on the E-core function's truth, in
+/// percent, by perf's name: each node its event over the slots, Bad Speculation the
+/// remainder of the slots, Resource Bound Backend Bound minus Core Bound.
+fn ecore_truth() -> Vec<(String, f64)> {
+    let bad = 1.0 - E_FE - E_BE - E_RET;
+    let mut v: Vec<(&str, f64)> = vec![
+        ("Frontend_Bound", E_FE),
+        ("Bad_Speculation", bad),
+        ("Backend_Bound", E_BE),
+        ("Retiring", E_RET),
+        ("IFetch_Latency", E_FE_LAT),
+        ("Branch_Mispredicts", E_MISP),
+        ("Core_Bound", E_BE_CORE),
+        ("Allocation_Restriction", E_BE_CORE),
+        ("Resource_Bound", E_BE - E_BE_CORE),
+    ];
+    v.extend(E_MORE.iter().map(|(n, _, s)| (*n, *s)));
+    v.into_iter()
+        .map(|(n, s)| (format!("tma_{}", n.to_ascii_lowercase()), 100.0 * s))
+        .collect()
 }
 
 /// `record --td-level 3` on the Alder Lake fixture with the NMI watchdog off (the E-core
@@ -623,7 +682,7 @@ fn write_adl(dir: &Path, plan: &Plan) -> (usize, usize) {
     };
     let pcore = mg::groups_on(plan, "cpu_core");
     let ecore = mg::groups_on(plan, "cpu_atom");
-    assert_eq!(ecore.len(), 1, "one E-core group");
+    assert!(ecore.len() >= 3, "{} E-core groups", ecore.len());
     let mut records = Vec::new();
     let enc = Encoder::new(meta.events[pcore[0].0].attr);
     let sid = SampleId {
@@ -686,15 +745,16 @@ fn write_adl(dir: &Path, plan: &Plan) -> (usize, usize) {
                 }
             }
         }
-        let (sampler, members) = &ecore[0];
-        sample(
-            *sampler,
-            members,
-            ECORE_FUNC.1,
-            ecore_cpu,
-            &ecore_rate,
-            &mut records,
-        );
+        for (sampler, members) in &ecore {
+            sample(
+                *sampler,
+                members,
+                ECORE_FUNC.1,
+                ecore_cpu,
+                &ecore_rate,
+                &mut records,
+            );
+        }
         ecore_reads += 1;
     }
     let mut w = Writer::create(&dir.join("hrec.data"), &meta).unwrap();
@@ -712,7 +772,11 @@ fn alder_lake_pcore_metrics_and_ecore_topdown_per_function() {
     let pm = mr::perfmon(&pdir, ADL);
     let plan = adl_plan(&pdir);
     let ecore = mg::groups_on(&plan, "cpu_atom");
-    assert_eq!(ecore[0].1.len(), 7, "levels 1 and 2 of the E-core tree");
+    assert_eq!(
+        ecore[0].1.len(),
+        7,
+        "the E-cores' TopDown group first: levels 1 and 2"
+    );
     let tmp = tempfile::tempdir().unwrap();
     let (n_pcore, ecore_reads) = write_adl(tmp.path(), &plan);
     assert!(n_pcore >= 5, "{n_pcore} P-core groups");
@@ -744,7 +808,7 @@ fn alder_lake_pcore_metrics_and_ecore_topdown_per_function() {
     // The E-core function: no P-core metric anywhere, its TopDown from the E-core tree.
     let tables = v["events"].as_array().unwrap();
     let sym = format!("[k] {}", ECORE_FUNC.0);
-    for t in tables {
+    for t in tables.iter().filter(|t| t["pmu"] != "cpu_atom") {
         for r in t["rows"].as_array().unwrap() {
             if r["key"]["sym"] == sym.as_str() {
                 assert!(
@@ -759,6 +823,71 @@ fn alder_lake_pcore_metrics_and_ecore_topdown_per_function() {
                 );
             }
         }
+    }
+    // Its E-core tree, levels 1 to 3, from every E-core group: Intel's formulas on the
+    // truth, and toplev's path by Intel's thresholds (Backend Bound 45% > 10%, Resource
+    // Bound 35% > 20%, Mem Scheduler 20% > 10%; Core Bound's 10% is not past its 10%).
+    let want = ecore_truth();
+    for t in tables.iter().filter(|t| t["pmu"] == "cpu_atom") {
+        let row = t["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["key"]["sym"] == sym.as_str())
+            .unwrap();
+        let m = row["metrics"].as_object().expect("E-core metrics");
+        assert_eq!(m.len(), want.len(), "{m:?}");
+        for (name, w) in &want {
+            let got = m[name].as_f64().unwrap_or_else(|| panic!("{name}: {m:?}"));
+            assert!((got - w).abs() < 0.1, "E-core {name}: {got}, want {w}");
+        }
+        assert_eq!(
+            mg::bottleneck(row),
+            [
+                "tma_backend_bound",
+                "tma_resource_bound",
+                "tma_mem_scheduler"
+            ]
+        );
+        let reads: Vec<u64> = row["metric_groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| g["reads"].as_u64().unwrap())
+            .collect();
+        assert_eq!(reads, vec![ecore_reads as u64; ecore.len()]);
+    }
+    // The text report: the E-core tree under the E-core function's row of the first E-core
+    // table, the path marked.
+    let o = hrec_in(
+        tmp.path(),
+        &[
+            "report",
+            "--stdio",
+            "--sort",
+            "sym",
+            "--td-level",
+            "3",
+            "--perfmon",
+            &pdir_s,
+        ],
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let at = out
+        .find("Intel's E-core metrics on cpu_atom (group reads:")
+        .unwrap_or_else(|| panic!("no E-core tree:\n{out}"));
+    let tree = &out[at..];
+    for line in [
+        "tma_backend_bound",
+        "tma_resource_bound",
+        "tma_mem_scheduler",
+    ] {
+        assert!(
+            tree.lines()
+                .any(|l| l.contains(line) && l.trim_end().ends_with("<==")),
+            "{line} not marked:\n{tree}"
+        );
     }
     let atom = tables
         .iter()

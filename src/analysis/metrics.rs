@@ -37,8 +37,12 @@
 //! exactly Intel's formula on that group's deltas). An event counted in several groups (the
 //! cycles of every group) takes the group with the most reads.
 //!
-//! On a hybrid part only the P-core (`cpu_core`) groups are read: Intel's metric file there
-//! is the P-core's, and E-core groups keep their own TopDown columns.
+//! **Per core PMU.** A setup reads the groups of one metric source
+//! ([`RowMetricsSetup::for_pmu`]): Intel's file for the P-cores (and for a part with one core
+//! type), hrec's E-core tree ([`crate::metrics::ecore`]) for each E-core PMU of a hybrid
+//! part, since Intel's file there is the P-core's. A report holds one [`MetricReport`] per
+//! source ([`MetricReports`]), each for the tables of its own groups; an E-core table keeps
+//! its `topdown` columns besides.
 //!
 //! **Time on the PMU.** The metric groups' reads carry `time_enabled` and `time_running`;
 //! the trailer's final counts of each sampler give its group's share of the recording's
@@ -452,22 +456,39 @@ pub struct TreeNode {
 }
 
 impl<'a> RowMetricsSetup<'a> {
-    /// Chooses the metrics of `o` from `perfmon` and finds the groups of the recording.
+    /// Chooses the metrics of `o` from `perfmon` and finds the groups of the recording on
+    /// every core PMU but the E-cores' (Intel's metric file of a hybrid part is the P-core's).
     pub fn new(
         perfmon: &'a Perfmon,
         meta: &Meta,
         p: &Profile,
         o: &MetricOptions,
     ) -> Result<RowMetricsSetup<'a>, RowMetricsError> {
+        RowMetricsSetup::for_pmu(perfmon, meta, p, o, None)
+    }
+
+    /// As [`RowMetricsSetup::new`], for the groups of the core PMU `pmu` only (`cpu_atom`
+    /// with hrec's E-core tree, [`crate::metrics::ecore`]); `None`: every group not on an
+    /// E-core PMU of a hybrid part.
+    pub fn for_pmu(
+        perfmon: &'a Perfmon,
+        meta: &Meta,
+        p: &Profile,
+        o: &MetricOptions,
+        pmu: Option<&str>,
+    ) -> Result<RowMetricsSetup<'a>, RowMetricsError> {
         let map = MemberMap::new(meta);
         let core_pmu = |name: Option<&str>| {
-            name.is_some_and(|n| n == "cpu" || n == "cpu_core" || n == "cpu_atom")
+            name.is_some_and(|n| matches!(n, "cpu" | "cpu_core" | "cpu_atom" | "cpu_lowpower"))
         };
         let mut groups = Vec::new();
         for g in map.groups() {
-            // Intel's metric file of a hybrid part is the P-core's: E-core groups are not
-            // its events (their TopDown is the `topdown` columns').
-            if meta.events[g.sampler].pmu.as_deref() == Some("cpu_atom") {
+            let on = meta.events[g.sampler].pmu.as_deref();
+            let wanted = match pmu {
+                Some(want) => on == Some(want),
+                None => !is_ecore_pmu(on),
+            };
+            if !wanted {
                 continue;
             }
             let Some(event) = p.events.iter().position(|e| e.index == g.sampler) else {
@@ -901,6 +922,25 @@ pub struct MetricReport {
     pub notes: Vec<String>,
     /// The fewest reads of a group a metric needs ([`MetricOptions::min_reads`]).
     pub min_reads: u64,
+    /// The core PMU whose groups these are, when the metrics are its own (`cpu_atom`: hrec's
+    /// E-core tree); `None` for Intel's file of the P-cores or of a part with one core type.
+    pub pmu: Option<String>,
+}
+
+/// The metric reports of a recording, one per metric source ([`MetricReport::pmu`]): on a
+/// hybrid part the P-cores' from Intel's file and the E-cores' from hrec's E-core tree, each
+/// for the tables of its own groups.
+#[derive(Debug, Clone, Default)]
+pub struct MetricReports {
+    /// The reports, P-cores first.
+    pub reports: Vec<MetricReport>,
+}
+
+impl MetricReports {
+    /// The report whose groups' tables include the profile event `ev`'s.
+    pub fn for_event(&self, ev: usize) -> Option<&MetricReport> {
+        self.reports.iter().find(|m| m.events.contains(&ev))
+    }
 }
 
 impl MetricReport {
@@ -911,8 +951,12 @@ impl MetricReport {
     pub fn tree_lines(&self, r: &RowMetrics) -> Vec<String> {
         let mut out = Vec::new();
         let reads: Vec<String> = r.groups.iter().map(|g| g.reads.to_string()).collect();
+        let whose = match &self.pmu {
+            Some(p) => format!("Intel's E-core metrics on {p}"),
+            None => "Intel's metrics".to_string(),
+        };
         out.push(format!(
-            "Intel's metrics (group reads: {}; -: not computed, fewer than {} reads of a group it needs, or an event not recorded):",
+            "{whose} (group reads: {}; -: not computed, fewer than {} reads of a group it needs, or an event not recorded):",
             reads.join(" "),
             self.min_reads
         ));
@@ -967,6 +1011,11 @@ impl MetricReport {
         }
         out
     }
+}
+
+/// Whether `pmu` is a hybrid part's E-core PMU (`cpu_atom`, Arrow Lake-H's `cpu_lowpower`).
+pub fn is_ecore_pmu(pmu: Option<&str>) -> bool {
+    matches!(pmu, Some("cpu_atom" | "cpu_lowpower"))
 }
 
 /// The value past which Intel flags metric `m` by itself: the bound of its own clause

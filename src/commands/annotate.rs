@@ -231,19 +231,31 @@ fn run(
         hrec::symbol::symbolizer::parse_build_ids(&rec.side("build-ids").unwrap_or_default());
     // Intel's metrics per block: the metric groups' samplers and Intel's files, or one line
     // saying why not (the TopDown per block as before).
-    let perfmon = match &cfg.metrics {
+    // The source of the annotated event's core: an E-core event's blocks get the E-core tree.
+    let event_pmu = p.events.get(event).and_then(|e| e.pmu.clone());
+    let source = match &cfg.metrics {
         None => None,
-        Some(_) => match super::metric_views::perfmon_for(rec.meta(), cfg.perfmon.as_deref()) {
-            Ok(pm) => Some(pm),
+        Some(_) => match super::metric_views::source_for(
+            rec.meta(),
+            cfg.perfmon.as_deref(),
+            event_pmu.as_deref(),
+        ) {
+            Ok(s) => Some(s),
             Err(why) => {
                 no_metrics(err, cfg, &why)?;
                 None
             }
         },
     };
-    let setup = match (&cfg.metrics, &perfmon) {
-        (Some(mo), Some(pm)) => {
-            match hrec::analysis::metrics::RowMetricsSetup::new(pm, rec.meta(), &p, mo) {
+    let setup = match (&cfg.metrics, &source) {
+        (Some(mo), Some(s)) => {
+            match hrec::analysis::metrics::RowMetricsSetup::for_pmu(
+                &s.perfmon,
+                rec.meta(),
+                &p,
+                mo,
+                s.pmu.as_deref(),
+            ) {
                 Ok(s) => Some(s),
                 Err(why) => {
                     no_metrics(err, cfg, &why.to_string())?;

@@ -239,9 +239,17 @@ fn row_metrics(
     o: &hrec::analysis::metrics::MetricOptions,
     dir: Option<&std::path::Path>,
 ) -> Result<(hrec::analysis::metrics::MetricRows, Vec<usize>, Vec<String>), String> {
-    let perfmon = super::metric_views::perfmon_for(rec.meta(), dir)?;
-    let setup = hrec::analysis::metrics::RowMetricsSetup::new(&perfmon, rec.meta(), p, o)
-        .map_err(|e| e.to_string())?;
+    // The P-cores' source (or the only core type's: hrec's E-core tree on a part made only
+    // of E-cores without Intel's files).
+    let s = super::metric_views::source_for(rec.meta(), dir, None)?;
+    let setup = hrec::analysis::metrics::RowMetricsSetup::for_pmu(
+        &s.perfmon,
+        rec.meta(),
+        p,
+        o,
+        s.pmu.as_deref(),
+    )
+    .map_err(|e| e.to_string())?;
     Ok((
         setup.rows(tables),
         setup.group_events(),

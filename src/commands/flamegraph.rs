@@ -226,15 +226,28 @@ fn metric_colors(
         metric: mc.name.clone(),
         why,
     };
-    let perfmon =
-        super::metric_views::perfmon_for(rec.meta(), mc.perfmon.as_deref()).map_err(fail)?;
+    let (sources, _) =
+        super::metric_views::metric_sources(rec.meta(), mc.perfmon.as_deref()).map_err(fail)?;
     let o = MetricOptions {
         td_level: None,
         metrics: vec![mc.name.clone()],
         min_reads: mc.min_reads,
     };
-    let setup =
-        RowMetricsSetup::new(&perfmon, rec.meta(), p, &o).map_err(|e| fail(e.to_string()))?;
+    // The first source (the P-cores' before the E-cores') that has the metric and groups.
+    let mut first_err = None;
+    let mut setup = None;
+    for s in &sources {
+        match RowMetricsSetup::for_pmu(&s.perfmon, rec.meta(), p, &o, s.pmu.as_deref()) {
+            Ok(x) => {
+                setup = Some(x);
+                break;
+            }
+            Err(e) => {
+                first_err.get_or_insert(e.to_string());
+            }
+        }
+    }
+    let setup = setup.ok_or_else(|| fail(first_err.unwrap_or_default()))?;
     let nodes = setup.nodes();
     let [one] = nodes.as_slice() else {
         let names: Vec<&str> = nodes.iter().map(|n| n.name.as_str()).collect();

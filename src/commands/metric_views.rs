@@ -1,7 +1,8 @@
 //! Intel's metrics per row outside `report`: the flags `diff` shares with `report`
 //! (`--td-level N`, `--metrics LIST`, `--perfmon DIR`, `--metric-min-reads N`) and the
-//! loading of Intel's files for a recording's CPU, the one-line reasons when there are none.
-//! The metrics themselves are [`hrec::analysis::metrics`]'s.
+//! metric sources of a recording ([`metric_sources`]: Intel's files for its CPU, hrec's
+//! E-core tree for E-core PMUs), the one-line reasons when there are none. The metrics
+//! themselves are [`hrec::analysis::metrics`]'s.
 
 use std::path::{Path, PathBuf};
 
@@ -42,16 +43,106 @@ impl MetricArgs {
     }
 }
 
-/// Intel's files for the CPU a recording was made on; `Err` is the one-line reason there are
-/// no metrics per row (no metric groups, no cpuid, Intel's files missing).
-pub fn perfmon_for(meta: &Meta, dir: Option<&Path>) -> Result<Perfmon, String> {
-    if MemberMap::new(meta).groups().is_empty() {
+/// One source of metrics per row: the core PMU whose groups it reads (`None`: every group
+/// not on a hybrid part's E-cores) and the metrics with their events.
+pub struct MetricSource {
+    /// The core PMU (`cpu_atom`), or `None` for the P-cores and a part with one core type.
+    pub pmu: Option<String>,
+    /// Intel's files, or hrec's E-core tree ([`hrec::metrics::ecore`]).
+    pub perfmon: Perfmon,
+}
+
+/// The metric sources of a recording, one per core PMU with metric groups: Intel's files for
+/// the recording's CPU (the P-cores', or those of a part with one core type), hrec's E-core
+/// tree for each E-core PMU of a hybrid part and for a part made only of E-cores without
+/// Intel's files. `Err` is the one-line reason there are none; the notes say what is missing
+/// where some are (Intel's files for the P-cores of a hybrid recording).
+pub fn metric_sources(
+    meta: &Meta,
+    dir: Option<&Path>,
+) -> Result<(Vec<MetricSource>, Vec<String>), String> {
+    use hrec::analysis::metrics::is_ecore_pmu;
+    use hrec::pmu::uarch;
+    let map = MemberMap::new(meta);
+    if map.groups().is_empty() {
         return Err(RowMetricsError::NoGroups.to_string());
     }
     if meta.cpuid.is_empty() {
         return Err("the recording does not say which CPU it was made on (no cpuid), so Intel's files cannot be chosen".into());
     }
+    let cpu = uarch::CpuId::parse(&meta.cpuid);
+    let tree = |pmu: &str| -> Option<Perfmon> {
+        let td = uarch::ecore_topdown(cpu.as_ref(), pmu)?;
+        let c = uarch::core_counters(cpu.as_ref(), pmu)?;
+        hrec::metrics::ecore::tree(td, c).ok()
+    };
+    let mut ecore: Vec<String> = Vec::new();
+    let mut other = false;
+    for g in map.groups() {
+        let pmu = meta.events[g.sampler].pmu.clone();
+        match pmu {
+            Some(p) if is_ecore_pmu(Some(&p)) => {
+                if !ecore.contains(&p) {
+                    ecore.push(p);
+                }
+            }
+            _ => other = true,
+        }
+    }
+    let mut out = Vec::new();
+    let mut notes = Vec::new();
     let dir = hrec::stat::tma::perfmon_dir(dir);
-    let (perfmon, _) = hrec::stat::tma::load(&dir, &meta.cpuid).map_err(|e| e.to_string())?;
-    Ok(perfmon)
+    if other {
+        match hrec::stat::tma::load(&dir, &meta.cpuid) {
+            Ok((perfmon, _)) => out.push(MetricSource { pmu: None, perfmon }),
+            Err(e) => {
+                let only_ecores = ["cpu", "cpu_core"]
+                    .iter()
+                    .find_map(|p| tree(p))
+                    .filter(|_| ecore.is_empty());
+                match only_ecores {
+                    Some(perfmon) => out.push(MetricSource { pmu: None, perfmon }),
+                    None if ecore.is_empty() => return Err(e.to_string()),
+                    None => notes.push(format!("metrics: none for the P-cores: {e}")),
+                }
+            }
+        }
+    }
+    for p in ecore {
+        match tree(&p) {
+            Some(perfmon) => out.push(MetricSource {
+                pmu: Some(p),
+                perfmon,
+            }),
+            None => notes.push(format!(
+                "metrics: none for {p}: hrec has no E-core TopDown tree for this CPU ({})",
+                meta.cpuid
+            )),
+        }
+    }
+    if out.is_empty() {
+        return Err(notes.join("; "));
+    }
+    Ok((out, notes))
+}
+
+/// The metric source of the core PMU `pmu` (an event's): the E-core tree of an E-core PMU
+/// of a hybrid part, else the P-cores' (or the only core type's) source.
+pub fn source_for(
+    meta: &Meta,
+    dir: Option<&Path>,
+    pmu: Option<&str>,
+) -> Result<MetricSource, String> {
+    let (sources, notes) = metric_sources(meta, dir)?;
+    let want = pmu.filter(|p| hrec::analysis::metrics::is_ecore_pmu(Some(p)));
+    sources
+        .into_iter()
+        .find(|s| s.pmu.as_deref() == want)
+        .ok_or_else(|| match want {
+            Some(p) => format!("{p} has no metric groups in this recording"),
+            None => notes
+                .first()
+                .cloned()
+                .unwrap_or_else(|| RowMetricsError::NoGroups.to_string()),
+        })
 }

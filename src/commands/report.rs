@@ -407,36 +407,51 @@ impl ReportConfig {
     }
 }
 
-/// Intel's metrics per row ([`hrec::analysis::metrics`]); `Err` is the one-line reason
-/// there are none.
+/// Intel's metrics per row ([`hrec::analysis::metrics`]), one report per metric source
+/// (the P-cores' Intel file, each E-core PMU's tree); `Err` is the one-line reason there are
+/// none.
 fn row_metrics(
     rec: &hrec::recording::Recording,
     p: &hrec::analysis::profile::Profile,
     tables: &[hrec::analysis::hist::Table],
     o: &hrec::analysis::metrics::MetricOptions,
     dir: Option<&std::path::Path>,
-) -> Result<hrec::analysis::metrics::MetricReport, String> {
-    use hrec::analysis::metrics::{MemberMap, MetricReport, RowMetricsError, RowMetricsSetup};
+) -> Result<hrec::analysis::metrics::MetricReports, String> {
+    use hrec::analysis::metrics::{MetricReport, MetricReports, RowMetricsSetup};
     let meta = rec.meta();
-    if MemberMap::new(meta).groups().is_empty() {
-        return Err(RowMetricsError::NoGroups.to_string());
+    let (sources, mut notes) = super::metric_views::metric_sources(meta, dir)?;
+    let mut out = MetricReports::default();
+    let mut errors = Vec::new();
+    for s in &sources {
+        let prefix = s.pmu.as_ref().map(|p| format!("{p}: ")).unwrap_or_default();
+        let mut setup = match RowMetricsSetup::for_pmu(&s.perfmon, meta, p, o, s.pmu.as_deref()) {
+            Ok(setup) => setup,
+            Err(e) => {
+                errors.push(format!("{prefix}{e}"));
+                continue;
+            }
+        };
+        setup.read_pmu_times(rec.trailer());
+        out.reports.push(MetricReport {
+            rows: setup.rows(tables),
+            nodes: setup.nodes(),
+            events: (0..p.events.len())
+                .filter(|&e| setup.is_group_event(e))
+                .collect(),
+            notes: setup.notes.iter().map(|n| format!("{prefix}{n}")).collect(),
+            min_reads: setup.min_reads(),
+            pmu: s.pmu.clone(),
+        });
     }
-    if meta.cpuid.is_empty() {
-        return Err("the recording does not say which CPU it was made on (no cpuid), so Intel's files cannot be chosen".into());
+    if out.reports.is_empty() {
+        return Err(errors.join("; "));
     }
-    let dir = hrec::stat::tma::perfmon_dir(dir);
-    let (perfmon, _) = hrec::stat::tma::load(&dir, &meta.cpuid).map_err(|e| e.to_string())?;
-    let mut setup = RowMetricsSetup::new(&perfmon, meta, p, o).map_err(|e| e.to_string())?;
-    setup.read_pmu_times(rec.trailer());
-    Ok(MetricReport {
-        rows: setup.rows(tables),
-        nodes: setup.nodes(),
-        events: (0..p.events.len())
-            .filter(|&e| setup.is_group_event(e))
-            .collect(),
-        notes: setup.notes.clone(),
-        min_reads: setup.min_reads(),
-    })
+    // A source without groups of its own on a recording where another has them: said.
+    notes.extend(errors.into_iter().map(|e| format!("metrics: {e}")));
+    if let Some(first) = out.reports.first_mut() {
+        first.notes.extend(notes);
+    }
+    Ok(out)
 }
 
 /// The header line of a report given neither `--td-level 3` nor `--metrics` on a recording
@@ -514,9 +529,11 @@ fn run(
     let tables = hist::tables(&p, &hist_opts);
     if let Some(mo) = &cfg.metrics {
         match row_metrics(&rec, &p, &tables, mo, cfg.perfmon.as_deref()) {
-            Ok(report) => {
-                style.header.extend(report.notes.iter().cloned());
-                style.metrics = Some(std::sync::Arc::new(report));
+            Ok(reports) => {
+                for r in &reports.reports {
+                    style.header.extend(r.notes.iter().cloned());
+                }
+                style.metrics = Some(std::sync::Arc::new(reports));
             }
             Err(why) => writeln!(
                 err,

@@ -64,6 +64,7 @@
 
 #![warn(missing_docs)]
 
+pub mod ecore;
 pub mod eval;
 pub mod expr;
 pub mod perfmon;

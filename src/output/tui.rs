@@ -43,7 +43,7 @@ use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
 
 use crate::analysis::hist::{self, Filters, HistOptions, Table};
-use crate::analysis::metrics::MetricReport;
+use crate::analysis::metrics::MetricReports;
 use crate::analysis::profile::Profile;
 use crate::output::report::{ReportStyle, TableLines, table_lines};
 
@@ -109,7 +109,7 @@ pub struct View<'a> {
     base: HistOptions,
     style: ReportStyle,
     /// Intel's metrics per row, shown in the pane rather than under the rows.
-    metrics: Option<std::sync::Arc<MetricReport>>,
+    metrics: Option<std::sync::Arc<MetricReports>>,
     /// Whether the metric pane is shown (`m`).
     show_metrics: bool,
     title: String,
@@ -467,7 +467,12 @@ impl<'a> View<'a> {
 
     /// The metric pane's title and lines for the selected row, when the pane is shown.
     fn metric_pane(&self) -> Option<(String, Vec<String>)> {
-        let m = self.metrics.as_ref().filter(|_| self.show_metrics)?;
+        let all = self.metrics.as_ref().filter(|_| self.show_metrics)?;
+        // The report of the shown table's metric source (the E-cores' on an E-core table).
+        let m = self
+            .table()
+            .and_then(|t| all.for_event(t.event))
+            .or_else(|| all.reports.first())?;
         let unzoomed = if self.zooms.is_empty() {
             ""
         } else {

@@ -555,6 +555,12 @@ impl EcoreTopDown {
     }
 }
 
+/// Intel's E-core level-2 event of `part` (the same encoding on Gracemont, Crestmont and
+/// Skymont); `None` for none.
+pub fn level2_event(part: TdPart) -> Option<&'static EcoreEvent<TdPart>> {
+    L2_EVENTS.iter().find(|e| e.category == part)
+}
+
 /// One fixed counter of a core PMU: its index (`IA32_FIXED_CTRn`) and the event it counts,
 /// as Intel's event files name it (`Counter` "Fixed counter N").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -676,14 +682,22 @@ const PCORE_MODELS: &[(u32, &CoreCounters)] = &[
     (0xC6, &LION_COVE),
 ];
 
+/// The counters of an E-core microarchitecture; `None` for Darkmont (unpublished).
+pub fn ecore_counters(arch: EcoreArch) -> Option<&'static CoreCounters> {
+    match arch {
+        EcoreArch::Gracemont => Some(&GRACEMONT_COUNTERS),
+        EcoreArch::Crestmont => Some(&CRESTMONT_COUNTERS),
+        EcoreArch::Skymont => Some(&SKYMONT_COUNTERS),
+        EcoreArch::Darkmont => None,
+    }
+}
+
 /// The counters of the core behind PMU `pmu` on `cpu` ([`CoreCounters`]); `None` for a core
 /// hrec has no table entry for (Ice Lake's depend on SMT, Darkmont's are unpublished).
 pub fn core_counters(cpu: Option<&CpuId>, pmu: &str) -> Option<&'static CoreCounters> {
     match ecore_of(cpu, pmu) {
-        Ecore::Arch(EcoreArch::Gracemont) => return Some(&GRACEMONT_COUNTERS),
-        Ecore::Arch(EcoreArch::Crestmont) => return Some(&CRESTMONT_COUNTERS),
-        Ecore::Arch(EcoreArch::Skymont) => return Some(&SKYMONT_COUNTERS),
-        Ecore::Arch(EcoreArch::Darkmont) | Ecore::Unknown => return None,
+        Ecore::Arch(arch) => return ecore_counters(arch),
+        Ecore::Unknown => return None,
         Ecore::No => {}
     }
     let cpu = cpu.filter(|c| c.vendor == Vendor::Intel && c.family == 6)?;

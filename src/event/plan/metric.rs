@@ -11,9 +11,19 @@
 //! no function; `stat -M` counts it for the run), one whose events this CPU's event list lacks
 //! is refused too; a metric that comes with a group or a level and has such events is left out
 //! with a notice. Retire-latency terms (`:R`) and the TSC take no counter: they are listed as
-//! [`MetricPlan::uncounted`]. On E-cores the groups are hrec's E-core tree
-//! ([`crate::pmu::uarch::EcoreTopDown`], levels 1 and 2 as in the default plan); Intel's
-//! hybrid metric files are the P-core's, and E-core level 3 is not planned yet.
+//! [`MetricPlan::uncounted`].
+//!
+//! **E-cores.** Intel's hybrid metric files are the P-core's; an E-core PMU's metrics come from
+//! hrec's E-core tree ([`crate::metrics::ecore`]: Intel's E-core TMA 3.6, levels 1 to 3), a
+//! metric file like Intel's, planned by the same packer. Its first group is the default
+//! plan's E-core TopDown group, whole (levels 1 and 2 as the counters hold them beside the
+//! cycles leader, [`crate::pmu::uarch::EcoreTopDown`]), so the E-core tables keep their
+//! `topdown` columns; the other events follow in groups of their own. `--td-level 2` alone
+//! is that one group, as before. A part made only of E-cores (Sierra Forest) uses Intel's
+//! own file when the directory has one. On a hybrid part a `-M` name goes to the core PMUs
+//! whose metrics have it (`tma_fast_nuke` to the E-cores only, with a notice; a PMU left
+//! with nothing keeps the default plan), `--td-level` past 3 takes the E-cores' three
+//! levels with a notice, and a name no core has is an error.
 //!
 //! **The budget of a group** is the core's counters ([`uarch::core_counters`]): its general
 //! counters and fixed counters 0-2 (instructions, cycles, reference cycles), slots (fixed 3)
@@ -161,8 +171,12 @@ impl CounterGroup {
 /// The groups of `--td-level` / `-M` and what goes with them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
 pub struct MetricPlan {
-    /// The chosen metrics, perf's names (`tma_l3_bound`), in file order.
+    /// The chosen metrics, perf's names (`tma_l3_bound`), in file order, each once.
     pub metrics: Vec<String>,
+    /// The chosen metrics of each core PMU with groups: its name, the source (`intel` or
+    /// `ecore-tree`) and the metrics, perf's names in file order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub per_pmu: Vec<PmuMetrics>,
     /// The groups, per core PMU in PMU order.
     pub groups: Vec<CounterGroup>,
     /// `-e` strings of core PMUs left as in the default plan (no counter table, no metric
@@ -180,6 +194,17 @@ pub struct MetricPlan {
     /// What was asked for, as given (the recording keeps it: `Meta::metric_choice`).
     #[serde(skip)]
     pub choice: MetricChoice,
+}
+
+/// The metrics planned on one core PMU.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PmuMetrics {
+    /// The core PMU.
+    pub pmu: String,
+    /// `intel` (Intel's metric file) or `ecore-tree` (hrec's E-core tree).
+    pub source: &'static str,
+    /// perf's names, in file order.
+    pub metrics: Vec<String>,
 }
 
 /// A sampler `record --locate NODE` adds: an event Intel's metric file names in the node's
@@ -209,7 +234,24 @@ impl MetricPlan {
     pub fn dump(&self, events: &[super::PlannedEvent]) -> String {
         use std::fmt::Write as _;
         let mut out = String::new();
-        if !self.groups.is_empty() || !self.metrics.is_empty() {
+        if self.per_pmu.len() > 1 {
+            // A hybrid part: each core's metrics from its own source.
+            let _ = writeln!(out, "metric groups: {}", self.groups.len());
+            for m in &self.per_pmu {
+                let _ = writeln!(
+                    out,
+                    "  on {}, {} of {}: {}",
+                    m.pmu,
+                    m.metrics.len(),
+                    if m.source == "ecore-tree" {
+                        "hrec's E-core TopDown tree (Intel's E-core TMA 3.6)"
+                    } else {
+                        "Intel's metrics"
+                    },
+                    m.metrics.join(", ")
+                );
+            }
+        } else if !self.groups.is_empty() || !self.metrics.is_empty() {
             let _ = write!(out, "metric groups: {}", self.groups.len());
             if !self.metrics.is_empty() {
                 let _ = write!(
@@ -438,19 +480,145 @@ pub fn plan_metrics(
         return Err(MetricPlanError::NoPerfmon(why.clone()));
     }
     let (defaults, default_notices) = default_events(pmus, host);
+    // The metric source of each core PMU: Intel's file (P-cores, and a part made only of
+    // E-cores when Intel publishes one for it), else hrec's E-core tree.
+    let trees: Vec<Option<Perfmon>> = core
+        .iter()
+        .map(|p| {
+            let c = uarch::core_counters(cpu, &p.name)?;
+            let td = uarch::ecore_topdown(cpu, &p.name)?;
+            if !hybrid && perfmon.is_ok() {
+                return None;
+            }
+            crate::metrics::ecore::tree(td, c).ok()
+        })
+        .collect();
+    // On a hybrid part each name goes to the core PMUs whose source knows it; a name none
+    // knows is an error, one some lack is said once.
+    let mut names_of: Vec<Vec<&str>> = vec![names.clone(); core.len()];
+    if hybrid && !names.is_empty() {
+        let intel = perfmon.as_ref().ok().copied();
+        let source_of = |i: usize| trees[i].as_ref().or(intel);
+        for &n in &names {
+            let knows: Vec<bool> = (0..core.len())
+                .map(|i| source_of(i).is_some_and(|pm| knows_name(pm, n)))
+                .collect();
+            if !knows.iter().any(|k| *k) {
+                let pm = intel.or(source_of(0));
+                return Err(MetricPlanError::Unknown {
+                    name: n.to_string(),
+                    file: pm
+                        .map(|pm| pm.metrics.path.display().to_string())
+                        .unwrap_or_default(),
+                    closest: pm.map(|pm| closest_names(pm, n)).unwrap_or_default(),
+                });
+            }
+            let lacking: Vec<&str> = (0..core.len())
+                .filter(|&i| !knows[i] && source_of(i).is_some())
+                .map(|i| core[i].name.as_str())
+                .collect();
+            if !lacking.is_empty() {
+                out.notices.push(format!(
+                    "-M {n}: not a metric of {} (not counted there)",
+                    lacking.join(", ")
+                ));
+            }
+            for (i, k) in knows.iter().enumerate() {
+                if !k {
+                    names_of[i].retain(|x| *x != n);
+                }
+            }
+        }
+    }
     for (i, p) in core.iter().enumerate() {
         let counters = uarch::core_counters(cpu, &p.name);
         let ecore = uarch::ecore_of(cpu, &p.name);
+        let names = &names_of[i];
+        // Nothing left for this PMU (every name was another core's): the default plan.
+        let nothing = choice.td_level.is_none() && names.is_empty();
         match (ecore, counters, &perfmon) {
+            (Ecore::No, Some(_), Ok(_)) if nothing => {
+                default_for(&mut out, &defaults, i, &p.name, &default_notices);
+            }
             (Ecore::No, Some(c), Ok(pm)) => {
-                intel_groups(&mut out, pm, p, c, hybrid, watchdog, choice, &names)?;
+                intel_groups(
+                    &mut out,
+                    pm,
+                    p,
+                    c,
+                    hybrid,
+                    watchdog,
+                    choice,
+                    names,
+                    "intel",
+                    Vec::new(),
+                )?;
+            }
+            (Ecore::Arch(_), Some(c), Ok(pm)) if trees[i].is_none() && !hybrid => {
+                intel_groups(
+                    &mut out,
+                    pm,
+                    p,
+                    c,
+                    hybrid,
+                    watchdog,
+                    choice,
+                    names,
+                    "intel",
+                    Vec::new(),
+                )?;
             }
             (Ecore::Arch(_), Some(c), _) => {
-                if let Some(td) = uarch::ecore_topdown(cpu, &p.name) {
-                    ecore_group(&mut out, td, p, c, hybrid, host, choice, &names);
+                let Some(td) = uarch::ecore_topdown(cpu, &p.name) else {
+                    default_for(&mut out, &defaults, i, &p.name, &default_notices);
                     continue;
+                };
+                match &trees[i] {
+                    // Level 3, or metrics by name: the whole tree, packed as Intel's files
+                    // are; levels 1 and 2 alone: the one group of the default plan.
+                    Some(tree) if choice.td_level.is_some_and(|l| l >= 3) || !names.is_empty() => {
+                        let mut choice = choice.clone();
+                        if hybrid
+                            && let Some(l) = choice.td_level
+                            && l > crate::metrics::ecore::MAX_LEVEL
+                        {
+                            out.notices.push(format!(
+                                "{}: hrec's E-core TopDown tree has levels 1 to {m}: recording levels 1 to {m} there",
+                                p.name,
+                                m = crate::metrics::ecore::MAX_LEVEL
+                            ));
+                            choice.td_level = Some(crate::metrics::ecore::MAX_LEVEL);
+                        }
+                        // With a level, the default plan's TopDown group comes first, whole,
+                        // so that the E-core tables keep their `topdown` columns.
+                        // (Level 2 where it fits beside level 1; the tree's other groups hold
+                        // it where it does not, so nothing is left out and nothing is said.)
+                        let seed = match choice.td_level {
+                            Some(_) => {
+                                let l = if td.level2_events(host.nmi_watchdog).is_ok() {
+                                    2
+                                } else {
+                                    1
+                                };
+                                ecore_members(&mut out, td, p, c, hybrid, host, l)
+                            }
+                            None => Vec::new(),
+                        };
+                        intel_groups(
+                            &mut out,
+                            tree,
+                            p,
+                            c,
+                            hybrid,
+                            watchdog,
+                            &choice,
+                            names,
+                            "ecore-tree",
+                            seed,
+                        )?;
+                    }
+                    _ => ecore_group(&mut out, td, p, c, hybrid, host, choice),
                 }
-                default_for(&mut out, &defaults, i, &p.name, &default_notices);
             }
             (Ecore::No, Some(_), Err(why)) => {
                 out.notices.push(format!(
@@ -634,6 +802,8 @@ fn intel_groups(
     watchdog: bool,
     choice: &MetricChoice,
     names: &[&str],
+    source: &'static str,
+    seed: Vec<GroupMember>,
 ) -> Result<(), MetricPlanError> {
     let file = perfmon.metrics.path.display().to_string();
     let q = |ev: &str, mods: &str| {
@@ -699,6 +869,7 @@ fn intel_groups(
     let fixed1_free = !watchdog;
     let mut needs: Vec<(String, Need)> = Vec::new();
     let mut left_out: Vec<String> = Vec::new();
+    let mut mine_names: Vec<String> = Vec::new();
     for (m, direct) in &chosen {
         let mut mine: Vec<(String, Need)> = Vec::new();
         let mut problem: Option<MetricPlanError> = None;
@@ -724,7 +895,7 @@ fn intel_groups(
             Some(p) if *direct => return Err(p),
             Some(p) => left_out.push(p.to_string().trim_start_matches("-M ").to_string()),
             None => {
-                out.metrics.push(m.perf_name());
+                mine_names.push(m.perf_name());
                 for (k, n) in mine {
                     if !needs.iter().any(|(x, _)| *x == k) {
                         needs.push((k, n));
@@ -733,6 +904,16 @@ fn intel_groups(
             }
         }
     }
+    for n in &mine_names {
+        if !out.metrics.contains(n) {
+            out.metrics.push(n.clone());
+        }
+    }
+    out.per_pmu.push(PmuMetrics {
+        pmu: pmu.name.clone(),
+        source,
+        metrics: mine_names,
+    });
     if !left_out.is_empty() {
         out.notices.push(format!(
             "{}: {} metric(s) left out: {}",
@@ -751,6 +932,11 @@ fn intel_groups(
         samples,
     };
     let mut groups: Vec<Vec<GroupMember>> = Vec::new();
+    // A group given whole (the E-cores' TopDown group): its events are not placed again.
+    let seeded: Vec<String> = seed.iter().map(|m| m.event.clone()).collect();
+    if !seed.is_empty() {
+        groups.push(seed);
+    }
     let metrics: Vec<(String, &'static str)> = needs
         .iter()
         .filter_map(|(_, n)| match n {
@@ -789,7 +975,7 @@ fn intel_groups(
     let mut raw: Vec<GroupMember> = needs
         .iter()
         .filter_map(|(_, n)| match n {
-            Need::Raw(m) => Some(m.clone()),
+            Need::Raw(m) if !seeded.contains(&m.event) => Some(m.clone()),
             _ => None,
         })
         .collect();
@@ -849,7 +1035,7 @@ fn intel_groups(
             watchdog_holds_fixed1: watchdog,
             perf_metrics: members.iter().any(|m| m.counter == Counter::PerfMetrics),
             members,
-            source: "intel",
+            source,
         });
     }
     Ok(())
@@ -886,7 +1072,10 @@ fn classify(
             Ok(Need::Slots)
         };
     }
-    if upper == "CPU_CLK_UNHALTED.THREAD" && display.eq_ignore_ascii_case(&e.name) {
+    // The cycles of the thread (P-cores) or of the core (E-cores, one thread each).
+    if (upper == "CPU_CLK_UNHALTED.THREAD" || upper == "CPU_CLK_UNHALTED.CORE")
+        && display.eq_ignore_ascii_case(&e.name)
+    {
         return Ok(Need::Cycles);
     }
     match perfmon.resolve(e) {
@@ -963,8 +1152,31 @@ fn ecore_group(
     hybrid: bool,
     host: &Host,
     choice: &MetricChoice,
-    names: &[&str],
 ) {
+    let members = ecore_members(out, td, pmu, c, hybrid, host, choice.td_level.unwrap_or(2));
+    out.groups.push(CounterGroup {
+        pmu: pmu.name.clone(),
+        core: c.core.to_string(),
+        general: c.general,
+        watchdog_holds_fixed1: host.nmi_watchdog != Some(false),
+        perf_metrics: false,
+        members,
+        source: "ecore-tree",
+    });
+}
+
+/// The E-core TopDown group of the default plan (`--topdown`'s): cycles, the level-1 events
+/// and, with `level` 2 or more, the level-2 events the counters hold beside them, with
+/// counters assigned; a notice when level 2 does not fit.
+fn ecore_members(
+    out: &mut MetricPlan,
+    td: &'static uarch::EcoreTopDown,
+    pmu: &Pmu,
+    c: &'static CoreCounters,
+    hybrid: bool,
+    host: &Host,
+    level: u32,
+) -> Vec<GroupMember> {
     let watchdog = host.nmi_watchdog != Some(false);
     let fixed1_free = !watchdog;
     let q = |ev: &str, mods: &str| {
@@ -1007,7 +1219,6 @@ fn ecore_group(
             .iter()
             .map(|e| member(e.name, e.spec(&pmu.name), e.config())),
     );
-    let level = choice.td_level.unwrap_or(2);
     if level >= 2 {
         match td.level2_events(host.nmi_watchdog) {
             Ok(l2) => members.extend(
@@ -1020,27 +1231,12 @@ fn ecore_group(
             )),
         }
     }
-    if level >= 3 || !names.is_empty() {
-        out.notices.push(format!(
-            "{}: {} E-cores: hrec's E-core TopDown tree, levels 1 and 2 (E-core level 3 and Intel's other metrics are not planned per function yet)",
-            pmu.name,
-            td.arch.name()
-        ));
-    }
     if !reassign(&mut members) {
         // Never with hrec's tables (the tests check it); level 1 alone fits every E-core.
         members.truncate(1 + td.events.len());
         let _ = reassign(&mut members);
     }
-    out.groups.push(CounterGroup {
-        pmu: pmu.name.clone(),
-        core: c.core.to_string(),
-        general: c.general,
-        watchdog_holds_fixed1: watchdog,
-        perf_metrics: false,
-        members,
-        source: "ecore-tree",
-    });
+    members
 }
 
 /// Adds to `plan` the `LocateWith` samplers of the TMA nodes `nodes` (perf's or Intel's
@@ -1202,6 +1398,15 @@ pub fn plan_locate(
 /// `ocr_msr_val_V`).
 fn spec_name(display: &str) -> String {
     display.replace(':', "@").replace('=', "_")
+}
+
+/// Whether `name` is a metric, a metric group or a `tma_<node>_group` of `perfmon` (as
+/// [`intel_groups`] looks names up).
+fn knows_name(perfmon: &Perfmon, name: &str) -> bool {
+    perfmon.metric(name).is_some()
+        || perfmon.metric(&format!("Info_Thread_{name}")).is_some()
+        || !perfmon.metrics_in_group(name).is_empty()
+        || !node_group(perfmon, name).is_empty()
 }
 
 /// perf's `tma_<node>_group`: the children of TMA node `tma_<node>` (their `ParentCategory`

@@ -176,10 +176,7 @@ pub fn json(
         .map(|t| {
             let e = &p.events[t.event];
             let trees = trees_of(p, t, o, style);
-            let metrics = style
-                .metrics
-                .as_ref()
-                .filter(|m| m.events.contains(&t.event));
+            let metrics = style.metrics.as_ref().and_then(|m| m.for_event(t.event));
             JsonTable {
                 event: e.name.clone(),
                 pmu: e.pmu.clone(),

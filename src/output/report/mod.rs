@@ -343,7 +343,7 @@ pub fn table_lines(p: &Profile, t: &Table, o: &HistOptions, style: &ReportStyle)
         l.pop();
         let mut tree: Vec<String> = tree_text.lines().map(str::to_string).collect();
         // Intel's metrics under the rows of the first metric group's table.
-        if let Some(m) = &style.metrics
+        if let Some(m) = style.metrics.as_ref().and_then(|m| m.for_event(t.event))
             && m.events.first() == Some(&t.event)
             && let Some(rm) = m.rows.rows.get(&r.key)
         {

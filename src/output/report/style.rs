@@ -26,7 +26,7 @@ pub struct ReportStyle {
     /// fields; no TopDown or latency columns then).
     pub fields: Option<Vec<Column>>,
     /// Intel's metrics per row (`--td-level 3`, `--metrics`).
-    pub metrics: Option<std::sync::Arc<crate::analysis::metrics::MetricReport>>,
+    pub metrics: Option<std::sync::Arc<crate::analysis::metrics::MetricReports>>,
 }
 
 /// A value column `-F` can pick (perf's output field names).
