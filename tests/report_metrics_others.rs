@@ -889,6 +889,38 @@ fn alder_lake_pcore_metrics_and_ecore_topdown_per_function() {
             "{line} not marked:\n{tree}"
         );
     }
+    // `flamegraph --color metric:` of a node only the E-core tree has, drawing the E-core
+    // samplers: the E-core function's frame carries Intel's value on its truth (Mem
+    // Scheduler, 20%).
+    let o = hrec_in(
+        tmp.path(),
+        &[
+            "flamegraph",
+            "--color",
+            "metric:tma_mem_scheduler",
+            "--event",
+            "cpu_atom/cycles/P",
+            "--perfmon",
+            &pdir_s,
+            "-o",
+            "e.svg",
+        ],
+    );
+    let (_, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let svg = std::fs::read_to_string(tmp.path().join("e.svg")).unwrap();
+    let start = format!("<title>{}: ", ECORE_FUNC.0);
+    let at = svg
+        .find(&start)
+        .unwrap_or_else(|| panic!("no frame {start}"));
+    let title = &svg[at..at + svg[at..].find("</title>").unwrap()];
+    let got: f64 = title
+        .split("tma_mem_scheduler ")
+        .nth(1)
+        .and_then(|v| v.split('%').next())
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no value in {title:?}"));
+    assert!((got - 20.0).abs() < 0.1, "{title}");
     let atom = tables
         .iter()
         .find(|t| t["pmu"] == "cpu_atom")
