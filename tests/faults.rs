@@ -38,7 +38,12 @@ fn sh_in(dir: &Path, script: &str) -> Output {
 
 /// `hrec record ARGS` in `dir`, running in the background with stderr piped.
 fn spawn_hrec(dir: &Path, args: &[&str]) -> Child {
-    Command::new(HREC)
+    // hrec starts with the signals it forwards at their defaults, whatever this test was
+    // started with (`nohup` ignores SIGHUP, a script's `cmd &` SIGINT): an ignored SIGHUP is
+    // inherited by the workload, which then outlives a forwarded one. `env` execs hrec, so
+    // the child's pid is hrec's.
+    Command::new("env")
+        .args(["--default-signal=HUP,INT,TERM", HREC])
         .args(args)
         .current_dir(dir)
         .env_remove("HREC_SYSFS_ROOT")
