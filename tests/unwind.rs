@@ -233,11 +233,23 @@ impl Disagree {
             of: perf.len(),
             functions: Default::default(),
         };
-        for (p, h) in perf.iter().zip(&hrec) {
+        let mut differ = Vec::new();
+        for (i, (p, h)) in perf.iter().zip(&hrec).enumerate() {
             if p != h {
                 d.samples += 1;
+                differ.push(i);
                 d.functions
                     .extend(p.iter().chain(h).map(|(_, sym)| sym.clone()));
+            }
+        }
+        // The same samples' frames by their symbol-table names, as `--no-inline` report rows
+        // name them (`__libc_start_main@@GLIBC_2.34`, not `__libc_start_main_impl`).
+        if !differ.is_empty() {
+            let (perf, hrec) = support::stacks::dwarf_stacks_with(dir, name, &["--no-inline"]);
+            for &i in &differ {
+                for s in [perf.get(i), hrec.get(i)].into_iter().flatten() {
+                    d.functions.extend(s.iter().map(|(_, sym)| sym.clone()));
+                }
             }
         }
         // same_dwarf_stacks_as_perf holds these to 2% too.

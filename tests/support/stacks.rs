@@ -104,16 +104,17 @@ fn plain(stacks: Vec<Stack>) -> Vec<Stack> {
 /// default) on the perf.data `name` (recorded with `--call-graph dwarf`) in `dir`: perf's
 /// first.
 pub fn dwarf_stacks(dir: &Path, name: &str) -> (Vec<Stack>, Vec<Stack>) {
-    let perf = plain(script_stacks(&run(
-        dir,
-        "perf",
-        &["script", "-F", "ip,sym", "-i", name],
-    )));
-    let hrec = plain(script_stacks(&run(
-        dir,
-        env!("CARGO_BIN_EXE_hrec"),
-        &["script", "-F", "ip,sym", "-i", name],
-    )));
+    dwarf_stacks_with(dir, name, &[])
+}
+
+/// [`dwarf_stacks`] with more `script` flags (`--no-inline`: each frame by its symbol-table
+/// name, `__libc_start_main@@GLIBC_2.34` where the inlined view names
+/// `__libc_start_main_impl`).
+pub fn dwarf_stacks_with(dir: &Path, name: &str, more: &[&str]) -> (Vec<Stack>, Vec<Stack>) {
+    let mut args = vec!["script", "-F", "ip,sym", "-i", name];
+    args.extend_from_slice(more);
+    let perf = plain(script_stacks(&run(dir, "perf", &args)));
+    let hrec = plain(script_stacks(&run(dir, env!("CARGO_BIN_EXE_hrec"), &args)));
     (perf, hrec)
 }
 
