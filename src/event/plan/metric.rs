@@ -540,21 +540,10 @@ pub fn plan_metrics(
             (Ecore::No, Some(_), Ok(_)) if nothing => {
                 default_for(&mut out, &defaults, i, &p.name, &default_notices);
             }
-            (Ecore::No, Some(c), Ok(pm)) => {
-                intel_groups(
-                    &mut out,
-                    pm,
-                    p,
-                    c,
-                    hybrid,
-                    watchdog,
-                    choice,
-                    names,
-                    "intel",
-                    Vec::new(),
-                )?;
-            }
-            (Ecore::Arch(_), Some(c), Ok(pm)) if trees[i].is_none() && !hybrid => {
+            // Intel's file: the P-cores, and a part made only of E-cores that it covers.
+            (Ecore::No, Some(c), Ok(pm)) | (Ecore::Arch(_), Some(c), Ok(pm))
+                if ecore == Ecore::No || !hybrid =>
+            {
                 intel_groups(
                     &mut out,
                     pm,
