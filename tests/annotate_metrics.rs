@@ -196,9 +196,8 @@ fn sampled_blocks(bin: &Binary) -> Vec<Block> {
     ]
 }
 
-/// Writes the recording of `plan` with the blocks' samples into `dir`: [`Synth`]'s, its
-/// samples user-mode at the blocks' addresses in turn, after an MMAP2 of tdemo.
-fn write_recording(dir: &Path, plan: &Plan, bin: &Binary, blocks: &[Block]) {
+/// The MMAP2 of tdemo's text in thread [`PID`], by the plan's tracking event.
+fn mmap_of(plan: &Plan, bin: &Binary) -> Vec<u8> {
     let tracking = plan.events.iter().find(|e| e.tracking).unwrap();
     let sid = SampleId {
         pid: PID,
@@ -208,7 +207,7 @@ fn write_recording(dir: &Path, plan: &Plan, bin: &Binary, blocks: &[Block]) {
         ..SampleId::default()
     };
     let (start, len, pgoff) = bin.text;
-    let mmap = Encoder::new(tracking.attr).mmap2(
+    Encoder::new(tracking.attr).mmap2(
         &sid,
         &Mmap2Fields {
             misc: 2,
@@ -222,7 +221,13 @@ fn write_recording(dir: &Path, plan: &Plan, bin: &Binary, blocks: &[Block]) {
             flags: 2,
             filename: tdemo().to_str().unwrap().as_bytes().to_vec(),
         },
-    );
+    )
+}
+
+/// Writes the recording of `plan` with the blocks' samples into `dir`: [`Synth`]'s, its
+/// samples user-mode at the blocks' addresses in turn, after an MMAP2 of tdemo.
+fn write_recording(dir: &Path, plan: &Plan, bin: &Binary, blocks: &[Block]) {
+    let mmap = mmap_of(plan, bin);
     let funcs: Vec<(&str, u64)> = blocks.iter().map(|b| (func_of(b.truth), 0)).collect();
     let ip = |f: &str, round: u64, gi: usize| {
         let b = blocks.iter().find(|b| func_of(b.truth) == f).unwrap();
@@ -507,4 +512,101 @@ fn metrics_list_per_block_and_one_line_without_intels_files() {
     assert_eq!(lines.len(), 1, "{err}");
     assert!(out.contains(" TopDown per basic block"), "{out}");
     assert!(!out.contains("Intel's metrics per basic block"), "{out}");
+}
+
+/// An E-core event's blocks get hrec's E-core tree: an Alder Lake `--td-level 3` recording
+/// ([`support::adl::adl_plan`]) whose E-core groups read in `chase`'s loop block, from the
+/// E-core truth of [`support::adl::ecore_rate`] (the P-core groups not sampled).
+/// `annotate --event cpu_atom/cycles/P` gives the block every node of Intel's E-core tree
+/// within 0.1 point of Intel's formulas on the truth, toplev's path, each E-core group's
+/// reads, and the path in the text.
+#[test]
+fn ecore_tree_per_basic_block_on_alder_lake() {
+    use support::adl::{ADL, adl_plan, ecore_rate, ecore_truth};
+    let Some(pdir) = perfmon_dir() else { return };
+    let plan = adl_plan(&pdir);
+    let ecore: Vec<usize> = groups(&plan)
+        .iter()
+        .enumerate()
+        .filter(|(_, (s, _))| plan.events[*s].pmu.as_deref() == Some("cpu_atom"))
+        .map(|(g, _)| g)
+        .collect();
+    assert!(ecore.len() >= 3, "{} E-core groups", ecore.len());
+    let bin = binary();
+    let block = sampled_blocks(&bin).swap_remove(0);
+    let tmp = tempfile::tempdir().unwrap();
+    let ip = |_: &str, round: u64, gi: usize| {
+        BASE + block.addrs[(round as usize + gi) % block.addrs.len()]
+    };
+    let e_reads = 30;
+    Synth {
+        funcs: &[("ecore", 0)],
+        rate: &|_, k| ecore_rate(k),
+        reads: &|_, g| if ecore.contains(&g) { e_reads } else { 0 },
+        ip: Some(&ip),
+        misc: USER_EXACT,
+        leading_records: mmap_of(&plan, &bin),
+        ..synth(ADL)
+    }
+    .write(&tmp.path().join("hrec.data"), &plan);
+    let pdir_s = pdir.display().to_string();
+    let flags = [
+        "--td-level",
+        "3",
+        "--perfmon",
+        &pdir_s,
+        "--event",
+        "cpu_atom/cycles/P",
+    ];
+    let mut args = vec!["annotate", "--json", FUNC];
+    args.extend(flags);
+    let v = run_json(tmp.path(), &args);
+    let f = &v["symbols"][0];
+    assert_eq!(f["name"], FUNC, "{v:#}");
+    let bj = f["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["start"] == block.start)
+        .unwrap_or_else(|| panic!("no block at {:x}: {f:#}", block.start));
+    let reads: Vec<&Value> = bj["metric_groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| &g["reads"])
+        .collect();
+    assert_eq!(reads, vec![&Value::from(e_reads); ecore.len()], "{bj:#}");
+    let metrics = bj["metrics"].as_object().unwrap();
+    let want = ecore_truth();
+    assert_eq!(metrics.len(), want.len(), "{metrics:?}");
+    for (name, w) in &want {
+        let got = metrics[name]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{name}: {bj:#}"));
+        assert!(
+            (got - w).abs() < 0.1,
+            "E-core block {name}: {got}, want {w}"
+        );
+    }
+    let path = [
+        "tma_backend_bound",
+        "tma_resource_bound",
+        "tma_mem_scheduler",
+    ];
+    assert_eq!(bj["bottleneck"], serde_json::json!(path), "{bj:#}");
+    // The text: the block's path, marked.
+    let mut targs = vec!["annotate", "--stdio", FUNC];
+    targs.extend(flags);
+    let o = hrec_in(tmp.path(), &targs);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let lines = block_lines(&out, &block);
+    let first = lines.first().unwrap_or_else(|| panic!("{out}"));
+    let names: Vec<&str> = first
+        .strip_suffix(" <==")
+        .unwrap_or_else(|| panic!("{out}"))
+        .split(" > ")
+        .map(|p| p.rsplit_once(' ').unwrap().0)
+        .collect();
+    assert_eq!(names, path, "{out}");
 }

@@ -1021,4 +1021,18 @@ fn ecore_level_3_is_intels_tree() {
     )
     .unwrap_err();
     assert!(e.contains("no such metric"), "{e}");
+    // `-M` on a part made only of E-cores without Intel's files (Sierra Forest's are not in
+    // shared/): hrec's tree takes the names.
+    let mem = MetricChoice {
+        td_level: None,
+        metrics: vec!["tma_mem_scheduler".into()],
+    };
+    let (m, p) = plan_of(&dir, "sierraforest", true, &mem).unwrap();
+    assert_eq!(m.per_pmu.len(), 1, "{:?}", m.per_pmu);
+    assert_eq!(m.per_pmu[0].source, "ecore-tree");
+    assert_eq!(m.per_pmu[0].metrics, ["tma_mem_scheduler"]);
+    for g in &m.groups {
+        check_group(&dir, "sierraforest", g, true);
+    }
+    check_record_plan(&m, &p);
 }

@@ -21,7 +21,9 @@
 //! (levels 1 and 2). P-core samples fall in `chase` and `divide`, E-core samples in
 //! `ecore_work`: the P-core functions get Intel's formulas on their truth, the E-core
 //! function its `topdown` columns from the Gracemont tree (slots = 5 × cycles, Bad
-//! Speculation the remainder) and no P-core metric at all.
+//! Speculation the remainder) and no P-core metric at all; every E-core group read there
+//! gives it Intel's E-core tree to level 3, in the text, the JSON, the TUI's pane (through
+//! tmux), `flamegraph --color metric:` and `diff` of two such recordings.
 
 mod support;
 
@@ -29,14 +31,16 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::process::Command;
 
-use hrec::data::{EventId, EventMeta, Meta, PmuMeta, Trailer, Writer};
 use hrec::event::Attr;
 use hrec::event::attr::{flag, read, sample, types};
-use hrec::event::plan::metric;
-use hrec::event::plan::{self, Plan, RecordOptions};
+use hrec::event::plan::{Plan, RecordOptions};
 use hrec::metrics::perfmon::{Encoding, EventRef, Metric, Perfmon};
 use hrec::pmu::uarch::CpuId;
 use serde_json::Value;
+use support::adl::{
+    ADL, ADL_PCORE_FUNCS, E_BE, E_BE_CORE, E_FE, E_FE_LAT, E_MISP, E_RET, ECORE_FUNC, PERIOD,
+    adl_plan, ecore_truth, pcore_reads as reads, write_adl,
+};
 use support::encode::{
     Encoder, Mmap2Fields, Mmap2File, ReadFields, ReadValue, SampleFields, SampleId,
 };
@@ -45,15 +49,7 @@ use support::metricrec as mr;
 use support::perfdata::{ATTR_SIZE, FINISHED_ROUND, PerfData, feature, tiny_elf};
 use support::{hrec_in, procfs_of, text};
 
-/// Cycles per sample of every group's sampler (`perf record -c 1000000`).
-const PERIOD: u64 = 1_000_000;
 const PID: u32 = 4242;
-
-/// Reads of group `g` in the function `f` (index): different per group and function (so a
-/// group's rates must be scaled by its own cycles), all above the read minimum.
-fn reads(f: usize, g: usize) -> u64 {
-    24 + 5 * f as u64 + 3 * g as u64
-}
 
 /// The chosen metrics' checks on one function's row: every metric Intel's formula on the
 /// truth within 0.1 point, toplev's path, and each group's reads.
@@ -521,248 +517,7 @@ fn perf_reads(dir: &Path) {
 }
 
 // ---------------------------------------------------------------------------------------
-// Alder Lake: P-core groups and the E-core group.
-
-const ADL: &str = "alderlake";
-const ADL_KALLSYMS: &str = "\
-ffffffff81000000 T _text
-ffffffff81001000 T chase
-ffffffff81002000 T divide
-ffffffff81003000 T ecore_work
-ffffffff81004000 T past_the_end
-";
-const ADL_PCORE_FUNCS: [(&str, u64); 2] = [
-    ("chase", 0xffffffff81001010),
-    ("divide", 0xffffffff81002020),
-];
-const ECORE_FUNC: (&str, u64) = ("ecore_work", 0xffffffff81003030);
-const KERNEL_EXACT: u16 = 1 | (1 << 14);
-/// Gracemont issues 5 slots a cycle.
-const GRACEMONT_WIDTH: f64 = 5.0;
-/// The E-core function's truth, shares of the slots: frontend bound (of it latency), backend
-/// bound (of it core bound: allocation restrictions), retiring, and branch mispredicts
-/// (Bad Speculation being the remainder).
-const E_FE: f64 = 0.30;
-const E_FE_LAT: f64 = 0.20;
-const E_BE: f64 = 0.45;
-const E_BE_CORE: f64 = 0.10;
-const E_RET: f64 = 0.15;
-const E_MISP: f64 = 0.06;
-
-/// The E-core function's level 2 and 3 truth (shares of the slots) for the rest of Intel's
-/// E-core tree, each node with its Gracemont event: (node, event, share).
-const E_MORE: [(&str, &str, f64); 17] = [
-    (
-        "IFetch_Bandwidth",
-        "TOPDOWN_FE_BOUND.FRONTEND_BANDWIDTH",
-        0.10,
-    ),
-    (
-        "Machine_Clears",
-        "TOPDOWN_BAD_SPECULATION.MACHINE_CLEARS",
-        0.04,
-    ),
-    ("ICache_Misses", "TOPDOWN_FE_BOUND.ICACHE", 0.08),
-    ("ITLB_Misses", "TOPDOWN_FE_BOUND.ITLB", 0.03),
-    ("Branch_Detect", "TOPDOWN_FE_BOUND.BRANCH_DETECT", 0.05),
-    ("Branch_Resteer", "TOPDOWN_FE_BOUND.BRANCH_RESTEER", 0.04),
-    ("Cisc", "TOPDOWN_FE_BOUND.CISC", 0.02),
-    ("Decode", "TOPDOWN_FE_BOUND.DECODE", 0.03),
-    ("Predecode", "TOPDOWN_FE_BOUND.PREDECODE", 0.01),
-    ("Other_FB", "TOPDOWN_FE_BOUND.OTHER", 0.04),
-    ("Nuke", "TOPDOWN_BAD_SPECULATION.NUKE", 0.01),
-    ("Fast_Nuke", "TOPDOWN_BAD_SPECULATION.FASTNUKE", 0.03),
-    ("Mem_Scheduler", "TOPDOWN_BE_BOUND.MEM_SCHEDULER", 0.20),
-    (
-        "Non_Mem_Scheduler",
-        "TOPDOWN_BE_BOUND.NON_MEM_SCHEDULER",
-        0.05,
-    ),
-    ("Register", "TOPDOWN_BE_BOUND.REGISTER", 0.03),
-    ("Reorder_Buffer", "TOPDOWN_BE_BOUND.REORDER_BUFFER", 0.04),
-    ("Serialization", "TOPDOWN_BE_BOUND.SERIALIZATION", 0.03),
-];
-
-/// Events per cycle of the E-core function, by Intel's Gracemont name.
-fn ecore_rate(key: &str) -> f64 {
-    let name = key.split(':').next().unwrap_or(key);
-    GRACEMONT_WIDTH
-        * match name {
-            "CPU_CLK_UNHALTED.THREAD" => return 1.0,
-            "TOPDOWN_FE_BOUND.ALL" => E_FE,
-            "TOPDOWN_FE_BOUND.FRONTEND_LATENCY" => E_FE_LAT,
-            "TOPDOWN_BE_BOUND.ALL" => E_BE,
-            "TOPDOWN_BE_BOUND.ALLOC_RESTRICTIONS" => E_BE_CORE,
-            "TOPDOWN_RETIRING.ALL" => E_RET,
-            "TOPDOWN_BAD_SPECULATION.MISPREDICT" => E_MISP,
-            other => match E_MORE.iter().find(|(_, e, _)| *e == other) {
-                Some((_, _, share)) => *share,
-                None => panic!("no truth for E-core event {other}"),
-            },
-        }
-}
-
-/// Intel's E-core TMA 3.6 formulas (GRT column) on the E-core function's truth, in
-/// percent, by perf's name: each node its event over the slots, Bad Speculation the
-/// remainder of the slots, Resource Bound Backend Bound minus Core Bound.
-fn ecore_truth() -> Vec<(String, f64)> {
-    let bad = 1.0 - E_FE - E_BE - E_RET;
-    let mut v: Vec<(&str, f64)> = vec![
-        ("Frontend_Bound", E_FE),
-        ("Bad_Speculation", bad),
-        ("Backend_Bound", E_BE),
-        ("Retiring", E_RET),
-        ("IFetch_Latency", E_FE_LAT),
-        ("Branch_Mispredicts", E_MISP),
-        ("Core_Bound", E_BE_CORE),
-        ("Allocation_Restriction", E_BE_CORE),
-        ("Resource_Bound", E_BE - E_BE_CORE),
-    ];
-    v.extend(E_MORE.iter().map(|(n, _, s)| (*n, *s)));
-    v.into_iter()
-        .map(|(n, s)| (format!("tma_{}", n.to_ascii_lowercase()), 100.0 * s))
-        .collect()
-}
-
-/// `record --td-level 3` on the Alder Lake fixture with the NMI watchdog off (the E-core
-/// group then holds level 2 too).
-fn adl_plan(pdir: &Path) -> Plan {
-    let mut host = mr::host(ADL);
-    host.nmi_watchdog = Some(false);
-    let pmus = support::pmus(ADL);
-    let pm = mr::perfmon(pdir, ADL);
-    let m = metric::plan_metrics(&pmus, &host, Ok(&pm), &mr::td_level(3)).unwrap();
-    plan::plan_record_with(&pmus, &host, &RecordOptions::default(), Some(&m)).unwrap()
-}
-
-/// Writes the Alder Lake recording into `dir`: P-core group reads in `chase` and `divide` on
-/// CPU 0, E-core group reads in `ecore_work` on CPU 16.
-fn write_adl(dir: &Path, plan: &Plan) -> (usize, usize) {
-    let ecore_cpu: u32 = 16;
-    let id = |i: usize| 1000 + i as u64;
-    let cpu_of = |e: &plan::PlannedEvent| {
-        if e.pmu.as_deref() == Some("cpu_atom") {
-            ecore_cpu
-        } else {
-            0
-        }
-    };
-    let meta = Meta {
-        hrec_version: "test".into(),
-        target: "workload".into(),
-        cpuid: mg::cpuid(ADL),
-        pmus: vec![
-            PmuMeta {
-                name: "cpu_core".into(),
-                type_: 4,
-            },
-            PmuMeta {
-                name: "cpu_atom".into(),
-                type_: 8,
-            },
-        ],
-        events: plan
-            .events
-            .iter()
-            .map(|e| EventMeta {
-                name: e.name.clone(),
-                pmu: e.pmu.clone(),
-                attr: e.attr,
-                leader: e.leader,
-                role: e.role,
-                ids: vec![EventId {
-                    id: id(e.index),
-                    cpu: cpu_of(e) as i32,
-                    tid: 500,
-                }],
-                trace_format: None,
-            })
-            .collect(),
-        ..Meta::default()
-    };
-    let pcore = mg::groups_on(plan, "cpu_core");
-    let ecore = mg::groups_on(plan, "cpu_atom");
-    assert!(ecore.len() >= 3, "{} E-core groups", ecore.len());
-    let mut records = Vec::new();
-    let enc = Encoder::new(meta.events[pcore[0].0].attr);
-    let sid = SampleId {
-        pid: 500,
-        tid: 500,
-        time: 1,
-        id: id(pcore[0].0),
-        ..SampleId::default()
-    };
-    records.extend(enc.comm(&sid, 500, 500, b"app", true));
-    let mut totals: HashMap<usize, Vec<u64>> = HashMap::new();
-    let mut time = 10;
-    let mut sample = |sampler: usize,
-                      members: &[(usize, String)],
-                      ip: u64,
-                      cpu: u32,
-                      rate: &dyn Fn(&str) -> f64,
-                      records: &mut Vec<u8>| {
-        let tot = totals
-            .entry(sampler)
-            .or_insert_with(|| vec![0; members.len()]);
-        for (t, (_, key)) in tot.iter_mut().zip(members) {
-            *t += (rate(key) * PERIOD as f64).round() as u64;
-        }
-        time += 1000;
-        let values = members
-            .iter()
-            .zip(tot.iter())
-            .map(|(&(m, _), &v)| ReadValue {
-                value: v,
-                id: id(m),
-                lost: 0,
-            })
-            .collect();
-        records.extend(
-            Encoder::new(meta.events[sampler].attr).sample(&SampleFields {
-                misc: KERNEL_EXACT,
-                id: id(sampler),
-                ip,
-                pid: 500,
-                tid: 500,
-                time,
-                cpu,
-                period: PERIOD,
-                read: ReadFields {
-                    values,
-                    ..ReadFields::default()
-                },
-                ..SampleFields::default()
-            }),
-        );
-    };
-    let rounds = 30;
-    let mut ecore_reads = 0;
-    for round in 0..rounds {
-        for (gi, (sampler, members)) in pcore.iter().enumerate() {
-            for (fi, (f, ip)) in ADL_PCORE_FUNCS.iter().enumerate() {
-                if round < reads(fi, gi) {
-                    sample(*sampler, members, *ip, 0, &|k| rate(f, k), &mut records);
-                }
-            }
-        }
-        for (sampler, members) in &ecore {
-            sample(
-                *sampler,
-                members,
-                ECORE_FUNC.1,
-                ecore_cpu,
-                &ecore_rate,
-                &mut records,
-            );
-        }
-        ecore_reads += 1;
-    }
-    let mut w = Writer::create(&dir.join("hrec.data"), &meta).unwrap();
-    w.write_side("kallsyms", ADL_KALLSYMS.as_bytes()).unwrap();
-    w.write_records(&records, 0).unwrap();
-    w.finish(Trailer::default()).unwrap();
-    (pcore.len(), ecore_reads)
-}
+// Alder Lake: P-core groups and the E-core groups ([`support::adl`]).
 
 #[test]
 fn alder_lake_pcore_metrics_and_ecore_topdown_per_function() {
@@ -960,4 +715,212 @@ fn alder_lake_pcore_metrics_and_ecore_topdown_per_function() {
             );
         }
     }
+}
+
+/// The E-core tree where `report` is not the view: `diff --td-level 3` of two Alder Lake
+/// recordings whose E-core function changed (Mem Scheduler from 20% to 5% of the slots,
+/// Backend Bound from 45% to 35%) gives the E-core tables' row the change of every E-core
+/// node, the truths' difference within 0.1 point, and the paths `report` gives each file,
+/// while the P-core functions, unchanged, keep Intel's P-core nodes at zero change; the TUI
+/// (through tmux) shows the E-core function's tree, the text report's lines, in the pane
+/// under an E-core table.
+#[test]
+fn alder_lake_ecore_tree_in_diff_and_the_tui() {
+    let Some(pdir) = mr::perfmon_dir() else {
+        return;
+    };
+    let plan = adl_plan(&pdir);
+    let tmp = tempfile::tempdir().unwrap();
+    let (old, new) = (tmp.path().join("old"), tmp.path().join("new"));
+    std::fs::create_dir_all(&old).unwrap();
+    std::fs::create_dir_all(&new).unwrap();
+    write_adl(&old, &plan);
+    const MEM_AFTER: f64 = 0.05;
+    const BE_AFTER: f64 = 0.35;
+    let after = |k: &str| match k.split(':').next().unwrap_or(k) {
+        "TOPDOWN_BE_BOUND.MEM_SCHEDULER" => support::adl::GRACEMONT_WIDTH * MEM_AFTER,
+        "TOPDOWN_BE_BOUND.ALL" => support::adl::GRACEMONT_WIDTH * BE_AFTER,
+        _ => support::adl::ecore_rate(k),
+    };
+    support::adl::write_adl_with(&new, &plan, &after);
+    let pdir_s = pdir.display().to_string();
+    let metric_flags = ["--td-level", "3", "--perfmon", &pdir_s];
+    let o = hrec_in(
+        tmp.path(),
+        &[
+            &["diff", "--json", "--sort", "sym"][..],
+            &metric_flags,
+            &["old/hrec.data", "new/hrec.data"],
+        ]
+        .concat(),
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(!err.contains("no metrics per row"), "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    // The truth's change, in points: Mem Scheduler and Backend Bound (and so Resource Bound)
+    // down, Bad Speculation (the remainder) up by as much as Backend Bound fell.
+    let mem = support::adl::E_MORE
+        .iter()
+        .find(|(n, _, _)| *n == "Mem_Scheduler")
+        .unwrap()
+        .2;
+    let moved = [
+        ("tma_mem_scheduler", -100.0 * (mem - MEM_AFTER)),
+        ("tma_backend_bound", -100.0 * (E_BE - BE_AFTER)),
+        ("tma_resource_bound", -100.0 * (E_BE - BE_AFTER)),
+        ("tma_bad_speculation", 100.0 * (E_BE - BE_AFTER)),
+    ];
+    let sym = format!("[k] {}", ECORE_FUNC.0);
+    let row_of = |t: &Value, sym: &str| -> Option<Value> {
+        t["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["key"]["sym"] == sym)
+            .cloned()
+    };
+    let tables = v["events"].as_array().unwrap();
+    let atom: Vec<&Value> = tables.iter().filter(|t| t["pmu"] == "cpu_atom").collect();
+    assert!(atom.len() >= 3, "{} E-core tables", atom.len());
+    // Each file's path, from its own report.
+    let path_of = |dir: &Path| -> Vec<String> {
+        let r = json(
+            dir,
+            &[&["report", "--json", "--sort", "sym"][..], &metric_flags].concat(),
+        );
+        let t = r["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["pmu"] == "cpu_atom")
+            .unwrap()
+            .clone();
+        mg::bottleneck(&row_of(&t, &sym).unwrap())
+    };
+    let (old_path, new_path) = (path_of(&old), path_of(&new));
+    assert_eq!(
+        old_path,
+        [
+            "tma_backend_bound",
+            "tma_resource_bound",
+            "tma_mem_scheduler"
+        ]
+    );
+    assert_ne!(old_path, new_path);
+    for t in &atom {
+        let r = row_of(t, &sym).unwrap_or_else(|| panic!("no {sym}: {t:#}"));
+        let d = r["metrics_delta"]
+            .as_object()
+            .unwrap_or_else(|| panic!("no metrics_delta: {r:#}"));
+        assert_eq!(d.len(), ecore_truth().len(), "{d:?}");
+        for (name, _) in ecore_truth() {
+            let want = moved
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map_or(0.0, |(_, w)| *w);
+            let got = d[&name].as_f64().unwrap_or_else(|| panic!("{name}: {d:?}"));
+            assert!((got - want).abs() < 0.1, "{name}: {got}, want {want}");
+        }
+        assert_eq!(r["bottleneck"]["old"], serde_json::json!(old_path));
+        assert_eq!(r["bottleneck"]["new"], serde_json::json!(new_path));
+        assert_eq!(r["bottleneck"]["changed"], true);
+    }
+    // The P-core functions: Intel's P-core nodes, unchanged.
+    let pm = mr::perfmon(&pdir, ADL);
+    let pcore_names: Vec<String> = pm.tma_metrics(3).iter().map(|m| m.perf_name()).collect();
+    let mut seen = 0;
+    for t in tables.iter().filter(|t| t["pmu"] == "cpu_core") {
+        for (func, _) in ADL_PCORE_FUNCS {
+            let Some(r) = row_of(t, &format!("[k] {func}")) else {
+                continue;
+            };
+            let Some(d) = r["metrics_delta"].as_object() else {
+                continue;
+            };
+            seen += 1;
+            let names: Vec<&String> = d.keys().collect();
+            assert_eq!(names.len(), pcore_names.len(), "{names:?}");
+            assert!(d.contains_key("tma_l3_bound"), "{names:?}");
+            // (A node whose formula has no value on the P-core truth is null in both.)
+            let mut numbers = 0;
+            for (n, x) in d {
+                if let Some(x) = x.as_f64() {
+                    numbers += 1;
+                    assert!(x.abs() < 1e-6, "{func} {n}: {x}");
+                }
+            }
+            assert!(numbers > 30, "{func}: {numbers} numbers in {d:?}");
+        }
+    }
+    assert!(seen > 0, "no P-core row with metrics_delta");
+
+    // The TUI: the E-core function's tree in the pane under the first E-core table, the text
+    // report's lines.
+    if !support::tmux::available() {
+        eprintln!("skipped: tmux not installed (the TUI part)");
+        return;
+    }
+    let report = [
+        &["report", "--sort", "sym", "--no-children"][..],
+        &metric_flags,
+    ]
+    .concat();
+    let o = hrec_in(&old, &[&report[..], &["--stdio", "-g", "none"]].concat());
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let at = out
+        .find("Intel's E-core metrics on cpu_atom")
+        .unwrap_or_else(|| panic!("no E-core tree:\n{out}"));
+    let tree: Vec<&str> = out[at..]
+        .lines()
+        .skip(1)
+        .take_while(|l| l.trim_start().starts_with('|'))
+        .map(|l| l.split_once("|  ").unwrap().1.trim_end())
+        .collect();
+    assert!(
+        tree.iter()
+            .any(|l| l.trim_start().starts_with("tma_mem_scheduler") && l.ends_with("<==")),
+        "{out}"
+    );
+    // The TUI's `s` steps through the tables in the JSON report's order.
+    let r = json(
+        &old,
+        &[&["report", "--json", "--sort", "sym"][..], &metric_flags].concat(),
+    );
+    let first_atom = r["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|t| t["pmu"] == "cpu_atom")
+        .unwrap();
+    let wait = std::time::Duration::from_secs(60);
+    let t = support::tmux::Tmux::start(
+        &old,
+        120,
+        50,
+        &format!("{} {}", env!("CARGO_BIN_EXE_hrec"), report.join(" ")),
+    );
+    t.wait_screen(wait, |s| s.contains("(m: hide)"));
+    for _ in 0..first_atom {
+        t.send_keys(&["s"]);
+    }
+    let head = format!("[k] {}  (m: hide)", ECORE_FUNC.0);
+    let screen = t.wait_screen(wait, |s| {
+        let lines: Vec<&str> = s.lines().map(str::trim_end).collect();
+        lines
+            .iter()
+            .position(|l| l.starts_with(&head))
+            .is_some_and(|start| {
+                tree.iter()
+                    .enumerate()
+                    .all(|(i, want)| lines.get(start + 1 + i) == Some(want))
+            })
+    });
+    assert!(
+        screen.contains("Intel's E-core metrics on cpu_atom"),
+        "{screen}"
+    );
+    t.send_keys(&["q"]);
+    assert_eq!(t.wait_exit(wait), 0);
 }

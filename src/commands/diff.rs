@@ -230,31 +230,57 @@ struct DiffConfig {
     pub perfmon: Option<PathBuf>,
 }
 
-/// Intel's metrics of every row of one recording, with the profile events of its metric
-/// groups and the chosen names; `Err` is the one-line reason there are none.
+/// One metric source's metrics of every row of a recording
+/// ([`super::metric_views::metric_sources`]: Intel's files for the P-cores, hrec's tree for
+/// each E-core PMU of a hybrid part).
+struct SourceRows {
+    /// The core PMU of the source's groups (`None`: the P-cores, or the only core type).
+    pmu: Option<String>,
+    /// The metrics per row key.
+    rows: hrec::analysis::metrics::MetricRows,
+    /// The profile events of the source's metric groups.
+    events: Vec<usize>,
+    /// The chosen metrics' names.
+    names: Vec<String>,
+}
+
+/// Intel's metrics of every row of one recording, one [`SourceRows`] per metric source with
+/// groups in it; `Err` is the one-line reason there are none (the reasons of the sources
+/// without groups are dropped where another source has them, as `report` does).
 fn row_metrics(
     rec: &hrec::recording::Recording,
     p: &hrec::analysis::profile::Profile,
     tables: &[hrec::analysis::hist::Table],
     o: &hrec::analysis::metrics::MetricOptions,
     dir: Option<&std::path::Path>,
-) -> Result<(hrec::analysis::metrics::MetricRows, Vec<usize>, Vec<String>), String> {
-    // The P-cores' source (or the only core type's: hrec's E-core tree on a part made only
-    // of E-cores without Intel's files).
-    let s = super::metric_views::source_for(rec.meta(), dir, None)?;
-    let setup = hrec::analysis::metrics::RowMetricsSetup::for_pmu(
-        &s.perfmon,
-        rec.meta(),
-        p,
-        o,
-        s.pmu.as_deref(),
-    )
-    .map_err(|e| e.to_string())?;
-    Ok((
-        setup.rows(tables),
-        setup.group_events(),
-        setup.nodes().into_iter().map(|n| n.name).collect(),
-    ))
+) -> Result<Vec<SourceRows>, String> {
+    let (sources, _) = super::metric_views::metric_sources(rec.meta(), dir)?;
+    let mut out = Vec::new();
+    let mut errors = Vec::new();
+    for s in &sources {
+        match hrec::analysis::metrics::RowMetricsSetup::for_pmu(
+            &s.perfmon,
+            rec.meta(),
+            p,
+            o,
+            s.pmu.as_deref(),
+        ) {
+            Ok(setup) => out.push(SourceRows {
+                pmu: s.pmu.clone(),
+                rows: setup.rows(tables),
+                events: setup.group_events(),
+                names: setup.nodes().into_iter().map(|n| n.name).collect(),
+            }),
+            Err(e) => errors.push(match &s.pmu {
+                Some(pmu) => format!("{pmu}: {e}"),
+                None => e.to_string(),
+            }),
+        }
+    }
+    if out.is_empty() {
+        return Err(errors.join("; "));
+    }
+    Ok(out)
 }
 
 /// Runs `hrec diff` with its flags.
@@ -286,11 +312,15 @@ fn run(env: &Env, cfg: &DiffConfig, out: &mut dyn Write, err: &mut dyn Write) ->
             row_metrics(&old, &po, &to, mo, dir),
             row_metrics(&new, &pn, &tn, mo, dir),
         ) {
-            (Ok((a, events, names)), Ok((b, _, _))) => {
-                // `diff` makes one table per OLD table, in order.
+            (Ok(a), Ok(b)) => {
+                // `diff` makes one table per OLD table, in order; each takes the metrics of
+                // its event's source (the P-cores' or an E-core PMU's), in both files.
                 for (t, ot) in tables.iter_mut().zip(&to) {
-                    if events.contains(&ot.event) {
-                        diff::add_metrics(t, &names, &a, &b);
+                    let Some(sa) = a.iter().find(|s| s.events.contains(&ot.event)) else {
+                        continue;
+                    };
+                    if let Some(sb) = b.iter().find(|s| s.pmu == sa.pmu) {
+                        diff::add_metrics(t, &sa.names, &sa.rows, &sb.rows);
                     }
                 }
             }

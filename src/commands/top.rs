@@ -181,26 +181,32 @@ fn run(env: &Env, cfg: &TopConfig, out: &mut dyn Write, err: &mut dyn Write) -> 
     check_mmap_pages(cfg.mmap_pages)?;
     let pmus = Pmus::read(&env.sysfs_root)?;
     let host = hrec::event::Host::read(&env.procfs_root);
-    // With --metrics, Intel's files for this CPU and the metric groups `record -M` plans.
-    let perfmon = match &cfg.metrics {
-        Some(_) => {
+    // With --metrics, the metric groups `record -M` plans: from Intel's files for this CPU,
+    // and hrec's E-core tree for E-cores (which needs no files).
+    let plan = match &cfg.metrics {
+        Some(mo) => {
             use hrec::stat::tma;
-            let id = tma::cpuid(&env.procfs_root)?;
-            Some(tma::load(&tma::perfmon_dir(cfg.perfmon.as_deref()), &id)?.0)
-        }
-        None => None,
-    };
-    let plan = match (&cfg.metrics, &perfmon) {
-        (Some(mo), Some(pm)) => {
+            let loaded = tma::cpuid(&env.procfs_root)
+                .and_then(|id| tma::load(&tma::perfmon_dir(cfg.perfmon.as_deref()), &id))
+                .map(|(p, _)| p)
+                .map_err(|e| match std::error::Error::source(&e) {
+                    Some(s) => format!("{e}: {s}"),
+                    None => e.to_string(),
+                });
             let choice = plan::metric::MetricChoice {
                 td_level: None,
                 metrics: mo.metrics.clone(),
             };
-            let m = plan::metric::plan_metrics(&pmus, &host, Ok(pm), &choice)
-                .map_err(plan::PlanError::from)?;
+            let m = plan::metric::plan_metrics(
+                &pmus,
+                &host,
+                loaded.as_ref().map_err(Clone::clone),
+                &choice,
+            )
+            .map_err(plan::PlanError::from)?;
             plan::plan_record_with(&pmus, &host, &cfg.options, Some(&m))?
         }
-        _ => plan::plan_record(&pmus, &host, &cfg.options)?,
+        None => plan::plan_record(&pmus, &host, &cfg.options)?,
     };
     for n in &plan.notices {
         writeln!(err, "hrec: {n}")?;
@@ -274,6 +280,12 @@ fn run(env: &Env, cfg: &TopConfig, out: &mut dyn Write, err: &mut dyn Write) -> 
             record::record(&session, &mut io::sink())
         });
         let mut table = live::Live::new();
+        // With --metrics: the recording's metric sources (Intel's files for the P-cores,
+        // hrec's tree for each E-core PMU), found from the first file, and per source the
+        // rows' decayed member sums of its groups.
+        let sources: std::cell::OnceCell<Vec<super::metric_views::MetricSource>> =
+            std::cell::OnceCell::new();
+        let mut members: Vec<live::Live> = Vec::new();
         let mut shown = 0u64;
         let mut failure: Option<Error> = None;
         // Files that came while the last screen was being made are folded into one refresh,
@@ -320,7 +332,7 @@ fn run(env: &Env, cfg: &TopConfig, out: &mut dyn Write, err: &mut dyn Write) -> 
                 let step = (|| -> Result<(), Error> {
                     let mut iv = live::Interval::default();
                     let mut event = String::new();
-                    let mut setup = None;
+                    let mut setups = Vec::new();
                     for path in &batch {
                         let rec = Recording::open_with_kernel(path, 1, false)?;
                         let p = replay::build_with(&rec, &popts, &mut |_| {}, Some(&symbolizer));
@@ -334,16 +346,27 @@ fn run(env: &Env, cfg: &TopConfig, out: &mut dyn Write, err: &mut dyn Write) -> 
                         if let Some(t) = tables.first() {
                             table.add(t);
                         }
-                        if let (Some(mo), Some(pm)) = (&cfg.metrics, &perfmon) {
-                            let s = hrec::analysis::metrics::RowMetricsSetup::new(
-                                pm,
-                                rec.meta(),
+                        if let Some(mo) = &cfg.metrics {
+                            if sources.get().is_none() {
+                                let (s, _) = super::metric_views::metric_sources(
+                                    rec.meta(),
+                                    cfg.perfmon.as_deref(),
+                                )
+                                .map_err(|e| Error::Usage(format!("--metrics: {e}")))?;
+                                members = s.iter().map(|_| live::Live::new()).collect();
+                                let _ = sources.set(s);
+                            }
+                            setups = metric_setups(
+                                sources.get().map_or(&[], Vec::as_slice),
+                                &rec,
                                 &p,
                                 mo,
-                            )
-                            .map_err(|e| Error::Usage(format!("--metrics: {e}")))?;
-                            table.add_member_tables(&tables, &s.group_events());
-                            setup = Some(s);
+                            )?;
+                            for (i, s) in &setups {
+                                if let Some(m) = members.get_mut(*i) {
+                                    m.add_member_tables(&tables, &s.group_events());
+                                }
+                            }
                         }
                         event = top_event(&rec);
                     }
@@ -351,13 +374,26 @@ fn run(env: &Env, cfg: &TopConfig, out: &mut dyn Write, err: &mut dyn Write) -> 
                         event,
                         target: target.clone(),
                     };
+                    let cols = metric_columns(&setups, sources.get().map_or(&[], Vec::as_slice));
                     let values = |k: &[String]| -> Vec<Option<f64>> {
-                        setup.as_ref().map_or_else(Vec::new, |s| {
-                            table.metrics(k, s).into_iter().map(|(_, v)| v).collect()
-                        })
+                        let per: Vec<_> = setups
+                            .iter()
+                            .map(|(i, s)| {
+                                let m = members.get(*i).map(|m| m.metrics(k, s));
+                                (*i, m.unwrap_or_default())
+                            })
+                            .collect();
+                        cols.iter()
+                            .map(|(src, name, _)| {
+                                per.iter()
+                                    .find(|(i, _)| i == src)
+                                    .and_then(|(_, m)| m.iter().find(|(n, _)| n == name))
+                                    .and_then(|(_, v)| *v)
+                            })
+                            .collect()
                     };
-                    let columns = setup.as_ref().map(|s| output::top::MetricColumns {
-                        names: s.nodes().into_iter().map(|n| n.name).collect(),
+                    let columns = (!setups.is_empty()).then(|| output::top::MetricColumns {
+                        names: cols.iter().map(|(_, _, h)| h.clone()).collect(),
                         values: &values,
                     });
                     let screen = output::top::screen_with_metrics(
@@ -380,10 +416,12 @@ fn run(env: &Env, cfg: &TopConfig, out: &mut dyn Write, err: &mut dyn Write) -> 
                 match step {
                     Ok(()) => {
                         shown += 1;
-                        if zero {
-                            table.zero();
-                        } else {
-                            table.decay();
+                        for t in std::iter::once(&mut table).chain(members.iter_mut()) {
+                            if zero {
+                                t.zero();
+                            } else {
+                                t.decay();
+                            }
                         }
                     }
                     Err(e) => {
@@ -410,6 +448,71 @@ fn run(env: &Env, cfg: &TopConfig, out: &mut dyn Write, err: &mut dyn Write) -> 
     }
     recorded?;
     Ok(0)
+}
+
+/// The row metrics of each metric source of one interval's file that has groups in it, by the
+/// source's index; `Err` when none has (the reasons, in one line).
+fn metric_setups<'a>(
+    sources: &'a [super::metric_views::MetricSource],
+    rec: &Recording,
+    p: &hrec::analysis::profile::Profile,
+    o: &hrec::analysis::metrics::MetricOptions,
+) -> Result<Vec<(usize, hrec::analysis::metrics::RowMetricsSetup<'a>)>, Error> {
+    let mut out = Vec::new();
+    let mut errors = Vec::new();
+    for (i, s) in sources.iter().enumerate() {
+        match hrec::analysis::metrics::RowMetricsSetup::for_pmu(
+            &s.perfmon,
+            rec.meta(),
+            p,
+            o,
+            s.pmu.as_deref(),
+        ) {
+            Ok(setup) => out.push((i, setup)),
+            Err(e) => errors.push(match &s.pmu {
+                Some(pmu) => format!("{pmu}: {e}"),
+                None => e.to_string(),
+            }),
+        }
+    }
+    if out.is_empty() {
+        return Err(Error::Usage(format!("--metrics: {}", errors.join("; "))));
+    }
+    Ok(out)
+}
+
+/// The metric columns of `top`: each source's chosen metrics, P-cores first, as (source
+/// index, perf's name, header). A name more than one source has is a column per source,
+/// an E-core PMU's headed `cpu_atom/NAME` (perf's `pmu/event/` naming); a name only one
+/// has is headed by the name alone.
+fn metric_columns(
+    setups: &[(usize, hrec::analysis::metrics::RowMetricsSetup<'_>)],
+    sources: &[super::metric_views::MetricSource],
+) -> Vec<(usize, String, String)> {
+    let names: Vec<(usize, Vec<String>)> = setups
+        .iter()
+        .map(|(i, s)| (*i, s.nodes().into_iter().map(|n| n.name).collect()))
+        .collect();
+    metric_headers(&names, &|i| sources.get(i).and_then(|s| s.pmu.clone()))
+}
+
+/// [`metric_columns`] on the names of each source (`pmu(i)`: source `i`'s E-core PMU).
+fn metric_headers(
+    names: &[(usize, Vec<String>)],
+    pmu: &dyn Fn(usize) -> Option<String>,
+) -> Vec<(usize, String, String)> {
+    let mut out = Vec::new();
+    for (i, ns) in names {
+        for n in ns {
+            let shared = names.iter().filter(|(_, o)| o.contains(n)).count() > 1;
+            let header = match pmu(*i) {
+                Some(p) if shared => format!("{p}/{n}"),
+                _ => n.clone(),
+            };
+            out.push((*i, n.clone(), header));
+        }
+    }
+    out
 }
 
 /// `4000Hz cpu-clock` (or `100003 cpu-clock` with a fixed period): the first sampling event
@@ -465,5 +568,42 @@ impl PrivateDir {
 impl Drop for PrivateDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_metric_of_two_core_types_is_a_column_each() {
+        let names = vec![
+            (
+                0,
+                vec!["tma_backend_bound".to_string(), "tma_l3_bound".to_string()],
+            ),
+            (
+                1,
+                vec![
+                    "tma_backend_bound".to_string(),
+                    "tma_mem_scheduler".to_string(),
+                ],
+            ),
+        ];
+        let pmu = |i: usize| (i == 1).then(|| "cpu_atom".to_string());
+        let cols = metric_headers(&names, &pmu);
+        let got: Vec<(usize, &str, &str)> = cols
+            .iter()
+            .map(|(i, n, h)| (*i, n.as_str(), h.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (0, "tma_backend_bound", "tma_backend_bound"),
+                (0, "tma_l3_bound", "tma_l3_bound"),
+                (1, "tma_backend_bound", "cpu_atom/tma_backend_bound"),
+                (1, "tma_mem_scheduler", "tma_mem_scheduler"),
+            ]
+        );
     }
 }

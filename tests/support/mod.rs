@@ -2,6 +2,7 @@
 //! `hrec` binary with a fixture sysfs tree, and golden-file comparison (`HREC_BLESS=1` rewrites).
 
 #![allow(dead_code)]
+pub mod adl;
 pub mod browser;
 pub mod encode;
 pub mod memdata;

@@ -474,11 +474,6 @@ pub fn plan_metrics(
     if choice.td_level == Some(0) {
         return Err(MetricPlanError::LevelZero);
     }
-    if !names.is_empty()
-        && let Err(why) = &perfmon
-    {
-        return Err(MetricPlanError::NoPerfmon(why.clone()));
-    }
     let (defaults, default_notices) = default_events(pmus, host);
     // The metric source of each core PMU: Intel's file (P-cores, and a part made only of
     // E-cores when Intel publishes one for it), else hrec's E-core tree.
@@ -493,6 +488,14 @@ pub fn plan_metrics(
             crate::metrics::ecore::tree(td, c).ok()
         })
         .collect();
+    // Names need Intel's files, unless hrec's E-core tree stands in for them (a part made
+    // only of E-cores without Intel's files, a hybrid part's E-cores).
+    if !names.is_empty()
+        && let Err(why) = &perfmon
+        && trees.iter().all(Option::is_none)
+    {
+        return Err(MetricPlanError::NoPerfmon(why.clone()));
+    }
     // On a hybrid part each name goes to the core PMUs whose source knows it; a name none
     // knows is an error, one some lack is said once.
     let mut names_of: Vec<Vec<&str>> = vec![names.clone(); core.len()];
