@@ -554,6 +554,59 @@ fn sigterm_and_sighup_are_forwarded_and_the_file_is_complete() {
     }
 }
 
+/// hrec catches SIGHUP (to end the recording cleanly and forward it), unless it was started
+/// with SIGHUP ignored (`nohup hrec record ...`): then it leaves it ignored, as perf does, so a
+/// hangup neither ends the recording nor reaches the workload. The workload reads hrec's
+/// dispositions from `/proc/<hrec>/status` (`SigCgt`, `SigIgn`) while hrec records.
+#[test]
+fn sighup_ignored_at_start_stays_ignored() {
+    for ignored in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        // The workload's parent is hrec.
+        let workload = "grep -E '^Sig(Cgt|Ign):' /proc/$PPID/status > sig";
+        let trap = if ignored { "trap '' HUP; " } else { "" };
+        let o = Command::new("env")
+            .args(["--default-signal=HUP,INT,TERM", "sh", "-c"])
+            .arg(format!(
+                "{trap}exec \"$0\" record -q -e cpu-clock -o s.hrec -- sh -c \"$1\""
+            ))
+            .args([HREC, workload])
+            .current_dir(dir.path())
+            .env_remove("HREC_SYSFS_ROOT")
+            .env_remove("HREC_PROCFS_ROOT")
+            .output()
+            .unwrap();
+        let (_, err) = text(&o);
+        assert!(o.status.success(), "{err}");
+        let sig = std::fs::read_to_string(dir.path().join("sig")).unwrap();
+        let mask = |key: &str| -> u64 {
+            sig.lines()
+                .find_map(|l| l.strip_prefix(key))
+                .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+                .unwrap_or_else(|| panic!("no {key} in {sig}"))
+        };
+        // Bit N-1 is signal N: SIGHUP 1, SIGINT 2, SIGTERM 15.
+        let hup = 1;
+        assert_eq!(
+            mask("SigIgn:") & hup != 0,
+            ignored,
+            "ignored={ignored}: {sig}"
+        );
+        assert_eq!(
+            mask("SigCgt:") & hup != 0,
+            !ignored,
+            "ignored={ignored}: {sig}"
+        );
+        // SIGINT and SIGTERM are caught either way.
+        assert_eq!(
+            mask("SigCgt:") & (1 << 1 | 1 << 14),
+            1 << 1 | 1 << 14,
+            "{sig}"
+        );
+        assert!(info(dir.path(), "s.hrec").contains("# complete"));
+    }
+}
+
 /// A workload that ignores SIGINT gets SIGTERM 2 s later; one that ignores SIGTERM too gets
 /// SIGKILL 2 s after that. Either way it is not left running, the file is complete, and one
 /// line says what was done.

@@ -333,6 +333,16 @@ extern "C" fn on_signal(sig: libc::c_int) {
     }
 }
 
+/// Whether signal `sig` is ignored (`SIG_IGN`) in this process now: a SIGHUP ignored at start
+/// (`nohup`) is left so, as perf leaves it, rather than caught.
+pub fn signal_ignored(sig: i32) -> bool {
+    // SAFETY: a null new action only queries the disposition into the zeroed `old`.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(sig, std::ptr::null(), &mut old) == 0 && old.sa_sigaction == libc::SIG_IGN
+    }
+}
+
 /// Caught signals, readable from an fd that can sit in an epoll set.
 #[derive(Debug)]
 pub struct Signals {

@@ -130,7 +130,13 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
     for n in &opened.notices {
         let _ = writeln!(err, "hrec: {n}");
     }
-    let mut caught = vec![libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGCHLD];
+    let mut caught = vec![libc::SIGINT, libc::SIGTERM, libc::SIGCHLD];
+    // SIGHUP ends the recording cleanly (and is forwarded to the workload), unless hrec was
+    // started with it ignored (`nohup hrec record ...`): a hangup then reaches neither, as
+    // the user asked.
+    if !process::signal_ignored(libc::SIGHUP) {
+        caught.push(libc::SIGHUP);
+    }
     if let Some(switch::SwitchOutput {
         trigger: switch::Trigger::Signal,
         ..
