@@ -178,6 +178,38 @@ fn tmp() -> (tempfile::TempDir, PathBuf) {
     (dir, path)
 }
 
+/// A prepared file waits under a scratch name, the files at the path and `.old` untouched:
+/// abandoned, nothing is left of it; published, it takes the path and the previous file
+/// becomes `.old` (what `record` does around a workload that may fail to run).
+#[test]
+fn a_prepared_file_touches_nothing_until_published() {
+    let (dir, path) = tmp();
+    let old = dir.path().join("hrec.data.old");
+    std::fs::write(&path, b"previous").unwrap();
+    std::fs::write(&old, b"older").unwrap();
+    let listing = || {
+        let mut v: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    let w = Writer::prepare(&path, &Meta::default()).unwrap();
+    assert_eq!(listing().len(), 3, "{:?}", listing());
+    w.abandon();
+    assert_eq!(listing(), ["hrec.data", "hrec.data.old"]);
+    assert_eq!(std::fs::read(&path).unwrap(), b"previous");
+    assert_eq!(std::fs::read(&old).unwrap(), b"older");
+    let mut w = Writer::prepare(&path, &Meta::default()).unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), b"previous");
+    w.publish().unwrap();
+    w.finish(Trailer::default()).unwrap();
+    assert_eq!(listing(), ["hrec.data", "hrec.data.old"]);
+    assert_eq!(std::fs::read(&old).unwrap(), b"previous");
+    assert!(Reader::open(&path).is_ok());
+}
+
 #[test]
 fn round_trip_meta_records_side_trailer() {
     let (_dir, path) = tmp();

@@ -236,12 +236,29 @@ fn a_command_that_cannot_run_leaves_no_file() {
         1,
         "{err}"
     );
-    // The previous file is untouched and not renamed.
+    // The previous file is untouched and not renamed, and nothing else is left.
     assert_eq!(
         std::fs::read(dir.path().join("x.hrec")).unwrap(),
         b"previous"
     );
     assert!(!dir.path().join("x.hrec.old").exists());
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    // An older `.old` stays too.
+    std::fs::write(dir.path().join("x.hrec.old"), b"older").unwrap();
+    let o = hrec_in(
+        dir.path(),
+        &["record", "-o", "x.hrec", "--", "/nonexistent/program"],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o).1);
+    assert_eq!(
+        std::fs::read(dir.path().join("x.hrec.old")).unwrap(),
+        b"older"
+    );
+    assert_eq!(
+        std::fs::read(dir.path().join("x.hrec")).unwrap(),
+        b"previous"
+    );
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
 }
 
 #[test]

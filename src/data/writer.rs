@@ -45,6 +45,9 @@ pub struct Writer {
     blocks: Vec<BlockInfo>,
     zstd: zstd::bulk::Compressor<'static>,
     failed: Option<String>,
+    /// The scratch name of a [`Writer::prepare`]d file until [`Writer::publish`] puts it at
+    /// `path`.
+    staged: Option<PathBuf>,
 }
 
 impl fmt::Debug for Writer {
@@ -67,6 +70,17 @@ fn io_err(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> D
     }
 }
 
+/// `.<name>.<pid>.new` beside `path`: where a prepared file waits to be published.
+fn staged_path(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map_or_else(Default::default, |n| n.to_os_string());
+    let mut s = std::ffi::OsString::from(".");
+    s.push(name);
+    s.push(format!(".{}.new", std::process::id()));
+    path.with_file_name(s)
+}
+
 /// `<path>.old`
 fn old_path(path: &Path) -> PathBuf {
     let mut s = path.as_os_str().to_owned();
@@ -76,8 +90,22 @@ fn old_path(path: &Path) -> PathBuf {
 
 impl Writer {
     /// Creates the file (mode 0600; an existing one becomes `<path>.old`, like perf's
-    /// `perf.data.old`) and writes and syncs the header.
+    /// `perf.data.old`) and writes and syncs the header: [`Writer::prepare`], then
+    /// [`Writer::publish`].
     pub fn create(path: &Path, meta: &Meta) -> Result<Writer, DataError> {
+        let mut w = Writer::prepare(path, meta)?;
+        if let Err(e) = w.publish() {
+            w.abandon();
+            return Err(e);
+        }
+        Ok(w)
+    }
+
+    /// Writes and syncs the header of the file that will be `path`, under a scratch name
+    /// beside it (milliseconds: the sync), leaving whatever is at `path` untouched until
+    /// [`Writer::publish`] (or [`Writer::abandon`], which removes the scratch file). A file
+    /// that cannot take its header (a full disk) is removed at once.
+    pub fn prepare(path: &Path, meta: &Meta) -> Result<Writer, DataError> {
         let json = serde_json::to_vec(meta).map_err(|source| DataError::BadJson {
             path: path.to_path_buf(),
             what: "header metadata",
@@ -99,29 +127,19 @@ impl Writer {
                 path: path.to_path_buf(),
                 source,
             })?;
-        let moved = path.symlink_metadata().is_ok();
-        let old = old_path(path);
-        if moved {
-            std::fs::rename(path, &old).map_err(io_err("rename the previous recording", path))?;
-        }
-        // A file that cannot even take its header (a full disk) is removed, and the previous
-        // recording put back: nothing already recorded is lost to a recording that never
-        // started.
-        let undo = |e: DataError, created: bool| {
-            if created {
-                let _ = std::fs::remove_file(path);
-            }
-            if moved {
-                let _ = std::fs::rename(&old, path);
-            }
+        let staged = staged_path(path);
+        // A scratch file of a recorder that died with this pid before.
+        let _ = std::fs::remove_file(&staged);
+        let undo = |e: DataError| {
+            let _ = std::fs::remove_file(&staged);
             e
         };
         let mut file = OpenOptions::new()
             .write(true)
             .create_new(true)
             .mode(0o600)
-            .open(path)
-            .map_err(|e| undo(io_err("create", path)(e), false))?;
+            .open(&staged)
+            .map_err(io_err("create", path))?;
         let start = format::data_start(json.len() as u64);
         let mut header = Vec::with_capacity(start as usize);
         header.extend_from_slice(&MAGIC);
@@ -130,11 +148,11 @@ impl Writer {
         header.extend_from_slice(&json);
         header.resize(start as usize, 0);
         file.write_all(&header)
-            .map_err(|e| undo(io_err("write to", path)(e), true))?;
+            .map_err(|e| undo(io_err("write to", path)(e)))?;
         // The header reaches the disk before any block: a file that has blocks has a header.
         file.sync_data()
-            .map_err(|e| undo(io_err("sync", path)(e), true))?;
-        let zstd = compressor(path, ZSTD_LEVEL)?;
+            .map_err(|e| undo(io_err("sync", path)(e)))?;
+        let zstd = compressor(path, ZSTD_LEVEL).map_err(undo)?;
         Ok(Writer {
             path: path.to_path_buf(),
             file,
@@ -142,7 +160,41 @@ impl Writer {
             blocks: Vec::new(),
             zstd,
             failed: None,
+            staged: Some(staged),
         })
+    }
+
+    /// Puts a [`Writer::prepare`]d file at its path: an existing file there (or symlink,
+    /// never followed) becomes `<path>.old`. Two renames; nothing to do for a published file.
+    pub fn publish(&mut self) -> Result<(), DataError> {
+        let Some(staged) = self.staged.take() else {
+            return Ok(());
+        };
+        let path = &self.path;
+        let moved = path.symlink_metadata().is_ok();
+        let old = old_path(path);
+        if moved {
+            std::fs::rename(path, &old)
+                .map_err(io_err("rename the previous recording", path))
+                .inspect_err(|_| self.staged = Some(staged.clone()))?;
+        }
+        std::fs::rename(&staged, path).map_err(|e| {
+            // The previous recording back where it was.
+            if moved {
+                let _ = std::fs::rename(&old, path);
+            }
+            self.staged = Some(staged.clone());
+            io_err("create", path)(e)
+        })
+    }
+
+    /// Removes the scratch file of a [`Writer::prepare`]d recording that never started (its
+    /// workload could not run): whatever is at the path stays as it was. A published file is
+    /// left alone.
+    pub fn abandon(self) {
+        if let Some(staged) = &self.staged {
+            let _ = std::fs::remove_file(staged);
+        }
     }
 
     /// Fails as [`Writer::create`] would where the file cannot be created at all (a directory

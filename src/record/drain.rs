@@ -172,9 +172,38 @@ pub(super) struct RunEnd {
     pub(super) corrupt: u64,
 }
 
-/// The drain loop. Returns when the workload has exited, or on SIGINT/SIGTERM.
+/// The epoll token of the signal pipe (a ring's token is its index).
+const SIGNAL_TOKEN: u64 = u64::MAX;
+
+/// The epoll set of the drain loop: every ring's fd and the signal pipe. Made before the
+/// workload runs (or the events are enabled): the kernel wakes a ring's readers once, as the
+/// ring passes its watermark, and a perf fd's poll reports that wakeup only once, so an fd
+/// added to epoll after it (its state read, and cleared, by the add) is not reported by the
+/// next wait. The ring then fills, and a full ring writes nothing more, so wakes no one: the
+/// loop slept to its tick (100 ms) while the samples of a fast workload were lost.
+pub(super) fn watch(
+    rings: &[Ring],
+    fds: &[open::OpenFd],
+    signals: &Signals,
+) -> Result<Epoll, RecordError> {
+    use std::os::fd::AsRawFd;
+    let epoll = Epoll::new().map_err(|e| RecordError::Os("epoll_create1 failed".into(), e))?;
+    epoll
+        .add(signals.fd(), SIGNAL_TOKEN)
+        .map_err(|e| RecordError::Os("epoll_ctl failed".into(), e))?;
+    for (i, r) in rings.iter().enumerate() {
+        epoll
+            .add(fds[r.fd].fd.as_raw_fd(), i as u64)
+            .map_err(|e| RecordError::Os("epoll_ctl failed".into(), e))?;
+    }
+    Ok(epoll)
+}
+
+/// The drain loop, on the epoll set of [`watch`]. Returns when the workload has exited, or
+/// on SIGINT/SIGTERM.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn drain_loop(
+    epoll: Epoll,
     target: &Target,
     rings: &mut [Ring],
     fds: &[open::OpenFd],
@@ -186,17 +215,6 @@ pub(super) fn drain_loop(
     stop: Option<&std::sync::atomic::AtomicBool>,
     err: &mut dyn Write,
 ) -> Result<RunEnd, RecordError> {
-    let epoll = Epoll::new().map_err(|e| RecordError::Os("epoll_create1 failed".into(), e))?;
-    const SIGNAL_TOKEN: u64 = u64::MAX;
-    epoll
-        .add(signals.fd(), SIGNAL_TOKEN)
-        .map_err(|e| RecordError::Os("epoll_ctl failed".into(), e))?;
-    for (i, r) in rings.iter().enumerate() {
-        use std::os::fd::AsRawFd;
-        epoll
-            .add(fds[r.fd].fd.as_raw_fd(), i as u64)
-            .map_err(|e| RecordError::Os("epoll_ctl failed".into(), e))?;
-    }
     let mut batches: Vec<(Vec<u8>, Instant)> =
         rings.iter().map(|_| (Vec::new(), Instant::now())).collect();
     let mut ready = Vec::new();

@@ -4,8 +4,11 @@
 //! 1. Fork the workload and hold it before `exec` ([`crate::kernel::process::Workload`]).
 //! 2. Open every planned event on it with `enable_on_exec` and map one buffer per CPU
 //!    ([`open`]). Nothing counts yet, so hrec's own set-up is never sampled.
-//! 3. Release the child and learn whether `exec` worked. Only then is the output file created:
-//!    a command that cannot run leaves no file (and no renamed `.old`) behind.
+//! 3. Create the output file (its header synced to disk, milliseconds) and the drain's epoll
+//!    set on every buffer (`drain::watch`), then release the child and learn whether `exec`
+//!    worked: the samples start only once everything is ready to take them, as under perf (a
+//!    fast workload fills a buffer in a millisecond or two). A command that cannot run has
+//!    its file removed and a previous recording moved back from `.old` (`Writer::abandon`).
 //! 4. Drain (`drain`): epoll on the buffers (the kernel wakes us when a buffer is half full,
 //!    its default watermark) and on a signal pipe, plus a 100 ms tick; each pass moves every
 //!    complete record out with one head load and one tail store per buffer, counts what it
@@ -162,27 +165,7 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
     let clock_start = process::monotonic_ns();
-    // Without enable_on_exec (-p, -t, -a, -C) the events start now.
-    if plan.target != Target::Workload {
-        for f in &opened.fds {
-            if plan.events[f.event].leader == f.event
-                && let Err(source) = f.fd.enable(true)
-            {
-                if let Some(w) = workload {
-                    w.abort();
-                }
-                return Err(RecordError::Ioctl {
-                    what: "PERF_EVENT_IOC_ENABLE",
-                    event: opened.names[f.event].clone(),
-                    source,
-                });
-            }
-        }
-    }
-    let child = match workload {
-        Some(w) => Some(w.start()?),
-        None => None,
-    };
+    let child = workload.as_ref().map(Workload::pid);
 
     // --off-cpu with its switch records open: paired while recording into offcpu-time.
     let off_cpu = plan.off_cpu.filter(|_| {
@@ -200,22 +183,57 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
         child,
         off_cpu.is_some(),
     );
-    let created = Writer::create(&s.output, &meta).and_then(|mut w| {
-        if let Some(level) = s.zstd_level {
-            w.set_level(level)?;
+    let created = Writer::prepare(&s.output, &meta).and_then(|mut w| {
+        if let Some(level) = s.zstd_level
+            && let Err(e) = w.set_level(level)
+        {
+            w.abandon();
+            return Err(e);
         }
         Ok(w)
     });
     let writer = match created {
         Ok(w) => w,
         Err(e) => {
-            if let Some(pid) = child {
-                process::kill(pid, libc::SIGTERM);
-                let _ = process::wait(pid, false);
+            if let Some(w) = workload {
+                w.abort();
             }
             return Err(e.into());
         }
     };
+    // The samples start only now, with the file prepared (its header synced: milliseconds)
+    // and every ring watched ([`drain::watch`]), as perf starts its workload once all is set
+    // up: a fast workload fills a ring in a millisecond or two, and what comes while no one
+    // drains it is lost. The file takes its name once the workload runs: one that cannot run
+    // leaves no file, and the files already at the output and `.old` as they were.
+    let watched = drain::watch(&opened.rings, &opened.fds, &signals)
+        .and_then(|epoll| start_events(plan, &opened).map(|()| epoll));
+    let epoll = match watched {
+        Ok(epoll) => epoll,
+        Err(e) => {
+            if let Some(w) = workload {
+                w.abort();
+            }
+            writer.abandon();
+            return Err(e);
+        }
+    };
+    // (A workload whose exec failed has been reaped by `start`.)
+    if let Some(w) = workload
+        && let Err(e) = w.start()
+    {
+        writer.abandon();
+        return Err(e.into());
+    }
+    let mut writer = writer;
+    if let Err(e) = writer.publish() {
+        if let Some(pid) = child {
+            process::kill(pid, libc::SIGTERM);
+            let _ = process::wait(pid, false);
+        }
+        writer.abandon();
+        return Err(e.into());
+    }
 
     let (tx, rx) = mpsc::sync_channel::<Msg>(64);
     let unwinding = meta.unwound_at_record;
@@ -359,6 +377,7 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
         file_start_unix: start_unix,
     });
     let run = drain_loop(
+        epoll,
         &plan.target,
         &mut opened.rings,
         &opened.fds,
@@ -494,6 +513,26 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
         warnings,
         trailer,
     })
+}
+
+/// Without enable_on_exec (`-p`, `-t`, `-a`, `-C`) the events start here; a workload's start
+/// at its exec.
+fn start_events(plan: &crate::event::plan::Plan, opened: &Opened) -> Result<(), RecordError> {
+    if plan.target == Target::Workload {
+        return Ok(());
+    }
+    for f in &opened.fds {
+        if plan.events[f.event].leader == f.event
+            && let Err(source) = f.fd.enable(true)
+        {
+            return Err(RecordError::Ioctl {
+                what: "PERF_EVENT_IOC_ENABLE",
+                event: opened.names[f.event].clone(),
+                source,
+            });
+        }
+    }
+    Ok(())
 }
 
 fn build_meta(
