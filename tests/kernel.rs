@@ -194,3 +194,47 @@ fn hardware_cycles_without_pmu_is_enoent() {
     let e = kernel::open(&a, 0, -1, None).unwrap_err();
     assert_eq!(e.errno(), libc::ENOENT, "{e}");
 }
+
+/// Why the recorder makes its epoll set before the events start (`record::drain::watch`): a
+/// perf fd's poll reports a ring's wakeup once (the kernel clears it as it reports it), and
+/// epoll polls an fd both when it is added and when it delivers. So a ring watched before it
+/// passes its watermark is reported by the next wait; one added after its wakeup is not, and,
+/// full, it writes nothing more and wakes no one again. cpu-clock samples of this thread with
+/// a wakeup at every sample.
+#[test]
+fn a_ring_wakes_the_epoll_set_it_was_in_before_its_wakeup() {
+    use hrec::kernel::process::Epoll;
+    use std::os::fd::AsRawFd;
+    let st = sample::IP | sample::TID | sample::TIME;
+    let open = || {
+        let mut a = clock(0, 100_000, st, 0);
+        a.wakeup = 1;
+        let fd = open_self(&a, None);
+        let rb = RingBuffer::new(&fd, 8).unwrap();
+        (fd, rb)
+    };
+    let sample_once = |fd: &EventFd, rb: &RingBuffer| {
+        fd.enable(false).unwrap();
+        spin(Duration::from_millis(1), || {});
+        while rb.pending() == 0 {
+            spin(Duration::from_millis(1), || {});
+        }
+        fd.disable(false).unwrap();
+    };
+    let mut ready = Vec::new();
+    // Watched first: reported (the wait ends at once; the bound is only against a hang).
+    let (fd, rb) = open();
+    let epoll = Epoll::new().unwrap();
+    epoll.add(fd.as_raw_fd(), 7).unwrap();
+    sample_once(&fd, &rb);
+    epoll.wait(60_000, &mut ready).unwrap();
+    assert_eq!(ready, [(7, false)]);
+    // Watched after its wakeup: the add consumed it, and nothing is reported (the event is
+    // disabled: nothing else can come).
+    let (fd, rb) = open();
+    sample_once(&fd, &rb);
+    let late = Epoll::new().unwrap();
+    late.add(fd.as_raw_fd(), 8).unwrap();
+    late.wait(200, &mut ready).unwrap();
+    assert_eq!(ready, [], "pending {} bytes", rb.pending());
+}
