@@ -178,6 +178,33 @@ fn tmp() -> (tempfile::TempDir, PathBuf) {
     (dir, path)
 }
 
+/// A recorder pressed by the kernel writes Records blocks with zstd alone
+/// (`set_columns(false)`): the block names its codec and reads back byte for byte, as a column
+/// block does.
+#[test]
+fn records_without_the_column_transform_read_back() {
+    let (_dir, path) = tmp();
+    let mut w = Writer::create(&path, &meta()).unwrap();
+    let a = samples(100, 1_000_000);
+    let b = samples(50, 2_000_000);
+    assert_eq!(w.write_records(&a, 0).unwrap().codec, Codec::Columns3);
+    w.set_columns(false);
+    let plain = w.write_records(&b, 1).unwrap();
+    // `samples(n, _)` is n samples and a COMM record.
+    assert_eq!((plain.codec, plain.records), (Codec::Zstd, 51));
+    w.set_columns(true);
+    assert_eq!(w.write_records(&a, 0).unwrap().codec, Codec::Columns3);
+    w.finish(trailer()).unwrap();
+    let r = Reader::open(&path).unwrap();
+    let recs: Vec<_> = r.records().map(|x| x.unwrap()).collect();
+    assert_eq!(recs.len(), 3);
+    assert_eq!(recs[1].1, b);
+    assert_eq!(
+        (recs[0].1.as_slice(), recs[2].1.as_slice()),
+        (&a[..], &a[..])
+    );
+}
+
 /// A prepared file waits under a scratch name, the files at the path and `.old` untouched:
 /// abandoned, nothing is left of it; published, it takes the path and the previous file
 /// becomes `.old` (what `record` does around a workload that may fail to run).

@@ -342,6 +342,11 @@ impl RingBuffer {
         unsafe { &*self.map.as_ptr().add(off).cast::<AtomicU64>() }
     }
 
+    /// The size of the data area in bytes (the pages after the control page).
+    pub fn capacity(&self) -> usize {
+        self.data_size
+    }
+
     /// Bytes published by the kernel and not yet drained.
     pub fn pending(&self) -> u64 {
         self.head_atomic()

@@ -135,7 +135,25 @@ pub(super) struct Outlet<'a> {
     pub(super) identities: Option<&'a super::identity::Identities>,
     /// The writer's first failure ([`super::writer::WriterCtx::failure`]), said once.
     pub(super) failure: &'a std::sync::OnceLock<String>,
+    /// Until when (monotonic ns) the writer stores Records blocks with zstd alone
+    /// ([`super::writer::WriterCtx::pressure`]): [`PRESSURE_HOLD`] from any pass that finds
+    /// a ring [`PRESSED`] full.
+    pub(super) pressure: &'a AtomicU64,
 }
+
+/// A ring found this full (three quarters) by a pass was not drained in time: the kernel
+/// wakes the drain at half a ring, and at high rates (a tracepoint on every system call) the
+/// second half fills in a millisecond or two. What keeps the drain off a CPU then is mostly
+/// the writer's column transform (about six times zstd's time for a few percent fewer bytes
+/// on such records), so the writer leaves it out for a while ([`PRESSURE_HOLD`]).
+pub(super) const PRESSED: (u64, u64) = (3, 4);
+/// Two passes that each drain half a ring or more this close together are pressure too (the
+/// ring takes more than 25 MB/s at the default 512 KiB): the column transform is left out
+/// before a ring is ever found [`PRESSED`] full.
+const FAST_HALVES: Duration = Duration::from_millis(10);
+/// How long the writer leaves the column transform out after a pass found a ring
+/// [`PRESSED`] full.
+pub(super) const PRESSURE_HOLD: Duration = Duration::from_secs(1);
 
 /// The drain loop's side of `--off-cpu` (see [`super::offcpu`]): off-CPU records never make
 /// the drain wait for the writer thread. A pass the channel has no room for waits in a queue
@@ -228,6 +246,8 @@ pub(super) fn drain_loop(
     let mut abandoned = false;
     let mut woken = 0u64;
     let mut corrupt = 0u64;
+    // When a pass last drained half a ring or more (see [`PRESSED`]).
+    let mut last_half: Option<Instant> = None;
     let mut hung = vec![false; rings.len()];
     let attached = matches!(target, Target::Pids(_) | Target::Tids(_));
     // When the workload's grace began to be extended (a signal still in flight), and whether
@@ -333,7 +353,15 @@ pub(super) fn drain_loop(
                 let usr2 = sigs & (1 << libc::SIGUSR2) != 0;
                 sw.due.check(usr2, sw.file_bytes.load(Ordering::Relaxed))
             });
-        drain_all(rings, &mut batches, out, acc, last || switch, &mut corrupt);
+        drain_all(
+            rings,
+            &mut batches,
+            out,
+            acc,
+            last || switch,
+            &mut corrupt,
+            &mut last_half,
+        );
         if last {
             break;
         }
@@ -365,6 +393,19 @@ fn grace_extended(pid: i32, since: &mut Option<Instant>, sig: Option<i32>) -> bo
     false
 }
 
+/// Whether a pass that drained `bytes` of a ring of `cap` bytes at `now` finds the drain
+/// pressed: the ring [`PRESSED`] full, or half full for the second time in [`FAST_HALVES`]
+/// (`last_half`: when a pass last drained half a ring or more, updated here).
+fn pressed(bytes: usize, cap: usize, last_half: &mut Option<Instant>, now: Instant) -> bool {
+    let (bytes, cap) = (bytes as u64, cap as u64);
+    let mut pressed = bytes * PRESSED.1 >= cap * PRESSED.0;
+    if bytes * 2 >= cap {
+        pressed |= last_half.is_some_and(|t| now.duration_since(t) < FAST_HALVES);
+        *last_half = Some(now);
+    }
+    pressed
+}
+
 fn drain_all(
     rings: &mut [Ring],
     batches: &mut [(Vec<u8>, Instant)],
@@ -372,6 +413,7 @@ fn drain_all(
     acc: &mut Accounting,
     flush: bool,
     corrupt: &mut u64,
+    last_half: &mut Option<Instant>,
 ) {
     let mut side_band = Vec::new();
     let mut pass = out.off_cpu.map(|_| Pass::default());
@@ -388,8 +430,16 @@ fn drain_all(
         }
         let before = batch.len();
         let res = r.buffer.drain(batch);
-        if res.is_err() {
-            *corrupt += 1;
+        match &res {
+            Err(_) => *corrupt += 1,
+            Ok(d) => {
+                if pressed(d.bytes, r.buffer.capacity(), last_half, Instant::now()) {
+                    out.pressure.store(
+                        process::monotonic_ns() + PRESSURE_HOLD.as_nanos() as u64,
+                        Ordering::Relaxed,
+                    );
+                }
+            }
         }
         acc.account_ring(&batch[before..], r.kind != open::RingKind::Main);
         if out.side_band {
@@ -526,5 +576,37 @@ pub(super) fn workload_warning(run: &RunEnd, child: Option<i32>) -> Option<Strin
             ))
         }
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pressure_is_a_nearly_full_ring_or_half_rings_in_quick_succession() {
+        let cap = 512 << 10;
+        let t0 = Instant::now();
+        let mut last = None;
+        // Three quarters at once.
+        assert!(pressed(cap * 3 / 4, cap, &mut last, t0));
+        // A watermark's worth (half) alone is the normal wakeup.
+        let mut last = None;
+        assert!(!pressed(cap / 2, cap, &mut last, t0));
+        assert_eq!(last, Some(t0));
+        // Again 20 ms later: a ring's worth in 20 ms is no pressure.
+        let t1 = t0 + Duration::from_millis(20);
+        assert!(!pressed(cap / 2, cap, &mut last, t1));
+        // Again 2 ms after that: half a ring a millisecond or two is.
+        assert!(pressed(
+            cap / 2,
+            cap,
+            &mut last,
+            t1 + Duration::from_millis(2)
+        ));
+        // Small passes change nothing.
+        let mut last = None;
+        assert!(!pressed(cap / 4, cap, &mut last, t0));
+        assert_eq!(last, None);
     }
 }

@@ -244,6 +244,7 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
     let file_bytes = Arc::new(AtomicU64::new(writer.bytes_written()));
     let off_cpu_in_hand = Arc::new(AtomicU64::new(0));
     let off_cpu_in_flight = Arc::new(AtomicU64::new(0));
+    let pressure = Arc::new(AtomicU64::new(0));
     let off_cpu_drain = off_cpu.map(|_| {
         let ring_set = |kind: open::RingKind, pages: usize| {
             let rings = opened.rings.iter().filter(|r| r.kind == kind).count() as u64;
@@ -293,6 +294,7 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
         off_cpu_in_hand,
         off_cpu_in_flight,
         failure: Arc::clone(&failure),
+        pressure: Arc::clone(&pressure),
     };
     let writer_thread = std::thread::Builder::new()
         .name("hrec-writer".into())
@@ -389,6 +391,7 @@ pub fn record(s: &Session<'_>, err: &mut dyn Write) -> Result<Outcome, RecordErr
             off_cpu: off_cpu_drain.as_ref(),
             identities: identities.as_ref(),
             failure: &failure,
+            pressure: &pressure,
         },
         &mut acc,
         switcher.as_mut(),

@@ -82,6 +82,10 @@ pub(super) struct WriterCtx {
     pub(super) off_cpu_in_flight: Arc<AtomicU64>,
     /// The first write that failed, as one line, for the drain loop to say at once.
     pub(super) failure: Arc<std::sync::OnceLock<String>>,
+    /// Until when (monotonic ns) ring batches are written with zstd alone
+    /// ([`data::Writer::set_columns`]): set by the drain loop when it finds a ring nearly
+    /// full (`drain::PRESSED`), so that the writer's CPU goes to draining.
+    pub(super) pressure: Arc<AtomicU64>,
 }
 
 /// The files `--switch-output` finished before the last one.
@@ -121,20 +125,26 @@ pub(super) fn writer_loop(mut w: Writer, rx: mpsc::Receiver<Msg>, mut ctx: Write
             continue;
         }
         let r = match msg {
-            Msg::Records(source, bytes) => match &mut ctx.unwinder {
-                Some(u) => {
-                    let (records, stacks) = u.process(&bytes);
-                    match stacks {
-                        Some(b) => w.write_side("stacks", &b).map(|_| ()),
-                        None => Ok(()),
-                    }
-                    .and_then(|()| w.write_records(&records, source).map(|_| ()))
-                    .map(|()| kept += count_samples(&records))
+            Msg::Records(source, bytes) => {
+                if source != u32::MAX {
+                    let until = ctx.pressure.load(Ordering::Relaxed);
+                    w.set_columns(crate::kernel::process::monotonic_ns() >= until);
                 }
-                None => w
-                    .write_records(&bytes, source)
-                    .map(|_| kept += count_samples(&bytes)),
-            },
+                match &mut ctx.unwinder {
+                    Some(u) => {
+                        let (records, stacks) = u.process(&bytes);
+                        match stacks {
+                            Some(b) => w.write_side("stacks", &b).map(|_| ()),
+                            None => Ok(()),
+                        }
+                        .and_then(|()| w.write_records(&records, source).map(|_| ()))
+                        .map(|()| kept += count_samples(&records))
+                    }
+                    None => w
+                        .write_records(&bytes, source)
+                        .map(|_| kept += count_samples(&bytes)),
+                }
+            }
             Msg::FileSides {
                 files,
                 kernel_addrs,
