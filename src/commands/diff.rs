@@ -255,32 +255,19 @@ fn row_metrics(
     dir: Option<&std::path::Path>,
 ) -> Result<Vec<SourceRows>, String> {
     let (sources, _) = super::metric_views::metric_sources(rec.meta(), dir)?;
-    let mut out = Vec::new();
-    let mut errors = Vec::new();
-    for s in &sources {
-        match hrec::analysis::metrics::RowMetricsSetup::for_pmu(
-            &s.perfmon,
-            rec.meta(),
-            p,
-            o,
-            s.pmu.as_deref(),
-        ) {
-            Ok(setup) => out.push(SourceRows {
-                pmu: s.pmu.clone(),
-                rows: setup.rows(tables),
-                events: setup.group_events(),
-                names: setup.nodes().into_iter().map(|n| n.name).collect(),
-            }),
-            Err(e) => errors.push(match &s.pmu {
-                Some(pmu) => format!("{pmu}: {e}"),
-                None => e.to_string(),
-            }),
-        }
-    }
-    if out.is_empty() {
+    let (setups, errors) = super::metric_views::setups_of(&sources, rec.meta(), p, o);
+    if setups.is_empty() {
         return Err(errors.join("; "));
     }
-    Ok(out)
+    Ok(setups
+        .into_iter()
+        .map(|(i, setup)| SourceRows {
+            pmu: sources[i].pmu.clone(),
+            rows: setup.rows(tables),
+            events: setup.group_events(),
+            names: setup.nodes().into_iter().map(|n| n.name).collect(),
+        })
+        .collect())
 }
 
 /// Runs `hrec diff` with its flags.

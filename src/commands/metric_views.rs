@@ -146,3 +146,35 @@ pub fn source_for(
                 .unwrap_or_else(|| RowMetricsError::NoGroups.to_string()),
         })
 }
+
+/// Each source's metrics per row on a recording (`p` its profile), by the source's index in
+/// `sources`, with the one-line reasons of the sources that have no groups there (`pmu: why`
+/// for an E-core PMU's).
+pub fn setups_of<'a>(
+    sources: &'a [MetricSource],
+    meta: &Meta,
+    p: &hrec::analysis::profile::Profile,
+    o: &MetricOptions,
+) -> (
+    Vec<(usize, hrec::analysis::metrics::RowMetricsSetup<'a>)>,
+    Vec<String>,
+) {
+    let mut out = Vec::new();
+    let mut errors = Vec::new();
+    for (i, s) in sources.iter().enumerate() {
+        match hrec::analysis::metrics::RowMetricsSetup::for_pmu(
+            &s.perfmon,
+            meta,
+            p,
+            o,
+            s.pmu.as_deref(),
+        ) {
+            Ok(setup) => out.push((i, setup)),
+            Err(e) => errors.push(match &s.pmu {
+                Some(pmu) => format!("{pmu}: {e}"),
+                None => e.to_string(),
+            }),
+        }
+    }
+    (out, errors)
+}

@@ -417,20 +417,14 @@ fn row_metrics(
     o: &hrec::analysis::metrics::MetricOptions,
     dir: Option<&std::path::Path>,
 ) -> Result<hrec::analysis::metrics::MetricReports, String> {
-    use hrec::analysis::metrics::{MetricReport, MetricReports, RowMetricsSetup};
+    use hrec::analysis::metrics::{MetricReport, MetricReports};
     let meta = rec.meta();
     let (sources, mut notes) = super::metric_views::metric_sources(meta, dir)?;
     let mut out = MetricReports::default();
-    let mut errors = Vec::new();
-    for s in &sources {
+    let (setups, errors) = super::metric_views::setups_of(&sources, meta, p, o);
+    for (i, mut setup) in setups {
+        let s = &sources[i];
         let prefix = s.pmu.as_ref().map(|p| format!("{p}: ")).unwrap_or_default();
-        let mut setup = match RowMetricsSetup::for_pmu(&s.perfmon, meta, p, o, s.pmu.as_deref()) {
-            Ok(setup) => setup,
-            Err(e) => {
-                errors.push(format!("{prefix}{e}"));
-                continue;
-            }
-        };
         setup.read_pmu_times(rec.trailer());
         out.reports.push(MetricReport {
             rows: setup.rows(tables),

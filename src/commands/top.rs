@@ -458,23 +458,7 @@ fn metric_setups<'a>(
     p: &hrec::analysis::profile::Profile,
     o: &hrec::analysis::metrics::MetricOptions,
 ) -> Result<Vec<(usize, hrec::analysis::metrics::RowMetricsSetup<'a>)>, Error> {
-    let mut out = Vec::new();
-    let mut errors = Vec::new();
-    for (i, s) in sources.iter().enumerate() {
-        match hrec::analysis::metrics::RowMetricsSetup::for_pmu(
-            &s.perfmon,
-            rec.meta(),
-            p,
-            o,
-            s.pmu.as_deref(),
-        ) {
-            Ok(setup) => out.push((i, setup)),
-            Err(e) => errors.push(match &s.pmu {
-                Some(pmu) => format!("{pmu}: {e}"),
-                None => e.to_string(),
-            }),
-        }
-    }
+    let (out, errors) = super::metric_views::setups_of(sources, rec.meta(), p, o);
     if out.is_empty() {
         return Err(Error::Usage(format!("--metrics: {}", errors.join("; "))));
     }

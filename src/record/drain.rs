@@ -144,15 +144,16 @@ pub(super) struct Outlet<'a> {
 /// A ring found this full (three quarters) by a pass was not drained in time: the kernel
 /// wakes the drain at half a ring, and at high rates (a tracepoint on every system call) the
 /// second half fills in a millisecond or two. What keeps the drain off a CPU then is mostly
-/// the writer's column transform (about six times zstd's time for a few percent fewer bytes
-/// on such records), so the writer leaves it out for a while ([`PRESSURE_HOLD`]).
+/// the writer's column transform (about six times zstd's time, for 2.6 bytes a sample
+/// rather than 3.5 on `scripts/bench-trace.sh`'s records), so the writer leaves it out for
+/// a while ([`PRESSURE_HOLD`]).
 pub(super) const PRESSED: (u64, u64) = (3, 4);
 /// Two passes that each drain half a ring or more this close together are pressure too (the
 /// ring takes more than 25 MB/s at the default 512 KiB): the column transform is left out
 /// before a ring is ever found [`PRESSED`] full.
 const FAST_HALVES: Duration = Duration::from_millis(10);
-/// How long the writer leaves the column transform out after a pass found a ring
-/// [`PRESSED`] full.
+/// How long the writer leaves the column transform out after a pass found the drain pressed
+/// ([`pressed`]).
 pub(super) const PRESSURE_HOLD: Duration = Duration::from_secs(1);
 
 /// The drain loop's side of `--off-cpu` (see [`super::offcpu`]): off-CPU records never make

@@ -7,8 +7,9 @@
 //! 3. Create the output file (its header synced to disk, milliseconds) and the drain's epoll
 //!    set on every buffer (`drain::watch`), then release the child and learn whether `exec`
 //!    worked: the samples start only once everything is ready to take them, as under perf (a
-//!    fast workload fills a buffer in a millisecond or two). A command that cannot run has
-//!    its file removed and a previous recording moved back from `.old` (`Writer::abandon`).
+//!    fast workload fills a buffer in a millisecond or two). The file waits under a scratch
+//!    name and takes its own once the workload runs (`Writer::prepare`, `publish`): a command
+//!    that cannot run leaves the output and its `.old` as they were.
 //! 4. Drain (`drain`): epoll on the buffers (the kernel wakes us when a buffer is half full,
 //!    its default watermark) and on a signal pipe, plus a 100 ms tick; each pass moves every
 //!    complete record out with one head load and one tail store per buffer, counts what it
