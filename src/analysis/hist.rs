@@ -374,7 +374,9 @@ impl Filters {
 /// One row of a table.
 #[derive(Debug, Clone, Default)]
 pub struct Row {
-    /// The key values, in `--sort` order, as displayed.
+    /// The key values, as displayed, of its table's columns ([`HistOptions::columns`]: the
+    /// `--sort` keys in order, less the tracepoint fields of other events; `trace_fields`
+    /// names every field of every event, and a row holds its own event's alone).
     pub key: Vec<String>,
     /// Sum of periods with this row at the top of the stack.
     pub period: u64,
@@ -495,6 +497,15 @@ impl HistOptions {
             SortKey::TraceField(_) => self.header(k),
             k => k.name(),
         }
+    }
+
+    /// The columns of the table of event `event` (index into the recording's events), as
+    /// indexes into [`HistOptions::sort`]: every key but the tracepoint fields of other
+    /// events ([`HistOptions::shows`]). A row's [`Row::key`] holds these columns' cells.
+    pub fn columns(&self, event: usize) -> Vec<usize> {
+        (0..self.sort.len())
+            .filter(|&c| self.shows(self.sort[c], event))
+            .collect()
     }
 
     /// Whether key `k` has a column in the table of event `event` (index into the
@@ -826,18 +837,20 @@ fn key_of_entry(
     k
 }
 
+/// The cells of the columns `cols` (indexes into `sort`) of a row.
 fn render(
     p: &Profile,
     lk: &LocKeys,
     sort: &[SortKey],
+    cols: &[usize],
     s: &SampleGroup,
     loc: u32,
     sym: u32,
 ) -> Vec<String> {
     let l = &p.locs[loc as usize];
     let e = &p.events[usize::from(s.event)];
-    sort.iter()
-        .enumerate()
+    cols.iter()
+        .map(|&col| (col, &sort[col]))
         .map(|(col, k)| match k {
             k if k.mem().is_some() => lk.mem.cell(col, s.mem),
             SortKey::Comm => p.comms[s.comm as usize].to_string(),
@@ -1010,6 +1023,7 @@ pub fn tables(p: &Profile, o: &HistOptions) -> Vec<Table> {
         }
     }
     for (t, map) in out.iter_mut().zip(maps) {
+        let cols = o.columns(t.event);
         let mut rows: Vec<Row> = map
             .into_iter()
             .map(|(k, mut r)| {
@@ -1023,10 +1037,10 @@ pub fn tables(p: &Profile, o: &HistOptions) -> Vec<Table> {
                 r.lat = LatHist::default();
                 r.key_id = k;
                 let s = &p.groups[r.example as usize];
-                r.key = render(p, &lk, &o.sort, s, r.example_loc, r.example_sym);
+                r.key = render(p, &lk, &o.sort, &cols, s, r.example_loc, r.example_sym);
                 // perf's `weight`: the row's weight, its local weight times its samples.
-                for (cell, key) in r.key.iter_mut().zip(&o.sort) {
-                    if *key == SortKey::Memory(MemKey::Weight)
+                for (cell, &col) in r.key.iter_mut().zip(&cols) {
+                    if o.sort[col] == SortKey::Memory(MemKey::Weight)
                         && let Some(m) = p.mems.get(s.mem as usize)
                     {
                         *cell = (m.weight * r.samples).to_string();
@@ -1040,7 +1054,7 @@ pub fn tables(p: &Profile, o: &HistOptions) -> Vec<Table> {
             let w = |r: &Row| if o.children { r.children } else { r.period };
             w(b).cmp(&w(a))
                 .then(b.period.cmp(&a.period))
-                .then_with(|| tie_order(&lk, &o.sort, a, b))
+                .then_with(|| tie_order(&lk, &o.sort, &cols, a, b))
                 .then(a.key_id.cmp(&b.key_id))
         });
         t.rows = rows;
@@ -1055,15 +1069,24 @@ pub fn tables(p: &Profile, o: &HistOptions) -> Vec<Table> {
 
 /// How rows of equal weight order: key by key, each as perf's comparison of the key orders it
 /// ([`memkeys::tie_order`]), else by the cells as printed.
-fn tie_order(lk: &LocKeys, sort: &[SortKey], a: &Row, b: &Row) -> std::cmp::Ordering {
-    for (i, k) in sort.iter().enumerate() {
+fn tie_order(
+    lk: &LocKeys,
+    sort: &[SortKey],
+    cols: &[usize],
+    a: &Row,
+    b: &Row,
+) -> std::cmp::Ordering {
+    // The table's columns only: another event's field is no key of these rows (perf's
+    // dynamic sort entry compares equal on another event's hist entries).
+    for (j, &i) in cols.iter().enumerate() {
+        let k = &sort[i];
         let slot = lk.slots.get(i).copied().unwrap_or(usize::MAX);
         let id = |r: &Row| r.key_id.get(slot).copied().unwrap_or(0);
         // A tracepoint field: perf's memcmp of the two fields' bytes, larger first.
         let field = matches!(k, SortKey::TraceField(_)).then(|| id(b).cmp(&id(a)));
         let c = field
             .or_else(|| k.mem().and_then(|m| memkeys::tie_order(m, id(a), id(b))))
-            .unwrap_or_else(|| a.key.get(i).cmp(&b.key.get(i)));
+            .unwrap_or_else(|| a.key.get(j).cmp(&b.key.get(j)));
         if c.is_ne() {
             return c;
         }

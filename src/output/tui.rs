@@ -221,7 +221,11 @@ impl<'a> View<'a> {
                 let mut lines = table_lines(self.p, t, &o, &self.style);
                 // perf's `/`: the rows whose symbol contains the text (shares unchanged).
                 if let Some(f) = &self.sym_filter {
-                    let sym_col = o.sort.iter().position(|k| *k == hist::SortKey::Sym);
+                    // The column in the table's row keys ([`hist::HistOptions::columns`]).
+                    let sym_col = o
+                        .columns(t.event)
+                        .iter()
+                        .position(|&c| o.sort[c] == hist::SortKey::Sym);
                     lines.rows.retain(|rl| {
                         t.rows.get(rl.row).is_some_and(|r| match sym_col {
                             Some(i) => r.key.get(i).is_some_and(|c| c.contains(f.as_str())),

@@ -199,11 +199,10 @@ pub fn json(
                         JsonRow {
                             // A tracepoint field is a key of its own event's rows only.
                             key: o
-                                .sort
-                                .iter()
+                                .columns(e.index)
+                                .into_iter()
                                 .zip(r.key.iter().cloned())
-                                .filter(|(k, _)| o.shows(**k, e.index))
-                                .map(|(k, v)| (o.name(*k).to_string(), v))
+                                .map(|(c, v)| (o.name(o.sort[c]).to_string(), v))
                                 .collect(),
                             overhead: pct(r.period, t.base_period),
                             period: r.period,

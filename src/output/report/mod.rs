@@ -258,7 +258,7 @@ pub fn table_lines(p: &Profile, t: &Table, o: &HistOptions, style: &ReportStyle)
                 .unwrap_or(std::cmp::Ordering::Equal)
         });
     }
-    let mut cells: Vec<Vec<String>> = rows.iter().map(|(_, r)| row_cells(&cols, t, r)).collect();
+    let cells: Vec<Vec<String>> = rows.iter().map(|(_, r)| row_cells(&cols, t, r)).collect();
     let numeric = head.len() - o.sort.len();
     // A tracepoint field's column is in its own event's table only, right-aligned and at
     // least as wide as perf makes it (a text field its size, a number twice its size and
@@ -282,8 +282,8 @@ pub fn table_lines(p: &Profile, t: &Table, o: &HistOptions, style: &ReportStyle)
             keep(i - 1)
         });
     };
+    // (A row's cells are its table's columns already: [`HistOptions::columns`].)
     drop(&mut head);
-    cells.iter_mut().for_each(drop);
     let widths: Vec<usize> = (0..head.len())
         .map(|i| {
             let min = fields[i].map_or(0, |f| {
