@@ -401,14 +401,21 @@ pub struct Row {
     /// The symbol cell of the row (the location's, or one of its call-chain entries').
     example_sym: u32,
     lat: LatHist,
-    /// With `children`: TopDown, its samples and latencies of every sample with the row on
-    /// its chain (what the row's Children value covers).
-    td_incl: TdCounts,
-    td_incl_samples: u64,
-    lat_incl: LatHist,
-    members_incl: Option<(Vec<u64>, u64)>,
+    /// With `children`: TopDown, its samples, latencies and member sums of every sample
+    /// with the row on its chain (what the row's Children value covers); boxed, and only
+    /// where a sample had any, since most rows of most reports have none.
+    incl: Option<Box<Incl>>,
     /// The interned key, to find the row again.
     key_id: Key,
+}
+
+/// What [`Row`] adds up of the samples with the row on their chain (`children`).
+#[derive(Debug, Clone, Default)]
+struct Incl {
+    td: TdCounts,
+    td_samples: u64,
+    lat: LatHist,
+    members: Option<(Vec<u64>, u64)>,
 }
 
 /// One event's histogram.
@@ -971,15 +978,19 @@ pub fn tables(p: &Profile, o: &HistOptions) -> Vec<Table> {
             // what its Children value covers.
             let credit = |row: &mut Row| {
                 row.children += s.period;
+                if td.is_none() && lat.is_none() && members.is_none() {
+                    return;
+                }
+                let inc = row.incl.get_or_insert_with(Default::default);
                 if let Some(td) = td {
-                    row.td_incl.add(td);
-                    row.td_incl_samples += s.td_samples;
+                    inc.td.add(td);
+                    inc.td_samples += s.td_samples;
                 }
                 if let Some(l) = lat {
-                    row.lat_incl.merge(l);
+                    inc.lat.merge(l);
                 }
                 if let Some((m, n)) = members {
-                    add_members(&mut row.members_incl, m, n);
+                    add_members(&mut inc.members, m, n);
                 }
             };
             if let Some(row) = map.get_mut(&k) {
@@ -1028,10 +1039,11 @@ pub fn tables(p: &Profile, o: &HistOptions) -> Vec<Table> {
             .into_iter()
             .map(|(k, mut r)| {
                 if o.children {
-                    r.td = std::mem::take(&mut r.td_incl);
-                    r.td_samples = r.td_incl_samples;
-                    r.lat = std::mem::take(&mut r.lat_incl);
-                    r.members = r.members_incl.take();
+                    let inc = r.incl.take().map(|b| *b).unwrap_or_default();
+                    r.td = inc.td;
+                    r.td_samples = inc.td_samples;
+                    r.lat = inc.lat;
+                    r.members = inc.members;
                 }
                 r.latency = LatencyStats::of_hist(&r.lat);
                 r.lat = LatHist::default();
