@@ -784,11 +784,9 @@ fn alder_lake_ecore_tree_in_diff_and_the_tui() {
     let atom: Vec<&Value> = tables.iter().filter(|t| t["pmu"] == "cpu_atom").collect();
     assert!(atom.len() >= 3, "{} E-core tables", atom.len());
     // Each file's path, from its own report.
-    let path_of = |dir: &Path| -> Vec<String> {
-        let r = json(
-            dir,
-            &[&["report", "--json", "--sort", "sym"][..], &metric_flags].concat(),
-        );
+    let report_json = [&["report", "--json", "--sort", "sym"][..], &metric_flags].concat();
+    let (old_report, new_report) = (json(&old, &report_json), json(&new, &report_json));
+    let path_of = |r: &Value| -> Vec<String> {
         let t = r["events"]
             .as_array()
             .unwrap()
@@ -798,7 +796,7 @@ fn alder_lake_ecore_tree_in_diff_and_the_tui() {
             .clone();
         mg::bottleneck(&row_of(&t, &sym).unwrap())
     };
-    let (old_path, new_path) = (path_of(&old), path_of(&new));
+    let (old_path, new_path) = (path_of(&old_report), path_of(&new_report));
     assert_eq!(
         old_path,
         [
@@ -884,11 +882,7 @@ fn alder_lake_ecore_tree_in_diff_and_the_tui() {
         "{out}"
     );
     // The TUI's `s` steps through the tables in the JSON report's order.
-    let r = json(
-        &old,
-        &[&["report", "--json", "--sort", "sym"][..], &metric_flags].concat(),
-    );
-    let first_atom = r["events"]
+    let first_atom = old_report["events"]
         .as_array()
         .unwrap()
         .iter()

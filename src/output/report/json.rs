@@ -177,6 +177,12 @@ pub fn json(
             let e = &p.events[t.event];
             let trees = trees_of(p, t, o, style);
             let metrics = style.metrics.as_ref().and_then(|m| m.for_event(t.event));
+            // The names of the table's columns, once (a row's key holds these cells).
+            let names: Vec<&str> = o
+                .columns(e.index)
+                .into_iter()
+                .map(|c| o.name(o.sort[c]))
+                .collect();
             JsonTable {
                 event: e.name.clone(),
                 pmu: e.pmu.clone(),
@@ -198,11 +204,10 @@ pub fn json(
                         let rm: Option<&RowMetrics> = metrics.and_then(|m| m.rows.rows.get(&r.key));
                         JsonRow {
                             // A tracepoint field is a key of its own event's rows only.
-                            key: o
-                                .columns(e.index)
-                                .into_iter()
+                            key: names
+                                .iter()
                                 .zip(r.key.iter().cloned())
-                                .map(|(c, v)| (o.name(o.sort[c]).to_string(), v))
+                                .map(|(n, v)| (n.to_string(), v))
                                 .collect(),
                             overhead: pct(r.period, t.base_period),
                             period: r.period,
