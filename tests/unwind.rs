@@ -267,6 +267,12 @@ impl Disagree {
         let sym = key.split_once(" [.] ").or_else(|| key.split_once(" [k] "));
         // A report names an inlined function's row `name (inlined)`; script the function.
         let sym = sym.map(|(k, s)| (k, s.strip_suffix(" (inlined)").unwrap_or(s)));
+        // perf's report names an address past a symbol's end `name+0x7`; `script -F sym`
+        // names it `name`.
+        let sym = sym.map(|(k, s)| match s.rsplit_once("+0x") {
+            Some((name, off)) if off.chars().all(|c| c.is_ascii_hexdigit()) => (k, name),
+            _ => (k, s),
+        });
         sym.is_some_and(|(_, sym)| {
             self.functions.contains(sym) || (sym.starts_with("0x") && self.functions.contains("?"))
         })
