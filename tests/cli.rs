@@ -533,6 +533,7 @@ fn help_puts_everyday_flags_first_and_ends_with_examples() {
         &["script"],
         &["flamegraph"],
         &["export"],
+        &["convert"],
         &["stat"],
         &["list"],
         &["info"],

@@ -11,13 +11,14 @@ use std::process::{Command, Output};
 use support::{sysfs, text};
 
 /// The pages `hrec generate man` writes: one per command, nested ones too.
-const PAGES: [&str; 23] = [
+const PAGES: [&str; 24] = [
     "hrec",
     "hrec-record",
     "hrec-report",
     "hrec-script",
     "hrec-flamegraph",
     "hrec-export",
+    "hrec-convert",
     "hrec-stat",
     "hrec-list",
     "hrec-info",

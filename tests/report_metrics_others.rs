@@ -238,7 +238,8 @@ fn write_perf_data(
         | flag::SAMPLE_ID_ALL
         | flag::EXCLUDE_KERNEL
         | flag::EXCLUDE_HV;
-    let dummy = pd.event(d, "dummy:u", vec![id(pd.events.len())]);
+    let n = pd.events.len();
+    let dummy = pd.event(d, "dummy:u", vec![id(n)]);
     pd.string_feature(feature::HOSTNAME, "gnr");
     pd.string_feature(feature::OSRELEASE, "6.1.0-13-amd64");
     pd.string_feature(feature::VERSION, "6.1.55");

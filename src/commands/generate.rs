@@ -129,7 +129,7 @@ pub const PAGES: &[Page] = &[
     Page {
         name: "hrec",
         description: "hrec records samples of the CPU's performance counters into a file \
-            (hrec.data, readable by perf too) and reads them back: where the time went per \
+            (hrec.data; hrec convert writes it as perf.data for perf's tools) and reads them back: where the time went per \
             function, source line and call chain, with TopDown and retire-latency columns on \
             the Intel parts that have them. Its commands take perf's flag names; `hrec help \
             COMMAND` or `hrec COMMAND --help` lists a command's flags.",
@@ -189,6 +189,19 @@ pub const PAGES: &[Page] = &[
             profile.proto for go tool pprof, or the Firefox Profiler's processed-profile \
             JSON.",
         see_also: &["hrec-record(1)", "hrec-flamegraph(1)", "hrec-report(1)"],
+    },
+    Page {
+        name: "hrec-convert",
+        description: "Writes a recording (hrec's, or a perf.data again) as perf.data in file \
+            mode, as perf record writes it, for perf report, perf script, hotspot and the \
+            scripts built on them. Stacks unwound while recording become call chains; what \
+            perf.data has no place for is named in one line.",
+        see_also: &[
+            "hrec-record(1)",
+            "hrec-script(1)",
+            "perf-report(1)",
+            "perf-script(1)",
+        ],
     },
     Page {
         name: "hrec-stat",

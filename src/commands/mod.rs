@@ -15,6 +15,7 @@ mod args;
 mod buildid_cache;
 mod buildid_list;
 mod c2c;
+mod convert;
 mod diff;
 mod evlist;
 mod export;
@@ -155,6 +156,9 @@ pub enum Cmd {
     /// Firefox Profiler's processed-profile JSON, gzip-compressed).
     #[command(after_help = export::EXAMPLES)]
     Export(export::ExportArgs),
+    /// Write a recording as perf.data, for perf, hotspot and the tools built on perf's files.
+    #[command(after_help = convert::EXAMPLES)]
+    Convert(convert::ConvertArgs),
     /// Count events (TopDown, TMA metrics) for a command.
     #[command(after_help = stat::EXAMPLES)]
     Stat(stat::StatArgs),
@@ -323,6 +327,7 @@ pub fn exec(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, Er
         Cmd::Script(a) => script::exec(a, &env, out, err),
         Cmd::Flamegraph(a) => flamegraph::exec(a, &env, out, err),
         Cmd::Export(a) => export::exec(a, &env, out, err),
+        Cmd::Convert(a) => convert::exec(a, &env, out, err),
         Cmd::Stat(a) => stat::exec(a, &env, out, err),
         Cmd::List(a) => list::exec(a, &env, out, err),
         Cmd::Info(a) => info::exec(a, &env, out, err),

@@ -389,6 +389,16 @@ impl<'a> Sample<'a> {
         }
     }
 
+    /// Where the CALLCHAIN (its `nr` included) lies in `record`, the bytes this sample was
+    /// decoded from (header included): what a writer needs to replace the chain. `None` when
+    /// the sample has none or was not decoded from `record`.
+    pub fn chain_span(&self, record: &[u8]) -> Option<std::ops::Range<usize>> {
+        let chain = self.callchain?.as_bytes();
+        let at = (chain.as_ptr() as usize).checked_sub(record.as_ptr() as usize)?;
+        let end = at.checked_add(chain.len())?;
+        (at >= 16 && end <= record.len()).then_some(at - 8..end)
+    }
+
     /// Where the CALLCHAIN (its `nr` included) and the REGS_USER + STACK_USER parts lie in
     /// `record`, the bytes this sample was decoded from (header included): what a writer
     /// needs to replace the chain and drop the stack copy. `None` when the sample lacks one

@@ -15,6 +15,7 @@ pub mod c2c_tui;
 pub mod diff;
 pub mod firefox;
 pub mod flame;
+pub mod perfdata;
 pub mod pprof;
 pub mod progress;
 pub mod report;

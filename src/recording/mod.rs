@@ -365,6 +365,15 @@ impl Recording {
     /// passed as errors (with their offset) and skipped; the walk goes on with the next one.
     /// A block that cannot be read is skipped and named in [`errors`](Self::errors).
     pub fn for_each(&self, mut f: impl for<'a> FnMut(Result<Record<'a>, DecodeError>)) {
+        self.for_each_raw(|_, r| f(r));
+    }
+
+    /// [`for_each`](Self::for_each) with each record's bytes as they are in the file
+    /// (header included; empty beside an error), for writers that copy records on.
+    pub fn for_each_raw(
+        &self,
+        mut f: impl for<'a> FnMut(&'a [u8], Result<Record<'a>, DecodeError>),
+    ) {
         let stats = match &self.source {
             Source::Hrec(r) => order::walk_hrec(r, &self.decoder, self.threads, &mut f),
             Source::PerfData(p) => match (p.data_file(), p.compressed()) {

@@ -57,6 +57,10 @@ pub struct WalkStats {
     pub block_errors: Vec<String>,
 }
 
+/// What a walk hands each record to: the record's bytes (header included; empty with an
+/// error) and the record decoded from them.
+pub(crate) type Sink<'f> = dyn for<'a> FnMut(&'a [u8], Result<Record<'a>, DecodeError>) + 'f;
+
 /// The line for a block that cannot be read.
 pub(crate) fn skipped_block(e: &DataError) -> String {
     format!("{e}; skipped that block")
@@ -90,16 +94,11 @@ fn index(decoder: &Decoder, bytes: &[u8]) -> (Vec<Pos>, Option<DecodeError>) {
     (out, err)
 }
 
-fn emit(
-    decoder: &Decoder,
-    bytes: &[u8],
-    p: Pos,
-    f: &mut dyn for<'a> FnMut(Result<Record<'a>, DecodeError>),
-) {
+fn emit(decoder: &Decoder, bytes: &[u8], p: Pos, f: &mut Sink) {
     let (start, end) = (p.offset as usize, p.offset as usize + usize::from(p.size));
     match RawRecord::new(&bytes[start..end], start) {
-        Ok(raw) => f(decoder.decode(&raw)),
-        Err(e) => f(Err(e)),
+        Ok(raw) => f(raw.bytes, decoder.decode(&raw)),
+        Err(e) => f(&[], Err(e)),
     }
 }
 
@@ -246,7 +245,7 @@ pub(crate) fn walk_hrec(
     reader: &Reader,
     decoder: &Decoder,
     threads: usize,
-    f: &mut dyn for<'a> FnMut(Result<Record<'a>, DecodeError>),
+    f: &mut Sink,
 ) -> WalkStats {
     let infos: Vec<&BlockInfo> = reader
         .blocks()
@@ -288,37 +287,36 @@ pub(crate) fn walk_hrec(
         let mut cur: Vec<Option<Current>> = (0..n_streams).map(|_| None).collect();
         let mut heap: BinaryHeap<Reverse<(u64, usize, u32, usize)>> = BinaryHeap::new();
         // Loads the next block of stream `s` that has records; pushes its head.
-        let mut load =
-            |s: usize,
-             cur: &mut Vec<Option<Current>>,
-             heap: &mut BinaryHeap<Reverse<(u64, usize, u32, usize)>>,
-             stats: &mut WalkStats,
-             f: &mut dyn for<'a> FnMut(Result<Record<'a>, DecodeError>)| {
-                cur[s] = None;
-                while let Some(block) = streams[s].pop_front() {
-                    let bytes = match pre.take(block) {
-                        Ok(b) => b,
-                        Err(e) => {
-                            stats.block_errors.push(skipped_block(&e));
-                            continue;
-                        }
-                    };
-                    let (order, err) = index(decoder, &bytes);
-                    if let Some(e) = err {
-                        f(Err(e));
+        let mut load = |s: usize,
+                        cur: &mut Vec<Option<Current>>,
+                        heap: &mut BinaryHeap<Reverse<(u64, usize, u32, usize)>>,
+                        stats: &mut WalkStats,
+                        f: &mut Sink| {
+            cur[s] = None;
+            while let Some(block) = streams[s].pop_front() {
+                let bytes = match pre.take(block) {
+                    Ok(b) => b,
+                    Err(e) => {
+                        stats.block_errors.push(skipped_block(&e));
+                        continue;
                     }
-                    if let Some(&p) = order.first() {
-                        heap.push(Reverse((p.time, block, p.offset, s)));
-                        cur[s] = Some(Current {
-                            block,
-                            bytes,
-                            order,
-                            next: 0,
-                        });
-                        return;
-                    }
+                };
+                let (order, err) = index(decoder, &bytes);
+                if let Some(e) = err {
+                    f(&[], Err(e));
                 }
-            };
+                if let Some(&p) = order.first() {
+                    heap.push(Reverse((p.time, block, p.offset, s)));
+                    cur[s] = Some(Current {
+                        block,
+                        bytes,
+                        order,
+                        next: 0,
+                    });
+                    return;
+                }
+            }
+        };
         for s in 0..n_streams {
             load(s, &mut cur, &mut heap, &mut stats, f);
         }
@@ -356,7 +354,7 @@ fn queue_key(time: u64, block: u32, offset: u32) -> u128 {
 pub(crate) fn walk_rounds<'b>(
     blocks: &mut dyn Iterator<Item = Cow<'b, [u8]>>,
     decoder: &Decoder,
-    f: &mut dyn for<'a> FnMut(Result<Record<'a>, DecodeError>),
+    f: &mut Sink,
 ) -> WalkStats {
     walk_rounds_holding(blocks, decoder, HELD_BYTES, f)
 }
@@ -366,7 +364,7 @@ fn walk_rounds_holding<'b>(
     blocks: &mut dyn Iterator<Item = Cow<'b, [u8]>>,
     decoder: &Decoder,
     most: usize,
-    f: &mut dyn for<'a> FnMut(Result<Record<'a>, DecodeError>),
+    f: &mut Sink,
 ) -> WalkStats {
     let mut mark = Watermark::default();
     let mut queue: Vec<u128> = Vec::new();
@@ -380,7 +378,7 @@ fn walk_rounds_holding<'b>(
                  first: &mut usize,
                  upto: Option<u64>,
                  mark: &mut Watermark,
-                 f: &mut dyn for<'a> FnMut(Result<Record<'a>, DecodeError>)| {
+                 f: &mut Sink| {
         queue.sort();
         let n = match upto {
             Some(u) => queue.partition_point(|&k| (k >> 64) as u64 <= u),
@@ -415,7 +413,7 @@ fn walk_rounds_holding<'b>(
                     off = it.offset();
                 }
                 Err(e) => {
-                    f(Err(e));
+                    f(&[], Err(e));
                     break;
                 }
             }
@@ -478,7 +476,7 @@ mod tests {
         let d = decoder();
         let mut out = Vec::new();
         let mut it = blocks.iter().map(|b| Cow::Borrowed(b.as_slice()));
-        let stats = walk_rounds(&mut it, &d, &mut |r| {
+        let stats = walk_rounds(&mut it, &d, &mut |_, r| {
             if let Ok(Record::Sample(s)) = r {
                 out.push(s.time.unwrap());
             }
@@ -537,7 +535,7 @@ mod tests {
         let mut got = Vec::new();
         let mut it = blocks.iter().map(|b| Cow::Borrowed(b.as_slice()));
         // Room for one block of 32 bytes: each new block flushes the ones before it.
-        let stats = walk_rounds_holding(&mut it, &d, 40, &mut |r| {
+        let stats = walk_rounds_holding(&mut it, &d, 40, &mut |_, r| {
             if let Ok(Record::Sample(s)) = r {
                 got.push(s.time.unwrap());
             }
@@ -590,7 +588,7 @@ mod tests {
         let reader = Reader::open(&path).unwrap();
         for threads in [1, 3] {
             let mut got = Vec::new();
-            let stats = walk_hrec(&reader, &decoder(), threads, &mut |r| {
+            let stats = walk_hrec(&reader, &decoder(), threads, &mut |_, r| {
                 if let Ok(Record::Sample(s)) = r {
                     got.push(s.time.unwrap());
                 }
@@ -611,7 +609,7 @@ mod tests {
         w.finish(Trailer::default()).unwrap();
         let reader = Reader::open(&path).unwrap();
         let mut got = Vec::new();
-        let stats = walk_hrec(&reader, &decoder(), 1, &mut |r| {
+        let stats = walk_hrec(&reader, &decoder(), 1, &mut |_, r| {
             if let Ok(Record::Sample(s)) = r {
                 got.push(s.time.unwrap());
             }

@@ -1,144 +1,41 @@
-//! A perf.data writer for tests: files laid out byte for byte as perf record writes them in
-//! file mode, so hardware-only recordings (hybrid PMUs, TopDown groups) can be made on a
-//! machine without a PMU and read by hrec and by the installed perf alike.
-//!
-//! Written from perf's writer, not from hrec's reader: `perf_session__write_header` and
-//! `perf_header__adds_write` in `tools/perf/util/header.c` (6.1), and the `write_*` function
-//! of each feature there. The layout:
-//!
-//! ```text
-//! 0    struct perf_file_header (104 bytes): magic "PERFILE2", size 104,
-//!      attr_size = sizeof(struct perf_file_attr), attrs {offset, size}, data {offset, size},
-//!      event_types {0, 0}, adds_features (a 256-bit feature bitmap, 4 u64)
-//! 104  every event's ids (u64 each), event after event
-//!      the attrs: per event struct perf_file_attr { perf_event_attr attr; {offset, size} ids }
-//!      the data section: the records
-//!      the feature table: one {offset, size} per set feature bit, in bit order
-//!      the feature sections, in the same order
-//! ```
-//!
-//! Strings in feature sections are `do_write_string`'s: a u32 length that counts the NUL and
-//! pads to 64 bytes (`NAME_ALIGN`), then the bytes, NUL-padded to that length. EVENT_DESC and
-//! GROUP_DESC are made from the events and groups given; the other sections from the setters.
-//! The attrs are written in the kernel's `perf_event_attr` layout (perf-abi.md 2.2), from the
-//! fields of hrec's [`Attr`] (a plain struct of the kernel's fields) by this file's own
-//! offsets; the records come from [`super::encode`].
+//! perf.data files for tests: hardware-only recordings (hybrid PMUs, TopDown groups) made on a
+//! machine without a PMU, read by hrec and by the installed perf alike. The header, attrs and
+//! features are hrec's perf.data writer's ([`hrec::output::perfdata`], written from perf's
+//! own writer); the records come from [`super::encode`], and the ELF files here are what such
+//! recordings map.
 
-use std::collections::BTreeMap;
-
-use hrec::event::Attr;
+pub use hrec::output::perfdata::ATTR_SIZE;
+use hrec::output::perfdata::Header;
 
 /// perf's feature bits (`HEADER_*` in `tools/perf/util/header.h`).
 pub mod feature {
-    #![allow(missing_docs)]
-    pub const BUILD_ID: u32 = 2;
-    pub const HOSTNAME: u32 = 3;
-    pub const OSRELEASE: u32 = 4;
-    pub const VERSION: u32 = 5;
-    pub const ARCH: u32 = 6;
-    pub const NRCPUS: u32 = 7;
-    pub const CPUDESC: u32 = 8;
-    pub const CPUID: u32 = 9;
-    pub const TOTAL_MEM: u32 = 10;
-    pub const CMDLINE: u32 = 11;
-    pub const EVENT_DESC: u32 = 12;
-    pub const PMU_MAPPINGS: u32 = 16;
-    pub const GROUP_DESC: u32 = 17;
-    pub const NUMA_TOPOLOGY: u32 = 14;
-    pub const SAMPLE_TIME: u32 = 21;
-    pub const HYBRID_TOPOLOGY: u32 = 30;
+    pub use hrec::recording::perfdata::feature::*;
 }
 
 /// `PERF_RECORD_FINISHED_ROUND`: perf's record after each pass over the ring buffers.
-pub const FINISHED_ROUND: u32 = 68;
+pub const FINISHED_ROUND: u32 = hrec::recording::perfdata::user::FINISHED_ROUND;
 
-/// `NAME_ALIGN` of `do_write_string`.
-const NAME_ALIGN: usize = 64;
-
-/// `sizeof(struct perf_event_attr)` in perf 6.1 (`PERF_ATTR_SIZE_VER7`): what it writes as the
-/// attr and as its `size` field.
-pub const ATTR_SIZE: u32 = 128;
-
-/// One evsel: its attr, its name (EVENT_DESC) and the ids of its fds.
-#[derive(Debug, Clone)]
-pub struct Event {
-    /// The attr as opened.
-    pub attr: Attr,
-    /// `evsel__name`.
-    pub name: String,
-    /// One id per fd (per CPU or thread it was opened on).
-    pub ids: Vec<u64>,
-}
-
-/// A group (GROUP_DESC): its name, leader index and member count (leader included).
-#[derive(Debug, Clone)]
-pub struct Group {
-    /// `group_name`, `None` for perf's `{anon_group}`.
-    pub name: Option<String>,
-    /// Index of the leader among the events.
-    pub leader: u32,
-    /// Members, leader included; the members follow the leader.
-    pub members: u32,
-}
-
-/// A perf.data file being put together.
+/// A perf.data file being put together: the header parts (events, groups, features, through
+/// `Deref`) and the data section.
 #[derive(Debug, Clone, Default)]
 pub struct PerfData {
-    /// The evsels, in evlist order.
-    pub events: Vec<Event>,
-    /// The groups (written as GROUP_DESC when there are any).
-    pub groups: Vec<Group>,
-    /// Feature sections other than EVENT_DESC and GROUP_DESC, by bit.
-    pub features: BTreeMap<u32, Vec<u8>>,
+    /// Events, groups and features.
+    pub header: Header,
     /// The data section.
     pub records: Vec<u8>,
 }
 
-/// `s` as `do_write_string` writes it.
-pub fn string(s: &str) -> Vec<u8> {
-    let len = (s.len() + 1).next_multiple_of(NAME_ALIGN);
-    let mut v = (len as u32).to_le_bytes().to_vec();
-    v.extend_from_slice(s.as_bytes());
-    v.resize(4 + len, 0);
-    v
+impl std::ops::Deref for PerfData {
+    type Target = Header;
+    fn deref(&self) -> &Header {
+        &self.header
+    }
 }
 
-/// `attr` in the kernel's `struct perf_event_attr` layout, `size` bytes (the `size` field
-/// says so too).
-pub fn attr_bytes(a: &Attr, size: u32) -> Vec<u8> {
-    let mut b = vec![0u8; 136];
-    let mut put = |off: usize, v: &[u8]| b[off..off + v.len()].copy_from_slice(v);
-    put(0, &a.type_.to_le_bytes());
-    put(4, &size.to_le_bytes());
-    put(8, &a.config.to_le_bytes());
-    put(16, &a.sample_period_or_freq.to_le_bytes());
-    put(24, &a.sample_type.to_le_bytes());
-    put(32, &a.read_format.to_le_bytes());
-    put(40, &a.flags.to_le_bytes());
-    put(48, &a.wakeup.to_le_bytes());
-    put(52, &a.bp_type.to_le_bytes());
-    put(56, &a.config1.to_le_bytes());
-    put(64, &a.config2.to_le_bytes());
-    put(72, &a.branch_sample_type.to_le_bytes());
-    put(80, &a.sample_regs_user.to_le_bytes());
-    put(88, &a.sample_stack_user.to_le_bytes());
-    put(92, &a.clockid.to_le_bytes());
-    put(96, &a.sample_regs_intr.to_le_bytes());
-    put(104, &a.aux_watermark.to_le_bytes());
-    put(108, &a.sample_max_stack.to_le_bytes());
-    put(112, &a.aux_sample_size.to_le_bytes());
-    put(120, &a.sig_data.to_le_bytes());
-    put(128, &a.config3.to_le_bytes());
-    b.truncate(size as usize);
-    b
-}
-
-fn u32s(v: &[u32]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
-
-fn u64s(v: &[u64]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+impl std::ops::DerefMut for PerfData {
+    fn deref_mut(&mut self) -> &mut Header {
+        &mut self.header
+    }
 }
 
 impl PerfData {
@@ -147,169 +44,23 @@ impl PerfData {
         PerfData::default()
     }
 
-    /// Adds an evsel; returns its index.
-    pub fn event(&mut self, attr: Attr, name: &str, ids: Vec<u64>) -> usize {
-        self.events.push(Event {
-            attr,
-            name: name.to_string(),
-            ids,
-        });
-        self.events.len() - 1
-    }
-
-    /// Adds a group of `members` events (leader included) led by event `leader`.
-    pub fn group(&mut self, leader: usize, members: u32) {
-        self.groups.push(Group {
-            name: None,
-            leader: leader as u32,
-            members,
-        });
-    }
-
-    /// A string feature (HOSTNAME, OSRELEASE, VERSION, ARCH, CPUDESC, CPUID).
-    pub fn string_feature(&mut self, f: u32, s: &str) {
-        self.features.insert(f, string(s));
-    }
-
-    /// NRCPUS: CPUs available (`cpu__max_present_cpu`) and online.
-    pub fn nrcpus(&mut self, available: u32, online: u32) {
-        self.features
-            .insert(feature::NRCPUS, u32s(&[available, online]));
-    }
-
-    /// NUMA_TOPOLOGY: per node its number, total and free memory (kB) and CPU list.
-    pub fn numa_topology(&mut self, nodes: &[(u32, u64, u64, &str)]) {
-        let mut b = u32s(&[nodes.len() as u32]);
-        for (nr, total, free, cpus) in nodes {
-            b.extend_from_slice(&nr.to_le_bytes());
-            b.extend_from_slice(&total.to_le_bytes());
-            b.extend_from_slice(&free.to_le_bytes());
-            b.extend(string(cpus));
-        }
-        self.features.insert(feature::NUMA_TOPOLOGY, b);
-    }
-
-    /// TOTAL_MEM in kB.
-    pub fn total_mem(&mut self, kb: u64) {
-        self.features.insert(feature::TOTAL_MEM, u64s(&[kb]));
-    }
-
-    /// CMDLINE: the argument count, then each argument as a string (perf's own path first).
-    pub fn cmdline(&mut self, args: &[&str]) {
-        let mut b = u32s(&[args.len() as u32]);
-        for a in args {
-            b.extend(string(a));
-        }
-        self.features.insert(feature::CMDLINE, b);
-    }
-
-    /// PMU_MAPPINGS: the number of PMUs, then each PMU's type (u32) and name.
-    pub fn pmu_mappings(&mut self, pmus: &[(u32, &str)]) {
-        let mut b = u32s(&[pmus.len() as u32]);
-        for (t, n) in pmus {
-            b.extend(t.to_le_bytes());
-            b.extend(string(n));
-        }
-        self.features.insert(feature::PMU_MAPPINGS, b);
-    }
-
-    /// HYBRID_TOPOLOGY: the number of core PMUs, then each one's name and CPU list.
-    pub fn hybrid_topology(&mut self, pmus: &[(&str, &str)]) {
-        let mut b = u32s(&[pmus.len() as u32]);
-        for (n, cpus) in pmus {
-            b.extend(string(n));
-            b.extend(string(cpus));
-        }
-        self.features.insert(feature::HYBRID_TOPOLOGY, b);
-    }
-
-    /// SAMPLE_TIME: the first and last sample's time.
-    pub fn sample_time(&mut self, first: u64, last: u64) {
-        self.features
-            .insert(feature::SAMPLE_TIME, u64s(&[first, last]));
-    }
-
-    /// EVENT_DESC (`write_event_desc`): the number of events and the attr size (u32 each),
-    /// then per event its attr, the number of ids (u32), its name and its ids.
-    fn event_desc(&self) -> Vec<u8> {
-        let mut b = u32s(&[self.events.len() as u32, ATTR_SIZE]);
-        for e in &self.events {
-            b.extend(attr_bytes(&e.attr, ATTR_SIZE));
-            b.extend((e.ids.len() as u32).to_le_bytes());
-            b.extend(string(&e.name));
-            b.extend(u64s(&e.ids));
-        }
-        b
-    }
-
-    /// GROUP_DESC (`write_group_desc`): the number of groups (u32), then per group its name
-    /// (`{anon_group}` without one), the leader's index and the member count (u32 each).
-    fn group_desc(&self) -> Vec<u8> {
-        let mut b = u32s(&[self.groups.len() as u32]);
-        for g in &self.groups {
-            b.extend(string(g.name.as_deref().unwrap_or("{anon_group}")));
-            b.extend(u32s(&[g.leader, g.members]));
-        }
-        b
-    }
-
     /// The file's bytes.
     pub fn bytes(&self) -> Vec<u8> {
-        const HEADER: usize = 104;
-        let file_attr = u64::from(ATTR_SIZE) + 16;
-        let mut b = vec![0u8; HEADER];
-        let mut id_sections = Vec::new();
-        for e in &self.events {
-            id_sections.push((b.len() as u64, 8 * e.ids.len() as u64));
-            b.extend(u64s(&e.ids));
-        }
-        let attrs_at = b.len() as u64;
-        for (e, (off, size)) in self.events.iter().zip(&id_sections) {
-            b.extend(attr_bytes(&e.attr, ATTR_SIZE));
-            b.extend(u64s(&[*off, *size]));
-        }
-        let attrs_size = b.len() as u64 - attrs_at;
-        let data_at = b.len() as u64;
-        b.extend(&self.records);
-        let data_size = b.len() as u64 - data_at;
-        // The features in bit order, the table first.
-        let mut features = self.features.clone();
-        if !self.events.is_empty() {
-            features.insert(feature::EVENT_DESC, self.event_desc());
-        }
-        if !self.groups.is_empty() {
-            features.insert(feature::GROUP_DESC, self.group_desc());
-        }
-        let table = b.len();
-        b.resize(table + 16 * features.len(), 0);
-        let mut bitmap = [0u64; 4];
-        for (k, (bit, data)) in features.iter().enumerate() {
-            bitmap[*bit as usize / 64] |= 1 << (bit % 64);
-            let at = b.len() as u64;
-            b[table + 16 * k..table + 16 * (k + 1)]
-                .copy_from_slice(&u64s(&[at, data.len() as u64]));
-            b.extend(data);
-        }
-        let mut header = b"PERFILE2".to_vec();
-        header.extend(u64s(&[
-            HEADER as u64,
-            file_attr,
-            attrs_at,
-            attrs_size,
-            data_at,
-            data_size,
-            0,
-            0,
-        ]));
-        header.extend(u64s(&bitmap));
-        b[..HEADER].copy_from_slice(&header);
-        b
+        self.header.bytes(&self.records)
     }
 
     /// Writes the file to `path`.
     pub fn write(&self, path: &std::path::Path) {
         std::fs::write(path, self.bytes()).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     }
+}
+
+fn u32s(v: &[u32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn u64s(v: &[u64]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
 /// A minimal x86-64 ELF executable: one `PT_LOAD` (read and execute) of the whole file at

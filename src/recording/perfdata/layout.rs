@@ -41,6 +41,7 @@ pub mod feature {
     pub const SAMPLE_TIME: u32 = 21;
     pub const COMPRESSED: u32 = 27;
     pub const CLOCK_DATA: u32 = 29;
+    pub const HYBRID_TOPOLOGY: u32 = 30;
 
     /// perf's name of a feature section.
     pub fn name(f: u32) -> String {

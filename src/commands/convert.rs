@@ -1,0 +1,143 @@
+//! `hrec convert`: a recording as perf.data (perf's `perf data convert` converts its own files
+//! the other way), for perf, hotspot and every tool built on perf's files.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use hrec::output::perfdata::convert;
+
+use super::args::input_file;
+use super::reading::{open_recording, read_warnings};
+use super::{Env, Error};
+
+/// The `Examples:` ending --help and the man page (the layout `generate` reads).
+pub const EXAMPLES: &str = "Examples:
+  hrec convert -o perf.data
+          hrec.data as perf.data, for perf report, perf script and hotspot.
+  hrec convert -i dwarf.hrec -o dwarf.perf.data
+          Stacks unwound while recording become call chains perf shows.
+  hrec convert -i old.perf.data -o new.perf.data -f
+          A perf.data written again in file mode, replacing new.perf.data.";
+
+/// `hrec convert` flags.
+#[derive(Debug, Args)]
+pub struct ConvertArgs {
+    /// Input file [default: hrec.data, else perf.data when only that is here].
+    #[arg(short = 'i', long = "input")]
+    pub input: Option<PathBuf>,
+    /// Output file.
+    #[arg(short = 'o', long = "output")]
+    pub output: PathBuf,
+    /// Output format: perf (perf.data in file mode, as perf record writes it).
+    #[arg(long = "to", value_parser = ["perf"], default_value = "perf")]
+    pub to: String,
+    /// Overwrite the output file if it exists.
+    #[arg(short = 'f', long = "force")]
+    pub force: bool,
+}
+
+/// Runs `hrec convert`.
+pub fn exec(
+    args: ConvertArgs,
+    env: &Env,
+    _out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8, Error> {
+    let input = input_file(args.input);
+    let output = args.output;
+    if output.exists() && !args.force {
+        return Err(Error::Usage(format!(
+            "{} exists; use --force to overwrite it",
+            output.display()
+        )));
+    }
+    if same_file(&input, &output) {
+        return Err(Error::Usage(format!(
+            "{} is the input; name another output file",
+            output.display()
+        )));
+    }
+    let rec = open_recording(env, &input, err)?;
+    // Written beside the output and renamed over it once whole: a failed conversion leaves
+    // no partial file, and an older file with that name stays until then.
+    let scratch = scratch_path(&output);
+    let written = (|| {
+        let f = std::fs::File::create(&scratch)?;
+        let (f, c) = convert::to_perf_data(&rec, std::io::BufWriter::new(f))?;
+        f.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        std::fs::rename(&scratch, &output)?;
+        Ok(c)
+    })();
+    let c = match written {
+        Ok(c) => c,
+        Err(source) => {
+            let _ = std::fs::remove_file(&scratch);
+            return Err(Error::Output {
+                path: output,
+                source,
+            });
+        }
+    };
+    read_warnings(&rec, err)?;
+    if c.undecodable > 0 {
+        writeln!(
+            err,
+            "hrec: warning: {} records of {} did not decode and were left out",
+            c.undecodable,
+            input.display()
+        )?;
+    }
+    if c.broken_chains > 0 {
+        writeln!(
+            err,
+            "hrec: warning: {} call chains run through stack-table nodes {} lacks; they were written as far as they were found",
+            c.broken_chains,
+            input.display()
+        )?;
+    }
+    if c.records == 0 {
+        writeln!(
+            err,
+            "hrec: warning: {} has no record to convert; {} holds none (perf reads it as an empty recording)",
+            input.display(),
+            output.display()
+        )?;
+    }
+    if let Some(line) = c.left_out_line() {
+        writeln!(err, "hrec: note: {line}")?;
+    }
+    let unwound = if c.unwound > 0 {
+        format!(
+            ", {} with the stacks unwound while recording as call chains",
+            c.unwound
+        )
+    } else {
+        String::new()
+    };
+    writeln!(
+        err,
+        "hrec: wrote {} ({} records, {} samples{unwound})",
+        output.display(),
+        c.records,
+        c.samples
+    )?;
+    Ok(0)
+}
+
+/// `.NAME.PID.new` beside `path`.
+fn scratch_path(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    path.with_file_name(format!(".{name}.{}.new", std::process::id()))
+}
+
+/// Whether the two paths name one existing file.
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}

@@ -1,0 +1,518 @@
+//! `hrec convert`: hrec's recordings written as perf.data and read by the installed perf 6.1.
+//!
+//! What is compared with what, on real recordings of this machine (software events):
+//!
+//! * samples: `perf script -F comm,tid,time,event,period,ip` (with `cpu` for `-a`) on the
+//!   converted file prints the very lines `hrec script` prints on the original, call-chain
+//!   addresses included. A chain unwound while recording has no inline frames in perf's
+//!   reading (the addresses alone do not say them), so the original is printed with
+//!   `--no-inline`; a `dwarf,raw` recording keeps its stacks and perf unwinds them itself,
+//!   inline frames and all. hrec's `[preempted]` off-CPU frame has no perf form;
+//! * rows: `perf report --stdio -n --no-children --sort comm,dso,sym -g none` on the converted
+//!   file gives the rows of `hrec report` (same flags) on the original;
+//! * the round trip: `hrec script` and `hrec report` of the converted file equal the
+//!   original's.
+
+mod support;
+
+use std::path::Path;
+use std::process::Command;
+
+use support::{hrec_in, text};
+
+fn hrec_ok(dir: &Path, args: &[&str]) -> (String, String) {
+    let o = hrec_in(dir, args);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "hrec {args:?}: {err}");
+    (out, err)
+}
+
+fn perf_ok(dir: &Path, args: &[&str]) -> String {
+    let o = Command::new("perf")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run perf");
+    assert!(
+        o.status.success(),
+        "perf {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// `hrec record -q OPTS -o NAME -- WORK` in `dir`.
+fn record(dir: &Path, name: &str, opts: &[&str], work: &[&str]) {
+    let mut args = vec!["record", "-q", "-o", name];
+    args.extend_from_slice(opts);
+    args.push("--");
+    args.extend_from_slice(work);
+    hrec_ok(dir, &args);
+}
+
+/// `hrec convert -i FROM -o TO`; its stderr.
+fn convert(dir: &Path, from: &str, to: &str) -> String {
+    let (_, err) = hrec_ok(dir, &["convert", "-i", from, "-o", to]);
+    assert!(err.contains(&format!("hrec: wrote {to} (")), "{err}");
+    err
+}
+
+/// The report rows (overhead, samples, comm, dso, symbol), one string each, blanks collapsed.
+fn rows(out: &str) -> Vec<String> {
+    out.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect()
+}
+
+const REPORT: [&str; 8] = [
+    "report",
+    "--stdio",
+    "-n",
+    "--no-children",
+    "--sort",
+    "comm,dso,sym",
+    "-g",
+    "none",
+];
+
+fn perf_rows(dir: &Path, file: &str) -> Vec<String> {
+    let mut args = REPORT.to_vec();
+    args.extend(["-i", file]);
+    rows(&perf_ok(dir, &args))
+}
+
+fn hrec_rows(dir: &Path, file: &str) -> Vec<String> {
+    let mut args = REPORT.to_vec();
+    args.extend(["-i", file]);
+    rows(&hrec_ok(dir, &args).0)
+}
+
+/// The first line where `a` and `b` differ, with the lines before it back to the sample's
+/// first line.
+fn first_difference(a: &str, b: &str) -> String {
+    let (a, b): (Vec<&str>, Vec<&str>) = (a.lines().collect(), b.lines().collect());
+    let at = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let from = a[..at]
+        .iter()
+        .rposition(|l| !l.starts_with('\t'))
+        .unwrap_or(at);
+    format!(
+        "line {}:\n{}\n< {}\n> {}",
+        at + 1,
+        a[from..at].join("\n"),
+        a.get(at).unwrap_or(&"(end)"),
+        b.get(at).unwrap_or(&"(end)")
+    )
+}
+
+fn hotspots() -> String {
+    support::release_example("hotspots")
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// The checks of the module docs for one recording: `fields` for both scripts, `hrec_flags`
+/// for hrec's script of the original.
+fn check(dir: &Path, original: &str, converted: &str, fields: &str, hrec_flags: &[&str]) {
+    check_of(dir, original, converted, fields, hrec_flags, None);
+}
+
+/// The samples (a first line and its chain lines) of `comm` alone.
+fn samples_of(script: &str, comm: &str) -> String {
+    let mut out = String::new();
+    let mut keep = false;
+    for l in script.split_inclusive('\n') {
+        if !l.starts_with('\t') && !l.trim().is_empty() {
+            keep = l.starts_with(&format!("{comm} "));
+        }
+        if keep {
+            out.push_str(l);
+        }
+    }
+    out
+}
+
+/// [`check`], comparing hrec with perf on the samples of `comm` only when given (the rest
+/// of a system-wide recording is whatever else ran, read by the two tools' own rules; the
+/// round trip through hrec still covers every sample).
+fn check_of(
+    dir: &Path,
+    original: &str,
+    converted: &str,
+    fields: &str,
+    hrec_flags: &[&str],
+    comm: Option<&str>,
+) {
+    let mut args = vec!["script", "-i", original, "-F", fields];
+    args.extend_from_slice(hrec_flags);
+    let all = hrec_ok(dir, &args).0;
+    let perf = perf_ok(dir, &["script", "-i", converted, "-F", fields]);
+    let (want, perf) = match comm {
+        Some(c) => (samples_of(&all, c), samples_of(&perf, c)),
+        None => (all.clone(), perf),
+    };
+    assert!(want.lines().count() > 200, "{want}");
+    assert!(
+        perf == want,
+        "perf script of {converted} differs from hrec script of {original}: {}",
+        first_difference(&perf, &want)
+    );
+    args[2] = converted;
+    let again = hrec_ok(dir, &args).0;
+    assert!(
+        again == all,
+        "hrec script of {converted} differs from {original}'s: {}",
+        first_difference(&again, &all)
+    );
+    let h = hrec_rows(dir, original);
+    assert_eq!(hrec_rows(dir, converted), h, "hrec report of both");
+    let of_comm = |rows: Vec<String>| -> Vec<String> {
+        match comm {
+            Some(c) => rows
+                .into_iter()
+                .filter(|r| r.split(' ').nth(2) == Some(c))
+                .collect(),
+            None => rows,
+        }
+    };
+    let (p, h) = (of_comm(perf_rows(dir, converted)), of_comm(h));
+    assert!(h.len() > 3, "{h:?}");
+    assert_eq!(
+        p, h,
+        "perf report of {converted} vs hrec report of {original}"
+    );
+}
+
+#[test]
+fn frame_pointer_chains_read_in_perf_as_in_hrec() {
+    if support::perf().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    record(
+        d,
+        "g.hrec",
+        &["-e", "cpu-clock", "-F", "2000", "-g"],
+        &[&hotspots(), "1"],
+    );
+    let err = convert(d, "g.hrec", "g.perf.data");
+    // The kernel symbols hrec kept are named as left out (perf reads its own).
+    assert!(
+        err.contains("hrec: note: perf.data has no place for: hrec's side blocks kallsyms"),
+        "{err}"
+    );
+    check(
+        d,
+        "g.hrec",
+        "g.perf.data",
+        "comm,tid,time,event,period,ip",
+        &[],
+    );
+    // The kernel's frames are named in perf (its kernel map was synthesized).
+    let named = perf_ok(d, &["script", "-i", "g.perf.data", "-F", "ip,sym"]);
+    assert!(
+        named.contains("entry_SYSCALL_64") || named.contains("asm_exc_page_fault"),
+        "{named}"
+    );
+    // The header features perf prints.
+    let header = perf_ok(d, &["report", "-i", "g.perf.data", "--header-only"]);
+    for want in [
+        "# hostname : ",
+        "# os release : ",
+        "# arch : x86_64",
+        "# nrcpus online : ",
+        "# cmdline : ",
+        "# event : name = cpu-clock",
+        "# perf version : hrec ",
+    ] {
+        assert!(header.contains(want), "{want}: {header}");
+    }
+}
+
+#[test]
+fn stacks_unwound_while_recording_become_perfs_call_chains() {
+    if support::perf().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let work = [hotspots(), "1".to_string()];
+    let work: Vec<&str> = work.iter().map(String::as_str).collect();
+    let dwarf = ["-e", "cpu-clock", "-F", "2000", "--call-graph", "dwarf"];
+    record(d, "d.hrec", &dwarf, &work);
+    let err = convert(d, "d.hrec", "d.perf.data");
+    assert!(
+        err.contains("with the stacks unwound while recording as call chains"),
+        "{err}"
+    );
+    check(
+        d,
+        "d.hrec",
+        "d.perf.data",
+        "comm,tid,time,event,period,ip",
+        &["--no-inline"],
+    );
+    // Kept stacks: perf unwinds them itself and finds what hrec found, inline frames too.
+    let raw = [
+        "-e",
+        "cpu-clock",
+        "-F",
+        "2000",
+        "--call-graph",
+        "dwarf,8192,raw",
+    ];
+    record(d, "r.hrec", &raw, &work);
+    convert(d, "r.hrec", "r.perf.data");
+    check(
+        d,
+        "r.hrec",
+        "r.perf.data",
+        "comm,tid,time,event,period,ip",
+        &[],
+    );
+}
+
+#[test]
+fn a_system_wide_recording_converts_with_its_cpus() {
+    if support::perf().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = hrec_in(
+        d,
+        &[
+            "record",
+            "-q",
+            "-a",
+            "-e",
+            "cpu-clock",
+            "-F",
+            "1000",
+            "-g",
+            "-o",
+            "a.hrec",
+            "--",
+            &hotspots(),
+            "1",
+        ],
+    );
+    if !o.status.success() {
+        eprintln!("skipped: hrec record -a: {}", text(&o).1);
+        return;
+    }
+    convert(d, "a.hrec", "a.perf.data");
+    check_of(
+        d,
+        "a.hrec",
+        "a.perf.data",
+        "comm,tid,cpu,time,event,period,ip",
+        &[],
+        Some("hotspots"),
+    );
+}
+
+#[test]
+fn off_cpu_time_is_perfs_offcpu_time_event() {
+    if support::perf().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let work = support::release_example("offcpu");
+    let o = hrec_in(
+        d,
+        &[
+            "record",
+            "-q",
+            "-e",
+            "cpu-clock",
+            "-g",
+            "--off-cpu",
+            "-o",
+            "o.hrec",
+            "--",
+            &work.to_string_lossy(),
+        ],
+    );
+    if !o.status.success() {
+        eprintln!("skipped: hrec record --off-cpu: {}", text(&o).1);
+        return;
+    }
+    let err = convert(d, "o.hrec", "o.perf.data");
+    let fields = "comm,tid,time,event,period,ip";
+    let want = hrec_ok(d, &["script", "-i", "o.hrec", "-F", fields]).0;
+    let perf = perf_ok(d, &["script", "-i", "o.perf.data", "-F", fields]);
+    assert!(perf.contains("offcpu-time:"), "{perf}");
+    // hrec's `[preempted]` and `[no stack]` frames (address 0, first in an off-CPU chain)
+    // are the one difference, and the note counts the samples that lose the first.
+    let named = hrec_ok(d, &["script", "-i", "o.hrec"]).0;
+    let preempted = named.matches("[preempted]").count();
+    let marks = preempted + named.matches("[no stack]").count();
+    let mut without = String::new();
+    let mut after_offcpu = false;
+    let mut dropped = 0;
+    for l in want.split_inclusive('\n') {
+        if after_offcpu && l.trim() == "0" {
+            dropped += 1;
+        } else {
+            without.push_str(l);
+        }
+        after_offcpu = l.trim_end().ends_with("offcpu-time:");
+    }
+    assert_eq!(dropped, marks, "the marked off-CPU samples");
+    assert!(
+        perf == without,
+        "perf script of the converted file: {}",
+        first_difference(&perf, &without)
+    );
+    if preempted > 0 {
+        assert!(
+            err.contains(&format!(
+                "the preempted mark of {preempted} offcpu-time samples"
+            )),
+            "{err}"
+        );
+    }
+    let again = hrec_ok(d, &["script", "-i", "o.perf.data", "-F", fields]).0;
+    assert!(
+        again == perf,
+        "hrec script of the converted file: {}",
+        first_difference(&again, &perf)
+    );
+}
+
+#[test]
+fn an_existing_output_is_kept_without_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    record(d, "s.hrec", &["-e", "cpu-clock", "-F", "1000"], &["true"]);
+    std::fs::write(d.join("out.data"), "keep").unwrap();
+    let o = hrec_in(d, &["convert", "-i", "s.hrec", "-o", "out.data"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(
+        err,
+        "hrec: error: out.data exists; use --force to overwrite it\n"
+    );
+    assert_eq!(std::fs::read_to_string(d.join("out.data")).unwrap(), "keep");
+    let o = hrec_in(d, &["convert", "-i", "s.hrec", "-o", "s.hrec", "-f"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("is the input"), "{}", text(&o).1);
+    hrec_ok(d, &["convert", "-i", "s.hrec", "-o", "out.data", "--force"]);
+    let b = std::fs::read(d.join("out.data")).unwrap();
+    assert_eq!(&b[..8], b"PERFILE2");
+    // Nothing is left beside it.
+    let names: Vec<String> = std::fs::read_dir(d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect();
+    assert!(names.is_empty(), "{names:?}");
+}
+
+/// hotspot's parser (Debian's `hotspot` package), which the GUI runs on a perf.data.
+const PERFPARSER: &str = "/usr/lib/x86_64-linux-gnu/libexec/hotspot-perfparser";
+
+/// The messages of `hotspot-perfparser --output`'s stream by type: after the magic
+/// `QPERFSTREAM\0` and a u32 stream version, each message is a little-endian u32 length and a
+/// payload whose first byte is its type. `None` when the stream does not parse.
+fn perfparser_messages(stream: &[u8]) -> Option<std::collections::BTreeMap<u8, u64>> {
+    let mut at = stream.strip_prefix(b"QPERFSTREAM\0")?.get(4..)?;
+    let mut out = std::collections::BTreeMap::new();
+    while !at.is_empty() {
+        let len = u32::from_le_bytes(at.get(..4)?.try_into().ok()?) as usize;
+        let payload = at.get(4..4 + len)?;
+        *out.entry(*payload.first()?).or_insert(0) += 1;
+        at = &at[4 + len..];
+    }
+    Some(out)
+}
+
+/// Runs hotspot's parser on `file`: its messages by type.
+fn perfparser(dir: &Path, file: &str) -> std::collections::BTreeMap<u8, u64> {
+    let out = dir.join(format!("{file}.qt"));
+    let o = Command::new(PERFPARSER)
+        .args(["--input", file, "--output"])
+        .arg(&out)
+        .current_dir(dir)
+        .output()
+        .expect("run hotspot-perfparser");
+    assert!(
+        o.status.success(),
+        "hotspot-perfparser {file}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    perfparser_messages(&std::fs::read(&out).unwrap())
+        .unwrap_or_else(|| panic!("{file}: hotspot-perfparser's stream does not parse"))
+}
+
+/// hotspot reads the converted files: its parser exits 0 with every sample. Which message
+/// type is a sample is read off a file perf recorded in the same run (its count is perf's
+/// sample count), so the check does not hang on one parser version's numbering.
+#[test]
+fn hotspots_parser_reads_every_sample() {
+    if support::perf().is_none() {
+        return;
+    }
+    if !Path::new(PERFPARSER).exists() {
+        eprintln!("skipped: {PERFPARSER} is not installed (Debian's hotspot package)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let work = hotspots();
+    perf_ok(
+        d,
+        &[
+            "record",
+            "-q",
+            "-e",
+            "cpu-clock",
+            "-F",
+            "2000",
+            "-g",
+            "-o",
+            "perf.data",
+            "--",
+            &work,
+            "1",
+        ],
+    );
+    let perf_samples = perf_ok(d, &["script", "-i", "perf.data", "-F", "comm,tid,time"])
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .count() as u64;
+    let types: Vec<u8> = perfparser(d, "perf.data")
+        .into_iter()
+        .filter(|&(_, n)| n == perf_samples)
+        .map(|(t, _)| t)
+        .collect();
+    assert_eq!(
+        types.len(),
+        1,
+        "no one message type counts {perf_samples} samples: {types:?}"
+    );
+    let sample = types[0];
+    for (name, opts) in [("g", &["-g"][..]), ("d", &["--call-graph", "dwarf"])] {
+        let hrec_file = format!("{name}.hrec");
+        let mut args = vec!["-e", "cpu-clock", "-F", "2000"];
+        args.extend_from_slice(opts);
+        record(d, &hrec_file, &args, &[&work, "1"]);
+        let converted = format!("{name}.perf.data");
+        let err = convert(d, &hrec_file, &converted);
+        let samples: u64 = err
+            .rsplit_once(" records, ")
+            .and_then(|(_, r)| r.split_once(" samples"))
+            .and_then(|(n, _)| n.parse().ok())
+            .unwrap_or_else(|| panic!("{err}"));
+        assert!(samples > 100, "{err}");
+        assert_eq!(
+            perfparser(d, &converted).get(&sample).copied(),
+            Some(samples),
+            "hotspot-perfparser's samples of {converted}"
+        );
+    }
+}
