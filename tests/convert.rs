@@ -516,3 +516,260 @@ fn hotspots_parser_reads_every_sample() {
         );
     }
 }
+
+/// The synthetic TopDown recordings of `examples/recordings/` (hrec's `-W -g` groups of
+/// Granite Rapids and of Arrow Lake's P-cores and E-cores, made byte for byte in the kernel's
+/// layout): perf reads every member of every group read, as hrec does, and the groups keep
+/// their names (`perf evlist -g` shows perf's TopDown events, not `raw 0x400:HG`).
+#[test]
+fn topdown_group_recordings_read_in_perf_as_in_hrec() {
+    if support::perf().is_none() {
+        return;
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    for (model, group) in [
+        ("graniterapids", "{slots,cycles:P,topdown-retiring,"),
+        (
+            "arrowlake",
+            "{cpu_core/slots/,cpu_core/cycles/P,cpu_core/topdown-retiring/,",
+        ),
+    ] {
+        let original = format!("examples/recordings/tdemo-{model}.synthetic.hrec");
+        let converted = dir.path().join(format!("{model}.perf.data"));
+        let converted = converted.to_str().unwrap();
+        // In the repository's root, where the recordings' binary path leads.
+        let (_, err) = hrec_ok(root, &["convert", "-i", &original, "-o", converted]);
+        assert!(err.contains("hrec: wrote"), "{err}");
+        let fields = "comm,tid,time,event,period,ip";
+        let want = hrec_ok(root, &["script", "-i", &original, "-F", fields]).0;
+        let perf = perf_ok(root, &["script", "-i", converted, "-F", fields]);
+        assert!(want.lines().count() > 10_000, "{model}");
+        assert!(
+            perf == want,
+            "{model}: perf script of the converted file: {}",
+            first_difference(&perf, &want)
+        );
+        let evlist = perf_ok(root, &["evlist", "-g", "-i", converted]);
+        assert!(evlist.contains(group), "{model}: {evlist}");
+        let report = |file: &str| -> String {
+            let out = hrec_ok(root, &["report", "--stdio", "-i", file]).0;
+            out.lines()
+                .filter(|l| !l.starts_with("# hrec report of "))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let (a, b) = (report(&original), report(converted));
+        assert!(a.contains("TopDown totals"), "{a}");
+        assert!(a == b, "{model}: hrec report: {}", first_difference(&b, &a));
+    }
+}
+
+/// `-d` data addresses and `--all-cgroups` (CGROUP records, the cgroup of every sample) carry
+/// over: perf's samples and cgroup rows are hrec's, and hrec reads the same data addresses
+/// back.
+#[test]
+fn data_addresses_and_cgroups_carry_over() {
+    if support::perf().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = hrec_in(
+        d,
+        &[
+            "record",
+            "-q",
+            "-d",
+            "--all-cgroups",
+            "-e",
+            "page-faults",
+            "-c",
+            "1",
+            "-o",
+            "m.hrec",
+            "--",
+            &hotspots(),
+            "1",
+        ],
+    );
+    if !o.status.success() {
+        eprintln!("skipped: hrec record --all-cgroups: {}", text(&o).1);
+        return;
+    }
+    convert(d, "m.hrec", "m.perf.data");
+    check(
+        d,
+        "m.hrec",
+        "m.perf.data",
+        "comm,tid,time,event,period,ip",
+        &[],
+    );
+    let sorted = |tool: &str, file: &str, key: &str| -> Vec<String> {
+        let args = [
+            "report",
+            "--stdio",
+            "-n",
+            "--no-children",
+            "-g",
+            "none",
+            "--sort",
+            key,
+            "-i",
+            file,
+        ];
+        match tool {
+            "perf" => rows(&perf_ok(d, &args)),
+            _ => rows(&hrec_ok(d, &args).0),
+        }
+    };
+    let cgroups = sorted("hrec", "m.hrec", "cgroup,comm");
+    assert!(!cgroups.is_empty());
+    assert_eq!(sorted("perf", "m.perf.data", "cgroup,comm"), cgroups);
+    let daddr = sorted("hrec", "m.hrec", "symbol_daddr,dso_daddr");
+    assert!(daddr.len() > 100, "{daddr:?}");
+    assert_eq!(
+        sorted("hrec", "m.perf.data", "symbol_daddr,dso_daddr"),
+        daddr
+    );
+}
+
+/// Reads a JSON file of `dir`.
+fn json_file(dir: &Path, file: &str) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join(file)).unwrap())
+        .unwrap_or_else(|e| panic!("{file}: {e}"))
+}
+
+/// hrec's JSON is perf's, key for key. The one difference allowed is the README's naming of
+/// a caller's return address by the function of the call before it, where that call ends
+/// one function and the next begins (hrec `_start`, perf `_dl_start_user`): same address,
+/// same object, another name, and rare.
+fn assert_perfs_json(what: &str, hrec: &serde_json::Value, perf: &serde_json::Value) {
+    assert_eq!(hrec["headers"], perf["headers"], "{what}");
+    let (hs, ps) = (
+        hrec["samples"].as_array().unwrap(),
+        perf["samples"].as_array().unwrap(),
+    );
+    assert!(ps.len() > 10, "{what}: {} samples", ps.len());
+    assert_eq!(hs.len(), ps.len(), "{what}");
+    let (mut frames, mut renamed) = (0, 0);
+    for (h, p) in hs.iter().zip(ps) {
+        let keys = |v: &serde_json::Value| -> Vec<String> {
+            v.as_object().unwrap().keys().cloned().collect()
+        };
+        assert_eq!(keys(h), keys(p), "{what}: the keys of a sample");
+        for k in ["timestamp", "pid", "tid", "cpu", "comm"] {
+            assert_eq!(h[k], p[k], "{what}: {k} of a sample at {}", p["timestamp"]);
+        }
+        let (hc, pc) = (
+            h["callchain"].as_array().unwrap(),
+            p["callchain"].as_array().unwrap(),
+        );
+        assert_eq!(
+            hc.len(),
+            pc.len(),
+            "{what}: the frames of the sample at {}",
+            p["timestamp"]
+        );
+        for (i, (x, y)) in hc.iter().zip(pc).enumerate() {
+            frames += 1;
+            if x != y {
+                renamed += 1;
+                assert!(
+                    i > 0
+                        && x["ip"] == y["ip"]
+                        && x["dso"] == y["dso"]
+                        && x["symbol"].is_string()
+                        && y["symbol"].is_string(),
+                    "{what}: frame {i}: hrec {x} perf {y}"
+                );
+            }
+        }
+    }
+    assert!(
+        renamed * 100 <= frames,
+        "{what}: {renamed} of {frames} frames named otherwise"
+    );
+}
+
+/// `hrec convert --to json -i perf.data`: the JSON `perf data convert --to-json` writes, on
+/// perf's own recordings (frame-pointer and dwarf chains, tracepoints of the whole machine).
+#[test]
+fn json_of_perfs_files_is_perfs_json() {
+    if support::perf().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let work = hotspots();
+    for (name, opts) in [
+        ("fp", &["-e", "cpu-clock", "-F", "2000", "-g"][..]),
+        (
+            "dwarf",
+            &["-e", "cpu-clock", "-F", "2000", "--call-graph", "dwarf"],
+        ),
+        (
+            "tp",
+            &["-e", "sched:sched_switch", "-e", "page-faults", "-c", "1"],
+        ),
+    ] {
+        let data = format!("{name}.data");
+        let mut args = vec!["record", "-q", "-o", &data];
+        args.extend_from_slice(opts);
+        args.extend(["--", &work, "1"]);
+        perf_ok(d, &args);
+        let perf_json = format!("{name}.perf.json");
+        perf_ok(
+            d,
+            &["data", "convert", "--to-json", &perf_json, "-i", &data],
+        );
+        let hrec_json = format!("{name}.hrec.json");
+        hrec_ok(
+            d,
+            &["convert", "--to", "json", "-i", &data, "-o", &hrec_json],
+        );
+        assert_perfs_json(name, &json_file(d, &hrec_json), &json_file(d, &perf_json));
+    }
+}
+
+/// `--to json` of an hrec recording is the JSON of its perf.data, and that is perf's (the
+/// data section's place aside: an hrec file has none).
+#[test]
+fn json_of_hrec_recordings_is_their_perf_datas() {
+    if support::perf().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let work = hotspots();
+    for (name, opts) in [("fp", &["-g"][..]), ("dwarf", &["--call-graph", "dwarf"])] {
+        let original = format!("{name}.hrec");
+        let mut args = vec!["-e", "cpu-clock", "-F", "2000"];
+        args.extend_from_slice(opts);
+        record(d, &original, &args, &[&work, "1"]);
+        let converted = format!("{name}.perf.data");
+        convert(d, &original, &converted);
+        let (a, b, p) = (
+            format!("{name}.a.json"),
+            format!("{name}.b.json"),
+            format!("{name}.p.json"),
+        );
+        hrec_ok(d, &["convert", "--to", "json", "-i", &original, "-o", &a]);
+        hrec_ok(d, &["convert", "--to", "json", "-i", &converted, "-o", &b]);
+        perf_ok(d, &["data", "convert", "--to-json", &p, "-i", &converted]);
+        let (mut a, mut b) = (json_file(d, &a), json_file(d, &b));
+        assert_perfs_json(name, &b, &json_file(d, &p));
+        // hrec's JSON of the original is that of the converted file, but for where the data
+        // lies and when the file was written.
+        for h in [&mut a, &mut b] {
+            let h = h["headers"].as_object_mut().unwrap();
+            for k in ["data-offset", "data-size", "feat-offset", "captured-on"] {
+                h.remove(k);
+            }
+        }
+        assert!(
+            a == b,
+            "{name}: hrec's JSON of {original} and of {converted} differ"
+        );
+    }
+}

@@ -77,6 +77,10 @@ pub struct ProfileOptions {
     /// Unwind the user stacks kept by `record --call-graph dwarf,SIZE,raw` again instead of
     /// taking the chains found at record time.
     pub reunwind: bool,
+    /// Take the recorded call chains as they are: no unwinding of the user stacks a
+    /// `--call-graph dwarf` perf.data (or `dwarf,SIZE,raw` hrec file) kept (perf's
+    /// `data convert --to-json` does not unwind them).
+    pub no_unwind: bool,
     /// `--no-inline`: no entries of their own for the functions inlined at the addresses of
     /// unwound chains ([`Profile::inline_entries`]).
     pub no_inline: bool,
@@ -273,6 +277,7 @@ impl Default for ProfileOptions {
             timeline: false,
             reunwind: false,
             no_inline: false,
+            no_unwind: false,
             debuginfod: None,
             symbols_only: false,
             names_only: false,

@@ -277,7 +277,8 @@ impl Replay {
                 .events
                 .iter()
                 .any(|e| e.attr.sample_type & st::STACK_USER != 0)
-                && (!meta.unwound_at_record || opts.reunwind))
+                && (!meta.unwound_at_record || opts.reunwind)
+                && !opts.no_unwind)
                 .then(|| {
                     let search = opts.search.clone();
                     Unwinder::new(opts.symfs.clone())

@@ -17,8 +17,8 @@ pub const EXAMPLES: &str = "Examples:
           hrec.data as perf.data, for perf report, perf script and hotspot.
   hrec convert -i dwarf.hrec -o dwarf.perf.data
           Stacks unwound while recording become call chains perf shows.
-  hrec convert -i old.perf.data -o new.perf.data -f
-          A perf.data written again in file mode, replacing new.perf.data.";
+  hrec convert --to json -o perf.json
+          The JSON of `perf data convert --to-json`.";
 
 /// `hrec convert` flags.
 #[derive(Debug, Args)]
@@ -29,8 +29,9 @@ pub struct ConvertArgs {
     /// Output file.
     #[arg(short = 'o', long = "output")]
     pub output: PathBuf,
-    /// Output format: perf (perf.data in file mode, as perf record writes it).
-    #[arg(long = "to", value_parser = ["perf"], default_value = "perf")]
+    /// Output format: perf (perf.data in file mode, as perf record writes it), json (the
+    /// JSON of `perf data convert --to-json`).
+    #[arg(long = "to", value_parser = ["perf", "json"], default_value = "perf")]
     pub to: String,
     /// Overwrite the output file if it exists.
     #[arg(short = 'f', long = "force")]
@@ -59,6 +60,9 @@ pub fn exec(
         )));
     }
     let rec = open_recording(env, &input, err)?;
+    if args.to == "json" {
+        return json(env, &rec, &input, &output, err);
+    }
     // Written beside the output and renamed over it once whole: a failed conversion leaves
     // no partial file, and an older file with that name stays until then.
     let scratch = scratch_path(&output);
@@ -122,6 +126,45 @@ pub fn exec(
         c.records,
         c.samples
     )?;
+    Ok(0)
+}
+
+/// `--to json`: written beside the output and renamed over it, as the perf.data is.
+fn json(
+    env: &Env,
+    rec: &hrec::recording::Recording,
+    input: &Path,
+    output: &Path,
+    err: &mut dyn Write,
+) -> Result<u8, Error> {
+    use hrec::analysis::profile::ProfileOptions;
+    let captured = std::fs::metadata(input)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_secs() as i64);
+    // perf's converter takes the chains as recorded: it unwinds no stack copy.
+    let opts = ProfileOptions {
+        no_unwind: true,
+        ..super::reading::with_threads(&ProfileOptions::default(), env)
+    };
+    let scratch = scratch_path(output);
+    let written = (|| {
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&scratch)?);
+        let n = hrec::output::perfjson::write(rec, &opts, captured, &mut f)?;
+        f.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        std::fs::rename(&scratch, output)?;
+        Ok(n)
+    })();
+    let n = written.map_err(|source| {
+        let _ = std::fs::remove_file(&scratch);
+        Error::Output {
+            path: output.to_path_buf(),
+            source,
+        }
+    })?;
+    read_warnings(rec, err)?;
+    writeln!(err, "hrec: wrote {} ({n} samples)", output.display())?;
     Ok(0)
 }
 

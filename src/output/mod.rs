@@ -16,6 +16,7 @@ pub mod diff;
 pub mod firefox;
 pub mod flame;
 pub mod perfdata;
+pub mod perfjson;
 pub mod pprof;
 pub mod progress;
 pub mod report;

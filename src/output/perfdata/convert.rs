@@ -134,14 +134,8 @@ pub fn header_of(rec: &Recording) -> (Header, Vec<String>) {
         None => String::new(),
     };
     string(&mut h, feature::VERSION, &version);
-    let online = meta
-        .cpus_online
-        .parse::<CpuList>()
-        .map_or(0, |c| c.len() as u32);
-    match info.and_then(|i| i.nr_cpus) {
-        Some((available, online)) => h.nrcpus(available, online),
-        None if meta.nr_cpus > 0 => h.nrcpus(meta.nr_cpus, online.max(1)),
-        None => {}
+    if let Some((available, online)) = info.and_then(|i| i.nr_cpus).or_else(|| nr_cpus(meta)) {
+        h.nrcpus(available, online);
     }
     if let Some(kb) = info.and_then(|i| i.total_mem_kb) {
         h.total_mem(kb);
@@ -187,6 +181,16 @@ pub fn header_of(rec: &Recording) -> (Header, Vec<String>) {
         notes.push("the tracepoints' formats (perf's TRACING_DATA)".into());
     }
     (h, notes)
+}
+
+/// NRCPUS of an hrec recording: the CPUs configured and online (at least one), `None` when
+/// the file does not say.
+pub fn nr_cpus(meta: &crate::data::Meta) -> Option<(u32, u32)> {
+    let online = meta
+        .cpus_online
+        .parse::<CpuList>()
+        .map_or(0, |c| c.len() as u32);
+    (meta.nr_cpus > 0).then_some((meta.nr_cpus, online.max(1)))
 }
 
 /// The `build-ids` side block (`HEX PATH` lines) as BUILD_ID entries; the kernel and its
