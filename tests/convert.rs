@@ -773,3 +773,57 @@ fn json_of_hrec_recordings_is_their_perf_datas() {
         );
     }
 }
+
+/// `--pipe` (and `-o -`): perf.data in pipe mode, the stream `perf record -o -` writes. perf
+/// reads it, from a file and from stdin, as it reads the file-mode conversion (perf 6.1's
+/// script adds the symbol to `ip` in pipe mode, so the file mode's side is asked for it).
+#[test]
+fn pipe_mode_reads_in_perf_as_the_file_mode_does() {
+    if support::perf().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    record(
+        d,
+        "g.hrec",
+        &["-e", "cpu-clock", "-F", "2000", "-g"],
+        &[&hotspots(), "1"],
+    );
+    convert(d, "g.hrec", "file.data");
+    let (_, err) = hrec_ok(d, &["convert", "-i", "g.hrec", "--pipe", "-o", "pipe.data"]);
+    assert!(err.contains("hrec: wrote pipe.data ("), "{err}");
+    let o = hrec_in(d, &["convert", "-i", "g.hrec", "-o", "-"]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    assert_eq!(
+        o.stdout,
+        std::fs::read(d.join("pipe.data")).unwrap(),
+        "-o - writes what --pipe does"
+    );
+    assert_eq!(&o.stdout[..16], b"PERFILE2\x10\0\0\0\0\0\0\0");
+    let fields = "comm,tid,time,event,period,ip";
+    let file = perf_ok(
+        d,
+        &["script", "-i", "file.data", "-F", &format!("{fields},sym")],
+    );
+    let pipe = perf_ok(d, &["script", "-i", "pipe.data", "-F", fields]);
+    assert!(file.lines().count() > 200);
+    assert!(pipe == file, "{}", first_difference(&pipe, &file));
+    // From stdin, as `hrec convert -o - | perf report -i -`.
+    let mut args = REPORT.to_vec();
+    args.extend(["-i", "-"]);
+    let report = Command::new("perf")
+        .args(&args)
+        .current_dir(d)
+        .stdin(std::fs::File::open(d.join("pipe.data")).unwrap())
+        .output()
+        .unwrap();
+    assert!(report.status.success());
+    assert_eq!(
+        rows(&String::from_utf8_lossy(&report.stdout)),
+        perf_rows(d, "file.data")
+    );
+    // The event's name from its EVENT_UPDATE record (perf's evlist reads none from a pipe).
+    let report = perf_ok(d, &["report", "--stdio", "-i", "pipe.data"]);
+    assert!(report.contains(" of event 'cpu-clock'"), "{report}");
+}

@@ -26,13 +26,17 @@ pub struct ConvertArgs {
     /// Input file [default: hrec.data, else perf.data when only that is here].
     #[arg(short = 'i', long = "input")]
     pub input: Option<PathBuf>,
-    /// Output file.
+    /// Output file (`-`: stdout, perf.data in pipe mode).
     #[arg(short = 'o', long = "output")]
     pub output: PathBuf,
     /// Output format: perf (perf.data in file mode, as perf record writes it), json (the
     /// JSON of `perf data convert --to-json`).
     #[arg(long = "to", value_parser = ["perf", "json"], default_value = "perf")]
     pub to: String,
+    /// perf.data in pipe mode (`perf record -o -`'s stream: attrs and features as records
+    /// before the samples), which perf reads from a pipe; `-o -` writes it to stdout.
+    #[arg(long = "pipe")]
+    pub pipe: bool,
     /// Overwrite the output file if it exists.
     #[arg(short = 'f', long = "force")]
     pub force: bool,
@@ -42,11 +46,24 @@ pub struct ConvertArgs {
 pub fn exec(
     args: ConvertArgs,
     env: &Env,
-    _out: &mut dyn Write,
+    out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<u8, Error> {
     let input = input_file(args.input);
     let output = args.output;
+    let stdout = output.as_os_str() == "-";
+    if stdout {
+        let rec = open_recording(env, &input, err)?;
+        if args.to == "json" {
+            let captured = modified(&input);
+            let opts = json_options(env);
+            hrec::output::perfjson::write(&rec, &opts, captured, out)?;
+            read_warnings(&rec, err)?;
+            return Ok(0);
+        }
+        let c = convert::to_perf_pipe(&rec, out)?;
+        return report(&rec, &input, "stdout", &c, err);
+    }
     if output.exists() && !args.force {
         return Err(Error::Usage(format!(
             "{} exists; use --force to overwrite it",
@@ -68,7 +85,13 @@ pub fn exec(
     let scratch = scratch_path(&output);
     let written = (|| {
         let f = std::fs::File::create(&scratch)?;
-        let (f, c) = convert::to_perf_data(&rec, std::io::BufWriter::new(f))?;
+        let (f, c) = if args.pipe {
+            let mut f = std::io::BufWriter::new(f);
+            let c = convert::to_perf_pipe(&rec, &mut f)?;
+            (f, c)
+        } else {
+            convert::to_perf_data(&rec, std::io::BufWriter::new(f))?
+        };
         f.into_inner().map_err(|e| e.into_error())?.sync_all()?;
         std::fs::rename(&scratch, &output)?;
         Ok(c)
@@ -83,7 +106,18 @@ pub fn exec(
             });
         }
     };
-    read_warnings(&rec, err)?;
+    report(&rec, &input, &output.display().to_string(), &c, err)
+}
+
+/// The lines after a conversion to perf.data: what was left out, what was written.
+fn report(
+    rec: &hrec::recording::Recording,
+    input: &Path,
+    output: &str,
+    c: &convert::Converted,
+    err: &mut dyn Write,
+) -> Result<u8, Error> {
+    read_warnings(rec, err)?;
     if c.undecodable > 0 {
         writeln!(
             err,
@@ -103,9 +137,8 @@ pub fn exec(
     if c.records == 0 {
         writeln!(
             err,
-            "hrec: warning: {} has no record to convert; {} holds none (perf reads it as an empty recording)",
+            "hrec: warning: {} has no record to convert; {output} holds none (perf reads it as an empty recording)",
             input.display(),
-            output.display()
         )?;
     }
     if let Some(line) = c.left_out_line() {
@@ -121,10 +154,8 @@ pub fn exec(
     };
     writeln!(
         err,
-        "hrec: wrote {} ({} records, {} samples{unwound})",
-        output.display(),
-        c.records,
-        c.samples
+        "hrec: wrote {output} ({} records, {} samples{unwound})",
+        c.records, c.samples
     )?;
     Ok(0)
 }
@@ -137,17 +168,8 @@ fn json(
     output: &Path,
     err: &mut dyn Write,
 ) -> Result<u8, Error> {
-    use hrec::analysis::profile::ProfileOptions;
-    let captured = std::fs::metadata(input)
-        .and_then(|m| m.modified())
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map(|d| d.as_secs() as i64);
-    // perf's converter takes the chains as recorded: it unwinds no stack copy.
-    let opts = ProfileOptions {
-        no_unwind: true,
-        ..super::reading::with_threads(&ProfileOptions::default(), env)
-    };
+    let captured = modified(input);
+    let opts = json_options(env);
     let scratch = scratch_path(output);
     let written = (|| {
         let mut f = std::io::BufWriter::new(std::fs::File::create(&scratch)?);
@@ -166,6 +188,25 @@ fn json(
     read_warnings(rec, err)?;
     writeln!(err, "hrec: wrote {} ({n} samples)", output.display())?;
     Ok(0)
+}
+
+/// When `path` was last written, seconds since the epoch (perf's `captured-on`).
+fn modified(path: &Path) -> Option<i64> {
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_secs() as i64)
+}
+
+/// How `--to json` reads: the chains as recorded, as perf's converter takes them (it unwinds
+/// no stack copy).
+fn json_options(env: &Env) -> hrec::analysis::profile::ProfileOptions {
+    use hrec::analysis::profile::ProfileOptions;
+    ProfileOptions {
+        no_unwind: true,
+        ..super::reading::with_threads(&ProfileOptions::default(), env)
+    }
 }
 
 /// `.NAME.PID.new` beside `path`.

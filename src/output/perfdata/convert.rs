@@ -30,7 +30,7 @@
 use std::collections::BTreeSet;
 use std::io::{self, Seek, Write};
 
-use super::{BuildId, FileWriter, Header, finished_round};
+use super::{BuildId, Header, finished_round};
 use crate::data::Role;
 use crate::data::stacks::STACK_REF;
 use crate::decode::{Record, Sample, context};
@@ -217,8 +217,39 @@ fn build_ids(text: &[u8]) -> Vec<BuildId> {
 
 /// Writes `rec` to `w` as perf.data (file mode; see the module docs).
 pub fn to_perf_data<W: Write + Seek>(rec: &Recording, w: W) -> io::Result<(W, Converted)> {
+    let (mut header, left_out) = header_of(rec);
+    let mut fw = header.start(w)?;
+    let (c, sample_time) = records(rec, left_out, &mut |b| fw.records(b))?;
+    if let Some((first, last)) = sample_time {
+        header.sample_time(first, last);
+    }
+    let w = fw.finish(&header)?;
+    Ok((w, c))
+}
+
+/// Writes `rec` to `w` as perf.data in pipe mode (`perf record -o -`), which perf reads from
+/// a pipe: the attrs and features as records before the samples ([`Header::write_pipe_start`]),
+/// the first and last sample's time taken from the recording.
+pub fn to_perf_pipe(rec: &Recording, mut w: impl Write) -> io::Result<Converted> {
+    let (mut header, left_out) = header_of(rec);
+    if let Some((first, last)) = rec.sample_time() {
+        header.sample_time(first, last);
+    }
+    header.write_pipe_start(&mut w)?;
+    let (c, _) = records(rec, left_out, &mut |b| w.write_all(b))?;
+    w.flush()?;
+    Ok(c)
+}
+
+/// The records of `rec` as perf.data's data section, in time order, handed to `sink` in
+/// batches; with what was converted and the first and last sample's time.
+#[allow(clippy::type_complexity)]
+fn records(
+    rec: &Recording,
+    mut left_out: Vec<String>,
+    sink: &mut dyn FnMut(&[u8]) -> io::Result<()>,
+) -> io::Result<(Converted, Option<(u64, u64)>)> {
     let meta = rec.meta();
-    let (mut header, mut left_out) = header_of(rec);
     let plans: Vec<EventPlan> = meta
         .events
         .iter()
@@ -228,7 +259,6 @@ pub fn to_perf_data<W: Write + Seek>(rec: &Recording, w: W) -> io::Result<(W, Co
         })
         .collect();
     let stacks = meta.unwound_at_record.then(|| rec.stacks());
-    let mut fw = header.start(w)?;
     let mut c = Converted::default();
     let mut out = Vec::with_capacity(WRITE_BYTES + (1 << 16));
     if let Source::Hrec(_) = &rec.source {
@@ -239,9 +269,11 @@ pub fn to_perf_data<W: Write + Seek>(rec: &Recording, w: W) -> io::Result<(W, Co
     let mut since_round = 0u64;
     let mut sample_time: Option<(u64, u64)> = None;
     let (mut preempted, mut aggregated) = (0u64, 0u64);
-    let flush = |fw: &mut FileWriter<W>, out: &mut Vec<u8>, failed: &mut Option<io::Error>| {
+    let flush = |sink: &mut dyn FnMut(&[u8]) -> io::Result<()>,
+                 out: &mut Vec<u8>,
+                 failed: &mut Option<io::Error>| {
         if failed.is_none()
-            && let Err(e) = fw.records(out)
+            && let Err(e) = sink(out)
         {
             *failed = Some(e);
         }
@@ -318,18 +350,15 @@ pub fn to_perf_data<W: Write + Seek>(rec: &Recording, w: W) -> io::Result<(W, Co
             since_round = 0;
         }
         if out.len() >= WRITE_BYTES {
-            flush(&mut fw, &mut out, &mut failed);
+            flush(sink, &mut out, &mut failed);
         }
     });
     if since_round > 0 {
         out.extend(finished_round());
     }
-    flush(&mut fw, &mut out, &mut failed);
+    flush(sink, &mut out, &mut failed);
     if let Some(e) = failed {
         return Err(e);
-    }
-    if let Some((first, last)) = sample_time {
-        header.sample_time(first, last);
     }
     if let Source::Hrec(r) = &rec.source {
         let names: BTreeSet<&str> = r
@@ -360,8 +389,7 @@ pub fn to_perf_data<W: Write + Seek>(rec: &Recording, w: W) -> io::Result<(W, Co
         ));
     }
     c.left_out = left_out;
-    let w = fw.finish(&header)?;
-    Ok((w, c))
+    Ok((c, sample_time))
 }
 
 /// The kernel's maps as `perf record` synthesizes them before the first sample

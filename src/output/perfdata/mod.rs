@@ -44,6 +44,12 @@ const HEADER_SIZE: u64 = 104;
 /// attr and as its `size` field.
 pub const ATTR_SIZE: u32 = 128;
 
+/// `PERF_RECORD_EVENT_UPDATE`: perf's record of an event's unit, scale, name or CPUs.
+const EVENT_UPDATE: u32 = 78;
+
+/// `PERF_EVENT_UPDATE__NAME`.
+const EVENT_UPDATE_NAME: u64 = 2;
+
 /// `PERF_RECORD_MISC_BUILD_ID_SIZE`: a build-id record's byte 20 of the id is its length.
 const MISC_BUILD_ID_SIZE: u16 = 1 << 15;
 
@@ -280,6 +286,75 @@ impl Header {
         b
     }
 
+    /// Every feature section: the ones set, EVENT_DESC and GROUP_DESC.
+    fn all_features(&self) -> BTreeMap<u32, Vec<u8>> {
+        let mut features = self.features.clone();
+        if !self.events.is_empty() {
+            features.insert(feature::EVENT_DESC, self.event_desc());
+        }
+        if !self.groups.is_empty() {
+            features.insert(feature::GROUP_DESC, self.group_desc());
+        }
+        features
+    }
+
+    /// Pipe mode's start (`perf record -o -`), before the records: the 16-byte header
+    /// (`PERFILE2`, size 16), a `HEADER_ATTR` record per event (its attr, then its ids), a
+    /// `HEADER_FEATURE` record per feature section (its number as a u64, then the section),
+    /// BUILD_ID as the `HEADER_BUILD_ID` records it is made of, as perf sends it, and an
+    /// `EVENT_UPDATE` record with each event's name. A record's
+    /// size is a u16: an event with more ids or a section longer than a record holds is an
+    /// error.
+    pub fn write_pipe_start(&self, w: &mut impl Write) -> io::Result<()> {
+        let too_big = |what: String| io::Error::new(io::ErrorKind::InvalidData, what);
+        let mut b = MAGIC.to_vec();
+        b.extend(16u64.to_le_bytes());
+        for e in &self.events {
+            let mut body = attr_bytes(&e.attr, ATTR_SIZE);
+            body.extend(u64s(&e.ids));
+            if body.len() + 8 > usize::from(u16::MAX) {
+                return Err(too_big(format!(
+                    "event {} has {} ids, more than a pipe-mode record holds; write a file instead",
+                    e.name,
+                    e.ids.len()
+                )));
+            }
+            b.extend(user_record(user::HEADER_ATTR, 0, &body));
+        }
+        for (bit, data) in self.all_features() {
+            if bit == feature::BUILD_ID {
+                b.extend(&data);
+                continue;
+            }
+            let mut body = u64::from(bit).to_le_bytes().to_vec();
+            body.extend(&data);
+            if body.len() + 8 > usize::from(u16::MAX) {
+                return Err(too_big(format!(
+                    "the {} section ({} bytes) is longer than a pipe-mode record holds; write a file instead",
+                    feature::name(bit),
+                    data.len()
+                )));
+            }
+            b.extend(user_record(user::HEADER_FEATURE, 0, &body));
+        }
+        // perf names a pipe's events from `EVENT_UPDATE` records (type 2, NAME: the id of
+        // one of the event's fds, then the name), not from EVENT_DESC.
+        for e in &self.events {
+            let Some(&id) = e.ids.first() else {
+                continue;
+            };
+            let mut body = u64s(&[EVENT_UPDATE_NAME, id]);
+            body.extend(e.name.as_bytes());
+            // perf's size: the struct (40 bytes, its union as long as a CPU map's header)
+            // and the name's bytes, NUL-padded to 8.
+            body.resize(32 + (e.name.len() + 1).next_multiple_of(8), 0);
+            if body.len() + 8 <= usize::from(u16::MAX) {
+                b.extend(user_record(EVENT_UPDATE, 0, &body));
+            }
+        }
+        w.write_all(&b)
+    }
+
     /// Starts a file on `w` (at its current position 0): a zeroed header, the ids and the
     /// attrs. The records follow ([`FileWriter::records`]); [`FileWriter::finish`] writes
     /// the features and the header.
@@ -346,13 +421,7 @@ impl<W: Write + Seek> FileWriter<W> {
     /// Writes the feature table and sections of `h` (EVENT_DESC and GROUP_DESC from its
     /// events and groups) after the records, then the file header; returns the writer.
     pub fn finish(mut self, h: &Header) -> io::Result<W> {
-        let mut features = h.features.clone();
-        if !h.events.is_empty() {
-            features.insert(feature::EVENT_DESC, h.event_desc());
-        }
-        if !h.groups.is_empty() {
-            features.insert(feature::GROUP_DESC, h.group_desc());
-        }
+        let features = h.all_features();
         let table_at = self.data_at + self.data_size;
         let mut table = Vec::with_capacity(16 * features.len());
         let mut sections = Vec::new();
