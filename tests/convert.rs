@@ -827,3 +827,37 @@ fn pipe_mode_reads_in_perf_as_the_file_mode_does() {
     let report = perf_ok(d, &["report", "--stdio", "-i", "pipe.data"]);
     assert!(report.contains(" of event 'cpu-clock'"), "{report}");
 }
+
+/// Tracepoints: the converted file carries their formats (TRACING_DATA; in pipe mode a
+/// HEADER_TRACING_DATA record and the data after it), so perf prints every sample with its
+/// fields as hrec does, from the file and from the pipe. Without them perf refuses the file
+/// ("incompatible file format").
+#[test]
+fn tracepoint_samples_print_in_perf_with_their_fields() {
+    if support::perf().is_none() {
+        return;
+    }
+    if !support::privilege::is_root()
+        || !Path::new("/sys/kernel/tracing/events/sched/sched_switch/id").exists()
+    {
+        eprintln!("skipped: recording tracepoints needs root and tracefs here");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let work = support::release_example("offcpu");
+    record(
+        d,
+        "tp.hrec",
+        &["-e", "sched:sched_switch", "-e", "sched:sched_wakeup"],
+        &[&work.to_string_lossy()],
+    );
+    convert(d, "tp.hrec", "tp.perf.data");
+    hrec_ok(d, &["convert", "-i", "tp.hrec", "--pipe", "-o", "tp.pipe"]);
+    let want = hrec_ok(d, &["script", "-i", "tp.hrec"]).0;
+    assert!(want.contains("prev_comm=offcpu"), "{want}");
+    for file in ["tp.perf.data", "tp.pipe"] {
+        let perf = perf_ok(d, &["script", "-i", file]);
+        assert!(perf == want, "{file}: {}", first_difference(&perf, &want));
+    }
+}

@@ -24,8 +24,9 @@
 //!
 //! **What perf.data has no place for** is named, in one line, never dropped silently: hrec's
 //! side blocks other than `build-ids` and `stacks` (the kernel symbols, the vdso's image, JIT
-//! maps, the unwinding and off-CPU counts), tracepoint formats, the preempted mark and the
-//! interval counts of aggregated off-CPU samples.
+//! maps, the unwinding and off-CPU counts), the preempted mark and the interval counts of
+//! aggregated off-CPU samples. Tracepoints keep the formats hrec recorded, as perf's
+//! TRACING_DATA ([`tracing_data`]).
 
 use std::collections::BTreeSet;
 use std::io::{self, Seek, Write};
@@ -177,10 +178,74 @@ pub fn header_of(rec: &Recording) -> (Header, Vec<String>) {
     if !ids.is_empty() {
         h.build_ids(&ids);
     }
-    if meta.events.iter().any(|e| e.trace_format.is_some()) {
-        notes.push("the tracepoints' formats (perf's TRACING_DATA)".into());
+    if let Some(data) = tracing_data(meta) {
+        h.features.insert(feature::TRACING_DATA, data);
     }
     (h, notes)
+}
+
+/// The ring buffer's page header and event header as tracefs prints them on a 64-bit kernel
+/// (`events/header_page`, `events/header_event`), `PAGE` standing for the data's size: what
+/// perf's tracing data begins with. hrec keeps the events' formats, not these; they describe
+/// the raw ring buffer, which perf.data does not hold, and every kernel prints them so.
+const HEADER_PAGE: &str = "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n\tfield: char data;\toffset:16;\tsize:PAGE;\tsigned:0;\n";
+const HEADER_EVENT: &str = "# compressed entry header\n\ttype_len    :    5 bits\n\ttime_delta  :   27 bits\n\tarray       :   32 bits\n\n\tpadding     : type == 29\n\ttime_extend : type == 30\n\ttime_stamp : type == 31\n\tdata max type_len  == 28\n";
+
+/// TRACING_DATA (`tracing_data_get`, version 0.6) from the tracepoint formats hrec kept:
+/// the magic and version, little-endian, 8-byte longs and the page size; the page and event
+/// headers; no ftrace formats; each subsystem's events' format files (the subsystem from the
+/// event's name, `sched:sched_switch`); no kallsyms; the printk formats; no saved cmdlines.
+/// `None` without tracepoints.
+fn tracing_data(meta: &crate::data::Meta) -> Option<Vec<u8>> {
+    let mut systems: Vec<(&str, Vec<&str>)> = Vec::new();
+    for e in &meta.events {
+        let Some(format) = e.trace_format.as_deref() else {
+            continue;
+        };
+        let system = e.name.split(':').next().unwrap_or_default();
+        match systems.iter_mut().find(|(s, _)| *s == system) {
+            Some((_, formats)) => formats.push(format),
+            None => systems.push((system, vec![format])),
+        }
+    }
+    if systems.is_empty() {
+        return None;
+    }
+    let page = if meta.page_size > 0 {
+        meta.page_size
+    } else {
+        4096
+    };
+    let mut b = b"\x17\x08\x44tracing0.6\0".to_vec();
+    b.push(0);
+    b.push(8);
+    b.extend((page as u32).to_le_bytes());
+    let header_page = HEADER_PAGE.replace("PAGE", &(page - 16).to_string());
+    for (name, text) in [
+        ("header_page", header_page.as_str()),
+        ("header_event", HEADER_EVENT),
+    ] {
+        b.extend(name.as_bytes());
+        b.push(0);
+        b.extend((text.len() as u64).to_le_bytes());
+        b.extend(text.as_bytes());
+    }
+    b.extend(0u32.to_le_bytes());
+    b.extend((systems.len() as u32).to_le_bytes());
+    for (system, formats) in &systems {
+        b.extend(system.as_bytes());
+        b.push(0);
+        b.extend((formats.len() as u32).to_le_bytes());
+        for f in formats {
+            b.extend((f.len() as u64).to_le_bytes());
+            b.extend(f.as_bytes());
+        }
+    }
+    b.extend(0u32.to_le_bytes());
+    b.extend((meta.trace_printk.len() as u32).to_le_bytes());
+    b.extend(meta.trace_printk.as_bytes());
+    b.extend(0u64.to_le_bytes());
+    Some(b)
 }
 
 /// NRCPUS of an hrec recording: the CPUs configured and online (at least one), `None` when

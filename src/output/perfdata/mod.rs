@@ -301,7 +301,8 @@ impl Header {
     /// Pipe mode's start (`perf record -o -`), before the records: the 16-byte header
     /// (`PERFILE2`, size 16), a `HEADER_ATTR` record per event (its attr, then its ids), a
     /// `HEADER_FEATURE` record per feature section (its number as a u64, then the section),
-    /// BUILD_ID as the `HEADER_BUILD_ID` records it is made of, as perf sends it, and an
+    /// BUILD_ID as the `HEADER_BUILD_ID` records it is made of and TRACING_DATA as a
+    /// `HEADER_TRACING_DATA` record followed by the data, as perf sends them, and an
     /// `EVENT_UPDATE` record with each event's name. A record's
     /// size is a u16: an event with more ids or a section longer than a record holds is an
     /// error.
@@ -324,6 +325,19 @@ impl Header {
         for (bit, data) in self.all_features() {
             if bit == feature::BUILD_ID {
                 b.extend(&data);
+                continue;
+            }
+            if bit == feature::TRACING_DATA {
+                // `HEADER_TRACING_DATA`: its size (u32, the padded size, which perf checks
+                // against what it read and the padding after it) in the record, the data
+                // after it, NUL-padded to 8 bytes.
+                let padded = data.len().next_multiple_of(8);
+                let mut body = (padded as u32).to_le_bytes().to_vec();
+                body.extend(0u32.to_le_bytes());
+                b.extend(user_record(user::HEADER_TRACING_DATA, 0, &body));
+                let at = b.len();
+                b.extend(&data);
+                b.resize(at + padded, 0);
                 continue;
             }
             let mut body = u64::from(bit).to_le_bytes().to_vec();
