@@ -26,7 +26,7 @@
 //! side blocks other than `build-ids` and `stacks` (the kernel symbols, the vdso's image, JIT
 //! maps, the unwinding and off-CPU counts), the preempted mark and the interval counts of
 //! aggregated off-CPU samples. Tracepoints keep the formats hrec recorded, as perf's
-//! TRACING_DATA ([`tracing_data`]).
+//! TRACING_DATA.
 
 use std::collections::BTreeSet;
 use std::io::{self, Seek, Write};
