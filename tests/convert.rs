@@ -809,6 +809,19 @@ fn pipe_mode_reads_in_perf_as_the_file_mode_does() {
     let pipe = perf_ok(d, &["script", "-i", "pipe.data", "-F", fields]);
     assert!(file.lines().count() > 200);
     assert!(pipe == file, "{}", first_difference(&pipe, &file));
+    // hrec reads a pipe as perf does: `ip` gets its `sym` there too.
+    let hrec_pipe = hrec_ok(d, &["script", "-i", "pipe.data", "-F", fields]).0;
+    let hrec_file = hrec_ok(
+        d,
+        &["script", "-i", "file.data", "-F", &format!("{fields},sym")],
+    )
+    .0;
+    assert!(hrec_pipe.lines().count() > 200);
+    assert!(
+        hrec_pipe == hrec_file,
+        "{}",
+        first_difference(&hrec_pipe, &hrec_file)
+    );
     // From stdin, as `hrec convert -o - | perf report -i -`.
     let mut args = REPORT.to_vec();
     args.extend(["-i", "-"]);

@@ -82,6 +82,11 @@ impl ScriptArgs {
                 .as_deref()
                 .map(output::script::named_fields)
                 .unwrap_or_default(),
+            unset_fields: self
+                .fields
+                .as_deref()
+                .map(output::script::unset_fields)
+                .unwrap_or_default(),
             profile,
             filters,
             layout: output::script::Layout {
@@ -121,6 +126,8 @@ struct ScriptConfig {
     pub fields: Vec<output::script::Field>,
     /// The fields `-F` names (printing them needs the samples to have them).
     pub named_fields: Vec<output::script::Field>,
+    /// The fields `-F` takes away (`-sym`).
+    pub unset_fields: Vec<output::script::Field>,
     /// `--symfs`, `--debug-dir`, `--time`.
     pub profile: hrec::analysis::profile::ProfileOptions,
     /// `--comm`, `--pid`, `--dso`, `--sym`.
@@ -145,13 +152,14 @@ fn run(
         ..cfg.profile.clone()
     };
     output::script::check_fields(&rec, &cfg.named_fields).map_err(Error::Usage)?;
+    let fields = pipe_fields(&rec, cfg);
     let mut buf = io::BufWriter::new(out);
     if cfg.header {
         output::header_block(&rec, &mut buf)?;
     }
     output::script::script(
         &rec,
-        &cfg.fields,
+        &fields,
         &popts,
         &cfg.filters,
         // perf expands inline entries whatever -F says.
@@ -173,4 +181,29 @@ fn run(
         writeln!(err, "hrec: warning: skipped a record: {e}")?;
     }
     Ok(0)
+}
+
+/// The fields to print. perf 6.1 reading a pipe (`perf record -o -`'s stream) whose events
+/// sample call chains adds `ip` and `sym` to the fields `-F` gives, unless `-F` takes them
+/// away (`-sym`) or `-G` hides the chains: it sets the fields up as the attrs arrive
+/// (`process_attr`), after `-F`.
+fn pipe_fields(rec: &hrec::recording::Recording, cfg: &ScriptConfig) -> Vec<output::script::Field> {
+    use hrec::event::attr::sample;
+    use output::script::Field;
+    let mut fields = cfg.fields.clone();
+    let pipe = matches!(&rec.source, hrec::recording::Source::PerfData(p) if p.info.pipe);
+    let chains = rec.meta().events.iter().any(|e| {
+        let t = e.attr.sample_type;
+        t & (sample::CALLCHAIN | sample::BRANCH_STACK) != 0
+            || t & (sample::REGS_USER | sample::STACK_USER)
+                == sample::REGS_USER | sample::STACK_USER
+    });
+    if pipe && chains && !cfg.layout.default_fields && !cfg.layout.hide_call_graph {
+        for f in [Field::Ip, Field::Sym] {
+            if !cfg.unset_fields.contains(&f) && !fields.contains(&f) {
+                fields.push(f);
+            }
+        }
+    }
+    fields
 }

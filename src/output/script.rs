@@ -249,6 +249,20 @@ fn frames_of(l: &Loc, ip: Option<u64>, expand: bool, chain: bool, out: &mut Vec<
     }
 }
 
+/// The fields a `-F` spec takes away (`-x`).
+pub fn unset_fields(spec: &str) -> Vec<Field> {
+    spec.split(',')
+        .map(str::trim)
+        .filter_map(|p| p.strip_prefix('-'))
+        .filter_map(|name| {
+            Field::NAMES
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, f)| *f)
+        })
+        .collect()
+}
+
 /// The fields a `-F` spec names to be printed (`+x` and plain `x`, not `-x`): the ones
 /// [`check_fields`] holds to the recording (defaults print where the samples have them).
 pub fn named_fields(spec: &str) -> Vec<Field> {
