@@ -874,3 +874,32 @@ fn tracepoint_samples_print_in_perf_with_their_fields() {
         assert!(perf == want, "{file}: {}", first_difference(&perf, &want));
     }
 }
+
+/// A hybrid part's recording (the synthetic Alder Lake file of `support::adl`: P-core and
+/// E-core TopDown groups): the converted header says which CPUs are P-cores and which
+/// E-cores (HYBRID_TOPOLOGY, from the core PMUs' `cpus` hrec kept), and perf reads every
+/// group member of both core types as hrec does.
+#[test]
+fn a_hybrid_recording_keeps_its_core_types() {
+    if support::perf().is_none() {
+        return;
+    }
+    let Some(pdir) = support::metricrec::perfmon_dir() else {
+        return;
+    };
+    let plan = support::adl::adl_plan(&pdir);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    support::adl::write_adl(d, &plan);
+    convert(d, "hrec.data", "adl.perf.data");
+    // (perf prints HYBRID_TOPOLOGY with -I only.)
+    let header = perf_ok(d, &["report", "-i", "adl.perf.data", "--header-only", "-I"]);
+    for want in ["cpu_core cpu list : 0-15", "cpu_atom cpu list : 16-23"] {
+        assert!(header.contains(want), "{want}: {header}");
+    }
+    let fields = "tid,time,event,period,ip";
+    let want = hrec_ok(d, &["script", "-i", "hrec.data", "-F", fields]).0;
+    let perf = perf_ok(d, &["script", "-i", "adl.perf.data", "-F", fields]);
+    assert!(want.contains("cpu_atom/"), "{want}");
+    assert!(perf == want, "{}", first_difference(&perf, &want));
+}

@@ -76,9 +76,11 @@ fn meta() -> Meta {
             metrics: vec!["IPC".into()],
         }),
         trace_printk: "0xffffffff82000000 : \"rcu_preempt\"\n".into(),
+        total_mem_kb: Some(24_684_092),
         pmus: vec![PmuMeta {
             name: "software".into(),
             type_: 1,
+            cpus: None,
         }],
         events: vec![EventMeta {
             name: "cpu-clock".into(),

@@ -600,6 +600,7 @@ fn meta_of(
             .map(|p| PmuMeta {
                 name: p.name.clone(),
                 type_: p.type_,
+                cpus: None,
             })
             .collect(),
         events: plan

@@ -157,7 +157,11 @@ impl Synth {
             cpuid: cpuid.into(),
             pmus: pmus
                 .into_iter()
-                .map(|(name, type_)| PmuMeta { name, type_ })
+                .map(|(name, type_)| PmuMeta {
+                    name,
+                    type_,
+                    cpus: None,
+                })
                 .collect(),
             events: plan
                 .events

@@ -33,6 +33,7 @@ fn topdown_group_reads_and_retire_latency_survive_the_file() {
         pmus: vec![PmuMeta {
             name: "cpu".into(),
             type_: 4,
+            cpus: None,
         }],
         events: plan
             .events

@@ -68,6 +68,7 @@ impl Synth {
             pmus: vec![PmuMeta {
                 name: "cpu".into(),
                 type_: 4,
+                cpus: None,
             }],
             events: samplers
                 .iter()

@@ -813,6 +813,7 @@ mod tests {
             pmus: vec![PmuMeta {
                 name: "cpu".into(),
                 type_: 4,
+                cpus: None,
             }],
             events: vec![
                 ev(

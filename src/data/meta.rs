@@ -75,6 +75,10 @@ pub struct Meta {
     /// report can say how to read them. `None` without them (and in earlier files).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metric_choice: Option<MetricChoiceMeta>,
+    /// The machine's memory in kB (`/proc/meminfo`'s MemTotal; perf.data's TOTAL_MEM);
+    /// `None` when unknown (and in files written before hrec kept it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total_mem_kb: Option<u64>,
     /// With tracepoints: the kernel's printk formats (tracefs `printk_formats`, `0xADDR :
     /// "text"` lines), which a tracepoint's `%s` of a `const char *` field prints; perf.data
     /// keeps them in its tracing data.
@@ -125,6 +129,11 @@ pub struct PmuMeta {
     /// `perf_event_attr.type`.
     #[serde(rename = "type")]
     pub type_: u32,
+    /// A core PMU's CPUs (its sysfs `cpus` file, as a cpulist): on a hybrid part, which CPUs
+    /// are P-cores and which E-cores (perf.data's HYBRID_TOPOLOGY). `None` elsewhere, and in
+    /// files written before hrec kept it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<String>,
 }
 
 /// One event as opened.

@@ -69,7 +69,7 @@ pub fn write(
     string("cpu-desc", &meta.cpu_model);
     let cpuid = info
         .and_then(|i| i.cpuid.clone())
-        .unwrap_or(meta.cpuid.clone());
+        .unwrap_or_else(|| super::perfdata::convert::perf_cpuid(&meta.cpuid));
     string("cpuid", &cpuid);
     let cpus = match info {
         Some(i) => i.nr_cpus,

@@ -617,6 +617,7 @@ fn build_meta(
             .map(|p| PmuMeta {
                 name: p.name.clone(),
                 type_: p.type_,
+                cpus: p.cpus.as_ref().map(ToString::to_string),
             })
             .collect(),
         events,
@@ -626,6 +627,9 @@ fn build_meta(
         off_cpu_blocked_only: s.plan.off_cpu.is_some_and(|o| o.blocked_only),
         numa_nodes: crate::pmu::numa_nodes(&s.pmus.root),
         threads_per_core: crate::pmu::threads_per_core(&s.pmus.root, &s.pmus.online),
+        total_mem_kb: std::fs::read_to_string("/proc/meminfo")
+            .ok()
+            .and_then(|m| mem_total_kb(&m)),
         metric_choice: s.plan.metrics.as_ref().map(|m| data::MetricChoiceMeta {
             td_level: m.choice.td_level,
             metrics: m.choice.metrics.clone(),
@@ -643,4 +647,25 @@ fn build_meta(
 
 fn join(v: &[u32]) -> String {
     v.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+}
+
+/// `MemTotal:` of `/proc/meminfo`, in kB.
+fn mem_total_kb(meminfo: &str) -> Option<u64> {
+    meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn total_memory_is_meminfos_first_line() {
+        let m = "MemTotal:       131876812 kB\nMemFree:        1234 kB\n";
+        assert_eq!(super::mem_total_kb(m), Some(131_876_812));
+        assert_eq!(super::mem_total_kb("MemFree: 1 kB\n"), None);
+    }
 }

@@ -161,13 +161,16 @@ pub fn write_adl_with(dir: &Path, plan: &Plan, truth: &dyn Fn(&str) -> f64) -> (
         target: "workload".into(),
         cpuid: mg::cpuid(ADL),
         pmus: vec![
+            // The fixture's sysfs `cpus` files.
             PmuMeta {
                 name: "cpu_core".into(),
                 type_: 4,
+                cpus: Some("0-15".into()),
             },
             PmuMeta {
                 name: "cpu_atom".into(),
                 type_: 8,
+                cpus: Some("16-23".into()),
             },
         ],
         events: plan

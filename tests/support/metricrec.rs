@@ -278,6 +278,7 @@ impl Synth<'_> {
             pmus: vec![PmuMeta {
                 name: "cpu".into(),
                 type_: 4,
+                cpus: None,
             }],
             events,
             threads_per_core: self.threads_per_core,

@@ -124,7 +124,12 @@ pub fn header_of(rec: &Recording) -> (Header, Vec<String>) {
     string(&mut h, feature::OSRELEASE, &meta.kernel_release);
     string(&mut h, feature::ARCH, &meta.arch);
     string(&mut h, feature::CPUDESC, &meta.cpu_model);
-    string(&mut h, feature::CPUID, &meta.cpuid);
+    let cpuid = match &rec.source {
+        Source::PerfData(p) => p.info.cpuid.clone(),
+        Source::Hrec(_) => None,
+    }
+    .unwrap_or_else(|| perf_cpuid(&meta.cpuid));
+    string(&mut h, feature::CPUID, &cpuid);
     let info = match &rec.source {
         Source::PerfData(p) => Some(&p.info),
         Source::Hrec(_) => None,
@@ -138,8 +143,18 @@ pub fn header_of(rec: &Recording) -> (Header, Vec<String>) {
     if let Some((available, online)) = info.and_then(|i| i.nr_cpus).or_else(|| nr_cpus(meta)) {
         h.nrcpus(available, online);
     }
-    if let Some(kb) = info.and_then(|i| i.total_mem_kb) {
+    if let Some(kb) = meta.total_mem_kb {
         h.total_mem(kb);
+    }
+    // A hybrid part's core PMUs and their CPUs.
+    let cores: Vec<(&str, &str)> = meta
+        .pmus
+        .iter()
+        .filter_map(|p| Some((p.name.as_str(), p.cpus.as_deref()?)))
+        .filter(|(n, _)| n.starts_with("cpu_"))
+        .collect();
+    if cores.len() > 1 {
+        h.hybrid_topology(&cores);
     }
     if !meta.command_line.is_empty() {
         let args: Vec<&str> = meta.command_line.iter().map(String::as_str).collect();
@@ -246,6 +261,23 @@ fn tracing_data(meta: &crate::data::Meta) -> Option<Vec<u8>> {
     b.extend(meta.trace_printk.as_bytes());
     b.extend(0u64.to_le_bytes());
     Some(b)
+}
+
+/// The CPUID feature as perf writes it (`get_cpuid`: `GenuineIntel,6,207,2`, family, model
+/// and stepping in decimal) from hrec's form, perf's PMU-event key (`GenuineIntel-6-CF-2`,
+/// in hex); anything else as it is.
+pub fn perf_cpuid(hrec: &str) -> String {
+    let parts: Vec<&str> = hrec.split('-').collect();
+    let numbers: Option<Vec<u64>> = parts
+        .get(1..)
+        .map(|p| p.iter().map(|x| u64::from_str_radix(x, 16).ok()).collect())
+        .unwrap_or_default();
+    match numbers {
+        Some(n) if parts.len() == 4 => {
+            format!("{},{},{},{}", parts[0], n[0], n[1], n[2])
+        }
+        _ => hrec.to_string(),
+    }
 }
 
 /// NRCPUS of an hrec recording: the CPUs configured and online (at least one), `None` when
@@ -560,6 +592,14 @@ fn with_chain(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpuid_is_perfs_comma_form() {
+        assert_eq!(perf_cpuid("GenuineIntel-6-CF-2"), "GenuineIntel,6,207,2");
+        assert_eq!(perf_cpuid("AuthenticAMD-25-61-2"), "AuthenticAMD,37,97,2");
+        assert_eq!(perf_cpuid(""), "");
+        assert_eq!(perf_cpuid("0x00000000410fd4f0"), "0x00000000410fd4f0");
+    }
 
     #[test]
     fn build_id_lines_become_entries_with_the_kernel_marked() {

@@ -209,6 +209,7 @@ pub(super) fn meta_of(p: &Prepared, info: &mut PerfDataInfo) -> Meta {
             pmus.push(PmuMeta {
                 name: name.clone(),
                 type_,
+                cpus: None,
             });
         }
         let leader = leader_of(i);
@@ -277,6 +278,7 @@ pub(super) fn meta_of(p: &Prepared, info: &mut PerfDataInfo) -> Meta {
             .get(&feature::CPU_TOPOLOGY)
             .and_then(|d| cpu_topology_threads(d)),
         trace_printk: printk,
+        total_mem_kb: info.total_mem_kb,
         ..Meta::default()
     }
 }
