@@ -398,6 +398,18 @@ fn an_existing_output_is_kept_without_force() {
         "hrec: error: out.data exists; use --force to overwrite it\n"
     );
     assert_eq!(std::fs::read_to_string(d.join("out.data")).unwrap(), "keep");
+    let o = hrec_in(
+        d,
+        &[
+            "convert", "-i", "s.hrec", "--to", "json", "--pipe", "-o", "j",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o).1.contains("--pipe is perf.data's pipe mode"),
+        "{}",
+        text(&o).1
+    );
     let o = hrec_in(d, &["convert", "-i", "s.hrec", "-o", "s.hrec", "-f"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).1.contains("is the input"), "{}", text(&o).1);

@@ -51,6 +51,11 @@ pub fn exec(
 ) -> Result<u8, Error> {
     let input = input_file(args.input);
     let output = args.output;
+    if args.pipe && args.to == "json" {
+        return Err(Error::Usage(
+            "--pipe is perf.data's pipe mode; --to json has none".into(),
+        ));
+    }
     let stdout = output.as_os_str() == "-";
     if stdout {
         let rec = open_recording(env, &input, err)?;

@@ -235,7 +235,7 @@ fn tracing_data(meta: &crate::data::Meta) -> Option<Vec<u8>> {
     b.push(0);
     b.push(8);
     b.extend((page as u32).to_le_bytes());
-    let header_page = HEADER_PAGE.replace("PAGE", &(page - 16).to_string());
+    let header_page = HEADER_PAGE.replace("PAGE", &page.saturating_sub(16).to_string());
     for (name, text) in [
         ("header_page", header_page.as_str()),
         ("header_event", HEADER_EVENT),
@@ -574,7 +574,8 @@ fn with_chain(
     let (Some(head), Some(tail)) = (record.get(..span.start), record.get(span.end..)) else {
         return false;
     };
-    let room = (usize::from(u16::MAX) - 7 - head.len() - 8 - tail.len()) / 8;
+    // The largest record size that is a multiple of 8.
+    let room = (usize::from(u16::MAX) - 7).saturating_sub(head.len() + 8 + tail.len()) / 8;
     let chain = &chain[..chain.len().min(room)];
     let start = out.len();
     out.extend_from_slice(head);
