@@ -106,6 +106,13 @@ fn first_difference(a: &str, b: &str) -> String {
     )
 }
 
+/// `hrec record -e cpu-clock -F 2000 OPTS` of the hotspots example into `name`.
+fn record_hotspots(dir: &Path, name: &str, opts: &[&str]) {
+    let mut args = vec!["-e", "cpu-clock", "-F", "2000"];
+    args.extend_from_slice(opts);
+    record(dir, name, &args, &[&hotspots(), "1"]);
+}
+
 fn hotspots() -> String {
     support::release_example("hotspots")
         .to_string_lossy()
@@ -191,12 +198,7 @@ fn frame_pointer_chains_read_in_perf_as_in_hrec() {
     }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    record(
-        d,
-        "g.hrec",
-        &["-e", "cpu-clock", "-F", "2000", "-g"],
-        &[&hotspots(), "1"],
-    );
+    record_hotspots(d, "g.hrec", &["-g"]);
     let err = convert(d, "g.hrec", "g.perf.data");
     // The kernel symbols hrec kept are named as left out (perf reads its own).
     assert!(
@@ -510,9 +512,7 @@ fn hotspots_parser_reads_every_sample() {
     let sample = types[0];
     for (name, opts) in [("g", &["-g"][..]), ("d", &["--call-graph", "dwarf"])] {
         let hrec_file = format!("{name}.hrec");
-        let mut args = vec!["-e", "cpu-clock", "-F", "2000"];
-        args.extend_from_slice(opts);
-        record(d, &hrec_file, &args, &[&work, "1"]);
+        record_hotspots(d, &hrec_file, opts);
         let converted = format!("{name}.perf.data");
         let err = convert(d, &hrec_file, &converted);
         let samples: u64 = err
@@ -753,12 +753,9 @@ fn json_of_hrec_recordings_is_their_perf_datas() {
     }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let work = hotspots();
     for (name, opts) in [("fp", &["-g"][..]), ("dwarf", &["--call-graph", "dwarf"])] {
         let original = format!("{name}.hrec");
-        let mut args = vec!["-e", "cpu-clock", "-F", "2000"];
-        args.extend_from_slice(opts);
-        record(d, &original, &args, &[&work, "1"]);
+        record_hotspots(d, &original, opts);
         let converted = format!("{name}.perf.data");
         convert(d, &original, &converted);
         let (a, b, p) = (
@@ -796,12 +793,7 @@ fn pipe_mode_reads_in_perf_as_the_file_mode_does() {
     }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    record(
-        d,
-        "g.hrec",
-        &["-e", "cpu-clock", "-F", "2000", "-g"],
-        &[&hotspots(), "1"],
-    );
+    record_hotspots(d, "g.hrec", &["-g"]);
     convert(d, "g.hrec", "file.data");
     let (_, err) = hrec_ok(d, &["convert", "-i", "g.hrec", "--pipe", "-o", "pipe.data"]);
     assert!(err.contains("hrec: wrote pipe.data ("), "{err}");
