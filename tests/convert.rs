@@ -18,28 +18,7 @@ mod support;
 use std::path::Path;
 use std::process::Command;
 
-use support::{hrec_in, text};
-
-fn hrec_ok(dir: &Path, args: &[&str]) -> (String, String) {
-    let o = hrec_in(dir, args);
-    let (out, err) = text(&o);
-    assert!(o.status.success(), "hrec {args:?}: {err}");
-    (out, err)
-}
-
-fn perf_ok(dir: &Path, args: &[&str]) -> String {
-    let o = Command::new("perf")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run perf");
-    assert!(
-        o.status.success(),
-        "perf {args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
+use support::{hrec_in, hrec_ok, perf_ok, text};
 
 /// `hrec record -q OPTS -o NAME -- WORK` in `dir`.
 fn record(dir: &Path, name: &str, opts: &[&str], work: &[&str]) {
@@ -104,6 +83,16 @@ fn first_difference(a: &str, b: &str) -> String {
         a.get(at).unwrap_or(&"(end)"),
         b.get(at).unwrap_or(&"(end)")
     )
+}
+
+/// Whether this runs as root, which system-wide recording, cgroup records and other
+/// processes' switch records need (CI runs as root); else says the check was skipped.
+fn root_or_skip(what: &str) -> bool {
+    let root = support::privilege::is_root();
+    if !root {
+        eprintln!("skipped: {what} needs root here");
+    }
+    root
 }
 
 /// `hrec record -e cpu-clock -F 2000 OPTS` of the hotspots example into `name`.
@@ -283,28 +272,15 @@ fn a_system_wide_recording_converts_with_its_cpus() {
     }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let o = hrec_in(
-        d,
-        &[
-            "record",
-            "-q",
-            "-a",
-            "-e",
-            "cpu-clock",
-            "-F",
-            "1000",
-            "-g",
-            "-o",
-            "a.hrec",
-            "--",
-            &hotspots(),
-            "1",
-        ],
-    );
-    if !o.status.success() {
-        eprintln!("skipped: hrec record -a: {}", text(&o).1);
+    if !root_or_skip("hrec record -a") {
         return;
     }
+    record(
+        d,
+        "a.hrec",
+        &["-a", "-e", "cpu-clock", "-F", "1000", "-g"],
+        &[&hotspots(), "1"],
+    );
     convert(d, "a.hrec", "a.perf.data");
     check_of(
         d,
@@ -324,25 +300,15 @@ fn off_cpu_time_is_perfs_offcpu_time_event() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let work = support::release_example("offcpu");
-    let o = hrec_in(
-        d,
-        &[
-            "record",
-            "-q",
-            "-e",
-            "cpu-clock",
-            "-g",
-            "--off-cpu",
-            "-o",
-            "o.hrec",
-            "--",
-            &work.to_string_lossy(),
-        ],
-    );
-    if !o.status.success() {
-        eprintln!("skipped: hrec record --off-cpu: {}", text(&o).1);
+    if !root_or_skip("hrec record --off-cpu") {
         return;
     }
+    record(
+        d,
+        "o.hrec",
+        &["-e", "cpu-clock", "-g", "--off-cpu"],
+        &[&work.to_string_lossy()],
+    );
     let err = convert(d, "o.hrec", "o.perf.data");
     let fields = "comm,tid,time,event,period,ip";
     let want = hrec_ok(d, &["script", "-i", "o.hrec", "-F", fields]).0;
@@ -587,28 +553,15 @@ fn data_addresses_and_cgroups_carry_over() {
     }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let o = hrec_in(
-        d,
-        &[
-            "record",
-            "-q",
-            "-d",
-            "--all-cgroups",
-            "-e",
-            "page-faults",
-            "-c",
-            "1",
-            "-o",
-            "m.hrec",
-            "--",
-            &hotspots(),
-            "1",
-        ],
-    );
-    if !o.status.success() {
-        eprintln!("skipped: hrec record --all-cgroups: {}", text(&o).1);
+    if !root_or_skip("hrec record --all-cgroups") {
         return;
     }
+    record(
+        d,
+        "m.hrec",
+        &["-d", "--all-cgroups", "-e", "page-faults", "-c", "1"],
+        &[&hotspots(), "1"],
+    );
     convert(d, "m.hrec", "m.perf.data");
     check(
         d,
@@ -906,4 +859,59 @@ fn a_hybrid_recording_keeps_its_core_types() {
     let perf = perf_ok(d, &["script", "-i", "adl.perf.data", "-F", fields]);
     assert!(want.contains("cpu_atom/"), "{want}");
     assert!(perf == want, "{}", first_difference(&perf, &want));
+}
+
+/// Bad input and output are one line each: a recording cut in the middle converts what was
+/// written before the cut (perf reads it), a missing input and an output that cannot be
+/// written are errors that name them, and nothing is left behind.
+#[test]
+fn a_cut_recording_converts_what_is_readable_and_bad_paths_are_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Many blocks (a block holds up to 128 KiB of records).
+    record(
+        d,
+        "g.hrec",
+        &["-e", "cpu-clock", "-F", "20000", "-g"],
+        &[&hotspots(), "2"],
+    );
+    let whole = std::fs::read(d.join("g.hrec")).unwrap();
+    std::fs::write(d.join("cut.hrec"), &whole[..whole.len() * 2 / 3]).unwrap();
+    let (_, err) = hrec_ok(d, &["convert", "-i", "cut.hrec", "-o", "cut.data"]);
+    assert!(
+        err.contains("hrec: warning: cut.hrec is truncated"),
+        "{err}"
+    );
+    let written: u64 = err
+        .rsplit_once("hrec: wrote cut.data (")
+        .and_then(|(_, r)| r.split_once(" records"))
+        .and_then(|(n, _)| n.parse().ok())
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(written > 10, "{err}");
+    if support::perf().is_some() {
+        let perf = perf_ok(d, &["script", "-i", "cut.data", "-F", "comm,tid,time"]);
+        assert!(perf.lines().count() > 10, "{perf}");
+    }
+    for (args, want) in [
+        (
+            &["convert", "-i", "missing.hrec", "-o", "x.data"][..],
+            "hrec: error: cannot open missing.hrec",
+        ),
+        (
+            &["convert", "-i", "g.hrec", "-o", "no/such/dir/x.data"],
+            "hrec: error: cannot write no/such/dir/x.data: ",
+        ),
+    ] {
+        let o = hrec_in(d, args);
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.starts_with(want), "{err}");
+    }
+    let left: Vec<String> = std::fs::read_dir(d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.') || n == "x.data")
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
 }

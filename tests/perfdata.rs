@@ -31,24 +31,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
-use support::{hrec_in, text};
+use support::{hrec_in, hrec_ok, perf_ok as run_perf, text};
 
 /// perf prints overheads with two decimals; a bucket of unresolved rows sums a few roundings.
 const ROUNDING: f64 = 0.01;
-
-fn run_perf(dir: &Path, args: &[&str]) -> String {
-    let o = Command::new("perf")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run perf");
-    assert!(
-        o.status.success(),
-        "perf {args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
 
 /// `perf record -q -F 4000 -o NAME OPTS -- WORK` in `dir`.
 fn perf_record(dir: &Path, name: &str, opts: &[&str], work: &[&str]) -> PathBuf {
@@ -150,13 +136,6 @@ fn hotspots() -> String {
     support::release_example("hotspots")
         .to_string_lossy()
         .into_owned()
-}
-
-fn hrec_ok(dir: &Path, args: &[&str]) -> (String, String) {
-    let o = hrec_in(dir, args);
-    let (out, err) = text(&o);
-    assert!(o.status.success(), "hrec {args:?}: {err}");
-    (out, err)
 }
 
 /// Sample lines of `hrec script` (callchain frames are tab-indented, then a blank line).

@@ -152,7 +152,7 @@ fn run(
         ..cfg.profile.clone()
     };
     output::script::check_fields(&rec, &cfg.named_fields).map_err(Error::Usage)?;
-    let fields = pipe_fields(&rec, cfg);
+    let fields = output::script::pipe_fields(&rec, &cfg.fields, &cfg.unset_fields, cfg.layout);
     let mut buf = io::BufWriter::new(out);
     if cfg.header {
         output::header_block(&rec, &mut buf)?;
@@ -181,29 +181,4 @@ fn run(
         writeln!(err, "hrec: warning: skipped a record: {e}")?;
     }
     Ok(0)
-}
-
-/// The fields to print. perf 6.1 reading a pipe (`perf record -o -`'s stream) whose events
-/// sample call chains adds `ip` and `sym` to the fields `-F` gives, unless `-F` takes them
-/// away (`-sym`) or `-G` hides the chains: it sets the fields up as the attrs arrive
-/// (`process_attr`), after `-F`.
-fn pipe_fields(rec: &hrec::recording::Recording, cfg: &ScriptConfig) -> Vec<output::script::Field> {
-    use hrec::event::attr::sample;
-    use output::script::Field;
-    let mut fields = cfg.fields.clone();
-    let pipe = matches!(&rec.source, hrec::recording::Source::PerfData(p) if p.info.pipe);
-    let chains = rec.meta().events.iter().any(|e| {
-        let t = e.attr.sample_type;
-        t & (sample::CALLCHAIN | sample::BRANCH_STACK) != 0
-            || t & (sample::REGS_USER | sample::STACK_USER)
-                == sample::REGS_USER | sample::STACK_USER
-    });
-    if pipe && chains && !cfg.layout.default_fields && !cfg.layout.hide_call_graph {
-        for f in [Field::Ip, Field::Sym] {
-            if !cfg.unset_fields.contains(&f) && !fields.contains(&f) {
-                fields.push(f);
-            }
-        }
-    }
-    fields
 }

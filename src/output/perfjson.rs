@@ -19,6 +19,7 @@
 //!   while recording are recorded ones). No event name nor period: perf 6.1 writes neither. hrec's
 //!   off-CPU marks (`[preempted]`, `[no stack]`) are no frames of perf's.
 
+use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use crate::analysis::profile::ProfileOptions;
@@ -67,25 +68,14 @@ pub fn write(
     string("os-release", &meta.kernel_release);
     string("arch", &meta.arch);
     string("cpu-desc", &meta.cpu_model);
-    let cpuid = info
-        .and_then(|i| i.cpuid.clone())
-        .unwrap_or_else(|| super::perfdata::convert::perf_cpuid(&meta.cpuid));
-    string("cpuid", &cpuid);
-    let cpus = match info {
-        Some(i) => i.nr_cpus,
-        None => super::perfdata::convert::nr_cpus(meta),
-    };
-    if let Some((avail, online)) = cpus {
+    let host = super::perfdata::convert::HostFacts::of(rec);
+    string("cpuid", &host.cpuid);
+    if let Some((avail, online)) = host.nr_cpus {
         fields.push(format!("\"nrcpus-online\": {online}"));
         fields.push(format!("\"nrcpus-avail\": {avail}"));
     }
-    let version = match info {
-        Some(i) => i.perf_version.clone().unwrap_or_default(),
-        None if !meta.hrec_version.is_empty() => format!("hrec {}", meta.hrec_version),
-        None => String::new(),
-    };
-    if !version.is_empty() {
-        fields.push(format!("\"perf-version\": {}", json_string(&version)));
+    if !host.version.is_empty() {
+        fields.push(format!("\"perf-version\": {}", json_string(&host.version)));
     }
     if !meta.command_line.is_empty() {
         let args: Vec<String> = meta
@@ -101,6 +91,7 @@ pub fn write(
     let mut n = 0u64;
     let mut failed = None;
     let mut frames: Vec<(u64, Option<u32>)> = Vec::new();
+    let (mut locs, mut recorded, mut t) = (Vec::<u32>::new(), Vec::<u64>::new(), String::new());
     let any_cpu = meta
         .events
         .iter()
@@ -117,53 +108,51 @@ pub fn write(
         // which another process may have at another address), where its chain lists exactly
         // the frames the replay found; else the locations' own.
         frames.clear();
-        let mut locs = std::iter::once(v.leaf).chain(v.callers.iter().copied());
+        locs.clear();
+        locs.push(v.leaf);
+        locs.extend_from_slice(v.callers);
         // A chain hrec unwound while recording (`[STACK_REF, id]`) is the replay's frames,
         // as its perf.data holds them.
-        let unwound = s.callchain.is_some_and(|c| c.get(0) == Some(STACK_REF));
-        let recorded: Vec<u64> = match s.callchain {
-            _ if unwound => locs.clone().map(|l| p.locs[l as usize].addr).collect(),
-            Some(c) if v.callchain => c.iter().filter(|&a| !context::is_marker(a)).collect(),
-            _ => s.ip.into_iter().collect(),
-        };
-        if recorded.len() == 1 + v.callers.len() {
-            frames.extend(
-                recorded
-                    .into_iter()
-                    .zip(&mut locs)
-                    .map(|(a, l)| (a, Some(l))),
-            );
+        recorded.clear();
+        match s.callchain {
+            Some(c) if c.get(0) == Some(STACK_REF) => {
+                recorded.extend(locs.iter().map(|&l| p.locs[l as usize].addr));
+            }
+            Some(c) if v.callchain => recorded.extend(c.iter().filter(|&a| !context::is_marker(a))),
+            _ => recorded.extend(s.ip),
+        }
+        if recorded.len() == locs.len() {
+            frames.extend(recorded.iter().zip(&locs).map(|(&a, &l)| (a, Some(l))));
         } else {
             // The replay's frames are not the chain's (an empty chain, a user part the
             // replay completed): the chain's entries, each named by a frame of the replay at
             // that address.
-            let locs: Vec<u32> = locs.collect();
-            frames.extend(recorded.into_iter().map(|a| {
+            frames.extend(recorded.iter().map(|&a| {
                 (
                     a,
                     locs.iter().copied().find(|&l| p.locs[l as usize].addr == a),
                 )
             }));
         }
-        let mut t = String::with_capacity(256);
-        t.push_str(if n == 0 { "\n" } else { ",\n" });
-        t.push_str("\t\t{\n");
-        let mut put = |k: &str, v: String| {
-            t.push_str(&format!("\t\t\t\"{k}\": {v},\n"));
-        };
+        t.clear();
+        t.push_str(if n == 0 { "\n\t\t{\n" } else { ",\n\t\t{\n" });
         if let Some(time) = s.time {
-            put("timestamp", time.to_string());
+            let _ = writeln!(t, "\t\t\t\"timestamp\": {time},");
         }
         if let (Some(pid), Some(tid)) = (s.pid, s.tid) {
-            put("pid", (pid as i32).to_string());
-            put("tid", (tid as i32).to_string());
+            let _ = writeln!(t, "\t\t\t\"pid\": {},", pid as i32);
+            let _ = writeln!(t, "\t\t\t\"tid\": {},", tid as i32);
         }
         // perf writes the CPU of every sample when any event samples it (-1 where one does
         // not).
         if any_cpu {
-            put("cpu", s.cpu.map_or(-1, |c| c as i32).to_string());
+            let _ = writeln!(t, "\t\t\t\"cpu\": {},", s.cpu.map_or(-1, |c| c as i32));
         }
-        put("comm", json_string(&p.comms[v.comm as usize]));
+        let _ = writeln!(
+            t,
+            "\t\t\t\"comm\": {},",
+            json_string(&p.comms[v.comm as usize])
+        );
         t.push_str("\t\t\t\"callchain\": [");
         let mut first = true;
         // An empty chain is `[`, a new line and `]`, as perf writes it.
@@ -174,21 +163,21 @@ pub fn write(
             }
             t.push_str(if first { "\n" } else { ",\n" });
             first = false;
-            t.push_str(&format!("\t\t\t\t{{\n\t\t\t\t\t\"ip\": \"{addr:#x}\""));
+            let _ = write!(t, "\t\t\t\t{{\n\t\t\t\t\t\"ip\": \"{addr:#x}\"");
             if let Some(loc) = loc
                 && let Some(sym) = &loc.sym
             {
                 let dso = loc.dso_path.rsplit('/').next().unwrap_or(&loc.dso_path);
-                t.push_str(&format!(
+                let _ = write!(
+                    t,
                     ",\n\t\t\t\t\t\"symbol\": {},\n\t\t\t\t\t\"dso\": {}",
                     json_string(sym),
                     json_string(dso)
-                ));
+                );
             }
             t.push_str("\n\t\t\t\t}");
         }
-        t.push_str("\n\t\t\t]\n");
-        t.push_str("\t\t}");
+        t.push_str("\n\t\t\t]\n\t\t}");
         if let Err(e) = w.write_all(t.as_bytes()) {
             failed = Some(e);
         }

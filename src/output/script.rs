@@ -249,6 +249,35 @@ fn frames_of(l: &Loc, ip: Option<u64>, expand: bool, chain: bool, out: &mut Vec<
     }
 }
 
+/// The fields to print. perf 6.1 reading a pipe (`perf record -o -`'s stream) whose events
+/// sample call chains adds `ip` and `sym` to the fields `-F` gives, unless `-F` takes them
+/// away (`unset`, `-sym`) or `-G` hides the chains: it sets the fields up as the attrs
+/// arrive (`process_attr`), after `-F`.
+pub fn pipe_fields(
+    rec: &Recording,
+    fields: &[Field],
+    unset: &[Field],
+    layout: Layout,
+) -> Vec<Field> {
+    use crate::event::attr::sample;
+    let mut fields = fields.to_vec();
+    let pipe = matches!(&rec.source, crate::recording::Source::PerfData(p) if p.info.pipe);
+    let chains = rec.meta().events.iter().any(|e| {
+        let t = e.attr.sample_type;
+        t & (sample::CALLCHAIN | sample::BRANCH_STACK) != 0
+            || t & (sample::REGS_USER | sample::STACK_USER)
+                == sample::REGS_USER | sample::STACK_USER
+    });
+    if pipe && chains && !layout.default_fields && !layout.hide_call_graph {
+        for f in [Field::Ip, Field::Sym] {
+            if !unset.contains(&f) && !fields.contains(&f) {
+                fields.push(f);
+            }
+        }
+    }
+    fields
+}
+
 /// The fields a `-F` spec takes away (`-x`).
 pub fn unset_fields(spec: &str) -> Vec<Field> {
     spec.split(',')

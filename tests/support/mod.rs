@@ -225,6 +225,29 @@ pub fn record_page_faults(perf: Option<&str>, dir: &Path, file: &str, prog: &str
     }
 }
 
+/// Runs hrec in `dir`, which must succeed: its stdout and stderr.
+pub fn hrec_ok(dir: &Path, args: &[&str]) -> (String, String) {
+    let o = hrec_in(dir, args);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "hrec {args:?}: {err}");
+    (out, err)
+}
+
+/// Runs the installed perf in `dir`, which must succeed: its stdout.
+pub fn perf_ok(dir: &Path, args: &[&str]) -> String {
+    let o = Command::new("perf")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run perf");
+    assert!(
+        o.status.success(),
+        "perf {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
 /// `perf` when installed (the reference peer), else `None` after saying why.
 pub fn perf() -> Option<&'static str> {
     let ok = Command::new("perf")

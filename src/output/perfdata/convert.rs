@@ -124,23 +124,14 @@ pub fn header_of(rec: &Recording) -> (Header, Vec<String>) {
     string(&mut h, feature::OSRELEASE, &meta.kernel_release);
     string(&mut h, feature::ARCH, &meta.arch);
     string(&mut h, feature::CPUDESC, &meta.cpu_model);
-    let cpuid = match &rec.source {
-        Source::PerfData(p) => p.info.cpuid.clone(),
-        Source::Hrec(_) => None,
-    }
-    .unwrap_or_else(|| perf_cpuid(&meta.cpuid));
-    string(&mut h, feature::CPUID, &cpuid);
+    let host = HostFacts::of(rec);
+    string(&mut h, feature::CPUID, &host.cpuid);
     let info = match &rec.source {
         Source::PerfData(p) => Some(&p.info),
         Source::Hrec(_) => None,
     };
-    let version = match info.and_then(|i| i.perf_version.clone()) {
-        Some(v) => v,
-        None if !meta.hrec_version.is_empty() => format!("hrec {}", meta.hrec_version),
-        None => String::new(),
-    };
-    string(&mut h, feature::VERSION, &version);
-    if let Some((available, online)) = info.and_then(|i| i.nr_cpus).or_else(|| nr_cpus(meta)) {
+    string(&mut h, feature::VERSION, &host.version);
+    if let Some((available, online)) = host.nr_cpus {
         h.nrcpus(available, online);
     }
     if let Some(kb) = meta.total_mem_kb {
@@ -263,6 +254,40 @@ fn tracing_data(meta: &crate::data::Meta) -> Option<Vec<u8>> {
     Some(b)
 }
 
+/// The host facts perf.data's header and perf's JSON state alike, as perf writes them: a
+/// perf.data's own, else an hrec file's in perf's terms.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostFacts {
+    /// VERSION: perf's version, or `hrec VERSION` (empty when unknown).
+    pub version: String,
+    /// CPUID in perf's comma form (empty when unknown).
+    pub cpuid: String,
+    /// NRCPUS: available and online.
+    pub nr_cpus: Option<(u32, u32)>,
+}
+
+impl HostFacts {
+    /// The facts of `rec`.
+    pub fn of(rec: &Recording) -> HostFacts {
+        let meta = rec.meta();
+        let info = match &rec.source {
+            Source::PerfData(p) => Some(&p.info),
+            Source::Hrec(_) => None,
+        };
+        HostFacts {
+            version: match info.and_then(|i| i.perf_version.clone()) {
+                Some(v) => v,
+                None if !meta.hrec_version.is_empty() => format!("hrec {}", meta.hrec_version),
+                None => String::new(),
+            },
+            cpuid: info
+                .and_then(|i| i.cpuid.clone())
+                .unwrap_or_else(|| perf_cpuid(&meta.cpuid)),
+            nr_cpus: info.and_then(|i| i.nr_cpus).or_else(|| nr_cpus(meta)),
+        }
+    }
+}
+
 /// The CPUID feature as perf writes it (`get_cpuid`: `GenuineIntel,6,207,2`, family, model
 /// and stepping in decimal) from hrec's form, perf's PMU-event key (`GenuineIntel-6-CF-2`,
 /// in hex); anything else as it is.
@@ -282,7 +307,7 @@ pub fn perf_cpuid(hrec: &str) -> String {
 
 /// NRCPUS of an hrec recording: the CPUs configured and online (at least one), `None` when
 /// the file does not say.
-pub fn nr_cpus(meta: &crate::data::Meta) -> Option<(u32, u32)> {
+fn nr_cpus(meta: &crate::data::Meta) -> Option<(u32, u32)> {
     let online = meta
         .cpus_online
         .parse::<CpuList>()
@@ -293,21 +318,17 @@ pub fn nr_cpus(meta: &crate::data::Meta) -> Option<(u32, u32)> {
 /// The `build-ids` side block (`HEX PATH` lines) as BUILD_ID entries; the kernel and its
 /// modules are kernel objects.
 fn build_ids(text: &[u8]) -> Vec<BuildId> {
-    let text = String::from_utf8_lossy(text);
-    text.lines()
-        .filter_map(|l| {
-            let (hex, path) = l.split_once(' ')?;
-            let id = (0..hex.len() / 2)
-                .map(|i| u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok())
-                .collect::<Option<Vec<u8>>>()
-                .filter(|id| !id.is_empty() && hex.len() % 2 == 0)?;
-            let path = path.trim().to_string();
+    crate::symbol::symbolizer::parse_build_id_lines(text)
+        .into_iter()
+        .filter(|(_, id)| !id.is_empty())
+        .map(|(path, id)| {
+            let path = path.to_string_lossy().into_owned();
             let kernel = path.starts_with("[kernel.")
                 || path.starts_with("/lib/modules/")
                 || [".ko", ".ko.xz", ".ko.zst", ".ko.gz"]
                     .iter()
                     .any(|s| path.ends_with(s));
-            Some(BuildId { id, path, kernel })
+            BuildId { id, path, kernel }
         })
         .collect()
 }
@@ -340,7 +361,6 @@ pub fn to_perf_pipe(rec: &Recording, mut w: impl Write) -> io::Result<Converted>
 
 /// The records of `rec` as perf.data's data section, in time order, handed to `sink` in
 /// batches; with what was converted and the first and last sample's time.
-#[allow(clippy::type_complexity)]
 fn records(
     rec: &Recording,
     mut left_out: Vec<String>,
