@@ -220,6 +220,38 @@ fn frame_pointer_chains_read_in_perf_as_in_hrec() {
     ] {
         assert!(header.contains(want), "{want}: {header}");
     }
+    // The CPU and NUMA topology, as perf's own recording on this machine has them (perf
+    // prints them with -I); a node's free memory changes between the recordings.
+    perf_ok(
+        d,
+        &[
+            "record",
+            "-q",
+            "-e",
+            "cpu-clock",
+            "-o",
+            "own.perf.data",
+            "true",
+        ],
+    );
+    let topology = |file: &str| -> Vec<String> {
+        perf_ok(d, &["report", "-i", file, "--header-only", "-I"])
+            .lines()
+            .filter(|l| {
+                l.starts_with("# sibling")
+                    || l.strip_prefix("# CPU ")
+                        .is_some_and(|c| c.starts_with(char::is_numeric))
+                    || (l.starts_with("# node") && !l.contains("memory"))
+            })
+            .map(|l| l.split(", free =").next().unwrap_or(l).to_string())
+            .collect()
+    };
+    let own = topology("own.perf.data");
+    assert!(
+        own.iter().any(|l| l.starts_with("# sibling threads")),
+        "{own:?}"
+    );
+    assert_eq!(topology("g.perf.data"), own);
 }
 
 #[test]
@@ -492,7 +524,74 @@ fn hotspots_parser_reads_every_sample() {
             Some(samples),
             "hotspot-perfparser's samples of {converted}"
         );
+        hotspot_gui_opens(d, &converted);
     }
+}
+
+/// The hotspot GUI, headless (`QT_QPA_PLATFORM=offscreen`), opens `file` and shows its
+/// results: it runs the parser, builds its views and switches to the results page, which
+/// Qt's offscreen platform marks with a second "does not support propagateSizeHints" line on
+/// stderr (the first is the start page). A parser failure ("... exited with code") or the
+/// process ending (a crash) before that fails; once there, hotspot is ended with SIGTERM and
+/// must die of it, not of a crash of its own.
+fn hotspot_gui_opens(dir: &Path, file: &str) {
+    use std::io::BufRead as _;
+    use std::os::unix::process::ExitStatusExt as _;
+    let Ok(mut child) = Command::new("hotspot")
+        .arg(file)
+        .current_dir(dir)
+        .env("QT_QPA_PLATFORM", "offscreen")
+        .env("HOME", dir)
+        .env("XDG_CONFIG_HOME", dir.join(".config"))
+        .env("XDG_RUNTIME_DIR", dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+    else {
+        eprintln!("skipped: the hotspot GUI is not installed");
+        return;
+    };
+    // Read on its own thread to the end, so that hotspot never writes into a closed pipe.
+    let stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        for line in stderr.lines() {
+            let Ok(line) = line else { break };
+            let _ = tx.send(line);
+        }
+    });
+    let mut seen = Vec::new();
+    let mut pages = 0;
+    while pages < 2 {
+        let Ok(line) = rx.recv() else { break };
+        if line.contains("does not support propagateSizeHints") {
+            pages += 1;
+        }
+        let failed = line.contains("exited with code");
+        if !line.starts_with("kf.i18n") {
+            seen.push(line);
+        }
+        assert!(!failed, "hotspot {file}:\n{}", seen.join("\n"));
+    }
+    assert_eq!(
+        pages,
+        2,
+        "hotspot {file} ended before its results page ({:?}):\n{}",
+        child.try_wait(),
+        seen.join("\n")
+    );
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let status = child.wait().unwrap();
+    let _ = reader.join();
+    assert_eq!(
+        status.signal(),
+        Some(libc::SIGTERM),
+        "hotspot {file}: {status}:\n{}",
+        seen.join("\n")
+    );
 }
 
 /// The synthetic TopDown recordings of `examples/recordings/` (hrec's `-W -g` groups of
@@ -853,6 +952,15 @@ fn a_hybrid_recording_keeps_its_core_types() {
     let header = perf_ok(d, &["report", "-i", "adl.perf.data", "--header-only", "-I"]);
     for want in ["cpu_core cpu list : 0-15", "cpu_atom cpu list : 16-23"] {
         assert!(header.contains(want), "{want}: {header}");
+    }
+    // perf.data to perf.data keeps them.
+    convert(d, "adl.perf.data", "again.perf.data");
+    let again = perf_ok(
+        d,
+        &["report", "-i", "again.perf.data", "--header-only", "-I"],
+    );
+    for want in ["cpu_core cpu list : 0-15", "cpu_atom cpu list : 16-23"] {
+        assert!(again.contains(want), "{want}: {again}");
     }
     let fields = "tid,time,event,period,ip";
     let want = hrec_ok(d, &["script", "-i", "hrec.data", "-F", fields]).0;

@@ -77,6 +77,13 @@ fn meta() -> Meta {
         }),
         trace_printk: "0xffffffff82000000 : \"rcu_preempt\"\n".into(),
         total_mem_kb: Some(24_684_092),
+        cpu_topology: Some(hrec::pmu::CpuTopology {
+            packages: vec!["0-1".into()],
+            cores: vec!["0".into(), "1".into()],
+            dies: vec!["0-1".into()],
+            ids: vec![[0, 0, 0], [1, 0, 0]],
+        }),
+        numa_memory_kb: vec![(0, 24_684_092, 14_606_832)],
         pmus: vec![PmuMeta {
             name: "software".into(),
             type_: 1,

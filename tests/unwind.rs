@@ -431,6 +431,62 @@ fn through_a_signal_frame() {
     );
 }
 
+/// Samples taken while the dynamic linker binds a call (`LD_BIND_NOT=1`: every call) unwind
+/// through glibc's `_dl_runtime_resolve_xsavec`, whose CFA is `rbx + 32`, to the function
+/// that made the call, as perf's do: framehop alone skipped it for `main`.
+#[test]
+fn through_the_lazy_binding_trampoline() {
+    if support::perf().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let flags = ["-fomit-frame-pointer", "-fno-builtin", "-Wl,-z,lazy"];
+    let Some(prog) = build(d, "unwind/lazy.c", &flags) else {
+        return;
+    };
+    let prog = prog.to_str().unwrap();
+    let perf = compare(d, "lazy", &["env", "LD_BIND_NOT=1", prog, "600000"]);
+    let (_, hrec) = dwarf_stacks(d, "lazy.perf.data");
+    let own = script_stacks(&run(
+        d,
+        HREC,
+        &["script", "--inline", "-F", "ip,sym", "-i", "lazy.hrec"],
+    ));
+    // Of the stacks through the trampoline, those whose next frame is `work`.
+    let through = |stacks: &[Stack]| {
+        let mut callers = (0, 0);
+        for s in stacks {
+            let names: Vec<&str> = s.iter().map(|(_, n)| n.as_str()).collect();
+            if let Some(at) = names
+                .iter()
+                .position(|n| n.starts_with("_dl_runtime_resolve"))
+            {
+                callers.0 += 1;
+                callers.1 += usize::from(names.get(at + 1) == Some(&"work"));
+            }
+        }
+        callers
+    };
+    let (perf_all, perf_work) = through(&perf);
+    assert!(
+        perf_all * 4 > perf.len() && perf_work * 10 >= perf_all * 9,
+        "perf: {perf_work} of {perf_all} stacks through the trampoline go on to work, of {}",
+        perf.len()
+    );
+    let (all, work) = through(&hrec);
+    assert_eq!(all, perf_all, "perf's file: stacks through the trampoline");
+    assert!(
+        work >= perf_work,
+        "perf's file: {work} of {all} stacks through the trampoline go on to work, perf {perf_work}"
+    );
+    let (all, work) = through(&own);
+    assert!(
+        all * 4 > own.len() && work * 10 >= all * 9,
+        "hrec's recording: {work} of {all} stacks through the trampoline go on to work"
+    );
+}
+
 /// Code built without `.eh_frame` rules (`-fno-asynchronous-unwind-tables`: only
 /// `.debug_frame`) unwinds from `.debug_frame`, in perf's file and in hrec's own recording
 /// (perf's own unwinder stops at the first frame there).

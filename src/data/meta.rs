@@ -79,6 +79,14 @@ pub struct Meta {
     /// `None` when unknown (and in files written before hrec kept it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub total_mem_kb: Option<u64>,
+    /// The machine's CPU topology (sysfs, as perf reads it; perf.data's CPU_TOPOLOGY), which
+    /// `convert` writes back. `None` when unknown (and in files written before hrec kept it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_topology: Option<crate::pmu::CpuTopology>,
+    /// Each NUMA node's memory in kB when recorded, total and free (`node<N>/meminfo`;
+    /// perf.data's NUMA_TOPOLOGY), by node number; empty when unknown.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub numa_memory_kb: Vec<(u32, u64, u64)>,
     /// With tracepoints: the kernel's printk formats (tracefs `printk_formats`, `0xADDR :
     /// "text"` lines), which a tracepoint's `%s` of a `const char *` field prints; perf.data
     /// keeps them in its tracing data.

@@ -181,6 +181,133 @@ pub fn threads_per_core(root: &std::path::Path, online: &CpuList) -> Option<u32>
     most
 }
 
+/// A machine's CPU topology as perf.data's CPU_TOPOLOGY holds it, in perf's order: the
+/// distinct CPU lists of packages, cores and dies, each list once, in the order of the first
+/// online CPU that names it; and per CPU, from 0 to the highest present one, its core,
+/// package and die ids (-1 where sysfs has none: an offline CPU).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct CpuTopology {
+    /// `topology/package_cpus_list` (Linux 5.6; `core_siblings_list` before).
+    pub packages: Vec<String>,
+    /// `topology/core_cpus_list` (`thread_siblings_list` before).
+    pub cores: Vec<String>,
+    /// `topology/die_cpus_list`; empty where the kernel has no dies (perf writes none then).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub dies: Vec<String>,
+    /// Per CPU: `[core_id, physical_package_id, die_id]`.
+    pub ids: Vec<[i32; 3]>,
+}
+
+impl CpuTopology {
+    /// The most CPUs one core's list names: hardware threads per core. Counted, not
+    /// expanded, so a crafted list of huge ranges allocates nothing; `None` when no list
+    /// names a CPU.
+    pub fn threads_per_core(&self) -> Option<u32> {
+        self.cores
+            .iter()
+            .filter_map(|l| cpus_in(l))
+            .filter(|&n| n > 0)
+            .max()
+    }
+}
+
+/// The number of CPUs a CPU list (`0,4` or `0-1`) names, `None` when it is not one.
+pub fn cpus_in(list: &str) -> Option<u32> {
+    let list = list.trim();
+    if list.is_empty() {
+        return Some(0);
+    }
+    let mut n: u32 = 0;
+    for part in list.split(',') {
+        let part = part.trim();
+        let (lo, hi) = part.split_once('-').unwrap_or((part, part));
+        let (lo, hi): (u32, u32) = (lo.parse().ok()?, hi.parse().ok()?);
+        n = n.saturating_add(hi.checked_sub(lo)?.saturating_add(1));
+    }
+    Some(n)
+}
+
+/// CPUs read at most for [`cpu_topology`].
+const MAX_TOPOLOGY_CPUS: u32 = 1 << 14;
+
+/// The CPU topology of a sysfs snapshot (`<root>/devices/system/cpu`), read as perf reads it
+/// for CPU_TOPOLOGY; `None` when no online CPU has a package or core list.
+pub fn cpu_topology(root: &std::path::Path, online: &CpuList) -> Option<CpuTopology> {
+    let dir = root.join("devices/system/cpu");
+    let read = |cpu: u32, files: &[&str]| {
+        let topo = dir.join(format!("cpu{cpu}/topology"));
+        files
+            .iter()
+            .find_map(|f| std::fs::read_to_string(topo.join(f)).ok())
+            .map(|t| t.trim_end_matches('\n').to_string())
+    };
+    let mut t = CpuTopology::default();
+    let add = |lists: &mut Vec<String>, l: Option<String>| {
+        if let Some(l) = l
+            && !lists.contains(&l)
+        {
+            lists.push(l);
+        }
+    };
+    for &cpu in online.cpus().iter().take(MAX_TOPOLOGY_CPUS as usize) {
+        add(
+            &mut t.packages,
+            read(cpu, &["package_cpus_list", "core_siblings_list"]),
+        );
+        add(
+            &mut t.cores,
+            read(cpu, &["core_cpus_list", "thread_siblings_list"]),
+        );
+        add(&mut t.dies, read(cpu, &["die_cpus_list"]));
+    }
+    if t.packages.is_empty() && t.cores.is_empty() {
+        return None;
+    }
+    // Every present CPU, offline ones included, as perf's `nr_cpus_avail`.
+    let present = std::fs::read_to_string(dir.join("present"))
+        .ok()
+        .and_then(|p| p.parse::<CpuList>().ok())
+        .and_then(|p| p.cpus().last().copied())
+        .or_else(|| online.cpus().last().copied())
+        .map_or(0, |m| (m + 1).min(MAX_TOPOLOGY_CPUS));
+    let id = |cpu: u32, file: &str| {
+        read(cpu, &[file])
+            .and_then(|v| v.trim().parse::<i32>().ok())
+            .unwrap_or(-1)
+    };
+    t.ids = (0..present)
+        .map(|cpu| {
+            [
+                id(cpu, "core_id"),
+                id(cpu, "physical_package_id"),
+                id(cpu, "die_id"),
+            ]
+        })
+        .collect();
+    Some(t)
+}
+
+/// Each NUMA node's memory in kB, total and free (`node<N>/meminfo`'s MemTotal and MemFree),
+/// for the nodes of [`numa_nodes`]; a node without a readable meminfo is left out.
+pub fn numa_memory(root: &std::path::Path, nodes: &[(u32, String)]) -> Vec<(u32, u64, u64)> {
+    nodes
+        .iter()
+        .filter_map(|&(n, _)| {
+            let text =
+                std::fs::read_to_string(root.join(format!("devices/system/node/node{n}/meminfo")))
+                    .ok()?;
+            let kb = |key: &str| {
+                text.lines().find_map(|l| {
+                    let (_, rest) = l.split_once(key)?;
+                    rest.trim().strip_suffix("kB")?.trim().parse::<u64>().ok()
+                })
+            };
+            Some((n, kb("MemTotal:")?, kb("MemFree:")?))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -285,5 +412,43 @@ mod tests {
         // Garbage is skipped, not a panic.
         std::fs::write(topo(2).join("core_cpus_list"), "x\n").unwrap();
         assert_eq!(threads_per_core(dir.path(), &online), Some(1));
+    }
+
+    /// perf's CPU_TOPOLOGY from a sysfs tree: each list once, in CPU order; ids for every
+    /// present CPU, -1 for an offline one (its topology directory is gone).
+    #[test]
+    fn cpu_topology_as_perf_reads_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let cpu = dir.path().join("devices/system/cpu");
+        std::fs::create_dir_all(&cpu).unwrap();
+        std::fs::write(cpu.join("present"), "0-3\n").unwrap();
+        for (n, core) in [(0, "0-1"), (1, "0-1"), (2, "2")] {
+            let t = cpu.join(format!("cpu{n}/topology"));
+            std::fs::create_dir_all(&t).unwrap();
+            for (f, v) in [
+                ("package_cpus_list", "0-3"),
+                ("core_siblings_list", "stale"),
+                ("core_cpus_list", core),
+                ("die_cpus_list", "0-3"),
+                ("core_id", if n < 2 { "0" } else { "4" }),
+                ("physical_package_id", "0"),
+                ("die_id", "0"),
+            ] {
+                std::fs::write(t.join(f), format!("{v}\n")).unwrap();
+            }
+        }
+        let online: CpuList = "0-2".parse().unwrap();
+        let t = cpu_topology(dir.path(), &online).unwrap();
+        assert_eq!(
+            t,
+            CpuTopology {
+                packages: vec!["0-3".into()],
+                cores: vec!["0-1".into(), "2".into()],
+                dies: vec!["0-3".into()],
+                ids: vec![[0, 0, 0], [0, 0, 0], [4, 0, 0], [-1, -1, -1]],
+            }
+        );
+        assert_eq!(t.threads_per_core(), Some(2));
+        assert_eq!(cpu_topology(&dir.path().join("none"), &online), None);
     }
 }

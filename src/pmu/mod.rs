@@ -37,7 +37,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-pub use cpulist::{CpuList, CpuListError, numa_nodes, threads_per_core};
+pub use cpulist::{
+    CpuList, CpuListError, CpuTopology, cpu_topology, numa_memory, numa_nodes, threads_per_core,
+};
 
 /// The perf_event_attr word a format field writes into.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

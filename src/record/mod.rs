@@ -593,6 +593,7 @@ fn build_meta(
     };
     let mut notices = s.plan.notices.clone();
     notices.extend(o.notices.iter().cloned());
+    let numa_nodes = crate::pmu::numa_nodes(&s.pmus.root);
     Meta {
         hrec_version: env!("CARGO_PKG_VERSION").to_string(),
         command_line: s.command_line.clone(),
@@ -625,8 +626,10 @@ fn build_meta(
         mmap_pages: data_pages as u64,
         unwound_at_record: unwound,
         off_cpu_blocked_only: s.plan.off_cpu.is_some_and(|o| o.blocked_only),
-        numa_nodes: crate::pmu::numa_nodes(&s.pmus.root),
+        numa_memory_kb: crate::pmu::numa_memory(&s.pmus.root, &numa_nodes),
+        numa_nodes,
         threads_per_core: crate::pmu::threads_per_core(&s.pmus.root, &s.pmus.online),
+        cpu_topology: crate::pmu::cpu_topology(&s.pmus.root, &s.pmus.online),
         total_mem_kb: std::fs::read_to_string("/proc/meminfo")
             .ok()
             .and_then(|m| mem_total_kb(&m)),

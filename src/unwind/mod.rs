@@ -60,6 +60,7 @@ use object::{Object as _, ObjectSection as _, ObjectSegment as _};
 
 use crate::decode::{Record, Regs, StackUser};
 
+mod cfi;
 pub mod fp;
 
 /// An address of a stack frame, with its kind (framehop's `FrameAddress`): the sampled
@@ -93,6 +94,7 @@ impl FrameAddress {
 }
 
 /// perf's x86 register numbers.
+const REG_BX: u32 = 1;
 const REG_BP: u32 = 6;
 const REG_SP: u32 = 7;
 const REG_IP: u32 = 8;
@@ -116,6 +118,9 @@ struct FileInfo {
     eh_frame_hdr: Option<(Range<u64>, Arc<[u8]>)>,
     /// `.debug_frame`: the rules a frame gets when `.eh_frame` has none for it.
     debug_frame: Option<Arc<[u8]>>,
+    /// The FDEs of `.eh_frame` whose CFA is off a register framehop does not keep
+    /// ([`cfi`]), in file addresses.
+    odd_cfa: Vec<Range<u64>>,
 }
 
 impl FileInfo {
@@ -197,13 +202,30 @@ impl FileInfo {
                     .and_then(|n| n.try_into().ok())
                     .is_some_and(|n| u32::from_le_bytes(n) > 0)
         });
-        Some(FileInfo {
+        let mut info = FileInfo {
             segments,
             text,
             got,
             eh_frame,
             eh_frame_hdr,
             debug_frame,
+            odd_cfa: Vec::new(),
+        };
+        info.odd_cfa = info
+            .cfi()
+            .map_or_else(Vec::new, |s| cfi::odd_cfa_ranges(&s));
+        Some(info)
+    }
+
+    /// `.eh_frame` for [`cfi`]'s own evaluation.
+    fn cfi(&self) -> Option<cfi::Section<'_>> {
+        let (range, bytes) = self.eh_frame.as_ref()?;
+        Some(cfi::Section {
+            bytes,
+            svma: range.start,
+            text: self.text.as_ref().map(|t| t.start),
+            got: self.got.as_ref().map(|g| g.start),
+            hdr: self.eh_frame_hdr.as_ref().map(|(r, b)| (&b[..], r.start)),
         })
     }
 
@@ -255,11 +277,23 @@ struct Mapped {
     pgoff: u64,
 }
 
+/// A file mapped in a process, for [`cfi`]'s walks.
+#[derive(Clone)]
+struct Unit {
+    range: Range<u64>,
+    base_avma: u64,
+    info: Arc<FileInfo>,
+}
+
 /// One process: its unwinder and the mappings its modules cover.
 struct Proc {
     unwinder: UnwinderX86_64<Arc<[u8]>>,
     cache: CacheX86_64,
     modules: Vec<Range<u64>>,
+    /// The files behind `modules`.
+    units: Vec<Unit>,
+    /// Where a frame's CFA is off a register framehop does not keep (process addresses).
+    odd_cfa: Vec<Range<u64>>,
     /// Modules of the files that have `.debug_frame`, from it alone: asked when the main
     /// unwinder has no rule for a frame (framehop reads one kind of rules per module).
     fallback: UnwinderX86_64<Arc<[u8]>>,
@@ -276,6 +310,8 @@ impl Clone for Proc {
             unwinder: self.unwinder.clone(),
             cache: CacheX86_64::new(),
             modules: self.modules.clone(),
+            units: self.units.clone(),
+            odd_cfa: self.odd_cfa.clone(),
             fallback: self.fallback.clone(),
             fallback_cache: CacheX86_64::new(),
             fallback_modules: self.fallback_modules.clone(),
@@ -290,6 +326,8 @@ impl Proc {
             unwinder: UnwinderX86_64::new(),
             cache: CacheX86_64::new(),
             modules: Vec::new(),
+            units: Vec::new(),
+            odd_cfa: Vec::new(),
             fallback: UnwinderX86_64::new(),
             fallback_cache: CacheX86_64::new(),
             fallback_modules: Vec::new(),
@@ -341,6 +379,8 @@ enum Walk {
     NoProcess,
     /// Short of the root: the stack copy ran out (`cut`), or no rule applied at `last`.
     Ended { cut: bool, last: u64 },
+    /// A frame framehop cannot follow: walk again with [`cfi::Tracked`].
+    Odd,
 }
 
 /// How often a live process's maps are read again, at most.
@@ -449,7 +489,7 @@ impl Unwinder {
             self.file_info(name)
         };
         let Some(info) = info else { return };
-        self.add_module(pid, start, len, pgoff, name, &info);
+        self.add_module(pid, start, len, pgoff, name, info);
     }
 
     fn file_info(&mut self, name: &[u8]) -> Option<Arc<FileInfo>> {
@@ -476,7 +516,7 @@ impl Unwinder {
         len: u64,
         pgoff: u64,
         name: &[u8],
-        info: &FileInfo,
+        info: Arc<FileInfo>,
     ) {
         let end = start.saturating_add(len);
         let Some(base_avma) = info.base_avma(start, len, pgoff) else {
@@ -486,6 +526,17 @@ impl Unwinder {
         // A new mapping replaces what it overlaps (and a module must not be added twice).
         remove_overlapping(&mut proc.unwinder, &mut proc.modules, start..end);
         remove_overlapping(&mut proc.fallback, &mut proc.fallback_modules, start..end);
+        let overlaps = |r: &Range<u64>| r.start < end && start < r.end;
+        proc.units.retain(|u| !overlaps(&u.range));
+        proc.odd_cfa.retain(|r| !overlaps(r));
+        let to_avma = |svma: u64| svma.wrapping_sub(info.base_svma()).wrapping_add(base_avma);
+        proc.odd_cfa.extend(
+            info.odd_cfa
+                .iter()
+                .map(|r| to_avma(r.start)..to_avma(r.end))
+                .filter(|r| start <= r.start && r.end <= end),
+        );
+        proc.odd_cfa.sort_by_key(|r| r.start);
         // The module of a file with some of its sections: the same layout for both unwinders.
         let module = |sections: ExplicitModuleSectionInfo<Arc<[u8]>>| {
             Module::new(
@@ -519,6 +570,11 @@ impl Unwinder {
             ..Default::default()
         }));
         proc.modules.push(start..end);
+        proc.units.push(Unit {
+            range: start..end,
+            base_avma,
+            info,
+        });
     }
 
     /// Unwinds the user stack of a sample of process `pid`: `mask` is the attr's
@@ -553,7 +609,18 @@ impl Unwinder {
         }
         let bytes = stack.data.get(..copied).unwrap_or_default();
         let start = out.len();
-        let mut walk = self.walk(pid, (ip, sp, bp), bytes, out);
+        // Through a frame framehop cannot follow, the walk is made again with every
+        // register (when the sample has rbx, it has them all).
+        let walk_all = |this: &mut Unwinder, out: &mut Vec<FrameAddress>| {
+            let walk = this.walk(pid, (ip, sp, bp), bytes, out, None);
+            if !matches!(walk, Walk::Odd) || reg(REG_BX).is_none() {
+                return walk;
+            }
+            out.truncate(start);
+            let mut tracked = cfi::Tracked::from_sample(reg);
+            this.walk(pid, (ip, sp, bp), bytes, out, Some(&mut tracked))
+        };
+        let mut walk = walk_all(self, out);
         // At record time a library's MMAP can still be on its way in another CPU's buffer:
         // where a walk ends outside every known mapping, the process's maps are read again.
         if let Walk::Ended { cut: false, last } = walk
@@ -561,9 +628,10 @@ impl Unwinder {
             && self.refresh_maps(pid)
         {
             out.truncate(start);
-            walk = self.walk(pid, (ip, sp, bp), bytes, out);
+            walk = walk_all(self, out);
         }
         let (cut, last) = match walk {
+            Walk::Odd => (false, out.last().map_or(ip, |f| f.lookup())),
             Walk::Complete => {
                 self.stats.complete += 1;
                 return true;
@@ -619,13 +687,16 @@ impl Unwinder {
         false
     }
 
-    /// One walk over the copied stack `bytes` from the registers `(ip, sp, bp)`.
+    /// One walk over the copied stack `bytes` from the registers `(ip, sp, bp)`: framehop's
+    /// rules, ending in [`Walk::Odd`] at a frame it cannot follow; or, `tracked`, each frame's
+    /// own rules where [`cfi`] can evaluate them and framehop's elsewhere.
     fn walk(
         &mut self,
         pid: u32,
         (ip, sp, bp): (u64, u64, u64),
         bytes: &[u8],
         out: &mut Vec<FrameAddress>,
+        mut tracked: Option<&mut cfi::Tracked>,
     ) -> Walk {
         out.push(FrameAddress::Ip(ip));
         let Some(proc) = self.procs.get_mut(&pid) else {
@@ -649,10 +720,36 @@ impl Unwinder {
         let mut at = framehop::FrameAddress::from_instruction_pointer(ip);
         let mut last_ra = None;
         for _ in 0..MAX_FRAMES {
+            let lookup = at.address_for_lookup();
+            let mut own = None;
+            match tracked.as_deref_mut() {
+                None if in_ranges(&proc.odd_cfa, lookup) => return Walk::Odd,
+                None => {}
+                Some(t) => {
+                    let unit = proc.units.iter().find(|u| u.range.contains(&lookup));
+                    if let Some((u, section)) = unit.and_then(|u| Some((u, u.info.cfi()?))) {
+                        let svma = lookup
+                            .wrapping_sub(u.base_avma)
+                            .wrapping_add(u.info.base_svma());
+                        own = match t.step(&section, svma, &mut read_stack) {
+                            cfi::Step::Caller(ra) => {
+                                regs = UnwindRegsX86_64::new(ra, t.sp(), t.bp().unwrap_or(0));
+                                Some(Ok(Some(ra)))
+                            }
+                            cfi::Step::Root => Some(Ok(None)),
+                            cfi::Step::Cut => break,
+                            cfi::Step::Unknown => None,
+                        };
+                    }
+                }
+            }
             let before = regs;
-            let mut step =
-                proc.unwinder
-                    .unwind_frame(at, &mut regs, &mut proc.cache, &mut read_stack);
+            let mut step = match own {
+                Some(step) => step,
+                None => proc
+                    .unwinder
+                    .unwind_frame(at, &mut regs, &mut proc.cache, &mut read_stack),
+            };
             // No `.eh_frame` rule: the file's `.debug_frame`, if it has one for the frame.
             if step.is_err()
                 && proc
@@ -667,6 +764,9 @@ impl Unwinder {
                     &mut proc.fallback_cache,
                     &mut read_stack,
                 );
+            }
+            if let (None, Some(t), Ok(Some(ra))) = (&own, tracked.as_deref_mut(), &step) {
+                t.after_framehop(*ra, regs.sp(), regs.bp());
             }
             match step {
                 Ok(Some(ra)) => match framehop::FrameAddress::from_return_address(ra) {
@@ -696,6 +796,9 @@ impl Unwinder {
                         break;
                     };
                     regs = UnwindRegsX86_64::new(rip, rsp, rbp);
+                    if let Some(t) = tracked.as_deref_mut() {
+                        t.after_framehop(rip, rsp, rbp);
+                    }
                     at = framehop::FrameAddress::from_instruction_pointer(rip);
                     // The interrupted instruction itself, as perf reports a signal frame.
                     out.push(FrameAddress::Ip(rip));
@@ -836,6 +939,12 @@ fn remove_overlapping(
     });
 }
 
+/// Whether `addr` is in one of the sorted, disjoint `ranges`.
+fn in_ranges(ranges: &[Range<u64>], addr: u64) -> bool {
+    let i = ranges.partition_point(|r| r.end <= addr);
+    ranges.get(i).is_some_and(|r| r.contains(&addr))
+}
+
 /// Counts a walk that ended in `object` for `why`.
 fn count_stop(stats: &mut UnwindStats, object: &str, why: &str) {
     let key = format!("{object}: {why}");
@@ -879,6 +988,7 @@ mod tests {
             eh_frame: None,
             eh_frame_hdr: None,
             debug_frame: None,
+            odd_cfa: Vec::new(),
         };
         // The executable mapping: file page 0x17000 at 0x5555_0000_0000 + 0x17000.
         let start = 0x5555_0001_7000;

@@ -166,11 +166,22 @@ pub fn header_of(rec: &Recording) -> (Header, Vec<String>) {
     if !pmus.is_empty() {
         h.pmu_mappings(&pmus);
     }
+    if let Some(t) = &meta.cpu_topology {
+        h.cpu_topology(t);
+    }
     if !meta.numa_nodes.is_empty() {
+        // The memory where it was recorded (files before hrec kept it: 0).
         let nodes: Vec<(u32, u64, u64, &str)> = meta
             .numa_nodes
             .iter()
-            .map(|(n, cpus)| (*n, 0, 0, cpus.as_str()))
+            .map(|(n, cpus)| {
+                let (total, free) = meta
+                    .numa_memory_kb
+                    .iter()
+                    .find(|m| m.0 == *n)
+                    .map_or((0, 0), |m| (m.1, m.2));
+                (*n, total, free, cpus.as_str())
+            })
             .collect();
         h.numa_topology(&nodes);
     }

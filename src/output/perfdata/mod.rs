@@ -210,6 +210,33 @@ impl Header {
         self.features.insert(feature::PMU_MAPPINGS, b);
     }
 
+    /// CPU_TOPOLOGY as perf 6.1 writes it: the package lists, the core lists (a count, then
+    /// the strings), each CPU's core and package id; then, where the machine has dies, the
+    /// die lists and each CPU's die id.
+    pub fn cpu_topology(&mut self, t: &crate::pmu::CpuTopology) {
+        let mut b = Vec::new();
+        for lists in [&t.packages, &t.cores] {
+            b.extend(u32s(&[lists.len() as u32]));
+            for l in lists {
+                b.extend(string(l));
+            }
+        }
+        for [core, package, _] in &t.ids {
+            b.extend(core.to_le_bytes());
+            b.extend(package.to_le_bytes());
+        }
+        if !t.dies.is_empty() {
+            b.extend(u32s(&[t.dies.len() as u32]));
+            for l in &t.dies {
+                b.extend(string(l));
+            }
+            for [_, _, die] in &t.ids {
+                b.extend(die.to_le_bytes());
+            }
+        }
+        self.features.insert(feature::CPU_TOPOLOGY, b);
+    }
+
     /// HYBRID_TOPOLOGY: the number of core PMUs, then each one's name and CPU list.
     pub fn hybrid_topology(&mut self, pmus: &[(&str, &str)]) {
         let mut b = u32s(&[pmus.len() as u32]);

@@ -17,6 +17,7 @@ use crate::data::{EventId, EventMeta, Meta, PmuMeta, Role};
 use crate::event::Attr;
 use crate::event::attr::{flag, types};
 use crate::event::resolve::{HARDWARE_EVENTS, SOFTWARE_EVENTS};
+use crate::pmu::CpuTopology;
 
 /// `PERF_COUNT_SW_DUMMY`.
 pub(super) const SW_DUMMY: u64 = 9;
@@ -242,6 +243,23 @@ pub(super) fn meta_of(p: &Prepared, info: &mut PerfDataInfo) -> Meta {
         .iter()
         .find(|e| e.attr.has(flag::USE_CLOCKID))
         .map(|e| e.attr.clockid);
+    // A hybrid part's core PMUs and their CPUs.
+    if let Some(d) = p.features.get(&feature::HYBRID_TOPOLOGY) {
+        for (name, cpus) in hybrid_topology(d) {
+            if let Some(pmu) = pmus.iter_mut().find(|p| p.name == name) {
+                pmu.cpus = Some(cpus);
+            }
+        }
+    }
+    let numa = p
+        .features
+        .get(&feature::NUMA_TOPOLOGY)
+        .map(|d| numa_topology(d))
+        .unwrap_or_default();
+    let topology = p
+        .features
+        .get(&feature::CPU_TOPOLOGY)
+        .and_then(|d| cpu_topology(d, info.nr_cpus.map(|(avail, _)| avail)));
     Meta {
         hrec_version: String::new(),
         command_line: p
@@ -268,15 +286,13 @@ pub(super) fn meta_of(p: &Prepared, info: &mut PerfDataInfo) -> Meta {
         },
         pmus,
         events,
-        numa_nodes: p
-            .features
-            .get(&feature::NUMA_TOPOLOGY)
-            .map(|d| numa_topology(d))
-            .unwrap_or_default(),
-        threads_per_core: p
-            .features
-            .get(&feature::CPU_TOPOLOGY)
-            .and_then(|d| cpu_topology_threads(d)),
+        numa_nodes: numa
+            .iter()
+            .map(|(n, _, _, cpus)| (*n, cpus.clone()))
+            .collect(),
+        numa_memory_kb: numa.iter().map(|&(n, t, f, _)| (n, t, f)).collect(),
+        threads_per_core: topology.as_ref().and_then(CpuTopology::threads_per_core),
+        cpu_topology: topology,
         trace_printk: printk,
         total_mem_kb: info.total_mem_kb,
         ..Meta::default()
@@ -284,69 +300,109 @@ pub(super) fn meta_of(p: &Prepared, info: &mut PerfDataInfo) -> Meta {
 }
 
 /// CPU_TOPOLOGY: a string list of the packages' CPU lists (core siblings), then a string
-/// list of the cores' (thread siblings), then per-CPU ids this does not need. The most CPUs
-/// in one core's list is the threads per core; `None` when the section is cut short before
-/// any core's list or names none.
-fn cpu_topology_threads(d: &[u8]) -> Option<u32> {
-    let packages = u32_at(d, 0)?;
-    let mut at = 4;
-    for _ in 0..packages.min(1 << 16) {
-        string_at(d, &mut at)?;
+/// list of the cores' (thread siblings); then, for the `avail` CPUs of NRCPUS when the section
+/// holds them, each CPU's core and package id (i32 each); then, where the machine has dies,
+/// a string list of the dies' CPU lists and each CPU's die id. `None` when cut short before
+/// the core lists; what follows them is kept as far as it is whole.
+fn cpu_topology(d: &[u8], avail: Option<u32>) -> Option<CpuTopology> {
+    // A string list, and whether it was whole.
+    let lists = |at: &mut usize| -> (Vec<String>, bool) {
+        let Some(n) = u32_at(d, *at) else {
+            return (Vec::new(), false);
+        };
+        *at += 4;
+        let mut v = Vec::new();
+        for _ in 0..n {
+            match string_at(d, at) {
+                Some(s) => v.push(s),
+                None => return (v, false),
+            }
+        }
+        (v, true)
+    };
+    let mut at = 0;
+    let (packages, whole) = lists(&mut at);
+    if !whole {
+        return None;
     }
-    let cores = u32_at(d, at)?;
-    at += 4;
-    let mut most: Option<u32> = None;
-    for _ in 0..cores.min(1 << 20) {
-        let Some(list) = string_at(d, &mut at) else {
+    let (cores, whole) = lists(&mut at);
+    let mut t = CpuTopology {
+        packages,
+        cores,
+        ..CpuTopology::default()
+    };
+    if !whole {
+        return Some(t);
+    }
+    let Some(n) = avail.map(|n| n as usize) else {
+        return Some(t);
+    };
+    let i32_at = |at: usize| u32_at(d, at).map(|v| v as i32);
+    if d.len().saturating_sub(at) / 8 < n {
+        return Some(t);
+    }
+    t.ids = (0..n)
+        .map(|i| {
+            [
+                i32_at(at + 8 * i).unwrap_or(-1),
+                i32_at(at + 8 * i + 4).unwrap_or(-1),
+                -1,
+            ]
+        })
+        .collect();
+    at += 8 * n;
+    let (dies, whole) = lists(&mut at);
+    if whole && d.len().saturating_sub(at) / 4 >= n {
+        for (i, ids) in t.ids.iter_mut().enumerate() {
+            ids[2] = i32_at(at + 4 * i).unwrap_or(-1);
+        }
+        t.dies = dies;
+    }
+    Some(t)
+}
+
+/// HYBRID_TOPOLOGY: u32 count, then per core PMU its name and CPU list.
+fn hybrid_topology(d: &[u8]) -> Vec<(String, String)> {
+    let mut v = Vec::new();
+    let n = u32_at(d, 0).unwrap_or(0).min(64);
+    let mut at = 4;
+    for _ in 0..n {
+        let (Some(pmu), Some(cpus)) = (string_at(d, &mut at), string_at(d, &mut at)) else {
             break;
         };
-        // Counted, not expanded: a crafted list of huge ranges allocates nothing.
-        let Some(n) = cpus_in(&list) else {
-            continue;
-        };
-        if n > 0 {
-            most = Some(most.map_or(n, |m| m.max(n)));
-        }
+        v.push((pmu, cpus));
     }
-    most
+    v
 }
 
-/// The number of CPUs a CPU list (`0,4` or `0-1`) names, `None` when it is not one.
-fn cpus_in(list: &str) -> Option<u32> {
-    let list = list.trim();
-    if list.is_empty() {
-        return Some(0);
-    }
-    let mut n: u32 = 0;
-    for part in list.split(',') {
-        let part = part.trim();
-        let (lo, hi) = part.split_once('-').unwrap_or((part, part));
-        let (lo, hi): (u32, u32) = (lo.parse().ok()?, hi.parse().ok()?);
-        n = n.saturating_add(hi.checked_sub(lo)?.saturating_add(1));
-    }
-    Some(n)
-}
-
-/// NUMA_TOPOLOGY: u32 count, then per node its number, total and free memory (u64 each) and
-/// its CPU list (a `perf_header_string`); what cannot be read is left out.
-fn numa_topology(d: &[u8]) -> Vec<(u32, String)> {
+/// NUMA_TOPOLOGY: u32 count, then per node its number, total and free memory (kB, u64 each)
+/// and its CPU list (a `perf_header_string`); what cannot be read is left out.
+fn numa_topology(d: &[u8]) -> Vec<(u32, u64, u64, String)> {
     let mut v = Vec::new();
     let n = u32_at(d, 0).unwrap_or(0);
     let mut at = 4;
     for _ in 0..n {
-        let Some(node) = u32_at(d, at) else { break };
+        let (Some(node), Some(total), Some(free)) =
+            (u32_at(d, at), u64_at(d, at + 4), u64_at(d, at + 12))
+        else {
+            break;
+        };
         at += 4 + 16;
         let Some(cpus) = string_at(d, &mut at) else {
             break;
         };
-        v.push((node, cpus));
+        v.push((node, total, free, cpus));
     }
     v
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{cpu_topology_threads, numa_topology};
+    use super::{CpuTopology, cpu_topology, numa_topology};
+
+    fn cpu_topology_threads(b: &[u8]) -> Option<u32> {
+        cpu_topology(b, None).and_then(|t| t.threads_per_core())
+    }
 
     /// A `perf_header_string` list as perf writes it: count, then each string's padded
     /// length and bytes.
@@ -385,6 +441,35 @@ mod tests {
         assert_eq!(cpu_topology_threads(&b), Some(u32::MAX));
     }
 
+    /// The per-CPU ids and the dies, as perf 6.1 writes them for the CPUs of NRCPUS; a
+    /// section cut inside them keeps the lists.
+    #[test]
+    fn cpu_topology_ids_and_dies() {
+        let mut b = strings(&["0-3"]);
+        b.extend(strings(&["0-1", "2-3"]));
+        for (core, socket) in [(0i32, 0i32), (0, 0), (1, 0), (1, 0)] {
+            b.extend(core.to_le_bytes());
+            b.extend(socket.to_le_bytes());
+        }
+        b.extend(strings(&["0-3"]));
+        b.extend([0u8; 16]);
+        let t = cpu_topology(&b, Some(4)).unwrap();
+        assert_eq!(
+            t,
+            CpuTopology {
+                packages: vec!["0-3".into()],
+                cores: vec!["0-1".into(), "2-3".into()],
+                dies: vec!["0-3".into()],
+                ids: vec![[0, 0, 0], [0, 0, 0], [1, 0, 0], [1, 0, 0]],
+            }
+        );
+        let cut = cpu_topology(&b[..b.len() - 4], Some(4)).unwrap();
+        assert!(cut.dies.is_empty() && cut.ids[2] == [1, 0, -1], "{cut:?}");
+        // More CPUs than the section holds: the lists alone.
+        let t = cpu_topology(&b, Some(1000)).unwrap();
+        assert!(t.ids.is_empty() && t.cores.len() == 2);
+    }
+
     #[test]
     fn numa_topology_nodes_and_cpu_lists() {
         let mut b = 2u32.to_le_bytes().to_vec();
@@ -396,12 +481,18 @@ mod tests {
             b.extend_from_slice(&64u32.to_le_bytes());
             b.extend_from_slice(&s);
         }
+        let cpus = |v: Vec<(u32, u64, u64, String)>| -> Vec<(u32, String)> {
+            v.into_iter().map(|(n, _, _, c)| (n, c)).collect()
+        };
         assert_eq!(
-            numa_topology(&b),
+            cpus(numa_topology(&b)),
             [(0, "0-3".to_string()), (1, "4-7".to_string())]
         );
         // Cut short: the nodes read so far.
-        assert_eq!(numa_topology(&b[..b.len() - 10]), [(0, "0-3".to_string())]);
+        assert_eq!(
+            cpus(numa_topology(&b[..b.len() - 10])),
+            [(0, "0-3".to_string())]
+        );
         assert!(numa_topology(&[]).is_empty());
     }
 }
