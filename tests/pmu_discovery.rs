@@ -457,3 +457,51 @@ fn emerald_rapids_guest_without_a_vpmu() {
         "{stdout}"
     );
 }
+
+/// Issue 45: the AMD and Arm fixtures name their cores (AMD by family and model, Arm by the
+/// core PMU's first CPU's `midr_el1`, which `/proc/cpuinfo` agrees with), their slots per
+/// cycle (Arm: the PMU's `caps/slots`), and on Arm the kernel lists every level-1 event hrec
+/// counts with the number hrec uses.
+#[test]
+fn vendor_fixtures_name_their_cores() {
+    use hrec::pmu::uarch::CpuId;
+    use hrec::pmu::vendor::{Midr, VendorCore, VendorOf, vendor_of};
+    let arm = "armv8_pmuv3_0";
+    for (model, pmu, core, width) in [
+        ("zen4", "cpu", VendorCore::Zen4, 6),
+        ("zen5", "cpu", VendorCore::Zen5, 8),
+        (
+            "neoverse-n2",
+            arm,
+            VendorCore::NeoverseN2 { r0p3: false },
+            5,
+        ),
+        ("neoverse-v1", arm, VendorCore::NeoverseV1, 8),
+        ("neoverse-v2", arm, VendorCore::NeoverseV2, 8),
+    ] {
+        let p = pmus(model);
+        let core_pmu = p.get(pmu).unwrap_or_else(|| panic!("{model}: no {pmu}"));
+        assert_eq!(core_pmu.kind, PmuKind::Core, "{model}");
+        let cpuinfo = fs::read_to_string(support::procfs_of(model).join("cpuinfo")).unwrap();
+        let cpu = CpuId::from_cpuinfo(&cpuinfo);
+        let first = core_pmu
+            .cpus
+            .as_ref()
+            .and_then(|c| c.cpus().first().copied());
+        let midr = first.and_then(|c| Midr::read(&support::sysfs(model), c));
+        assert_eq!(midr, Midr::from_cpuinfo(&cpuinfo), "{model}");
+        assert_eq!(midr.is_some(), !core.is_amd(), "{model}");
+        assert_eq!(
+            vendor_of(cpu.as_ref(), midr),
+            VendorOf::Core(core),
+            "{model}"
+        );
+        assert_eq!(core.width(Some(core_pmu)), Some(width), "{model}");
+        if !core.is_amd() {
+            for e in core.level1_events() {
+                let alias = &core_pmu.aliases[&e.name.to_lowercase()];
+                assert_eq!(alias.text, format!("event={:#06x}", e.config), "{model}");
+            }
+        }
+    }
+}

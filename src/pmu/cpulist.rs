@@ -379,9 +379,14 @@ mod tests {
             threads_per_core(&fixtures.join("sierraforest"), &online("sierraforest")),
             Some(1)
         );
-        // No topology files: unknown, not 1.
+        // Zen 4, SMT on: CPU n and n + 16 share a core.
         assert_eq!(
             threads_per_core(&fixtures.join("zen4"), &online("zen4")),
+            Some(2)
+        );
+        // No topology files: unknown, not 1.
+        assert_eq!(
+            threads_per_core(&fixtures.join("icelake"), &online("icelake")),
             None
         );
     }

@@ -29,6 +29,7 @@
 )]
 mod cpulist;
 pub mod uarch;
+pub mod vendor;
 
 use std::collections::BTreeMap;
 use std::fs;
