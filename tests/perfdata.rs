@@ -542,6 +542,93 @@ fn callchains_match_perf() {
     assert!(report.contains("hotspots::main"), "{report}");
 }
 
+/// A chain holding a context value perf does not know (-1, read off a user stack by the
+/// kernel's frame-pointer walk, as seen in `-a` recordings) is discarded whole, as perf
+/// discards it: `script` prints no frame under the sample, and `report --children` has the
+/// sample's own address alone. The chains of a `-g` recording are made so by hand, every
+/// other sample's (a C program with frame pointers).
+#[test]
+fn a_chain_with_an_unknown_context_is_discarded_as_perf_does() {
+    if support::perf().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // A C program with frame pointers: user chains of several entries.
+    let Some(prog) = support::stacks::build(d, "unwind/lazy.c", &["-fno-omit-frame-pointer"])
+    else {
+        return;
+    };
+    let prog = prog.to_str().unwrap();
+    perf_record(d, "g.data", &["-e", "cpu-clock", "-g"], &[prog, "3000000"]);
+    let mut b = std::fs::read(d.join("g.data")).unwrap();
+    let user = (-512i64 as u64).to_le_bytes();
+    let (records, _, _) = data_records(&b);
+    let mut patched = 0;
+    for (at, _, size) in records.into_iter().filter(|r| r.1 == 9).step_by(2) {
+        // The entry two after the USER marker, inside the record.
+        let marker = (at + 8..at + size - 8)
+            .step_by(8)
+            .find(|&o| b[o..o + 8] == user);
+        if let Some(m) = marker.filter(|&m| m + 24 <= at + size) {
+            b[m + 16..m + 24].copy_from_slice(&u64::MAX.to_le_bytes());
+            patched += 1;
+        }
+    }
+    assert!(patched > 50, "{patched} chains patched");
+    std::fs::write(d.join("bad.data"), &b).unwrap();
+    // (Addresses only: names differ where the README says they do.)
+    let fields = ["-F", "comm,tid,time,ip"];
+    let perf = run_perf(d, &["script", "-i", "bad.data", fields[0], fields[1]]);
+    let (hrec, _) = hrec_ok(d, &["script", "-i", "bad.data", fields[0], fields[1]]);
+    let empty = |out: &str| out.matches(": \n\n").count();
+    assert!(
+        empty(&perf) >= patched,
+        "perf printed {} empty chains",
+        empty(&perf)
+    );
+    assert!(perf == hrec, "perf:\n{perf}\nhrec:\n{hrec}");
+    // `report --children`: the callers of the discarded chains lose those samples in both.
+    // (children, self) per symbol; hrec has a Samples column after Self.
+    let rows = |out: &str, skip: usize| -> HashMap<String, (String, String)> {
+        out.lines()
+            .filter(|l| !l.starts_with('#') && l.contains("%"))
+            .filter_map(|l| {
+                let w: Vec<&str> = l.split_whitespace().collect();
+                let name = w.get(skip + 2..)?.join(" ");
+                Some((name, (w.first()?.to_string(), w.get(1)?.to_string())))
+            })
+            .collect()
+    };
+    let args = [
+        "report",
+        "--stdio",
+        "--children",
+        "--sort",
+        "sym",
+        "-g",
+        "none",
+        "-i",
+        "bad.data",
+    ];
+    let theirs = rows(&run_perf(d, &args), 0);
+    let ours = rows(&hrec_ok(d, &args).0, 1);
+    let main = theirs
+        .iter()
+        .find(|(k, _)| k.ends_with("] main"))
+        .expect("perf has main");
+    assert_eq!(ours.get(main.0), Some(main.1), "{ours:?}");
+    let same = theirs
+        .iter()
+        .filter(|(k, v)| ours.get(*k) == Some(v))
+        .count();
+    assert!(
+        same * 10 >= theirs.len() * 9,
+        "{same} of {} rows the same:\nperf {theirs:?}\nhrec {ours:?}",
+        theirs.len()
+    );
+}
+
 /// `report --children`'s rows of call-chain entries no mapping covers (frame-pointer garbage
 /// under a program built without frame pointers): perf's rows, one per address as recorded
 /// (a return address of 1 is not 0's), `0000000000000000` for zero, and the level of the

@@ -771,7 +771,9 @@ impl Replay {
                 if let Some(at) = user_at.filter(|_| !unwound) {
                     user.extend(stored[at + 1..].iter().map(|&a| FrameAddress::Ip(a)));
                 }
-            } else if let Some(chain) = &s.callchain {
+            } else if let Some(chain) = &s.callchain
+                && !context::is_corrupt(chain.iter())
+            {
                 for a in chain.iter() {
                     kernel_part(self, a, &mut state);
                 }

@@ -29,6 +29,15 @@ pub mod context {
     pub fn is_marker(ip: u64) -> bool {
         ip >= MAX
     }
+
+    /// Whether a chain holds a marker perf 6.1 does not know (anything but HV, KERNEL and
+    /// USER: the guest markers and values such as -1 that a frame-pointer walk read off a
+    /// user stack). perf takes such a chain as corrupt and discards it whole (`"It seems
+    /// the callchain is corrupted. Discard all."`): `script` prints no frame under the
+    /// sample, and `report` has the sample's own address alone.
+    pub fn is_corrupt(mut chain: impl Iterator<Item = u64>) -> bool {
+        chain.any(|a| is_marker(a) && a != HV && a != KERNEL && a != USER)
+    }
 }
 
 /// A callchain: `nr` addresses with [`context`] markers between them, innermost first.

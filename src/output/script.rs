@@ -35,8 +35,8 @@ use std::io::{self, Write};
 use crate::analysis::hist::Filters;
 use crate::analysis::profile::{Profile, ProfileOptions};
 use crate::analysis::replay::{self, Item, Replay};
-use crate::decode::Sample;
 use crate::decode::{FileId, Record};
+use crate::decode::{Sample, context};
 use crate::event::attr::sample;
 use crate::recording::Recording;
 use crate::symbol::symbolizer::Loc;
@@ -617,6 +617,13 @@ pub fn script(
         if chain {
             // The frames start on a new line (an empty one under an empty header, as perf).
             line.push('\n');
+            // A chain perf discards as corrupt prints no frame at all.
+            if s.callchain
+                .as_ref()
+                .is_some_and(|c| context::is_corrupt(c.iter()))
+            {
+                frames.clear();
+            }
             for f in &frames {
                 line.push('\t');
                 frame_text(&mut line, f);
