@@ -772,7 +772,7 @@ impl Replay {
                     user.extend(stored[at + 1..].iter().map(|&a| FrameAddress::Ip(a)));
                 }
             } else if let Some(chain) = &s.callchain
-                && !context::is_corrupt(chain.iter())
+                && !crate::data::stacks::is_discarded(chain)
             {
                 for a in chain.iter() {
                     kernel_part(self, a, &mut state);

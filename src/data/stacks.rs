@@ -34,6 +34,13 @@ use std::collections::HashMap;
 /// context marker; the kernel's are -32 to -2560).
 pub const STACK_REF: u64 = -4000i64 as u64;
 
+/// Whether a sample's chain as recorded is one perf discards as corrupt
+/// ([`crate::decode::context::is_corrupt`]); a stack reference, hrec's own marker, never is.
+pub fn is_discarded(chain: &crate::decode::Callchain<'_>) -> bool {
+    !(chain.len() == 2 && chain.get(0) == Some(STACK_REF))
+        && crate::decode::context::is_corrupt(chain.iter())
+}
+
 /// Nodes the writer indexes at most: past this its index starts afresh (later chains repeat
 /// nodes already written; the table stays correct, only less compact).
 const MAX_INDEXED: usize = 1 << 21;

@@ -35,8 +35,8 @@ use std::io::{self, Write};
 use crate::analysis::hist::Filters;
 use crate::analysis::profile::{Profile, ProfileOptions};
 use crate::analysis::replay::{self, Item, Replay};
+use crate::decode::Sample;
 use crate::decode::{FileId, Record};
-use crate::decode::{Sample, context};
 use crate::event::attr::sample;
 use crate::recording::Recording;
 use crate::symbol::symbolizer::Loc;
@@ -620,7 +620,7 @@ pub fn script(
             // A chain perf discards as corrupt prints no frame at all.
             if s.callchain
                 .as_ref()
-                .is_some_and(|c| context::is_corrupt(c.iter()))
+                .is_some_and(crate::data::stacks::is_discarded)
             {
                 frames.clear();
             }

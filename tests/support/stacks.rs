@@ -50,8 +50,14 @@ pub fn build(dir: &Path, fixture: &str, flags: &[&str]) -> Option<PathBuf> {
 
 /// Runs `program` in `dir`; panics unless it succeeds. Its stdout.
 pub fn run(dir: &Path, program: &str, args: &[&str]) -> String {
+    run_env(dir, program, args, &[])
+}
+
+/// [`run`] with variables added to the environment.
+pub fn run_env(dir: &Path, program: &str, args: &[&str], env: &[(&str, &str)]) -> String {
     let o = Command::new(program)
         .args(args)
+        .envs(env.iter().copied())
         .current_dir(dir)
         .output()
         .unwrap_or_else(|e| panic!("{program}: {e}"));
