@@ -47,6 +47,7 @@ use crate::data::{Meta, Role};
 use crate::decode::ReadValues;
 use crate::event::Attr;
 use crate::pmu::uarch::{self, CpuId, Ecore, TdCategory, TdPart};
+use crate::pmu::vendor::{self, Midr, VCounts, VEVENTS, VEvent, VendorCore};
 
 /// A TopDown event of the group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -218,8 +219,80 @@ impl serde::Serialize for Level2 {
 /// Slot counts attributed to a location, indexed by [`TdEvent`]; for E-core groups also the
 /// slots (`width x` cycles) at [`TdCounts::ECORE_SLOTS`] and, where Bad Speculation is the
 /// remainder, the same slots again at [`TdCounts::REMAINDER_SLOTS`].
+/// For AMD and Arm groups ([`crate::pmu::vendor`]), the vendor's events at `.1`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct TdCounts(pub [u64; 14]);
+pub struct TdCounts(pub [u64; 14], pub VendorTd);
+
+/// A location's counts of an AMD or Arm core's level-1 group: each event's sum, the cycles
+/// of AMD's SMT-contention group where it had one of its own, which events were counted, and
+/// the core and its slots per cycle (the formulas' inputs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct VendorTd {
+    /// Sums by [`VEvent::index`].
+    pub sums: [u64; VEVENTS],
+    /// Cycles of the group that counted SMT contention alone.
+    pub smt_cycles: u64,
+    /// Bit `VEvent::index` set: the event was counted.
+    pub counted: u16,
+    /// The core, whose formulas apply.
+    pub core: Option<VendorCore>,
+    /// Slots per cycle.
+    pub width: u32,
+}
+
+impl VendorTd {
+    /// Adds one member's delta `d` by its role (other roles add nothing here).
+    pub fn add_role(&mut self, role: TdRole, d: u64) {
+        let e = match role {
+            TdRole::VendorCycles {
+                core,
+                width,
+                smt_only,
+            } => {
+                self.core = Some(core);
+                self.width = width;
+                if smt_only {
+                    self.smt_cycles += d;
+                    return;
+                }
+                VEvent::Cycles
+            }
+            TdRole::Vendor(e) => e,
+            TdRole::Event(_) | TdRole::EcoreCycles { .. } => return,
+        };
+        if let Some(s) = self.sums.get_mut(e.index()) {
+            *s += d;
+            self.counted |= 1 << e.index();
+        }
+    }
+
+    fn add(&mut self, o: &VendorTd) {
+        for (a, b) in self.sums.iter_mut().zip(o.sums) {
+            *a += b;
+        }
+        self.smt_cycles += o.smt_cycles;
+        self.counted |= o.counted;
+        self.core = self.core.or(o.core);
+        self.width = self.width.max(o.width);
+    }
+
+    /// The sums as the formulas take them: the events counted.
+    fn counts(&self) -> VCounts {
+        let mut c = VCounts::default();
+        for (i, (v, &sum)) in c.values.iter_mut().zip(&self.sums).enumerate() {
+            if self.counted >> i & 1 == 1 {
+                *v = Some(sum as f64);
+            }
+        }
+        c.smt_cycles = (self.smt_cycles > 0).then_some(self.smt_cycles as f64);
+        c
+    }
+
+    /// Level 1 by the vendor's formulas.
+    pub fn level1(&self) -> Option<vendor::VendorLevel1> {
+        vendor::level1(self.core?, self.width, &self.counts())
+    }
+}
 
 impl TdCounts {
     /// Index of an E-core group's slots (`width x` cycles): Intel's denominator.
@@ -239,6 +312,7 @@ impl TdCounts {
         for (a, b) in self.0.iter_mut().zip(o.0) {
             *a += b;
         }
+        self.1.add(&o.1);
     }
 
     /// One event's slots.
@@ -254,6 +328,10 @@ impl TdCounts {
     /// The slots the level-1 shares are of: an E-core group's `width x` cycles, else the
     /// level-1 sum.
     pub fn slots(&self) -> u64 {
+        if self.1.core.is_some() {
+            let cycles = self.1.sums[VEvent::Cycles.index()];
+            return cycles.saturating_mul(u64::from(self.1.width));
+        }
         match self.0[Self::ECORE_SLOTS] {
             0 => self.l1_sum(),
             e => e,
@@ -265,6 +343,12 @@ impl TdCounts {
     /// counted categories, Bad Speculation the remainder where the core's formula says so
     /// (negative when the counted categories overshoot the slots, as Intel's formula gives).
     pub fn level1_slots(&self) -> [f64; 4] {
+        if self.1.core.is_some() {
+            let slots = self.slots() as f64;
+            return self
+                .level1()
+                .map_or([0.0; 4], |l| l.map(|x| x * slots / 100.0));
+        }
         let v = |i: usize| self.0[i] as f64;
         let (ret, fe, be) = (v(1), v(3), v(4));
         let bad = match (self.0[Self::ECORE_SLOTS], self.0[Self::REMAINDER_SLOTS]) {
@@ -278,6 +362,15 @@ impl TdCounts {
     /// four divided by their sum (perf's rule); E-core: each divided by the slots, Bad
     /// Speculation the remainder where the core's formula says so (Intel's E-core TMA).
     pub fn level1(&self) -> Option<[f64; 4]> {
+        if self.1.core.is_some() {
+            let l = self.1.level1()?;
+            return Some([
+                l.retiring,
+                l.bad_speculation,
+                l.frontend_bound,
+                l.backend_bound,
+            ]);
+        }
         let slots = self.slots();
         (slots > 0).then(|| self.level1_slots().map(|x| 100.0 * x / slots as f64))
     }
@@ -289,6 +382,9 @@ impl TdCounts {
     /// Clears, where they were not counted (both zero), their parent minus the counted
     /// sibling.
     pub fn level2(&self) -> Option<Level2> {
+        if self.1.core.is_some() {
+            return None;
+        }
         if self.0[Self::ECORE_SLOTS] > 0 {
             let counted = [
                 TdEvent::FetchLat,
@@ -359,6 +455,11 @@ impl TdCounts {
         })
     }
 
+    /// AMD's SMT Contention in percent of its group's slots, where it was counted.
+    pub fn smt_contention(&self) -> Option<f64> {
+        self.1.level1()?.smt_contention
+    }
+
     /// The dominant level-1 category (index into [`L1_LABELS`]) and its share.
     pub fn dominant(&self) -> Option<(usize, f64)> {
         let l1 = self.level1()?;
@@ -383,6 +484,17 @@ pub enum TdRole {
         /// Gracemont's rule.
         remainder: bool,
     },
+    /// The cycles sampler leading an AMD or Arm level-1 group ([`crate::pmu::vendor`]).
+    VendorCycles {
+        /// The core, whose formulas apply.
+        core: VendorCore,
+        /// Slots per cycle.
+        width: u32,
+        /// AMD's group of SMT contention alone: its cycles are that node's denominator.
+        smt_only: bool,
+    },
+    /// A member of such a group.
+    Vendor(VEvent),
 }
 
 /// The TopDown role of each event id of a recording. A group with a `slots` member is a
@@ -459,7 +571,121 @@ fn group_roles(
             .map(|(i, k)| (i, TdRole::Event(k)))
             .collect());
     }
-    ecore_group(meta, cpu, members)
+    match vendor_core_of(meta, cpu) {
+        Some(core) => vendor_group(meta, core, members),
+        None => ecore_group(meta, cpu, members),
+    }
+}
+
+/// The AMD or Arm core a recording was made on: perf's arm64 CPUID (the MIDR,
+/// `0x00000000410fd4f0`), or an AMD family and model hrec has TopDown for.
+fn vendor_core_of(meta: &Meta, cpu: Option<&CpuId>) -> Option<VendorCore> {
+    match Midr::parse(&meta.cpuid) {
+        Some(m) => vendor::arm_core(m),
+        None => cpu.and_then(vendor::amd_core),
+    }
+}
+
+/// The roles of an AMD or Arm level-1 group's members ([`crate::pmu::vendor`]), or why
+/// `members` is not one: led by the core PMU's cycles (legacy `cycles`, or the core's own
+/// cycles event), with the level-1 events the core's formulas need as members, known by
+/// their encodings on that PMU. AMD's group of SMT contention alone (the NMI watchdog's
+/// split) is one too. The slots per cycle are the vendor's for the core (Arm's `caps/slots`
+/// is the same number on the cores hrec knows).
+fn vendor_group(
+    meta: &Meta,
+    core: VendorCore,
+    members: &[usize],
+) -> Result<Vec<(usize, TdRole)>, String> {
+    let sampler = *members
+        .iter()
+        .find(|&&i| meta.events[i].role == Role::Sampler)
+        .ok_or("the group has no sampling event")?;
+    let s = &meta.events[sampler].attr;
+    // The core PMU's type: the members' (a legacy `cycles` leader has the HARDWARE type, and
+    // perf.data may name its PMU with type 0).
+    let pmu_type = members
+        .iter()
+        .filter(|&&i| i != sampler)
+        .map(|&i| meta.events[i].attr.type_)
+        .find(|&t| t != crate::event::attr::types::HARDWARE)
+        .ok_or("the group has no member on the core PMU")?;
+    let width = core
+        .default_width()
+        .ok_or_else(|| format!("{} has no slot-based TopDown", core.name()))?;
+    let cycles = core.level1_events().first().map(|e| e.config);
+    let legacy = s.type_ == crate::event::attr::types::HARDWARE && s.config & 0xffff_ffff == 0;
+    if !(legacy || (s.type_ == pmu_type && Some(s.config) == cycles)) {
+        return Err(format!(
+            "the group is not led by core cycles, whose {width} x are the slots"
+        ));
+    }
+    let mut out = Vec::new();
+    for &i in members {
+        let e = &meta.events[i];
+        if i == sampler || e.role != Role::Counted || e.ids.is_empty() {
+            continue;
+        }
+        if e.attr.type_ != pmu_type {
+            continue;
+        }
+        if let Some(v) = core.event_of(e.attr.config)
+            && v != VEvent::Cycles
+            && !out.iter().any(|(_, r)| *r == TdRole::Vendor(v))
+        {
+            out.push((i, TdRole::Vendor(v)));
+        }
+    }
+    let has = |v: VEvent| out.iter().any(|(_, r)| *r == TdRole::Vendor(v));
+    let smt_only = core.is_amd() && out.len() == 1 && has(VEvent::Smt);
+    let needed: &[VEvent] = match core {
+        _ if smt_only => &[],
+        VendorCore::Zen4 | VendorCore::Zen5 => &[
+            VEvent::Dispatched,
+            VEvent::Retired,
+            VEvent::Frontend,
+            VEvent::Backend,
+        ],
+        VendorCore::NeoverseV3 | VendorCore::NeoverseN3 => &[
+            VEvent::Frontend,
+            VEvent::Backend,
+            VEvent::Retired,
+            VEvent::OpSpec,
+            VEvent::FrontendFlush,
+        ],
+        _ => &[
+            VEvent::Frontend,
+            VEvent::Backend,
+            VEvent::Retired,
+            VEvent::OpSpec,
+            VEvent::BrMisPred,
+        ],
+    };
+    let lacking: Vec<&str> = needed
+        .iter()
+        .filter(|&&v| !has(v))
+        .filter_map(|&v| core.level1_events().iter().find(|e| e.event == v))
+        .map(|e| e.name)
+        .collect();
+    if !lacking.is_empty() {
+        return Err(format!(
+            "the group lacks {}'s {} (members are known by their encoding, not by their names)",
+            core.name(),
+            lacking.join(", ")
+        ));
+    }
+    out.insert(
+        0,
+        (
+            sampler,
+            TdRole::VendorCycles {
+                core,
+                width,
+                smt_only,
+            },
+        ),
+    );
+    Ok(out)
 }
 
 /// The perf-metrics TopDown event event `i` of `meta` is, by its PMU and encoding (perf's
@@ -720,6 +946,9 @@ impl DeltaTracker {
                         out.0[TdCounts::REMAINDER_SLOTS] += slots;
                     }
                 }
+                Some(r @ (TdRole::VendorCycles { .. } | TdRole::Vendor(_))) => {
+                    out.1.add_role(r, d);
+                }
                 None => continue,
             }
             any = true;
@@ -965,6 +1194,139 @@ mod tests {
         // A missing level-1 event: no TopDown at all.
         m.remove(2);
         assert!(ecore_roles(cpu.as_ref(), "cpu_atom", 10, &m).is_none());
+    }
+
+    /// AMD and Arm level-1 groups as perf records them (`{cycles,cpu/event=0x1a0,umask=0x1/,
+    /// ...}:S`; Arm's on its own PMU type): known by the recording's CPU and the members'
+    /// encodings, their deltas summed per location, level 1 by the vendor's formula; AMD's
+    /// SMT-contention group of its own divides by its own cycles; a member missing, no
+    /// TopDown.
+    #[test]
+    fn vendor_groups_read_by_encoding() {
+        use crate::data::{EventId, EventMeta, PmuMeta};
+        use crate::event::attr::types::HARDWARE;
+        let ev = |leader: usize, type_: u32, config: u64, role: Role, id: u64| EventMeta {
+            name: format!("e{id}"),
+            pmu: None,
+            attr: Attr::new(type_, config),
+            leader,
+            role,
+            ids: vec![EventId {
+                id,
+                cpu: 0,
+                tid: -1,
+            }],
+            trace_format: None,
+        };
+        // Zen 4 with the watchdog's split: {cycles, DISP, RET, FE, BE} and {cycles, SMT}.
+        let zen = Meta {
+            cpuid: "AuthenticAMD-25-11-1".into(),
+            events: vec![
+                ev(0, HARDWARE, 0, Role::Sampler, 1),
+                ev(0, 4, 0x7aa, Role::Counted, 2),
+                ev(0, 4, 0xc1, Role::Counted, 3),
+                ev(0, 4, 0x1_0000_01a0, Role::Counted, 4),
+                ev(0, 4, 0x1_0000_1ea0, Role::Counted, 5),
+                ev(5, HARDWARE, 0, Role::Sampler, 6),
+                ev(5, 4, 0x1_0000_60a0, Role::Counted, 7),
+            ],
+            ..Meta::default()
+        };
+        let r = roles(&zen);
+        assert_eq!(r.len(), 7, "{r:?}");
+        assert_eq!(r[&4], TdRole::Vendor(VEvent::Frontend));
+        assert_eq!(
+            r[&6],
+            TdRole::VendorCycles {
+                core: VendorCore::Zen4,
+                width: 6,
+                smt_only: true
+            }
+        );
+        let rf = 1 | 2 | 4 | 8;
+        let mut t = DeltaTracker::new();
+        let mut total = TdCounts::default();
+        // Cycles 1000: DISP 2700, RET 2400, FE 1200, BE 1800 (6000 slots); the SMT group
+        // 500 cycles, 300 slots of contention.
+        for (id, vals) in [
+            (
+                1,
+                vec![(1000, 1), (2700, 2), (2400, 3), (1200, 4), (1800, 5)],
+            ),
+            (6, vec![(500, 6), (300, 7)]),
+        ] {
+            let b = group(10, 10, &vals);
+            let read = ReadValues::from_read(&b, rf).unwrap();
+            let d = t.delta(None, id, &read, |i| r.get(&i).copied()).unwrap();
+            total.add(&d);
+        }
+        let l1 = total.level1().unwrap();
+        let want = [40.0, 5.0, 20.0, 30.0];
+        assert!(
+            l1.iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-9),
+            "{l1:?}"
+        );
+        assert_eq!(total.smt_contention(), Some(10.0));
+        assert_eq!(total.slots(), 6000);
+        assert_eq!(total.level2(), None);
+        // Without the frontend event: none.
+        let mut lacking = zen.clone();
+        lacking.events.remove(3);
+        for e in &mut lacking.events[3..] {
+            e.leader = e.leader.saturating_sub(usize::from(e.leader > 3));
+        }
+        assert!(roles(&lacking).values().all(|r| matches!(
+            r,
+            TdRole::Vendor(VEvent::Smt) | TdRole::VendorCycles { smt_only: true, .. }
+        )));
+        // Neoverse V2 (perf's CPUID is the MIDR), on its own PMU type.
+        let arm = Meta {
+            cpuid: "0x00000000410fd4f0".into(),
+            pmus: vec![PmuMeta {
+                name: "armv8_pmuv3_0".into(),
+                type_: 10,
+                cpus: None,
+            }],
+            events: [0x11, 0x3e, 0x3d, 0x3a, 0x3b, 0x10, 0x3f]
+                .iter()
+                .enumerate()
+                .map(|(i, &c)| {
+                    let role = if i == 0 { Role::Sampler } else { Role::Counted };
+                    EventMeta {
+                        pmu: Some("armv8_pmuv3_0".into()),
+                        ..ev(0, 10, c, role, 20 + i as u64)
+                    }
+                })
+                .collect(),
+            ..Meta::default()
+        };
+        let r = roles(&arm);
+        assert_eq!(r.len(), 7, "{r:?}");
+        let b = group(
+            10,
+            10,
+            &[
+                (1000, 20),
+                (2000, 21),
+                (3000, 22),
+                (2400, 23),
+                (3000, 24),
+                (10, 25),
+                (5000, 26),
+            ],
+        );
+        let read = ReadValues::from_read(&b, rf).unwrap();
+        let d = DeltaTracker::new()
+            .delta(None, 20, &read, |i| r.get(&i).copied())
+            .unwrap();
+        let l1 = d.level1().unwrap();
+        // Arm's neoverse-v2.json on these counts (as in pmu::vendor's test).
+        let want = [30.0, 11.5, 24.0, 34.5];
+        assert!(
+            l1.iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-9),
+            "{l1:?}"
+        );
+        assert_eq!(d.smt_contention(), None);
     }
 
     /// The slot counts behind level 1 are what it divides by the slots, on every core: the

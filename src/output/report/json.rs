@@ -69,9 +69,15 @@ fn json_td(td: &TdCounts, samples: u64) -> Option<JsonTopDown> {
     (samples > 0).then(|| JsonTopDown {
         slots: td.slots(),
         samples,
-        level1: td
-            .level1()
-            .map(|v| L1_LABELS.iter().copied().zip(v).collect()),
+        // AMD's fifth node after Intel's four.
+        level1: td.level1().map(|v| {
+            L1_LABELS
+                .iter()
+                .copied()
+                .zip(v)
+                .chain(td.smt_contention().map(|s| ("SMT Contention", s)))
+                .collect()
+        }),
         level2: td.level2().map(|v| v.iter().collect()),
     })
 }

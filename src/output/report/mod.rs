@@ -33,6 +33,9 @@ fn td_header_line(label: &str, td: &TdCounts, level: u8) -> Option<String> {
     for (n, v) in L1_LABELS.iter().zip(l1) {
         let _ = write!(s, "  {n} {v:.1}%");
     }
+    if let Some(smt) = td.smt_contention() {
+        let _ = write!(s, "  SMT Contention {smt:.1}%");
+    }
     if level >= 2
         && let Some(l2) = td.level2()
     {

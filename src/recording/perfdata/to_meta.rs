@@ -271,11 +271,15 @@ pub(super) fn meta_of(p: &Prepared, info: &mut PerfDataInfo) -> Meta {
         kernel_release: string(feature::OSRELEASE).unwrap_or_default(),
         arch: string(feature::ARCH).unwrap_or_default(),
         cpu_model: string(feature::CPUDESC).unwrap_or_default(),
+        // x86's in hrec's form; arm64's is the MIDR (`0x00000000410fd4f0`), kept as it is.
         cpuid: info
             .cpuid
             .as_deref()
-            .and_then(crate::pmu::uarch::CpuId::parse)
-            .map(|c| c.to_string())
+            .and_then(|c| {
+                crate::pmu::uarch::CpuId::parse(c)
+                    .map(|c| c.to_string())
+                    .or_else(|| crate::pmu::vendor::Midr::parse(c).map(|m| m.to_string()))
+            })
             .unwrap_or_default(),
         nr_cpus: info.nr_cpus.map_or(0, |(avail, _)| avail),
         clockid,

@@ -118,6 +118,7 @@ pub fn topdown_counts(counters: &[Counter], counts: &[Count], pmu: Option<&str>)
                         td.0[TdCounts::REMAINDER_SLOTS] += slots;
                     }
                 }
+                TdRole::VendorCycles { .. } | TdRole::Vendor(_) => td.1.add_role(role, v),
             }
         }
     }
