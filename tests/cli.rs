@@ -19,7 +19,11 @@ fn dry_run(model: &str, extra: &[&str]) -> String {
 
 #[test]
 fn dry_run_plans_match_golden_files() {
-    for model in support::MODELS.into_iter().chain(support::ECORE_MODELS) {
+    for model in support::MODELS
+        .into_iter()
+        .chain(support::ECORE_MODELS)
+        .chain(support::VENDOR_MODELS)
+    {
         golden(&format!("dry-run-{model}.txt"), &dry_run(model, &[]));
         golden(&format!("dry-run-W-{model}.txt"), &dry_run(model, &["-W"]));
     }

@@ -13,7 +13,8 @@
 //! `0x00000000410fd4f0`) with Arm's seven level-1 events in one group. Built byte for byte
 //! with `support::perfdata` and `support::encode`, samples in two functions with known
 //! deltas; every function's level 1 from `hrec report --json` is the vendor's formula applied
-//! by hand to that function's summed deltas, within 0.1 point.
+//! by hand to that function's summed deltas, within 0.1 point. The same for hrec's own
+//! recordings of the default plans on the Zen 4 and Neoverse N2 fixtures.
 
 mod support;
 
@@ -235,7 +236,11 @@ fn level1_of(dir: &Path, sym: &str) -> serde_json::Map<String, Value> {
     let rows = j["events"][0]["rows"].as_array().unwrap();
     let row = rows
         .iter()
-        .find(|r| r["key"]["sym"] == format!("[.] {sym}"))
+        .find(|r| {
+            r["key"]["sym"]
+                .as_str()
+                .is_some_and(|k| k.ends_with(&format!("] {sym}")))
+        })
         .unwrap_or_else(|| panic!("no {sym}: {j:#}"));
     row["topdown"]["level1"]
         .as_object()
@@ -373,4 +378,171 @@ fn neoverse_v2_group_reads_with_arms_formulas() {
     let beta_l1 = arm(1000.0, 500.0, 1000.0, 1500.0, 6000.0, 8000.0, 100.0);
     assert!(beta_l1[2].1 < 0.0, "the frontend node comes out negative");
     assert_close(&level1_of(d, "td_beta"), &beta_l1, "td_beta");
+}
+
+/// hrec's own recordings of the default plan on the Zen 4 (watchdog off: one group of six)
+/// and Neoverse N2 r0p0 fixtures (watchdog on: STALL_SLOT left out), written with the real
+/// file writer from the plan's attrs, group reads of known deltas in two kernel functions:
+/// each function's level 1 is the vendor's formula on its sums (N2 r0p0's with STALL_SLOT
+/// taken as STALL_SLOT_FRONTEND + STALL_SLOT_BACKEND).
+#[test]
+fn hrec_recordings_of_the_default_plans() {
+    use hrec::data::{EventId, EventMeta, Meta, PmuMeta, Trailer, Writer};
+    use hrec::event::plan;
+    const KALLSYMS: &str = "ffffffff81000000 T _text\nffffffff81001000 T td_alpha\nffffffff81002000 T td_beta\nffffffff81003000 T past_the_end\n";
+    let (alpha, beta) = (0xffff_ffff_8100_1010_u64, 0xffff_ffff_8100_2010_u64);
+    for (model, watchdog) in [("zen4", false), ("neoverse-n2", true)] {
+        let pmus = support::pmus(model);
+        let cpuinfo = std::fs::read_to_string(support::procfs_of(model).join("cpuinfo")).unwrap();
+        let host = hrec::event::Host {
+            cpu: hrec::pmu::uarch::CpuId::from_cpuinfo(&cpuinfo),
+            nmi_watchdog: Some(watchdog),
+            ..support::host()
+        };
+        let p = plan::plan_record(&pmus, &host, &support::opts(&[])).unwrap();
+        let cpuid = hrec::pmu::uarch::CpuId::from_cpuinfo(&cpuinfo)
+            .map(|c| c.to_string())
+            .or_else(|| hrec::pmu::vendor::Midr::from_cpuinfo(&cpuinfo).map(|m| m.to_string()))
+            .unwrap();
+        let rid = |i: usize| 1000 + i as u64;
+        let meta = Meta {
+            hrec_version: "test".into(),
+            target: "workload".into(),
+            cpuid,
+            pmus: pmus
+                .core_pmus()
+                .iter()
+                .map(|c| PmuMeta {
+                    name: c.name.clone(),
+                    type_: c.type_,
+                    cpus: c.cpus.as_ref().map(ToString::to_string),
+                })
+                .collect(),
+            events: p
+                .events
+                .iter()
+                .map(|e| EventMeta {
+                    name: e.name.clone(),
+                    pmu: e.pmu.clone(),
+                    attr: e.attr,
+                    leader: e.leader,
+                    role: e.role,
+                    ids: vec![EventId {
+                        id: rid(e.index),
+                        cpu: 0,
+                        tid: 500,
+                    }],
+                    trace_format: None,
+                })
+                .collect(),
+            ..Meta::default()
+        };
+        assert_eq!(p.events.iter().filter(|e| e.leader == e.index).count(), 1);
+        let group: Vec<usize> = (0..p.events.len()).collect();
+        // Deltas by the member's config (the leader's cycles first): two samples in
+        // td_alpha, one in td_beta.
+        let amd = model == "zen4";
+        let delta = |config: u64, lead: bool, s: usize| -> u64 {
+            let v: [u64; 3] = match (lead, config) {
+                (true, _) => [1000, 1000, 2000],
+                (_, 0x7aa) => [2700, 3300, 4000],
+                (_, 0xc1) => [2400, 3000, 2000],
+                (_, 0x1_0000_01a0) => [1200, 600, 6000],
+                (_, 0x1_0000_1ea0) => [1800, 2400, 3000],
+                (_, 0x1_0000_60a0) => [300, 900, 2400],
+                (_, 0x3e) => [3000, 2500, 4000],
+                (_, 0x3d) => [1000, 1500, 2000],
+                (_, 0x3a) => [2400, 1600, 2000],
+                (_, 0x3b) => [3000, 2000, 4000],
+                (_, 0x10) => [10, 0, 50],
+                _ => panic!("{model}: unexpected member {config:#x}"),
+            };
+            v[s]
+        };
+        let mut records = Vec::new();
+        let lead_attr = meta.events[0].attr;
+        let sid = SampleId {
+            pid: 500,
+            tid: 500,
+            time: 1,
+            id: rid(0),
+            ..SampleId::default()
+        };
+        records.extend(Encoder::new(lead_attr).comm(&sid, 500, 500, b"app", true));
+        let mut totals = vec![0u64; group.len()];
+        for (s, ip) in [alpha, alpha, beta].into_iter().enumerate() {
+            for (t, &i) in totals.iter_mut().zip(&group) {
+                *t += delta(meta.events[i].attr.config, i == 0, s);
+            }
+            let values = group
+                .iter()
+                .zip(&totals)
+                .map(|(&i, &value)| ReadValue {
+                    value,
+                    id: rid(i),
+                    lost: 0,
+                })
+                .collect();
+            records.extend(Encoder::new(lead_attr).sample(&SampleFields {
+                misc: 1 | (1 << 14),
+                id: rid(0),
+                ip,
+                pid: 500,
+                tid: 500,
+                time: 1000 * (s as u64 + 1),
+                period: 1000,
+                read: ReadFields {
+                    values,
+                    ..ReadFields::default()
+                },
+                ..SampleFields::default()
+            }));
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let mut w = Writer::create(&d.join("perf.data"), &meta).unwrap();
+        w.write_side("kallsyms", KALLSYMS.as_bytes()).unwrap();
+        w.write_records(&records, 0).unwrap();
+        w.finish(Trailer::default()).unwrap();
+        let names = [
+            "Retiring",
+            "Bad Speculation",
+            "Frontend Bound",
+            "Backend Bound",
+            "SMT Contention",
+        ];
+        let sums = |range: std::ops::Range<usize>, config: u64, lead: bool| -> f64 {
+            range.map(|s| delta(config, lead, s) as f64).sum()
+        };
+        for (sym, range) in [("td_alpha", 0..2), ("td_beta", 2..3)] {
+            let c = sums(range.clone(), 0, true);
+            let get = |config: u64| sums(range.clone(), config, false);
+            let want: Vec<(&str, f64)> = if amd {
+                let slots = 6.0 * c;
+                let v = [
+                    get(0xc1) / slots,
+                    (get(0x7aa) - get(0xc1)) / slots,
+                    get(0x1_0000_01a0) / slots,
+                    get(0x1_0000_1ea0) / slots,
+                    get(0x1_0000_60a0) / slots,
+                ];
+                names.into_iter().zip(v.map(|x| 100.0 * x)).collect()
+            } else {
+                // Arm's neoverse-n2.json (r0p0), S = SF + SB, 5 slots per cycle.
+                let (sf, sb, m) = (get(0x3e), get(0x3d), get(0x10) / c);
+                let slots = 5.0 * c;
+                let s = sf + sb;
+                let r = get(0x3a) / get(0x3b);
+                let busy = (s - c) / slots;
+                let v = [
+                    r * (1.0 - busy),
+                    (1.0 - r) * (1.0 - busy) + 4.0 * m,
+                    (sf - c) / slots - m,
+                    sb / slots - 3.0 * m,
+                ];
+                names.into_iter().zip(v.map(|x| 100.0 * x)).collect()
+            };
+            assert_close(&level1_of(d, sym), &want, &format!("{model} {sym}"));
+        }
+    }
 }

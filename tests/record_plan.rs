@@ -710,3 +710,121 @@ fn lunar_lake_without_pebs_format_6_is_one_notice() {
     let p = plan::plan_record(&support::pmus("lunarlake"), &host, &opts(&[])).unwrap();
     assert!(!p.notices.iter().any(|n| n.contains("max_precise")));
 }
+
+/// Issue 45: the default plan on AMD Zen 4/5 and Arm Neoverse fixtures: cycles-led groups
+/// of the vendor's level-1 events within the counters (the NMI watchdog's share), the leader
+/// plain cycles (AMD's precise cycles go to IBS), the members the vendor's encodings on the
+/// core PMU, never chained (`config1` 0), dropped as TopDown when refused.
+#[test]
+fn vendor_default_groups_fit_the_counters() {
+    use hrec::event::plan::IfRefused;
+    let amd = [0x7aa, 0xc1, 0x1_0000_01a0, 0x1_0000_1ea0];
+    let smt = 0x1_0000_60a0;
+    let arm = [0x3e, 0x3d, 0x3a, 0x3b, 0x10];
+    let cases: [(&str, &str, bool, Vec<Vec<u64>>); 8] = [
+        ("zen4", "cpu", true, vec![amd.to_vec(), vec![smt]]),
+        ("zen4", "cpu", false, vec![[&amd[..], &[smt]].concat()]),
+        ("zen5", "cpu", true, vec![amd.to_vec(), vec![smt]]),
+        ("zen5", "cpu", false, vec![[&amd[..], &[smt]].concat()]),
+        ("neoverse-v2", "armv8_pmuv3_0", true, vec![arm.to_vec()]),
+        (
+            "neoverse-v2",
+            "armv8_pmuv3_0",
+            false,
+            vec![vec![0x3e, 0x3d, 0x3f, 0x3a, 0x3b, 0x10]],
+        ),
+        ("neoverse-v1", "armv8_pmuv3_0", true, vec![arm.to_vec()]),
+        ("neoverse-n2", "armv8_pmuv3_0", true, vec![arm.to_vec()]),
+    ];
+    for (model, pmu_name, watchdog, want) in cases {
+        let pmus = pmus(model);
+        let host = hrec::event::Host {
+            cpu: hrec::pmu::uarch::CpuId::read(&support::procfs_of(model)),
+            nmi_watchdog: Some(watchdog),
+            ..host()
+        };
+        let p = plan::plan_record(&pmus, &host, &opts(&[])).unwrap();
+        let pmu = pmus.get(pmu_name).unwrap();
+        let leaders: Vec<_> = p.events.iter().filter(|e| e.leader == e.index).collect();
+        assert_eq!(leaders.len(), want.len(), "{model} watchdog {watchdog}");
+        for (lead, configs) in leaders.iter().zip(&want) {
+            assert_eq!(lead.role, Role::Sampler, "{model}");
+            assert_eq!(
+                (lead.attr.type_, lead.attr.config),
+                (0, 0),
+                "{model}: cycles"
+            );
+            assert_eq!(lead.attr.precise_ip(), 0, "{model}: not precise");
+            let members: Vec<_> = p
+                .events
+                .iter()
+                .filter(|e| e.leader == lead.index && e.index != lead.index)
+                .collect();
+            let got: Vec<u64> = members.iter().map(|e| e.attr.config).collect();
+            assert_eq!(&got, configs, "{model} watchdog {watchdog}");
+            for m in members {
+                assert_eq!(m.attr.type_, pmu.type_, "{model}");
+                assert_eq!(m.attr.config1, 0, "{model}: no chained counter");
+                assert_eq!(m.if_refused, Some(IfRefused::DropTopdown), "{model}");
+            }
+            // The 6 general counters: AMD's leader takes one and the watchdog another; Arm's
+            // leader takes the cycle counter unless the watchdog holds it.
+            let general = match (pmu_name == "cpu", watchdog) {
+                (true, w) => configs.len() + 1 + usize::from(w),
+                (false, true) => configs.len() + 1,
+                (false, false) => configs.len(),
+            };
+            assert!(
+                general <= 6,
+                "{model} watchdog {watchdog}: {general} counters"
+            );
+        }
+    }
+    // One thread per core (SMT off): no SMT group with the watchdog on.
+    let mut host = hrec::event::Host {
+        cpu: hrec::pmu::uarch::CpuId::read(&support::procfs_of("zen4")),
+        nmi_watchdog: Some(true),
+        ..host()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("sys");
+    copy_tree(&support::sysfs("zen4"), &root);
+    for cpu in [0, 1, 16] {
+        let t = root.join(format!("devices/system/cpu/cpu{cpu}/topology"));
+        std::fs::write(t.join("core_cpus_list"), format!("{cpu}\n")).unwrap();
+    }
+    let pmus = hrec::pmu::Pmus::read(&root).unwrap();
+    let p = plan::plan_record(&pmus, &host, &opts(&[])).unwrap();
+    assert_eq!(p.events.iter().filter(|e| e.leader == e.index).count(), 1);
+    assert!(
+        p.notices.iter().any(|n| n.contains("one thread per core")),
+        "{:?}",
+        p.notices
+    );
+    // An AMD model hrec does not know: cycles alone, with one line.
+    host.cpu = hrec::pmu::uarch::CpuId::parse("AuthenticAMD-26-50-0");
+    let p = plan::plan_record(&pmus, &host, &opts(&[])).unwrap();
+    assert_eq!(p.events.len(), 1, "{:?}", p.events);
+    assert!(
+        p.notices
+            .iter()
+            .any(|n| n.contains("hrec has no TopDown for AMD family 0x1a model 0x50")),
+        "{:?}",
+        p.notices
+    );
+}
+
+/// Copies a fixture tree.
+fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dest = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(&dest).unwrap();
+            copy_tree(&e.path(), &dest);
+        } else {
+            std::fs::create_dir_all(to).unwrap();
+            std::fs::copy(e.path(), &dest).unwrap();
+        }
+    }
+}

@@ -560,7 +560,7 @@ pub fn plan_record_with(
         events.len()
     };
     if let Some(tail) = events.get_mut(added..) {
-        mark_ecore_members(tail, host);
+        mark_ecore_members(tail, pmus, host);
     }
 
     // Tracking: the first event if it is opened everywhere the workload can run, else a dummy.

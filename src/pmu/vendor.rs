@@ -272,6 +272,41 @@ pub struct VendorEvent {
     pub config: u64,
 }
 
+impl VendorEvent {
+    /// The event on PMU `pmu` in perf's event syntax, named as the vendor names it: AMD's
+    /// `cpu/event=0x1a0,umask=0x1,name=de_no_dispatch_per_slot.no_ops_from_frontend/`
+    /// (the event's bits 11:8 are `config[35:32]`), Arm's
+    /// `armv8_pmuv3_0/event=0x3e,name=STALL_SLOT_FRONTEND/`.
+    pub fn spec(&self, pmu: &str, amd: bool) -> String {
+        if amd {
+            let event = (self.config & 0xff) | ((self.config >> 32) & 0xf) << 8;
+            let umask = (self.config >> 8) & 0xff;
+            format!(
+                "{pmu}/event={event:#x},umask={umask:#x},name={}/",
+                self.name
+            )
+        } else {
+            format!("{pmu}/event={:#x},name={}/", self.config, self.name)
+        }
+    }
+}
+
+/// The vendor core behind a core PMU of a sysfs snapshot rooted at `sysfs_root`: an AMD part
+/// by `cpu` (`/proc/cpuinfo`), an Arm core by the `midr_el1` of the PMU's first CPU (else
+/// `/proc/cpuinfo`'s, `cpuinfo_midr`).
+pub fn vendor_of_pmu(
+    sysfs_root: &Path,
+    pmu: &Pmu,
+    cpu: Option<&CpuId>,
+    cpuinfo_midr: Option<Midr>,
+) -> VendorOf {
+    let first = pmu.cpus.as_ref().and_then(|c| c.cpus().first().copied());
+    let midr = first
+        .and_then(|c| Midr::read(sysfs_root, c))
+        .or(cpuinfo_midr);
+    vendor_of(cpu, midr)
+}
+
 /// AMD's level 1 (perf `amdzen4/pipeline.json`, `amdzen5/pipeline.json`; the encodings in
 /// `amdzen4/other.json`, `core.json`, `amdzen5/decode.json`, `execution.json`).
 const AMD_L1: [VendorEvent; 6] = [

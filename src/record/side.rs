@@ -48,8 +48,10 @@ pub fn host_info(procfs_root: &Path) -> HostInfo {
         hostname: read_trim(&procfs_root.join("sys/kernel/hostname")),
         kernel_release: read_trim(&procfs_root.join("sys/kernel/osrelease")),
         cpu_model,
+        // x86's family, model and stepping; arm64's MIDR, as perf writes it.
         cpuid: crate::pmu::uarch::CpuId::from_cpuinfo(&cpuinfo)
             .map(|c| c.to_string())
+            .or_else(|| crate::pmu::vendor::Midr::from_cpuinfo(&cpuinfo).map(|m| m.to_string()))
             .unwrap_or_default(),
     }
 }

@@ -41,6 +41,10 @@ pub const ECORE_MODELS: [&str; 6] = [
     "alderlake-n",
 ];
 
+/// The AMD and Arm fixture models added for their TopDown (issue 45), each with its own
+/// procfs; golden plans like [`MODELS`].
+pub const VENDOR_MODELS: [&str; 4] = ["zen5", "neoverse-v2", "neoverse-v1", "neoverse-n2"];
+
 /// `tests/fixtures/sysfs/<model>`.
 pub fn sysfs(model: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

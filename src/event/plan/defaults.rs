@@ -4,8 +4,9 @@
 
 use super::{Host, IfRefused, PlannedEvent, Role};
 use crate::event::resolve;
-use crate::pmu::Pmus;
 use crate::pmu::uarch;
+use crate::pmu::vendor::{self, VendorOf};
+use crate::pmu::{Pmu, Pmus};
 
 /// The default `-e` strings: `cycles:P` per core PMU, as perf uses it, in a sampling-read
 /// group that carries TopDown wherever the core has it: slots-led with the `topdown-*` metrics
@@ -19,8 +20,20 @@ pub fn default_events(pmus: &Pmus, host: &Host) -> (Vec<String>, Vec<String>) {
     let core = pmus.core_pmus();
     let hybrid = core.len() > 1;
     let mut notices = Vec::new();
-    let events = core
+    let mut vendor_groups = Vec::new();
+    let intel: Vec<&Pmu> = core
         .iter()
+        .copied()
+        .filter(|p| match vendor_default(pmus, host, p, hybrid, &mut notices) {
+            Some(groups) => {
+                vendor_groups.push(groups);
+                false
+            }
+            None => true,
+        })
+        .collect();
+    let events = intel
+        .into_iter()
         .map(|p| {
             let q = |ev: &str, mods: &str| {
                 if hybrid {
@@ -79,15 +92,80 @@ pub fn default_events(pmus: &Pmus, host: &Host) -> (Vec<String>, Vec<String>) {
                 }
             }
         })
+        .chain(vendor_groups.into_iter().flatten())
         .collect();
     (events, notices)
+}
+
+/// The default groups of an AMD Zen 4/5 or Arm Neoverse core PMU ([`crate::pmu::vendor`]):
+/// cycles-led sampling-read groups of the vendor's level-1 events within the counters, the
+/// leader plain `cycles` (an AMD precise cycles event goes to IBS, which carries no core
+/// members; Arm core samples skid too); `None` for any other PMU. A part hrec does not know,
+/// or the N1, samples cycles alone, with a notice.
+fn vendor_default(
+    pmus: &Pmus,
+    host: &Host,
+    p: &Pmu,
+    hybrid: bool,
+    notices: &mut Vec<String>,
+) -> Option<Vec<String>> {
+    let core = match vendor::vendor_of_pmu(&pmus.root, p, host.cpu.as_ref(), None) {
+        VendorOf::No => return None,
+        VendorOf::Unknown(what) => {
+            notices.push(format!(
+                "{}: hrec has no TopDown for {what}: sampling cycles without it",
+                p.name
+            ));
+            return None;
+        }
+        VendorOf::Core(c) => c,
+    };
+    let threads = crate::pmu::threads_per_core(&pmus.root, &pmus.online);
+    let plan = core.groups(host.nmi_watchdog, threads);
+    notices.extend(plan.notices.iter().map(|n| format!("{}: {n}", p.name)));
+    if plan.groups.is_empty() {
+        return None;
+    }
+    notices.push(format!(
+        "{}: {} TopDown level 1 per function; its samples skid (no precise cycles with group \
+         members), so shares per instruction are smeared over the next few",
+        p.name,
+        core.name()
+    ));
+    let cycles = if hybrid {
+        format!("{}/cycles/", p.name)
+    } else {
+        "cycles".to_string()
+    };
+    Some(
+        plan.groups
+            .iter()
+            .map(|g| {
+                let mut members = vec![cycles.clone()];
+                members.extend(g.iter().map(|e| e.spec(&p.name, core.is_amd())));
+                format!("{{{}}}:S", members.join(","))
+            })
+            .collect(),
+    )
 }
 
 /// Marks the E-core TopDown members of the default groups as left out when refused: a
 /// level-2 event drops level 2 (the group did not fit the counters, e.g. a kernel without
 /// Skymont's fixed counters 4-6), a level-1 event all TopDown of its group.
-pub(super) fn mark_ecore_members(events: &mut [PlannedEvent], host: &Host) {
+/// AMD's and Arm's level-1 members ([`vendor_default`]) drop their group's TopDown alike.
+pub(super) fn mark_ecore_members(events: &mut [PlannedEvent], pmus: &Pmus, host: &Host) {
     for e in events.iter_mut().filter(|e| e.role == Role::Counted) {
+        let vendor = e
+            .pmu
+            .as_deref()
+            .and_then(|name| pmus.get(name))
+            .map(|p| vendor::vendor_of_pmu(&pmus.root, p, host.cpu.as_ref(), None));
+        if let Some(VendorOf::Core(core)) = vendor {
+            if core.event_of(e.attr.config).is_some() {
+                e.if_refused = Some(IfRefused::DropTopdown);
+            }
+            continue;
+        }
         let Some(td) = e
             .pmu
             .as_deref()

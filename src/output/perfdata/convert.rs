@@ -300,17 +300,16 @@ impl HostFacts {
 }
 
 /// The CPUID feature as perf writes it (`get_cpuid`: `GenuineIntel,6,207,2`, family, model
-/// and stepping in decimal) from hrec's form, perf's PMU-event key (`GenuineIntel-6-CF-2`,
-/// in hex); anything else as it is.
+/// and stepping in decimal) from hrec's form, perf's PMU-event key (`GenuineIntel-6-CF-2`:
+/// the family in decimal, model and stepping in hex); anything else (arm64's MIDR) as it is.
 pub fn perf_cpuid(hrec: &str) -> String {
-    let parts: Vec<&str> = hrec.split('-').collect();
-    let numbers: Option<Vec<u64>> = parts
-        .get(1..)
-        .map(|p| p.iter().map(|x| u64::from_str_radix(x, 16).ok()).collect())
-        .unwrap_or_default();
-    match numbers {
-        Some(n) if parts.len() == 4 => {
-            format!("{},{},{},{}", parts[0], n[0], n[1], n[2])
+    // hrec's form is perf's `%s-%u-%X-%X`: the family in decimal.
+    match (
+        hrec.split_once('-'),
+        crate::pmu::uarch::CpuId::parse(hrec).filter(|_| !hrec.contains(',')),
+    ) {
+        (Some((vendor, _)), Some(c)) => {
+            format!("{vendor},{},{},{}", c.family, c.model, c.stepping)
         }
         _ => hrec.to_string(),
     }
@@ -628,7 +627,8 @@ mod tests {
     #[test]
     fn cpuid_is_perfs_comma_form() {
         assert_eq!(perf_cpuid("GenuineIntel-6-CF-2"), "GenuineIntel,6,207,2");
-        assert_eq!(perf_cpuid("AuthenticAMD-25-61-2"), "AuthenticAMD,37,97,2");
+        // The family is decimal in both forms (Zen 4: 25).
+        assert_eq!(perf_cpuid("AuthenticAMD-25-61-2"), "AuthenticAMD,25,97,2");
         assert_eq!(perf_cpuid(""), "");
         assert_eq!(perf_cpuid("0x00000000410fd4f0"), "0x00000000410fd4f0");
     }
