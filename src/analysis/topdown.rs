@@ -586,12 +586,8 @@ fn vendor_core_of(meta: &Meta, cpu: Option<&CpuId>) -> Option<VendorCore> {
     }
 }
 
-/// The roles of an AMD or Arm level-1 group's members ([`crate::pmu::vendor`]), or why
-/// `members` is not one: led by the core PMU's cycles (legacy `cycles`, or the core's own
-/// cycles event), with the level-1 events the core's formulas need as members, known by
-/// their encodings on that PMU. AMD's group of SMT contention alone (the NMI watchdog's
-/// split) is one too. The slots per cycle are the vendor's for the core (Arm's `caps/slots`
-/// is the same number on the cores hrec knows).
+/// The roles of an AMD or Arm level-1 group's members ([`crate::pmu::vendor`]) in a
+/// recording, or why `members` is not one ([`vendor_roles`]).
 fn vendor_group(
     meta: &Meta,
     core: VendorCore,
@@ -601,35 +597,69 @@ fn vendor_group(
         .iter()
         .find(|&&i| meta.events[i].role == Role::Sampler)
         .ok_or("the group has no sampling event")?;
-    let s = &meta.events[sampler].attr;
+    let kept: Vec<usize> = members
+        .iter()
+        .copied()
+        // A member with no ids was not opened (the recorder left it out).
+        .filter(|&i| {
+            i == sampler || (meta.events[i].role == Role::Counted && !meta.events[i].ids.is_empty())
+        })
+        .collect();
+    let attrs: Vec<(Attr, bool)> = kept
+        .iter()
+        .map(|&i| (meta.events[i].attr, i == sampler))
+        .collect();
+    let roles = vendor_roles_or_why(core, &attrs)?;
+    Ok(roles.into_iter().map(|(k, r)| (kept[k], r)).collect())
+}
+
+/// The roles in an AMD or Arm level-1 group of core `core`: `members` are the group's attrs,
+/// `true` for the cycles event that leads it. Led by the core PMU's cycles (legacy `cycles`,
+/// or the core's own cycles event), with the level-1 events the core's formulas need as
+/// members, known by their encodings on that PMU (the members' type); AMD's group of SMT
+/// contention alone (the NMI watchdog's split) is one too. The slots per cycle are the
+/// vendor's for the core (Arm's `caps/slots` gives the same number on the cores hrec knows).
+/// `None` when it is not such a group; the result indexes `members`.
+pub fn vendor_roles(core: VendorCore, members: &[(Attr, bool)]) -> Option<Vec<(usize, TdRole)>> {
+    vendor_roles_or_why(core, members).ok()
+}
+
+/// [`vendor_roles`], or why the group has none.
+fn vendor_roles_or_why(
+    core: VendorCore,
+    members: &[(Attr, bool)],
+) -> Result<Vec<(usize, TdRole)>, String> {
+    use crate::event::attr::types::HARDWARE;
+    let lead = members
+        .iter()
+        .position(|(_, lead)| *lead)
+        .ok_or("the group has no lead event")?;
+    let s = &members[lead].0;
     // The core PMU's type: the members' (a legacy `cycles` leader has the HARDWARE type, and
     // perf.data may name its PMU with type 0).
     let pmu_type = members
         .iter()
-        .filter(|&&i| i != sampler)
-        .map(|&i| meta.events[i].attr.type_)
-        .find(|&t| t != crate::event::attr::types::HARDWARE)
+        .enumerate()
+        .filter(|&(i, _)| i != lead)
+        .map(|(_, (a, _))| a.type_)
+        .find(|&t| t != HARDWARE)
         .ok_or("the group has no member on the core PMU")?;
     let width = core
         .default_width()
         .ok_or_else(|| format!("{} has no slot-based TopDown", core.name()))?;
     let cycles = core.level1_events().first().map(|e| e.config);
-    let legacy = s.type_ == crate::event::attr::types::HARDWARE && s.config & 0xffff_ffff == 0;
+    let legacy = s.type_ == HARDWARE && s.config & 0xffff_ffff == 0;
     if !(legacy || (s.type_ == pmu_type && Some(s.config) == cycles)) {
         return Err(format!(
             "the group is not led by core cycles, whose {width} x are the slots"
         ));
     }
     let mut out = Vec::new();
-    for &i in members {
-        let e = &meta.events[i];
-        if i == sampler || e.role != Role::Counted || e.ids.is_empty() {
+    for (i, (attr, _)) in members.iter().enumerate() {
+        if i == lead || attr.type_ != pmu_type {
             continue;
         }
-        if e.attr.type_ != pmu_type {
-            continue;
-        }
-        if let Some(v) = core.event_of(e.attr.config)
+        if let Some(v) = core.event_of(attr.config)
             && v != VEvent::Cycles
             && !out.iter().any(|(_, r)| *r == TdRole::Vendor(v))
         {
@@ -677,7 +707,7 @@ fn vendor_group(
     out.insert(
         0,
         (
-            sampler,
+            lead,
             TdRole::VendorCycles {
                 core,
                 width,

@@ -177,6 +177,9 @@ fn topdown_lines(counters: &[Counter], counts: &[Count], level: u8) -> Vec<Strin
         for (n, v) in L1_LABELS.iter().zip(l1) {
             out.push(format!("  {v:>6.1}%  {n}"));
         }
+        if let Some(smt) = td.smt_contention() {
+            out.push(format!("  {smt:>6.1}%  SMT Contention"));
+        }
         if level >= 2
             && let Some(l2) = td.level2()
         {
@@ -871,6 +874,53 @@ mod tests {
             None,
         );
         let want = "TopDown level 1 (cpu_atom), share of 5,000 slots:\n    40.0%  Retiring\n    10.0%  Bad Speculation\n    20.0%  Frontend Bound\n    30.0%  Backend Bound\n";
+        assert!(s.ends_with(want), "{s}");
+    }
+
+    /// AMD Zen 4's level 1 from its two counting groups (the NMI watchdog's split): four
+    /// nodes over 6 x the first group's cycles, SMT Contention over its own group's.
+    #[test]
+    fn vendor_topdown_block_from_counts() {
+        use crate::analysis::topdown::TdRole;
+        use crate::pmu::vendor::{VEvent, VendorCore};
+        let cycles = |smt_only: bool| {
+            let mut c = counter("cycles", Some("cpu"), None);
+            c.td = Some(TdRole::VendorCycles {
+                core: VendorCore::Zen4,
+                width: 6,
+                smt_only,
+            });
+            c
+        };
+        let member = |name: &str, e: VEvent| {
+            let mut c = counter(name, Some("cpu"), None);
+            c.td = Some(TdRole::Vendor(e));
+            c
+        };
+        let counters = vec![
+            cycles(false),
+            member("de_src_op_disp.all", VEvent::Dispatched),
+            member("ex_ret_ops", VEvent::Retired),
+            member(
+                "de_no_dispatch_per_slot.no_ops_from_frontend",
+                VEvent::Frontend,
+            ),
+            member("de_no_dispatch_per_slot.backend_stalls", VEvent::Backend),
+            cycles(true),
+            member("de_no_dispatch_per_slot.smt_contention", VEvent::Smt),
+        ];
+        let counts: Vec<Count> = [1000, 2700, 2400, 1200, 1800, 500, 300]
+            .iter()
+            .map(|&v| val(v, 1, 1))
+            .collect();
+        let s = format(
+            &counters,
+            &counts,
+            Duration::from_secs(1),
+            &StatStyle::default(),
+            None,
+        );
+        let want = "TopDown level 1 (cpu), share of 6,000 slots:\n    40.0%  Retiring\n     5.0%  Bad Speculation\n    20.0%  Frontend Bound\n    30.0%  Backend Bound\n    10.0%  SMT Contention\n";
         assert!(s.ends_with(want), "{s}");
     }
 

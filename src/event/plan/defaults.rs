@@ -24,13 +24,15 @@ pub fn default_events(pmus: &Pmus, host: &Host) -> (Vec<String>, Vec<String>) {
     let intel: Vec<&Pmu> = core
         .iter()
         .copied()
-        .filter(|p| match vendor_default(pmus, host, p, hybrid, &mut notices) {
-            Some(groups) => {
-                vendor_groups.push(groups);
-                false
-            }
-            None => true,
-        })
+        .filter(
+            |p| match vendor_default(pmus, host, p, hybrid, &mut notices) {
+                Some(groups) => {
+                    vendor_groups.push(groups);
+                    false
+                }
+                None => true,
+            },
+        )
         .collect();
     let events = intel
         .into_iter()

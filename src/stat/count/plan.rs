@@ -158,6 +158,34 @@ fn strings_and_notes(
                 None => v.push(if level2 { l2 } else { l1 }),
             }
         }
+        // AMD and Arm: the vendor's level-1 groups within the counters, as `record` plans
+        // them ([`crate::pmu::vendor::VendorCore::groups`]).
+        for p in &core {
+            if !resolve::topdown_metric_names(p).is_empty()
+                || crate::pmu::uarch::ecore_topdown(o.cpu.as_ref(), &p.name).is_some()
+            {
+                continue;
+            }
+            let crate::pmu::vendor::VendorOf::Core(vc) =
+                crate::pmu::vendor::vendor_of_pmu(&pmus.root, p, o.cpu.as_ref(), None)
+            else {
+                continue;
+            };
+            let threads = crate::pmu::threads_per_core(&pmus.root, &pmus.online);
+            let groups = vc.groups(o.nmi_watchdog, threads);
+            notes.extend(groups.notices.iter().map(|n| format!("{}: {n}", p.name)));
+            let cycles = if hybrid {
+                format!("{}/cycles/", p.name)
+            } else {
+                "cycles".to_string()
+            };
+            for g in &groups.groups {
+                any = true;
+                let mut members = vec![cycles.clone()];
+                members.extend(g.iter().map(|e| e.spec(&p.name, vc.is_amd())));
+                v.push(format!("{{{}}}", members.join(",")));
+            }
+        }
         if !any {
             let have: Vec<&str> = core.iter().map(|p| p.name.as_str()).collect();
             return Err(StatError::NoTopDown {
@@ -279,9 +307,14 @@ fn group_roles(pmus: &Pmus, o: &StatOptions, g: &resolve::Group) -> Vec<Option<T
             .enumerate()
             .map(|(i, r)| (r.attr, i == 0))
             .collect();
-        for (i, role) in
-            topdown::ecore_roles(o.cpu.as_ref(), &pmu.name, pmu.type_, &attrs).unwrap_or_default()
+        let vendor = match crate::pmu::vendor::vendor_of_pmu(&pmus.root, pmu, o.cpu.as_ref(), None)
         {
+            crate::pmu::vendor::VendorOf::Core(vc) => topdown::vendor_roles(vc, &attrs),
+            _ => None,
+        };
+        let found =
+            vendor.or_else(|| topdown::ecore_roles(o.cpu.as_ref(), &pmu.name, pmu.type_, &attrs));
+        for (i, role) in found.unwrap_or_default() {
             roles[i] = Some(role);
         }
     }
