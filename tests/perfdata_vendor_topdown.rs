@@ -14,7 +14,7 @@
 //! with `support::perfdata` and `support::encode`, samples in two functions with known
 //! deltas; every function's level 1 from `hrec report --json` is the vendor's formula applied
 //! by hand to that function's summed deltas, within 0.1 point. The same for hrec's own
-//! recordings of the default plans on the Zen 4 and Neoverse N2 fixtures.
+//! recordings of the default plans on the Zen 4, Zen 5, Neoverse N2, V1 and V2 fixtures.
 
 mod support;
 
@@ -380,18 +380,25 @@ fn neoverse_v2_group_reads_with_arms_formulas() {
     assert_close(&level1_of(d, "td_beta"), &beta_l1, "td_beta");
 }
 
-/// hrec's own recordings of the default plan on the Zen 4 (watchdog off: one group of six)
-/// and Neoverse N2 r0p0 fixtures (watchdog on: STALL_SLOT left out), written with the real
-/// file writer from the plan's attrs, group reads of known deltas in two kernel functions:
-/// each function's level 1 is the vendor's formula on its sums (N2 r0p0's with STALL_SLOT
-/// taken as STALL_SLOT_FRONTEND + STALL_SLOT_BACKEND).
+/// hrec's own recordings of the default plan on the Zen 4 and Zen 5 (watchdog off: one group
+/// of six), Neoverse N2 r0p0 and V1 (watchdog on: STALL_SLOT left out) and V2 (watchdog off:
+/// with STALL_SLOT) fixtures, written with the real file writer from the plan's attrs, group
+/// reads of known deltas in two kernel functions: each function's level 1 is the vendor's
+/// formula on its sums (STALL_SLOT, where left out, taken as STALL_SLOT_FRONTEND +
+/// STALL_SLOT_BACKEND).
 #[test]
 fn hrec_recordings_of_the_default_plans() {
     use hrec::data::{EventId, EventMeta, Meta, PmuMeta, Trailer, Writer};
     use hrec::event::plan;
     const KALLSYMS: &str = "ffffffff81000000 T _text\nffffffff81001000 T td_alpha\nffffffff81002000 T td_beta\nffffffff81003000 T past_the_end\n";
     let (alpha, beta) = (0xffff_ffff_8100_1010_u64, 0xffff_ffff_8100_2010_u64);
-    for (model, watchdog) in [("zen4", false), ("neoverse-n2", true)] {
+    for (model, watchdog) in [
+        ("zen4", false),
+        ("zen5", false),
+        ("neoverse-n2", true),
+        ("neoverse-v1", true),
+        ("neoverse-v2", false),
+    ] {
         let pmus = support::pmus(model);
         let cpuinfo = std::fs::read_to_string(support::procfs_of(model).join("cpuinfo")).unwrap();
         let host = hrec::event::Host {
@@ -441,7 +448,7 @@ fn hrec_recordings_of_the_default_plans() {
         let group: Vec<usize> = (0..p.events.len()).collect();
         // Deltas by the member's config (the leader's cycles first): two samples in
         // td_alpha, one in td_beta.
-        let amd = model == "zen4";
+        let amd = model.starts_with("zen");
         let delta = |config: u64, lead: bool, s: usize| -> u64 {
             let v: [u64; 3] = match (lead, config) {
                 (true, _) => [1000, 1000, 2000],
@@ -455,6 +462,7 @@ fn hrec_recordings_of_the_default_plans() {
                 (_, 0x3a) => [2400, 1600, 2000],
                 (_, 0x3b) => [3000, 2000, 4000],
                 (_, 0x10) => [10, 0, 50],
+                (_, 0x3f) => [4500, 4200, 6500],
                 _ => panic!("{model}: unexpected member {config:#x}"),
             };
             v[s]
@@ -518,7 +526,7 @@ fn hrec_recordings_of_the_default_plans() {
             let c = sums(range.clone(), 0, true);
             let get = |config: u64| sums(range.clone(), config, false);
             let want: Vec<(&str, f64)> = if amd {
-                let slots = 6.0 * c;
+                let slots = if model == "zen4" { 6.0 } else { 8.0 } * c;
                 let v = [
                     get(0xc1) / slots,
                     (get(0x7aa) - get(0xc1)) / slots,
@@ -528,18 +536,44 @@ fn hrec_recordings_of_the_default_plans() {
                 ];
                 names.into_iter().zip(v.map(|x| 100.0 * x)).collect()
             } else {
-                // Arm's neoverse-n2.json (r0p0), S = SF + SB, 5 slots per cycle.
+                // Arm's files: neoverse-n2.json (r0p0: one slot per cycle off STALL_SLOT and
+                // STALL_SLOT_FRONTEND), neoverse-v1.json, neoverse-v2.json; STALL_SLOT,
+                // where the watchdog left it out, STALL_SLOT_FRONTEND + STALL_SLOT_BACKEND.
                 let (sf, sb, m) = (get(0x3e), get(0x3d), get(0x10) / c);
-                let slots = 5.0 * c;
-                let s = sf + sb;
+                let s = if watchdog { sf + sb } else { get(0x3f) };
                 let r = get(0x3a) / get(0x3b);
-                let busy = (s - c) / slots;
-                let v = [
-                    r * (1.0 - busy),
-                    (1.0 - r) * (1.0 - busy) + 4.0 * m,
-                    (sf - c) / slots - m,
-                    sb / slots - 3.0 * m,
-                ];
+                let v = match model {
+                    "neoverse-n2" => {
+                        let slots = 5.0 * c;
+                        let busy = (s - c) / slots;
+                        [
+                            r * (1.0 - busy),
+                            (1.0 - r) * (1.0 - busy) + 4.0 * m,
+                            (sf - c) / slots - m,
+                            sb / slots - 3.0 * m,
+                        ]
+                    }
+                    "neoverse-v1" => {
+                        let slots = 8.0 * c;
+                        let busy = s / slots;
+                        [
+                            r * (1.0 - busy),
+                            (1.0 - r) * (1.0 - busy) + 4.0 * m,
+                            sf / slots - 4.0 * m,
+                            sb / slots,
+                        ]
+                    }
+                    _ => {
+                        let slots = 8.0 * c;
+                        let busy = s / slots;
+                        [
+                            r * (1.0 - busy),
+                            (1.0 - r) * (1.0 - busy) + 4.0 * m,
+                            sf / slots - m,
+                            sb / slots - 3.0 * m,
+                        ]
+                    }
+                };
                 names.into_iter().zip(v.map(|x| 100.0 * x)).collect()
             };
             assert_close(&level1_of(d, sym), &want, &format!("{model} {sym}"));
