@@ -914,6 +914,49 @@ fn add_members(into: &mut Option<(Vec<u64>, u64)>, m: &[u64], n: u64) {
     *reads += n;
 }
 
+/// AMD's SMT contention counted in a group of its own (the NMI watchdog's split of level 1,
+/// [`crate::pmu::vendor`]): its samples form a `cycles` table of their own, and their
+/// TopDown (SMT contention and its group's cycles) joins the level-1 group's table and its
+/// rows of the same keys, so that a row has all five nodes. A key the level-1 group has no
+/// row for gets none.
+fn join_smt_groups(
+    p: &Profile,
+    o: &HistOptions,
+    lk: &LocKeys,
+    out: &mut [Table],
+    maps: &mut [FastMap<Key, Row>],
+) {
+    use crate::pmu::vendor::VEvent;
+    let cycles = VEvent::Cycles.index();
+    let smt_only = |td: &TdCounts| td.1.smt_cycles > 0 && td.1.sums[cycles] == 0;
+    // The core's level-1 table: its TopDown has the core's cycles.
+    let Some(target) = out
+        .iter()
+        .position(|t| t.td.1.core.is_some() && t.td.1.sums[cycles] > 0)
+    else {
+        return;
+    };
+    for s in &p.groups {
+        let Some(td) = p.td(s).filter(|td| smt_only(td)) else {
+            continue;
+        };
+        if td.1.core != out[target].td.1.core
+            || !o.filters.counted(p, s.leaf)
+            || !o.filters.keep(p, s)
+        {
+            continue;
+        }
+        out[target].td.add(td);
+        let k = key_of(lk, &o.sort, s, s.leaf);
+        if let Some(row) = maps.get_mut(target).and_then(|m| m.get_mut(&k)) {
+            row.td.add(td);
+            if let Some(inc) = row.incl.as_mut() {
+                inc.td.add(td);
+            }
+        }
+    }
+}
+
 /// Aggregates a profile into one table per event.
 pub fn tables(p: &Profile, o: &HistOptions) -> Vec<Table> {
     let lk = LocKeys::new(p, o);
@@ -1033,6 +1076,7 @@ pub fn tables(p: &Profile, o: &HistOptions) -> Vec<Table> {
             }
         }
     }
+    join_smt_groups(p, o, &lk, &mut out, &mut maps);
     for (t, map) in out.iter_mut().zip(maps) {
         let cols = o.columns(t.event);
         let mut rows: Vec<Row> = map
