@@ -324,6 +324,35 @@ fn zen4_groups_read_with_amds_formulas() {
             let want: Vec<(&str, f64)> = names.into_iter().zip(want).collect();
             assert_close(&level1_of(d, sym), &want, &format!("{sym}, {what}"));
         }
+        // The text report: SMT Contention is a fifth column.
+        let o = hrec_in(
+            d,
+            &["report", "-i", "perf.data", "--stdio", "--sort", "sym"],
+        );
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "{err}");
+        let header = out
+            .lines()
+            .find(|l| l.contains("FEBound"))
+            .unwrap_or_else(|| panic!("{out}"));
+        let words = |l: &str| l.split_whitespace().map(String::from).collect::<Vec<_>>();
+        let h = words(header);
+        let at = h
+            .iter()
+            .position(|w| w == "SMT")
+            .unwrap_or_else(|| panic!("{header}"));
+        assert_eq!(h[at - 1], "BEBound", "{header}");
+        let alpha_row = out
+            .lines()
+            .find(|l| l.ends_with("td_alpha"))
+            .unwrap_or_else(|| panic!("{out}"));
+        // The row has no `#` column: one word fewer before the TopDown columns (marked `*`:
+        // under the sample count that makes a share reliable).
+        let r: Vec<String> = words(alpha_row)
+            .into_iter()
+            .map(|w| w.trim_end_matches('*').to_string())
+            .collect();
+        assert_eq!(r[at - 2..at], ["35.0%", "10.0%"], "{what}: {alpha_row}");
     }
 }
 

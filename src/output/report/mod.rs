@@ -57,6 +57,8 @@ fn lat_line(l: &LatencyStats) -> String {
 /// Columns of one table.
 struct Cols<'a> {
     td: u8,
+    /// AMD's fifth level-1 node, SMT Contention, after the four.
+    smt: bool,
     /// The level-2 tree of the table's columns (the E-core tree for an E-core group's table).
     l2: L2Tree,
     lat: bool,
@@ -80,6 +82,9 @@ fn header_cells(c: &Cols, o: &HistOptions) -> Vec<String> {
     h.push("Samples".to_string());
     if c.td >= 1 {
         h.extend(["Retiring", "BadSpec", "FEBound", "BEBound"].map(String::from));
+        if c.smt {
+            h.push("SMT".to_string());
+        }
     }
     if c.td >= 2 {
         h.extend(c.l2.headers().iter().map(|s| s.to_string()));
@@ -121,6 +126,12 @@ fn row_cells(c: &Cols, t: &Table, r: &Row) -> Vec<String> {
         match r.td.level1() {
             Some(l1) => v.extend(l1.iter().map(|x| format!("{x:.1}%{mark}"))),
             None => v.extend(std::iter::repeat_n("-".to_string(), 4)),
+        }
+        if c.smt {
+            v.push(
+                r.td.smt_contention()
+                    .map_or("-".to_string(), |x| format!("{x:.1}%{mark}")),
+            );
         }
         if c.td >= 2 {
             match r.td.level2().filter(|l2| l2.tree() == c.l2) {
@@ -232,6 +243,7 @@ pub fn table_lines(p: &Profile, t: &Table, o: &HistOptions, style: &ReportStyle)
     }
     let cols = Cols {
         td: td_level,
+        smt: t.td.smt_contention().is_some(),
         l2: t.td.level2().map_or(L2Tree::PCore, |l| l.tree()),
         lat: t.latency.is_some(),
         children: o.children,
