@@ -801,6 +801,29 @@ fn vendor_default_groups_fit_the_counters() {
         "{:?}",
         p.notices
     );
+    // An Arm guest whose hypervisor hides level 1's events (KVM hides STALL_SLOT* and OP_*):
+    // cycles alone, with one line naming them.
+    let arm = dir.path().join("arm");
+    copy_tree(&support::sysfs("neoverse-v2"), &arm);
+    let events = arm.join("bus/event_source/devices/armv8_pmuv3_0/events");
+    for e in ["stall_slot_frontend", "stall_slot_backend", "stall_slot"] {
+        std::fs::remove_file(events.join(e)).unwrap();
+    }
+    let arm_host = hrec::event::Host {
+        cpu: None,
+        nmi_watchdog: Some(true),
+        ..host.clone()
+    };
+    let p =
+        plan::plan_record(&hrec::pmu::Pmus::read(&arm).unwrap(), &arm_host, &opts(&[])).unwrap();
+    assert_eq!(p.events.len(), 1, "{:?}", p.events);
+    assert!(
+        p.notices.iter().any(|n| n.contains(
+            "Arm Neoverse V2 without STALL_SLOT_FRONTEND, STALL_SLOT_BACKEND (a hypervisor hides them)"
+        )),
+        "{:?}",
+        p.notices
+    );
     // An AMD model hrec does not know: cycles alone, with one line.
     host.cpu = hrec::pmu::uarch::CpuId::parse("AuthenticAMD-26-50-0");
     let p = plan::plan_record(&pmus, &host, &opts(&[])).unwrap();

@@ -122,6 +122,27 @@ fn vendor_default(
         }
         VendorOf::Core(c) => c,
     };
+    // KVM hides STALL_SLOT* and OP_* from a guest's Arm PMU (and reads its slots as 0): where
+    // the kernel lists the PMU's events and lacks one of level 1's, no TopDown.
+    let hidden: Vec<&str> = if core.is_amd() || p.aliases.is_empty() {
+        Vec::new()
+    } else {
+        core.level1_events()
+            .iter()
+            .filter(|e| e.config < 0x4000 && e.event != vendor::VEvent::StallSlot)
+            .filter(|e| !p.aliases.contains_key(&e.name.to_ascii_lowercase()))
+            .map(|e| e.name)
+            .collect()
+    };
+    if !hidden.is_empty() {
+        notices.push(format!(
+            "{}: {} without {} (a hypervisor hides them): sampling cycles without TopDown",
+            p.name,
+            core.name(),
+            hidden.join(", ")
+        ));
+        return None;
+    }
     let threads = crate::pmu::threads_per_core(&pmus.root, &pmus.online);
     let plan = core.groups(host.nmi_watchdog, threads);
     notices.extend(plan.notices.iter().map(|n| format!("{}: {n}", p.name)));
