@@ -812,7 +812,7 @@ fn vendor_default_groups_fit_the_counters() {
     let arm_host = hrec::event::Host {
         cpu: None,
         nmi_watchdog: Some(true),
-        ..host.clone()
+        ..host
     };
     let p =
         plan::plan_record(&hrec::pmu::Pmus::read(&arm).unwrap(), &arm_host, &opts(&[])).unwrap();
