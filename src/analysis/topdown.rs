@@ -586,6 +586,32 @@ fn vendor_core_of(meta: &Meta, cpu: Option<&CpuId>) -> Option<VendorCore> {
     }
 }
 
+/// The sampling event of a group's `members`.
+fn sampler_of(meta: &Meta, members: &[usize]) -> Result<usize, String> {
+    members
+        .iter()
+        .copied()
+        .find(|&i| meta.events[i].role == Role::Sampler)
+        .ok_or_else(|| "the group has no sampling event".to_string())
+}
+
+/// The members of a group that were opened (a member with no ids was left out by the
+/// recorder), the sampler included, and their attrs with `true` for the sampler.
+fn opened_attrs(meta: &Meta, members: &[usize], sampler: usize) -> (Vec<usize>, Vec<(Attr, bool)>) {
+    let kept: Vec<usize> = members
+        .iter()
+        .copied()
+        .filter(|&i| {
+            i == sampler || (meta.events[i].role == Role::Counted && !meta.events[i].ids.is_empty())
+        })
+        .collect();
+    let attrs = kept
+        .iter()
+        .map(|&i| (meta.events[i].attr, i == sampler))
+        .collect();
+    (kept, attrs)
+}
+
 /// The roles of an AMD or Arm level-1 group's members ([`crate::pmu::vendor`]) in a
 /// recording, or why `members` is not one ([`vendor_roles`]).
 fn vendor_group(
@@ -593,22 +619,8 @@ fn vendor_group(
     core: VendorCore,
     members: &[usize],
 ) -> Result<Vec<(usize, TdRole)>, String> {
-    let sampler = *members
-        .iter()
-        .find(|&&i| meta.events[i].role == Role::Sampler)
-        .ok_or("the group has no sampling event")?;
-    let kept: Vec<usize> = members
-        .iter()
-        .copied()
-        // A member with no ids was not opened (the recorder left it out).
-        .filter(|&i| {
-            i == sampler || (meta.events[i].role == Role::Counted && !meta.events[i].ids.is_empty())
-        })
-        .collect();
-    let attrs: Vec<(Attr, bool)> = kept
-        .iter()
-        .map(|&i| (meta.events[i].attr, i == sampler))
-        .collect();
+    let sampler = sampler_of(meta, members)?;
+    let (kept, attrs) = opened_attrs(meta, members, sampler);
     let roles = vendor_roles_or_why(core, &attrs)?;
     Ok(roles.into_iter().map(|(k, r)| (kept[k], r)).collect())
 }
@@ -766,10 +778,7 @@ fn ecore_group(
     cpu: Option<&CpuId>,
     members: &[usize],
 ) -> Result<Vec<(usize, TdRole)>, String> {
-    let sampler = *members
-        .iter()
-        .find(|&&i| meta.events[i].role == Role::Sampler)
-        .ok_or("the group has no sampling event")?;
+    let sampler = sampler_of(meta, members)?;
     let pmu = meta.events[sampler]
         .pmu
         .as_deref()
@@ -780,18 +789,7 @@ fn ecore_group(
         .find(|p| p.name == pmu)
         .ok_or_else(|| format!("the recording does not give the type of PMU {pmu}"))?
         .type_;
-    let kept: Vec<usize> = members
-        .iter()
-        .copied()
-        // A member with no ids was not opened (the recorder left it out).
-        .filter(|&i| {
-            i == sampler || (meta.events[i].role == Role::Counted && !meta.events[i].ids.is_empty())
-        })
-        .collect();
-    let attrs: Vec<(Attr, bool)> = kept
-        .iter()
-        .map(|&i| (meta.events[i].attr, i == sampler))
-        .collect();
+    let (kept, attrs) = opened_attrs(meta, members, sampler);
     let roles = ecore_roles_or_why(cpu, pmu, pmu_type, &attrs)?;
     Ok(roles.into_iter().map(|(k, r)| (kept[k], r)).collect())
 }
